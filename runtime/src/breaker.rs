@@ -1,0 +1,832 @@
+//! The breaker: a lock-free state machine in one atomic word.
+//!
+//! # The state word
+//!
+//! ```text
+//!  63 62 | 61 60 | 59 ........ 32 | 31 .............. 0
+//!   tag  | mode  |  generation    | payload
+//! ```
+//!
+//! - `tag`: Closed, Open or HalfOpen.
+//! - `mode`: normal, forced open, forced closed or disabled (manual control).
+//! - `generation`: bumped on every transition. A [`Permit`] remembers the
+//!   generation it was admitted under; its outcome is ignored if the breaker has
+//!   moved on ("results of calls admitted under an earlier state do not drive the
+//!   current one").
+//! - `payload`: in Closed, the consecutive counted failures; in HalfOpen, trials in
+//!   flight (high 16 bits) and successful trials (low 16 bits).
+//!
+//! Every change is one compare-and-swap on this word. A successful call in Closed
+//! under the consecutive rule reads the word twice and writes nothing unless a
+//! failure count needs clearing, so threads sharing a healthy breaker do not
+//! contend on its cache line.
+//!
+//! The open deadline (and, in HalfOpen, the time after which an unresolved trial
+//! permit expires) lives beside the word with the generation it belongs to:
+//! the thread that wins a transition writes the deadline, then publishes its
+//! generation with release ordering, and readers only trust a deadline whose
+//! generation matches the word they read.
+
+use std::future::Future;
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::clock::{Clock, RetryAt};
+use crate::config::Config;
+use crate::error::{Error, Rejected, State};
+use crate::window::{Tally, Window};
+
+/// How one call through the breaker ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The dependency answered well.
+    Success,
+    /// Evidence that the dependency is sick: a counted error, a panic, a timeout.
+    Failure,
+    /// Neither: an error that is the caller's fault, or a call abandoned before it
+    /// finished. Moves no counter, but gives back a half-open trial permit.
+    Neutral,
+}
+
+/// How a breaker is being controlled by hand; see [`Breaker::force_open`] and
+/// friends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// The trip rules decide.
+    Normal,
+    /// Every call is rejected until [`Breaker::reset`].
+    ForcedOpen,
+    /// Every call passes and no outcome is recorded until [`Breaker::reset`].
+    ForcedClosed,
+    /// Every call passes; outcomes are still recorded and the state still moves,
+    /// so [`Breaker::snapshot`] shows what the breaker would have done.
+    Disabled,
+}
+
+const TAG_SHIFT: u32 = 62;
+const MODE_SHIFT: u32 = 60;
+const GEN_SHIFT: u32 = 32;
+const GEN_MASK: u64 = (1 << 28) - 1;
+const TAG_CLOSED: u64 = 0;
+const TAG_OPEN: u64 = 1;
+const TAG_HALF_OPEN: u64 = 2;
+const MODE_NORMAL: u64 = 0;
+const MODE_FORCED_OPEN: u64 = 1;
+const MODE_FORCED_CLOSED: u64 = 2;
+const MODE_DISABLED: u64 = 3;
+/// The bits that must be zero for the fast path: Closed, Normal.
+const CONTROL_BITS: u64 = !((GEN_MASK << GEN_SHIFT) | 0xFFFF_FFFF);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Word(u64);
+
+impl Word {
+    const fn new(tag: u64, mode: u64, generation: u64, payload: u32) -> Self {
+        Word(
+            (tag << TAG_SHIFT)
+                | (mode << MODE_SHIFT)
+                | ((generation & GEN_MASK) << GEN_SHIFT)
+                | payload as u64,
+        )
+    }
+    const fn tag(self) -> u64 {
+        self.0 >> TAG_SHIFT
+    }
+    const fn mode(self) -> u64 {
+        (self.0 >> MODE_SHIFT) & 3
+    }
+    const fn generation(self) -> u64 {
+        (self.0 >> GEN_SHIFT) & GEN_MASK
+    }
+    #[allow(clippy::cast_possible_truncation)] // the payload is the low 32 bits
+    const fn payload(self) -> u32 {
+        self.0 as u32
+    }
+    const fn in_flight(self) -> u32 {
+        self.payload() >> 16
+    }
+    const fn successes(self) -> u32 {
+        self.payload() & 0xFFFF
+    }
+    /// The same mode, the next generation, another tag and payload.
+    const fn next(self, tag: u64, payload: u32) -> Self {
+        Word::new(tag, self.mode(), self.generation() + 1, payload)
+    }
+    const fn with_payload(self, payload: u32) -> Self {
+        Word::new(self.tag(), self.mode(), self.generation(), payload)
+    }
+    const fn trials(in_flight: u32, successes: u32) -> u32 {
+        (in_flight << 16) | successes
+    }
+}
+
+/// The part every call reads, on a cache line of its own.
+#[derive(Debug)]
+#[repr(align(128))]
+struct Hot {
+    word: AtomicU64,
+    deadline: AtomicU64,
+    deadline_gen: AtomicU32,
+    registered: AtomicBool,
+}
+
+/// A circuit breaker.
+///
+/// Build one with [`Breaker::builder`], or let `#[circuit_breaker]` declare one
+/// per function. Calls go through [`call`](Breaker::call),
+/// [`call_async`](Breaker::call_async), or by hand with
+/// [`acquire`](Breaker::acquire) and a [`Permit`].
+///
+/// ```
+/// use failfast_runtime::{Breaker, Error, State};
+/// use std::time::Duration;
+///
+/// let breaker = Breaker::builder().threshold(2).recovery(Duration::from_secs(30)).build()?;
+/// for _ in 0..2 {
+///     let _ = breaker.call(|| Err::<(), _>("connection refused"));
+/// }
+/// assert_eq!(breaker.state(), State::Open);
+/// // Open: the closure does not run.
+/// let result = breaker.call(|| -> Result<(), &str> { unreachable!() });
+/// assert!(matches!(result, Err(Error::Rejected(_))));
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+#[derive(Debug)]
+pub struct Breaker {
+    hot: Hot,
+    config: Config,
+    clock: Clock,
+    /// Consecutive opens without a healthy pause (growing open time).
+    level: AtomicU32,
+    rng: AtomicU64,
+    last_transition: AtomicU64,
+    window: OnceLock<Window>,
+}
+
+/// Proof that the breaker admitted a call. Resolve it with the call's
+/// [`Outcome`]; if it is dropped unresolved, it resolves itself as
+/// [`Outcome::Neutral`] (a cancelled call), or as [`Outcome::Failure`] when
+/// dropped by a panic unwinding through the protected code.
+///
+/// ```
+/// use failfast_runtime::{Breaker, Outcome};
+///
+/// let breaker = Breaker::builder().build()?;
+/// match breaker.acquire() {
+///     Ok(permit) => {
+///         let answer = 6 * 7; // call the dependency here
+///         permit.record(if answer == 42 { Outcome::Success } else { Outcome::Failure });
+///     }
+///     Err(rejected) => eprintln!("{rejected}"),
+/// }
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+#[derive(Debug)]
+#[must_use = "a permit records its call's outcome; dropping it at once records a neutral call"]
+pub struct Permit<'a> {
+    breaker: &'a Breaker,
+    /// The state word the call was admitted under, or `PASSIVE`.
+    admitted: u64,
+    /// When the call started, if slow calls are measured.
+    started: u64,
+}
+
+/// A permit whose outcome is not recorded (forced closed, or a disabled breaker
+/// that would have rejected).
+const PASSIVE: u64 = u64::MAX;
+
+impl Breaker {
+    /// A breaker with `config`, read from the system clock. Used by
+    /// `#[circuit_breaker]`, whose settings were checked at compile time.
+    #[doc(hidden)]
+    #[must_use]
+    pub const fn from_config(config: Config) -> Self {
+        Self::with_clock(config, Clock::System)
+    }
+
+    pub(crate) const fn with_clock(config: Config, clock: Clock) -> Self {
+        Self {
+            hot: Hot {
+                word: AtomicU64::new(0),
+                deadline: AtomicU64::new(0),
+                deadline_gen: AtomicU32::new(u32::MAX),
+                registered: AtomicBool::new(false),
+            },
+            config,
+            clock,
+            level: AtomicU32::new(0),
+            rng: AtomicU64::new(0),
+            last_transition: AtomicU64::new(0),
+            window: OnceLock::new(),
+        }
+    }
+
+    /// The breaker's name.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        self.config.name
+    }
+
+    pub(crate) fn is_registered(&self) -> bool {
+        self.hot.registered.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn mark_registered(&self) -> bool {
+        !self.hot.registered.load(Ordering::Relaxed)
+            && !self.hot.registered.swap(true, Ordering::AcqRel)
+    }
+
+    #[inline]
+    fn load(&self) -> Word {
+        Word(self.hot.word.load(Ordering::Acquire))
+    }
+
+    fn cas(&self, current: Word, new: Word) -> Result<(), Word> {
+        self.hot
+            .word
+            .compare_exchange(current.0, new.0, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ())
+            .map_err(Word)
+    }
+
+    /// The current state. Reports [`State::HalfOpen`] once `recovery` has elapsed,
+    /// but never consumes the trial: only a call does.
+    #[must_use]
+    pub fn state(&self) -> State {
+        self.state_of(self.load())
+    }
+
+    fn state_of(&self, w: Word) -> State {
+        match (w.mode(), w.tag()) {
+            (MODE_FORCED_OPEN, _) => State::Open,
+            (MODE_FORCED_CLOSED, _) | (_, TAG_CLOSED) => State::Closed,
+            (_, TAG_OPEN) => match self.deadline(w) {
+                Some(d) if self.clock.reached(d) => State::HalfOpen,
+                _ => State::Open,
+            },
+            _ => State::HalfOpen,
+        }
+    }
+
+    /// How the breaker is being controlled.
+    #[must_use]
+    pub fn mode(&self) -> Mode {
+        match self.load().mode() {
+            MODE_FORCED_OPEN => Mode::ForcedOpen,
+            MODE_FORCED_CLOSED => Mode::ForcedClosed,
+            MODE_DISABLED => Mode::Disabled,
+            _ => Mode::Normal,
+        }
+    }
+
+    /// The deadline published for `w`'s generation, if it is published yet.
+    #[inline]
+    fn deadline(&self, w: Word) -> Option<u64> {
+        #[allow(clippy::cast_possible_truncation)] // generations are 28 bits
+        let current = self.hot.deadline_gen.load(Ordering::Acquire) == w.generation() as u32;
+        current.then(|| self.hot.deadline.load(Ordering::Relaxed))
+    }
+
+    fn publish_deadline(&self, w: Word, deadline: u64) {
+        self.hot.deadline.store(deadline, Ordering::Relaxed);
+        #[allow(clippy::cast_possible_truncation)] // generations are 28 bits
+        self.hot.deadline_gen.store(w.generation() as u32, Ordering::Release);
+        self.clock.watch(deadline);
+    }
+
+    /// Asks to make a call. `Ok(permit)`: make it, then resolve the permit with its
+    /// outcome. `Err(rejected)`: the breaker is open (or its half-open trials are
+    /// taken); do not call the dependency.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] when the breaker refuses the call.
+    #[inline]
+    pub fn acquire(&self) -> Result<Permit<'_>, Rejected> {
+        let w = self.load();
+        if w.0 & CONTROL_BITS == 0 {
+            return Ok(self.permit(w.0));
+        }
+        self.acquire_slow(w)
+    }
+
+    #[inline]
+    fn permit(&self, admitted: u64) -> Permit<'_> {
+        let started = if self.config.slow == 0 {
+            0
+        } else {
+            self.clock.now()
+        };
+        Permit {
+            breaker: self,
+            admitted,
+            started,
+        }
+    }
+
+    #[cold]
+    fn acquire_slow(&self, mut w: Word) -> Result<Permit<'_>, Rejected> {
+        loop {
+            match (w.mode(), w.tag()) {
+                (MODE_FORCED_OPEN, _) => {
+                    return Err(Rejected::new(self.name(), State::Open, RetryAt::Unknown))
+                }
+                (MODE_FORCED_CLOSED, _) => return Ok(self.permit(PASSIVE)),
+                (_, TAG_CLOSED) => return Ok(self.permit(w.0)),
+                (mode, TAG_OPEN) => {
+                    match self.deadline(w) {
+                        Some(d) if self.clock.reached(d) => {}
+                        other => {
+                            let retry = other.map_or(RetryAt::Unknown, |d| {
+                                self.clock.retry_at(d, None)
+                            });
+                            return self.refuse(mode, State::Open, retry);
+                        }
+                    }
+                    let trial = w.next(TAG_HALF_OPEN, Word::trials(1, 0));
+                    match self.cas(w, trial) {
+                        Ok(()) => {
+                            let now = self.clock.now();
+                            self.last_transition.store(now, Ordering::Relaxed);
+                            self.publish_deadline(trial, now.saturating_add(self.config.recovery));
+                            return Ok(self.permit(trial.0));
+                        }
+                        Err(actual) => w = actual,
+                    }
+                }
+                (mode, _) => {
+                    // Half-open.
+                    if w.in_flight() < self.config.trial_calls {
+                        let taken = w.with_payload(Word::trials(w.in_flight() + 1, w.successes()));
+                        match self.cas(w, taken) {
+                            Ok(()) => {
+                                self.extend_trial_expiry(taken);
+                                return Ok(self.permit(taken.0));
+                            }
+                            Err(actual) => w = actual,
+                        }
+                        continue;
+                    }
+                    // Every permit is out. One that was never resolved expires after
+                    // `recovery`, and a new round of trials begins.
+                    match self.deadline(w) {
+                        Some(d) if self.clock.reached(d) => {
+                            let round = w.next(TAG_HALF_OPEN, Word::trials(1, 0));
+                            match self.cas(w, round) {
+                                Ok(()) => {
+                                    let now = self.clock.now();
+                                    self.publish_deadline(
+                                        round,
+                                        now.saturating_add(self.config.recovery),
+                                    );
+                                    return Ok(self.permit(round.0));
+                                }
+                                Err(actual) => w = actual,
+                            }
+                        }
+                        _ => return self.refuse(mode, State::HalfOpen, RetryAt::Unknown),
+                    }
+                }
+            }
+        }
+    }
+
+    fn refuse(&self, mode: u64, state: State, retry: RetryAt) -> Result<Permit<'_>, Rejected> {
+        if mode == MODE_DISABLED {
+            Ok(self.permit(PASSIVE))
+        } else {
+            Err(Rejected::new(self.name(), state, retry))
+        }
+    }
+
+    /// A trial permit was just taken in round `w`: its expiry counts from now.
+    fn extend_trial_expiry(&self, w: Word) {
+        if self.deadline(w).is_some() {
+            let expiry = self.clock.now().saturating_add(self.config.recovery);
+            self.hot.deadline.fetch_max(expiry, Ordering::Relaxed);
+            self.clock.watch(expiry);
+        }
+    }
+
+    fn finish(&self, admitted: u64, started: u64, outcome: Outcome) {
+        if admitted == PASSIVE {
+            return;
+        }
+        let slow = self.config.slow != 0
+            && outcome != Outcome::Neutral
+            && self.clock.now().saturating_sub(started) >= self.config.slow;
+        let admitted = Word(admitted);
+        if admitted.tag() == TAG_CLOSED {
+            self.finish_closed(admitted, outcome, slow);
+        } else {
+            // A slow trial is a failed trial when the slow-call rule is on.
+            let outcome = if slow { Outcome::Failure } else { outcome };
+            self.finish_trial(admitted, outcome);
+        }
+    }
+
+    #[inline]
+    fn finish_closed(&self, admitted: Word, outcome: Outcome, slow: bool) {
+        let mut w = self.load();
+        if w.tag() != TAG_CLOSED || w.generation() != admitted.generation() {
+            return;
+        }
+        if self.config.uses_window() && outcome != Outcome::Neutral {
+            let window = self.window.get_or_init(|| Window::new(self.config.window));
+            let tally = window.record(outcome == Outcome::Failure, slow, || self.clock.now());
+            if self.rate_trips(tally) {
+                self.trip(admitted, false);
+                return;
+            }
+        }
+        if !self.config.uses_consecutive() {
+            return;
+        }
+        loop {
+            let failures = match outcome {
+                Outcome::Neutral => return,
+                Outcome::Success if w.payload() == 0 => return,
+                Outcome::Success => 0,
+                Outcome::Failure => w.payload() + 1,
+            };
+            if failures >= self.config.threshold {
+                self.trip(admitted, false);
+                return;
+            }
+            match self.cas(w, w.with_payload(failures)) {
+                Ok(()) => return,
+                Err(actual) => w = actual,
+            }
+            if w.tag() != TAG_CLOSED || w.generation() != admitted.generation() {
+                return;
+            }
+        }
+    }
+
+    fn rate_trips(&self, t: Tally) -> bool {
+        if (t.failures == 0 && t.slow == 0) || t.calls < self.config.min_calls {
+            return false;
+        }
+        let calls = f64::from(t.calls);
+        (self.config.failure_rate > 0.0 && f64::from(t.failures) >= self.config.failure_rate * calls)
+            || (self.config.slow != 0 && f64::from(t.slow) >= self.config.slow_rate * calls)
+    }
+
+    fn finish_trial(&self, admitted: Word, outcome: Outcome) {
+        let mut w = self.load();
+        loop {
+            if w.tag() != TAG_HALF_OPEN || w.generation() != admitted.generation() {
+                return;
+            }
+            let in_flight = w.in_flight().saturating_sub(1);
+            let next = match outcome {
+                Outcome::Failure => {
+                    self.trip(admitted, true);
+                    return;
+                }
+                Outcome::Neutral => w.with_payload(Word::trials(in_flight, w.successes())),
+                Outcome::Success if w.successes() + 1 >= self.config.success_threshold => {
+                    self.close(w);
+                    return;
+                }
+                Outcome::Success => w.with_payload(Word::trials(in_flight, w.successes() + 1)),
+            };
+            match self.cas(w, next) {
+                Ok(()) => return,
+                Err(actual) => w = actual,
+            }
+        }
+    }
+
+    /// Closed or HalfOpen → Open, if the breaker is still in `admitted`'s state and
+    /// generation (its payload may have moved meanwhile).
+    fn trip(&self, admitted: Word, from_trial: bool) {
+        let mut w = self.load();
+        let open = loop {
+            if w.tag() != admitted.tag() || w.generation() != admitted.generation() {
+                return;
+            }
+            let open = w.next(TAG_OPEN, 0);
+            match self.cas(w, open) {
+                Ok(()) => break open,
+                Err(actual) => w = actual,
+            }
+        };
+        let now = self.clock.now();
+        let period = self.open_period(now, from_trial);
+        self.last_transition.store(now, Ordering::Relaxed);
+        self.publish_deadline(open, now.saturating_add(period));
+    }
+
+    /// HalfOpen `w` → Closed.
+    fn close(&self, w: Word) {
+        let closed = w.next(TAG_CLOSED, 0);
+        if self.cas(w, closed).is_ok() {
+            self.clear_window();
+            self.last_transition.store(self.clock.now(), Ordering::Relaxed);
+        }
+    }
+
+    fn clear_window(&self) {
+        if let Some(window) = self.window.get() {
+            window.clear();
+        }
+    }
+
+    /// How long to stay open, for the transition happening at `now`.
+    ///
+    /// With a growing open time, `level` counts the opens since the dependency was
+    /// last healthy for a while: each open lasts `recovery × 2^level` (capped at
+    /// `max_recovery`) and raises the level; each full `recovery` spent closed
+    /// before a trip lowers it by one.
+    fn open_period(&self, now: u64, from_trial: bool) -> u64 {
+        let base = self.config.recovery;
+        let mut period = base;
+        if self.config.max_recovery != 0 {
+            let mut level = self.level.load(Ordering::Relaxed);
+            if !from_trial {
+                let closed_for = now.saturating_sub(self.last_transition.load(Ordering::Relaxed));
+                let healthy = u32::try_from(closed_for / base).unwrap_or(u32::MAX);
+                level = level.saturating_sub(healthy);
+            }
+            period = base
+                .checked_shl(level)
+                .filter(|p| p >> level == base)
+                .map_or(self.config.max_recovery, |p| p.min(self.config.max_recovery));
+            let next = if period < self.config.max_recovery {
+                level + 1
+            } else {
+                level
+            };
+            self.level.store(next, Ordering::Relaxed);
+        }
+        if self.config.jitter > 0.0 {
+            period = self.jittered(period);
+        }
+        period
+    }
+
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )] // durations in f64 lose only sub-nanosecond precision below 2^53 ns (104 days)
+    fn jittered(&self, period: u64) -> u64 {
+        let mut seed = self.rng.load(Ordering::Relaxed);
+        if seed == 0 {
+            seed = crate::clock::system_now()
+                ^ (u64::from(std::process::id()) << 32)
+                ^ (std::ptr::from_ref(self) as u64);
+        }
+        let (next, random) = splitmix64(seed);
+        self.rng.store(next, Ordering::Relaxed);
+        // Uniform in [-jitter, +jitter).
+        let unit = (random >> 11) as f64 / (1u64 << 53) as f64;
+        let factor = 1.0 + self.config.jitter * (2.0 * unit - 1.0);
+        (period as f64 * factor).max(1.0) as u64
+    }
+
+    /// A snapshot of the breaker's state and counters.
+    #[must_use]
+    pub fn snapshot(&self) -> Snapshot {
+        let w = self.load();
+        let now = self.clock.now();
+        let state = self.state_of(w);
+        let tally = self.window.get().map(|win| win.tally(now)).unwrap_or_default();
+        let (consecutive_failures, trials_in_flight, trial_successes) = match w.tag() {
+            TAG_CLOSED => (w.payload(), 0, 0),
+            TAG_HALF_OPEN => (0, w.in_flight(), w.successes()),
+            _ => (0, 0, 0),
+        };
+        let retry_after = match (w.mode(), w.tag()) {
+            (MODE_NORMAL | MODE_DISABLED, TAG_OPEN) => self
+                .deadline(w)
+                .map(|d| Duration::from_nanos(d.saturating_sub(now))),
+            _ => None,
+        };
+        Snapshot {
+            name: self.name(),
+            state,
+            mode: self.mode(),
+            consecutive_failures,
+            window_calls: tally.calls,
+            window_failures: tally.failures,
+            window_slow: tally.slow,
+            trials_in_flight,
+            trial_successes,
+            since_transition: Duration::from_nanos(
+                now.saturating_sub(self.last_transition.load(Ordering::Relaxed)),
+            ),
+            retry_after,
+        }
+    }
+
+    fn control(&self, tag: u64, mode: u64) {
+        let mut w = self.load();
+        loop {
+            let new = Word::new(tag, mode, w.generation() + 1, 0);
+            match self.cas(w, new) {
+                Ok(()) => break,
+                Err(actual) => w = actual,
+            }
+        }
+        self.clear_window();
+        self.last_transition.store(self.clock.now(), Ordering::Relaxed);
+    }
+
+    /// Back to normal operation: closed, counters cleared, growing open time back
+    /// at its start. Calls in flight are not counted.
+    pub fn reset(&self) {
+        self.control(TAG_CLOSED, MODE_NORMAL);
+        self.level.store(0, Ordering::Relaxed);
+    }
+
+    /// Rejects every call until [`reset`](Self::reset) (or another manual mode).
+    pub fn force_open(&self) {
+        self.control(TAG_OPEN, MODE_FORCED_OPEN);
+    }
+
+    /// Lets every call through, recording nothing, until [`reset`](Self::reset).
+    pub fn force_closed(&self) {
+        self.control(TAG_CLOSED, MODE_FORCED_CLOSED);
+    }
+
+    /// Lets every call through until [`reset`](Self::reset), while still recording
+    /// outcomes from a fresh closed state: the trip rules keep running, so
+    /// [`snapshot`](Self::snapshot) and [`state`](Self::state) show what the breaker
+    /// would have done ("observe only").
+    pub fn disable(&self) {
+        self.control(TAG_CLOSED, MODE_DISABLED);
+    }
+
+    /// Runs `f` through the breaker; every `Err` counts as a failure.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Rejected`] without running `f` when the breaker refuses;
+    /// [`Error::Failed`] with `f`'s error otherwise.
+    pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Result<T, E>,
+    {
+        self.call_with(|_| true, f)
+    }
+
+    /// Runs `f` through the breaker; an `Err` counts as a failure when `counts`
+    /// says so, and is neutral otherwise (it moves no counter).
+    ///
+    /// ```
+    /// use failfast_runtime::Breaker;
+    ///
+    /// let breaker = Breaker::builder().threshold(1).build()?;
+    /// // A 400 is the caller's fault: neutral.
+    /// let _ = breaker.call_with(|status: &u16| *status >= 500, || Err::<(), u16>(400));
+    /// assert_eq!(breaker.snapshot().consecutive_failures, 0);
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call).
+    pub fn call_with<T, E, C, F>(&self, counts: C, f: F) -> Result<T, Error<E>>
+    where
+        C: FnOnce(&E) -> bool,
+        F: FnOnce() -> Result<T, E>,
+    {
+        let permit = self.acquire()?;
+        let result = f();
+        permit.resolve(&result, counts);
+        result.map_err(Error::Failed)
+    }
+
+    /// Awaits `future` through the breaker; every `Err` counts as a failure. If the
+    /// returned future is dropped before it finishes, the call is neutral.
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call).
+    pub async fn call_async<T, E, Fut>(&self, future: Fut) -> Result<T, Error<E>>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.call_async_with(|_| true, future).await
+    }
+
+    /// Awaits `future` through the breaker, classifying errors with `counts` as
+    /// [`call_with`](Self::call_with) does.
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call).
+    pub async fn call_async_with<T, E, C, Fut>(&self, counts: C, future: Fut) -> Result<T, Error<E>>
+    where
+        C: FnOnce(&E) -> bool,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let permit = self.acquire()?;
+        let result = future.await;
+        permit.resolve(&result, counts);
+        result.map_err(Error::Failed)
+    }
+}
+
+fn splitmix64(state: u64) -> (u64, u64) {
+    let next = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = next;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (next, z ^ (z >> 31))
+}
+
+impl Permit<'_> {
+    /// Records how the call ended.
+    #[inline]
+    pub fn record(self, outcome: Outcome) {
+        let this = ManuallyDrop::new(self);
+        this.breaker.finish(this.admitted, this.started, outcome);
+    }
+
+    /// Records a success.
+    #[inline]
+    pub fn success(self) {
+        self.record(Outcome::Success);
+    }
+
+    /// Records a failure.
+    pub fn failure(self) {
+        self.record(Outcome::Failure);
+    }
+
+    /// Records a neutral outcome (gives back a trial permit, moves no counter).
+    pub fn neutral(self) {
+        self.record(Outcome::Neutral);
+    }
+
+    /// Records `Ok` as a success and `Err(e)` as a failure if `counts(e)`, neutral
+    /// otherwise.
+    #[inline]
+    pub fn resolve<T, E>(self, result: &Result<T, E>, counts: impl FnOnce(&E) -> bool) {
+        let outcome = match result {
+            Ok(_) => Outcome::Success,
+            Err(e) if counts(e) => Outcome::Failure,
+            Err(_) => Outcome::Neutral,
+        };
+        self.record(outcome);
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        let outcome = if std::thread::panicking() {
+            Outcome::Failure
+        } else {
+            Outcome::Neutral
+        };
+        self.breaker.finish(self.admitted, self.started, outcome);
+    }
+}
+
+/// A breaker's state and counters at one moment; see [`Breaker::snapshot`].
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Snapshot {
+    /// The breaker's name.
+    pub name: &'static str,
+    /// The state, as [`Breaker::state`] reports it.
+    pub state: State,
+    /// Manual control in force.
+    pub mode: Mode,
+    /// Consecutive counted failures so far (Closed, consecutive rule).
+    pub consecutive_failures: u32,
+    /// Calls in the rate rule's window.
+    pub window_calls: u32,
+    /// Failed calls in the rate rule's window.
+    pub window_failures: u32,
+    /// Slow calls in the rate rule's window.
+    pub window_slow: u32,
+    /// Trial calls running now (HalfOpen).
+    pub trials_in_flight: u32,
+    /// Successful trials so far in this half-open round.
+    pub trial_successes: u32,
+    /// Time since the last state change.
+    pub since_transition: Duration,
+    /// Time until the next trial is admitted (Open only).
+    pub retry_after: Option<Duration>,
+}
+
+impl Snapshot {
+    /// Share of failed calls in the window, once it holds any call.
+    #[must_use]
+    pub fn failure_rate(&self) -> Option<f64> {
+        (self.window_calls > 0)
+            .then(|| f64::from(self.window_failures) / f64::from(self.window_calls))
+    }
+
+    /// Share of slow calls in the window, once it holds any call.
+    #[must_use]
+    pub fn slow_rate(&self) -> Option<f64> {
+        (self.window_calls > 0).then(|| f64::from(self.window_slow) / f64::from(self.window_calls))
+    }
+}

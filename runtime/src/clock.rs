@@ -1,0 +1,229 @@
+//! Time, as the breaker sees it.
+//!
+//! A breaker reads a monotonic clock measured in nanoseconds since a process-wide
+//! origin. Production breakers use the system's monotonic clock
+//! ([`std::time::Instant`]); tests hand the builder a [`ManualClock`] and move time
+//! by hand, so recovery and window expiry can be tested without sleeping.
+//!
+//! # The coarse clock
+//!
+//! Reading `Instant::now()` costs tens of nanoseconds, more than an open breaker
+//! should spend rejecting a call. While at least one breaker is waiting out its
+//! open period, a background thread (`failfast-clock`) publishes the time into an
+//! atomic once per [`TICK`]. The rejection path compares the deadline with that
+//! coarse reading and only consults the precise clock once the coarse time is within
+//! [`TICK`] of the deadline. So the Open → HalfOpen transition is never early, and is
+//! late by at most one tick plus however long the operating system delays the
+//! ticker thread (typically well under a millisecond past the tick).
+//!
+//! The ticker is started on the first transition into Open and parks itself once
+//! every open deadline it was told about has passed: a process whose breakers are
+//! all closed has no ticking thread.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+/// How often the coarse clock is refreshed while a breaker is open.
+pub const TICK: Duration = Duration::from_millis(1);
+
+/// A clock whose time only moves when told to: for tests.
+///
+/// Clones share the same time, so the test keeps one handle and gives a clone to
+/// the breaker through [`Builder::clock`](crate::Builder::clock).
+///
+/// ```
+/// use failfast_runtime::{Breaker, ManualClock, State};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let breaker = Breaker::builder()
+///     .threshold(1)
+///     .recovery(Duration::from_secs(30))
+///     .clock(clock.clone())
+///     .build()
+///     .unwrap();
+/// let _ = breaker.call(|| Err::<(), _>("down"));
+/// assert_eq!(breaker.state(), State::Open);
+/// clock.advance(Duration::from_secs(30));
+/// assert_eq!(breaker.state(), State::HalfOpen);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct ManualClock {
+    nanos: Arc<AtomicU64>,
+}
+
+impl ManualClock {
+    /// A clock standing at zero.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Moves the clock forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        self.nanos.fetch_add(duration_nanos(by), Ordering::SeqCst);
+    }
+
+    /// The time elapsed since the clock was created, as advanced so far.
+    #[must_use]
+    pub fn now(&self) -> Duration {
+        Duration::from_nanos(self.nanos.load(Ordering::SeqCst))
+    }
+}
+
+/// The clock a breaker reads.
+#[derive(Clone, Debug)]
+pub(crate) enum Clock {
+    System,
+    Manual(ManualClock),
+}
+
+impl Clock {
+    /// Precise time in nanoseconds.
+    #[inline]
+    pub(crate) fn now(&self) -> u64 {
+        match self {
+            Clock::System => system_now(),
+            Clock::Manual(m) => m.nanos.load(Ordering::SeqCst),
+        }
+    }
+
+    /// Whether `deadline` (nanoseconds on this clock) has passed. Cheap on the system
+    /// clock while the ticker runs; see the module docs for the bound.
+    #[inline]
+    pub(crate) fn reached(&self, deadline: u64) -> bool {
+        match self {
+            Clock::System => {
+                let coarse = COARSE.load(Ordering::Relaxed);
+                if coarse != 0 && coarse.saturating_add(TICK_NANOS) < deadline {
+                    return false;
+                }
+                system_now() >= deadline
+            }
+            Clock::Manual(m) => m.nanos.load(Ordering::SeqCst) >= deadline,
+        }
+    }
+
+    /// Tells the ticker that someone will be comparing against `deadline`.
+    pub(crate) fn watch(&self, deadline: u64) {
+        if let Clock::System = self {
+            Ticker::watch(deadline);
+        }
+    }
+
+    /// When, in the caller's terms, `deadline` falls.
+    pub(crate) fn retry_at(&self, deadline: u64, now_hint: Option<u64>) -> RetryAt {
+        match self {
+            Clock::System => RetryAt::Instant(origin() + Duration::from_nanos(deadline)),
+            Clock::Manual(m) => {
+                let now = now_hint.unwrap_or_else(|| m.nanos.load(Ordering::SeqCst));
+                RetryAt::After(Duration::from_nanos(deadline.saturating_sub(now)))
+            }
+        }
+    }
+}
+
+/// The next trial's time as carried by a [`Rejected`](crate::Rejected).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RetryAt {
+    /// Not known (forced open, or trials in flight).
+    Unknown,
+    /// A point on the system clock: `retry_after()` is exact whenever it is asked.
+    Instant(Instant),
+    /// A manual clock: the remaining time when the call was rejected.
+    After(Duration),
+}
+
+impl RetryAt {
+    pub(crate) fn remaining(self) -> Option<Duration> {
+        match self {
+            RetryAt::Unknown => None,
+            RetryAt::Instant(at) => Some(at.saturating_duration_since(Instant::now())),
+            RetryAt::After(d) => Some(d),
+        }
+    }
+}
+
+pub(crate) fn duration_nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+const TICK_NANOS: u64 = 1_000_000;
+
+fn origin() -> Instant {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    *ORIGIN.get_or_init(Instant::now)
+}
+
+/// Nanoseconds since the process-wide origin; never zero, so zero can mean "unset".
+#[inline]
+pub(crate) fn system_now() -> u64 {
+    duration_nanos(origin().elapsed()).max(1)
+}
+
+/// Coarse time in nanoseconds, or 0 while the ticker is parked.
+static COARSE: AtomicU64 = AtomicU64::new(0);
+/// The latest deadline any breaker asked the ticker to watch.
+static WATCH_UNTIL: AtomicU64 = AtomicU64::new(0);
+
+struct Ticker;
+
+impl Ticker {
+    fn watch(deadline: u64) {
+        static THREAD: OnceLock<Option<Thread>> = OnceLock::new();
+        WATCH_UNTIL.fetch_max(deadline, Ordering::SeqCst);
+        let thread = THREAD.get_or_init(|| {
+            std::thread::Builder::new()
+                .name("failfast-clock".into())
+                .spawn(Ticker::run)
+                .ok()
+                .map(|handle| handle.thread().clone())
+        });
+        // Without a ticker every check simply reads the precise clock.
+        if let Some(thread) = thread {
+            thread.unpark();
+        }
+    }
+
+    fn run() {
+        loop {
+            let now = system_now();
+            if now > WATCH_UNTIL.load(Ordering::SeqCst) {
+                // Nothing left to watch: stop publishing (readers fall back to the
+                // precise clock) and sleep until a breaker opens again. An unpark that
+                // raced with this check makes `park` return at once.
+                COARSE.store(0, Ordering::SeqCst);
+                std::thread::park();
+                continue;
+            }
+            COARSE.store(now, Ordering::Relaxed);
+            std::thread::sleep(TICK);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manual_clock_clones_share_time() {
+        let a = ManualClock::new();
+        let b = a.clone();
+        a.advance(Duration::from_millis(5));
+        assert_eq!(b.now(), Duration::from_millis(5));
+    }
+
+    #[test]
+    fn coarse_check_is_never_early() {
+        let clock = Clock::System;
+        let deadline = system_now() + 20 * TICK_NANOS;
+        clock.watch(deadline);
+        while !clock.reached(deadline) {
+            std::hint::spin_loop();
+        }
+        assert!(system_now() >= deadline);
+    }
+}

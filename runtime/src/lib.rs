@@ -1,0 +1,41 @@
+//! The circuit breaker behind [failfast](https://docs.rs/failfast).
+//!
+//! Most users add `failfast` and write `#[circuit_breaker]` on the function that
+//! calls a dependency; this crate is the breaker underneath, usable on its own:
+//!
+//! ```
+//! use failfast_runtime::{Breaker, Error};
+//! use std::time::Duration;
+//!
+//! let breaker = Breaker::builder()
+//!     .name("inventory")
+//!     .threshold(5)
+//!     .recovery(Duration::from_secs(30))
+//!     .build()?;
+//!
+//! let stock = breaker.call(|| -> Result<u32, std::io::Error> { Ok(42) });
+//! assert_eq!(stock.ok(), Some(42));
+//! # Ok::<(), failfast_runtime::ConfigError>(())
+//! ```
+//!
+//! See [`Breaker`] for the state machine, [`registry`] for finding breakers by
+//! name, and [`ManualClock`] for testing time-dependent behaviour.
+#![warn(missing_docs)]
+#![deny(unsafe_code)]
+
+mod breaker;
+mod clock;
+mod config;
+mod error;
+pub mod registry;
+mod window;
+
+#[doc(hidden)]
+pub mod __private;
+
+pub use breaker::{Breaker, Mode, Outcome, Permit, Snapshot};
+pub use clock::{ManualClock, TICK};
+pub use config::{
+    Builder, DEFAULT_MIN_CALLS, DEFAULT_RECOVERY, DEFAULT_THRESHOLD, DEFAULT_WINDOW_CALLS,
+};
+pub use error::{ConfigError, Error, Rejected, State};
