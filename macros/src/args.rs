@@ -1,0 +1,539 @@
+//! The grammar of `#[circuit_breaker(key = value, ...)]` and the checks that
+//! need nothing but the arguments themselves.
+
+use std::time::Duration;
+
+use proc_macro2::{Spacing, TokenTree};
+use syn::ext::IdentExt;
+use syn::parse::{ParseStream, Parser};
+use syn::{Expr, ExprLit, ExprUnary, Ident, Lit, LitStr, Path, Token, UnOp};
+
+use crate::classify::Matcher;
+
+/// Every key the attribute understands, in the order the docs list them.
+const KEYS: &[&str] = &[
+    "threshold",
+    "failure_rate",
+    "window",
+    "min_calls",
+    "slow",
+    "slow_rate",
+    "recovery",
+    "jitter",
+    "trial_calls",
+    "success_threshold",
+    "counts",
+    "ignores",
+    "fallback",
+    "name",
+    "crate",
+];
+
+/// A value and the key that set it, so that checks between keys can point at
+/// the key.
+pub struct Arg<T> {
+    pub key: Ident,
+    pub value: T,
+}
+
+pub enum Window {
+    Calls(u32),
+    Time(Duration),
+}
+
+/// `recovery = "30s"` or the growing form `recovery = "30s..10m"`.
+pub struct Recovery {
+    pub start: Duration,
+    pub max: Option<Duration>,
+}
+
+#[derive(Default)]
+pub struct Args {
+    pub threshold: Option<Arg<u32>>,
+    pub failure_rate: Option<Arg<f64>>,
+    pub window: Option<Arg<Window>>,
+    pub min_calls: Option<Arg<u32>>,
+    pub slow: Option<Arg<Duration>>,
+    pub slow_rate: Option<Arg<f64>>,
+    pub recovery: Option<Arg<Recovery>>,
+    pub jitter: Option<Arg<f64>>,
+    pub trial_calls: Option<Arg<u32>>,
+    pub success_threshold: Option<Arg<u32>>,
+    pub counts: Option<Arg<Matcher>>,
+    pub ignores: Option<Arg<Matcher>>,
+    pub fallback: Option<Arg<Path>>,
+    pub name: Option<Arg<LitStr>>,
+    pub krate: Option<Arg<Path>>,
+    /// Keys in the order they were written.
+    order: Vec<String>,
+}
+
+/// Collects independent mistakes so that one compile run reports all of them.
+#[derive(Default)]
+pub struct Errors(Option<syn::Error>);
+
+impl Errors {
+    pub fn push(&mut self, error: syn::Error) {
+        match &mut self.0 {
+            Some(all) => all.combine(error),
+            None => self.0 = Some(error),
+        }
+    }
+
+    pub fn into_result(self) -> Option<syn::Error> {
+        self.0
+    }
+}
+
+/// Stores a key's value, or reports the key as given twice. The one place
+/// duplicates are handled, for every key.
+fn set<T>(slot: &mut Option<Arg<T>>, key: &Ident, value: T) -> syn::Result<()> {
+    if slot.is_some() {
+        return Err(syn::Error::new(
+            key.span(),
+            format!("`{}` is set more than once", key.unraw()),
+        ));
+    }
+    *slot = Some(Arg {
+        key: key.clone(),
+        value,
+    });
+    Ok(())
+}
+
+impl Args {
+    /// Parses the attribute's arguments. Never fails as a whole: a mistake is
+    /// recorded in `errors` and parsing goes on with the next `key = value`.
+    pub fn parse(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Args {
+        let mut args = Args::default();
+        let parser = |input: ParseStream| {
+            while !input.is_empty() {
+                if let Err(error) = args.parse_one(input) {
+                    errors.push(error);
+                    skip_to_next_key(input)?;
+                }
+                if input.is_empty() {
+                    break;
+                }
+                if input.peek(Token![,]) {
+                    input.parse::<Token![,]>()?;
+                } else {
+                    errors.push(input.error("expected `,` before the next argument"));
+                    skip_to_next_key(input)?;
+                    if input.peek(Token![,]) {
+                        input.parse::<Token![,]>()?;
+                    }
+                }
+            }
+            Ok(())
+        };
+        if let Err(error) = parser.parse2(tokens) {
+            errors.push(error);
+        }
+        args.validate(errors);
+        args
+    }
+
+    fn parse_one(&mut self, input: ParseStream) -> syn::Result<()> {
+        let key = if input.peek(Ident::peek_any) {
+            input.call(Ident::parse_any)?
+        } else {
+            return Err(input.error(format!(
+                "expected an argument `key = value`, one of {}",
+                key_list()
+            )));
+        };
+        let name = key.unraw().to_string();
+        self.order.push(name.clone());
+        if !KEYS.contains(&name.as_str()) {
+            let hint = suggest(&name)
+                .map(|k| format!(", did you mean `{k}`?"))
+                .unwrap_or_default();
+            return Err(syn::Error::new(
+                key.span(),
+                format!(
+                    "unknown argument `{name}`{hint}; expected one of {}",
+                    key_list()
+                ),
+            ));
+        }
+        if !input.peek(Token![=]) {
+            return Err(syn::Error::new(
+                key.span(),
+                format!("`{name}` needs a value: `{name} = ...`"),
+            ));
+        }
+        input.parse::<Token![=]>()?;
+        match name.as_str() {
+            "threshold" => set(&mut self.threshold, &key, count(input, &name)?),
+            "failure_rate" => set(&mut self.failure_rate, &key, rate(input, &name)?),
+            "window" => {
+                let window = if input.peek(LitStr) {
+                    Window::Time(duration(input, &name)?)
+                } else {
+                    Window::Calls(count(input, &name)?)
+                };
+                set(&mut self.window, &key, window)
+            }
+            "min_calls" => set(&mut self.min_calls, &key, count(input, &name)?),
+            "slow" => set(&mut self.slow, &key, duration(input, &name)?),
+            "slow_rate" => set(&mut self.slow_rate, &key, rate(input, &name)?),
+            "recovery" => set(&mut self.recovery, &key, recovery(input)?),
+            "jitter" => set(&mut self.jitter, &key, jitter(input)?),
+            "trial_calls" => set(&mut self.trial_calls, &key, count(input, &name)?),
+            "success_threshold" => set(&mut self.success_threshold, &key, count(input, &name)?),
+            "counts" => set(&mut self.counts, &key, input.call(Matcher::parse)?),
+            "ignores" => set(&mut self.ignores, &key, input.call(Matcher::parse)?),
+            "fallback" => set(&mut self.fallback, &key, fallback(input)?),
+            "name" => set(&mut self.name, &key, registry_name(input)?),
+            "crate" => set(&mut self.krate, &key, crate_path(input)?),
+            _ => unreachable!("every entry of KEYS has a parser"),
+        }
+    }
+
+    fn later_key<'a>(&self, a: &'a Ident, b: &'a Ident) -> &'a Ident {
+        let position = |key: &Ident| {
+            self.order
+                .iter()
+                .position(|k| *k == key.unraw().to_string())
+        };
+        if position(a) > position(b) {
+            a
+        } else {
+            b
+        }
+    }
+
+    /// Checks between keys: each contradiction is reported once, at the key
+    /// that cannot work with what was already said.
+    fn validate(&self, errors: &mut Errors) {
+        if let (Some(threshold), Some(rate)) = (&self.threshold, &self.failure_rate) {
+            let later = self.later_key(&threshold.key, &rate.key);
+            errors.push(syn::Error::new(
+                later.span(),
+                "`threshold` and `failure_rate` are two different trip rules; keep one: \
+                 `threshold` trips on consecutive failures, `failure_rate` on a share of \
+                 the calls in `window`",
+            ));
+        }
+        let has_rate_rule = self.failure_rate.is_some() || self.slow_rate.is_some();
+        for key in [
+            self.window.as_ref().map(|a| &a.key),
+            self.min_calls.as_ref().map(|a| &a.key),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if !has_rate_rule {
+                errors.push(syn::Error::new(
+                    key.span(),
+                    format!(
+                        "`{key}` only applies to a rate rule; add `failure_rate = 0.5` \
+                         (or `slow` with `slow_rate`), or use `threshold` for consecutive failures"
+                    ),
+                ));
+            }
+        }
+        if let (Some(min_calls), Some(window)) = (&self.min_calls, &self.window) {
+            if let Window::Calls(size) = window.value {
+                if min_calls.value > size {
+                    errors.push(syn::Error::new(
+                        min_calls.key.span(),
+                        format!(
+                            "`min_calls = {}` is more than the {size} calls the `window` \
+                             holds, so the rate rule could never trip; use at most {size}",
+                            min_calls.value
+                        ),
+                    ));
+                }
+            }
+        }
+        match (&self.slow, &self.slow_rate) {
+            (None, Some(rate)) => errors.push(syn::Error::new(
+                rate.key.span(),
+                "`slow_rate` needs `slow`, the duration above which a call counts as slow, \
+                 e.g. `slow = \"2s\"`",
+            )),
+            (Some(slow), None) => errors.push(syn::Error::new(
+                slow.key.span(),
+                "`slow` needs `slow_rate`, the share of slow calls in `window` that trips \
+                 the breaker, e.g. `slow_rate = 0.5`",
+            )),
+            _ => {}
+        }
+    }
+}
+
+fn key_list() -> String {
+    KEYS.iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The closest key within two edits, for typos such as `treshold`.
+fn suggest(unknown: &str) -> Option<&'static str> {
+    fn distance(a: &str, b: &str) -> usize {
+        let b: Vec<char> = b.chars().collect();
+        let mut row: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut prev = row[0];
+            row[0] = i + 1;
+            for (j, cb) in b.iter().enumerate() {
+                let cur = row[j + 1];
+                row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+                prev = cur;
+            }
+        }
+        row[b.len()]
+    }
+    KEYS.iter()
+        .map(|k| (distance(unknown, k), *k))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, k)| k)
+}
+
+/// After a mistake, skips to the `,` that starts the next `key =`, so one bad
+/// value does not hide the mistakes after it. A comma inside a closure's
+/// parameter list is not followed by `key =`, so it is skipped over.
+fn skip_to_next_key(input: ParseStream) -> syn::Result<()> {
+    input.step(|cursor| {
+        let mut rest = *cursor;
+        while let Some((tt, next)) = rest.token_tree() {
+            if let TokenTree::Punct(p) = &tt {
+                if p.as_char() == ',' && starts_key(next) {
+                    return Ok(((), rest));
+                }
+            }
+            rest = next;
+        }
+        Ok(((), rest))
+    })
+}
+
+fn starts_key(cursor: syn::buffer::Cursor) -> bool {
+    let Some((_, after_ident)) = cursor.ident() else {
+        return false;
+    };
+    match after_ident.punct() {
+        Some((eq, after_eq)) => {
+            eq.as_char() == '='
+                && (eq.spacing() == Spacing::Alone
+                    || after_eq.punct().is_none_or(|(p, _)| p.as_char() != '='))
+        }
+        None => false,
+    }
+}
+
+/// An integer of at least 1, such as `threshold = 5`.
+fn count(input: ParseStream, key: &str) -> syn::Result<u32> {
+    let expr: Expr = input.parse()?;
+    match &expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(int), ..
+        }) => {
+            let value: u64 = int.base10_parse()?;
+            if value == 0 {
+                return Err(syn::Error::new(
+                    int.span(),
+                    format!("`{key}` must be at least 1"),
+                ));
+            }
+            u32::try_from(value).map_err(|_| {
+                syn::Error::new(
+                    int.span(),
+                    format!("`{key}` is too large; the largest value is {}", u32::MAX),
+                )
+            })
+        }
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_), ..
+        }) => Err(syn::Error::new_spanned(
+            &expr,
+            format!("`{key}` must be a whole number of at least 1, not a negative number"),
+        )),
+        _ => Err(syn::Error::new_spanned(
+            &expr,
+            format!("expected a whole number of at least 1, e.g. `{key} = 5`"),
+        )),
+    }
+}
+
+/// A number written as an integer or float literal, possibly negative.
+fn number(input: ParseStream, key: &str, example: &str) -> syn::Result<(f64, Expr)> {
+    let expr: Expr = input.parse()?;
+    let (negative, lit) = match &expr {
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_),
+            expr: inner,
+            ..
+        }) => (true, &**inner),
+        other => (false, other),
+    };
+    let value = match lit {
+        Expr::Lit(ExprLit {
+            lit: Lit::Float(f), ..
+        }) => f.base10_parse::<f64>()?,
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(i), ..
+        }) => i.base10_parse::<f64>()?,
+        _ => {
+            return Err(syn::Error::new_spanned(
+                &expr,
+                format!("expected a number, e.g. `{key} = {example}`"),
+            ))
+        }
+    };
+    Ok((if negative { -value } else { value }, expr))
+}
+
+/// A share of calls: `0 < rate <= 1`.
+fn rate(input: ParseStream, key: &str) -> syn::Result<f64> {
+    let (value, expr) = number(input, key, "0.5")?;
+    if value > 0.0 && value <= 1.0 {
+        Ok(value)
+    } else {
+        Err(syn::Error::new_spanned(
+            &expr,
+            format!(
+                "`{key}` is a share of calls: greater than 0 and at most 1 \
+                 (0.5 means half of the calls)"
+            ),
+        ))
+    }
+}
+
+/// A fraction of the open time: `0 <= jitter < 1`.
+fn jitter(input: ParseStream) -> syn::Result<f64> {
+    let (value, expr) = number(input, "jitter", "0.2")?;
+    if (0.0..1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(syn::Error::new_spanned(
+            &expr,
+            "`jitter` is a fraction of the open time: at least 0 and less than 1 \
+             (0.2 spreads each open period by up to 20%)",
+        ))
+    }
+}
+
+fn duration_lit(input: ParseStream, key: &str) -> syn::Result<LitStr> {
+    if input.peek(LitStr) {
+        return input.parse();
+    }
+    let expr: Expr = input.parse()?;
+    Err(syn::Error::new_spanned(
+        &expr,
+        format!("expected a duration string, e.g. `{key} = \"30s\"` or `{key} = \"250ms\"`"),
+    ))
+}
+
+fn parse_duration(text: &str, lit: &LitStr, key: &str) -> syn::Result<Duration> {
+    let value = humantime::parse_duration(text.trim()).map_err(|e| {
+        syn::Error::new(
+            lit.span(),
+            format!(
+                "invalid duration {text:?} for `{key}`: {e}; \
+                 write e.g. \"250ms\", \"30s\", \"2m\" or \"1h 30m\""
+            ),
+        )
+    })?;
+    if value.is_zero() {
+        return Err(syn::Error::new(
+            lit.span(),
+            format!("`{key}` must be longer than zero"),
+        ));
+    }
+    Ok(value)
+}
+
+/// A duration string such as `"30s"`, parsed now so a typo is a compile error.
+fn duration(input: ParseStream, key: &str) -> syn::Result<Duration> {
+    let lit = duration_lit(input, key)?;
+    parse_duration(&lit.value(), &lit, key)
+}
+
+/// `"30s"`, or `"30s..10m"`: the open time starts at 30s, doubles each time
+/// the breaker opens again, and never exceeds 10m.
+fn recovery(input: ParseStream) -> syn::Result<Recovery> {
+    let lit = duration_lit(input, "recovery")?;
+    let text = lit.value();
+    let Some((start, max)) = text.split_once("..") else {
+        return Ok(Recovery {
+            start: parse_duration(&text, &lit, "recovery")?,
+            max: None,
+        });
+    };
+    if start.trim().is_empty() || max.trim().is_empty() {
+        return Err(syn::Error::new(
+            lit.span(),
+            "a growing `recovery` needs both ends: \"START..MAX\", e.g. \"30s..10m\"",
+        ));
+    }
+    let start_value = parse_duration(start, &lit, "recovery")?;
+    let max_value = parse_duration(max.trim_start_matches('='), &lit, "recovery")?;
+    if max_value < start_value {
+        return Err(syn::Error::new(
+            lit.span(),
+            format!(
+                "the open time of `recovery` grows from {:?} up to {:?}, so the maximum \
+                 must not be shorter than the start",
+                start.trim(),
+                max.trim()
+            ),
+        ));
+    }
+    Ok(Recovery {
+        start: start_value,
+        max: Some(max_value),
+    })
+}
+
+fn fallback(input: ParseStream) -> syn::Result<Path> {
+    if input.peek(Ident::peek_any) || input.peek(Token![::]) || input.peek(Token![<]) {
+        if let Ok(path) = input.parse::<Path>() {
+            return Ok(path);
+        }
+    }
+    let expr: Expr = input.parse()?;
+    Err(syn::Error::new_spanned(
+        &expr,
+        "expected the path of a function, e.g. `fallback = cached_stock` or \
+         `fallback = Self::cached_stock`",
+    ))
+}
+
+fn registry_name(input: ParseStream) -> syn::Result<LitStr> {
+    if !input.peek(LitStr) {
+        let expr: Expr = input.parse()?;
+        return Err(syn::Error::new_spanned(
+            &expr,
+            "expected a string literal, e.g. `name = \"inventory\"`",
+        ));
+    }
+    let lit: LitStr = input.parse()?;
+    if lit.value().trim().is_empty() {
+        return Err(syn::Error::new(lit.span(), "`name` must not be empty"));
+    }
+    Ok(lit)
+}
+
+/// `crate = path` or, as tokio accepts it, `crate = "path"`.
+fn crate_path(input: ParseStream) -> syn::Result<Path> {
+    if input.peek(LitStr) {
+        let lit: LitStr = input.parse()?;
+        return lit.parse_with(Path::parse_mod_style).map_err(|_| {
+            syn::Error::new(
+                lit.span(),
+                "expected the path of the failfast crate, e.g. `crate = ::failfast`",
+            )
+        });
+    }
+    input.call(Path::parse_mod_style).map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            "expected the path of the failfast crate, e.g. `crate = ::failfast`",
+        )
+    })
+}

@@ -1,0 +1,508 @@
+//! Rewrites the annotated function. The user's attributes, visibility,
+//! signature, generics and where clause are kept token for token; only the
+//! body changes:
+//!
+//! ```text
+//! fn f(args..) -> Result<T, E> {
+//!     static __FAILFAST_BREAKER: Breaker = Breaker::from_config(Config::new(NAME).threshold(5)..);
+//!     let __failfast_permit = match acquire(&__FAILFAST_BREAKER) {
+//!         Ok(permit) => permit,
+//!         Err(rejected) => return Err(rejected(rejected)),   // or fallback(args.., Error::Rejected(rejected))
+//!     };
+//!     let __failfast_result: Result<T, E> = run(move || { body });   // async: async move { body }.await
+//!     match __failfast_result {
+//!         Ok(value) => { permit.success(); return Ok(value) }
+//!         Err(error) if counts(&error) && !ignores(&error) => { permit.failure(); return Err(error) }  // or fallback
+//!         Err(error) => { permit.neutral(); return Err(error) }
+//!     };
+//! }
+//! ```
+//!
+//! A panic in the body unwinds through the permit, whose `Drop` records a
+//! failure; a future dropped mid-call drops the permit unresolved, which the
+//! runtime records as neutral.
+
+use proc_macro2::{Group, Span, TokenStream, TokenTree};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::visit_mut::{self, VisitMut};
+use syn::{
+    Block, Expr, ExprAsync, FnArg, GenericArgument, ItemFn, Pat, PathArguments, ReturnType, Stmt,
+    TraitItemFn, Type, TypeParamBound,
+};
+
+use crate::args::{Args, Errors, Window};
+use crate::classify::Matcher;
+
+pub fn circuit_breaker(args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut errors = Errors::default();
+    let args = Args::parse(args, &mut errors);
+    let func = match syn::parse2::<ItemFn>(item.clone()) {
+        Ok(func) => Some(func),
+        Err(_) => {
+            errors.push(not_a_function(&item));
+            None
+        }
+    };
+    let shape = func.as_ref().and_then(|f| Shape::of(f, &args, &mut errors));
+    match (errors.into_result(), &func, shape) {
+        (None, Some(func), Some(shape)) => expand(func, &args, &shape),
+        // Emit the function as written, so the rest of the crate (and the
+        // IDE) keeps working; the errors say what to fix.
+        (error, _, _) => {
+            let error = error.map(|e| e.to_compile_error());
+            quote!(#error #item)
+        }
+    }
+}
+
+fn not_a_function(item: &TokenStream) -> syn::Error {
+    if let Ok(method) = syn::parse2::<TraitItemFn>(item.clone()) {
+        if method.default.is_none() {
+            return syn::Error::new_spanned(
+                &method.sig,
+                "`#[circuit_breaker]` needs a function body to guard: put it on the method \
+                 in the `impl` block, not on the trait's declaration",
+            );
+        }
+    }
+    syn::Error::new(
+        Span::call_site(),
+        "`#[circuit_breaker]` can only be put on a function or a method",
+    )
+}
+
+/// How the function's body runs and what it returns.
+enum Body<'a> {
+    Sync(&'a Block),
+    Async(&'a Block),
+    /// `Box::pin(async move { .. })`, as `#[async_trait]` writes an `async fn`:
+    /// the breaker wraps the future, not its creation.
+    AsyncTrait {
+        pin: &'a Expr,
+        future: &'a ExprAsync,
+    },
+}
+
+struct Shape<'a> {
+    body: Body<'a>,
+    /// The `Result` type the body produces, `impl Trait` replaced by `_`.
+    output: Type,
+    /// Where "E has no `From<Rejected>`" points: the error type if written.
+    error_span: Span,
+    /// The arguments passed on to the fallback, receiver first.
+    fallback_args: Vec<TokenStream>,
+}
+
+impl<'a> Shape<'a> {
+    fn of(func: &'a ItemFn, args: &Args, errors: &mut Errors) -> Option<Shape<'a>> {
+        let sig = &func.sig;
+        if let Some(constness) = &sig.constness {
+            errors.push(syn::Error::new(
+                constness.span(),
+                "`#[circuit_breaker]` cannot guard a `const fn`: a breaker decides at run time",
+            ));
+            return None;
+        }
+        let (body, output) = if sig.asyncness.is_some() {
+            (Body::Async(&func.block), return_type(&sig.output))
+        } else if let Some((pin, future, output)) = async_trait_body(func) {
+            (Body::AsyncTrait { pin, future }, Some(output))
+        } else {
+            (Body::Sync(&func.block), return_type(&sig.output))
+        };
+        let Some(output) = output.filter(|ty| is_result(ty)) else {
+            let message = "`#[circuit_breaker]` guards functions that return `Result<T, E>`: \
+                           an `Err` is how a call tells the breaker it failed";
+            errors.push(match output {
+                Some(ty) => syn::Error::new_spanned(ty, message),
+                None => {
+                    let (fn_token, ident) = (&sig.fn_token, &sig.ident);
+                    let mut head = quote!(#fn_token #ident);
+                    sig.paren_token
+                        .surround(&mut head, |tokens| sig.inputs.to_tokens(tokens));
+                    syn::Error::new_spanned(head, message)
+                }
+            });
+            return None;
+        };
+        let error_span = error_type_span(output);
+        let mut output = output.clone();
+        InferImplTrait.visit_type_mut(&mut output);
+
+        let mut fallback_args = Vec::new();
+        if args.fallback.is_some() {
+            for input in &sig.inputs {
+                match input {
+                    FnArg::Receiver(receiver) => {
+                        fallback_args.push(receiver.self_token.to_token_stream());
+                    }
+                    FnArg::Typed(typed) => match &*typed.pat {
+                        Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
+                            fallback_args.push(ident.ident.to_token_stream());
+                        }
+                        pattern => errors.push(syn::Error::new_spanned(
+                            pattern,
+                            "with a `fallback`, every argument is passed on to the fallback, \
+                             so it needs a plain name: write `name: Type` and destructure \
+                             inside the body",
+                        )),
+                    },
+                }
+            }
+        }
+        Some(Shape {
+            body,
+            output,
+            error_span,
+            fallback_args,
+        })
+    }
+}
+
+fn return_type(output: &ReturnType) -> Option<&Type> {
+    match output {
+        ReturnType::Type(_, ty) => Some(ty),
+        ReturnType::Default => None,
+    }
+}
+
+fn strip(ty: &Type) -> &Type {
+    match ty {
+        Type::Paren(inner) => strip(&inner.elem),
+        Type::Group(inner) => strip(&inner.elem),
+        other => other,
+    }
+}
+
+/// Syntactic: the last segment of the type's path is `Result`, which covers
+/// `Result<T, E>`, `std::io::Result<T>`, `anyhow::Result<T>` and other aliases.
+fn is_result(ty: &Type) -> bool {
+    match strip(ty) {
+        Type::Path(path) => path
+            .path
+            .segments
+            .last()
+            .is_some_and(|segment| segment.ident == "Result"),
+        _ => false,
+    }
+}
+
+/// The error type's first token in `Result<T, E>`, else the `Result` segment.
+fn error_type_span(ty: &Type) -> Span {
+    let Type::Path(path) = strip(ty) else {
+        return ty.span();
+    };
+    let Some(last) = path.path.segments.last() else {
+        return ty.span();
+    };
+    if let PathArguments::AngleBracketed(arguments) = &last.arguments {
+        let types: Vec<_> = arguments
+            .args
+            .iter()
+            .filter_map(|arg| match arg {
+                GenericArgument::Type(ty) => Some(ty),
+                _ => None,
+            })
+            .collect();
+        if let [_, error] = types[..] {
+            return error.span();
+        }
+    }
+    last.ident.span()
+}
+
+/// Recognises what `#[async_trait]` made of an `async fn`: a sync fn whose body
+/// is `Box::pin(async move { .. })` and whose return type is
+/// `Pin<Box<dyn Future<Output = R> + ..>>`. Returns the call, the future and `R`.
+fn async_trait_body(func: &ItemFn) -> Option<(&Expr, &ExprAsync, &Type)> {
+    let [Stmt::Expr(Expr::Call(call), None)] = &func.block.stmts[..] else {
+        return None;
+    };
+    let Expr::Path(callee) = &*call.func else {
+        return None;
+    };
+    if callee.path.segments.last()?.ident != "pin" || call.args.len() != 1 {
+        return None;
+    }
+    let Expr::Async(future) = &call.args[0] else {
+        return None;
+    };
+    let output = future_output(return_type(&func.sig.output)?)?;
+    Some((&call.func, future, output))
+}
+
+/// Finds `R` in `Pin<Box<dyn Future<Output = R> + Send + 'a>>`.
+fn future_output(ty: &Type) -> Option<&Type> {
+    match strip(ty) {
+        Type::Path(path) => {
+            let last = path.path.segments.last()?;
+            let PathArguments::AngleBracketed(arguments) = &last.arguments else {
+                return None;
+            };
+            arguments.args.iter().find_map(|arg| match arg {
+                GenericArgument::Type(inner) => future_output(inner),
+                GenericArgument::AssocType(assoc) if assoc.ident == "Output" => {
+                    (last.ident == "Future").then_some(&assoc.ty)
+                }
+                _ => None,
+            })
+        }
+        Type::TraitObject(object) => object.bounds.iter().find_map(|bound| match bound {
+            TypeParamBound::Trait(bound) => {
+                let last = bound.path.segments.last()?;
+                if last.ident != "Future" {
+                    return None;
+                }
+                let PathArguments::AngleBracketed(arguments) = &last.arguments else {
+                    return None;
+                };
+                arguments.args.iter().find_map(|arg| match arg {
+                    GenericArgument::AssocType(assoc) if assoc.ident == "Output" => Some(&assoc.ty),
+                    _ => None,
+                })
+            }
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// `impl Trait` cannot be written in a `let`'s type; `_` lets it be inferred.
+struct InferImplTrait;
+
+impl VisitMut for InferImplTrait {
+    fn visit_type_mut(&mut self, ty: &mut Type) {
+        if let Type::ImplTrait(impl_trait) = ty {
+            *ty = Type::Infer(syn::TypeInfer {
+                underscore_token: syn::Token![_](impl_trait.span()),
+            });
+        } else {
+            visit_mut::visit_type_mut(self, ty);
+        }
+    }
+}
+
+/// Gives every token `span`, so that a type error in generated code is
+/// reported once, at the user's token it is about.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|tree| match tree {
+            TokenTree::Group(group) => {
+                let mut new = Group::new(group.delimiter(), respan(group.stream(), span));
+                new.set_span(span);
+                TokenTree::Group(new)
+            }
+            mut other => {
+                other.set_span(span);
+                other
+            }
+        })
+        .collect()
+}
+
+/// The lints that generated code could trip in the user's crate. Put on each
+/// generated statement, never around the user's body, so the user's own code
+/// is linted as usual.
+fn allow() -> TokenStream {
+    quote! {
+        #[allow(
+            unknown_lints,
+            // The last statement returns from every arm, so a sync and an
+            // async body share one shape.
+            clippy::needless_return,
+            // `__failfast_` names keep generated locals out of the user's way.
+            clippy::used_underscore_binding,
+            clippy::used_underscore_items,
+            // Durations are emitted as whole seconds and nanoseconds.
+            clippy::unreadable_literal,
+        )]
+    }
+}
+
+fn config(args: &Args, func: &ItemFn, private: &TokenStream) -> TokenStream {
+    fn duration(d: std::time::Duration) -> TokenStream {
+        let secs = proc_macro2::Literal::u64_unsuffixed(d.as_secs());
+        let nanos = proc_macro2::Literal::u32_unsuffixed(d.subsec_nanos());
+        quote!(::core::time::Duration::new(#secs, #nanos))
+    }
+    let int = proc_macro2::Literal::u32_unsuffixed;
+    let float = proc_macro2::Literal::f64_unsuffixed;
+
+    let name = match &args.name {
+        Some(name) => name.value.to_token_stream(),
+        None => {
+            let ident = func.sig.ident.unraw().to_string();
+            quote!(::core::concat!(::core::module_path!(), "::", #ident))
+        }
+    };
+    let mut chain = quote!(#private::Config::new(#name));
+    match (&args.threshold, &args.failure_rate) {
+        (Some(threshold), _) => {
+            let n = int(threshold.value);
+            chain.extend(quote!(.threshold(#n)));
+        }
+        // The consecutive-failure rule is the default rule.
+        (None, None) => chain.extend(quote!(.threshold(5))),
+        (None, Some(_)) => {}
+    }
+    if let Some(rate) = &args.failure_rate {
+        let rate = float(rate.value);
+        chain.extend(quote!(.failure_rate(#rate)));
+    }
+    match args.window.as_ref().map(|w| &w.value) {
+        Some(Window::Calls(n)) => {
+            let n = int(*n);
+            chain.extend(quote!(.window_calls(#n)));
+        }
+        Some(Window::Time(d)) => {
+            let d = duration(*d);
+            chain.extend(quote!(.window_time(#d)));
+        }
+        None => {}
+    }
+    if let Some(min_calls) = &args.min_calls {
+        let n = int(min_calls.value);
+        chain.extend(quote!(.min_calls(#n)));
+    }
+    if let Some(slow) = &args.slow {
+        let d = duration(slow.value);
+        chain.extend(quote!(.slow(#d)));
+    }
+    if let Some(rate) = &args.slow_rate {
+        let rate = float(rate.value);
+        chain.extend(quote!(.slow_rate(#rate)));
+    }
+    if let Some(recovery) = &args.recovery {
+        let start = duration(recovery.value.start);
+        chain.extend(quote!(.recovery(#start)));
+        if let Some(max) = recovery.value.max {
+            let max = duration(max);
+            chain.extend(quote!(.max_recovery(#max)));
+        }
+    }
+    if let Some(jitter) = &args.jitter {
+        let jitter = float(jitter.value);
+        chain.extend(quote!(.jitter(#jitter)));
+    }
+    if let Some(trials) = &args.trial_calls {
+        let n = int(trials.value);
+        chain.extend(quote!(.trial_calls(#n)));
+    }
+    if let Some(successes) = &args.success_threshold {
+        let n = int(successes.value);
+        chain.extend(quote!(.success_threshold(#n)));
+    }
+    chain
+}
+
+fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
+    let ItemFn {
+        attrs, vis, sig, ..
+    } = func;
+    let krate = match &args.krate {
+        Some(krate) => krate.value.to_token_stream(),
+        None => quote!(::failfast),
+    };
+    let private = quote!(#krate::__private);
+    let allow = allow();
+    let config = config(args, func, &private);
+    let is_async = !matches!(shape.body, Body::Sync(_));
+    let await_ = is_async.then(|| quote!(.await));
+
+    // `counts` (every `Err` when absent) and not `ignores`.
+    let error = quote!(&__failfast_error);
+    let counts = args.counts.as_ref().map(|c| c.value.check(&krate, &error));
+    let ignores = args.ignores.as_ref().map(|i| {
+        let check = i.value.check(&krate, &error);
+        quote!(!#check)
+    });
+    let counted = match (counts, ignores) {
+        (Some(c), Some(i)) => quote!(#c && #i),
+        (Some(c), None) => c,
+        (None, Some(i)) => i,
+        (None, None) => quote!(true),
+    };
+    let uses_helper = [&args.counts, &args.ignores]
+        .into_iter()
+        .flatten()
+        .any(|m: &crate::args::Arg<Matcher>| m.value.is_predicate());
+    let helper = uses_helper.then(|| {
+        quote! {
+            #allow
+            fn __failfast_check<E: ?::core::marker::Sized, F: ::core::ops::FnOnce(&E) -> bool>(
+                error: &E,
+                predicate: F,
+            ) -> bool {
+                predicate(error)
+            }
+        }
+    });
+
+    let (on_reject, on_failure) = match &args.fallback {
+        Some(fallback) => {
+            let path = &fallback.value;
+            let span = path.span();
+            let pass = &shape.fallback_args;
+            (
+                quote_spanned!(span=> #path(#(#pass,)* #private::Error::Rejected(__failfast_rejected)) #await_),
+                quote_spanned!(span=> #path(#(#pass,)* #private::Error::Failed(__failfast_error)) #await_),
+            )
+        }
+        None => {
+            let rejected = respan(quote!(#private::rejected), shape.error_span);
+            (
+                quote!(::core::result::Result::Err(#rejected(__failfast_rejected))),
+                quote!(::core::result::Result::Err(__failfast_error)),
+            )
+        }
+    };
+
+    // Without a fallback the body takes its arguments by move, like the
+    // function it replaces. With one it borrows them, so that they are still
+    // there to pass to the fallback after a counted failure.
+    let move_ = args.fallback.is_none().then(|| quote!(move));
+    let output = &shape.output;
+    let run = match &shape.body {
+        Body::Sync(block) => quote!(#private::run(#move_ || -> #output #block)),
+        Body::Async(block) => quote!(async #move_ #block.await),
+        Body::AsyncTrait { future, .. } => quote!(#future.await),
+    };
+
+    let guarded = quote! {
+        #helper
+        #allow
+        static __FAILFAST_BREAKER: #private::Breaker = #private::Breaker::from_config(#config);
+        #allow
+        let __failfast_permit = match #private::acquire(&__FAILFAST_BREAKER) {
+            ::core::result::Result::Ok(__failfast_permit) => __failfast_permit,
+            ::core::result::Result::Err(__failfast_rejected) => return #on_reject,
+        };
+        let __failfast_result: #output = #run;
+        #allow
+        match __failfast_result {
+            ::core::result::Result::Ok(__failfast_value) => {
+                __failfast_permit.success();
+                return ::core::result::Result::Ok(__failfast_value);
+            }
+            ::core::result::Result::Err(__failfast_error) => {
+                if #counted {
+                    __failfast_permit.failure();
+                    return #on_failure;
+                }
+                __failfast_permit.neutral();
+                return ::core::result::Result::Err(__failfast_error);
+            }
+        };
+    };
+    let body = match &shape.body {
+        Body::AsyncTrait { pin, .. } => quote!({ #pin(async move { #guarded }) }),
+        _ => quote!({ #guarded }),
+    };
+    quote! {
+        #(#attrs)*
+        #vis #sig #body
+    }
+}

@@ -1,0 +1,19 @@
+//! The `#[circuit_breaker]` attribute of [failfast](https://docs.rs/failfast).
+//!
+//! Do not depend on this crate directly: add `failfast` and write
+//! `#[failfast::circuit_breaker(...)]`. The full reference of the attribute's
+//! keys lives in `ATTRIBUTE.md`, shown on the facade's re-export, where every
+//! example runs as a doctest against the real runtime.
+
+mod args;
+mod classify;
+mod expand;
+
+use proc_macro::TokenStream;
+
+/// Guards a function with a circuit breaker. See the `failfast` crate for the
+/// reference of every key.
+#[proc_macro_attribute]
+pub fn circuit_breaker(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::circuit_breaker(args.into(), item.into()).into()
+}
