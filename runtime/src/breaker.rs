@@ -292,7 +292,9 @@ impl Breaker {
     fn publish_deadline(&self, w: Word, deadline: u64) {
         self.hot.deadline.store(deadline, Ordering::Relaxed);
         #[allow(clippy::cast_possible_truncation)] // generations are 28 bits
-        self.hot.deadline_gen.store(w.generation() as u32, Ordering::Release);
+        self.hot
+            .deadline_gen
+            .store(w.generation() as u32, Ordering::Release);
         self.clock.watch(deadline);
     }
 
@@ -339,9 +341,8 @@ impl Breaker {
                     match self.deadline(w) {
                         Some(d) if self.clock.reached(d) => {}
                         other => {
-                            let retry = other.map_or(RetryAt::Unknown, |d| {
-                                self.clock.retry_at(d, None)
-                            });
+                            let retry =
+                                other.map_or(RetryAt::Unknown, |d| self.clock.retry_at(d, None));
                             return self.refuse(mode, State::Open, retry);
                         }
                     }
@@ -470,7 +471,8 @@ impl Breaker {
             return false;
         }
         let calls = f64::from(t.calls);
-        (self.config.failure_rate > 0.0 && f64::from(t.failures) >= self.config.failure_rate * calls)
+        (self.config.failure_rate > 0.0
+            && f64::from(t.failures) >= self.config.failure_rate * calls)
             || (self.config.slow != 0 && f64::from(t.slow) >= self.config.slow_rate * calls)
     }
 
@@ -525,7 +527,8 @@ impl Breaker {
         let closed = w.next(TAG_CLOSED, 0);
         if self.cas(w, closed).is_ok() {
             self.clear_window();
-            self.last_transition.store(self.clock.now(), Ordering::Relaxed);
+            self.last_transition
+                .store(self.clock.now(), Ordering::Relaxed);
         }
     }
 
@@ -554,7 +557,9 @@ impl Breaker {
             period = base
                 .checked_shl(level)
                 .filter(|p| p >> level == base)
-                .map_or(self.config.max_recovery, |p| p.min(self.config.max_recovery));
+                .map_or(self.config.max_recovery, |p| {
+                    p.min(self.config.max_recovery)
+                });
             let next = if period < self.config.max_recovery {
                 level + 1
             } else {
@@ -594,7 +599,11 @@ impl Breaker {
         let w = self.load();
         let now = self.clock.now();
         let state = self.state_of(w);
-        let tally = self.window.get().map(|win| win.tally(now)).unwrap_or_default();
+        let tally = self
+            .window
+            .get()
+            .map(|win| win.tally(now))
+            .unwrap_or_default();
         let (consecutive_failures, trials_in_flight, trial_successes) = match w.tag() {
             TAG_CLOSED => (w.payload(), 0, 0),
             TAG_HALF_OPEN => (0, w.in_flight(), w.successes()),
@@ -633,7 +642,8 @@ impl Breaker {
             }
         }
         self.clear_window();
-        self.last_transition.store(self.clock.now(), Ordering::Relaxed);
+        self.last_transition
+            .store(self.clock.now(), Ordering::Relaxed);
     }
 
     /// Back to normal operation: closed, counters cleared, growing open time back

@@ -202,7 +202,10 @@ impl Config {
         positive("success_threshold", self.success_threshold)?;
         positive("min_calls", self.min_calls)?;
         if self.trial_calls > MAX_TRIALS {
-            return Err(ConfigError::new("trial_calls", format!("must be at most {MAX_TRIALS}")));
+            return Err(ConfigError::new(
+                "trial_calls",
+                format!("must be at most {MAX_TRIALS}"),
+            ));
         }
         if self.success_threshold > MAX_TRIALS {
             return Err(ConfigError::new(
@@ -232,7 +235,9 @@ impl Config {
             rate("slow_rate", self.slow_rate)?;
         }
         match self.window {
-            Window::Calls(0) => return Err(ConfigError::new("window", "must hold at least 1 call")),
+            Window::Calls(0) => {
+                return Err(ConfigError::new("window", "must hold at least 1 call"))
+            }
             Window::Calls(n) if n > MAX_WINDOW_CALLS => {
                 return Err(ConfigError::new(
                     "window",

@@ -227,7 +227,11 @@ impl ConfigError {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid circuit breaker setting `{}`: {}", self.setting, self.problem)
+        write!(
+            f,
+            "invalid circuit breaker setting `{}`: {}",
+            self.setting, self.problem
+        )
     }
 }
 

@@ -35,6 +35,9 @@ pub(crate) struct Tally {
 #[repr(align(128))]
 pub(crate) struct Padded<T>(pub(crate) T);
 
+// One window per breaker; boxing the large variant would add an indirection to
+// every call.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum Window {
     Count(CountWindow),
@@ -193,7 +196,12 @@ impl TimeWindow {
         let bucket = self.bucket(epoch);
         let tag = epoch + 1;
         let seen = bucket.epoch.load(Relaxed);
-        if seen < tag && bucket.epoch.compare_exchange(seen, tag, Relaxed, Relaxed).is_ok() {
+        if seen < tag
+            && bucket
+                .epoch
+                .compare_exchange(seen, tag, Relaxed, Relaxed)
+                .is_ok()
+        {
             bucket.calls.store(0, Relaxed);
             bucket.failures.store(0, Relaxed);
             bucket.slow.store(0, Relaxed);
@@ -244,10 +252,24 @@ mod tests {
         }
         for i in 1..=10 {
             let t = w.record(true, false);
-            assert_eq!(t, Tally { calls: 10, failures: i, slow: 0 });
+            assert_eq!(
+                t,
+                Tally {
+                    calls: 10,
+                    failures: i,
+                    slow: 0
+                }
+            );
         }
         let t = w.record(false, true);
-        assert_eq!(t, Tally { calls: 10, failures: 9, slow: 1 });
+        assert_eq!(
+            t,
+            Tally {
+                calls: 10,
+                failures: 9,
+                slow: 1
+            }
+        );
     }
 
     #[test]
@@ -255,7 +277,10 @@ mod tests {
         for size in [1, 2, 3, 7, 10, 64, 100, 1000, 65_537, 1 << 20] {
             let w = CountWindow::new(size);
             for call in (0..5000u64).chain([u64::from(u32::MAX) - 3, u64::from(u32::MAX)]) {
-                assert_eq!(u64::from(w.slot(call)), (call & 0xFFFF_FFFF) % u64::from(size));
+                assert_eq!(
+                    u64::from(w.slot(call)),
+                    (call & 0xFFFF_FFFF) % u64::from(size)
+                );
             }
         }
     }
@@ -270,6 +295,13 @@ mod tests {
         assert_eq!(w.record(false, false, 18_999).failures, 2);
         // 20 buckets later the first bucket has left the window.
         let t = w.record(false, false, 20_000);
-        assert_eq!(t, Tally { calls: 2, failures: 0, slow: 0 });
+        assert_eq!(
+            t,
+            Tally {
+                calls: 2,
+                failures: 0,
+                slow: 0
+            }
+        );
     }
 }

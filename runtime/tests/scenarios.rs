@@ -1,0 +1,456 @@
+//! The breaker's contract, scenario by scenario, through the builder API.
+//!
+//! The same scenarios through `#[circuit_breaker]` live in the facade's
+//! `tests/attribute_scenarios.rs`.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use failfast_runtime::{Breaker, Error, ManualClock, Mode, State};
+
+const RECOVERY: Duration = Duration::from_secs(30);
+
+fn breaker(threshold: u32, clock: &ManualClock) -> Breaker {
+    Breaker::builder()
+        .name("inventory")
+        .threshold(threshold)
+        .recovery(RECOVERY)
+        .clock(clock.clone())
+        .build()
+        .expect("valid settings")
+}
+
+fn fail(b: &Breaker) -> Result<(), Error<&'static str>> {
+    b.call(|| Err("503"))
+}
+
+fn succeed(b: &Breaker) -> Result<(), Error<&'static str>> {
+    b.call(|| Ok(()))
+}
+
+/// Waits (bounded) until `counter` reaches `target`; a test that would deadlock
+/// on a broken breaker fails instead.
+fn wait_for(counter: &AtomicUsize, target: usize) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while counter.load(SeqCst) < target && Instant::now() < give_up {
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn opens_after_exactly_threshold_consecutive_failures() {
+    let clock = ManualClock::new();
+    let b = breaker(5, &clock);
+    for _ in 0..4 {
+        assert!(fail(&b).unwrap_err().is_failed());
+    }
+    assert_eq!(b.state(), State::Closed, "N-1 failures must not trip");
+    assert_eq!(b.snapshot().consecutive_failures, 4);
+
+    // A success in between resets the count.
+    succeed(&b).unwrap();
+    assert_eq!(b.snapshot().consecutive_failures, 0);
+    for _ in 0..4 {
+        let _ = fail(&b);
+    }
+    assert_eq!(
+        b.state(),
+        State::Closed,
+        "the count restarted after the success"
+    );
+
+    let _ = fail(&b);
+    assert_eq!(b.state(), State::Open, "the Nth consecutive failure trips");
+
+    // While open the body never runs and the caller gets a rejection.
+    let ran = AtomicUsize::new(0);
+    for _ in 0..100 {
+        let r = b.call(|| {
+            ran.fetch_add(1, SeqCst);
+            Ok::<(), &str>(())
+        });
+        let rejected = r.unwrap_err();
+        assert!(rejected.is_rejected());
+        let rejected = rejected.rejected().unwrap();
+        assert_eq!(rejected.name(), "inventory");
+        assert_eq!(rejected.state(), State::Open);
+        assert_eq!(rejected.retry_after(), Some(RECOVERY));
+    }
+    assert_eq!(ran.load(SeqCst), 0);
+}
+
+#[test]
+fn threshold_one_more_than_failures_stays_closed() {
+    let clock = ManualClock::new();
+    let b = breaker(6, &clock);
+    for _ in 0..5 {
+        let _ = fail(&b);
+    }
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn errors_not_counted_never_move_the_breaker() {
+    let clock = ManualClock::new();
+    let b = breaker(3, &clock);
+    let is_dependency = |status: &u16| *status >= 500;
+    for _ in 0..1000 {
+        let r = b.call_with(is_dependency, || Err::<(), u16>(400));
+        assert_eq!(
+            r.unwrap_err().into_failed(),
+            Some(400),
+            "neutral errors reach the caller"
+        );
+    }
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(b.snapshot().consecutive_failures, 0);
+    assert_eq!(
+        b.call_with(is_dependency, || Ok::<u32, u16>(42)).unwrap(),
+        42
+    );
+
+    // Neutral outcomes neither count nor reset the consecutive count.
+    for _ in 0..2 {
+        let _ = b.call_with(is_dependency, || Err::<(), u16>(503));
+    }
+    for _ in 0..10 {
+        let _ = b.call_with(is_dependency, || Err::<(), u16>(400));
+    }
+    assert_eq!(b.snapshot().consecutive_failures, 2);
+    let _ = b.call_with(is_dependency, || Err::<(), u16>(503));
+    assert_eq!(b.state(), State::Open);
+}
+
+#[test]
+fn full_recovery_cycle_on_a_manual_clock() {
+    let clock = ManualClock::new();
+    let b = breaker(2, &clock);
+    let _ = fail(&b);
+    let _ = fail(&b);
+    assert_eq!(b.state(), State::Open);
+
+    clock.advance(RECOVERY - Duration::from_nanos(1));
+    assert_eq!(b.state(), State::Open);
+    let early = succeed(&b).unwrap_err();
+    assert_eq!(
+        early.rejected().unwrap().retry_after(),
+        Some(Duration::from_nanos(1))
+    );
+
+    clock.advance(Duration::from_nanos(1));
+    assert_eq!(b.state(), State::HalfOpen);
+    // The dependency has healed: the first call is the trial, and it closes the breaker.
+    let ran = AtomicUsize::new(0);
+    let r = b.call(|| {
+        ran.fetch_add(1, SeqCst);
+        Ok::<_, &str>("in stock")
+    });
+    assert_eq!(r.unwrap(), "in stock");
+    assert_eq!(ran.load(SeqCst), 1);
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(b.snapshot().consecutive_failures, 0);
+    succeed(&b).unwrap();
+}
+
+#[test]
+fn full_recovery_cycle_in_real_time() {
+    let b = Breaker::builder()
+        .threshold(1)
+        .recovery(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let _ = fail(&b);
+    assert_eq!(b.state(), State::Open);
+    assert!(succeed(&b).unwrap_err().is_rejected());
+    std::thread::sleep(Duration::from_millis(60));
+    assert_eq!(b.state(), State::HalfOpen);
+    succeed(&b).unwrap();
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn failed_trial_reopens_and_restarts_the_wait() {
+    let clock = ManualClock::new();
+    let b = breaker(1, &clock);
+    let _ = fail(&b);
+    clock.advance(RECOVERY);
+    assert!(fail(&b).unwrap_err().is_failed(), "the trial ran");
+    assert_eq!(b.state(), State::Open);
+    let r = succeed(&b).unwrap_err();
+    assert_eq!(r.rejected().unwrap().retry_after(), Some(RECOVERY));
+}
+
+/// Ten threads arrive at the instant a trial becomes allowed while the dependency
+/// is still down: exactly one reaches it.
+#[test]
+fn thundering_herd_of_threads_sends_one_trial() {
+    let clock = ManualClock::new();
+    let b = Arc::new(breaker(1, &clock));
+    let _ = fail(&b);
+    clock.advance(RECOVERY);
+
+    let reached = Arc::new(AtomicUsize::new(0));
+    let rejected = Arc::new(AtomicUsize::new(0));
+    let start = Arc::new(Barrier::new(10));
+    let threads: Vec<_> = (0..10)
+        .map(|_| {
+            let (b, reached, rejected, start) =
+                (b.clone(), reached.clone(), rejected.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                let r = b.call(|| {
+                    reached.fetch_add(1, SeqCst);
+                    // Still down: hold the trial until everyone else has tried.
+                    wait_for(&rejected, 9);
+                    Err::<(), _>("503")
+                });
+                if let Err(Error::Rejected(_)) = r {
+                    rejected.fetch_add(1, SeqCst);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(reached.load(SeqCst), 1);
+    assert_eq!(rejected.load(SeqCst), 9);
+    assert_eq!(
+        b.state(),
+        State::Open,
+        "the failed trial reopened the breaker"
+    );
+}
+
+#[test]
+fn thundering_herd_of_tasks_sends_one_trial() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let clock = ManualClock::new();
+        let b = Arc::new(breaker(1, &clock));
+        let _ = fail(&b);
+        clock.advance(RECOVERY);
+
+        let reached = Arc::new(AtomicUsize::new(0));
+        let rejected = Arc::new(AtomicUsize::new(0));
+        let start = Arc::new(tokio::sync::Barrier::new(10));
+        let tasks: Vec<_> = (0..10)
+            .map(|_| {
+                let (b, reached, rejected, start) =
+                    (b.clone(), reached.clone(), rejected.clone(), start.clone());
+                tokio::spawn(async move {
+                    start.wait().await;
+                    let r = b
+                        .call_async(async {
+                            reached.fetch_add(1, SeqCst);
+                            let give_up = Instant::now() + Duration::from_secs(10);
+                            while rejected.load(SeqCst) < 9 && Instant::now() < give_up {
+                                tokio::time::sleep(Duration::from_millis(1)).await;
+                            }
+                            Err::<(), _>("503")
+                        })
+                        .await;
+                    if let Err(Error::Rejected(_)) = r {
+                        rejected.fetch_add(1, SeqCst);
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(reached.load(SeqCst), 1);
+        assert_eq!(rejected.load(SeqCst), 9);
+    });
+}
+
+fn half_open(clock: &ManualClock) -> Breaker {
+    let b = breaker(1, clock);
+    let _ = fail(&b);
+    clock.advance(RECOVERY);
+    assert_eq!(b.state(), State::HalfOpen);
+    b
+}
+
+#[test]
+fn trial_that_panics_counts_as_failure_and_does_not_wedge() {
+    let clock = ManualClock::new();
+    let b = half_open(&clock);
+    let panicked = catch_unwind(AssertUnwindSafe(|| {
+        let _ = b.call(|| -> Result<(), &str> { panic!("dependency client bug") });
+    }));
+    assert!(panicked.is_err(), "the panic resumes unwinding");
+    assert_eq!(
+        b.state(),
+        State::Open,
+        "a panicking trial is a failed trial"
+    );
+    clock.advance(RECOVERY);
+    succeed(&b).expect("a new trial is admitted");
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn trial_with_neutral_error_gives_the_permit_back() {
+    let clock = ManualClock::new();
+    let b = half_open(&clock);
+    let r = b.call_with(|_: &u16| false, || Err::<(), u16>(400));
+    assert_eq!(r.unwrap_err().into_failed(), Some(400));
+    assert_eq!(b.state(), State::HalfOpen, "neutral: no verdict");
+    succeed(&b).expect("the permit came back: a new trial runs");
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[tokio::test]
+async fn trial_future_dropped_by_timeout_gives_the_permit_back() {
+    let clock = ManualClock::new();
+    let b = half_open(&clock);
+    let hung = b.call_async(std::future::pending::<Result<(), &str>>());
+    assert!(tokio::time::timeout(Duration::from_millis(10), hung)
+        .await
+        .is_err());
+    assert_eq!(b.state(), State::HalfOpen);
+    b.call_async(async { Ok::<_, &str>(()) })
+        .await
+        .expect("new trial admitted");
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[tokio::test]
+async fn trial_future_dropped_by_select_gives_the_permit_back() {
+    let clock = ManualClock::new();
+    let b = half_open(&clock);
+    tokio::select! {
+        _ = b.call_async(std::future::pending::<Result<(), &str>>()) => unreachable!(),
+        () = tokio::task::yield_now() => {}
+    }
+    // While the trial was in flight nobody else got in; now it is gone.
+    b.call_async(async { Ok::<_, &str>(()) })
+        .await
+        .expect("new trial admitted");
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn trial_never_resolved_expires_after_recovery() {
+    let clock = ManualClock::new();
+    let b = half_open(&clock);
+    let permit = b.acquire().expect("trial");
+    std::mem::forget(permit); // resolved never, not even by Drop
+    assert!(
+        b.acquire().is_err(),
+        "the lost trial still holds the only permit"
+    );
+    clock.advance(RECOVERY);
+    let trial = b.acquire().expect("the permit expired: a new trial runs");
+    trial.success();
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn reading_state_never_consumes_the_trial() {
+    let clock = ManualClock::new();
+    let b = breaker(1, &clock);
+    let _ = fail(&b);
+    clock.advance(RECOVERY);
+    for _ in 0..10_000 {
+        assert_eq!(b.state(), State::HalfOpen);
+        let _ = b.snapshot();
+    }
+    let trial = b.acquire().expect("the trial is still there");
+    assert!(b.acquire().is_err(), "and there was exactly one");
+    trial.success();
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn outcomes_of_calls_admitted_under_an_earlier_state_are_ignored() {
+    let clock = ManualClock::new();
+    let b = breaker(1, &clock);
+    let old = b.acquire().unwrap(); // admitted while closed
+    let _ = fail(&b); // trips
+    clock.advance(RECOVERY);
+    let trial = b.acquire().unwrap();
+    old.success(); // must not close the breaker: it was admitted before the trip
+    assert_eq!(b.state(), State::HalfOpen);
+    trial.failure();
+    assert_eq!(b.state(), State::Open);
+
+    // And an old failure does not reopen a breaker that recovered meanwhile.
+    clock.advance(RECOVERY);
+    let stale_trial = b.acquire().unwrap();
+    b.reset();
+    stale_trial.failure();
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn manual_control() {
+    let clock = ManualClock::new();
+    let b = breaker(1, &clock);
+    b.force_open();
+    assert_eq!(b.mode(), Mode::ForcedOpen);
+    let r = succeed(&b).unwrap_err();
+    assert_eq!(r.rejected().unwrap().retry_after(), None);
+    clock.advance(RECOVERY * 10);
+    assert_eq!(
+        b.state(),
+        State::Open,
+        "forced open does not recover by itself"
+    );
+
+    b.force_closed();
+    for _ in 0..10 {
+        assert!(fail(&b).unwrap_err().is_failed());
+    }
+    assert_eq!(b.state(), State::Closed, "forced closed never trips");
+
+    b.disable();
+    let _ = fail(&b);
+    assert_eq!(b.state(), State::Open, "disabled: the rule still runs");
+    assert!(fail(&b).unwrap_err().is_failed(), "but calls still pass");
+
+    b.reset();
+    assert_eq!(b.mode(), Mode::Normal);
+    assert_eq!(b.state(), State::Closed);
+    let _ = fail(&b);
+    assert!(succeed(&b).unwrap_err().is_rejected());
+}
+
+#[test]
+fn permit_dropped_during_panic_records_failure_outside_half_open_too() {
+    let clock = ManualClock::new();
+    let b = breaker(2, &clock);
+    for _ in 0..2 {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            let _permit = b.acquire().unwrap();
+            panic!("boom");
+        }));
+    }
+    assert_eq!(b.state(), State::Open);
+}
+
+#[test]
+fn snapshot_reports_counts_and_retry_after() {
+    let clock = ManualClock::new();
+    let b = breaker(3, &clock);
+    let _ = fail(&b);
+    let _ = fail(&b);
+    let s = b.snapshot();
+    assert_eq!(
+        (s.state, s.consecutive_failures, s.retry_after),
+        (State::Closed, 2, None)
+    );
+    let _ = fail(&b);
+    clock.advance(Duration::from_secs(10));
+    let s = b.snapshot();
+    assert_eq!(s.state, State::Open);
+    assert_eq!(s.retry_after, Some(RECOVERY - Duration::from_secs(10)));
+    assert_eq!(s.since_transition, Duration::from_secs(10));
+}
