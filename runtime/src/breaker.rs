@@ -470,10 +470,13 @@ impl Breaker {
         if (t.failures == 0 && t.slow == 0) || t.calls < self.config.min_calls {
             return false;
         }
+        // Compare shares, not `rate * calls`: a division is correctly rounded, so
+        // 7 failures of 100 give exactly the same f64 as the literal 0.07, whereas
+        // 0.07 * 100.0 is 7.000000000000001 and 7 failures would not trip.
         let calls = f64::from(t.calls);
         (self.config.failure_rate > 0.0
-            && f64::from(t.failures) >= self.config.failure_rate * calls)
-            || (self.config.slow != 0 && f64::from(t.slow) >= self.config.slow_rate * calls)
+            && f64::from(t.failures) / calls >= self.config.failure_rate)
+            || (self.config.slow != 0 && f64::from(t.slow) / calls >= self.config.slow_rate)
     }
 
     fn finish_trial(&self, admitted: Word, outcome: Outcome) {
