@@ -417,7 +417,7 @@ impl Breaker {
         }
         let slow = self.config.slow != 0
             && outcome != Outcome::Neutral
-            && self.clock.now().saturating_sub(started) >= self.config.slow;
+            && self.clock.now().saturating_sub(started) > self.config.slow;
         let admitted = Word(admitted);
         if admitted.tag() == TAG_CLOSED {
             self.finish_closed(admitted, outcome, slow);
