@@ -274,6 +274,7 @@ pub struct Builder {
     rate_rule: bool,
     threshold_set: bool,
     window_set: bool,
+    min_calls_set: bool,
     slow_rate_set: bool,
     clock: Clock,
 }
@@ -285,6 +286,7 @@ impl Default for Builder {
             rate_rule: false,
             threshold_set: false,
             window_set: false,
+            min_calls_set: false,
             slow_rate_set: false,
             clock: Clock::System,
         }
@@ -360,10 +362,11 @@ impl Builder {
         self
     }
 
-    /// No rate verdict before the window holds this many calls (default 10).
+    /// No rate verdict before the window holds this many calls (default 10, or
+    /// the whole window when a count window holds fewer calls).
     pub fn min_calls(mut self, n: u32) -> Self {
         self.config.min_calls = n;
-        self.window_set = true;
+        self.min_calls_set = true;
         self
     }
 
@@ -395,7 +398,7 @@ impl Builder {
     /// counts or durations, rates outside (0, 1]) or settings contradict each other
     /// (`threshold` with `failure_rate`, a window without a rate rule, `slow_rate`
     /// without `slow`).
-    pub fn build(self) -> Result<Breaker, ConfigError> {
+    pub fn build(mut self) -> Result<Breaker, ConfigError> {
         if self.threshold_set && self.rate_rule {
             return Err(ConfigError::new(
                 "threshold",
@@ -416,6 +419,29 @@ impl Builder {
                 "window",
                 "a window needs a rate rule: set `failure_rate` or `slow`",
             ));
+        }
+        if self.min_calls_set && !self.config.uses_window() {
+            return Err(ConfigError::new(
+                "min_calls",
+                "only applies to a rate rule: set `failure_rate` or `slow`",
+            ));
+        }
+        // A count window never holds more than its size: an explicit `min_calls`
+        // above it could never be reached; the default waits for a full window.
+        if let Window::Calls(size @ 1..) = self.config.window {
+            if self.config.min_calls > size {
+                if self.min_calls_set {
+                    return Err(ConfigError::new(
+                        "min_calls",
+                        format!(
+                            "{} is more than the {size} calls the window holds, so the rate \
+                             rule could never trip; use at most {size}",
+                            self.config.min_calls
+                        ),
+                    ));
+                }
+                self.config.min_calls = size;
+            }
         }
         self.config.validate()?;
         Ok(Breaker::with_clock(self.config, self.clock))
