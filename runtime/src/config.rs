@@ -231,6 +231,9 @@ impl Config {
         if self.failure_rate != 0.0 {
             rate("failure_rate", self.failure_rate)?;
         }
+        if self.slow == 0 && self.slow_rate != 0.0 {
+            return Err(ConfigError::new("slow", "must be longer than zero"));
+        }
         if self.slow_rate != 0.0 || self.slow != 0 {
             rate("slow_rate", self.slow_rate)?;
         }
@@ -317,7 +320,9 @@ impl Builder {
     /// Let the open time grow: it doubles each time the breaker opens again without
     /// a healthy pause, up to `max`; see the crate docs on growing open time.
     pub fn max_recovery(mut self, max: Duration) -> Self {
-        self.config.max_recovery = nanos(max);
+        // Zero means "not growing" in `Config`; an explicit zero is kept non-zero
+        // so that `build` reports it as shorter than `recovery`.
+        self.config.max_recovery = nanos(max).max(1);
         self
     }
 
