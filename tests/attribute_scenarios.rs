@@ -1,0 +1,324 @@
+//! The breaker's contract through `#[circuit_breaker]`: each scenario uses its own
+//! annotated function (so its own static breaker) and reads the breaker back
+//! through the registry, as an operator would.
+
+use std::panic::catch_unwind;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use failfast::{circuit_breaker, registry, Rejected, State};
+
+#[derive(Debug, PartialEq)]
+enum InventoryError {
+    Dependency(u16),
+    BadSku,
+    Unavailable(State),
+}
+
+impl From<Rejected> for InventoryError {
+    fn from(r: Rejected) -> Self {
+        InventoryError::Unavailable(r.state())
+    }
+}
+
+fn state(name: &str) -> State {
+    registry::get(name)
+        .expect("registered on first call")
+        .state()
+}
+
+fn wait_for(counter: &AtomicUsize, target: usize) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while counter.load(SeqCst) < target && Instant::now() < give_up {
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn opens_after_exactly_threshold_consecutive_failures() {
+    static BODY_RAN: AtomicUsize = AtomicUsize::new(0);
+
+    #[circuit_breaker(threshold = 3, recovery = "1h", name = "exact_threshold")]
+    fn check(ok: bool) -> Result<u32, InventoryError> {
+        BODY_RAN.fetch_add(1, SeqCst);
+        if ok {
+            Ok(42)
+        } else {
+            Err(InventoryError::Dependency(503))
+        }
+    }
+
+    check(false).unwrap_err();
+    check(false).unwrap_err();
+    assert_eq!(state("exact_threshold"), State::Closed);
+    assert_eq!(check(true), Ok(42), "a success resets the count");
+    check(false).unwrap_err();
+    check(false).unwrap_err();
+    assert_eq!(state("exact_threshold"), State::Closed);
+    assert_eq!(check(false), Err(InventoryError::Dependency(503)));
+    assert_eq!(state("exact_threshold"), State::Open);
+
+    let ran_before = BODY_RAN.load(SeqCst);
+    for _ in 0..50 {
+        assert_eq!(check(true), Err(InventoryError::Unavailable(State::Open)));
+    }
+    assert_eq!(
+        BODY_RAN.load(SeqCst),
+        ran_before,
+        "the body never runs while open"
+    );
+}
+
+#[test]
+fn bad_requests_never_move_the_breaker() {
+    #[circuit_breaker(threshold = 2, counts = InventoryError::Dependency(_), name = "bad_requests")]
+    fn check(sku: &str) -> Result<u32, InventoryError> {
+        if sku.chars().any(char::is_lowercase) {
+            Err(InventoryError::BadSku)
+        } else {
+            Ok(7)
+        }
+    }
+
+    for _ in 0..100 {
+        assert_eq!(check("sku-1"), Err(InventoryError::BadSku));
+    }
+    assert_eq!(state("bad_requests"), State::Closed);
+    assert_eq!(
+        registry::get("bad_requests")
+            .unwrap()
+            .snapshot()
+            .consecutive_failures,
+        0
+    );
+    assert_eq!(check("SKU-1"), Ok(7));
+}
+
+#[test]
+fn recovers_in_real_time_without_restart() {
+    static HEALTHY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+    #[circuit_breaker(threshold = 2, recovery = "50ms", name = "real_time_recovery")]
+    fn check() -> Result<&'static str, InventoryError> {
+        if HEALTHY.load(SeqCst) {
+            Ok("in stock")
+        } else {
+            Err(InventoryError::Dependency(503))
+        }
+    }
+
+    check().unwrap_err();
+    check().unwrap_err();
+    assert_eq!(state("real_time_recovery"), State::Open);
+    HEALTHY.store(true, SeqCst); // the dependency heals while the breaker is open
+    assert_eq!(check(), Err(InventoryError::Unavailable(State::Open)));
+    std::thread::sleep(Duration::from_millis(60));
+    assert_eq!(state("real_time_recovery"), State::HalfOpen);
+    assert_eq!(
+        check(),
+        Ok("in stock"),
+        "the first call after recovery is the trial"
+    );
+    assert_eq!(state("real_time_recovery"), State::Closed);
+}
+
+#[test]
+fn thundering_herd_of_threads_sends_one_trial() {
+    static REACHED: AtomicUsize = AtomicUsize::new(0);
+    static REJECTED: AtomicUsize = AtomicUsize::new(0);
+    static TRIPPING: AtomicUsize = AtomicUsize::new(1);
+
+    #[circuit_breaker(threshold = 1, recovery = "100ms", name = "herd_threads")]
+    fn check() -> Result<(), InventoryError> {
+        if TRIPPING.swap(0, SeqCst) == 1 {
+            return Err(InventoryError::Dependency(503));
+        }
+        REACHED.fetch_add(1, SeqCst);
+        wait_for(&REJECTED, 9); // still down: hold the trial while the herd arrives
+        Err(InventoryError::Dependency(503))
+    }
+
+    check().unwrap_err();
+    assert_eq!(state("herd_threads"), State::Open);
+    let breaker = registry::get("herd_threads").unwrap();
+    while breaker.state() != State::HalfOpen {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let start = Arc::new(Barrier::new(10));
+    let herd: Vec<_> = (0..10)
+        .map(|_| {
+            let start = start.clone();
+            std::thread::spawn(move || {
+                start.wait();
+                if check() == Err(InventoryError::Unavailable(State::HalfOpen)) {
+                    REJECTED.fetch_add(1, SeqCst);
+                }
+            })
+        })
+        .collect();
+    for t in herd {
+        t.join().unwrap();
+    }
+    assert_eq!(REACHED.load(SeqCst), 1);
+    assert_eq!(REJECTED.load(SeqCst), 9);
+    assert_eq!(breaker.state(), State::Open);
+}
+
+#[test]
+fn thundering_herd_of_tasks_sends_one_trial() {
+    static REACHED: AtomicUsize = AtomicUsize::new(0);
+    static REJECTED: AtomicUsize = AtomicUsize::new(0);
+    static TRIPPING: AtomicUsize = AtomicUsize::new(1);
+
+    #[circuit_breaker(threshold = 1, recovery = "100ms", name = "herd_tasks")]
+    async fn check() -> Result<(), InventoryError> {
+        if TRIPPING.swap(0, SeqCst) == 1 {
+            return Err(InventoryError::Dependency(503));
+        }
+        REACHED.fetch_add(1, SeqCst);
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while REJECTED.load(SeqCst) < 9 && Instant::now() < give_up {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        Err(InventoryError::Dependency(503))
+    }
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        check().await.unwrap_err();
+        let breaker = registry::get("herd_tasks").unwrap();
+        while breaker.state() != State::HalfOpen {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let start = Arc::new(tokio::sync::Barrier::new(10));
+        let herd: Vec<_> = (0..10)
+            .map(|_| {
+                let start = start.clone();
+                tokio::spawn(async move {
+                    start.wait().await;
+                    if check().await == Err(InventoryError::Unavailable(State::HalfOpen)) {
+                        REJECTED.fetch_add(1, SeqCst);
+                    }
+                })
+            })
+            .collect();
+        for t in herd {
+            t.await.unwrap();
+        }
+    });
+    assert_eq!(REACHED.load(SeqCst), 1);
+    assert_eq!(REJECTED.load(SeqCst), 9);
+}
+
+#[test]
+fn panicking_trial_does_not_wedge() {
+    static MODE: AtomicUsize = AtomicUsize::new(0); // 0 fail, 1 panic, 2 ok
+
+    #[circuit_breaker(threshold = 1, recovery = "20ms", name = "panicking_trial")]
+    fn check() -> Result<(), InventoryError> {
+        match MODE.load(SeqCst) {
+            0 => Err(InventoryError::Dependency(503)),
+            1 => panic!("client bug"),
+            _ => Ok(()),
+        }
+    }
+
+    check().unwrap_err();
+    std::thread::sleep(Duration::from_millis(30));
+    MODE.store(1, SeqCst);
+    assert!(catch_unwind(check).is_err(), "the panic resumes unwinding");
+    assert_eq!(
+        state("panicking_trial"),
+        State::Open,
+        "a panic is a failed trial"
+    );
+    MODE.store(2, SeqCst);
+    std::thread::sleep(Duration::from_millis(30));
+    check().expect("a new trial runs");
+    assert_eq!(state("panicking_trial"), State::Closed);
+}
+
+#[test]
+fn neutral_trial_does_not_wedge() {
+    static MODE: AtomicUsize = AtomicUsize::new(0); // 0 fail, 1 bad request, 2 ok
+
+    #[circuit_breaker(threshold = 1, recovery = "20ms", counts = InventoryError::Dependency(_), name = "neutral_trial")]
+    fn check() -> Result<(), InventoryError> {
+        match MODE.load(SeqCst) {
+            0 => Err(InventoryError::Dependency(503)),
+            1 => Err(InventoryError::BadSku),
+            _ => Ok(()),
+        }
+    }
+
+    check().unwrap_err();
+    std::thread::sleep(Duration::from_millis(30));
+    MODE.store(1, SeqCst);
+    assert_eq!(check(), Err(InventoryError::BadSku));
+    assert_eq!(state("neutral_trial"), State::HalfOpen);
+    MODE.store(2, SeqCst);
+    check().expect("the permit came back");
+    assert_eq!(state("neutral_trial"), State::Closed);
+}
+
+#[tokio::test]
+async fn cancelled_trial_does_not_wedge() {
+    static MODE: AtomicUsize = AtomicUsize::new(0); // 0 fail, 1 hang, 2 ok
+
+    #[circuit_breaker(threshold = 1, recovery = "20ms", name = "cancelled_trial")]
+    async fn check() -> Result<(), InventoryError> {
+        match MODE.load(SeqCst) {
+            0 => Err(InventoryError::Dependency(503)),
+            1 => std::future::pending().await,
+            _ => Ok(()),
+        }
+    }
+
+    check().await.unwrap_err();
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    MODE.store(1, SeqCst);
+    assert!(tokio::time::timeout(Duration::from_millis(10), check())
+        .await
+        .is_err());
+    assert_eq!(state("cancelled_trial"), State::HalfOpen);
+    tokio::select! {
+        _ = check() => unreachable!("hangs"),
+        () = tokio::task::yield_now() => {}
+    }
+    MODE.store(2, SeqCst);
+    check()
+        .await
+        .expect("the dropped trials gave their permits back");
+    assert_eq!(state("cancelled_trial"), State::Closed);
+}
+
+#[test]
+fn reading_state_never_consumes_the_trial() {
+    static HOLD: AtomicUsize = AtomicUsize::new(0);
+    static TRIPPED: AtomicUsize = AtomicUsize::new(0);
+
+    #[circuit_breaker(threshold = 1, recovery = "20ms", name = "state_reads")]
+    fn check() -> Result<(), InventoryError> {
+        if TRIPPED.swap(1, SeqCst) == 0 {
+            return Err(InventoryError::Dependency(503));
+        }
+        HOLD.fetch_add(1, SeqCst);
+        Ok(())
+    }
+
+    check().unwrap_err();
+    std::thread::sleep(Duration::from_millis(30));
+    let breaker = registry::get("state_reads").unwrap();
+    for _ in 0..10_000 {
+        assert_eq!(breaker.state(), State::HalfOpen);
+        let _ = breaker.snapshot();
+    }
+    check().expect("the trial was still available");
+    assert_eq!(HOLD.load(SeqCst), 1);
+    assert_eq!(breaker.state(), State::Closed);
+}
