@@ -18,7 +18,7 @@
 //! the client's 10 s timeout; `--calls` (default 20) is how many calls each client
 //! makes.
 
-mod common;
+pub mod common;
 
 use std::time::{Duration, Instant};
 
