@@ -1,0 +1,316 @@
+//! Half-open sizing through the public builder: `trial_calls` admitted at once,
+//! `success_threshold` successful trials to close, a failed or slow trial reopens
+//! at once, and no combination of the two settings can wedge the breaker.
+
+use std::time::Duration;
+
+use failfast_runtime::{Breaker, ManualClock, Outcome, Permit, State};
+
+const RECOVERY: Duration = Duration::from_secs(30);
+const NS: Duration = Duration::from_nanos(1);
+
+/// A breaker with threshold 1, tripped and `recovery` later: eligible for trials.
+fn eligible(clock: &ManualClock, trial_calls: u32, success_threshold: u32) -> Breaker {
+    let b = Breaker::builder()
+        .threshold(1)
+        .recovery(RECOVERY)
+        .trial_calls(trial_calls)
+        .success_threshold(success_threshold)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    trip(&b);
+    clock.advance(RECOVERY);
+    assert_eq!(b.state(), State::HalfOpen);
+    b
+}
+
+fn trip(b: &Breaker) {
+    let _ = b.call(|| Err::<(), _>("down"));
+    assert_eq!(b.state(), State::Open);
+}
+
+fn trial(b: &Breaker) -> Permit<'_> {
+    b.acquire().expect("a trial should have been admitted")
+}
+
+fn assert_rejected(b: &Breaker, state: State) {
+    let rejected = b.acquire().expect_err("should have been rejected");
+    assert_eq!(rejected.state(), state);
+}
+
+#[test]
+fn trial_calls_3_admits_exactly_3_at_once_and_rejects_the_4th() {
+    let clock = ManualClock::new();
+    let b = eligible(&clock, 3, 3);
+    let permits = [trial(&b), trial(&b), trial(&b)];
+    assert_eq!(b.snapshot().trials_in_flight, 3);
+    for _ in 0..10 {
+        let rejected = b.acquire().expect_err("a 4th trial at once");
+        assert_eq!(rejected.state(), State::HalfOpen);
+        // The next trial depends on how the running ones end.
+        assert_eq!(rejected.retry_after(), None);
+    }
+    // The dependency is not touched by a rejected call.
+    let r = b.call(|| -> Result<(), ()> { panic!("the dependency was called") });
+    assert!(r.unwrap_err().is_rejected());
+    let [p1, p2, p3] = permits;
+    p1.success();
+    assert_eq!(b.state(), State::HalfOpen);
+    // A permit came back: one more trial may run (3 in flight again), not two.
+    let p4 = trial(&b);
+    assert_rejected(&b, State::HalfOpen);
+    p2.success();
+    assert_eq!(b.state(), State::HalfOpen, "2 of 3 successes");
+    p3.success();
+    assert_eq!(b.state(), State::Closed, "3 of 3 successes");
+    // The straggler admitted as a trial no longer drives the closed breaker.
+    p4.failure();
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(b.snapshot().consecutive_failures, 0);
+}
+
+#[test]
+fn trial_calls_default_to_one() {
+    let clock = ManualClock::new();
+    let b = eligible(&clock, 1, 1);
+    let p = trial(&b);
+    assert_rejected(&b, State::HalfOpen);
+    p.success();
+    assert_eq!(b.state(), State::Closed);
+    let b = Breaker::builder()
+        .threshold(1)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    trip(&b);
+    clock.advance(failfast_runtime::DEFAULT_RECOVERY);
+    let p = trial(&b);
+    assert_rejected(&b, State::HalfOpen);
+    drop(p);
+}
+
+/// A peer crate counts probes since it went half-open and never closes when its
+/// probe budget is below its success threshold. Here the budget is of trials at
+/// once: each finished trial gives its permit back.
+#[test]
+fn success_threshold_3_with_trial_calls_1_closes_after_3_sequential_trials() {
+    let clock = ManualClock::new();
+    let b = eligible(&clock, 1, 3);
+    for i in 1..=3 {
+        let p = trial(&b);
+        assert_rejected(&b, State::HalfOpen);
+        p.success();
+        let snap = b.snapshot();
+        if i < 3 {
+            assert_eq!(snap.state, State::HalfOpen, "{i} of 3 successful trials");
+            assert_eq!((snap.trials_in_flight, snap.trial_successes), (0, i));
+        } else {
+            assert_eq!(snap.state, State::Closed, "3 of 3 successful trials");
+        }
+    }
+}
+
+#[test]
+fn success_threshold_above_trial_calls_closes_through_call() {
+    // The same combination through `call`, spread over time: no wedge.
+    let clock = ManualClock::new();
+    let b = eligible(&clock, 1, 3);
+    for _ in 0..3 {
+        clock.advance(Duration::from_millis(1));
+        b.call(|| Ok::<_, ()>(())).unwrap();
+    }
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn no_combination_of_trial_calls_and_success_threshold_wedges() {
+    for trial_calls in 1..=5 {
+        for success_threshold in 1..=7 {
+            let clock = ManualClock::new();
+            let b = eligible(&clock, trial_calls, success_threshold);
+            let mut successes = 0;
+            // Rounds of as many trials at once as allowed, all succeeding.
+            while b.state() == State::HalfOpen {
+                let mut permits = Vec::new();
+                while let Ok(p) = b.acquire() {
+                    permits.push(p);
+                    assert!(permits.len() <= trial_calls as usize, "too many trials");
+                }
+                assert_eq!(permits.len(), trial_calls as usize);
+                for p in permits {
+                    p.success();
+                    successes += 1;
+                }
+                assert!(
+                    successes <= success_threshold + trial_calls,
+                    "trial_calls {trial_calls}, success_threshold {success_threshold}: \
+                     still half-open after {successes} successful trials"
+                );
+            }
+            assert_eq!(b.state(), State::Closed);
+            assert!(successes >= success_threshold);
+        }
+    }
+}
+
+#[test]
+fn neutral_trials_do_not_count_toward_success_threshold() {
+    let clock = ManualClock::new();
+    let b = eligible(&clock, 1, 2);
+    trial(&b).success();
+    for _ in 0..5 {
+        trial(&b).record(Outcome::Neutral);
+        drop(trial(&b)); // an abandoned trial
+    }
+    let snap = b.snapshot();
+    assert_eq!((snap.state, snap.trial_successes), (State::HalfOpen, 1));
+    trial(&b).success();
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn a_failed_trial_reopens_at_once_and_restarts_the_wait() {
+    let clock = ManualClock::new();
+    let b = eligible(&clock, 1, 1);
+    clock.advance(Duration::from_secs(7)); // the trial comes late
+    let p = trial(&b);
+    clock.advance(Duration::from_secs(2)); // and takes a while
+    p.failure();
+    assert_eq!(b.state(), State::Open);
+    let rejected = b.acquire().expect_err("open again");
+    assert_eq!(rejected.state(), State::Open);
+    // The wait counts from the failed trial, not from the first trip.
+    assert_eq!(rejected.retry_after(), Some(RECOVERY));
+    clock.advance(RECOVERY - NS);
+    assert_rejected(&b, State::Open);
+    clock.advance(NS);
+    assert_eq!(b.state(), State::HalfOpen);
+    trial(&b).success();
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn a_failed_trial_among_several_reopens_and_discards_the_others() {
+    let clock = ManualClock::new();
+    let b = eligible(&clock, 3, 2);
+    let (p1, p2, p3) = (trial(&b), trial(&b), trial(&b));
+    p1.success();
+    p2.failure();
+    assert_eq!(b.state(), State::Open, "one failed trial is enough");
+    // The last trial succeeds, but it belongs to the round that failed.
+    p3.success();
+    assert_eq!(b.state(), State::Open);
+    assert_eq!(b.snapshot().retry_after, Some(RECOVERY));
+}
+
+#[test]
+fn a_failure_after_some_successful_trials_starts_over() {
+    let clock = ManualClock::new();
+    let b = eligible(&clock, 1, 3);
+    trial(&b).success();
+    trial(&b).success();
+    trial(&b).failure();
+    assert_eq!(b.state(), State::Open);
+    clock.advance(RECOVERY);
+    // The two earlier successes do not carry over.
+    trial(&b).success();
+    trial(&b).success();
+    assert_eq!(b.state(), State::HalfOpen);
+    trial(&b).success();
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn a_panicking_trial_reopens() {
+    let clock = ManualClock::new();
+    let b = eligible(&clock, 1, 1);
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = b.call(|| -> Result<(), ()> { panic!("client bug") });
+    }));
+    assert!(caught.is_err());
+    assert_eq!(b.state(), State::Open);
+}
+
+const SLOW: Duration = Duration::from_secs(2);
+
+fn slow_breaker(clock: &ManualClock) -> Breaker {
+    let b = Breaker::builder()
+        .slow(SLOW)
+        .slow_rate(0.5)
+        .window_calls(2)
+        .min_calls(2)
+        .recovery(RECOVERY)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    for _ in 0..2 {
+        b.call(|| {
+            clock.advance(SLOW * 2);
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+    }
+    assert_eq!(b.state(), State::Open);
+    clock.advance(RECOVERY);
+    b
+}
+
+#[test]
+fn a_slow_trial_reopens_even_when_it_succeeds() {
+    let clock = ManualClock::new();
+    let b = slow_breaker(&clock);
+    b.call(|| {
+        clock.advance(SLOW + NS);
+        Ok::<_, ()>(())
+    })
+    .unwrap();
+    assert_eq!(b.state(), State::Open, "a slow trial is a failed trial");
+    let rejected = b.acquire().expect_err("open again");
+    assert_eq!(rejected.retry_after(), Some(RECOVERY));
+}
+
+#[test]
+fn a_fast_enough_trial_closes() {
+    let clock = ManualClock::new();
+    let b = slow_breaker(&clock);
+    b.call(|| {
+        clock.advance(SLOW);
+        Ok::<_, ()>(())
+    })
+    .unwrap();
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn a_slow_neutral_trial_just_gives_its_permit_back() {
+    let clock = ManualClock::new();
+    let b = slow_breaker(&clock);
+    let _ = b.call_with(
+        |_: &()| false,
+        || {
+            clock.advance(SLOW * 10);
+            Err::<(), ()>(())
+        },
+    );
+    assert_eq!(b.state(), State::HalfOpen);
+    b.call(|| Ok::<_, ()>(())).unwrap();
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn unresolved_trials_expire_after_recovery() {
+    let clock = ManualClock::new();
+    let b = eligible(&clock, 2, 2);
+    // Two trials that never report back (leaked, e.g. a detached task that hangs).
+    std::mem::forget(trial(&b));
+    std::mem::forget(trial(&b));
+    assert_rejected(&b, State::HalfOpen);
+    clock.advance(RECOVERY - NS);
+    assert_rejected(&b, State::HalfOpen);
+    clock.advance(NS);
+    // A new round of trials begins.
+    trial(&b).success();
+    trial(&b).success();
+    assert_eq!(b.state(), State::Closed);
+}
