@@ -64,8 +64,10 @@ pub struct Args {
     pub fallback: Option<Arg<Path>>,
     pub name: Option<Arg<LitStr>>,
     pub krate: Option<Arg<Path>>,
-    /// Keys in the order they were written.
-    order: Vec<String>,
+    /// Every known key as written, valid value or not: checks between keys
+    /// look at what was written, so a bad value is not reported a second time
+    /// as a missing key.
+    written: Vec<Ident>,
 }
 
 /// Collects independent mistakes so that one compile run reports all of them.
@@ -144,10 +146,9 @@ impl Args {
             )));
         };
         let name = key.unraw().to_string();
-        self.order.push(name.clone());
         if !KEYS.contains(&name.as_str()) {
             let hint = suggest(&name)
-                .map(|k| format!(", did you mean `{k}`?"))
+                .map(|k| format!(" (did you mean `{k}`?)"))
                 .unwrap_or_default();
             return Err(syn::Error::new(
                 key.span(),
@@ -164,6 +165,7 @@ impl Args {
             ));
         }
         input.parse::<Token![=]>()?;
+        self.written.push(key.clone());
         match name.as_str() {
             "threshold" => set(&mut self.threshold, &key, count(input, &name)?),
             "failure_rate" => set(&mut self.failure_rate, &key, rate(input, &name)?),
@@ -191,24 +193,23 @@ impl Args {
         }
     }
 
-    fn later_key<'a>(&self, a: &'a Ident, b: &'a Ident) -> &'a Ident {
-        let position = |key: &Ident| {
-            self.order
-                .iter()
-                .position(|k| *k == key.unraw().to_string())
-        };
-        if position(a) > position(b) {
-            a
-        } else {
-            b
-        }
+    /// The key as written, if it was, valid value or not.
+    fn written(&self, name: &str) -> Option<&Ident> {
+        self.written.iter().find(|key| key.unraw() == name)
     }
 
     /// Checks between keys: each contradiction is reported once, at the key
     /// that cannot work with what was already said.
     fn validate(&self, errors: &mut Errors) {
-        if let (Some(threshold), Some(rate)) = (&self.threshold, &self.failure_rate) {
-            let later = self.later_key(&threshold.key, &rate.key);
+        if let (Some(threshold), Some(rate)) =
+            (self.written("threshold"), self.written("failure_rate"))
+        {
+            let position = |key: &Ident| self.written.iter().position(|k| k == key);
+            let later = if position(threshold) > position(rate) {
+                threshold
+            } else {
+                rate
+            };
             errors.push(syn::Error::new(
                 later.span(),
                 "`threshold` and `failure_rate` are two different trip rules; keep one: \
@@ -216,20 +217,20 @@ impl Args {
                  the calls in `window`",
             ));
         }
-        let has_rate_rule = self.failure_rate.is_some() || self.slow_rate.is_some();
-        for key in [
-            self.window.as_ref().map(|a| &a.key),
-            self.min_calls.as_ref().map(|a| &a.key),
-        ]
-        .into_iter()
-        .flatten()
+        let has_rate_rule = ["failure_rate", "slow", "slow_rate"]
+            .iter()
+            .any(|key| self.written(key).is_some());
+        for key in ["window", "min_calls"]
+            .iter()
+            .filter_map(|key| self.written(key))
         {
             if !has_rate_rule {
                 errors.push(syn::Error::new(
                     key.span(),
                     format!(
                         "`{key}` only applies to a rate rule; add `failure_rate = 0.5` \
-                         (or `slow` with `slow_rate`), or use `threshold` for consecutive failures"
+                         (or `slow = \"2s\"` for a slow-call rate), or use `threshold` for \
+                         consecutive failures"
                     ),
                 ));
             }
@@ -248,18 +249,12 @@ impl Args {
                 }
             }
         }
-        match (&self.slow, &self.slow_rate) {
-            (None, Some(rate)) => errors.push(syn::Error::new(
-                rate.key.span(),
+        if let (None, Some(rate)) = (self.written("slow"), self.written("slow_rate")) {
+            errors.push(syn::Error::new(
+                rate.span(),
                 "`slow_rate` needs `slow`, the duration above which a call counts as slow, \
                  e.g. `slow = \"2s\"`",
-            )),
-            (Some(slow), None) => errors.push(syn::Error::new(
-                slow.key.span(),
-                "`slow` needs `slow_rate`, the share of slow calls in `window` that trips \
-                 the breaker, e.g. `slow_rate = 0.5`",
-            )),
-            _ => {}
+            ));
         }
     }
 }
@@ -326,8 +321,18 @@ fn starts_key(cursor: syn::buffer::Cursor) -> bool {
     }
 }
 
+/// The largest `trial_calls` and `success_threshold` the runtime accepts.
+const MAX_TRIALS: u64 = 0xFFFF;
+/// The largest count window the runtime accepts.
+const MAX_WINDOW_CALLS: u64 = 1 << 20;
+
 /// An integer of at least 1, such as `threshold = 5`.
 fn count(input: ParseStream, key: &str) -> syn::Result<u32> {
+    let max = match key {
+        "trial_calls" | "success_threshold" => MAX_TRIALS,
+        "window" => MAX_WINDOW_CALLS,
+        _ => u64::from(u32::MAX),
+    };
     let expr: Expr = input.parse()?;
     match &expr {
         Expr::Lit(ExprLit {
@@ -340,12 +345,13 @@ fn count(input: ParseStream, key: &str) -> syn::Result<u32> {
                     format!("`{key}` must be at least 1"),
                 ));
             }
-            u32::try_from(value).map_err(|_| {
-                syn::Error::new(
+            if value > max {
+                return Err(syn::Error::new(
                     int.span(),
-                    format!("`{key}` is too large; the largest value is {}", u32::MAX),
-                )
-            })
+                    format!("`{key}` is too large; the largest value is {max}"),
+                ));
+            }
+            Ok(u32::try_from(value).unwrap_or(u32::MAX))
         }
         Expr::Unary(ExprUnary {
             op: UnOp::Neg(_), ..
@@ -536,4 +542,93 @@ fn crate_path(input: ParseStream) -> syn::Result<Path> {
             "expected the path of the failfast crate, e.g. `crate = ::failfast`",
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors_of(tokens: &str) -> Vec<String> {
+        let mut errors = Errors::default();
+        Args::parse(tokens.parse().unwrap(), &mut errors);
+        errors
+            .into_result()
+            .map(|e| e.into_iter().map(|e| e.to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn every_key_parses() {
+        let mut errors = Errors::default();
+        let args = Args::parse(
+            r#"failure_rate = 0.5, window = "1m", min_calls = 20, slow = "2s", slow_rate = 1,
+               recovery = "30s..10m", jitter = 0.2, trial_calls = 3, success_threshold = 2,
+               counts = |e: &E| e.is_transient(), ignores = E::BadRequest(_), fallback = Self::cached,
+               name = "inventory", crate = ::failfast"#
+                .parse()
+                .unwrap(),
+            &mut errors,
+        );
+        assert!(errors.into_result().is_none());
+        assert_eq!(args.failure_rate.unwrap().value, 0.5);
+        assert!(
+            matches!(args.window.unwrap().value, Window::Time(d) if d == Duration::from_secs(60))
+        );
+        assert_eq!(args.slow_rate.unwrap().value, 1.0);
+        let recovery = args.recovery.unwrap().value;
+        assert_eq!(recovery.start, Duration::from_secs(30));
+        assert_eq!(recovery.max, Some(Duration::from_secs(600)));
+        assert_eq!(args.trial_calls.unwrap().value, 3);
+    }
+
+    #[test]
+    fn one_error_per_mistake_and_parsing_goes_on() {
+        let errors =
+            errors_of(r#"treshold = 5, counts = |a, b| a == b, recovery = "30x", threshold = 0"#);
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors[0].starts_with("unknown argument `treshold` (did you mean `threshold`?)"));
+        assert!(errors[1].starts_with("invalid duration \"30x\""));
+        assert_eq!(errors[2], "`threshold` must be at least 1");
+    }
+
+    #[test]
+    fn a_bad_value_is_not_also_a_missing_key() {
+        assert_eq!(errors_of("failure_rate = 1.5, window = 20").len(), 1);
+        assert_eq!(errors_of(r#"slow = "0s", slow_rate = 0.5"#).len(), 1);
+    }
+
+    #[test]
+    fn contradictions_point_at_the_later_key() {
+        let errors = errors_of("threshold = 5, failure_rate = 0.5");
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].starts_with("`threshold` and `failure_rate`"));
+        assert_eq!(errors_of("window = 10").len(), 1);
+        assert_eq!(errors_of("slow_rate = 0.5").len(), 1);
+        assert_eq!(
+            errors_of("failure_rate = 0.5, window = 10, min_calls = 11").len(),
+            1
+        );
+        assert!(errors_of(r#"slow = "1s", window = 10"#).is_empty());
+    }
+
+    #[test]
+    fn duplicates_are_reported_for_every_key() {
+        for key in [
+            "threshold = 1",
+            "recovery = \"1s\"",
+            "counts = E::A",
+            "name = \"a\"",
+        ] {
+            let errors = errors_of(&format!("{key}, {key}"));
+            assert_eq!(errors.len(), 1, "{key}");
+            assert!(errors[0].ends_with("is set more than once"), "{errors:?}");
+        }
+    }
+
+    #[test]
+    fn suggestions_only_for_near_misses() {
+        assert_eq!(suggest("treshold"), Some("threshold"));
+        assert_eq!(suggest("ignore"), Some("ignores"));
+        assert_eq!(suggest("retries"), None);
+    }
 }

@@ -322,6 +322,9 @@ fn allow() -> TokenStream {
     }
 }
 
+/// The runtime's default `min_calls`.
+const DEFAULT_MIN_CALLS: u32 = 10;
+
 fn config(args: &Args, func: &ItemFn, private: &TokenStream) -> TokenStream {
     fn duration(d: std::time::Duration) -> TokenStream {
         let secs = proc_macro2::Literal::u64_unsuffixed(d.as_secs());
@@ -363,9 +366,18 @@ fn config(args: &Args, func: &ItemFn, private: &TokenStream) -> TokenStream {
         }
         None => {}
     }
-    if let Some(min_calls) = &args.min_calls {
-        let n = int(min_calls.value);
-        chain.extend(quote!(.min_calls(#n)));
+    match (&args.min_calls, args.window.as_ref().map(|w| &w.value)) {
+        (Some(min_calls), _) => {
+            let n = int(min_calls.value);
+            chain.extend(quote!(.min_calls(#n)));
+        }
+        // A count window smaller than the runtime's default `min_calls` (10)
+        // could never reach a verdict: wait for a full window instead.
+        (None, Some(Window::Calls(n))) if *n < DEFAULT_MIN_CALLS => {
+            let n = int(*n);
+            chain.extend(quote!(.min_calls(#n)));
+        }
+        _ => {}
     }
     if let Some(slow) = &args.slow {
         let d = duration(slow.value);
@@ -410,7 +422,6 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     let allow = allow();
     let config = config(args, func, &private);
     let is_async = !matches!(shape.body, Body::Sync(_));
-    let await_ = is_async.then(|| quote!(.await));
 
     // `counts` (every `Err` when absent) and not `ignores`.
     let error = quote!(&__failfast_error);
@@ -446,15 +457,19 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
             let path = &fallback.value;
             let span = path.span();
             let pass = &shape.fallback_args;
+            let await_ = is_async.then(|| quote_spanned!(span=> .await));
             (
                 quote_spanned!(span=> #path(#(#pass,)* #private::Error::Rejected(__failfast_rejected)) #await_),
                 quote_spanned!(span=> #path(#(#pass,)* #private::Error::Failed(__failfast_error)) #await_),
             )
         }
         None => {
-            let rejected = respan(quote!(#private::rejected), shape.error_span);
+            let rejected = respan(
+                quote!(::core::result::Result::Err(#private::rejected(__failfast_rejected))),
+                shape.error_span,
+            );
             (
-                quote!(::core::result::Result::Err(#rejected(__failfast_rejected))),
+                rejected,
                 quote!(::core::result::Result::Err(__failfast_error)),
             )
         }
