@@ -389,6 +389,32 @@ fn time_window_rolls_bucket_by_bucket() {
     assert_eq!(b.state(), State::Open, "1 of 1 failed");
 }
 
+#[test]
+fn time_window_keeps_a_call_at_least_t_minus_a_bucket_and_at_most_t() {
+    // 20 buckets of T / 20 = 500 ms: a call leaves the window between T − 500 ms
+    // and T after it ended, wherever it fell in its bucket.
+    let bucket = T / 20;
+    for offset_ms in [0, 1, 250, 499, 500, 777, 1234] {
+        let clock = ManualClock::new();
+        let b = builder(&clock)
+            .failure_rate(1.0)
+            .window_time(T)
+            .min_calls(2)
+            .build()
+            .unwrap();
+        clock.advance(Duration::from_millis(offset_ms));
+        fail(&b);
+        clock.advance(T - bucket);
+        assert_eq!(b.snapshot().window_failures, 1, "offset {offset_ms} ms");
+        clock.advance(bucket);
+        assert_eq!(b.snapshot().window_failures, 0, "offset {offset_ms} ms");
+        // And it no longer counts toward a verdict: 1 of 2 is below 1.0.
+        succeed(&b);
+        fail(&b);
+        assert_eq!(b.state(), State::Closed);
+    }
+}
+
 // -------------------------------------------------------------------- slow calls
 
 const SLOW: Duration = Duration::from_secs(2);
@@ -539,6 +565,23 @@ fn slow_calls_with_a_time_window() {
     assert_eq!(b.state(), State::Closed);
     slow_success(&b, &clock, SLOW * 2);
     assert_eq!(b.state(), State::Open, "2 slow of 4");
+}
+
+#[test]
+fn slow_rule_combines_with_the_consecutive_rule() {
+    // `slow` is not a failure-rate rule: consecutive failures still trip.
+    let clock = ManualClock::new();
+    let b = builder(&clock)
+        .threshold(3)
+        .slow(SLOW)
+        .window_calls(10)
+        .min_calls(10)
+        .build()
+        .unwrap();
+    fails(&b, 2);
+    assert_eq!(b.state(), State::Closed);
+    fail(&b);
+    assert_eq!(b.state(), State::Open);
 }
 
 // ------------------------------------------------------------- builder validation
