@@ -71,6 +71,10 @@ struct Call {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let hang = Duration::from_millis(flag("hang-ms", 300));
     let calls: usize = flag("calls", 20);
+    if calls == 0 {
+        eprintln!("error: --calls must be at least 1");
+        std::process::exit(2);
+    }
 
     let service = InventoryService::start(hang).await?;
     let client = InventoryClient::new(service.url());
