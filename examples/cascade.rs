@@ -494,7 +494,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         CHECKOUTS_PER_SEC * GATEWAY_MS as f64 / 1000.0
     );
     println!(
-        "  gateway hangs, no breaker:  {CHECKOUTS_PER_SEC}/s × (3 × 30 s = 90 s)        = {:>5.1} > {POOL}: \
+        "  gateway hangs, no breaker:  {CHECKOUTS_PER_SEC}/s × (3 × 30 s = 90 s)       = {:>5.1} > {POOL}: \
          exhausted after {:.0} s of hanging",
         CHECKOUTS_PER_SEC * 90.0,
         POOL as f64 / CHECKOUTS_PER_SEC
