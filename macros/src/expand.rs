@@ -133,6 +133,20 @@ impl<'a> Shape<'a> {
 
         let mut fallback_args = Vec::new();
         if args.fallback.is_some() {
+            if matches!(body, Body::AsyncTrait { .. }) {
+                for input in sig
+                    .inputs
+                    .iter()
+                    .filter(|input| moved_by_async_trait(input))
+                {
+                    errors.push(syn::Error::new_spanned(
+                        input,
+                        "`#[async_trait]` moves this argument into its future, so it cannot \
+                         also be passed to the `fallback`; take it by shared reference \
+                         (`&self`, `&str`) or as a `Copy` type",
+                    ));
+                }
+            }
             for input in &sig.inputs {
                 match input {
                     FnArg::Receiver(receiver) => {
@@ -158,6 +172,26 @@ impl<'a> Shape<'a> {
             error_span,
             fallback_args,
         })
+    }
+}
+
+/// Arguments that are certainly not `Copy`, which `#[async_trait]` moves into
+/// the future it builds: `self`, `&mut self`, `&mut T` and common owned types.
+/// Others (user types that may be `Copy`) are left to the compiler.
+fn moved_by_async_trait(input: &FnArg) -> bool {
+    match input {
+        FnArg::Receiver(receiver) => receiver.reference.is_none() || receiver.mutability.is_some(),
+        FnArg::Typed(typed) => match strip(&typed.ty) {
+            Type::Reference(reference) => reference.mutability.is_some(),
+            Type::Path(path) => path.path.segments.last().is_some_and(|segment| {
+                [
+                    "String", "Vec", "Box", "Arc", "Rc", "HashMap", "BTreeMap", "PathBuf",
+                ]
+                .iter()
+                .any(|owned| segment.ident == owned)
+            }),
+            _ => false,
+        },
     }
 }
 
@@ -310,6 +344,10 @@ fn allow() -> TokenStream {
     quote! {
         #[allow(
             unknown_lints,
+            // The fake return edge of an async body: `if false { return loop {} }`.
+            unreachable_code,
+            clippy::diverging_sub_expression,
+            clippy::empty_loop,
             // The last statement returns from every arm, so a sync and an
             // async body share one shape.
             clippy::needless_return,
@@ -482,7 +520,20 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     let output = &shape.output;
     let run = match &shape.body {
         Body::Sync(block) => quote!(#private::run(#move_ || -> #output #block)),
-        Body::Async(block) => quote!(async #move_ #block.await),
+        // The fake return edge tells the async block its output type before
+        // the body is checked, so the body's tail coerces as it would in the
+        // function itself (`Err(Box::new(e))` into `Box<dyn Error>`, `?`).
+        Body::Async(block) => quote! {
+            async #move_ {
+                #allow
+                if false {
+                    let __failfast_fake_return: #output = loop {};
+                    return __failfast_fake_return;
+                }
+                #block
+            }
+            .await
+        },
         Body::AsyncTrait { future, .. } => quote!(#future.await),
     };
 

@@ -1,0 +1,52 @@
+use failfast::circuit_breaker;
+
+#[derive(Debug)]
+pub enum InventoryError {
+    Dependency,
+    BadSku,
+}
+
+impl From<failfast::Rejected> for InventoryError {
+    fn from(_: failfast::Rejected) -> Self {
+        InventoryError::Dependency
+    }
+}
+
+fn fallback(_sku: &str, _error: failfast::Error<InventoryError>) -> Result<u32, InventoryError> {
+    Ok(0)
+}
+
+#[circuit_breaker(
+    failure_rate = 0.5,
+    window = 20,
+    min_calls = 10,
+    slow = "2s",
+    slow_rate = 0.8,
+    recovery = "30s..10m",
+    jitter = 0.2,
+    trial_calls = 3,
+    success_threshold = 2,
+    counts = InventoryError::Dependency,
+    ignores = InventoryError::BadSku,
+    fallback = fallback,
+    name = "inventory",
+    crate = ::failfast,
+)]
+fn check_inventory(sku: &str) -> Result<u32, InventoryError> {
+    let _ = sku;
+    Ok(1)
+}
+
+fn main() {
+    let _ = check_inventory("a");
+}
+
+#[circuit_breaker(failure_rate = 1, window = "1m 30s", slow = "250ms", recovery = "1h 30m", jitter = 0)]
+fn time_window(sku: &str) -> Result<u32, InventoryError> {
+    let _ = sku;
+    Ok(1)
+}
+
+fn _use() {
+    let _ = time_window("a");
+}
