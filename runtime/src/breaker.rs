@@ -229,6 +229,7 @@ impl Breaker {
         self.config.name
     }
 
+    #[inline]
     pub(crate) fn is_registered(&self) -> bool {
         self.hot.registered.load(Ordering::Relaxed)
     }
@@ -411,7 +412,30 @@ impl Breaker {
         }
     }
 
+    /// Records a call's outcome. The common case, a success in Closed under the
+    /// consecutive rule alone with no failure count to clear, is decided here,
+    /// inlined into the caller: one read of the state word, no write.
+    #[inline]
     fn finish(&self, admitted: u64, started: u64, outcome: Outcome) {
+        // No slow-call rule and no failure rate: the consecutive rule alone.
+        if outcome == Outcome::Success
+            && self.config.slow == 0
+            && self.config.failure_rate == 0.0
+            && Word(admitted).tag() == TAG_CLOSED
+        {
+            let w = self.load();
+            // Moved on (the outcome is ignored), or nothing to clear.
+            if w.tag() != TAG_CLOSED
+                || w.generation() != Word(admitted).generation()
+                || w.payload() == 0
+            {
+                return;
+            }
+        }
+        self.finish_slow(admitted, started, outcome);
+    }
+
+    fn finish_slow(&self, admitted: u64, started: u64, outcome: Outcome) {
         if admitted == PASSIVE {
             return;
         }
