@@ -1,0 +1,186 @@
+//! Generated code must not trip lints in the user's crate.
+//!
+//! The inner attribute below denies every warning, `clippy::all` and
+//! `clippy::pedantic` for this whole test crate, which uses every key and
+//! every function shape of `#[circuit_breaker]`. `cargo test` proves the
+//! expansion is warning-free for rustc; `cargo clippy --all-targets -- -D
+//! warnings` (run by CI) proves it for clippy, because clippy lints this file
+//! like any user crate. A lint firing in generated code fails CI here first.
+#![deny(warnings, clippy::all, clippy::pedantic)]
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use failfast::{circuit_breaker, Error, Rejected};
+
+#[derive(Debug, PartialEq)]
+enum ApiError {
+    Down,
+    Timeout { after_ms: u64 },
+    Status(u16),
+    Rejected,
+}
+
+impl ApiError {
+    fn is_transient(&self) -> bool {
+        matches!(self, ApiError::Timeout { .. } | ApiError::Status(500..=599))
+    }
+}
+
+impl From<Rejected> for ApiError {
+    fn from(_: Rejected) -> Self {
+        ApiError::Rejected
+    }
+}
+
+fn is_client_error(error: &ApiError) -> bool {
+    matches!(error, ApiError::Status(400..=499))
+}
+
+#[derive(Debug)]
+struct DependencyDown;
+
+impl fmt::Display for DependencyDown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("dependency down")
+    }
+}
+
+impl StdError for DependencyDown {}
+
+type BoxError = Box<dyn StdError + Send + Sync>;
+
+#[allow(clippy::unnecessary_wraps, clippy::needless_pass_by_value)]
+fn stock_unknown(_sku: &str, _error: Error<ApiError>) -> Result<u32, ApiError> {
+    Ok(0)
+}
+
+#[circuit_breaker(
+    failure_rate = 0.5,
+    window = 20,
+    min_calls = 10,
+    slow = "2s",
+    slow_rate = 0.8,
+    recovery = "30s..1h 30m",
+    jitter = 0.2,
+    trial_calls = 3,
+    success_threshold = 2,
+    counts = ApiError::Down | ApiError::Timeout { .. } | ApiError::Status(500..=599),
+    ignores = is_client_error,
+    fallback = stock_unknown,
+    name = "lints::every_key",
+    crate = ::failfast,
+)]
+fn every_key(sku: &str) -> Result<u32, ApiError> {
+    if sku.is_empty() {
+        return Err(ApiError::Status(400));
+    }
+    Ok(1)
+}
+
+#[circuit_breaker(threshold = 3, recovery = "250ms", counts = |e: &ApiError| e.is_transient())]
+fn closure(sku: &str) -> Result<&str, ApiError> {
+    Ok(sku)
+}
+
+#[circuit_breaker(window = "1m", slow = "10s", counts = ApiError::is_transient)]
+fn time_window(n: u32) -> Result<u32, ApiError> {
+    Ok(n)
+}
+
+#[circuit_breaker(counts = DependencyDown)]
+fn by_type(fail: bool) -> Result<u32, BoxError> {
+    if fail {
+        return Err(Box::new(DependencyDown));
+    }
+    Ok(1)
+}
+
+#[circuit_breaker]
+fn generic<T: fmt::Debug>(value: &T) -> Result<String, ApiError> {
+    Ok(format!("{value:?}"))
+}
+
+#[circuit_breaker]
+fn impl_trait(items: &[u32]) -> Result<impl Iterator<Item = &u32> + '_, ApiError> {
+    Ok(items.iter())
+}
+
+#[circuit_breaker]
+fn io_alias(path: &str) -> anyhow::Result<usize> {
+    Ok(path.len())
+}
+
+struct Client {
+    base: String,
+}
+
+impl Client {
+    #[circuit_breaker(threshold = 2)]
+    fn base(&self) -> Result<&str, ApiError> {
+        Ok(&self.base)
+    }
+
+    #[circuit_breaker(threshold = 2)]
+    fn push(&mut self, c: char) -> Result<usize, ApiError> {
+        self.base.push(c);
+        Ok(self.base.len())
+    }
+
+    #[circuit_breaker(fallback = Self::cached)]
+    async fn fetch(&self, id: u32) -> Result<String, ApiError> {
+        tokio::task::yield_now().await;
+        Ok(format!("{}{id}", self.base))
+    }
+
+    async fn cached(&self, id: u32, error: Error<ApiError>) -> Result<String, ApiError> {
+        tokio::task::yield_now().await;
+        Ok(format!("{}{id}{}", self.base, error.is_rejected()))
+    }
+
+    #[circuit_breaker(counts = ApiError::Down)]
+    fn into_base(self) -> Result<String, ApiError> {
+        Ok(self.base)
+    }
+}
+
+#[async_trait::async_trait]
+trait Inventory {
+    async fn stock(&self, sku: &str) -> Result<u32, ApiError>;
+}
+
+#[async_trait::async_trait]
+impl Inventory for Client {
+    #[circuit_breaker(threshold = 2)]
+    async fn stock(&self, sku: &str) -> Result<u32, ApiError> {
+        tokio::task::yield_now().await;
+        u32::try_from(sku.len() + self.base.len()).map_err(|_| ApiError::Down)
+    }
+}
+
+#[circuit_breaker(threshold = 2)]
+async fn free_async(fail: bool) -> Result<u32, BoxError> {
+    if fail {
+        return Err(Box::new(DependencyDown));
+    }
+    Ok(1)
+}
+
+#[tokio::test]
+async fn every_shape_compiles_without_warnings_and_runs() {
+    assert_eq!(every_key("a"), Ok(1));
+    assert_eq!(closure("a"), Ok("a"));
+    assert_eq!(time_window(2), Ok(2));
+    assert!(by_type(false).is_ok());
+    assert_eq!(generic(&1).unwrap(), "1");
+    assert_eq!(impl_trait(&[1, 2]).unwrap().count(), 2);
+    assert_eq!(io_alias("ab").unwrap(), 2);
+    let mut client = Client { base: "x".into() };
+    assert_eq!(client.base(), Ok("x"));
+    assert_eq!(client.push('y'), Ok(2));
+    assert_eq!(client.fetch(1).await.unwrap(), "xy1");
+    assert_eq!(client.stock("a").await, Ok(3));
+    assert_eq!(client.into_base(), Ok("xy".to_owned()));
+    assert_eq!(free_async(false).await.unwrap(), 1);
+    let _ = ApiError::Timeout { after_ms: 1 };
+}
