@@ -1,0 +1,419 @@
+//! A call through a breaker allocates nothing on the heap, in any state: closed
+//! (success and counted failure), open (rejection), half-open (trial), and async;
+//! under the consecutive rule and the rate rules; built with the builder or
+//! declared with `#[circuit_breaker]`.
+//!
+//! A counting global allocator counts the allocations of the current thread
+//! only (the test harness runs tests on parallel threads, and the coarse clock
+//! has a thread of its own). Each test first runs every path once: a few things
+//! are allocated once per breaker or per process (the rate window's ring, the
+//! registry entry of an attribute's breaker, the coarse clock's thread on the
+//! first open), never per call.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+use std::thread::sleep;
+use std::time::Duration;
+
+use failfast::{circuit_breaker, Breaker, ManualClock, Rejected, State};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count_one() {
+    // `try_with`: the slot is gone while the thread is being torn down.
+    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments
+// unchanged, so `System`'s guarantees are ours. Counting touches a
+// const-initialised thread-local `Cell` without a destructor, which never
+// allocates (no recursion into the allocator).
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        // SAFETY: the caller upholds `alloc`'s contract; passed on unchanged.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_one();
+        // SAFETY: `ptr` came from this allocator, that is from `System`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from this allocator, that is from `System`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Heap allocations made by this thread while `f` runs.
+fn allocations(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+#[test]
+fn the_counter_sees_allocations() {
+    let n = allocations(|| drop(std::hint::black_box(Box::new(7))));
+    assert_eq!(n, 1);
+}
+
+const CALLS: usize = 1000;
+
+#[derive(Debug)]
+enum Fault {
+    Down,
+    Rejected(Rejected),
+}
+
+impl From<Rejected> for Fault {
+    fn from(rejected: Rejected) -> Self {
+        Fault::Rejected(rejected)
+    }
+}
+
+fn ok() -> Result<u32, Fault> {
+    Ok(42)
+}
+
+fn down() -> Result<u32, Fault> {
+    Err(Fault::Down)
+}
+
+/// Polls a future that needs no I/O to completion, without an executor (which
+/// would allocate on its own account).
+fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+    }
+}
+
+fn assert_no_allocation(what: &str, f: impl FnOnce()) {
+    let n = allocations(f);
+    assert_eq!(n, 0, "{what}: {n} heap allocations in {CALLS} calls");
+}
+
+/// Runs `f` once to warm up, then `CALLS` times while counting.
+fn per_call(what: &str, mut f: impl FnMut()) {
+    f();
+    assert_no_allocation(what, || {
+        for _ in 0..CALLS {
+            f();
+        }
+    });
+}
+
+/// Opens a breaker on the system clock once, so the coarse clock's thread (a
+/// one-time allocation per process) exists before counting starts.
+fn start_coarse_clock() {
+    let breaker = Breaker::builder().threshold(1).build().unwrap();
+    let _ = breaker.call(down);
+    assert_eq!(breaker.state(), State::Open);
+}
+
+mod builder {
+    use super::*;
+
+    fn consecutive(threshold: u32, clock: &ManualClock) -> Breaker {
+        Breaker::builder()
+            .threshold(threshold)
+            .recovery(Duration::from_secs(1))
+            .clock(clock.clone())
+            .build()
+            .unwrap()
+    }
+
+    fn rate(clock: &ManualClock) -> Breaker {
+        Breaker::builder()
+            .failure_rate(0.5)
+            .window_calls(100)
+            .min_calls(10)
+            .recovery(Duration::from_secs(1))
+            .clock(clock.clone())
+            .build()
+            .unwrap()
+    }
+
+    fn time_rate(clock: &ManualClock) -> Breaker {
+        Breaker::builder()
+            .failure_rate(0.5)
+            .window_time(Duration::from_secs(10))
+            .min_calls(10)
+            .recovery(Duration::from_secs(1))
+            .clock(clock.clone())
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn closed_success_consecutive() {
+        let b = consecutive(5, &ManualClock::new());
+        per_call("closed success", || assert!(b.call(ok).is_ok()));
+        per_call("closed success by permit", || {
+            b.acquire().unwrap().success();
+        });
+    }
+
+    #[test]
+    fn closed_counted_failure_consecutive() {
+        let b = consecutive(u32::MAX, &ManualClock::new());
+        per_call("closed failure", || {
+            assert!(b.call(down).unwrap_err().is_failed());
+        });
+        // A success after failures clears the count: a write, still no allocation.
+        per_call("closed failure then success", || {
+            let _ = b.call(down);
+            assert!(b.call(ok).is_ok());
+        });
+        assert_eq!(b.state(), State::Closed);
+    }
+
+    #[test]
+    fn open_rejection() {
+        start_coarse_clock();
+        let system = Breaker::builder()
+            .threshold(1)
+            .recovery(Duration::from_secs(3600))
+            .build()
+            .unwrap();
+        let _ = system.call(down);
+        per_call("open rejection, system clock", || {
+            let e = system.call(ok).unwrap_err();
+            assert!(e.is_rejected());
+            assert!(e.rejected().unwrap().retry_after().is_some());
+        });
+        let clock = ManualClock::new();
+        let manual = consecutive(1, &clock);
+        let _ = manual.call(down);
+        per_call("open rejection, manual clock", || {
+            assert!(manual.call(ok).unwrap_err().is_rejected());
+        });
+    }
+
+    #[test]
+    fn half_open_trial_consecutive() {
+        let clock = ManualClock::new();
+        let b = consecutive(1, &clock);
+        // Trip, reject, wait out recovery, succeed a trial, close: a full round.
+        per_call("trip, reject, successful trial", || {
+            let _ = b.call(down);
+            assert_eq!(b.state(), State::Open);
+            assert!(b.call(ok).unwrap_err().is_rejected());
+            clock.advance(Duration::from_secs(1));
+            assert!(b.call(ok).is_ok());
+            assert_eq!(b.state(), State::Closed);
+        });
+        per_call("failed trial", || {
+            let _ = b.call(down);
+            clock.advance(Duration::from_secs(1));
+            assert!(b.call(down).unwrap_err().is_failed());
+            assert_eq!(b.state(), State::Open);
+            clock.advance(Duration::from_secs(1));
+            assert!(b.call(ok).is_ok());
+        });
+    }
+
+    #[test]
+    fn rate_rule_count_window_every_state() {
+        let clock = ManualClock::new();
+        let b = rate(&clock);
+        per_call("closed success, count window", || {
+            assert!(b.call(ok).is_ok())
+        });
+        // One failure in ten: counted, below the rate.
+        let mut i = 0;
+        per_call("closed mixed outcomes, count window", || {
+            i += 1;
+            let _ = b.call(if i % 10 == 0 { down } else { ok });
+        });
+        assert_eq!(b.state(), State::Closed);
+        per_call("trip, reject, trial, close; count window", || {
+            while b.state() == State::Closed {
+                let _ = b.call(down);
+            }
+            assert!(b.call(ok).unwrap_err().is_rejected());
+            clock.advance(Duration::from_secs(1));
+            assert!(b.call(ok).is_ok());
+            assert_eq!(b.state(), State::Closed);
+        });
+    }
+
+    #[test]
+    fn rate_rule_time_window_every_state() {
+        let clock = ManualClock::new();
+        let b = time_rate(&clock);
+        per_call("closed success, time window", || {
+            clock.advance(Duration::from_millis(7));
+            assert!(b.call(ok).is_ok());
+        });
+        per_call("trip, reject, trial, close; time window", || {
+            while b.state() == State::Closed {
+                let _ = b.call(down);
+            }
+            assert!(b.call(ok).unwrap_err().is_rejected());
+            clock.advance(Duration::from_secs(1));
+            assert!(b.call(ok).is_ok());
+            assert_eq!(b.state(), State::Closed);
+        });
+    }
+
+    #[test]
+    fn async_calls() {
+        let clock = ManualClock::new();
+        let b = consecutive(1, &clock);
+        per_call("async closed success", || {
+            assert!(block_on(b.call_async(async { ok() })).is_ok());
+        });
+        per_call("async trip, reject, trial", || {
+            let _ = block_on(b.call_async(async { down() }));
+            assert!(block_on(b.call_async(async { ok() }))
+                .unwrap_err()
+                .is_rejected());
+            clock.advance(Duration::from_secs(1));
+            assert!(block_on(b.call_async(async { ok() })).is_ok());
+        });
+        let r = rate(&clock);
+        per_call("async closed success, rate rule", || {
+            assert!(block_on(r.call_async(async { ok() })).is_ok());
+        });
+    }
+}
+
+mod attribute {
+    use super::*;
+
+    #[circuit_breaker(threshold = 1_000_000, recovery = "30s")]
+    fn healthy(fail: bool) -> Result<u32, Fault> {
+        if fail {
+            down()
+        } else {
+            ok()
+        }
+    }
+
+    #[circuit_breaker(threshold = 1, recovery = "50ms")]
+    fn flaky(fail: bool) -> Result<u32, Fault> {
+        if fail {
+            down()
+        } else {
+            ok()
+        }
+    }
+
+    #[circuit_breaker(failure_rate = 0.5, window = 100, min_calls = 10, recovery = "50ms")]
+    fn rated(fail: bool) -> Result<u32, Fault> {
+        if fail {
+            down()
+        } else {
+            ok()
+        }
+    }
+
+    #[circuit_breaker(threshold = 1, recovery = "50ms")]
+    async fn flaky_async(fail: bool) -> Result<u32, Fault> {
+        if fail {
+            down()
+        } else {
+            ok()
+        }
+    }
+
+    /// Rounds of the whole cycle on the system clock: each round waits out
+    /// `recovery` (outside the counted part).
+    const ROUNDS: usize = 5;
+
+    /// Trips with `trip`, calls while open, waits out `recovery`, runs a trial
+    /// with `call`. A round in which the machine stalled past `recovery` sees a
+    /// trial instead of a rejection; most rounds must see the rejection.
+    fn cycle(what: &str, trip: impl Fn(), call: impl Fn(bool) -> Result<u32, Fault>) {
+        start_coarse_clock();
+        let mut rejections = 0;
+        for round in 0..=ROUNDS {
+            let n = allocations(|| {
+                trip();
+                if let Err(Fault::Rejected(rejected)) = call(false) {
+                    assert_eq!(rejected.state(), State::Open);
+                    rejections += 1;
+                }
+            });
+            sleep(Duration::from_millis(60));
+            let n = n + allocations(|| assert!(call(false).is_ok()));
+            // Round 0 registers the breaker in the registry.
+            if round > 0 {
+                assert_eq!(n, 0, "{what}: {n} heap allocations in round {round}");
+            }
+        }
+        assert!(rejections > 0, "{what}: the open breaker never rejected");
+    }
+
+    #[test]
+    fn closed_success_and_failure() {
+        per_call("attribute closed success", || {
+            assert!(healthy(false).is_ok())
+        });
+        per_call("attribute closed failure", || {
+            assert!(matches!(healthy(true), Err(Fault::Down)));
+        });
+    }
+
+    #[test]
+    fn consecutive_every_state() {
+        cycle(
+            "attribute consecutive",
+            || assert!(matches!(flaky(true), Err(Fault::Down))),
+            flaky,
+        );
+    }
+
+    #[test]
+    fn rate_every_state() {
+        per_call("attribute rate, closed success", || {
+            assert!(rated(false).is_ok())
+        });
+        cycle(
+            "attribute rate",
+            || {
+                let mut calls = 0;
+                while !matches!(rated(true), Err(Fault::Rejected(_))) {
+                    calls += 1;
+                    assert!(calls < 1000, "the rate rule never tripped");
+                }
+            },
+            rated,
+        );
+    }
+
+    #[test]
+    fn async_every_state() {
+        per_call("attribute async closed success", || {
+            assert!(block_on(flaky_async(false)).is_ok());
+        });
+        cycle(
+            "attribute async",
+            || assert!(matches!(block_on(flaky_async(true)), Err(Fault::Down))),
+            |fail| block_on(flaky_async(fail)),
+        );
+    }
+}
