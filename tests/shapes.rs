@@ -565,3 +565,37 @@ mod slow_calls {
         );
     }
 }
+
+#[cfg(feature = "anyhow")]
+mod with_anyhow {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Refused;
+
+    impl fmt::Display for Refused {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("connection refused")
+        }
+    }
+
+    impl StdError for Refused {}
+
+    #[circuit_breaker(threshold = 1, recovery = "60s", counts = Refused, name = "shapes::anyhow")]
+    fn fetch(refused: bool) -> anyhow::Result<()> {
+        if refused {
+            return Err(anyhow::Error::new(Refused).context("fetching stock"));
+        }
+        anyhow::bail!("bad request")
+    }
+
+    #[test]
+    fn counts_by_type_looks_inside_anyhow_contexts() {
+        assert!(fetch(false).is_err());
+        assert_eq!(state("shapes::anyhow"), State::Closed);
+        assert!(fetch(true).is_err());
+        assert_eq!(state("shapes::anyhow"), State::Open);
+        let rejected = fetch(false).unwrap_err();
+        assert!(rejected.downcast_ref::<Rejected>().is_some(), "{rejected}");
+    }
+}

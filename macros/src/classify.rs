@@ -11,7 +11,7 @@
 //!   `MyError::Io { .. } | MyError::Timeout`) is a pattern over the error.
 
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned, ToTokens};
+use quote::{quote, quote_spanned};
 use syn::parse::ParseStream;
 use syn::spanned::Spanned;
 use syn::{Expr, ExprPath, Pat, Path, Token};
@@ -116,16 +116,6 @@ fn is_type_name(ident: &str) -> bool {
     let mut chars = ident.chars();
     let starts_upper = chars.next().is_some_and(char::is_uppercase);
     starts_upper && (ident.len() == 1 || ident.chars().any(char::is_lowercase))
-}
-
-impl ToTokens for Matcher {
-    fn to_tokens(&self, tokens: &mut TokenStream) {
-        match self {
-            Matcher::Predicate(e) => e.to_tokens(tokens),
-            Matcher::Type(t) => t.to_tokens(tokens),
-            Matcher::Pattern(p) => p.to_tokens(tokens),
-        }
-    }
 }
 
 #[cfg(test)]

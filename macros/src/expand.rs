@@ -469,10 +469,10 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         quote!(!#check)
     });
     let counted = match (counts, ignores) {
-        (Some(c), Some(i)) => quote!(#c && #i),
-        (Some(c), None) => c,
-        (None, Some(i)) => i,
-        (None, None) => quote!(true),
+        (Some(c), Some(i)) => Some(quote!(#c && #i)),
+        (Some(c), None) => Some(c),
+        (None, Some(i)) => Some(i),
+        (None, None) => None,
     };
     let uses_helper = [&args.counts, &args.ignores]
         .into_iter()
@@ -537,6 +537,25 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         Body::AsyncTrait { future, .. } => quote!(#future.await),
     };
 
+    let on_error = match counted {
+        Some(counted) => quote! {
+            ::core::result::Result::Err(__failfast_error) => {
+                if #counted {
+                    __failfast_permit.failure();
+                    return #on_failure;
+                }
+                __failfast_permit.neutral();
+                return ::core::result::Result::Err(__failfast_error);
+            }
+        },
+        // Without `counts` and `ignores`, every `Err` is a failure.
+        None => quote! {
+            ::core::result::Result::Err(__failfast_error) => {
+                __failfast_permit.failure();
+                return #on_failure;
+            }
+        },
+    };
     let guarded = quote! {
         #helper
         #allow
@@ -553,14 +572,7 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
                 __failfast_permit.success();
                 return ::core::result::Result::Ok(__failfast_value);
             }
-            ::core::result::Result::Err(__failfast_error) => {
-                if #counted {
-                    __failfast_permit.failure();
-                    return #on_failure;
-                }
-                __failfast_permit.neutral();
-                return ::core::result::Result::Err(__failfast_error);
-            }
+            #on_error
         };
     };
     let body = match &shape.body {
@@ -570,5 +582,98 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     quote! {
         #(#attrs)*
         #vis #sig #body
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand(args: &str, item: &str) -> String {
+        circuit_breaker(args.parse().unwrap(), item.parse().unwrap()).to_string()
+    }
+
+    #[test]
+    fn a_mistake_still_emits_the_function_as_written() {
+        let item = "fn fetch () -> Result < u32 , E > { Ok (1) }";
+        let out = expand("treshold = 5", item);
+        assert!(out.contains("compile_error"), "{out}");
+        assert!(out.ends_with(item), "{out}");
+        assert!(!out.contains("__FAILFAST_BREAKER"), "{out}");
+    }
+
+    #[test]
+    fn the_breaker_is_a_const_initialised_static_inside_the_body() {
+        let out = expand(
+            r#"recovery = "30s..10m", window = 5, failure_rate = 0.5"#,
+            "pub fn fetch(id: u32) -> Result<u32, E> { Ok(id) }",
+        );
+        assert!(
+            out.starts_with("pub fn fetch (id : u32) -> Result < u32 , E > {"),
+            "{out}"
+        );
+        assert!(out.contains("static __FAILFAST_BREAKER : :: failfast :: __private :: Breaker"));
+        assert!(
+            out.contains(". recovery (:: core :: time :: Duration :: new (30 , 0))"),
+            "{out}"
+        );
+        assert!(out.contains(". max_recovery (:: core :: time :: Duration :: new (600 , 0))"));
+        // A window smaller than the default `min_calls` waits for a full window.
+        assert!(out.contains(". window_calls (5) . min_calls (5)"), "{out}");
+        assert!(
+            !out.contains(". threshold"),
+            "a rate rule replaces the default rule: {out}"
+        );
+    }
+
+    #[test]
+    fn the_body_moves_its_arguments_only_without_a_fallback() {
+        let sync = "fn fetch(id: u32) -> Result<u32, E> { Ok(id) }";
+        assert!(expand("", sync).contains("run (move || ->"));
+        assert!(expand("fallback = cached", sync).contains("run (|| ->"));
+        assert!(expand("fallback = cached", sync).contains("cached (id , :: failfast"));
+    }
+
+    #[test]
+    fn crate_path_replaces_every_runtime_path() {
+        let out = expand("crate = my::ff", "fn fetch() -> Result<u32, E> { Ok(1) }");
+        assert!(!out.contains(":: failfast"), "{out}");
+        assert!(out.contains("my :: ff :: __private :: acquire"), "{out}");
+    }
+
+    #[test]
+    fn async_trait_output_is_recognised() {
+        // What `#[async_trait]` makes of `async fn stock(&self) -> Result<u32, E>`.
+        let func: ItemFn = syn::parse_quote! {
+            fn stock<'life0, 'async_trait>(&'life0 self) -> ::core::pin::Pin<Box<
+                dyn ::core::future::Future<Output = Result<u32, E>> + ::core::marker::Send + 'async_trait
+            >> where 'life0: 'async_trait, Self: 'async_trait {
+                Box::pin(async move {
+                    let __self = self;
+                    let __ret: Result<u32, E> = { Ok(1) };
+                    #[allow(unreachable_code)]
+                    __ret
+                })
+            }
+        };
+        let (_, _, output) = async_trait_body(&func).expect("recognised");
+        assert_eq!(quote!(#output).to_string(), "Result < u32 , E >");
+        let out = expand("", &quote!(#func).to_string());
+        let (outer, inner) = out.split_once("let __failfast_result").unwrap();
+        assert!(outer.contains("Box :: pin (async move {"), "{out}");
+        assert!(outer.contains("static __FAILFAST_BREAKER"), "{out}");
+        assert!(
+            inner.starts_with(" : Result < u32 , E > = async move { let __self = self ;"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn impl_trait_becomes_inferred_in_the_annotation() {
+        let out = expand(
+            "",
+            "fn f(v: &[u8]) -> Result<impl Iterator<Item = &u8>, E> { Ok(v.iter()) }",
+        );
+        assert!(out.contains("|| -> Result < _ , E >"), "{out}");
     }
 }

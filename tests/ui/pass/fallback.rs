@@ -69,6 +69,27 @@ impl Client {
         Ok(Stock::Known(self.cached))
     }
 
+    // A borrow of `self` returned through a fallback.
+    #[circuit_breaker(fallback = Self::label_unknown)]
+    fn label(&self, sku: &str) -> Result<&u32, InventoryError> {
+        let _ = sku;
+        Ok(&self.cached)
+    }
+
+    fn label_unknown(&self, _sku: &str, _error: Error<InventoryError>) -> Result<&u32, InventoryError> {
+        Ok(&0)
+    }
+
+    #[circuit_breaker(fallback = Self::label_unknown_async)]
+    async fn label_async(&self, sku: &str) -> Result<&u32, InventoryError> {
+        let _ = sku;
+        Ok(&self.cached)
+    }
+
+    async fn label_unknown_async(&self, _sku: &str, _error: Error<InventoryError>) -> Result<&u32, InventoryError> {
+        Ok(&0)
+    }
+
     #[circuit_breaker(fallback = Self::cached_mut)]
     fn bump(&mut self, by: u32) -> Result<Stock, InventoryError> {
         self.cached += by;
@@ -98,6 +119,8 @@ async fn main() {
     assert_eq!(generic_fallback(1).unwrap(), Stock::Unknown);
     let mut client = Client { cached: 3 };
     assert_eq!(client.stock("a").unwrap(), Stock::Known(3));
+    assert_eq!(*client.label("a").unwrap(), 3);
+    assert_eq!(*client.label_async("a").await.unwrap(), 3);
     assert_eq!(client.bump(1).unwrap(), Stock::Known(4));
     assert_eq!(client.stock_async("a").await.unwrap(), Stock::Known(4));
 }
