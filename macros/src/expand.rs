@@ -1,22 +1,38 @@
 //! Rewrites the annotated function. The user's attributes, visibility,
 //! signature, generics and where clause are kept token for token; only the
-//! body changes:
+//! body changes (every runtime path goes through `CRATE::__private`, where
+//! `CRATE` is `::failfast` or the `crate = ..` key):
 //!
 //! ```text
-//! fn f(args..) -> Result<T, E> {
-//!     static __FAILFAST_BREAKER: Breaker = Breaker::from_config(Config::new(NAME).threshold(5)..);
+//! fn f(args..) -> Ret {
+//!     // only with a predicate in `counts`/`ignores`:
+//!     fn __failfast_check<E: ?Sized, F: FnOnce(&E) -> bool>(error: &E, predicate: F) -> bool;
+//!     static __FAILFAST_BREAKER: Breaker =
+//!         Breaker::from_config(Config::new(NAME).threshold(5).recovery(..)..);
 //!     let __failfast_permit = match acquire(&__FAILFAST_BREAKER) {
 //!         Ok(permit) => permit,
-//!         Err(rejected) => return Err(rejected(rejected)),   // or fallback(args.., Error::Rejected(rejected))
+//!         Err(rejected) => return Err(rejected(rejected)),     // at E's span; FromRejected
+//!         // with a fallback: return fallback(args.., Error::Rejected(rejected)) [.await]
 //!     };
-//!     let __failfast_result: Result<T, E> = run(move || { body });   // async: async move { body }.await
+//!     let __failfast_result: Ret = run(move || -> Ret { body });        // sync
+//!     let __failfast_result: Ret = async move { <fake return>; body }.await; // async
+//!     // (no `move` with a fallback; `impl Trait` in `Ret` becomes `_`)
 //!     match __failfast_result {
-//!         Ok(value) => { permit.success(); return Ok(value) }
-//!         Err(error) if counts(&error) && !ignores(&error) => { permit.failure(); return Err(error) }  // or fallback
-//!         Err(error) => { permit.neutral(); return Err(error) }
+//!         Ok(value) => { permit.success(); return Ok(value); }
+//!         Err(error) => {
+//!             if counts(&error) && !ignores(&error) {     // no `if` without either
+//!                 permit.failure();
+//!                 return Err(error);  // with a fallback: fallback(args.., Error::Failed(error)) [.await]
+//!             }
+//!             permit.neutral();
+//!             return Err(error);
+//!         }
 //!     };
 //! }
 //! ```
+//!
+//! Under `#[async_trait]` the same statements go inside `Box::pin(async move {
+//! .. })`, and `async_trait`'s own future is the body that is awaited.
 //!
 //! A panic in the body unwinds through the permit, whose `Drop` records a
 //! failure; a future dropped mid-call drops the permit unresolved, which the

@@ -11,8 +11,14 @@ mod expand;
 
 use proc_macro::TokenStream;
 
-/// Guards a function with a circuit breaker. See the `failfast` crate for the
-/// reference of every key.
+/// Guards a function with a circuit breaker: `#[circuit_breaker(key = value, ..)]`
+/// on a sync or `async` function or method that returns a `Result`.
+///
+/// One breaker per function, in a `static` inside its body: a method's breaker
+/// serves every instance, and a generic function's breaker serves every
+/// instantiation (it guards the dependency, not a type).
+///
+/// The full reference of the keys, with examples, is on `failfast::circuit_breaker`.
 #[proc_macro_attribute]
 pub fn circuit_breaker(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::circuit_breaker(args.into(), item.into()).into()
