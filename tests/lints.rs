@@ -6,7 +6,19 @@
 //! expansion is warning-free for rustc; `cargo clippy --all-targets -- -D
 //! warnings` (run by CI) proves it for clippy, because clippy lints this file
 //! like any user crate. A lint firing in generated code fails CI here first.
+//! Besides the default set, the strict rustc lints that users commonly deny
+//! are denied too.
 #![deny(warnings, clippy::all, clippy::pedantic)]
+#![deny(
+    rust_2018_idioms,
+    unused_qualifications,
+    unused_results,
+    unreachable_pub,
+    trivial_casts,
+    unused_lifetimes,
+    single_use_lifetimes,
+    unsafe_code
+)]
 
 use std::error::Error as StdError;
 use std::fmt;
