@@ -329,8 +329,24 @@ impl Breaker {
         }
     }
 
+    /// Not Closed, or under manual control. Rejecting while open is the common
+    /// case and is decided here, in a small function; the rest (time for a
+    /// trial, half-open, manual modes, lost races) is in `admit`.
     #[cold]
-    fn acquire_slow(&self, mut w: Word) -> Result<Permit<'_>, Rejected> {
+    fn acquire_slow(&self, w: Word) -> Result<Permit<'_>, Rejected> {
+        if w.tag() == TAG_OPEN && w.mode() == MODE_NORMAL {
+            if let Some(d) = self.deadline(w) {
+                if !self.clock.reached(d) {
+                    let retry = self.clock.retry_at(d, None);
+                    return Err(Rejected::new(self.name(), State::Open, retry));
+                }
+            }
+        }
+        self.admit(w)
+    }
+
+    #[inline(never)]
+    fn admit(&self, mut w: Word) -> Result<Permit<'_>, Rejected> {
         loop {
             match (w.mode(), w.tag()) {
                 (MODE_FORCED_OPEN, _) => {
