@@ -591,12 +591,17 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
             #on_error
         };
     };
+    // syn puts the body's inner attributes (`#![allow(..)]`) with the outer
+    // ones; they go back at the top of the body.
+    let (outer, inner): (Vec<_>, Vec<_>) = attrs
+        .iter()
+        .partition(|attr| matches!(attr.style, syn::AttrStyle::Outer));
     let body = match &shape.body {
-        Body::AsyncTrait { pin, .. } => quote!({ #pin(async move { #guarded }) }),
-        _ => quote!({ #guarded }),
+        Body::AsyncTrait { pin, .. } => quote!({ #(#inner)* #pin(async move { #guarded }) }),
+        _ => quote!({ #(#inner)* #guarded }),
     };
     quote! {
-        #(#attrs)*
+        #(#outer)*
         #vis #sig #body
     }
 }

@@ -50,7 +50,15 @@ where
     Ok(a)
 }
 
+// Inner attributes of the body stay on the body.
+#[circuit_breaker]
+fn inner_attributes(x: u32) -> Result<u32, InventoryError> {
+    #![allow(clippy::needless_return)]
+    return Ok(x);
+}
+
 fn main() {
+    assert_eq!(inner_attributes(1).unwrap(), 1);
     let _ = check_inventory("SKU-1");
     assert_eq!(first_word("a b").unwrap(), "a");
     assert_eq!(longest("a", "bb").unwrap(), "bb");
