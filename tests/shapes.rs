@@ -542,7 +542,7 @@ mod naming {
 mod slow_calls {
     use super::*;
 
-    #[circuit_breaker(slow = "20ms", window = 2, recovery = "60s", name = "shapes::slow")]
+    #[circuit_breaker(slow = "50ms", window = 2, recovery = "60s", name = "shapes::slow")]
     fn slow_but_fine(sleep_ms: u64) -> Result<(), ApiError> {
         std::thread::sleep(std::time::Duration::from_millis(sleep_ms));
         Ok(())
