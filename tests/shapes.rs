@@ -551,13 +551,13 @@ mod slow_calls {
     #[test]
     fn slow_successes_trip_a_slow_call_rule_declared_in_the_attribute() {
         slow_but_fine(0).unwrap();
-        slow_but_fine(30).unwrap();
+        slow_but_fine(60).unwrap();
         assert_eq!(
             state("shapes::slow"),
             State::Closed,
             "half the window is slow"
         );
-        slow_but_fine(30).unwrap();
+        slow_but_fine(60).unwrap();
         assert_eq!(
             state("shapes::slow"),
             State::Open,
