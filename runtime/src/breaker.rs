@@ -29,7 +29,7 @@
 
 use std::future::Future;
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -197,32 +197,49 @@ pub struct Permit<'a> {
 /// that would have rejected).
 const PASSIVE: u64 = u64::MAX;
 
-impl Breaker {
-    /// A breaker with `config`, read from the system clock. Used by
-    /// `#[circuit_breaker]`, whose settings were checked at compile time.
-    #[doc(hidden)]
-    #[must_use]
-    pub const fn from_config(config: Config) -> Self {
-        Self::with_clock(config, Clock::System)
-    }
-
-    pub(crate) const fn with_clock(config: Config, clock: Clock) -> Self {
-        Self {
-            hot: Hot {
-                word: AtomicU64::new(0),
-                deadline: AtomicU64::new(0),
-                deadline_gen: AtomicU32::new(u32::MAX),
-                registered: AtomicBool::new(false),
-            },
-            config,
-            clock,
-            level: AtomicU32::new(0),
-            rng: AtomicU64::new(0),
-            last_transition: AtomicU64::new(0),
-            window: OnceLock::new(),
+/// The constructors are `const` (so `#[circuit_breaker]` can put a breaker in a
+/// `static` with no lazy initialisation), except under the loom model checker,
+/// whose atomics have no const constructor.
+macro_rules! constructors {
+    ($($const:tt)?) => {
+        /// A breaker with `config`, read from the system clock. Used by
+        /// `#[circuit_breaker]`, whose settings were checked at compile time.
+        #[doc(hidden)]
+        #[must_use]
+        pub $($const)? fn from_config(config: Config) -> Self {
+            Self::with_clock(config, Clock::System)
         }
-    }
 
+        pub(crate) $($const)? fn with_clock(config: Config, clock: Clock) -> Self {
+            Self {
+                hot: Hot {
+                    word: AtomicU64::new(0),
+                    deadline: AtomicU64::new(0),
+                    deadline_gen: AtomicU32::new(u32::MAX),
+                    registered: AtomicBool::new(false),
+                },
+                config,
+                clock,
+                level: AtomicU32::new(0),
+                rng: AtomicU64::new(0),
+                last_transition: AtomicU64::new(0),
+                window: OnceLock::new(),
+            }
+        }
+    };
+}
+
+#[cfg(not(loom))]
+impl Breaker {
+    constructors!(const);
+}
+
+#[cfg(loom)]
+impl Breaker {
+    constructors!();
+}
+
+impl Breaker {
     /// The breaker's name.
     #[must_use]
     pub fn name(&self) -> &'static str {

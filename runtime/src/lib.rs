@@ -30,6 +30,15 @@ mod error;
 pub mod registry;
 mod window;
 
+/// Atomics of the state machine: std's, or loom's when model checking
+/// (`RUSTFLAGS="--cfg loom"`).
+mod sync {
+    #[cfg(loom)]
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+    #[cfg(not(loom))]
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+}
+
 #[doc(hidden)]
 pub mod __private;
 

@@ -1,0 +1,133 @@
+//! Model checking of the state machine's races with loom: every interleaving of
+//! the threads below is explored, not just the ones a real run happens to hit.
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" cargo test -p failfast-runtime --test loom --release
+//! ```
+#![cfg(loom)]
+
+use std::time::Duration;
+
+use failfast_runtime::{Breaker, ManualClock, State};
+use loom::sync::Arc;
+use loom::thread;
+
+const RECOVERY: Duration = Duration::from_secs(1);
+
+/// Explores every interleaving with up to three preemptions per execution
+/// (loom's recommended bound: bugs of real code show up within two or three).
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(3);
+    builder.check(f);
+}
+
+/// A breaker that has tripped and whose recovery has elapsed: the next call is
+/// the trial.
+fn eligible(trial_calls: u32, success_threshold: u32) -> Arc<Breaker> {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .threshold(1)
+        .recovery(RECOVERY)
+        .trial_calls(trial_calls)
+        .success_threshold(success_threshold)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let _ = b.call(|| Err::<(), _>("down"));
+    clock.advance(RECOVERY);
+    Arc::new(b)
+}
+
+#[test]
+fn racing_callers_get_exactly_one_trial() {
+    model(|| {
+        let b = eligible(1, 1);
+        let handles: Vec<_> = (0..3)
+            .map(|_| {
+                let b = b.clone();
+                thread::spawn(move || match b.acquire() {
+                    Ok(permit) => {
+                        std::mem::forget(permit); // still in flight at the end
+                        1
+                    }
+                    Err(_) => 0,
+                })
+            })
+            .collect();
+        let admitted: u32 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+        assert_eq!(admitted, 1);
+        assert_eq!(b.state(), State::HalfOpen);
+    });
+}
+
+#[test]
+fn trial_success_racing_a_new_caller_never_admits_two_at_once() {
+    model(|| {
+        let b = eligible(1, 2);
+        let trial = b.acquire().expect("the trial");
+        let b2 = b.clone();
+        let racer = thread::spawn(move || b2.acquire().map(|p| p.success()).is_ok());
+        trial.success();
+        let racer_ran = racer.join().unwrap();
+        let s = b.snapshot();
+        if racer_ran {
+            // Admitted after the first trial gave its permit back: two successes.
+            assert_eq!(s.state, State::Closed);
+        } else {
+            assert_eq!((s.state, s.trial_successes, s.trials_in_flight), (State::HalfOpen, 1, 0));
+        }
+    });
+}
+
+#[test]
+fn concurrent_failures_trip_once_and_publish_the_deadline() {
+    model(|| {
+        let clock = ManualClock::new();
+        let b = Arc::new(
+            Breaker::builder()
+                .threshold(2)
+                .recovery(RECOVERY)
+                .clock(clock)
+                .build()
+                .unwrap(),
+        );
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let b = b.clone();
+                thread::spawn(move || {
+                    let _ = b.call(|| Err::<(), _>("down"));
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        let s = b.snapshot();
+        assert_eq!(s.state, State::Open);
+        assert_eq!(s.retry_after, Some(RECOVERY));
+    });
+}
+
+#[test]
+fn a_call_admitted_before_the_trip_cannot_close_the_breaker() {
+    model(|| {
+        let clock = ManualClock::new();
+        let b = Arc::new(
+            Breaker::builder()
+                .threshold(1)
+                .recovery(RECOVERY)
+                .clock(clock)
+                .build()
+                .unwrap(),
+        );
+        let early = b.acquire().unwrap();
+        let b2 = b.clone();
+        let tripper = thread::spawn(move || {
+            let _ = b2.call(|| Err::<(), _>("down"));
+        });
+        early.success();
+        tripper.join().unwrap();
+        assert_eq!(b.state(), State::Open, "the failure trips whatever the order");
+    });
+}
