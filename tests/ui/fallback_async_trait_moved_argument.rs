@@ -12,7 +12,11 @@ pub trait Inventory {
 pub struct Client;
 
 impl Client {
-    async fn cached(&mut self, _sku: String, _error: failfast::Error<DependencyError>) -> Result<u32, DependencyError> {
+    async fn cached(
+        &mut self,
+        _sku: String,
+        _error: failfast::Error<DependencyError>,
+    ) -> Result<u32, DependencyError> {
         Ok(0)
     }
 }

@@ -3,7 +3,10 @@ use failfast::circuit_breaker;
 #[derive(Debug)]
 pub struct DependencyError;
 
-fn cached(_point: (u32, u32), _error: failfast::Error<DependencyError>) -> Result<u32, DependencyError> {
+fn cached(
+    _point: (u32, u32),
+    _error: failfast::Error<DependencyError>,
+) -> Result<u32, DependencyError> {
     Ok(0)
 }
 

@@ -22,7 +22,12 @@ pub struct Client {
 }
 
 impl Client {
-    async fn cached(&self, _sku: &str, _by: u32, _error: failfast::Error<DependencyError>) -> Result<u32, DependencyError> {
+    async fn cached(
+        &self,
+        _sku: &str,
+        _by: u32,
+        _error: failfast::Error<DependencyError>,
+    ) -> Result<u32, DependencyError> {
         Ok(self.stock)
     }
 }

@@ -14,7 +14,10 @@ pub enum InventoryError {
 
 impl InventoryError {
     fn is_transient(&self) -> bool {
-        matches!(self, InventoryError::Timeout { .. } | InventoryError::Status(500..=599))
+        matches!(
+            self,
+            InventoryError::Timeout { .. } | InventoryError::Status(500..=599)
+        )
     }
 }
 

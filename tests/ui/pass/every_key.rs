@@ -41,7 +41,13 @@ fn main() {
     let _ = check_inventory("a");
 }
 
-#[circuit_breaker(failure_rate = 1, window = "1m 30s", slow = "250ms", recovery = "1h 30m", jitter = 0)]
+#[circuit_breaker(
+    failure_rate = 1,
+    window = "1m 30s",
+    slow = "250ms",
+    recovery = "1h 30m",
+    jitter = 0
+)]
 fn time_window(sku: &str) -> Result<u32, InventoryError> {
     let _ = sku;
     Ok(1)

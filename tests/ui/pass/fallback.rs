@@ -14,7 +14,11 @@ pub enum Stock {
 
 // With a fallback the error type needs no `From<Rejected>`.
 #[allow(clippy::unnecessary_wraps)]
-fn stock_unknown(_sku: &str, _warehouse: u8, _error: Error<InventoryError>) -> Result<Stock, InventoryError> {
+fn stock_unknown(
+    _sku: &str,
+    _warehouse: u8,
+    _error: Error<InventoryError>,
+) -> Result<Stock, InventoryError> {
     Ok(Stock::Unknown)
 }
 
@@ -27,7 +31,10 @@ fn check_inventory(sku: &str, warehouse: u8) -> Result<Stock, InventoryError> {
     Err(InventoryError::Dependency)
 }
 
-async fn stock_unknown_async(_sku: String, error: Error<InventoryError>) -> Result<Stock, InventoryError> {
+async fn stock_unknown_async(
+    _sku: String,
+    error: Error<InventoryError>,
+) -> Result<Stock, InventoryError> {
     tokio::task::yield_now().await;
     let _ = error.is_rejected();
     Ok(Stock::Unknown)
@@ -42,7 +49,10 @@ async fn check_inventory_async(sku: String) -> Result<Stock, InventoryError> {
 }
 
 mod fallbacks {
-    pub fn unknown<T>(_id: T, _error: failfast::Error<super::InventoryError>) -> Result<super::Stock, super::InventoryError> {
+    pub fn unknown<T>(
+        _id: T,
+        _error: failfast::Error<super::InventoryError>,
+    ) -> Result<super::Stock, super::InventoryError> {
         Ok(super::Stock::Unknown)
     }
 }
@@ -76,7 +86,11 @@ impl Client {
         Ok(&self.cached)
     }
 
-    fn label_unknown(&self, _sku: &str, _error: Error<InventoryError>) -> Result<&u32, InventoryError> {
+    fn label_unknown(
+        &self,
+        _sku: &str,
+        _error: Error<InventoryError>,
+    ) -> Result<&u32, InventoryError> {
         Ok(&0)
     }
 
@@ -86,7 +100,11 @@ impl Client {
         Ok(&self.cached)
     }
 
-    async fn label_unknown_async(&self, _sku: &str, _error: Error<InventoryError>) -> Result<&u32, InventoryError> {
+    async fn label_unknown_async(
+        &self,
+        _sku: &str,
+        _error: Error<InventoryError>,
+    ) -> Result<&u32, InventoryError> {
         Ok(&0)
     }
 
@@ -96,7 +114,11 @@ impl Client {
         Err(InventoryError::Dependency)
     }
 
-    fn cached_mut(&mut self, _by: u32, _error: Error<InventoryError>) -> Result<Stock, InventoryError> {
+    fn cached_mut(
+        &mut self,
+        _by: u32,
+        _error: Error<InventoryError>,
+    ) -> Result<Stock, InventoryError> {
         Ok(Stock::Known(self.cached))
     }
 
@@ -106,7 +128,11 @@ impl Client {
         Err(InventoryError::Dependency)
     }
 
-    async fn cached_async(&self, _sku: &str, _error: Error<InventoryError>) -> Result<Stock, InventoryError> {
+    async fn cached_async(
+        &self,
+        _sku: &str,
+        _error: Error<InventoryError>,
+    ) -> Result<Stock, InventoryError> {
         Ok(Stock::Known(self.cached))
     }
 }
@@ -115,7 +141,10 @@ impl Client {
 async fn main() {
     assert_eq!(check_inventory("a", 1).unwrap(), Stock::Unknown);
     assert!(check_inventory("", 1).is_err());
-    assert_eq!(check_inventory_async("a".into()).await.unwrap(), Stock::Known(1));
+    assert_eq!(
+        check_inventory_async("a".into()).await.unwrap(),
+        Stock::Known(1)
+    );
     assert_eq!(generic_fallback(1).unwrap(), Stock::Unknown);
     let mut client = Client { cached: 3 };
     assert_eq!(client.stock("a").unwrap(), Stock::Known(3));

@@ -51,7 +51,10 @@ impl Client {
 
     #[circuit_breaker]
     pub fn new_checked(base: &str) -> Result<Self, DependencyError> {
-        Ok(Client { base: base.into(), calls: 0 })
+        Ok(Client {
+            base: base.into(),
+            calls: 0,
+        })
     }
 }
 
@@ -74,6 +77,11 @@ async fn main() {
     assert_eq!(client.fetch("/a").await.unwrap(), "http://inventory/a");
     assert_eq!(client.bump().await.unwrap(), 3);
     assert!(client.stock("a").is_ok());
-    assert_eq!(Arc::new(Client::new_checked("x").unwrap()).shared().unwrap(), 1);
+    assert_eq!(
+        Arc::new(Client::new_checked("x").unwrap())
+            .shared()
+            .unwrap(),
+        1
+    );
     assert_eq!(client.into_base().unwrap(), "http://inventory");
 }
