@@ -506,6 +506,11 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         }
     });
 
+    // Generated locals keep the call-site span even where the code around
+    // them is spanned at the user's tokens for better errors: local variables
+    // are hygienic when the function comes out of a `macro_rules!` macro.
+    let rejected = quote!(__failfast_rejected);
+    let failed = quote!(__failfast_error);
     let (on_reject, on_failure) = match &args.fallback {
         Some(fallback) => {
             let path = &fallback.value;
@@ -513,18 +518,17 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
             let pass = &shape.fallback_args;
             let await_ = is_async.then(|| quote_spanned!(span=> .await));
             (
-                quote_spanned!(span=> #path(#(#pass,)* #private::Error::Rejected(__failfast_rejected)) #await_),
-                quote_spanned!(span=> #path(#(#pass,)* #private::Error::Failed(__failfast_error)) #await_),
+                quote_spanned!(span=> #path(#(#pass,)* #private::Error::Rejected(#rejected)) #await_),
+                quote_spanned!(span=> #path(#(#pass,)* #private::Error::Failed(#failed)) #await_),
             )
         }
         None => {
-            let rejected = respan(
-                quote!(::core::result::Result::Err(#private::rejected(__failfast_rejected))),
-                shape.error_span,
-            );
+            // "E has no `From<Rejected>`" is reported once, at `E`.
+            let span = shape.error_span;
+            let convert = respan(quote!(#private::rejected), span);
             (
-                rejected,
-                quote!(::core::result::Result::Err(__failfast_error)),
+                quote_spanned!(span=> ::core::result::Result::Err(#convert(#rejected))),
+                quote!(::core::result::Result::Err(#failed)),
             )
         }
     };

@@ -75,8 +75,33 @@ macro_rules! guarded {
 
 guarded!(from_macro, id);
 
+// The return type, the fallback and the parameter come from the caller of the
+// macro, the attribute from its definition.
+macro_rules! guarded_by {
+    ($name:ident, $arg:ident, $fallback:path, $ret:ty) => {
+        #[circuit_breaker(fallback = $fallback)]
+        fn $name($arg: u32) -> $ret {
+            Ok($arg)
+        }
+    };
+}
+
+macro_rules! guarded_without_fallback {
+    ($name:ident, $arg:ident, $ret:ty) => {
+        #[circuit_breaker]
+        fn $name($arg: u32) -> $ret {
+            Ok($arg)
+        }
+    };
+}
+
+guarded_by!(from_macro_with_fallback, id, zero, Result<u32, InventoryError>);
+guarded_without_fallback!(from_macro_without_fallback, id, Result<u32, InventoryError>);
+
 fn main() {
     assert_eq!(from_macro(2).unwrap(), 4);
+    assert_eq!(from_macro_with_fallback(2).unwrap(), 2);
+    assert_eq!(from_macro_without_fallback(2).unwrap(), 2);
     assert_eq!(inner_attributes(1).unwrap(), 1);
     let _ = check_inventory("SKU-1");
     assert_eq!(first_word("a b").unwrap(), "a");
