@@ -50,6 +50,20 @@ where
     Ok(a)
 }
 
+#[derive(Debug)]
+pub struct Token<'a>(&'a str);
+
+// Anonymous lifetimes in the return type.
+#[circuit_breaker]
+fn token(text: &str) -> Result<Token<'_>, InventoryError> {
+    Ok(Token(text))
+}
+
+#[circuit_breaker]
+async fn token_async(text: &str) -> Result<Token<'_>, InventoryError> {
+    Ok(Token(text))
+}
+
 // Inner attributes of the body stay on the body.
 #[circuit_breaker]
 fn inner_attributes(x: u32) -> Result<u32, InventoryError> {
@@ -103,6 +117,8 @@ fn main() {
     assert_eq!(from_macro_with_fallback(2).unwrap(), 2);
     assert_eq!(from_macro_without_fallback(2).unwrap(), 2);
     assert_eq!(inner_attributes(1).unwrap(), 1);
+    assert_eq!(token("a").unwrap().0, "a");
+    let _ = token_async("a");
     let _ = check_inventory("SKU-1");
     assert_eq!(first_word("a b").unwrap(), "a");
     assert_eq!(longest("a", "bb").unwrap(), "bb");

@@ -60,6 +60,12 @@ impl Client {
 
 pub trait Inventory {
     fn stock(&self, sku: &str) -> Result<u32, DependencyError>;
+
+    // A provided method: one breaker for every implementor.
+    #[circuit_breaker(threshold = 3)]
+    fn total(&self, skus: &[&str]) -> Result<u32, DependencyError> {
+        skus.iter().map(|sku| self.stock(sku)).sum()
+    }
 }
 
 impl Inventory for Client {
@@ -77,6 +83,7 @@ async fn main() {
     assert_eq!(client.fetch("/a").await.unwrap(), "http://inventory/a");
     assert_eq!(client.bump().await.unwrap(), 3);
     assert!(client.stock("a").is_ok());
+    assert!(client.total(&["a", "b"]).is_ok());
     assert_eq!(
         Arc::new(Client::new_checked("x").unwrap())
             .shared()
