@@ -24,5 +24,5 @@ async fn describe(n: u32) -> Result<impl Debug, DependencyError> {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     assert_eq!(evens(&[1, 2, 4]).unwrap().count(), 2);
-    println!("{:?}", describe(1).await.unwrap());
+    assert_eq!(format!("{:?}", describe(1).await.unwrap()), "1");
 }
