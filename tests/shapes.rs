@@ -154,6 +154,8 @@ mod fallback {
             Error::Rejected(_) => "rejected",
             Error::Failed(ApiError::Down) => "failed: down",
             Error::Failed(_) => "failed: other",
+            // `Error` is non-exhaustive (a `Timeout` variant is planned).
+            _ => "other",
         }
     }
 
