@@ -11,14 +11,12 @@ mod expand;
 
 use proc_macro::TokenStream;
 
-/// Guards a function with a circuit breaker: `#[circuit_breaker(key = value, ..)]`
-/// on a sync or `async` function or method that returns a `Result`.
-///
-/// One breaker per function, in a `static` inside its body: a method's breaker
-/// serves every instance, and a generic function's breaker serves every
-/// instantiation (it guards the dependency, not a type).
-///
-/// The full reference of the keys, with examples, is on `failfast::circuit_breaker`.
+/// In short: the attribute puts a `static` breaker in the function's body
+/// (one per function: a method's breaker serves every instance, a generic
+/// function's breaker every instantiation), takes a permit before the body
+/// runs, and records the body's `Result` as a success, a failure or a neutral
+/// outcome. Generated code names the runtime as `::failfast` unless
+/// `crate = path` says otherwise.
 #[proc_macro_attribute]
 pub fn circuit_breaker(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::circuit_breaker(args.into(), item.into()).into()
