@@ -51,10 +51,10 @@ async fn stock_unknown(
     sku: &str,
     error: failfast::Error<InventoryError>,
 ) -> Result<Stock, InventoryError> {
-    let why = match &error {
-        failfast::Error::Rejected(_) => "rejected".to_owned(),
+    let why = match error.failed() {
         // "503 Service Unavailable" -> "503"
-        failfast::Error::Failed(e) => e.brief().split(' ').next().unwrap_or("").to_owned(),
+        Some(e) => e.brief().split(' ').next().unwrap_or("").to_owned(),
+        None => "rejected".to_owned(),
     };
     Ok(Stock::unknown(sku, why))
 }

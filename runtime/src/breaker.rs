@@ -27,9 +27,9 @@
 //! generation with release ordering, and readers only trust a deadline whose
 //! generation matches the word they read.
 
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::future::Future;
 use std::mem::ManuallyDrop;
-use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 

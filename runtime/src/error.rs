@@ -115,8 +115,11 @@ impl std::error::Error for Rejected {}
 /// protected code ran and failed.
 ///
 /// This is what [`Breaker::call`](crate::Breaker::call) returns, and what a
-/// `fallback` receives.
+/// `fallback` receives. It is `#[non_exhaustive]`: a `Timeout` variant will
+/// join when breakers learn to time calls out, so a `match` needs a `_` arm
+/// (or use [`is_rejected`](Error::is_rejected), [`failed`](Error::failed)).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error<E> {
     /// The breaker refused the call; the protected code did not run.
     Rejected(Rejected),

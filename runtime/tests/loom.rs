@@ -75,7 +75,10 @@ fn trial_success_racing_a_new_caller_never_admits_two_at_once() {
             // Admitted after the first trial gave its permit back: two successes.
             assert_eq!(s.state, State::Closed);
         } else {
-            assert_eq!((s.state, s.trial_successes, s.trials_in_flight), (State::HalfOpen, 1, 0));
+            assert_eq!(
+                (s.state, s.trial_successes, s.trials_in_flight),
+                (State::HalfOpen, 1, 0)
+            );
         }
     });
 }
@@ -128,6 +131,10 @@ fn a_call_admitted_before_the_trip_cannot_close_the_breaker() {
         });
         early.success();
         tripper.join().unwrap();
-        assert_eq!(b.state(), State::Open, "the failure trips whatever the order");
+        assert_eq!(
+            b.state(),
+            State::Open,
+            "the failure trips whatever the order"
+        );
     });
 }
