@@ -41,7 +41,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
-#[doc = include_str!("../macros/ATTRIBUTE.md")]
+#[doc = include_str!("../docs/attribute.md")]
 pub use failfast_macros::circuit_breaker;
 pub use failfast_runtime::*;
 

@@ -2,7 +2,7 @@
 //!
 //! Do not depend on this crate directly: add `failfast` and write
 //! `#[failfast::circuit_breaker(...)]`. The full reference of the attribute's
-//! keys lives in `ATTRIBUTE.md`, shown on the facade's re-export, where every
+//! keys lives in the facade's `docs/attribute.md`, shown on the facade's re-export, where every
 //! example runs as a doctest against the real runtime.
 
 mod args;
