@@ -755,6 +755,7 @@ impl Breaker {
     ///
     /// [`Error::Rejected`] without running `f` when the breaker refuses;
     /// [`Error::Failed`] with `f`'s error otherwise.
+    #[inline]
     pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
     where
         F: FnOnce() -> Result<T, E>,
@@ -778,6 +779,7 @@ impl Breaker {
     /// # Errors
     ///
     /// As [`call`](Self::call).
+    #[inline]
     pub fn call_with<T, E, C, F>(&self, counts: C, f: F) -> Result<T, Error<E>>
     where
         C: FnOnce(&E) -> bool,
