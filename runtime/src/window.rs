@@ -114,6 +114,23 @@ impl CountWindow {
 
     #[inline]
     fn record(&self, failed: bool, slow: bool) -> Tally {
+        // A success in a full window that holds no failure and no slow call
+        // changes nothing: every slot already says "success", so which one it
+        // would overwrite does not matter, and a failure recorded later leaves
+        // the window after the same number of calls either way. Skipping it
+        // keeps a healthy breaker's calls from all writing the cursor's line.
+        if !failed
+            && !slow
+            && self.failures.0.load(Relaxed) == 0
+            && self.slow.load(Relaxed) == 0
+            && self.cursor.0.load(Relaxed) >= u64::from(self.size)
+        {
+            return Tally {
+                calls: self.size,
+                failures: 0,
+                slow: 0,
+            };
+        }
         let call = self.cursor.0.fetch_add(1, Relaxed);
         let slot = self.slot(call);
         let (word, mask) = ((slot / 64) as usize, 1u64 << (slot % 64));
