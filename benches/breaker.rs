@@ -1,47 +1,68 @@
 //! What a breaker costs per call, side by side with the breakers a Rust user
-//! would pick instead (`failsafe`, `recloser`) and with two floors: a bare call
-//! of a trivial function, and the same call plus one shared atomic increment.
+//! would pick instead (`failsafe` 1.3 with its consecutive-failures policy,
+//! `recloser` 1.4 with its defaults) and with two floors: a bare call of a
+//! trivial function, and the same call plus one shared atomic increment.
 //!
-//! Every case calls the same `#[inline(never)]` function returning a `Result`.
+//! Each case is one call of an `#[inline(never)]` function returning
+//! `Result<(), Fault>`: the bare function itself, the same function through a
+//! peer's closure API or `Breaker::call`, or the same function annotated with
+//! `#[circuit_breaker]`.
+//!
 //! Two-thread cases run the loop on two threads sharing one breaker and report
-//! the time per call as each thread sees it: wall time from a common start to
-//! the last thread's finish, divided by the calls each thread made.
+//! the time per call as each thread sees it, twice: in the `*_2_threads` groups
+//! as wall time from the first thread's start to the last one's finish divided by
+//! the calls each thread made; in the `*_2_threads_cpu` groups as each thread's
+//! CPU time per call, which leaves out the time a thread spent descheduled when
+//! the machine is busy with other work.
 //!
-//! Run them all with `cargo bench --bench breaker`; `benches/README.md` has the
-//! figures and how to turn criterion's output into its table.
+//! Run them all with `cargo bench --bench breaker`; `python3 benches/table.py`
+//! then prints the medians as the table in `benches/README.md`.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, Bencher, Criterion};
 use failfast::{circuit_breaker, Breaker, Outcome, Rejected};
 use failsafe::{backoff, failure_policy, CircuitBreaker};
 use recloser::Recloser;
 
-/// The protected call's error.
-#[derive(Debug)]
+/// The protected call's error. The call returns `Result<(), Fault>`, one byte
+/// that comes back in a register, so the figures show the breaker rather than
+/// the compiler's copies of a larger result (which cost the same with or without
+/// a breaker, and whose cost varies from one build to the next).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
     Down,
-    Rejected(Rejected),
+    /// The breaker refused; the attribute converts its `Rejected` into this.
+    Unavailable,
 }
 
 impl From<Rejected> for Fault {
-    fn from(rejected: Rejected) -> Self {
-        Fault::Rejected(rejected)
+    fn from(_: Rejected) -> Self {
+        Fault::Unavailable
     }
 }
 
-/// The dependency: fails only for `u64::MAX`, so benches pass `black_box(1)`.
-#[inline(never)]
-fn work(x: u64) -> Result<u64, Fault> {
+/// The dependency's answer: fails only for `u64::MAX`, so benches pass
+/// `black_box(1)`. Inlined into each function below, so that each of them is
+/// one call, with or without a breaker.
+#[inline(always)]
+fn answer(x: u64) -> Result<(), Fault> {
     if x == u64::MAX {
         Err(Fault::Down)
     } else {
-        Ok(x)
+        Ok(())
     }
+}
+
+/// The floor: a trivial function, called.
+#[inline(never)]
+fn work(x: u64) -> Result<(), Fault> {
+    answer(x)
 }
 
 /// A value the optimiser can't see through.
@@ -49,39 +70,82 @@ fn arg() -> u64 {
     black_box(1)
 }
 
+thread_local! {
+    static NTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Like `arg`, but `u64::MAX` (a failure) once every 64 calls on each thread:
+/// a rate window then always holds a failure or two, far below its rate.
+fn arg_1_in_64() -> u64 {
+    let n = NTH.get();
+    NTH.set(n.wrapping_add(1));
+    black_box(if n % 64 == 0 { u64::MAX } else { 1 })
+}
+
 static SHARED: AtomicU64 = AtomicU64::new(0);
 
-fn bare() -> Result<u64, Fault> {
+fn bare() -> Result<(), Fault> {
     work(arg())
 }
 
-fn bare_fetch_add() -> Result<u64, Fault> {
+fn bare_fetch_add() -> Result<(), Fault> {
     SHARED.fetch_add(1, Ordering::Relaxed);
     work(arg())
 }
 
+/// The same function as `work`, guarded.
+#[inline(never)]
 #[circuit_breaker(threshold = 5, recovery = "30s")]
-fn consecutive(x: u64) -> Result<u64, Fault> {
-    work(x)
+fn consecutive(x: u64) -> Result<(), Fault> {
+    answer(x)
 }
 
+#[inline(never)]
 #[circuit_breaker(failure_rate = 0.5, window = 100, recovery = "30s")]
-fn rate(x: u64) -> Result<u64, Fault> {
-    work(x)
+fn rate(x: u64) -> Result<(), Fault> {
+    answer(x)
 }
 
+/// As `rate`, for calls of which some fail.
+#[inline(never)]
+#[circuit_breaker(failure_rate = 0.5, window = 100, recovery = "30s")]
+fn rate_some_failing(x: u64) -> Result<(), Fault> {
+    answer(x)
+}
+
+#[inline(never)]
 #[circuit_breaker(threshold = 1, recovery = "1h")]
-fn open(x: u64) -> Result<u64, Fault> {
-    work(x)
+fn open(x: u64) -> Result<(), Fault> {
+    answer(x)
 }
 
-async fn plain_async(x: u64) -> Result<u64, Fault> {
-    work(x)
+/// An error that keeps the breaker's `Rejected` (name, state, retry time), as
+/// the crate's docs suggest.
+#[derive(Debug)]
+pub enum Detailed {
+    Down,
+    Unavailable(Rejected),
+}
+
+impl From<Rejected> for Detailed {
+    fn from(rejected: Rejected) -> Self {
+        Detailed::Unavailable(rejected)
+    }
+}
+
+#[inline(never)]
+#[circuit_breaker(threshold = 1, recovery = "1h")]
+fn open_detailed(x: u64) -> Result<(), Detailed> {
+    answer(x).map_err(|_| Detailed::Down)
+}
+
+async fn plain_async(x: u64) -> Result<(), Fault> {
+    answer(x)
 }
 
 #[circuit_breaker(threshold = 5, recovery = "30s")]
-async fn guarded_async(x: u64) -> Result<u64, Fault> {
-    work(x)
+async fn guarded_async(x: u64) -> Result<(), Fault> {
+    answer(x)
 }
 
 fn failfast_consecutive() -> Breaker {
@@ -112,11 +176,21 @@ fn failsafe_consecutive(failures: u32, open_for: Duration) -> Failsafe {
         .build()
 }
 
-/// `acquire`, the call, and the outcome by hand: what the attribute expands to.
-#[inline]
-fn by_permit(breaker: &Breaker) -> Result<u64, Fault> {
+/// Times `call` on this thread, keeping each result alive by reference.
+/// (Criterion's `iter` reads each returned value back byte by byte, a cost that
+/// grows with the result's size and belongs to the harness, not the breaker.)
+fn each<R>(b: &mut Bencher, mut call: impl FnMut() -> R) {
+    b.iter(|| {
+        black_box(&call());
+    });
+}
+
+/// `acquire`, the call, and the outcome by hand: what the attribute expands
+/// to, written against the runtime.
+#[inline(never)]
+fn by_permit(breaker: &Breaker, x: u64) -> Result<(), Fault> {
     let permit = breaker.acquire()?;
-    let result = work(arg());
+    let result = answer(x);
     permit.record(if result.is_ok() {
         Outcome::Success
     } else {
@@ -125,20 +199,48 @@ fn by_permit(breaker: &Breaker) -> Result<u64, Fault> {
     result
 }
 
-/// Runs `call` `iters` times on each of two threads released together; the time
-/// from the first thread's start to the last one's finish.
-fn two_threads<R>(iters: u64, call: impl Fn() -> R + Sync) -> Duration {
+/// How two-thread cases are timed.
+#[derive(Clone, Copy)]
+enum Clock {
+    /// From the first thread's start to the last one's finish.
+    Wall,
+    /// The CPU time of each thread, averaged: the time a call takes while its
+    /// thread runs, whatever else the machine is doing.
+    Cpu,
+}
+
+/// CPU time consumed by the calling thread.
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable `timespec`; the call only writes it.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    Duration::new(
+        ts.tv_sec.try_into().unwrap(),
+        ts.tv_nsec.try_into().unwrap(),
+    )
+}
+
+/// Runs `call` `iters` times on each of two threads released together.
+fn two_threads<R>(clock: Clock, iters: u64, call: impl Fn() -> R + Sync) -> Duration {
     let start = Barrier::new(2);
-    let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
+    let spans: Vec<(Instant, Instant, Duration)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..2)
             .map(|_| {
                 s.spawn(|| {
                     start.wait();
+                    let cpu = thread_cpu_time();
                     let began = Instant::now();
                     for _ in 0..iters {
-                        black_box(call());
+                        // By reference: copying the result out would add a store-forwarding
+                        // stall that the calls themselves do not have.
+                        black_box(&call());
                     }
-                    (began, Instant::now())
+                    let ended = Instant::now();
+                    (began, ended, thread_cpu_time() - cpu)
                 })
             })
             .collect();
@@ -147,9 +249,14 @@ fn two_threads<R>(iters: u64, call: impl Fn() -> R + Sync) -> Duration {
             .map(|w| w.join().expect("bench thread"))
             .collect()
     });
-    let began = spans.iter().map(|s| s.0).min().expect("two threads");
-    let ended = spans.iter().map(|s| s.1).max().expect("two threads");
-    ended - began
+    match clock {
+        Clock::Wall => {
+            let began = spans.iter().map(|s| s.0).min().expect("two threads");
+            let ended = spans.iter().map(|s| s.1).max().expect("two threads");
+            ended - began
+        }
+        Clock::Cpu => spans.iter().map(|s| s.2).sum::<Duration>() / 2,
+    }
 }
 
 fn closed_consecutive(c: &mut Criterion) {
@@ -158,74 +265,114 @@ fn closed_consecutive(c: &mut Criterion) {
     let rc = Recloser::default();
 
     let mut g = c.benchmark_group("closed_1_thread");
-    g.bench_function("floor: bare call", |b| b.iter(bare));
+    g.bench_function("floor: bare call", |b| each(b, bare));
     g.bench_function("floor: bare call + shared fetch_add", |b| {
-        b.iter(bare_fetch_add)
+        each(b, bare_fetch_add)
     });
-    g.bench_function("failsafe", |b| b.iter(|| fs.call(|| work(arg()))));
-    g.bench_function("recloser", |b| b.iter(|| rc.call(|| work(arg()))));
+    g.bench_function("failsafe", |b| each(b, || fs.call(|| work(arg()))));
+    g.bench_function("recloser", |b| each(b, || rc.call(|| work(arg()))));
     g.bench_function("failfast: Breaker::call", |b| {
-        b.iter(|| ff.call(|| work(arg())))
+        each(b, || ff.call(|| work(arg())))
     });
-    g.bench_function("failfast: acquire + record", |b| b.iter(|| by_permit(&ff)));
+    g.bench_function("failfast: acquire + record", |b| {
+        each(b, || by_permit(&ff, arg()))
+    });
     g.bench_function("failfast: #[circuit_breaker]", |b| {
-        b.iter(|| consecutive(arg()))
+        each(b, || consecutive(arg()))
     });
     g.finish();
 
-    let mut g = c.benchmark_group("closed_2_threads");
-    g.bench_function("floor: bare call", |b| {
-        b.iter_custom(|n| two_threads(n, bare))
-    });
-    g.bench_function("floor: bare call + shared fetch_add", |b| {
-        b.iter_custom(|n| two_threads(n, bare_fetch_add))
-    });
-    g.bench_function("failsafe", |b| {
-        b.iter_custom(|n| two_threads(n, || fs.call(|| work(arg()))))
-    });
-    g.bench_function("recloser", |b| {
-        b.iter_custom(|n| two_threads(n, || rc.call(|| work(arg()))))
-    });
-    g.bench_function("failfast: Breaker::call", |b| {
-        b.iter_custom(|n| two_threads(n, || ff.call(|| work(arg()))))
-    });
-    g.bench_function("failfast: acquire + record", |b| {
-        b.iter_custom(|n| two_threads(n, || by_permit(&ff)))
-    });
-    g.bench_function("failfast: #[circuit_breaker]", |b| {
-        b.iter_custom(|n| two_threads(n, || consecutive(arg())))
-    });
-    g.finish();
+    for (clock, group) in [
+        (Clock::Wall, "closed_2_threads"),
+        (Clock::Cpu, "closed_2_threads_cpu"),
+    ] {
+        let mut g = c.benchmark_group(group);
+        g.bench_function("floor: bare call", |b| {
+            b.iter_custom(|n| two_threads(clock, n, bare))
+        });
+        g.bench_function("floor: bare call + shared fetch_add", |b| {
+            b.iter_custom(|n| two_threads(clock, n, bare_fetch_add))
+        });
+        g.bench_function("failsafe", |b| {
+            b.iter_custom(|n| two_threads(clock, n, || fs.call(|| work(arg()))))
+        });
+        g.bench_function("recloser", |b| {
+            b.iter_custom(|n| two_threads(clock, n, || rc.call(|| work(arg()))))
+        });
+        g.bench_function("failfast: Breaker::call", |b| {
+            b.iter_custom(|n| two_threads(clock, n, || ff.call(|| work(arg()))))
+        });
+        g.bench_function("failfast: acquire + record", |b| {
+            b.iter_custom(|n| two_threads(clock, n, || by_permit(&ff, arg())))
+        });
+        g.bench_function("failfast: #[circuit_breaker]", |b| {
+            b.iter_custom(|n| two_threads(clock, n, || consecutive(arg())))
+        });
+        g.finish();
+    }
 }
 
 fn closed_rate(c: &mut Criterion) {
     let ff = failfast_rate();
+    // A breaker whose window keeps holding failures: every success takes a slot.
+    let ff_some_failing = failfast_rate();
     // recloser's only rule is a failure rate over a 100-call ring.
     let rc = Recloser::default();
 
     let mut g = c.benchmark_group("rate_1_thread");
-    g.bench_function("floor: bare call", |b| b.iter(bare));
-    g.bench_function("recloser", |b| b.iter(|| rc.call(|| work(arg()))));
-    g.bench_function("failfast: Breaker::call", |b| {
-        b.iter(|| ff.call(|| work(arg())))
+    g.bench_function("floor: bare call", |b| each(b, bare));
+    g.bench_function("floor: bare call + shared fetch_add", |b| {
+        each(b, bare_fetch_add)
     });
-    g.bench_function("failfast: #[circuit_breaker]", |b| b.iter(|| rate(arg())));
+    g.bench_function("recloser", |b| each(b, || rc.call(|| work(arg()))));
+    g.bench_function("failfast: Breaker::call", |b| {
+        each(b, || ff.call(|| work(arg())))
+    });
+    g.bench_function("failfast: #[circuit_breaker]", |b| each(b, || rate(arg())));
+    g.bench_function("floor: bare call, 1 in 64 failing", |b| {
+        each(b, || work(arg_1_in_64()))
+    });
+    g.bench_function("failfast: Breaker::call, 1 in 64 failing", |b| {
+        each(b, || ff_some_failing.call(|| work(arg_1_in_64())))
+    });
+    g.bench_function("failfast: #[circuit_breaker], 1 in 64 failing", |b| {
+        each(b, || rate_some_failing(arg_1_in_64()))
+    });
     g.finish();
 
-    let mut g = c.benchmark_group("rate_2_threads");
-    g.bench_function("floor: bare call", |b| {
-        b.iter_custom(|n| two_threads(n, bare))
-    });
-    g.bench_function("recloser", |b| {
-        b.iter_custom(|n| two_threads(n, || rc.call(|| work(arg()))))
-    });
-    g.bench_function("failfast: Breaker::call", |b| {
-        b.iter_custom(|n| two_threads(n, || ff.call(|| work(arg()))))
-    });
-    g.bench_function("failfast: #[circuit_breaker]", |b| {
-        b.iter_custom(|n| two_threads(n, || rate(arg())))
-    });
-    g.finish();
+    for (clock, group) in [
+        (Clock::Wall, "rate_2_threads"),
+        (Clock::Cpu, "rate_2_threads_cpu"),
+    ] {
+        let mut g = c.benchmark_group(group);
+        g.bench_function("floor: bare call", |b| {
+            b.iter_custom(|n| two_threads(clock, n, bare))
+        });
+        g.bench_function("floor: bare call + shared fetch_add", |b| {
+            b.iter_custom(|n| two_threads(clock, n, bare_fetch_add))
+        });
+        g.bench_function("recloser", |b| {
+            b.iter_custom(|n| two_threads(clock, n, || rc.call(|| work(arg()))))
+        });
+        g.bench_function("failfast: Breaker::call", |b| {
+            b.iter_custom(|n| two_threads(clock, n, || ff.call(|| work(arg()))))
+        });
+        g.bench_function("failfast: #[circuit_breaker]", |b| {
+            b.iter_custom(|n| two_threads(clock, n, || rate(arg())))
+        });
+        g.bench_function("floor: bare call, 1 in 64 failing", |b| {
+            b.iter_custom(|n| two_threads(clock, n, || work(arg_1_in_64())))
+        });
+        g.bench_function("failfast: Breaker::call, 1 in 64 failing", |b| {
+            b.iter_custom(|n| {
+                two_threads(clock, n, || ff_some_failing.call(|| work(arg_1_in_64())))
+            })
+        });
+        g.bench_function("failfast: #[circuit_breaker], 1 in 64 failing", |b| {
+            b.iter_custom(|n| two_threads(clock, n, || rate_some_failing(arg_1_in_64())))
+        });
+        g.finish();
+    }
 }
 
 fn async_call(c: &mut Criterion) {
@@ -243,7 +390,7 @@ fn async_call(c: &mut Criterion) {
         rt.block_on(async {
             let began = Instant::now();
             for _ in 0..iters {
-                black_box(call().await);
+                black_box(&call().await);
             }
             began.elapsed()
         })
@@ -291,16 +438,25 @@ fn open_rejected(c: &mut Criterion) {
     ));
 
     let _ = open(u64::MAX);
-    assert!(matches!(open(arg()), Err(Fault::Rejected(_))));
+    assert_eq!(open(arg()), Err(Fault::Unavailable));
+    let _ = open_detailed(u64::MAX);
+    assert!(matches!(
+        open_detailed(arg()),
+        Err(Detailed::Unavailable(_))
+    ));
 
     let mut g = c.benchmark_group("open_rejected");
-    g.bench_function("floor: bare call", |b| b.iter(bare));
-    g.bench_function("failsafe", |b| b.iter(|| fs.call(|| work(arg()))));
-    g.bench_function("recloser", |b| b.iter(|| rc.call(|| work(arg()))));
+    g.bench_function("floor: bare call", |b| each(b, bare));
+    g.bench_function("failsafe", |b| each(b, || fs.call(|| work(arg()))));
+    g.bench_function("recloser", |b| each(b, || rc.call(|| work(arg()))));
     g.bench_function("failfast: Breaker::call", |b| {
-        b.iter(|| ff.call(|| work(arg())))
+        each(b, || ff.call(|| work(arg())))
     });
-    g.bench_function("failfast: #[circuit_breaker]", |b| b.iter(|| open(arg())));
+    g.bench_function("failfast: #[circuit_breaker]", |b| each(b, || open(arg())));
+    g.bench_function(
+        "failfast: #[circuit_breaker], error keeps the Rejected",
+        |b| each(b, || open_detailed(arg())),
+    );
     g.finish();
 }
 
