@@ -359,7 +359,18 @@ mod attribute {
                 }
             });
             sleep(Duration::from_millis(60));
-            let n = n + allocations(|| assert!(call(false).is_ok()));
+            // The trial: admitted now, or a little later if the coarse clock's
+            // thread was held up on a busy machine.
+            let n = n + allocations(|| {
+                for _ in 0..400 {
+                    match call(false) {
+                        Ok(_) => return,
+                        Err(Fault::Rejected(_)) => sleep(Duration::from_millis(5)),
+                        Err(Fault::Down) => unreachable!("the call does not fail"),
+                    }
+                }
+                panic!("{what}: no trial admitted 2 s after recovery");
+            });
             // Round 0 registers the breaker in the registry.
             if round > 0 {
                 assert_eq!(n, 0, "{what}: {n} heap allocations in round {round}");
