@@ -18,8 +18,10 @@ from pathlib import Path
 GROUPS = [
     "closed_1_thread",
     "closed_2_threads",
+    "closed_2_threads_cpu",
     "rate_1_thread",
     "rate_2_threads",
+    "rate_2_threads_cpu",
     "open_rejected",
     "async_current_thread",
 ]
