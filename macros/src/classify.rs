@@ -55,10 +55,14 @@ impl Matcher {
             }
             Matcher::Type(ty) => {
                 let span = ty.span();
-                let probe =
-                    quote_spanned!(span=> (&&#krate::__private::Probe(#error)).chain_has::<#ty>());
+                // The whole call carries the type's span, so a type that can't
+                // be searched is reported at the type.
+                let probe = crate::expand::respan(
+                    quote!((&&&#krate::__private::Probe(#error)).chain_has::<#ty>()),
+                    span,
+                );
                 quote! {{
-                    use #krate::__private::{ViaErased as _, ViaError as _};
+                    use #krate::__private::{ViaErased as _, ViaError as _, ViaNothing as _};
                     #probe
                 }}
             }

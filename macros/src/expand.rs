@@ -336,7 +336,7 @@ impl VisitMut for InferImplTrait {
 
 /// Gives every token `span`, so that a type error in generated code is
 /// reported once, at the user's token it is about.
-fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
     tokens
         .into_iter()
         .map(|tree| match tree {

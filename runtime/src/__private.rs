@@ -87,6 +87,27 @@ pub trait ViaError {
     fn chain_has<T: StdError + 'static>(&self) -> bool;
 }
 
+/// Anything else: chosen last, only to turn the mismatch into a readable
+/// compile error (see [`SearchableError`]).
+pub trait ViaNothing {
+    /// The error type under test.
+    type Inner: ?Sized;
+    /// Never callable: `Inner` implements no error trait to search.
+    fn chain_has<T: StdError + 'static>(&self) -> bool
+    where
+        Self::Inner: SearchableError;
+}
+
+/// Error types that `counts = SomeType` can search. Implemented by nothing: its
+/// only use is the message below, shown when neither `ViaErased` nor `ViaError`
+/// applied.
+#[diagnostic::on_unimplemented(
+    message = "`counts`/`ignores` with a type looks for that type in the error's `source()` chain, but `{Self}` is not an error type it can search",
+    label = "`{Self}` is neither a `std::error::Error`, a boxed `dyn Error`, nor (with the `anyhow` feature) an `anyhow::Error`",
+    note = "to match variants of `{Self}`, write a pattern: `counts = {Self}::Variant(..)`"
+)]
+pub trait SearchableError {}
+
 /// Errors that hold a `dyn Error` inside.
 pub trait Erased {
     /// The error inside.
@@ -118,14 +139,28 @@ impl Erased for anyhow::Error {
     }
 }
 
-impl<E: Erased + ?Sized> ViaErased for &Probe<'_, E> {
+// Generated code calls `(&&&Probe(&error)).chain_has::<T>()`; method lookup
+// tries `&&Probe`, then `&Probe`, then `Probe` as `Self`, so the most specific
+// impl that applies wins ("autoref specialisation").
+
+impl<E: Erased + ?Sized> ViaErased for &&Probe<'_, E> {
     fn chain_has<T: StdError + 'static>(&self) -> bool {
         chain_has::<T>(Some(self.0.as_dyn()))
     }
 }
 
-impl<E: StdError + 'static> ViaError for Probe<'_, E> {
+impl<E: StdError + 'static> ViaError for &Probe<'_, E> {
     fn chain_has<T: StdError + 'static>(&self) -> bool {
         chain_has::<T>(Some(self.0))
+    }
+}
+
+impl<E: ?Sized> ViaNothing for Probe<'_, E> {
+    type Inner = E;
+    fn chain_has<T: StdError + 'static>(&self) -> bool
+    where
+        E: SearchableError,
+    {
+        false
     }
 }
