@@ -354,7 +354,7 @@ impl Breaker {
         if w.tag() == TAG_OPEN && w.mode() == MODE_NORMAL {
             if let Some(d) = self.deadline(w) {
                 if !self.clock.reached(d) {
-                    let retry = self.clock.retry_at(d, None);
+                    let retry = self.clock.retry_at(d);
                     return Err(Rejected::new(self.name(), State::Open, retry));
                 }
             }
@@ -375,8 +375,7 @@ impl Breaker {
                     match self.deadline(w) {
                         Some(d) if self.clock.reached(d) => {}
                         other => {
-                            let retry =
-                                other.map_or(RetryAt::Unknown, |d| self.clock.retry_at(d, None));
+                            let retry = other.map_or(RetryAt::Unknown, |d| self.clock.retry_at(d));
                             return self.refuse(mode, State::Open, retry);
                         }
                     }

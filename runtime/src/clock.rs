@@ -114,11 +114,11 @@ impl Clock {
     }
 
     /// When, in the caller's terms, `deadline` falls.
-    pub(crate) fn retry_at(&self, deadline: u64, now_hint: Option<u64>) -> RetryAt {
+    pub(crate) fn retry_at(&self, deadline: u64) -> RetryAt {
         match self {
             Clock::System => RetryAt::Instant(origin() + Duration::from_nanos(deadline)),
             Clock::Manual(m) => {
-                let now = now_hint.unwrap_or_else(|| m.nanos.load(Ordering::SeqCst));
+                let now = m.nanos.load(Ordering::SeqCst);
                 RetryAt::After(Duration::from_nanos(deadline.saturating_sub(now)))
             }
         }
