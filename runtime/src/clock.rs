@@ -116,7 +116,7 @@ impl Clock {
     /// When, in the caller's terms, `deadline` falls.
     pub(crate) fn retry_at(&self, deadline: u64) -> RetryAt {
         match self {
-            Clock::System => RetryAt::Instant(origin() + Duration::from_nanos(deadline)),
+            Clock::System => RetryAt::System(deadline),
             Clock::Manual(m) => {
                 let now = m.nanos.load(Ordering::SeqCst);
                 RetryAt::After(Duration::from_nanos(deadline.saturating_sub(now)))
@@ -130,8 +130,10 @@ impl Clock {
 pub(crate) enum RetryAt {
     /// Not known (forced open, or trials in flight).
     Unknown,
-    /// A point on the system clock: `retry_after()` is exact whenever it is asked.
-    Instant(Instant),
+    /// A deadline on the system clock, in nanoseconds since the origin:
+    /// `retry_after()` is exact whenever it is asked. Kept raw so a rejection
+    /// does no clock arithmetic.
+    System(u64),
     /// A manual clock: the remaining time when the call was rejected.
     After(Duration),
 }
@@ -140,7 +142,9 @@ impl RetryAt {
     pub(crate) fn remaining(self) -> Option<Duration> {
         match self {
             RetryAt::Unknown => None,
-            RetryAt::Instant(at) => Some(at.saturating_duration_since(Instant::now())),
+            RetryAt::System(deadline) => {
+                Some(Duration::from_nanos(deadline.saturating_sub(system_now())))
+            }
             RetryAt::After(d) => Some(d),
         }
     }
