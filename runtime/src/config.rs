@@ -306,14 +306,14 @@ impl Builder {
 
     /// Trip after this many consecutive counted failures (default 5).
     pub fn threshold(mut self, n: u32) -> Self {
-        self.config.threshold = n;
+        self.config = self.config.threshold(n);
         self.threshold_set = true;
         self
     }
 
     /// How long the breaker stays open before it admits a trial (default 30 s).
     pub fn recovery(mut self, d: Duration) -> Self {
-        self.config.recovery = nanos(d);
+        self.config = self.config.recovery(d);
         self
     }
 
@@ -322,47 +322,47 @@ impl Builder {
     pub fn max_recovery(mut self, max: Duration) -> Self {
         // Zero means "not growing" in `Config`; an explicit zero is kept non-zero
         // so that `build` reports it as shorter than `recovery`.
-        self.config.max_recovery = nanos(max).max(1);
+        self.config = self.config.max_recovery(max.max(Duration::from_nanos(1)));
         self
     }
 
     /// Spread each open period at random by up to this fraction (in `[0, 1)`), so
     /// a fleet of instances does not probe in lockstep.
     pub fn jitter(mut self, fraction: f64) -> Self {
-        self.config.jitter = fraction;
+        self.config = self.config.jitter(fraction);
         self
     }
 
     /// Trial calls admitted at once while half-open (default 1).
     pub fn trial_calls(mut self, n: u32) -> Self {
-        self.config.trial_calls = n;
+        self.config = self.config.trial_calls(n);
         self
     }
 
     /// Successful trials needed to close again (default 1).
     pub fn success_threshold(mut self, n: u32) -> Self {
-        self.config.success_threshold = n;
+        self.config = self.config.success_threshold(n);
         self
     }
 
     /// Trip when this share (0 < rate ≤ 1) of the window's calls failed. Replaces
     /// the consecutive rule; cannot be combined with [`threshold`](Self::threshold).
     pub fn failure_rate(mut self, rate: f64) -> Self {
-        self.config.failure_rate = rate;
+        self.config = self.config.failure_rate(rate);
         self.rate_rule = true;
         self
     }
 
     /// A sliding window of the last `n` calls (default 100).
     pub fn window_calls(mut self, n: u32) -> Self {
-        self.config.window = Window::Calls(n);
+        self.config = self.config.window_calls(n);
         self.window_set = true;
         self
     }
 
     /// A sliding window of the calls that ended within the last `d`.
     pub fn window_time(mut self, d: Duration) -> Self {
-        self.config.window = Window::Time(nanos(d));
+        self.config = self.config.window_time(d);
         self.window_set = true;
         self
     }
@@ -370,7 +370,7 @@ impl Builder {
     /// No rate verdict before the window holds this many calls (default 10, or
     /// the whole window when a count window holds fewer calls).
     pub fn min_calls(mut self, n: u32) -> Self {
-        self.config.min_calls = n;
+        self.config = self.config.min_calls(n);
         self.min_calls_set = true;
         self
     }
@@ -384,7 +384,7 @@ impl Builder {
     /// Trip when this share (0 < rate ≤ 1) of the window's calls were slow
     /// (default 1.0 once [`slow`](Self::slow) is set).
     pub fn slow_rate(mut self, rate: f64) -> Self {
-        self.config.slow_rate = rate;
+        self.config = self.config.slow_rate(rate);
         self.slow_rate_set = true;
         self
     }
