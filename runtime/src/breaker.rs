@@ -897,3 +897,102 @@ impl Snapshot {
         (self.window_calls > 0).then(|| self.window_slow as f64 / self.window_calls as f64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ManualClock;
+
+    const RECOVERY: Duration = Duration::from_secs(1);
+
+    fn breaker(clock: &ManualClock, trial_calls: u32) -> Breaker {
+        Breaker::builder()
+            .threshold(1)
+            .recovery(RECOVERY)
+            .trial_calls(trial_calls)
+            .success_threshold(2)
+            .clock(clock.clone())
+            .build()
+            .unwrap()
+    }
+
+    fn trip(b: &Breaker) {
+        b.acquire().unwrap().failure();
+        assert_eq!(b.state(), State::Open);
+    }
+
+    /// A caller read `Open` with its deadline reached, then lost the race for
+    /// the trial: it must decide on the word that beat it, not on its stale one.
+    #[test]
+    fn a_caller_holding_a_stale_open_word_decides_on_the_current_one() {
+        let clock = ManualClock::new();
+        for trial_calls in [1, 2] {
+            let b = breaker(&clock, trial_calls);
+            trip(&b);
+            clock.advance(RECOVERY);
+            let stale = b.load();
+            let winner = b.acquire().expect("the first trial");
+            match b.admit(stale) {
+                Ok(second) => {
+                    assert_eq!(trial_calls, 2, "a second trial only with two slots");
+                    assert!(second.is_trial());
+                    second.neutral();
+                }
+                Err(rejected) => {
+                    assert_eq!(trial_calls, 1);
+                    assert_eq!(rejected.state(), State::HalfOpen, "{rejected:?}");
+                }
+            }
+            winner.success();
+        }
+    }
+
+    /// 36 bits of generation in the word repeat after 2^36 transitions; the
+    /// permit's epoch still tells them apart.
+    #[test]
+    fn a_permit_held_across_2_pow_36_generations_stays_stale() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock, 1);
+        trip(&b);
+        clock.advance(RECOVERY);
+        let old = b.acquire().expect("a trial");
+        let generation = b.hot.generations.load(Ordering::Relaxed);
+        // As if 2^36 − 2 transitions had happened: reset (one more) and the
+        // next trial (one more) land on the same low bits as `old`.
+        b.hot
+            .generations
+            .store(generation + (1 << 36) - 2, Ordering::Relaxed);
+        b.reset();
+        trip(&b);
+        clock.advance(RECOVERY);
+        let current = b.acquire().expect("the current trial");
+        assert_eq!(
+            Word(current.admitted).generation(),
+            Word(old.admitted).generation()
+        );
+        // The old trial's success must not count in the current round.
+        old.success();
+        let s = b.snapshot();
+        assert_eq!(
+            (s.state, s.trial_successes, s.trials_in_flight),
+            (State::HalfOpen, 0, 1)
+        );
+        current.success();
+        assert_eq!(b.snapshot().trial_successes, 1);
+    }
+
+    #[test]
+    fn a_stale_closed_permit_cannot_trip_after_a_wrap() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock, 1);
+        let old = b.acquire().expect("closed");
+        let generation = b.hot.generations.load(Ordering::Relaxed);
+        b.hot
+            .generations
+            .store(generation + (1 << 36) - 1, Ordering::Relaxed);
+        b.reset();
+        assert_eq!(b.load().generation(), Word(old.admitted).generation());
+        old.failure();
+        assert_eq!(b.state(), State::Closed);
+    }
+}

@@ -277,6 +277,16 @@ mod tests {
     }
 
     #[test]
+    fn manual_clock_saturates() {
+        let c = ManualClock::new();
+        c.advance(Duration::from_secs(10));
+        c.advance(Duration::MAX);
+        assert_eq!(c.now(), Duration::from_nanos(u64::MAX));
+        c.advance(Duration::from_secs(1));
+        assert_eq!(c.now(), Duration::from_nanos(u64::MAX));
+    }
+
+    #[test]
     fn coarse_check_is_never_early() {
         let clock = Clock::System;
         let deadline = system_now() + 20 * TICK_NANOS;

@@ -353,4 +353,70 @@ mod tests {
             }
         );
     }
+
+    /// Totals equal the bits once records racing a clear are done, and never
+    /// read outside `[0, calls]` meanwhile.
+    #[test]
+    fn count_window_totals_survive_clears_racing_records() {
+        use std::sync::atomic::AtomicBool;
+        let w = CountWindow::new(100);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for t in 0..3u64 {
+                let (w, stop) = (&w, &stop);
+                s.spawn(move || {
+                    let mut i = t;
+                    while !stop.load(Relaxed) {
+                        i = i.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                        let t = w.record(i >> 62 == 0, i >> 61 & 1 == 0);
+                        assert!(t.failures <= t.calls && t.slow <= t.calls, "{t:?}");
+                    }
+                });
+            }
+            for _ in 0..20_000 {
+                w.clear();
+                let t = w.tally();
+                assert!(t.failures <= t.calls && t.slow <= t.calls, "{t:?}");
+            }
+            stop.store(true, Relaxed);
+        });
+        let popcount = |bits: &[AtomicU64]| bits.iter().map(|b| b.load(Relaxed).count_ones()).sum();
+        assert_eq!(w.failures.0.load(Relaxed), popcount(&w.failed_bits));
+        assert_eq!(w.slow.load(Relaxed), popcount(&w.slow_bits));
+        // A full window of successes leaves nothing behind, without wrapping.
+        for _ in 0..100 {
+            w.record(false, false);
+        }
+        assert_eq!(
+            w.tally(),
+            Tally {
+                calls: 100,
+                failures: 0,
+                slow: 0
+            }
+        );
+    }
+
+    #[test]
+    fn time_window_counts_past_u32() {
+        let w = TimeWindow::new(3_600_000_000_000); // an hour
+        let bucket = w.bucket(0);
+        bucket.epoch.store(1, Relaxed);
+        bucket.calls.store(u64::from(u32::MAX), Relaxed);
+        for _ in 0..64 {
+            w.record(false, false, 0);
+        }
+        let t = w.record(true, false, 0);
+        assert_eq!(t.calls, u64::from(u32::MAX) + 65);
+        assert_eq!(t.failures, 1);
+    }
+
+    #[test]
+    fn time_window_at_the_end_of_time() {
+        let w = TimeWindow::new(20); // buckets of 1 ns
+        w.record(true, false, u64::MAX - 1);
+        let t = w.record(true, false, u64::MAX);
+        assert_eq!((t.calls, t.failures), (2, 2));
+        assert_eq!(Window::Time(w).tally(u64::MAX).failures, 2);
+    }
 }
