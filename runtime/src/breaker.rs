@@ -369,7 +369,7 @@ impl Breaker {
                     // held past its lease.
                     let next = if w.in_flight() < self.config.trial_calls {
                         w.with_trials(w.round(), w.in_flight() + 1, w.successes())
-                    } else if self.clock.now() >= self.lease_until.load(Ordering::Acquire) {
+                    } else if self.clock.reached(self.lease_until.load(Ordering::Acquire)) {
                         w.with_trials(w.round() + 1, 1, w.successes())
                     } else {
                         return self.refuse(mode, State::HalfOpen, RetryAt::Unknown);
