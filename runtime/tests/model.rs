@@ -8,7 +8,7 @@
 //! an `acquire()`, on admission, the rejection's state and `retry_after`, and
 //! whether the permit is a trial. Counters must also stay in range.
 //!
-//! Runs `PROPTEST_CASES` sequences (default 256, a few seconds in debug). The long
+//! Runs `PROPTEST_CASES` sequences (default 1000, about a second in debug). The long
 //! run:
 //!
 //! ```text
@@ -721,7 +721,7 @@ fn run(cfg: &Cfg, ops: &[Op]) -> Result<(), TestCaseError> {
 proptest! {
     #![proptest_config(ProptestConfig {
         // `PROPTEST_CASES` overrides the count.
-        cases: 256,
+        cases: 1000,
         max_shrink_iters: 20_000,
         // A failure is reported with its shrunk case; nothing is written to the tree.
         failure_persistence: None,
@@ -834,4 +834,51 @@ fn leaked_trials_expire_after_their_lease() {
         b.acquire().expect("past the lease").success();
         assert_eq!(b.state(), State::Closed);
     }
+}
+
+/// With jitter the model checks the range only: each open period lasts its
+/// nominal length (`recovery × 2^level`, capped at `max_recovery`) spread by at
+/// most ±jitter, and `retry_after` says exactly when the trial is admitted.
+#[test]
+fn jittered_open_periods_stay_in_range() {
+    const JITTER: f64 = 0.3;
+    let recovery = Duration::from_millis(100);
+    let max = Duration::from_millis(800);
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .threshold(1)
+        .recovery(recovery)
+        .max_recovery(max)
+        .jitter(JITTER)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..50 {
+        b.reset();
+        // The first open, then reopened by failed trials up to the cap.
+        let _ = b.call(|| Err::<(), _>("down"));
+        for level in 0..5 {
+            let nominal = (recovery * (1 << level)).min(max);
+            let retry = b.snapshot().retry_after.expect("open with a deadline");
+            assert!(
+                retry >= nominal.mul_f64(1.0 - JITTER) && retry <= nominal.mul_f64(1.0 + JITTER),
+                "level {level}: open for {retry:?}, nominal {nominal:?} ± {JITTER}"
+            );
+            seen.push(retry.as_nanos() * 1000 / nominal.as_nanos());
+            clock.advance(retry - Duration::from_nanos(1));
+            assert!(b.acquire().is_err(), "1 ns before retry_after");
+            clock.advance(Duration::from_nanos(1));
+            let trial = b.acquire().expect("a trial at retry_after");
+            assert!(trial.is_trial());
+            trial.failure();
+        }
+    }
+    seen.sort_unstable();
+    assert!(
+        seen[seen.len() - 1] - seen[0] > 200,
+        "250 jittered periods should spread over more than ±10%: {:?}..{:?} per mille",
+        seen[0],
+        seen[seen.len() - 1]
+    );
 }

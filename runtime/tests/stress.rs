@@ -279,6 +279,16 @@ impl Shared {
                 bad.push(format!("failure_rate() {rate}"));
             }
         }
+        // Jitter's range: no open period is longer than the cap plus its spread
+        // (1 µs for rounding).
+        if let Some(retry) = s.retry_after {
+            if retry > setup.longest_open() + Duration::from_micros(1) {
+                bad.push(format!(
+                    "retry_after {retry:?} > max_recovery × (1 + jitter) = {:?}",
+                    setup.longest_open()
+                ));
+            }
+        }
         if !bad.is_empty() {
             self.violation(format!("counters out of range: {}; {s:?}", bad.join(", ")));
         }
@@ -723,18 +733,25 @@ fn stress(setup: Setup) -> Result<String, String> {
     Err(format!("{report}\n{figures}"))
 }
 
+/// The panics inside bodies are expected: keeps their messages out of the output.
+fn quiet_expected_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let expected = info
+                .payload()
+                .downcast_ref::<&str>()
+                .is_some_and(|m| *m == "the dependency blew up");
+            if !expected {
+                hook(info);
+            }
+        }));
+    });
+}
+
 fn check(setup: Setup) {
-    // The panics inside bodies are expected: keep their messages out of the output.
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let expected = info
-            .payload()
-            .downcast_ref::<&str>()
-            .is_some_and(|m| *m == "the dependency blew up");
-        if !expected {
-            hook(info);
-        }
-    }));
+    quiet_expected_panics();
     match stress(setup) {
         Ok(figures) => println!("{figures}"),
         Err(e) => panic!("{e}"),
@@ -833,7 +850,9 @@ fn system_clock_one_trial() {
 
 // ----------------------------------------------------------------- long run
 
-/// Random setups back to back for `STRESS_SECS` (default 300) seconds.
+/// Random setups back to back, 20 s each, for `STRESS_SECS` (default 300)
+/// seconds; every run's figures are printed, and the test fails at the end if
+/// any run did.
 #[test]
 #[ignore = "runs for minutes: STRESS_SECS=300 cargo test --release -p failfast-runtime --test stress -- --ignored --nocapture"]
 fn long_run() {
@@ -841,9 +860,11 @@ fn long_run() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(300);
+    quiet_expected_panics();
     let mut rng = StdRng::seed_from_u64(seed());
     let until = Instant::now() + Duration::from_secs(secs);
     let mut runs = 0;
+    let mut failed = Vec::new();
     while Instant::now() < until {
         runs += 1;
         let manual = rng.gen_bool(0.5);
@@ -871,10 +892,17 @@ fn long_run() {
             seed: rng.gen(),
         };
         match stress(setup) {
-            Ok(figures) => println!("run {runs}: {figures}"),
-            Err(e) => panic!("run {runs}: {e}"),
+            Ok(figures) => println!("run {runs}: ok: {figures}"),
+            Err(e) => {
+                println!("run {runs}: FAILED: {e}");
+                failed.push(runs);
+            }
         }
     }
+    assert!(
+        failed.is_empty(),
+        "runs {failed:?} of {runs} failed (see above)"
+    );
 }
 
 // ------------------------------------------------------- count-window totals
