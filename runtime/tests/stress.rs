@@ -12,18 +12,24 @@
 //! - **counters in range** in every `snapshot()`: `consecutive_failures <
 //!   threshold`, `trials_in_flight <= trial_calls`, `trial_successes <
 //!   success_threshold`, `window_failures <= window_calls <= window`,
-//!   `failure_rate() <= 1`;
+//!   `failure_rate() <= 1`, `retry_after <= max_recovery × (1 + jitter)`;
 //!
 //! and once the load stops, **liveness**: calling with successes only closes the
 //! breaker within two of the longest open periods (plus slack on the system
 //! clock, explained at [`closes_again`]).
 //!
-//! The short configurations run in `cargo test`. The long run, for minutes, with
-//! its figures printed:
+//! The short configurations run in `cargo test`, 4 s each (`STRESS_SHORT_SECS`
+//! changes it). The long run, random setups for minutes, with their figures
+//! printed:
 //!
 //! ```text
 //! STRESS_SECS=300 cargo test --release -p failfast-runtime --test stress -- --ignored --nocapture
 //! ```
+//!
+//! Every run prints its setup with its seed; `STRESS_SEED` fixes the seed (the
+//! interleavings still vary from run to run).
+//!
+//! Also here: the count window's totals while `reset()` races records.
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
