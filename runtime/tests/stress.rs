@@ -914,16 +914,16 @@ fn long_run() {
 // ------------------------------------------------------- count-window totals
 
 /// A 1,000,000-call window under the failure-rate rule, `reset()` every 200 µs
-/// from one thread while others record: every snapshot must have
-/// `window_failures <= window_calls` and `failure_rate() <= 1`, and a breaker
-/// that cannot reach `min_calls` (the window is reset long before) must never
-/// trip.
+/// from one thread while others record half failures: every snapshot must have
+/// `window_failures <= window_calls` and `failure_rate() <= 1`, and the breaker
+/// must never trip (its rate is 1.0: only a window of 1,000,000 calls that all
+/// failed could trip it, even if the resetting thread is descheduled for long).
 #[test]
 fn count_window_totals_stay_in_range_while_reset_races_records() {
     const WINDOW: u32 = 1_000_000;
     let b = Breaker::builder()
         .name("window")
-        .failure_rate(0.5)
+        .failure_rate(1.0)
         .window_calls(WINDOW)
         .min_calls(WINDOW)
         .recovery(Duration::from_secs(60))
@@ -946,8 +946,16 @@ fn count_window_totals_stay_in_range_while_reset_races_records() {
             });
         }
         scope.spawn(|| {
-            while !stop.load(SeqCst) {
-                let next = Instant::now() + Duration::from_micros(200);
+            // Every 200 µs, and every fourth pause 1 ms: a clear leaves wrong
+            // totals for calls that were being recorded across it, at slots the
+            // calls after it reach only when the pause is longer than the one
+            // before the clear.
+            for i in 0u64.. {
+                if stop.load(SeqCst) {
+                    break;
+                }
+                let pause = if i % 4 == 3 { 1000 } else { 200 };
+                let next = Instant::now() + Duration::from_micros(pause);
                 while Instant::now() < next {
                     std::hint::spin_loop();
                 }
