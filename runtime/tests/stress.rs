@@ -246,7 +246,15 @@ impl Shared {
 
     /// Checks one snapshot's counters.
     fn check_snapshot(&self) {
+        // How much time passed while the snapshot was taken, on the breaker's
+        // clock: its `retry_after` may be measured from any moment in between.
+        let (manual_before, system_before) =
+            (self.clock.as_ref().map(ManualClock::now), Instant::now());
         let s = self.breaker.snapshot();
+        let during = match (&self.clock, manual_before) {
+            (Some(clock), Some(before)) => clock.now() - before,
+            _ => system_before.elapsed(),
+        };
         let setup = &self.setup;
         let mut bad = Vec::new();
         if let Rule::Consecutive(t) = setup.rule {
@@ -286,9 +294,9 @@ impl Shared {
             }
         }
         // Jitter's range: no open period is longer than the cap plus its spread
-        // (1 µs for rounding).
+        // (plus the time the snapshot took, and 1 µs for rounding).
         if let Some(retry) = s.retry_after {
-            if retry > setup.longest_open() + Duration::from_micros(1) {
+            if retry > setup.longest_open() + during + Duration::from_micros(1) {
                 bad.push(format!(
                     "retry_after {retry:?} > max_recovery × (1 + jitter) = {:?}",
                     setup.longest_open()
