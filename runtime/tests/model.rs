@@ -8,7 +8,7 @@
 //! an `acquire()`, on admission, the rejection's state and `retry_after`, and
 //! whether the permit is a trial. Counters must also stay in range.
 //!
-//! Runs `PROPTEST_CASES` sequences (default 1000, about a second in debug). The long
+//! Runs `PROPTEST_CASES` sequences (default 1000, about 2 s in debug). The long
 //! run:
 //!
 //! ```text
