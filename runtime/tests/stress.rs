@@ -284,7 +284,7 @@ impl Shared {
             ));
         }
         if let Rule::Rate(_, window, _) = setup.rule {
-            if s.window_calls > window {
+            if s.window_calls > u64::from(window) {
                 bad.push(format!("window_calls {} > window {window}", s.window_calls));
             }
         }
@@ -977,7 +977,7 @@ fn count_window_totals_stay_in_range_while_reset_races_records() {
             snapshots.fetch_add(1, SeqCst);
             let rate = s.failure_rate().unwrap_or(0.0);
             if s.window_failures > s.window_calls
-                || s.window_calls > WINDOW
+                || s.window_calls > u64::from(WINDOW)
                 || !(0.0..=1.0).contains(&rate)
                 || s.state != State::Closed
             {
