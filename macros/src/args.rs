@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use proc_macro2::{Spacing, TokenTree};
+use proc_macro2::{Spacing, Span, TokenTree};
 use syn::ext::IdentExt;
 use syn::parse::{ParseStream, Parser};
 use syn::{Expr, ExprLit, ExprUnary, Ident, Lit, LitStr, Path, Token, UnOp};
@@ -29,11 +29,12 @@ const KEYS: &[&str] = &[
     "crate",
 ];
 
-/// A value and the key that set it, so that checks between keys can point at
-/// the key.
+/// A key's value and where it was written, so that checks between keys can
+/// point at the value.
 pub struct Arg<T> {
-    pub key: Ident,
     pub value: T,
+    /// The value's first token, where a mistake in the value is reported.
+    pub span: Span,
 }
 
 pub enum Window {
@@ -89,17 +90,14 @@ impl Errors {
 
 /// Stores a key's value, or reports the key as given twice. The one place
 /// duplicates are handled, for every key.
-fn set<T>(slot: &mut Option<Arg<T>>, key: &Ident, value: T) -> syn::Result<()> {
+fn set<T>(slot: &mut Option<Arg<T>>, key: &Ident, span: Span, value: T) -> syn::Result<()> {
     if slot.is_some() {
         return Err(syn::Error::new(
             key.span(),
             format!("`{}` is set more than once", key.unraw()),
         ));
     }
-    *slot = Some(Arg {
-        key: key.clone(),
-        value,
-    });
+    *slot = Some(Arg { value, span });
     Ok(())
 }
 
@@ -166,29 +164,35 @@ impl Args {
         }
         input.parse::<Token![=]>()?;
         self.written.push(key.clone());
+        let span = input.span();
         match name.as_str() {
-            "threshold" => set(&mut self.threshold, &key, count(input, &name)?),
-            "failure_rate" => set(&mut self.failure_rate, &key, rate(input, &name)?),
+            "threshold" => set(&mut self.threshold, &key, span, count(input, &name)?),
+            "failure_rate" => set(&mut self.failure_rate, &key, span, rate(input, &name)?),
             "window" => {
                 let window = if input.peek(LitStr) {
                     Window::Time(duration(input, &name)?)
                 } else {
                     Window::Calls(count(input, &name)?)
                 };
-                set(&mut self.window, &key, window)
+                set(&mut self.window, &key, span, window)
             }
-            "min_calls" => set(&mut self.min_calls, &key, count(input, &name)?),
-            "slow" => set(&mut self.slow, &key, duration(input, &name)?),
-            "slow_rate" => set(&mut self.slow_rate, &key, rate(input, &name)?),
-            "recovery" => set(&mut self.recovery, &key, recovery(input)?),
-            "jitter" => set(&mut self.jitter, &key, jitter(input)?),
-            "trial_calls" => set(&mut self.trial_calls, &key, count(input, &name)?),
-            "success_threshold" => set(&mut self.success_threshold, &key, count(input, &name)?),
-            "counts" => set(&mut self.counts, &key, input.call(Matcher::parse)?),
-            "ignores" => set(&mut self.ignores, &key, input.call(Matcher::parse)?),
-            "fallback" => set(&mut self.fallback, &key, fallback(input)?),
-            "name" => set(&mut self.name, &key, registry_name(input)?),
-            "crate" => set(&mut self.krate, &key, crate_path(input)?),
+            "min_calls" => set(&mut self.min_calls, &key, span, count(input, &name)?),
+            "slow" => set(&mut self.slow, &key, span, duration(input, &name)?),
+            "slow_rate" => set(&mut self.slow_rate, &key, span, rate(input, &name)?),
+            "recovery" => set(&mut self.recovery, &key, span, recovery(input)?),
+            "jitter" => set(&mut self.jitter, &key, span, jitter(input)?),
+            "trial_calls" => set(&mut self.trial_calls, &key, span, count(input, &name)?),
+            "success_threshold" => set(
+                &mut self.success_threshold,
+                &key,
+                span,
+                count(input, &name)?,
+            ),
+            "counts" => set(&mut self.counts, &key, span, input.call(Matcher::parse)?),
+            "ignores" => set(&mut self.ignores, &key, span, input.call(Matcher::parse)?),
+            "fallback" => set(&mut self.fallback, &key, span, fallback(input)?),
+            "name" => set(&mut self.name, &key, span, registry_name(input)?),
+            "crate" => set(&mut self.krate, &key, span, crate_path(input)?),
             _ => unreachable!("every entry of KEYS has a parser"),
         }
     }
@@ -235,18 +239,25 @@ impl Args {
                 ));
             }
         }
-        if let (Some(min_calls), Some(window)) = (&self.min_calls, &self.window) {
-            if let Window::Calls(size) = window.value {
-                if min_calls.value > size {
-                    errors.push(syn::Error::new(
-                        min_calls.key.span(),
-                        format!(
-                            "`min_calls = {}` is more than the {size} calls the `window` \
-                             holds, so the rate rule could never trip; use at most {size}",
-                            min_calls.value
-                        ),
-                    ));
+        if let (true, Some(min_calls)) = (has_rate_rule, &self.min_calls) {
+            let window = match self.window.as_ref().map(|w| &w.value) {
+                Some(Window::Calls(size)) => Some((*size, "the `window` holds")),
+                None if self.written("window").is_none() => {
+                    Some((DEFAULT_WINDOW_CALLS, "the default `window` holds"))
                 }
+                // A time window holds any number of calls; a bad `window`
+                // value is already reported.
+                _ => None,
+            };
+            if let Some((size, holds)) = window.filter(|(size, _)| min_calls.value > *size) {
+                errors.push(syn::Error::new(
+                    min_calls.span,
+                    format!(
+                        "`min_calls = {}` is more than the {size} calls {holds}, so the rate \
+                         rule could never trip; use at most {size}, or a larger `window`",
+                        min_calls.value
+                    ),
+                ));
             }
         }
         if let (None, Some(rate)) = (self.written("slow"), self.written("slow_rate")) {
@@ -323,6 +334,8 @@ fn starts_key(cursor: syn::buffer::Cursor) -> bool {
 
 /// The largest `trial_calls` and `success_threshold` the runtime accepts.
 const MAX_TRIALS: u64 = 0xFFFF;
+/// The count window the runtime uses when `window` is not given.
+pub const DEFAULT_WINDOW_CALLS: u32 = 100;
 /// The largest count window the runtime accepts.
 const MAX_WINDOW_CALLS: u64 = 1 << 20;
 
@@ -609,6 +622,27 @@ mod tests {
             1
         );
         assert!(errors_of(r#"slow = "1s", window = 10"#).is_empty());
+    }
+
+    #[test]
+    fn min_calls_fits_in_the_count_window_explicit_or_default() {
+        let default = errors_of("failure_rate = 0.5, min_calls = 200");
+        assert_eq!(default.len(), 1, "{default:?}");
+        assert!(
+            default[0].starts_with("`min_calls = 200` is more than the 100 calls the default"),
+            "{default:?}"
+        );
+        assert_eq!(errors_of(r#"slow = "1ns", min_calls = 101"#).len(), 1);
+        assert!(errors_of(r#"slow = "1ns", min_calls = 100"#).is_empty());
+        assert!(errors_of("failure_rate = 0.5, window = 500, min_calls = 200").is_empty());
+        // A time window holds any number of calls.
+        assert!(errors_of(r#"failure_rate = 0.5, window = "1m", min_calls = 5000"#).is_empty());
+        // One mistake, one error: no rate rule at all, or a bad window value.
+        assert_eq!(errors_of("min_calls = 200").len(), 1);
+        assert_eq!(
+            errors_of("failure_rate = 0.5, window = 0, min_calls = 200").len(),
+            1
+        );
     }
 
     #[test]
