@@ -11,21 +11,22 @@
 //!         Breaker::from_config(Config::new(NAME).threshold(5).recovery(..)..);
 //!     let __failfast_permit = match acquire(&__FAILFAST_BREAKER) {
 //!         Ok(permit) => permit,
-//!         Err(rejected) => return Err(rejected(rejected)),     // at E's span; FromRejected
+//!         Err(rejected) => return join::<Ret>(Err(rejected(rejected))), // at E; FromRejected
 //!         // with a fallback: return fallback(args.., Error::Rejected(rejected)) [.await]
 //!     };
 //!     let __failfast_result: Ret = run(move || -> Ret { body });        // sync
 //!     let __failfast_result: Ret = async move { <fake return>; body }.await; // async
 //!     // (no `move` with a fallback; `impl Trait` in `Ret` becomes `_`)
-//!     match __failfast_result {
-//!         Ok(value) => { permit.success(); return Ok(value); }
+//!     match split::<Ret>(__failfast_result) {      // ResultParts: Ret is a Result
+//!         Ok(value) => { permit.success(); return join::<Ret>(Ok(value)); }
 //!         Err(error) => {
 //!             if counts(&error) && !ignores(&error) {     // no `if` without either
 //!                 permit.failure();
-//!                 return Err(error);  // with a fallback: fallback(args.., Error::Failed(error)) [.await]
+//!                 return join::<Ret>(Err(error));
+//!                 // with a fallback: return fallback(args.., Error::Failed(error)) [.await]
 //!             }
 //!             permit.neutral();
-//!             return Err(error);
+//!             return join::<Ret>(Err(error));
 //!         }
 //!     };
 //! }
@@ -128,9 +129,9 @@ impl<'a> Shape<'a> {
         } else {
             (Body::Sync(&func.block), return_type(&sig.output))
         };
-        let Some(output) = output.filter(|ty| is_result(ty)) else {
-            let message = "`#[circuit_breaker]` guards functions that return `Result<T, E>`: \
-                           an `Err` is how a call tells the breaker it failed";
+        let Some(output) = output.filter(|ty| may_be_result(ty)) else {
+            let message = "`#[circuit_breaker]` guards functions that return `Result<T, E>` \
+                           (or an alias of it): an `Err` is how a call tells the breaker it failed";
             errors.push(match output {
                 Some(ty) => syn::Error::new_spanned(ty, message),
                 None => {
@@ -226,17 +227,12 @@ fn strip(ty: &Type) -> &Type {
     }
 }
 
-/// Syntactic: the last segment of the type's path is `Result`, which covers
-/// `Result<T, E>`, `std::io::Result<T>`, `anyhow::Result<T>` and other aliases.
-fn is_result(ty: &Type) -> bool {
-    match strip(ty) {
-        Type::Path(path) => path
-            .path
-            .segments
-            .last()
-            .is_some_and(|segment| segment.ident == "Result"),
-        _ => false,
-    }
+/// Syntactic: a type path (`Result<T, E>`, `std::io::Result<T>`,
+/// `anyhow::Result<T>`, `ApiResult<T>`, a user's `Res<T>`). Whether the path
+/// names a `Result` is the compiler's to check, through `ResultParts`; what
+/// cannot be one (`()`, a tuple, a reference, `impl Trait`) is refused here.
+fn may_be_result(ty: &Type) -> bool {
+    matches!(strip(ty), Type::Path(_))
 }
 
 /// The error type's first token in `Result<T, E>`, else the `Result` segment.
@@ -351,6 +347,21 @@ pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
             }
         })
         .collect()
+}
+
+/// `prefix ty suffix`, with the prefix at the type's first token and the
+/// suffix at its last, so the whole expression covers the type as written.
+fn at_type(prefix: TokenStream, ty: &Type, suffix: TokenStream) -> TokenStream {
+    let tokens = ty.to_token_stream();
+    let mut trees = tokens.clone().into_iter();
+    let first = trees
+        .next()
+        .map_or_else(Span::call_site, |tree| tree.span());
+    let last = trees.last().map_or(first, |tree| tree.span());
+    let mut out = respan(prefix, first);
+    out.extend(tokens);
+    out.extend(respan(suffix, last));
+    out
 }
 
 /// The lints that generated code could trip in the user's crate. Put on each
@@ -511,6 +522,12 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     // are hygienic when the function comes out of a `macro_rules!` macro.
     let rejected = quote!(__failfast_rejected);
     let failed = quote!(__failfast_error);
+    // Taking the returned value apart and building it again goes through
+    // `ResultParts`, spanned at the return type: a type that is not a
+    // `Result` is reported there once, and nowhere else.
+    let parts = quote!(as #private::ResultParts<_, _>>);
+    let split = at_type(quote!(<), &shape.output, quote!(#parts::into_result));
+    let join = at_type(quote!(<), &shape.output, quote!(#parts::from_result));
     let (on_reject, on_failure) = match &args.fallback {
         Some(fallback) => {
             let path = &fallback.value;
@@ -526,9 +543,10 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
             // "E has no `From<Rejected>`" is reported once, at `E`.
             let span = shape.error_span;
             let convert = respan(quote!(#private::rejected), span);
+            let err = quote_spanned!(span=> ::core::result::Result::Err(#convert(#rejected)));
             (
-                quote_spanned!(span=> ::core::result::Result::Err(#convert(#rejected))),
-                quote!(::core::result::Result::Err(#failed)),
+                quote!(#join(#err)),
+                quote!(#join(::core::result::Result::Err(#failed))),
             )
         }
     };
@@ -565,7 +583,7 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
                     return #on_failure;
                 }
                 __failfast_permit.neutral();
-                return ::core::result::Result::Err(__failfast_error);
+                return #join(::core::result::Result::Err(__failfast_error));
             }
         },
         // Without `counts` and `ignores`, every `Err` is a failure.
@@ -587,10 +605,10 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         };
         let __failfast_result: #output = #run;
         #allow
-        match __failfast_result {
+        match #split(__failfast_result) {
             ::core::result::Result::Ok(__failfast_value) => {
                 __failfast_permit.success();
-                return ::core::result::Result::Ok(__failfast_value);
+                return #join(::core::result::Result::Ok(__failfast_value));
             }
             #on_error
         };
@@ -691,6 +709,31 @@ mod tests {
             inner.starts_with(" : Result < u32 , E > = async move { let __self = self ;"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn any_type_path_may_be_a_result_and_the_compiler_checks_it() {
+        for ret in ["ApiResult<u32>", "Res<u32>", "io::Result<()>", "u32"] {
+            let out = expand("", &format!("fn f() -> {ret} {{ todo!() }}"));
+            assert!(!out.contains("compile_error"), "{ret}: {out}");
+            assert!(
+                out.contains(
+                    "as :: failfast :: __private :: ResultParts < _ , _ >> :: into_result"
+                ),
+                "{out}"
+            );
+        }
+        for ret in [
+            "()",
+            "(u32, E)",
+            "&'static str",
+            "impl Future<Output = u32>",
+            "[u8; 4]",
+        ] {
+            let out = expand("", &format!("fn f() -> {ret} {{ todo!() }}"));
+            assert!(out.contains("compile_error"), "{ret}: {out}");
+        }
+        assert!(expand("", "fn f() {}").contains("compile_error"));
     }
 
     #[test]

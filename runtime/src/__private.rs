@@ -24,18 +24,32 @@ pub fn run<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// The parts of a `Result` return type, so generated code can name the error
-/// type of `io::Result<T>` and other aliases.
-pub trait ResultParts {
-    /// The success type.
-    type Ok;
-    /// The error type.
-    type Err;
+/// A function's return type that is `Result<T, E>` under any name
+/// (`io::Result<T>`, `type ApiResult<T> = Result<T, ApiError>`), so that
+/// generated code can take what the body returned apart and build it again.
+/// Implemented for `Result` only: a function returning anything else gets the
+/// message below, once, at its return type.
+#[diagnostic::on_unimplemented(
+    message = "`#[circuit_breaker]` guards functions that return a `Result`, but this one returns `{Self}`",
+    label = "not a `Result<T, E>`",
+    note = "an `Err` is how a call tells the breaker it failed: return `Result<T, E>` or an alias of it (`std::io::Result<T>`, `type ApiResult<T> = Result<T, ApiError>`)"
+)]
+pub trait ResultParts<T, E>: Sized {
+    /// The value as a plain `Result`.
+    fn into_result(self) -> Result<T, E>;
+    /// The plain `Result` as the function's return type.
+    fn from_result(result: Result<T, E>) -> Self;
 }
 
-impl<T, E> ResultParts for Result<T, E> {
-    type Ok = T;
-    type Err = E;
+impl<T, E> ResultParts<T, E> for Result<T, E> {
+    #[inline]
+    fn into_result(self) -> Self {
+        self
+    }
+    #[inline]
+    fn from_result(result: Self) -> Self {
+        result
+    }
 }
 
 /// Error types a rejection can be turned into.
