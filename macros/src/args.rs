@@ -6,12 +6,12 @@ use std::time::Duration;
 use proc_macro2::{Spacing, Span, TokenTree};
 use syn::ext::IdentExt;
 use syn::parse::{ParseStream, Parser};
-use syn::{Expr, ExprLit, ExprUnary, Ident, Lit, LitStr, Path, Token, UnOp};
+use syn::{Expr, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitStr, Path, Token, UnOp};
 
 use crate::classify::Matcher;
 
 /// Every key the attribute understands, in the order the docs list them.
-const KEYS: &[&str] = &[
+pub(crate) const KEYS: &[&str] = &[
     "threshold",
     "failure_rate",
     "window",
@@ -62,7 +62,7 @@ pub struct Args {
     pub success_threshold: Option<Arg<u32>>,
     pub counts: Option<Arg<Matcher>>,
     pub ignores: Option<Arg<Matcher>>,
-    pub fallback: Option<Arg<Path>>,
+    pub fallback: Option<Arg<ExprPath>>,
     pub name: Option<Arg<LitStr>>,
     pub krate: Option<Arg<Path>>,
     /// Every known key as written, valid value or not: checks between keys
@@ -509,18 +509,26 @@ fn recovery(input: ParseStream) -> syn::Result<Recovery> {
     })
 }
 
-fn fallback(input: ParseStream) -> syn::Result<Path> {
+/// The path of a function as an expression: `cached`, `Self::cached`,
+/// `cached::<u32>`, `<Self as Cache>::cached`.
+fn fallback(input: ParseStream) -> syn::Result<ExprPath> {
+    const EXPECTED: &str = "expected the path of a function, e.g. `fallback = cached_stock` or \
+                            `fallback = Self::cached_stock`";
     if input.peek(Ident::peek_any) || input.peek(Token![::]) || input.peek(Token![<]) {
-        if let Ok(path) = input.parse::<Path>() {
+        let path: ExprPath = input.parse()?;
+        if input.is_empty() || input.peek(Token![,]) {
             return Ok(path);
         }
+        if input.peek(Token![<]) {
+            return Err(input.error(
+                "generic arguments of a `fallback` are written with `::<`, as in an \
+                 expression: `fallback = cached::<u32>`",
+            ));
+        }
+        return Err(input.error(format!("{EXPECTED}; expected `,` after the path")));
     }
     let expr: Expr = input.parse()?;
-    Err(syn::Error::new_spanned(
-        &expr,
-        "expected the path of a function, e.g. `fallback = cached_stock` or \
-         `fallback = Self::cached_stock`",
-    ))
+    Err(syn::Error::new_spanned(&expr, EXPECTED))
 }
 
 fn registry_name(input: ParseStream) -> syn::Result<LitStr> {

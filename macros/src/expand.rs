@@ -677,6 +677,22 @@ mod tests {
         assert!(expand("fallback = cached", sync).contains("cached (id , :: failfast"));
     }
 
+    /// Found by the grammar fuzz: `fallback = cached<u32>` was taken as a
+    /// type path and emitted as `cached<u32>(..)`, which is not an expression.
+    #[test]
+    fn fallback_paths_are_expression_paths() {
+        let sync = "fn fetch(id: u32) -> Result<u32, E> { Ok(id) }";
+        for fallback in ["cached::<u32>", "<Self as Cache>::cached", "Self::cached"] {
+            let out: TokenStream = expand(&format!("fallback = {fallback}"), sync)
+                .parse()
+                .unwrap();
+            assert!(syn::parse2::<ItemFn>(out).is_ok(), "{fallback}");
+        }
+        let out = expand("fallback = cached<u32>", sync);
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(out.contains("`fallback = cached::<u32>`"), "{out}");
+    }
+
     #[test]
     fn crate_path_replaces_every_runtime_path() {
         let out = expand("crate = my::ff", "fn fetch() -> Result<u32, E> { Ok(1) }");
