@@ -349,6 +349,21 @@ pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
         .collect()
 }
 
+/// The user's block, nested as the tail of a generated block. Its braces keep
+/// their place but are marked as the macro's: rustc's `unused_braces` would
+/// otherwise see `{ { Ok(x) } }` in the user's one-line body and suggest
+/// removing braces the user must keep. The statements inside are the user's
+/// tokens, linted as usual.
+fn nested(block: &Block) -> TokenStream {
+    let mut stmts = TokenStream::new();
+    for stmt in &block.stmts {
+        stmt.to_tokens(&mut stmts);
+    }
+    let mut group = Group::new(proc_macro2::Delimiter::Brace, stmts);
+    group.set_span(block.brace_token.span.join().resolved_at(Span::call_site()));
+    TokenTree::Group(group).into()
+}
+
 /// `prefix ty suffix`, with the prefix at the type's first token and the
 /// suffix at its last, so the whole expression covers the type as written.
 fn at_type(prefix: TokenStream, ty: &Type, suffix: TokenStream) -> TokenStream {
@@ -561,17 +576,20 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         // The fake return edge tells the async block its output type before
         // the body is checked, so the body's tail coerces as it would in the
         // function itself (`Err(Box::new(e))` into `Box<dyn Error>`, `?`).
-        Body::Async(block) => quote! {
-            async #move_ {
-                #allow
-                if false {
-                    let __failfast_fake_return: #output = loop {};
-                    return __failfast_fake_return;
+        Body::Async(block) => {
+            let block = nested(block);
+            quote! {
+                async #move_ {
+                    #allow
+                    if false {
+                        let __failfast_fake_return: #output = loop {};
+                        return __failfast_fake_return;
+                    }
+                    #block
                 }
-                #block
+                .await
             }
-            .await
-        },
+        }
         Body::AsyncTrait { future, .. } => quote!(#future.await),
     };
 
