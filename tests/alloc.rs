@@ -178,7 +178,7 @@ mod builder {
 
     #[test]
     fn closed_counted_failure_consecutive() {
-        let b = consecutive(u32::MAX, &ManualClock::new());
+        let b = consecutive(16_777_215, &ManualClock::new());
         per_call("closed failure", || {
             assert!(b.call(down).unwrap_err().is_failed());
         });

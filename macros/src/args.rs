@@ -333,7 +333,9 @@ fn starts_key(cursor: syn::buffer::Cursor) -> bool {
 }
 
 /// The largest `trial_calls` and `success_threshold` the runtime accepts.
-const MAX_TRIALS: u64 = 0xFFFF;
+const MAX_TRIALS: u64 = 0xFF;
+/// The largest consecutive-failure `threshold` the runtime accepts.
+const MAX_THRESHOLD: u64 = (1 << 24) - 1;
 /// The count window the runtime uses when `window` is not given.
 pub const DEFAULT_WINDOW_CALLS: u32 = 100;
 /// The largest count window the runtime accepts.
@@ -343,6 +345,7 @@ const MAX_WINDOW_CALLS: u64 = 1 << 20;
 fn count(input: ParseStream, key: &str) -> syn::Result<u32> {
     let max = match key {
         "trial_calls" | "success_threshold" => MAX_TRIALS,
+        "threshold" => MAX_THRESHOLD,
         "window" => MAX_WINDOW_CALLS,
         _ => u64::from(u32::MAX),
     };

@@ -151,7 +151,7 @@ const VALID: &[(&str, &[&str])] = &[
     ("slow_rate", &["0.8", "1"]),
     ("recovery", &["\"30s\"", "\"30s..10m\"", "\"1ms..=1ms\""]),
     ("jitter", &["0", "0.2", "0.999"]),
-    ("trial_calls", &["1", "3", "65535"]),
+    ("trial_calls", &["1", "3", "255"]),
     ("success_threshold", &["1", "2"]),
     (
         "counts",

@@ -2,6 +2,7 @@
 //! stability guarantees, names may change in any release.
 
 use std::error::Error as StdError;
+use std::future::Future;
 
 pub use crate::breaker::{Breaker, Outcome, Permit};
 pub use crate::config::Config;
@@ -15,6 +16,16 @@ pub fn acquire(breaker: &'static Breaker) -> Result<Permit<'static>, Rejected> {
         crate::registry::register_static(breaker);
     }
     breaker.acquire()
+}
+
+/// Polls `future` as the protected body: a panic raised while `future` is
+/// being polled records a failure on `permit` at once; afterwards the permit's
+/// drop is neutral, whatever else is panicking.
+pub fn body<'p, 'b, F: Future>(
+    permit: &'p mut Permit<'b>,
+    future: F,
+) -> impl Future<Output = F::Output> + use<'p, 'b, F> {
+    crate::body::body(permit, future)
 }
 
 /// Calls `f` once. Passing the body as an `FnOnce` keeps borrows it returns

@@ -1,31 +1,16 @@
-//! The breaker: a lock-free state machine in one atomic word.
+//! The breaker: a lock-free state machine in one atomic word (see the `word`
+//! module for its layout).
 //!
-//! # The state word
-//!
-//! ```text
-//!  63 62 | 61 60 | 59 ........ 32 | 31 .............. 0
-//!   tag  | mode  |  generation    | payload
-//! ```
-//!
-//! - `tag`: Closed, Open or HalfOpen.
-//! - `mode`: normal, forced open, forced closed or disabled (manual control).
-//! - `generation`: bumped on every transition. A [`Permit`] remembers the
-//!   generation it was admitted under; its outcome is ignored if the breaker has
-//!   moved on ("results of calls admitted under an earlier state do not drive the
-//!   current one").
-//! - `payload`: in Closed, the consecutive counted failures; in HalfOpen, trials in
-//!   flight (high 16 bits) and successful trials (low 16 bits).
-//!
-//! Every change is one compare-and-swap on this word. A successful call in Closed
+//! Every change is one compare-and-swap on the word. A successful call in Closed
 //! under the consecutive rule reads the word twice and writes nothing unless a
 //! failure count needs clearing, so threads sharing a healthy breaker do not
-//! contend on its cache line.
+//! contend on its cache line. An open breaker rejects on one reading of the
+//! word: the deadline is in it.
 //!
-//! The open deadline (and, in HalfOpen, the time after which an unresolved trial
-//! permit expires) lives beside the word with the generation it belongs to:
-//! the thread that wins a transition writes the deadline, then publishes its
-//! generation with release ordering, and readers only trust a deadline whose
-//! generation matches the word they read.
+//! Beside the word, on the same cache line, the generation counter hands out a
+//! fresh generation to every Closed and HalfOpen period. Off the hot line: the
+//! trial lease (the time after which unresolved trial permits are presumed
+//! lost), the growing open time's level, the jitter generator and the window.
 
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::future::Future;
@@ -37,6 +22,10 @@ use crate::clock::{Clock, RetryAt};
 use crate::config::Config;
 use crate::error::{Error, Rejected, State};
 use crate::window::{Tally, Window};
+use crate::word::{
+    Word, CONTROL_BITS, GEN_MASK, MODE_BITS, MODE_DISABLED, MODE_FORCED_CLOSED, MODE_FORCED_OPEN,
+    MODE_NORMAL, TAG_CLOSED, TAG_HALF_OPEN, TAG_OPEN,
+};
 
 /// How one call through the breaker ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -65,70 +54,13 @@ pub enum Mode {
     Disabled,
 }
 
-const TAG_SHIFT: u32 = 62;
-const MODE_SHIFT: u32 = 60;
-const GEN_SHIFT: u32 = 32;
-const GEN_MASK: u64 = (1 << 28) - 1;
-const TAG_CLOSED: u64 = 0;
-const TAG_OPEN: u64 = 1;
-const TAG_HALF_OPEN: u64 = 2;
-const MODE_NORMAL: u64 = 0;
-const MODE_FORCED_OPEN: u64 = 1;
-const MODE_FORCED_CLOSED: u64 = 2;
-const MODE_DISABLED: u64 = 3;
-/// The bits that must be zero for the fast path: Closed, Normal.
-const CONTROL_BITS: u64 = !((GEN_MASK << GEN_SHIFT) | 0xFFFF_FFFF);
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Word(u64);
-
-impl Word {
-    const fn new(tag: u64, mode: u64, generation: u64, payload: u32) -> Self {
-        Word(
-            (tag << TAG_SHIFT)
-                | (mode << MODE_SHIFT)
-                | ((generation & GEN_MASK) << GEN_SHIFT)
-                | payload as u64,
-        )
-    }
-    const fn tag(self) -> u64 {
-        self.0 >> TAG_SHIFT
-    }
-    const fn mode(self) -> u64 {
-        (self.0 >> MODE_SHIFT) & 3
-    }
-    const fn generation(self) -> u64 {
-        (self.0 >> GEN_SHIFT) & GEN_MASK
-    }
-    #[allow(clippy::cast_possible_truncation)] // the payload is the low 32 bits
-    const fn payload(self) -> u32 {
-        self.0 as u32
-    }
-    const fn in_flight(self) -> u32 {
-        self.payload() >> 16
-    }
-    const fn successes(self) -> u32 {
-        self.payload() & 0xFFFF
-    }
-    /// The same mode, the next generation, another tag and payload.
-    const fn next(self, tag: u64, payload: u32) -> Self {
-        Word::new(tag, self.mode(), self.generation() + 1, payload)
-    }
-    const fn with_payload(self, payload: u32) -> Self {
-        Word::new(self.tag(), self.mode(), self.generation(), payload)
-    }
-    const fn trials(in_flight: u32, successes: u32) -> u32 {
-        (in_flight << 16) | successes
-    }
-}
-
 /// The part every call reads, on a cache line of its own.
 #[derive(Debug)]
 #[repr(align(128))]
 struct Hot {
     word: AtomicU64,
-    deadline: AtomicU64,
-    deadline_gen: AtomicU32,
+    /// Generations handed out so far; the word holds the low bits of the latest.
+    generations: AtomicU64,
     registered: AtomicBool,
 }
 
@@ -153,11 +85,30 @@ struct Hot {
 /// assert!(matches!(result, Err(Error::Rejected(_))));
 /// # Ok::<(), failfast_runtime::ConfigError>(())
 /// ```
+///
+/// # Trials
+///
+/// Once the open period has passed, the next call is a trial (see
+/// [`Permit::is_trial`]); up to `trial_calls` run at once. A trial that
+/// succeeds counts toward closing, one that fails reopens at once, one that
+/// ends neutral (or whose future is dropped) gives its slot back. A trial is
+/// never replaced while it runs, however slow: only a trial permit that is
+/// neither resolved nor dropped within its lease ([`Builder::trial_lease`](crate::Builder::trial_lease),
+/// by default ten times `recovery` and at least 60 s) is presumed lost, so
+/// that a leaked permit (`mem::forget`) cannot wedge the breaker. When every
+/// slot is held past its lease the next call starts a new round of trials; a
+/// late failure from the earlier round still reopens the breaker, while its
+/// late success or neutral is ignored.
 #[derive(Debug)]
 pub struct Breaker {
     hot: Hot,
     config: Config,
     clock: Clock,
+    /// Unresolved trial permits are presumed lost once this time has passed:
+    /// the latest trial admission plus the lease. Only ever raised, and raised
+    /// before the admission is published, so whoever sees a trial in flight
+    /// sees its lease.
+    lease_until: AtomicU64,
     /// Consecutive opens without a healthy pause (growing open time).
     level: AtomicU32,
     rng: AtomicU64,
@@ -169,6 +120,12 @@ pub struct Breaker {
 /// [`Outcome`]; if it is dropped unresolved, it resolves itself as
 /// [`Outcome::Neutral`] (a cancelled call), or as [`Outcome::Failure`] when
 /// dropped by a panic unwinding through the protected code.
+///
+/// In async code, a permit held by a future that is dropped while some *other*
+/// code panics (a sibling in `join!`, the task being torn down) cannot tell
+/// that panic from its own: [`Breaker::call_async`] and `#[circuit_breaker]`
+/// watch the protected future's own polls instead, and count only a panic
+/// raised inside them.
 ///
 /// ```
 /// use failfast_runtime::{Breaker, Outcome};
@@ -187,15 +144,22 @@ pub struct Breaker {
 #[must_use = "a permit records its call's outcome; dropping it at once records a neutral call"]
 pub struct Permit<'a> {
     breaker: &'a Breaker,
-    /// The state word the call was admitted under, or `PASSIVE`.
+    /// The state word the call was admitted under (mode bits reused for
+    /// `TRACKED`), or `PASSIVE`.
     admitted: u64,
+    /// The generation counter when the call was admitted.
+    epoch: u64,
     /// When the call started, if slow calls are measured.
     started: u64,
 }
 
 /// A permit whose outcome is not recorded (forced closed, or a disabled breaker
-/// that would have rejected).
+/// that would have rejected), or already recorded.
 const PASSIVE: u64 = u64::MAX;
+/// In a permit's `admitted`: the protected body's polls are watched for panics
+/// (see `__private::body`), so a panic while dropping the permit is someone
+/// else's.
+const TRACKED: u64 = 1 << 60;
 
 /// The constructors are `const` (so `#[circuit_breaker]` can put a breaker in a
 /// `static` with no lazy initialisation), except under the loom model checker,
@@ -214,12 +178,12 @@ macro_rules! constructors {
             Self {
                 hot: Hot {
                     word: AtomicU64::new(0),
-                    deadline: AtomicU64::new(0),
-                    deadline_gen: AtomicU32::new(u32::MAX),
+                    generations: AtomicU64::new(0),
                     registered: AtomicBool::new(false),
                 },
                 config,
                 clock,
+                lease_until: AtomicU64::new(0),
                 level: AtomicU32::new(0),
                 rng: AtomicU64::new(0),
                 last_transition: AtomicU64::new(0),
@@ -269,6 +233,30 @@ impl Breaker {
             .map_err(Word)
     }
 
+    /// A fresh generation for a new Closed or HalfOpen period. Taken after the
+    /// word it replaces was read, so generations grow along the word's history.
+    fn next_generation(&self) -> u64 {
+        self.hot.generations.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Whether a permit admitted under `admitted` with the generation counter
+    /// at `epoch` still belongs to the period of `current`.
+    fn still_current(&self, admitted: Word, epoch: u64, current: Word) -> bool {
+        if !current.same_period(admitted) {
+            return false;
+        }
+        // The admitted generation in full: the latest number at or below the
+        // counter's reading at admission with the word's low bits.
+        let full = epoch - (epoch.wrapping_sub(admitted.generation()) & GEN_MASK);
+        // `current` has the same low bits; it is the same generation unless
+        // 2^36 more were handed out since.
+        self.hot
+            .generations
+            .load(Ordering::Relaxed)
+            .wrapping_sub(full)
+            <= GEN_MASK
+    }
+
     /// The current state. Reports [`State::HalfOpen`] once `recovery` has elapsed,
     /// but never consumes the trial: only a call does.
     #[must_use]
@@ -280,10 +268,8 @@ impl Breaker {
         match (w.mode(), w.tag()) {
             (MODE_FORCED_OPEN, _) => State::Open,
             (MODE_FORCED_CLOSED, _) | (_, TAG_CLOSED) => State::Closed,
-            (_, TAG_OPEN) => match self.deadline(w) {
-                Some(d) if self.clock.reached(d) => State::HalfOpen,
-                _ => State::Open,
-            },
+            (_, TAG_OPEN) if self.clock.reached(w.deadline()) => State::HalfOpen,
+            (_, TAG_OPEN) => State::Open,
             _ => State::HalfOpen,
         }
     }
@@ -299,23 +285,6 @@ impl Breaker {
         }
     }
 
-    /// The deadline published for `w`'s generation, if it is published yet.
-    #[inline]
-    fn deadline(&self, w: Word) -> Option<u64> {
-        #[allow(clippy::cast_possible_truncation)] // generations are 28 bits
-        let current = self.hot.deadline_gen.load(Ordering::Acquire) == w.generation() as u32;
-        current.then(|| self.hot.deadline.load(Ordering::Relaxed))
-    }
-
-    fn publish_deadline(&self, w: Word, deadline: u64) {
-        self.hot.deadline.store(deadline, Ordering::Relaxed);
-        #[allow(clippy::cast_possible_truncation)] // generations are 28 bits
-        self.hot
-            .deadline_gen
-            .store(w.generation() as u32, Ordering::Release);
-        self.clock.watch(deadline);
-    }
-
     /// Asks to make a call. `Ok(permit)`: make it, then resolve the permit with its
     /// outcome. `Err(rejected)`: the breaker is open (or its half-open trials are
     /// taken); do not call the dependency.
@@ -327,13 +296,13 @@ impl Breaker {
     pub fn acquire(&self) -> Result<Permit<'_>, Rejected> {
         let w = self.load();
         if w.0 & CONTROL_BITS == 0 {
-            return Ok(self.permit(w.0));
+            return Ok(self.permit(w));
         }
         self.acquire_slow(w)
     }
 
     #[inline]
-    fn permit(&self, admitted: u64) -> Permit<'_> {
+    fn permit(&self, admitted: Word) -> Permit<'_> {
         let started = if self.config.slow == 0 {
             0
         } else {
@@ -341,27 +310,36 @@ impl Breaker {
         };
         Permit {
             breaker: self,
-            admitted,
+            admitted: admitted.0 & !MODE_BITS,
+            epoch: self.hot.generations.load(Ordering::Relaxed),
             started,
         }
     }
 
+    fn passive(&self) -> Permit<'_> {
+        Permit {
+            breaker: self,
+            admitted: PASSIVE,
+            epoch: 0,
+            started: 0,
+        }
+    }
+
     /// Not Closed, or under manual control. Rejecting while open is the common
-    /// case and is decided here, in a small function; the rest (time for a
-    /// trial, half-open, manual modes, lost races) is in `admit`.
+    /// case and is decided here, in a small function, on the word alone; the
+    /// rest (time for a trial, half-open, manual modes, lost races) is in
+    /// `admit`.
     #[cold]
     fn acquire_slow(&self, w: Word) -> Result<Permit<'_>, Rejected> {
-        if w.tag() == TAG_OPEN && w.mode() == MODE_NORMAL {
-            if let Some(d) = self.deadline(w) {
-                if !self.clock.reached(d) {
-                    let retry = self.clock.retry_at(d);
-                    return Err(Rejected::new(self.name(), State::Open, retry));
-                }
-            }
+        if w.tag() == TAG_OPEN && w.mode() == MODE_NORMAL && !self.clock.reached(w.deadline()) {
+            let retry = self.clock.retry_at(w.deadline());
+            return Err(Rejected::new(self.name(), State::Open, retry));
         }
         self.admit(w)
     }
 
+    /// Decides on `w`, and on every newer word a lost race brings: a decision
+    /// is never taken on a word known to be stale.
     #[inline(never)]
     fn admit(&self, mut w: Word) -> Result<Permit<'_>, Rejected> {
         loop {
@@ -369,78 +347,56 @@ impl Breaker {
                 (MODE_FORCED_OPEN, _) => {
                     return Err(Rejected::new(self.name(), State::Open, RetryAt::Unknown))
                 }
-                (MODE_FORCED_CLOSED, _) => return Ok(self.permit(PASSIVE)),
-                (_, TAG_CLOSED) => return Ok(self.permit(w.0)),
+                (MODE_FORCED_CLOSED, _) => return Ok(self.passive()),
+                (_, TAG_CLOSED) => return Ok(self.permit(w)),
                 (mode, TAG_OPEN) => {
-                    match self.deadline(w) {
-                        Some(d) if self.clock.reached(d) => {}
-                        other => {
-                            let retry = other.map_or(RetryAt::Unknown, |d| self.clock.retry_at(d));
-                            return self.refuse(mode, State::Open, retry);
-                        }
+                    if !self.clock.reached(w.deadline()) {
+                        let retry = self.clock.retry_at(w.deadline());
+                        return self.refuse(mode, State::Open, retry);
                     }
-                    let trial = w.next(TAG_HALF_OPEN, Word::trials(1, 0));
+                    let now = self.take_lease();
+                    let trial = Word::half_open(mode, self.next_generation(), 0, 1, 0);
                     match self.cas(w, trial) {
                         Ok(()) => {
-                            let now = self.clock.now();
                             self.last_transition.store(now, Ordering::Relaxed);
-                            self.publish_deadline(trial, now.saturating_add(self.config.recovery));
-                            return Ok(self.permit(trial.0));
+                            return Ok(self.permit(trial));
                         }
                         Err(actual) => w = actual,
                     }
                 }
                 (mode, _) => {
-                    // Half-open.
-                    if w.in_flight() < self.config.trial_calls {
-                        let taken = w.with_payload(Word::trials(w.in_flight() + 1, w.successes()));
-                        match self.cas(w, taken) {
-                            Ok(()) => {
-                                self.extend_trial_expiry(taken);
-                                return Ok(self.permit(taken.0));
-                            }
-                            Err(actual) => w = actual,
-                        }
-                        continue;
-                    }
-                    // Every permit is out. One that was never resolved expires after
-                    // `recovery`, and a new round of trials begins.
-                    match self.deadline(w) {
-                        Some(d) if self.clock.reached(d) => {
-                            let round = w.next(TAG_HALF_OPEN, Word::trials(1, 0));
-                            match self.cas(w, round) {
-                                Ok(()) => {
-                                    let now = self.clock.now();
-                                    self.publish_deadline(
-                                        round,
-                                        now.saturating_add(self.config.recovery),
-                                    );
-                                    return Ok(self.permit(round.0));
-                                }
-                                Err(actual) => w = actual,
-                            }
-                        }
-                        _ => return self.refuse(mode, State::HalfOpen, RetryAt::Unknown),
+                    // Half-open: a free slot, or a new round once every slot is
+                    // held past its lease.
+                    let next = if w.in_flight() < self.config.trial_calls {
+                        w.with_trials(w.round(), w.in_flight() + 1, w.successes())
+                    } else if self.clock.reached(self.lease_until.load(Ordering::Acquire)) {
+                        w.with_trials(w.round() + 1, 1, w.successes())
+                    } else {
+                        return self.refuse(mode, State::HalfOpen, RetryAt::Unknown);
+                    };
+                    self.take_lease();
+                    match self.cas(w, next) {
+                        Ok(()) => return Ok(self.permit(next)),
+                        Err(actual) => w = actual,
                     }
                 }
             }
         }
     }
 
-    fn refuse(&self, mode: u64, state: State, retry: RetryAt) -> Result<Permit<'_>, Rejected> {
-        if mode == MODE_DISABLED {
-            Ok(self.permit(PASSIVE))
-        } else {
-            Err(Rejected::new(self.name(), state, retry))
-        }
+    /// Extends the trial lease to cover a trial starting now; returns now.
+    fn take_lease(&self) -> u64 {
+        let now = self.clock.now();
+        self.lease_until
+            .fetch_max(now.saturating_add(self.config.lease()), Ordering::Release);
+        now
     }
 
-    /// A trial permit was just taken in round `w`: its expiry counts from now.
-    fn extend_trial_expiry(&self, w: Word) {
-        if self.deadline(w).is_some() {
-            let expiry = self.clock.now().saturating_add(self.config.recovery);
-            self.hot.deadline.fetch_max(expiry, Ordering::Relaxed);
-            self.clock.watch(expiry);
+    fn refuse(&self, mode: u64, state: State, retry: RetryAt) -> Result<Permit<'_>, Rejected> {
+        if mode == MODE_DISABLED {
+            Ok(self.passive())
+        } else {
+            Err(Rejected::new(self.name(), state, retry))
         }
     }
 
@@ -448,71 +404,64 @@ impl Breaker {
     /// consecutive rule alone with no failure count to clear, is decided here,
     /// inlined into the caller: one read of the state word, no write.
     #[inline]
-    fn finish(&self, admitted: u64, started: u64, outcome: Outcome) {
-        if outcome == Outcome::Success
-            && self.config.slow == 0
-            && Word(admitted).tag() == TAG_CLOSED
-        {
+    fn finish(&self, admitted: u64, epoch: u64, started: u64, outcome: Outcome) {
+        let word = Word(admitted);
+        if outcome == Outcome::Success && self.config.slow == 0 && word.tag() == TAG_CLOSED {
             if self.config.failure_rate != 0.0 {
-                return self.closed_success_rate(Word(admitted));
+                return self.closed_success_rate(word, epoch);
             }
             // No slow-call rule and no failure rate: the consecutive rule alone.
             let w = self.load();
             // Moved on (the outcome is ignored), or nothing to clear.
-            if w.tag() != TAG_CLOSED
-                || w.generation() != Word(admitted).generation()
-                || w.payload() == 0
-            {
+            if !w.same_period(word) || w.payload() == 0 {
                 return;
             }
         }
-        self.finish_slow(admitted, started, outcome);
+        self.finish_slow(admitted, epoch, started, outcome);
     }
 
     /// A success in Closed under the failure-rate rule alone: what
     /// `finish_closed` does for it, in a function small enough to be cheap.
     #[inline(never)]
-    fn closed_success_rate(&self, admitted: Word) {
-        let w = self.load();
-        if w.tag() != TAG_CLOSED || w.generation() != admitted.generation() {
+    fn closed_success_rate(&self, admitted: Word, epoch: u64) {
+        if !self.still_current(admitted, epoch, self.load()) {
             return;
         }
         let window = self.window.get_or_init(|| Window::new(self.config.window));
         // A success can still trip the rule: the call that brings the window to
         // `min_calls` may find the failures already above the rate.
         if self.rate_trips(window.record(false, false, || self.clock.now())) {
-            self.trip(admitted, false);
+            self.trip(admitted, epoch, false);
         }
     }
 
-    fn finish_slow(&self, admitted: u64, started: u64, outcome: Outcome) {
+    fn finish_slow(&self, admitted: u64, epoch: u64, started: u64, outcome: Outcome) {
         if admitted == PASSIVE {
             return;
         }
         let slow = self.config.slow != 0
             && outcome != Outcome::Neutral
             && self.clock.now().saturating_sub(started) > self.config.slow;
-        let admitted = Word(admitted);
+        let admitted = Word(admitted & !MODE_BITS);
         if admitted.tag() == TAG_CLOSED {
-            self.finish_closed(admitted, outcome, slow);
+            self.finish_closed(admitted, epoch, outcome, slow);
         } else {
             // A slow trial is a failed trial when the slow-call rule is on.
             let outcome = if slow { Outcome::Failure } else { outcome };
-            self.finish_trial(admitted, outcome);
+            self.finish_trial(admitted, epoch, outcome);
         }
     }
 
-    #[inline]
-    fn finish_closed(&self, admitted: Word, outcome: Outcome, slow: bool) {
+    fn finish_closed(&self, admitted: Word, epoch: u64, outcome: Outcome, slow: bool) {
         let mut w = self.load();
-        if w.tag() != TAG_CLOSED || w.generation() != admitted.generation() {
+        if !self.still_current(admitted, epoch, w) {
             return;
         }
         if self.config.uses_window() && outcome != Outcome::Neutral {
             let window = self.window.get_or_init(|| Window::new(self.config.window));
             let tally = window.record(outcome == Outcome::Failure, slow, || self.clock.now());
             if self.rate_trips(tally) {
-                self.trip(admitted, false);
+                self.trip(admitted, epoch, false);
                 return;
             }
         }
@@ -527,52 +476,62 @@ impl Breaker {
                 Outcome::Failure => w.payload() + 1,
             };
             if failures >= self.config.threshold {
-                self.trip(admitted, false);
+                self.trip(admitted, epoch, false);
                 return;
             }
             match self.cas(w, w.with_payload(failures)) {
                 Ok(()) => return,
                 Err(actual) => w = actual,
             }
-            if w.tag() != TAG_CLOSED || w.generation() != admitted.generation() {
+            if !self.still_current(admitted, epoch, w) {
                 return;
             }
         }
     }
 
     fn rate_trips(&self, t: Tally) -> bool {
-        if (t.failures == 0 && t.slow == 0) || t.calls < self.config.min_calls {
+        if (t.failures == 0 && t.slow == 0) || t.calls < u64::from(self.config.min_calls) {
             return false;
         }
         // Compare shares, not `rate * calls`: a division is correctly rounded, so
         // 7 failures of 100 give exactly the same f64 as the literal 0.07, whereas
         // 0.07 * 100.0 is 7.000000000000001 and 7 failures would not trip.
-        let calls = f64::from(t.calls);
-        (self.config.failure_rate > 0.0
-            && f64::from(t.failures) / calls >= self.config.failure_rate)
-            || (self.config.slow != 0 && f64::from(t.slow) / calls >= self.config.slow_rate)
+        #[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
+        let share = |n: u64| n as f64 / t.calls as f64;
+        (self.config.failure_rate > 0.0 && share(t.failures) >= self.config.failure_rate)
+            || (self.config.slow != 0 && share(t.slow) >= self.config.slow_rate)
     }
 
-    fn finish_trial(&self, admitted: Word, outcome: Outcome) {
+    fn finish_trial(&self, admitted: Word, epoch: u64, outcome: Outcome) {
         let mut w = self.load();
         loop {
-            if w.tag() != TAG_HALF_OPEN || w.generation() != admitted.generation() {
+            if !self.still_current(admitted, epoch, w) {
+                return;
+            }
+            if outcome == Outcome::Failure {
+                // Whatever the round: a trial that failed is evidence.
+                self.trip(admitted, epoch, true);
+                return;
+            }
+            if w.round() != admitted.round() {
+                // Presumed lost; its slot was given to a new round.
                 return;
             }
             let in_flight = w.in_flight().saturating_sub(1);
-            let next = match outcome {
-                Outcome::Failure => {
-                    self.trip(admitted, true);
-                    return;
-                }
-                Outcome::Neutral => w.with_payload(Word::trials(in_flight, w.successes())),
-                Outcome::Success if w.successes() + 1 >= self.config.success_threshold => {
-                    self.close(w);
-                    return;
-                }
-                Outcome::Success => w.with_payload(Word::trials(in_flight, w.successes() + 1)),
+            let next = if outcome == Outcome::Neutral {
+                w.with_trials(w.round(), in_flight, w.successes())
+            } else if w.successes() + 1 >= self.config.success_threshold {
+                Word::closed(w.mode(), self.next_generation(), 0)
+            } else {
+                w.with_trials(w.round(), in_flight, w.successes() + 1)
             };
             match self.cas(w, next) {
+                Ok(()) if next.tag() == TAG_CLOSED => {
+                    self.clear_window();
+                    self.last_transition
+                        .store(self.clock.now(), Ordering::Relaxed);
+                    return;
+                }
                 Ok(()) => return,
                 Err(actual) => w = actual,
             }
@@ -581,32 +540,23 @@ impl Breaker {
 
     /// Closed or HalfOpen → Open, if the breaker is still in `admitted`'s state and
     /// generation (its payload may have moved meanwhile).
-    fn trip(&self, admitted: Word, from_trial: bool) {
+    fn trip(&self, admitted: Word, epoch: u64, from_trial: bool) {
         let mut w = self.load();
-        let open = loop {
-            if w.tag() != admitted.tag() || w.generation() != admitted.generation() {
+        let now = self.clock.now();
+        let (period, level) = self.open_period(now, from_trial);
+        let deadline = now.saturating_add(period);
+        loop {
+            if !self.still_current(admitted, epoch, w) {
                 return;
             }
-            let open = w.next(TAG_OPEN, 0);
-            match self.cas(w, open) {
-                Ok(()) => break open,
+            match self.cas(w, Word::open(w.mode(), deadline)) {
+                Ok(()) => break,
                 Err(actual) => w = actual,
             }
-        };
-        let now = self.clock.now();
-        let period = self.open_period(now, from_trial);
-        self.last_transition.store(now, Ordering::Relaxed);
-        self.publish_deadline(open, now.saturating_add(period));
-    }
-
-    /// HalfOpen `w` → Closed.
-    fn close(&self, w: Word) {
-        let closed = w.next(TAG_CLOSED, 0);
-        if self.cas(w, closed).is_ok() {
-            self.clear_window();
-            self.last_transition
-                .store(self.clock.now(), Ordering::Relaxed);
         }
+        self.level.store(level, Ordering::Relaxed);
+        self.last_transition.store(now, Ordering::Relaxed);
+        self.clock.watch(deadline);
     }
 
     fn clear_window(&self) {
@@ -615,17 +565,18 @@ impl Breaker {
         }
     }
 
-    /// How long to stay open, for the transition happening at `now`.
+    /// How long to stay open for a transition happening at `now`, and the
+    /// growing open time's level after it.
     ///
     /// With a growing open time, `level` counts the opens since the dependency was
     /// last healthy for a while: each open lasts `recovery × 2^level` (capped at
     /// `max_recovery`) and raises the level; each full `recovery` spent closed
     /// before a trip lowers it by one.
-    fn open_period(&self, now: u64, from_trial: bool) -> u64 {
+    fn open_period(&self, now: u64, from_trial: bool) -> (u64, u32) {
         let base = self.config.recovery;
         let mut period = base;
+        let mut level = self.level.load(Ordering::Relaxed);
         if self.config.max_recovery != 0 {
-            let mut level = self.level.load(Ordering::Relaxed);
             if !from_trial {
                 let closed_for = now.saturating_sub(self.last_transition.load(Ordering::Relaxed));
                 let healthy = u32::try_from(closed_for / base).unwrap_or(u32::MAX);
@@ -637,17 +588,14 @@ impl Breaker {
                 .map_or(self.config.max_recovery, |p| {
                     p.min(self.config.max_recovery)
                 });
-            let next = if period < self.config.max_recovery {
-                level + 1
-            } else {
-                level
-            };
-            self.level.store(next, Ordering::Relaxed);
+            if period < self.config.max_recovery {
+                level += 1;
+            }
         }
         if self.config.jitter > 0.0 {
             period = self.jittered(period);
         }
-        period
+        (period, level)
     }
 
     #[allow(
@@ -687,9 +635,9 @@ impl Breaker {
             _ => (0, 0, 0),
         };
         let retry_after = match (w.mode(), w.tag()) {
-            (MODE_NORMAL | MODE_DISABLED, TAG_OPEN) => self
-                .deadline(w)
-                .map(|d| Duration::from_nanos(d.saturating_sub(now))),
+            (MODE_NORMAL | MODE_DISABLED, TAG_OPEN) => {
+                Some(Duration::from_nanos(w.deadline().saturating_sub(now)))
+            }
             _ => None,
         };
         Snapshot {
@@ -712,7 +660,11 @@ impl Breaker {
     fn control(&self, tag: u64, mode: u64) {
         let mut w = self.load();
         loop {
-            let new = Word::new(tag, mode, w.generation() + 1, 0);
+            let new = if tag == TAG_OPEN {
+                Word::open(mode, 0)
+            } else {
+                Word::closed(mode, self.next_generation(), 0)
+            };
             match self.cas(w, new) {
                 Ok(()) => break,
                 Err(actual) => w = actual,
@@ -791,7 +743,8 @@ impl Breaker {
     }
 
     /// Awaits `future` through the breaker; every `Err` counts as a failure. If the
-    /// returned future is dropped before it finishes, the call is neutral.
+    /// returned future is dropped before it finishes, the call is neutral; a panic
+    /// while `future` is polled is a failure.
     ///
     /// # Errors
     ///
@@ -814,8 +767,8 @@ impl Breaker {
         C: FnOnce(&E) -> bool,
         Fut: Future<Output = Result<T, E>>,
     {
-        let permit = self.acquire()?;
-        let result = future.await;
+        let mut permit = self.acquire()?;
+        let result = crate::body::body(&mut permit, future).await;
         permit.resolve(&result, counts);
         result.map_err(Error::Failed)
     }
@@ -834,7 +787,8 @@ impl Permit<'_> {
     #[inline]
     pub fn record(self, outcome: Outcome) {
         let this = ManuallyDrop::new(self);
-        this.breaker.finish(this.admitted, this.started, outcome);
+        this.breaker
+            .finish(this.admitted, this.epoch, this.started, outcome);
     }
 
     /// Records a success.
@@ -864,16 +818,39 @@ impl Permit<'_> {
         };
         self.record(outcome);
     }
+
+    /// Whether this call is a half-open trial: admitted after the open period,
+    /// to probe whether the dependency has recovered.
+    #[must_use]
+    pub fn is_trial(&self) -> bool {
+        self.admitted != PASSIVE && Word(self.admitted).tag() == TAG_HALF_OPEN
+    }
+
+    /// From now on a panic while this permit is dropped is not the protected
+    /// body's: its polls are watched instead.
+    pub(crate) fn track_body(&mut self) {
+        if self.admitted != PASSIVE {
+            self.admitted |= TRACKED;
+        }
+    }
+
+    /// The protected body panicked: a failure, recorded now.
+    pub(crate) fn body_panicked(&mut self) {
+        let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
+        self.breaker
+            .finish_slow(admitted, self.epoch, self.started, Outcome::Failure);
+    }
 }
 
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
-        let outcome = if std::thread::panicking() {
+        let outcome = if self.admitted & TRACKED == 0 && std::thread::panicking() {
             Outcome::Failure
         } else {
             Outcome::Neutral
         };
-        self.breaker.finish(self.admitted, self.started, outcome);
+        self.breaker
+            .finish(self.admitted, self.epoch, self.started, outcome);
     }
 }
 
@@ -890,11 +867,11 @@ pub struct Snapshot {
     /// Consecutive counted failures so far (Closed, consecutive rule).
     pub consecutive_failures: u32,
     /// Calls in the rate rule's window.
-    pub window_calls: u32,
+    pub window_calls: u64,
     /// Failed calls in the rate rule's window.
-    pub window_failures: u32,
+    pub window_failures: u64,
     /// Slow calls in the rate rule's window.
-    pub window_slow: u32,
+    pub window_slow: u64,
     /// Trial calls running now (HalfOpen).
     pub trials_in_flight: u32,
     /// Successful trials so far in this half-open round.
@@ -908,14 +885,114 @@ pub struct Snapshot {
 impl Snapshot {
     /// Share of failed calls in the window, once it holds any call.
     #[must_use]
+    #[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
     pub fn failure_rate(&self) -> Option<f64> {
-        (self.window_calls > 0)
-            .then(|| f64::from(self.window_failures) / f64::from(self.window_calls))
+        (self.window_calls > 0).then(|| self.window_failures as f64 / self.window_calls as f64)
     }
 
     /// Share of slow calls in the window, once it holds any call.
     #[must_use]
+    #[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
     pub fn slow_rate(&self) -> Option<f64> {
-        (self.window_calls > 0).then(|| f64::from(self.window_slow) / f64::from(self.window_calls))
+        (self.window_calls > 0).then(|| self.window_slow as f64 / self.window_calls as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ManualClock;
+
+    const RECOVERY: Duration = Duration::from_secs(1);
+
+    fn breaker(clock: &ManualClock, trial_calls: u32) -> Breaker {
+        Breaker::builder()
+            .threshold(1)
+            .recovery(RECOVERY)
+            .trial_calls(trial_calls)
+            .success_threshold(2)
+            .clock(clock.clone())
+            .build()
+            .unwrap()
+    }
+
+    fn trip(b: &Breaker) {
+        b.acquire().unwrap().failure();
+        assert_eq!(b.state(), State::Open);
+    }
+
+    /// A caller read `Open` with its deadline reached, then lost the race for
+    /// the trial: it must decide on the word that beat it, not on its stale one.
+    #[test]
+    fn a_caller_holding_a_stale_open_word_decides_on_the_current_one() {
+        let clock = ManualClock::new();
+        for trial_calls in [1, 2] {
+            let b = breaker(&clock, trial_calls);
+            trip(&b);
+            clock.advance(RECOVERY);
+            let stale = b.load();
+            let winner = b.acquire().expect("the first trial");
+            match b.admit(stale) {
+                Ok(second) => {
+                    assert_eq!(trial_calls, 2, "a second trial only with two slots");
+                    assert!(second.is_trial());
+                    second.neutral();
+                }
+                Err(rejected) => {
+                    assert_eq!(trial_calls, 1);
+                    assert_eq!(rejected.state(), State::HalfOpen, "{rejected:?}");
+                }
+            }
+            winner.success();
+        }
+    }
+
+    /// 36 bits of generation in the word repeat after 2^36 transitions; the
+    /// permit's epoch still tells them apart.
+    #[test]
+    fn a_permit_held_across_2_pow_36_generations_stays_stale() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock, 1);
+        trip(&b);
+        clock.advance(RECOVERY);
+        let old = b.acquire().expect("a trial");
+        let generation = b.hot.generations.load(Ordering::Relaxed);
+        // As if 2^36 − 2 transitions had happened: reset (one more) and the
+        // next trial (one more) land on the same low bits as `old`.
+        b.hot
+            .generations
+            .store(generation + (1 << 36) - 2, Ordering::Relaxed);
+        b.reset();
+        trip(&b);
+        clock.advance(RECOVERY);
+        let current = b.acquire().expect("the current trial");
+        assert_eq!(
+            Word(current.admitted).generation(),
+            Word(old.admitted).generation()
+        );
+        // The old trial's success must not count in the current round.
+        old.success();
+        let s = b.snapshot();
+        assert_eq!(
+            (s.state, s.trial_successes, s.trials_in_flight),
+            (State::HalfOpen, 0, 1)
+        );
+        current.success();
+        assert_eq!(b.snapshot().trial_successes, 1);
+    }
+
+    #[test]
+    fn a_stale_closed_permit_cannot_trip_after_a_wrap() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock, 1);
+        let old = b.acquire().expect("closed");
+        let generation = b.hot.generations.load(Ordering::Relaxed);
+        b.hot
+            .generations
+            .store(generation + (1 << 36) - 1, Ordering::Relaxed);
+        b.reset();
+        assert_eq!(b.load().generation(), Word(old.admitted).generation());
+        old.failure();
+        assert_eq!(b.state(), State::Closed);
     }
 }

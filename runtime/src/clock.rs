@@ -16,13 +16,18 @@
 //! late by at most one tick plus however long the operating system delays the
 //! ticker thread (typically well under a millisecond past the tick).
 //!
-//! The ticker is started on the first transition into Open and parks itself once
-//! every open deadline it was told about has passed: a process whose breakers are
-//! all closed has no ticking thread.
+//! The ticker is started on a transition into Open and stops once every open
+//! deadline it was told about has passed: a process whose breakers are all
+//! closed has no ticking thread.
+//!
+//! After `fork()` the child has no ticker, whatever the parent had. On Unix a
+//! `pthread_atfork` handler clears the coarse time in the child (so every
+//! check reads the precise clock) and marks the ticker as not running (so the
+//! next open starts one); a coarse time frozen at the fork can never keep a
+//! child's breaker open.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 /// How often the coarse clock is refreshed while a breaker is open.
@@ -61,9 +66,15 @@ impl ManualClock {
         Self::default()
     }
 
-    /// Moves the clock forward by `by`.
+    /// Moves the clock forward by `by`. The clock stops at `u64::MAX`
+    /// nanoseconds (584 years) rather than wrapping.
     pub fn advance(&self, by: Duration) {
-        self.nanos.fetch_add(duration_nanos(by), Ordering::SeqCst);
+        let by = duration_nanos(by);
+        let _ = self
+            .nanos
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                Some(n.saturating_add(by))
+            });
     }
 
     /// The time elapsed since the clock was created, as advanced so far.
@@ -167,27 +178,27 @@ pub(crate) fn system_now() -> u64 {
     duration_nanos(origin().elapsed()).max(1)
 }
 
-/// Coarse time in nanoseconds, or 0 while the ticker is parked.
+/// Coarse time in nanoseconds, or 0 while no ticker runs.
 static COARSE: AtomicU64 = AtomicU64::new(0);
 /// The latest deadline any breaker asked the ticker to watch.
 static WATCH_UNTIL: AtomicU64 = AtomicU64::new(0);
+/// Whether a ticker thread is running (or being started).
+static RUNNING: AtomicBool = AtomicBool::new(false);
 
 struct Ticker;
 
 impl Ticker {
     fn watch(deadline: u64) {
-        static THREAD: OnceLock<Option<Thread>> = OnceLock::new();
         WATCH_UNTIL.fetch_max(deadline, Ordering::SeqCst);
-        let thread = THREAD.get_or_init(|| {
-            std::thread::Builder::new()
+        if !RUNNING.swap(true, Ordering::SeqCst) {
+            fork::forget_ticker_in_children();
+            let spawned = std::thread::Builder::new()
                 .name("failfast-clock".into())
-                .spawn(Ticker::run)
-                .ok()
-                .map(|handle| handle.thread().clone())
-        });
-        // Without a ticker every check simply reads the precise clock.
-        if let Some(thread) = thread {
-            thread.unpark();
+                .spawn(Ticker::run);
+            // Without a ticker every check simply reads the precise clock.
+            if spawned.is_err() {
+                RUNNING.store(false, Ordering::SeqCst);
+            }
         }
     }
 
@@ -195,17 +206,62 @@ impl Ticker {
         loop {
             let now = system_now();
             if now > WATCH_UNTIL.load(Ordering::SeqCst) {
-                // Nothing left to watch: stop publishing (readers fall back to the
-                // precise clock) and sleep until a breaker opens again. An unpark that
-                // raced with this check makes `park` return at once.
+                // Nothing left to watch: readers fall back to the precise
+                // clock. A `watch` racing this check either saw `RUNNING`
+                // still set (and is caught by the check below) or started a
+                // new ticker (and this one leaves).
                 COARSE.store(0, Ordering::SeqCst);
-                std::thread::park();
+                RUNNING.store(false, Ordering::SeqCst);
+                if system_now() > WATCH_UNTIL.load(Ordering::SeqCst)
+                    || RUNNING.swap(true, Ordering::SeqCst)
+                {
+                    return;
+                }
                 continue;
             }
             COARSE.store(now, Ordering::Relaxed);
             std::thread::sleep(TICK);
         }
     }
+}
+
+/// The child of a `fork()` starts with no ticker.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+mod fork {
+    use super::{Ordering, COARSE, RUNNING};
+    use std::sync::Once;
+
+    extern "C" {
+        fn pthread_atfork(
+            prepare: Option<extern "C" fn()>,
+            parent: Option<extern "C" fn()>,
+            child: Option<extern "C" fn()>,
+        ) -> i32;
+    }
+
+    /// Runs in the child, right after `fork()`: only atomic stores, which are
+    /// async-signal-safe.
+    extern "C" fn in_child() {
+        COARSE.store(0, Ordering::SeqCst);
+        RUNNING.store(false, Ordering::SeqCst);
+    }
+
+    pub(super) fn forget_ticker_in_children() {
+        static REGISTERED: Once = Once::new();
+        REGISTERED.call_once(|| {
+            // SAFETY: `pthread_atfork` only records the handler, a plain
+            // `extern "C" fn` that lives for the whole program. If registration
+            // fails (out of memory), a forked child could see a frozen coarse
+            // time; there is nothing better to do than carry on.
+            let _ = unsafe { pthread_atfork(None, None, Some(in_child)) };
+        });
+    }
+}
+
+#[cfg(not(unix))]
+mod fork {
+    pub(super) fn forget_ticker_in_children() {}
 }
 
 #[cfg(test)]
@@ -218,6 +274,16 @@ mod tests {
         let b = a.clone();
         a.advance(Duration::from_millis(5));
         assert_eq!(b.now(), Duration::from_millis(5));
+    }
+
+    #[test]
+    fn manual_clock_saturates() {
+        let c = ManualClock::new();
+        c.advance(Duration::from_secs(10));
+        c.advance(Duration::MAX);
+        assert_eq!(c.now(), Duration::from_nanos(u64::MAX));
+        c.advance(Duration::from_secs(1));
+        assert_eq!(c.now(), Duration::from_nanos(u64::MAX));
     }
 
     #[test]

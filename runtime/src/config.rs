@@ -16,7 +16,11 @@ pub const DEFAULT_WINDOW_CALLS: u32 = 100;
 /// Default number of calls a window must hold before a rate can trip the breaker.
 pub const DEFAULT_MIN_CALLS: u32 = 10;
 /// Largest `trial_calls` and `success_threshold` a breaker accepts.
-pub const MAX_TRIALS: u32 = 0xFFFF;
+pub const MAX_TRIALS: u32 = crate::word::MAX_TRIALS;
+/// Largest consecutive-failure `threshold` a breaker accepts.
+pub const MAX_THRESHOLD: u32 = crate::word::MAX_THRESHOLD;
+/// Shortest default trial lease; see [`Builder::trial_lease`].
+pub const MIN_DEFAULT_LEASE: Duration = Duration::from_secs(60);
 /// Largest count window, in calls.
 pub const MAX_WINDOW_CALLS: u32 = 1 << 20;
 /// Number of buckets a time window is divided into.
@@ -51,6 +55,9 @@ pub struct Config {
     pub(crate) min_calls: u32,
     pub(crate) slow: u64,
     pub(crate) slow_rate: f64,
+    /// How long a trial permit may stay unresolved before it is presumed lost;
+    /// 0 for the default.
+    pub(crate) lease: u64,
 }
 
 #[allow(clippy::cast_possible_truncation)] // durations beyond u64 nanoseconds (584 years) saturate below
@@ -80,6 +87,7 @@ impl Config {
             min_calls: DEFAULT_MIN_CALLS,
             slow: 0,
             slow_rate: 0.0,
+            lease: 0,
         }
     }
 
@@ -171,6 +179,28 @@ impl Config {
         self
     }
 
+    /// Unresolved trial permits are presumed lost after this long.
+    #[must_use]
+    pub const fn trial_lease(mut self, d: Duration) -> Self {
+        self.lease = nanos(d);
+        self
+    }
+
+    /// The trial lease in force: as set, or ten times `recovery` and at least
+    /// [`MIN_DEFAULT_LEASE`].
+    pub(crate) const fn lease(&self) -> u64 {
+        if self.lease != 0 {
+            return self.lease;
+        }
+        let tenfold = self.recovery.saturating_mul(10);
+        let floor = nanos(MIN_DEFAULT_LEASE);
+        if tenfold > floor {
+            tenfold
+        } else {
+            floor
+        }
+    }
+
     pub(crate) const fn uses_consecutive(&self) -> bool {
         self.failure_rate == 0.0
     }
@@ -198,6 +228,12 @@ impl Config {
             }
         };
         positive("threshold", self.threshold)?;
+        if self.threshold > MAX_THRESHOLD {
+            return Err(ConfigError::new(
+                "threshold",
+                format!("must be at most {MAX_THRESHOLD}"),
+            ));
+        }
         positive("trial_calls", self.trial_calls)?;
         positive("success_threshold", self.success_threshold)?;
         positive("min_calls", self.min_calls)?;
@@ -279,6 +315,7 @@ pub struct Builder {
     window_set: bool,
     min_calls_set: bool,
     slow_rate_set: bool,
+    lease_set: bool,
     clock: Clock,
 }
 
@@ -291,6 +328,7 @@ impl Default for Builder {
             window_set: false,
             min_calls_set: false,
             slow_rate_set: false,
+            lease_set: false,
             clock: Clock::System,
         }
     }
@@ -389,6 +427,19 @@ impl Builder {
         self
     }
 
+    /// How long a half-open trial permit may stay unresolved before it is
+    /// presumed lost (default: ten times `recovery`, and at least 60 s).
+    ///
+    /// A trial is never replaced while it runs, however slow, until its lease
+    /// has passed: only then does a permit that was leaked (`mem::forget`) or
+    /// is stuck give its slot to a new round of trials. Set it above the
+    /// longest a call can take (its timeout, if it has one).
+    pub fn trial_lease(mut self, lease: Duration) -> Self {
+        self.config = self.config.trial_lease(lease);
+        self.lease_set = true;
+        self
+    }
+
     /// Read time from `clock` instead of the system's monotonic clock.
     pub fn clock(mut self, clock: ManualClock) -> Self {
         self.clock = Clock::Manual(clock);
@@ -447,6 +498,9 @@ impl Builder {
                 }
                 self.config.min_calls = size;
             }
+        }
+        if self.lease_set && self.config.lease == 0 {
+            return Err(ConfigError::new("trial_lease", "must be longer than zero"));
         }
         self.config.validate()?;
         Ok(Breaker::with_clock(self.config, self.clock))

@@ -55,7 +55,7 @@ impl fmt::Display for State {
 ///     }
 /// }
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Rejected {
     name: &'static str,
     state: State,
@@ -92,6 +92,34 @@ impl Rejected {
     #[must_use]
     pub fn retry_after(&self) -> Option<Duration> {
         self.retry_at.remaining()
+    }
+}
+
+/// Shows what a log reader needs: the breaker, its state, and the time until
+/// the next trial as a duration.
+///
+/// ```
+/// # use failfast_runtime::{Breaker, ManualClock};
+/// # use std::time::Duration;
+/// let clock = ManualClock::new();
+/// let breaker = Breaker::builder().name("payments").threshold(1)
+///     .recovery(Duration::from_secs(30)).clock(clock.clone()).build()?;
+/// let _ = breaker.call(|| Err::<(), _>("down"));
+/// clock.advance(Duration::from_secs(10));
+/// let rejected = breaker.acquire().unwrap_err();
+/// assert_eq!(
+///     format!("{rejected:?}"),
+///     r#"Rejected { breaker: "payments", state: Open, retry_after: Some(20s) }"#
+/// );
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+impl fmt::Debug for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rejected")
+            .field("breaker", &self.name)
+            .field("state", &self.state)
+            .field("retry_after", &self.retry_after())
+            .finish()
     }
 }
 

@@ -23,12 +23,14 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+mod body;
 mod breaker;
 mod clock;
 mod config;
 mod error;
 pub mod registry;
 mod window;
+mod word;
 
 /// Atomics of the state machine: std's, or loom's when model checking
 /// (`RUSTFLAGS="--cfg loom"`).

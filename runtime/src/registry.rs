@@ -18,9 +18,10 @@
 //! # Ok::<(), failfast_runtime::ConfigError>(())
 //! ```
 //!
-//! Registration takes a lock, once per breaker; calls through a breaker never
-//! touch the registry.
+//! Registration takes a lock, once per breaker, and costs O(1) amortised, as
+//! does [`get`]; calls through a breaker never touch the registry.
 
+use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
@@ -38,18 +39,59 @@ impl Entry {
             Entry::Shared(w) => w.upgrade().map(BreakerRef::Shared),
         }
     }
+
+    fn is_live(&self) -> bool {
+        match self {
+            Entry::Static(_) => true,
+            Entry::Shared(w) => w.strong_count() > 0,
+        }
+    }
 }
 
-static REGISTRY: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+/// Breakers in order of registration, and an index from name to their
+/// positions. Registration and lookup by name cost O(1) amortised; entries of
+/// dropped breakers are swept once they make up half the list.
+#[derive(Default)]
+struct Registry {
+    entries: Vec<Entry>,
+    by_name: HashMap<&'static str, Vec<usize>>,
+    /// Live entries at the last sweep, doubled: the next sweep is due when the
+    /// list grows past it.
+    sweep_at: usize,
+}
 
-fn with_entries<R>(f: impl FnOnce(&mut Vec<Entry>) -> R) -> R {
+impl Registry {
+    fn push(&mut self, name: &'static str, entry: Entry) {
+        if self.entries.len() >= self.sweep_at {
+            self.sweep();
+        }
+        self.by_name
+            .entry(name)
+            .or_default()
+            .push(self.entries.len());
+        self.entries.push(entry);
+    }
+
+    /// Drops the entries of breakers that no longer exist and rebuilds the
+    /// index: O(n), at most once per n registrations.
+    fn sweep(&mut self) {
+        self.entries.retain(Entry::is_live);
+        self.by_name.clear();
+        for (i, entry) in self.entries.iter().enumerate() {
+            if let Some(b) = entry.upgrade() {
+                self.by_name.entry(b.name()).or_default().push(i);
+            }
+        }
+        self.sweep_at = (self.entries.len() * 2).max(16);
+    }
+}
+
+static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+
+fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
     // The registry holds no invariant a panic could break halfway.
-    let mut entries = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
-    entries.retain(|e| match e {
-        Entry::Static(_) => true,
-        Entry::Shared(w) => w.strong_count() > 0,
-    });
-    f(&mut entries)
+    let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+    f(registry.get_or_insert_with(Registry::default))
 }
 
 /// A handle to a registered breaker: derefs to [`Breaker`], so it has
@@ -80,31 +122,30 @@ impl Deref for BreakerRef {
 pub fn register(breaker: &Arc<Breaker>) {
     if breaker.mark_registered() {
         let weak = Arc::downgrade(breaker);
-        with_entries(|entries| entries.push(Entry::Shared(weak)));
+        with_registry(|r| r.push(breaker.name(), Entry::Shared(weak)));
     }
 }
 
 /// Registers a breaker that lives in a `static`.
 pub fn register_static(breaker: &'static Breaker) {
     if breaker.mark_registered() {
-        with_entries(|entries| entries.push(Entry::Static(breaker)));
+        with_registry(|r| r.push(breaker.name(), Entry::Static(breaker)));
     }
 }
 
 /// The breaker registered under `name`. When several share a name (two
-/// functions given the same `name = "…"`), the first registered.
+/// functions given the same `name = "…"`), the first registered that still
+/// exists.
 #[must_use]
 pub fn get(name: &str) -> Option<BreakerRef> {
-    with_entries(|entries| {
-        entries
-            .iter()
-            .filter_map(Entry::upgrade)
-            .find(|b| b.name() == name)
+    with_registry(|r| {
+        let positions = r.by_name.get(name)?;
+        positions.iter().find_map(|&i| r.entries[i].upgrade())
     })
 }
 
 /// Every registered breaker, in order of registration.
 #[must_use]
 pub fn all() -> Vec<BreakerRef> {
-    with_entries(|entries| entries.iter().filter_map(Entry::upgrade).collect())
+    with_registry(|r| r.entries.iter().filter_map(Entry::upgrade).collect())
 }

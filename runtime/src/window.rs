@@ -16,6 +16,14 @@
 //! call recorded while the window is being cleared (on a state change) may be
 //! lost or land in the fresh window; the rules only ever look at rates, and one
 //! call out of a window of many does not change a verdict in practice.
+//!
+//! Totals never drift from the bits: every change to a total is the count of
+//! bits that one atomic operation actually flipped, clearing included (each
+//! word is swapped to zero and its set bits subtracted). While records race
+//! with a clear a total can be read one call early or late, so readings are
+//! clamped to `[0, calls]`; once the racing calls are done, totals equal the
+//! bits again. Time-window counters are 64-bit and cannot overflow in
+//! practice.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
@@ -24,9 +32,9 @@ use crate::config::{Window as Shape, TIME_BUCKETS};
 /// Counts of one window at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Tally {
-    pub(crate) calls: u32,
-    pub(crate) failures: u32,
-    pub(crate) slow: u32,
+    pub(crate) calls: u64,
+    pub(crate) failures: u64,
+    pub(crate) slow: u64,
 }
 
 /// Keeps a value on its own cache line, so writes to it do not slow readers of
@@ -63,7 +71,7 @@ impl Window {
     pub(crate) fn tally(&self, now: u64) -> Tally {
         match self {
             Window::Count(w) => w.tally(),
-            Window::Time(w) => w.tally(now / w.width),
+            Window::Time(w) => w.tally(w.epoch(now)),
         }
     }
 
@@ -126,7 +134,7 @@ impl CountWindow {
             && self.cursor.0.load(Relaxed) >= u64::from(self.size)
         {
             return Tally {
-                calls: self.size,
+                calls: u64::from(self.size),
                 failures: 0,
                 slow: 0,
             };
@@ -136,30 +144,46 @@ impl CountWindow {
         let (word, mask) = ((slot / 64) as usize, 1u64 << (slot % 64));
         flip(&self.failed_bits[word], mask, failed, &self.failures.0);
         flip(&self.slow_bits[word], mask, slow, &self.slow);
-        Tally {
-            calls: u32::try_from(call + 1).map_or(self.size, |c| c.min(self.size)),
-            failures: self.failures.0.load(Relaxed),
-            slow: self.slow.load(Relaxed),
-        }
+        self.tally_after(call + 1)
     }
 
     fn tally(&self) -> Tally {
-        let calls = self.cursor.0.load(Relaxed);
+        self.tally_after(self.cursor.0.load(Relaxed))
+    }
+
+    /// The totals once `calls` calls were recorded, clamped as the module docs
+    /// say.
+    fn tally_after(&self, calls: u64) -> Tally {
+        let calls = calls.min(u64::from(self.size));
+        let clamp = |total: &AtomicU32| u64::from(signed(total.load(Relaxed))).min(calls);
         Tally {
-            calls: u32::try_from(calls).map_or(self.size, |c| c.min(self.size)),
-            failures: self.failures.0.load(Relaxed),
-            slow: self.slow.load(Relaxed),
+            calls,
+            failures: clamp(&self.failures.0),
+            slow: clamp(&self.slow),
         }
     }
 
     fn clear(&self) {
-        for bits in self.failed_bits.iter().chain(self.slow_bits.iter()) {
-            bits.store(0, Relaxed);
-        }
-        self.failures.0.store(0, Relaxed);
-        self.slow.store(0, Relaxed);
         self.cursor.0.store(0, Relaxed);
+        for (bits, total) in [
+            (&self.failed_bits, &self.failures.0),
+            (&self.slow_bits, &self.slow),
+        ] {
+            for word in bits.iter() {
+                let cleared = word.swap(0, Relaxed).count_ones();
+                if cleared != 0 {
+                    total.fetch_sub(cleared, Relaxed);
+                }
+            }
+        }
     }
+}
+
+/// A total read as signed (it can dip below zero for an instant while a clear
+/// races a record), clamped at zero.
+#[allow(clippy::cast_possible_wrap, clippy::cast_sign_loss)]
+fn signed(total: u32) -> u32 {
+    (total as i32).max(0) as u32
 }
 
 /// Sets the bit `mask` of `bits` to `on`, writing only if it changes, and keeps
@@ -170,6 +194,8 @@ fn flip(bits: &AtomicU64, mask: u64, on: bool, count: &AtomicU32) {
     if current == on {
         return;
     }
+    // Totals wrap rather than panic while a clear races this call; see
+    // `signed`.
     if on {
         if bits.fetch_or(mask, Relaxed) & mask == 0 {
             count.fetch_add(1, Relaxed);
@@ -183,9 +209,9 @@ fn flip(bits: &AtomicU64, mask: u64, on: bool, count: &AtomicU32) {
 struct Bucket {
     /// Which period of `width` nanoseconds this bucket counts, plus one (0 = empty).
     epoch: AtomicU64,
-    calls: AtomicU32,
-    failures: AtomicU32,
-    slow: AtomicU32,
+    calls: AtomicU64,
+    failures: AtomicU64,
+    slow: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -208,8 +234,14 @@ impl TimeWindow {
         &self.buckets[index]
     }
 
+    /// The period of `width` nanoseconds that `now` falls in, kept one below
+    /// `u64::MAX` so that its tag (`epoch + 1`) exists.
+    fn epoch(&self, now: u64) -> u64 {
+        (now / self.width).min(u64::MAX - 1)
+    }
+
     fn record(&self, failed: bool, slow: bool, now: u64) -> Tally {
-        let epoch = now / self.width;
+        let epoch = self.epoch(now);
         let bucket = self.bucket(epoch);
         let tag = epoch + 1;
         let seen = bucket.epoch.load(Relaxed);
@@ -239,9 +271,9 @@ impl TimeWindow {
         for bucket in &*self.buckets {
             let tag = bucket.epoch.load(Relaxed);
             if tag >= oldest && tag <= epoch + 1 {
-                tally.calls += bucket.calls.load(Relaxed);
-                tally.failures += bucket.failures.load(Relaxed);
-                tally.slow += bucket.slow.load(Relaxed);
+                tally.calls = tally.calls.saturating_add(bucket.calls.load(Relaxed));
+                tally.failures = tally.failures.saturating_add(bucket.failures.load(Relaxed));
+                tally.slow = tally.slow.saturating_add(bucket.slow.load(Relaxed));
             }
         }
         tally
@@ -320,5 +352,71 @@ mod tests {
                 slow: 0
             }
         );
+    }
+
+    /// Totals equal the bits once records racing a clear are done, and never
+    /// read outside `[0, calls]` meanwhile.
+    #[test]
+    fn count_window_totals_survive_clears_racing_records() {
+        use std::sync::atomic::AtomicBool;
+        let w = CountWindow::new(100);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for t in 0..3u64 {
+                let (w, stop) = (&w, &stop);
+                s.spawn(move || {
+                    let mut i = t;
+                    while !stop.load(Relaxed) {
+                        i = i.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                        let t = w.record(i >> 62 == 0, i >> 61 & 1 == 0);
+                        assert!(t.failures <= t.calls && t.slow <= t.calls, "{t:?}");
+                    }
+                });
+            }
+            for _ in 0..20_000 {
+                w.clear();
+                let t = w.tally();
+                assert!(t.failures <= t.calls && t.slow <= t.calls, "{t:?}");
+            }
+            stop.store(true, Relaxed);
+        });
+        let popcount = |bits: &[AtomicU64]| bits.iter().map(|b| b.load(Relaxed).count_ones()).sum();
+        assert_eq!(w.failures.0.load(Relaxed), popcount(&w.failed_bits));
+        assert_eq!(w.slow.load(Relaxed), popcount(&w.slow_bits));
+        // A full window of successes leaves nothing behind, without wrapping.
+        for _ in 0..100 {
+            w.record(false, false);
+        }
+        assert_eq!(
+            w.tally(),
+            Tally {
+                calls: 100,
+                failures: 0,
+                slow: 0
+            }
+        );
+    }
+
+    #[test]
+    fn time_window_counts_past_u32() {
+        let w = TimeWindow::new(3_600_000_000_000); // an hour
+        let bucket = w.bucket(0);
+        bucket.epoch.store(1, Relaxed);
+        bucket.calls.store(u64::from(u32::MAX), Relaxed);
+        for _ in 0..64 {
+            w.record(false, false, 0);
+        }
+        let t = w.record(true, false, 0);
+        assert_eq!(t.calls, u64::from(u32::MAX) + 65);
+        assert_eq!(t.failures, 1);
+    }
+
+    #[test]
+    fn time_window_at_the_end_of_time() {
+        let w = TimeWindow::new(20); // buckets of 1 ns
+        w.record(true, false, u64::MAX - 1);
+        let t = w.record(true, false, u64::MAX);
+        assert_eq!((t.calls, t.failures), (2, 2));
+        assert_eq!(Window::Time(w).tally(u64::MAX).failures, 2);
     }
 }

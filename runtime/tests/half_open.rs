@@ -298,19 +298,129 @@ fn a_slow_neutral_trial_just_gives_its_permit_back() {
     assert_eq!(b.state(), State::Closed);
 }
 
+/// The default lease: ten times `recovery` (300 s here), at least 60 s.
+const LEASE: Duration = Duration::from_secs(300);
+
 #[test]
-fn unresolved_trials_expire_after_recovery() {
+fn unresolved_trials_are_presumed_lost_after_their_lease() {
     let clock = ManualClock::new();
     let b = eligible(&clock, 2, 2);
     // Two trials that never report back (leaked, e.g. a detached task that hangs).
     std::mem::forget(trial(&b));
     std::mem::forget(trial(&b));
     assert_rejected(&b, State::HalfOpen);
-    clock.advance(RECOVERY - NS);
+    // `recovery` is no reason to give up on a trial: it may just be slow.
+    clock.advance(RECOVERY);
+    assert_rejected(&b, State::HalfOpen);
+    clock.advance(LEASE - RECOVERY - NS);
     assert_rejected(&b, State::HalfOpen);
     clock.advance(NS);
     // A new round of trials begins.
     trial(&b).success();
     trial(&b).success();
     assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn the_lease_counts_from_the_latest_trial() {
+    let clock = ManualClock::new();
+    let b = eligible(&clock, 2, 2);
+    std::mem::forget(trial(&b));
+    clock.advance(Duration::from_secs(100));
+    std::mem::forget(trial(&b));
+    // The first is past its lease, the second is not: no new round yet.
+    clock.advance(LEASE - Duration::from_secs(100));
+    assert_rejected(&b, State::HalfOpen);
+    clock.advance(Duration::from_secs(100));
+    trial(&b).success();
+}
+
+#[test]
+fn a_slow_trial_is_not_replaced_and_its_failure_reopens() {
+    let clock = ManualClock::new();
+    let b = eligible(&clock, 1, 1);
+    let slow = trial(&b);
+    // The trial takes five times `recovery`: no second trial meanwhile.
+    for _ in 0..5 {
+        clock.advance(RECOVERY);
+        assert_rejected(&b, State::HalfOpen);
+    }
+    slow.failure();
+    assert_eq!(b.state(), State::Open);
+    assert_eq!(b.snapshot().retry_after, Some(RECOVERY));
+}
+
+#[test]
+fn a_late_failure_from_a_presumed_lost_trial_still_reopens() {
+    let clock = ManualClock::new();
+    let b = eligible(&clock, 1, 2);
+    let lost = trial(&b);
+    clock.advance(LEASE);
+    // Presumed lost: a new round starts, and its trial succeeds (1 of 2).
+    trial(&b).success();
+    assert_eq!(b.snapshot().trial_successes, 1);
+    // The first trial was only slow, and failed.
+    lost.failure();
+    assert_eq!(b.state(), State::Open);
+}
+
+#[test]
+fn a_late_success_or_neutral_from_a_presumed_lost_trial_is_ignored() {
+    let clock = ManualClock::new();
+    let b = eligible(&clock, 1, 2);
+    let lost_1 = trial(&b);
+    clock.advance(LEASE);
+    let current = trial(&b);
+    // Ignored: it does not give back the slot of the running trial...
+    lost_1.neutral();
+    assert_rejected(&b, State::HalfOpen);
+    clock.advance(LEASE);
+    let lost_2 = current;
+    let current = trial(&b);
+    // ...nor count toward closing.
+    lost_2.success();
+    assert_eq!(b.snapshot().trial_successes, 0);
+    assert_eq!(b.snapshot().trials_in_flight, 1);
+    current.success();
+    assert_eq!(b.snapshot().trial_successes, 1);
+}
+
+#[test]
+fn trial_lease_is_configurable() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .threshold(1)
+        .recovery(RECOVERY)
+        .trial_lease(Duration::from_secs(5))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    trip(&b);
+    clock.advance(RECOVERY);
+    std::mem::forget(trial(&b));
+    clock.advance(Duration::from_secs(5) - NS);
+    assert_rejected(&b, State::HalfOpen);
+    clock.advance(NS);
+    trial(&b).success();
+    assert_eq!(b.state(), State::Closed);
+    let zero = Breaker::builder().trial_lease(Duration::ZERO).build();
+    assert_eq!(zero.unwrap_err().setting(), "trial_lease");
+}
+
+#[test]
+fn the_default_lease_is_at_least_a_minute() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .threshold(1)
+        .recovery(Duration::from_secs(1))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    trip(&b);
+    clock.advance(Duration::from_secs(1));
+    std::mem::forget(trial(&b));
+    clock.advance(Duration::from_secs(60) - NS);
+    assert_rejected(&b, State::HalfOpen);
+    clock.advance(NS);
+    trial(&b).success();
 }

@@ -25,7 +25,10 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 /// A breaker that has tripped and whose recovery has elapsed: the next call is
 /// the trial.
 fn eligible(trial_calls: u32, success_threshold: u32) -> Arc<Breaker> {
-    let clock = ManualClock::new();
+    eligible_on(&ManualClock::new(), trial_calls, success_threshold)
+}
+
+fn eligible_on(clock: &ManualClock, trial_calls: u32, success_threshold: u32) -> Arc<Breaker> {
     let b = Breaker::builder()
         .threshold(1)
         .recovery(RECOVERY)
@@ -51,7 +54,12 @@ fn racing_callers_get_exactly_one_trial() {
                         std::mem::forget(permit); // still in flight at the end
                         1
                     }
-                    Err(_) => 0,
+                    Err(rejected) => {
+                        // Refused because the trial is taken, never on a stale
+                        // reading of the open state.
+                        assert_eq!(rejected.state(), State::HalfOpen);
+                        0
+                    }
                 })
             })
             .collect();
@@ -136,5 +144,116 @@ fn a_call_admitted_before_the_trip_cannot_close_the_breaker() {
             State::Open,
             "the failure trips whatever the order"
         );
+    });
+}
+
+/// Two trials race through Open → HalfOpen → Open: whatever the interleaving,
+/// the breaker ends Open with a deadline it will reach (it used to be possible
+/// for the first trial's late deadline to overwrite the second trip's and
+/// leave the breaker open for good).
+#[test]
+fn racing_trials_that_fail_never_wedge_the_breaker() {
+    for trial_calls in [2, 3] {
+        model(move || {
+            let clock = ManualClock::new();
+            let b = eligible_on(&clock, trial_calls, 2);
+            let handles: Vec<_> = (0..2)
+                .map(|_| {
+                    let b = b.clone();
+                    thread::spawn(move || {
+                        if let Ok(permit) = b.acquire() {
+                            permit.failure();
+                        }
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+            let s = b.snapshot();
+            assert_eq!(s.state, State::Open);
+            assert_eq!(s.retry_after, Some(RECOVERY));
+            clock.advance(RECOVERY);
+            b.acquire().expect("a trial after recovery").success();
+        });
+    }
+}
+
+/// A trial that succeeds racing a second trial that fails, with
+/// `trial_calls = 2`: Open or Closed, never stuck.
+#[test]
+fn a_trial_success_racing_a_trial_failure_never_wedges() {
+    model(|| {
+        let clock = ManualClock::new();
+        let b = eligible_on(&clock, 2, 1);
+        let b2 = b.clone();
+        let failing = thread::spawn(move || {
+            if let Ok(permit) = b2.acquire() {
+                permit.failure();
+            }
+        });
+        if let Ok(permit) = b.acquire() {
+            permit.success();
+        }
+        failing.join().unwrap();
+        clock.advance(RECOVERY);
+        b.acquire()
+            .expect("closed, or a trial after recovery")
+            .success();
+        assert_eq!(b.state(), State::Closed);
+    });
+}
+
+/// `reset()` racing a trip by the trial (`trial_calls = 1`): whichever wins,
+/// the breaker is usable again at once (reset last) or after recovery (trip
+/// last), never wedged.
+#[test]
+fn reset_racing_a_failed_trial_never_wedges() {
+    model(|| {
+        let clock = ManualClock::new();
+        let b = eligible_on(&clock, 1, 1);
+        let trial = b.acquire().expect("the trial");
+        let b2 = b.clone();
+        let resetter = thread::spawn(move || b2.reset());
+        trial.failure();
+        resetter.join().unwrap();
+        match b.state() {
+            State::Closed => {}
+            State::Open => clock.advance(RECOVERY),
+            State::HalfOpen => panic!("a failed trial or a reset cannot leave it half-open"),
+        }
+        b.acquire().expect("usable again").success();
+        assert_eq!(b.state(), State::Closed);
+    });
+}
+
+/// `force_open()` then `reset()` racing a caller taking the trial: the
+/// caller's outcome never applies to the state the manual control created.
+#[test]
+fn manual_control_racing_a_trial_never_wedges() {
+    model(|| {
+        let clock = ManualClock::new();
+        let b = eligible_on(&clock, 1, 1);
+        let b2 = b.clone();
+        let caller = thread::spawn(move || {
+            if let Ok(permit) = b2.acquire() {
+                // A trial fails; a call admitted after the reset is healthy.
+                if permit.is_trial() {
+                    permit.failure();
+                } else {
+                    permit.success();
+                }
+            }
+        });
+        b.force_open();
+        b.reset();
+        caller.join().unwrap();
+        let s = b.snapshot();
+        assert_eq!(
+            s.state,
+            State::Closed,
+            "a stale trial cannot undo the reset"
+        );
+        b.acquire().expect("closed").success();
     });
 }

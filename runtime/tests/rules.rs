@@ -147,7 +147,10 @@ fn failure_rate_trips_exactly_at_the_rate_not_one_below() {
         succeeds(&b, (window - at + 1) as usize);
         fails(&b, at as usize - 1);
         let snap = b.snapshot();
-        assert_eq!((snap.window_calls, snap.window_failures), (window, at - 1));
+        assert_eq!(
+            (snap.window_calls, snap.window_failures),
+            (u64::from(window), u64::from(at - 1))
+        );
         assert_eq!(
             b.state(),
             State::Closed,

@@ -338,7 +338,7 @@ async fn trial_future_dropped_by_select_gives_the_permit_back() {
 }
 
 #[test]
-fn trial_never_resolved_expires_after_recovery() {
+fn trial_never_resolved_expires_after_its_lease() {
     let clock = ManualClock::new();
     let b = half_open(&clock);
     let permit = b.acquire().expect("trial");
@@ -347,7 +347,10 @@ fn trial_never_resolved_expires_after_recovery() {
         b.acquire().is_err(),
         "the lost trial still holds the only permit"
     );
-    clock.advance(RECOVERY);
+    // The default lease: ten times `recovery`.
+    clock.advance(RECOVERY * 10 - Duration::from_nanos(1));
+    assert!(b.acquire().is_err(), "still within its lease");
+    clock.advance(Duration::from_nanos(1));
     let trial = b.acquire().expect("the permit expired: a new trial runs");
     trial.success();
     assert_eq!(b.state(), State::Closed);

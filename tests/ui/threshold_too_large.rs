@@ -9,7 +9,7 @@ impl From<failfast::Rejected> for DependencyError {
     }
 }
 
-#[circuit_breaker(threshold = 5000000000)]
+#[circuit_breaker(threshold = 20000000)]
 fn fetch(id: u32) -> Result<u32, DependencyError> {
     Ok(id)
 }

@@ -9,7 +9,7 @@ impl From<failfast::Rejected> for DependencyError {
     }
 }
 
-#[circuit_breaker(trial_calls = 70000)]
+#[circuit_breaker(trial_calls = 300)]
 fn fetch(id: u32) -> Result<u32, DependencyError> {
     Ok(id)
 }

@@ -1,0 +1,73 @@
+//! The registry at scale: many breakers, lookups by name, breakers dropped.
+
+use std::sync::Arc;
+
+use failfast_runtime::{registry, Breaker};
+
+fn named(name: &'static str) -> Arc<Breaker> {
+    let b = Arc::new(Breaker::builder().name(name).build().unwrap());
+    registry::register(&b);
+    b
+}
+
+fn leak(name: String) -> &'static str {
+    Box::leak(name.into_boxed_str())
+}
+
+#[test]
+fn thousands_of_breakers_found_by_name_and_forgotten_when_dropped() {
+    let mut kept = Vec::new();
+    let mut dropped = Vec::new();
+    for i in 0..20_000 {
+        let name = leak(format!("host-{i}"));
+        let b = named(name);
+        if i % 2 == 0 {
+            kept.push((name, b));
+        } else {
+            dropped.push(name);
+        }
+    }
+    for (name, b) in &kept {
+        let found = registry::get(name).expect("registered");
+        assert!(std::ptr::eq(&*found, &**b), "{name}");
+    }
+    for name in &dropped {
+        assert!(registry::get(name).is_none(), "{name} was dropped");
+    }
+    assert!(registry::get("no-such-breaker").is_none());
+    let all: Vec<_> = registry::all()
+        .into_iter()
+        .filter(|b| b.name().starts_with("host-"))
+        .map(|b| b.name())
+        .collect();
+    let expected: Vec<_> = kept.iter().map(|(n, _)| *n).collect();
+    assert_eq!(
+        all, expected,
+        "every live breaker, in order of registration"
+    );
+}
+
+#[test]
+fn a_shared_name_finds_the_first_registered_that_still_exists() {
+    let first = named("shared-name");
+    let second = named("shared-name");
+    assert!(std::ptr::eq(
+        &*registry::get("shared-name").unwrap(),
+        &*first
+    ));
+    drop(first);
+    // Register more so the dead entry is swept, then look again.
+    let _more: Vec<_> = (0..100)
+        .map(|i| named(leak(format!("filler-{i}"))))
+        .collect();
+    assert!(std::ptr::eq(
+        &*registry::get("shared-name").unwrap(),
+        &*second
+    ));
+    registry::register(&second);
+    let count = registry::all()
+        .iter()
+        .filter(|b| b.name() == "shared-name")
+        .count();
+    assert_eq!(count, 1, "registering twice has no effect");
+}
