@@ -9,13 +9,14 @@
 //!     fn __failfast_check<E: ?Sized, F: FnOnce(&E) -> bool>(error: &E, predicate: F) -> bool;
 //!     static __FAILFAST_BREAKER: Breaker =
 //!         Breaker::from_config(Config::new(NAME).threshold(5).recovery(..)..);
-//!     let __failfast_permit = match acquire(&__FAILFAST_BREAKER) {
+//!     let [mut] __failfast_permit = match acquire(&__FAILFAST_BREAKER) {   // `mut` if async
 //!         Ok(permit) => permit,
 //!         Err(rejected) => return join::<Ret>(Err(rejected(rejected))), // at E; FromRejected
 //!         // with a fallback: return fallback(args.., Error::Rejected(rejected)) [.await]
 //!     };
 //!     let __failfast_result: Ret = run(move || -> Ret { body });        // sync
-//!     let __failfast_result: Ret = async move { <fake return>; body }.await; // async
+//!     let __failfast_result: Ret =                                        // async
+//!         body(&mut __failfast_permit, async move { <fake return>; body }).await;
 //!     // (no `move` with a fallback; `impl Trait` in `Ret` becomes `_`)
 //!     match split::<Ret>(__failfast_result) {      // ResultParts: Ret is a Result
 //!         Ok(value) => { permit.success(); return join::<Ret>(Ok(value)); }
@@ -33,11 +34,14 @@
 //! ```
 //!
 //! Under `#[async_trait]` the same statements go inside `Box::pin(async move {
-//! .. })`, and `async_trait`'s own future is the body that is awaited.
+//! .. })`, and `async_trait`'s own future is the body that `body` polls.
 //!
-//! A panic in the body unwinds through the permit, whose `Drop` records a
-//! failure; a future dropped mid-call drops the permit unresolved, which the
-//! runtime records as neutral.
+//! A panic in a sync body unwinds through the permit, whose `Drop` records a
+//! failure. An async body is polled by `body`, which records a failure when a
+//! poll of the body panics and makes the permit's drop neutral otherwise, so
+//! a sibling future's panic (`join!`, a task torn down) is not blamed on the
+//! dependency. A future dropped mid-call drops the permit unresolved, which
+//! the runtime records as neutral.
 
 use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};
@@ -578,7 +582,7 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         // function itself (`Err(Box::new(e))` into `Box<dyn Error>`, `?`).
         Body::Async(block) => {
             let block = nested(block);
-            quote! {
+            let future = quote! {
                 async #move_ {
                     #allow
                     if false {
@@ -587,10 +591,12 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
                     }
                     #block
                 }
-                .await
-            }
+            };
+            quote!(#private::body(&mut __failfast_permit, #future).await)
         }
-        Body::AsyncTrait { future, .. } => quote!(#future.await),
+        Body::AsyncTrait { future, .. } => {
+            quote!(#private::body(&mut __failfast_permit, #future).await)
+        }
     };
 
     let on_error = match counted {
@@ -612,12 +618,15 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
             }
         },
     };
+    // An async body is polled through `body`, which borrows the permit: only
+    // a panic raised while the body itself is polled counts as its failure.
+    let mut_ = is_async.then(|| quote!(mut));
     let guarded = quote! {
         #helper
         #allow
         static __FAILFAST_BREAKER: #private::Breaker = #private::Breaker::from_config(#config);
         #allow
-        let __failfast_permit = match #private::acquire(&__FAILFAST_BREAKER) {
+        let #mut_ __failfast_permit = match #private::acquire(&__FAILFAST_BREAKER) {
             ::core::result::Result::Ok(__failfast_permit) => __failfast_permit,
             ::core::result::Result::Err(__failfast_rejected) => return #on_reject,
         };
@@ -740,7 +749,10 @@ mod tests {
         assert!(outer.contains("Box :: pin (async move {"), "{out}");
         assert!(outer.contains("static __FAILFAST_BREAKER"), "{out}");
         assert!(
-            inner.starts_with(" : Result < u32 , E > = async move { let __self = self ;"),
+            inner.starts_with(
+                " : Result < u32 , E > = :: failfast :: __private :: body \
+                 (& mut __failfast_permit , async move { let __self = self ;"
+            ),
             "{out}"
         );
     }
