@@ -9,10 +9,11 @@
 //!     fn __failfast_check<E: ?Sized, F: FnOnce(&E) -> bool>(error: &E, predicate: F) -> bool;
 //!     static __FAILFAST_BREAKER: Breaker =
 //!         Breaker::from_config(Config::new(NAME).threshold(5).recovery(..)..);
+//!     // with a fallback, what follows is in `let error = 'fallback: { .. };`
 //!     let [mut] __failfast_permit = match acquire(&__FAILFAST_BREAKER) {   // `mut` if async
 //!         Ok(permit) => permit,
 //!         Err(rejected) => return join::<Ret>(Err(rejected(rejected))), // at E; FromRejected
-//!         // with a fallback: return fallback(args.., Error::Rejected(rejected)) [.await]
+//!         // with a fallback: break 'fallback Error::Rejected(rejected)
 //!     };
 //!     let __failfast_result: Ret = run(move || -> Ret { body });        // sync
 //!     let __failfast_result: Ret =                                        // async
@@ -24,12 +25,14 @@
 //!             if counts(&error) && !ignores(&error) {     // no `if` without either
 //!                 permit.failure();
 //!                 return join::<Ret>(Err(error));
-//!                 // with a fallback: return fallback(args.., Error::Failed(error)) [.await]
+//!                 // with a fallback: break 'fallback Error::Failed(error)
 //!             }
 //!             permit.neutral();
 //!             return join::<Ret>(Err(error));
 //!         }
 //!     };
+//!     // with a fallback, its one call:
+//!     return fallback(args.., error) [.await];
 //! }
 //! ```
 //!
@@ -547,25 +550,32 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     let parts = quote!(as #private::ResultParts<_, _>>);
     let split = at_type(quote!(<), &shape.output, quote!(#parts::into_result));
     let join = at_type(quote!(<), &shape.output, quote!(#parts::from_result));
+    // With a fallback, a rejection and a counted failure both leave the
+    // labelled block with the `failfast::Error` for the one call of the
+    // fallback after it: one call site, so a fallback that does not fit is
+    // one error.
+    // (`break 'label ::path` reads as a labelled loop to syn, which parses
+    // this expansion when another attribute macro comes after this one: the
+    // value is bound first.)
     let (on_reject, on_failure) = match &args.fallback {
-        Some(fallback) => {
-            let path = &fallback.value;
-            let span = path.span();
-            let pass = &shape.fallback_args;
-            let await_ = is_async.then(|| quote_spanned!(span=> .await));
-            (
-                quote_spanned!(span=> #path(#(#pass,)* #private::Error::Rejected(#rejected)) #await_),
-                quote_spanned!(span=> #path(#(#pass,)* #private::Error::Failed(#failed)) #await_),
-            )
-        }
+        Some(_) => (
+            quote!({
+                let __failfast_fallback_error = #private::Error::Rejected(#rejected);
+                break '__failfast_fallback __failfast_fallback_error;
+            }),
+            quote!({
+                let __failfast_fallback_error = #private::Error::Failed(#failed);
+                break '__failfast_fallback __failfast_fallback_error;
+            }),
+        ),
         None => {
             // "E has no `From<Rejected>`" is reported once, at `E`.
             let span = shape.error_span;
             let convert = respan(quote!(#private::rejected), span);
             let err = quote_spanned!(span=> ::core::result::Result::Err(#convert(#rejected)));
             (
-                quote!(#join(#err)),
-                quote!(#join(::core::result::Result::Err(#failed))),
+                quote!(return #join(#err)),
+                quote!(return #join(::core::result::Result::Err(#failed))),
             )
         }
     };
@@ -604,7 +614,7 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
             ::core::result::Result::Err(__failfast_error) => {
                 if #counted {
                     __failfast_permit.failure();
-                    return #on_failure;
+                    #on_failure;
                 }
                 __failfast_permit.neutral();
                 return #join(::core::result::Result::Err(__failfast_error));
@@ -614,21 +624,18 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         None => quote! {
             ::core::result::Result::Err(__failfast_error) => {
                 __failfast_permit.failure();
-                return #on_failure;
+                #on_failure;
             }
         },
     };
     // An async body is polled through `body`, which borrows the permit: only
     // a panic raised while the body itself is polled counts as its failure.
     let mut_ = is_async.then(|| quote!(mut));
-    let guarded = quote! {
-        #helper
-        #allow
-        static __FAILFAST_BREAKER: #private::Breaker = #private::Breaker::from_config(#config);
+    let call = quote! {
         #allow
         let #mut_ __failfast_permit = match #private::acquire(&__FAILFAST_BREAKER) {
             ::core::result::Result::Ok(__failfast_permit) => __failfast_permit,
-            ::core::result::Result::Err(__failfast_rejected) => return #on_reject,
+            ::core::result::Result::Err(__failfast_rejected) => #on_reject,
         };
         let __failfast_result: #output = #run;
         #allow
@@ -639,6 +646,30 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
             }
             #on_error
         };
+    };
+    let call = match &args.fallback {
+        Some(fallback) => {
+            let path = &fallback.value;
+            let span = path.span();
+            let pass = &shape.fallback_args;
+            let await_ = is_async.then(|| quote_spanned!(span=> .await));
+            // The local keeps the call-site span (see `rejected` above).
+            let error = quote!(__failfast_fallback_error);
+            let fallback = quote_spanned!(span=> #path(#(#pass,)* #error) #await_);
+            quote! {
+                #allow
+                let __failfast_fallback_error = '__failfast_fallback: { #call };
+                #allow
+                return #fallback;
+            }
+        }
+        None => call,
+    };
+    let guarded = quote! {
+        #helper
+        #allow
+        static __FAILFAST_BREAKER: #private::Breaker = #private::Breaker::from_config(#config);
+        #call
     };
     // syn puts the body's inner attributes (`#![allow(..)]`) with the outer
     // ones; they go back at the top of the body.
@@ -701,7 +732,14 @@ mod tests {
         let sync = "fn fetch(id: u32) -> Result<u32, E> { Ok(id) }";
         assert!(expand("", sync).contains("run (move || ->"));
         assert!(expand("fallback = cached", sync).contains("run (|| ->"));
-        assert!(expand("fallback = cached", sync).contains("cached (id , :: failfast"));
+        let out = expand("fallback = cached", sync);
+        // One call of the fallback, for rejections and counted failures
+        // alike, so a fallback that does not fit is one error.
+        assert_eq!(out.matches("cached (").count(), 1, "{out}");
+        assert!(
+            out.contains("return cached (id , __failfast_fallback_error) ;"),
+            "{out}"
+        );
     }
 
     /// Found by the grammar fuzz: `fallback = cached<u32>` was taken as a
@@ -713,7 +751,8 @@ mod tests {
             let out: TokenStream = expand(&format!("fallback = {fallback}"), sync)
                 .parse()
                 .unwrap();
-            assert!(syn::parse2::<ItemFn>(out).is_ok(), "{fallback}");
+            let parsed = syn::parse2::<ItemFn>(out.clone());
+            assert!(parsed.is_ok(), "{fallback}: {:?} {out}", parsed.err());
         }
         let out = expand("fallback = cached<u32>", sync);
         assert_eq!(out.matches("compile_error").count(), 1, "{out}");
