@@ -242,28 +242,55 @@ fn may_be_result(ty: &Type) -> bool {
     matches!(strip(ty), Type::Path(_))
 }
 
+/// `E` in `Result<T, E>` as written; `None` for an alias such as
+/// `io::Result<T>`.
+fn written_error_type(ty: &Type) -> Option<&Type> {
+    let Type::Path(path) = strip(ty) else {
+        return None;
+    };
+    let PathArguments::AngleBracketed(arguments) = &path.path.segments.last()?.arguments else {
+        return None;
+    };
+    let types: Vec<_> = arguments
+        .args
+        .iter()
+        .filter_map(|arg| match arg {
+            GenericArgument::Type(ty) => Some(ty),
+            _ => None,
+        })
+        .collect();
+    match types[..] {
+        [_, error] => Some(error),
+        _ => None,
+    }
+}
+
+/// Syntactic: the error type is written as anyhow's, `anyhow::Result<T>` or
+/// `Result<T, anyhow::Error>`.
+fn is_anyhow(ty: &Type) -> bool {
+    fn anyhow_path(ty: &Type, last: &str) -> bool {
+        let Type::Path(path) = strip(ty) else {
+            return false;
+        };
+        let segments: Vec<_> = path.path.segments.iter().collect();
+        matches!(&segments[..], [.., module, item] if module.ident == "anyhow" && item.ident == last)
+    }
+    anyhow_path(ty, "Result") || written_error_type(ty).is_some_and(|e| anyhow_path(e, "Error"))
+}
+
 /// The error type's first token in `Result<T, E>`, else the `Result` segment.
 fn error_type_span(ty: &Type) -> Span {
-    let Type::Path(path) = strip(ty) else {
-        return ty.span();
-    };
-    let Some(last) = path.path.segments.last() else {
-        return ty.span();
-    };
-    if let PathArguments::AngleBracketed(arguments) = &last.arguments {
-        let types: Vec<_> = arguments
-            .args
-            .iter()
-            .filter_map(|arg| match arg {
-                GenericArgument::Type(ty) => Some(ty),
-                _ => None,
-            })
-            .collect();
-        if let [_, error] = types[..] {
-            return error.span();
-        }
+    if let Some(error) = written_error_type(ty) {
+        return error.span();
     }
-    last.ident.span()
+    match strip(ty) {
+        Type::Path(path) => path
+            .path
+            .segments
+            .last()
+            .map_or_else(|| ty.span(), |last| last.ident.span()),
+        _ => ty.span(),
+    }
 }
 
 /// Recognises what `#[async_trait]` made of an `async fn`: a sync fn whose body
@@ -512,9 +539,13 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
 
     // `counts` (every `Err` when absent) and not `ignores`.
     let error = quote!(&__failfast_error);
-    let counts = args.counts.as_ref().map(|c| c.value.check(&krate, &error));
+    let anyhow = is_anyhow(&shape.output);
+    let counts = args
+        .counts
+        .as_ref()
+        .map(|c| c.value.check(&krate, &error, anyhow));
     let ignores = args.ignores.as_ref().map(|i| {
-        let check = i.value.check(&krate, &error);
+        let check = i.value.check(&krate, &error, anyhow);
         quote!(!#check)
     });
     let counted = match (counts, ignores) {
@@ -819,6 +850,20 @@ mod tests {
             assert!(out.contains("compile_error"), "{ret}: {out}");
         }
         assert!(expand("", "fn f() {}").contains("compile_error"));
+    }
+
+    #[test]
+    fn anyhow_is_recognised_as_written() {
+        for ret in [
+            "anyhow::Result<u32>",
+            "::anyhow::Result<()>",
+            "Result<u32, anyhow::Error>",
+        ] {
+            assert!(is_anyhow(&syn::parse_str(ret).unwrap()), "{ret}");
+        }
+        for ret in ["Result<u32>", "Result<u32, E>", "io::Result<u32>", "u32"] {
+            assert!(!is_anyhow(&syn::parse_str(ret).unwrap()), "{ret}");
+        }
     }
 
     #[test]

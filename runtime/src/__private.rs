@@ -164,6 +164,40 @@ impl Erased for anyhow::Error {
     }
 }
 
+/// The error under test by `counts = SomeType` when the function's error type
+/// is written as `anyhow::Error` (`anyhow::Result<T>`): searched along
+/// anyhow's chain with the `anyhow` feature, one readable compile error
+/// without it.
+pub struct AnyhowProbe<'a, E: ?Sized>(pub &'a E);
+
+/// `anyhow::Error`, once failfast's `anyhow` feature is on.
+#[diagnostic::on_unimplemented(
+    message = "`counts`/`ignores` with a type looks inside an `anyhow::Error` only with failfast's `anyhow` feature",
+    label = "`{Self}` is searched with the `anyhow` feature",
+    note = "enable it where failfast is a dependency: `failfast = {{ version = \"0.1\", features = [\"anyhow\"] }}`"
+)]
+pub trait AnyhowFeature {
+    /// The error inside.
+    fn as_dyn(&self) -> &(dyn StdError + 'static);
+}
+
+#[cfg(feature = "anyhow")]
+impl AnyhowFeature for anyhow::Error {
+    fn as_dyn(&self) -> &(dyn StdError + 'static) {
+        self.as_ref()
+    }
+}
+
+impl<E: ?Sized> AnyhowProbe<'_, E> {
+    /// Whether `T` is the error or in its `source()` chain.
+    pub fn chain_has<T: StdError + 'static>(&self) -> bool
+    where
+        E: AnyhowFeature,
+    {
+        chain_has::<T>(Some(self.0.as_dyn()))
+    }
+}
+
 // Generated code calls `(&&&Probe(&error)).chain_has::<T>()`; method lookup
 // tries `&&Probe`, then `&Probe`, then `Probe` as `Self`, so the most specific
 // impl that applies wins ("autoref specialisation").
