@@ -117,13 +117,15 @@ pub trait ViaError {
 pub trait ViaNothing {
     /// The error type under test.
     type Inner: ?Sized;
-    /// Never callable: `Inner` implements no error trait to search.
+    /// Never callable: `Inner` implements no error trait to search. The
+    /// bound names `T`, so that when `T` itself is not a type (an imported
+    /// variant, `counts = Down`) rustc reports that alone.
     fn chain_has<T: StdError + 'static>(&self) -> bool
     where
-        Self::Inner: SearchableError;
+        Self::Inner: SearchableError<T>;
 }
 
-/// Error types that `counts = SomeType` can search. Implemented by nothing: its
+/// Error types that `counts = T` can search. Implemented by nothing: its
 /// only use is the message below, shown when neither `ViaErased` nor `ViaError`
 /// applied.
 #[diagnostic::on_unimplemented(
@@ -131,7 +133,7 @@ pub trait ViaNothing {
     label = "`{Self}` is neither a `std::error::Error`, a boxed `dyn Error`, nor (with the `anyhow` feature) an `anyhow::Error`",
     note = "to match variants of `{Self}`, write a pattern: `counts = {Self}::Variant(..)`"
 )]
-pub trait SearchableError {}
+pub trait SearchableError<T: ?Sized> {}
 
 /// Errors that hold a `dyn Error` inside.
 pub trait Erased {
@@ -218,7 +220,7 @@ impl<E: ?Sized> ViaNothing for Probe<'_, E> {
     type Inner = E;
     fn chain_has<T: StdError + 'static>(&self) -> bool
     where
-        E: SearchableError,
+        E: SearchableError<T>,
     {
         false
     }
