@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use proc_macro2::{Spacing, Span, TokenTree};
+use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::parse::{ParseStream, Parser};
 use syn::{Expr, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitStr, Path, Token, UnOp};
@@ -526,6 +527,22 @@ fn fallback(input: ParseStream) -> syn::Result<ExprPath> {
             return Err(input.error(
                 "generic arguments of a `fallback` are written with `::<`, as in an \
                  expression: `fallback = cached::<u32>`",
+            ));
+        }
+        if input.peek(syn::token::Paren) {
+            let arguments: TokenTree = input.parse()?;
+            let written = if path.qself.is_none() {
+                path.to_token_stream().to_string().replace(' ', "")
+            } else {
+                "cached_stock".to_owned()
+            };
+            return Err(syn::Error::new(
+                arguments.span(),
+                format!(
+                    "`fallback` takes the path of a function, not a call: the attribute calls \
+                     it with the function's arguments and a `failfast::Error`; write \
+                     `fallback = {written}`"
+                ),
             ));
         }
         return Err(input.error(format!("{EXPECTED}; expected `,` after the path")));

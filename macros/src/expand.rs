@@ -146,7 +146,10 @@ impl<'a> Shape<'a> {
                     let mut head = quote!(#fn_token #ident);
                     sig.paren_token
                         .surround(&mut head, |tokens| sig.inputs.to_tokens(tokens));
-                    syn::Error::new_spanned(head, message)
+                    syn::Error::new_spanned(
+                        head,
+                        format!("{message}; this one returns nothing: add `-> Result<(), E>`"),
+                    )
                 }
             });
             return None;
