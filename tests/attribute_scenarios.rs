@@ -322,3 +322,82 @@ fn reading_state_never_consumes_the_trial() {
     assert_eq!(HOLD.load(SeqCst), 1);
     assert_eq!(breaker.state(), State::Closed);
 }
+
+/// A panic elsewhere is not the dependency's failure: a protected future
+/// dropped while a sibling future's panic unwinds leaves the breaker alone,
+/// while a panic of the protected body itself still counts.
+mod panics_elsewhere {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::time::Duration;
+
+    use super::{state, InventoryError};
+    use failfast::{circuit_breaker, State};
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+    }
+
+    /// Runs `protected` next to a sibling that panics while `protected` is
+    /// still pending, so `protected` is dropped during the unwinding.
+    fn join_with_panicking_sibling<F: std::future::Future>(protected: F) {
+        let unwound = catch_unwind(AssertUnwindSafe(|| {
+            runtime().block_on(async {
+                tokio::join!(protected, async {
+                    tokio::task::yield_now().await;
+                    panic!("the sibling's own bug");
+                })
+            })
+        }));
+        assert!(unwound.is_err(), "the sibling's panic reaches the caller");
+    }
+
+    #[test]
+    fn sibling_panic_under_join_is_not_a_failure() {
+        #[circuit_breaker(threshold = 1, name = "panics_elsewhere::join")]
+        async fn healthy() -> Result<(), InventoryError> {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok(())
+        }
+
+        join_with_panicking_sibling(healthy());
+        assert_eq!(state("panics_elsewhere::join"), State::Closed);
+    }
+
+    #[test]
+    fn sibling_panic_is_not_a_failure_under_async_trait() {
+        #[async_trait::async_trait]
+        trait Inventory {
+            async fn stock(&self) -> Result<u32, InventoryError>;
+        }
+
+        struct Client;
+
+        #[async_trait::async_trait]
+        impl Inventory for Client {
+            #[circuit_breaker(threshold = 1, name = "panics_elsewhere::async_trait")]
+            async fn stock(&self) -> Result<u32, InventoryError> {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                Ok(1)
+            }
+        }
+
+        join_with_panicking_sibling(Client.stock());
+        assert_eq!(state("panics_elsewhere::async_trait"), State::Closed);
+    }
+
+    #[test]
+    fn panic_of_the_async_body_itself_is_a_failure() {
+        #[circuit_breaker(threshold = 1, name = "panics_elsewhere::own")]
+        async fn buggy() -> Result<(), InventoryError> {
+            tokio::task::yield_now().await;
+            panic!("the body's own bug");
+        }
+
+        let unwound = catch_unwind(|| runtime().block_on(buggy()));
+        assert!(unwound.is_err(), "the panic resumes unwinding");
+        assert_eq!(state("panics_elsewhere::own"), State::Open);
+    }
+}

@@ -11,4 +11,8 @@ fn ui() {
     let t = trybuild::TestCases::new();
     t.pass("tests/ui/pass/*.rs");
     t.compile_fail("tests/ui/*.rs");
+    // What a user without the `anyhow` feature sees: run by
+    // `cargo test --test ui`, skipped under `--all-features`.
+    #[cfg(not(feature = "anyhow"))]
+    t.compile_fail("tests/ui/without_anyhow_feature/*.rs");
 }

@@ -3,15 +3,16 @@
 
 use std::time::Duration;
 
-use proc_macro2::{Spacing, TokenTree};
+use proc_macro2::{Spacing, Span, TokenTree};
+use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::parse::{ParseStream, Parser};
-use syn::{Expr, ExprLit, ExprUnary, Ident, Lit, LitStr, Path, Token, UnOp};
+use syn::{Expr, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitStr, Path, Token, UnOp};
 
 use crate::classify::Matcher;
 
 /// Every key the attribute understands, in the order the docs list them.
-const KEYS: &[&str] = &[
+pub(crate) const KEYS: &[&str] = &[
     "threshold",
     "failure_rate",
     "window",
@@ -29,11 +30,12 @@ const KEYS: &[&str] = &[
     "crate",
 ];
 
-/// A value and the key that set it, so that checks between keys can point at
-/// the key.
+/// A key's value and where it was written, so that checks between keys can
+/// point at the value.
 pub struct Arg<T> {
-    pub key: Ident,
     pub value: T,
+    /// The value's first token, where a mistake in the value is reported.
+    pub span: Span,
 }
 
 pub enum Window {
@@ -61,7 +63,7 @@ pub struct Args {
     pub success_threshold: Option<Arg<u32>>,
     pub counts: Option<Arg<Matcher>>,
     pub ignores: Option<Arg<Matcher>>,
-    pub fallback: Option<Arg<Path>>,
+    pub fallback: Option<Arg<ExprPath>>,
     pub name: Option<Arg<LitStr>>,
     pub krate: Option<Arg<Path>>,
     /// Every known key as written, valid value or not: checks between keys
@@ -89,17 +91,14 @@ impl Errors {
 
 /// Stores a key's value, or reports the key as given twice. The one place
 /// duplicates are handled, for every key.
-fn set<T>(slot: &mut Option<Arg<T>>, key: &Ident, value: T) -> syn::Result<()> {
+fn set<T>(slot: &mut Option<Arg<T>>, key: &Ident, span: Span, value: T) -> syn::Result<()> {
     if slot.is_some() {
         return Err(syn::Error::new(
             key.span(),
             format!("`{}` is set more than once", key.unraw()),
         ));
     }
-    *slot = Some(Arg {
-        key: key.clone(),
-        value,
-    });
+    *slot = Some(Arg { value, span });
     Ok(())
 }
 
@@ -166,29 +165,35 @@ impl Args {
         }
         input.parse::<Token![=]>()?;
         self.written.push(key.clone());
+        let span = input.span();
         match name.as_str() {
-            "threshold" => set(&mut self.threshold, &key, count(input, &name)?),
-            "failure_rate" => set(&mut self.failure_rate, &key, rate(input, &name)?),
+            "threshold" => set(&mut self.threshold, &key, span, count(input, &name)?),
+            "failure_rate" => set(&mut self.failure_rate, &key, span, rate(input, &name)?),
             "window" => {
                 let window = if input.peek(LitStr) {
                     Window::Time(duration(input, &name)?)
                 } else {
                     Window::Calls(count(input, &name)?)
                 };
-                set(&mut self.window, &key, window)
+                set(&mut self.window, &key, span, window)
             }
-            "min_calls" => set(&mut self.min_calls, &key, count(input, &name)?),
-            "slow" => set(&mut self.slow, &key, duration(input, &name)?),
-            "slow_rate" => set(&mut self.slow_rate, &key, rate(input, &name)?),
-            "recovery" => set(&mut self.recovery, &key, recovery(input)?),
-            "jitter" => set(&mut self.jitter, &key, jitter(input)?),
-            "trial_calls" => set(&mut self.trial_calls, &key, count(input, &name)?),
-            "success_threshold" => set(&mut self.success_threshold, &key, count(input, &name)?),
-            "counts" => set(&mut self.counts, &key, input.call(Matcher::parse)?),
-            "ignores" => set(&mut self.ignores, &key, input.call(Matcher::parse)?),
-            "fallback" => set(&mut self.fallback, &key, fallback(input)?),
-            "name" => set(&mut self.name, &key, registry_name(input)?),
-            "crate" => set(&mut self.krate, &key, crate_path(input)?),
+            "min_calls" => set(&mut self.min_calls, &key, span, count(input, &name)?),
+            "slow" => set(&mut self.slow, &key, span, duration(input, &name)?),
+            "slow_rate" => set(&mut self.slow_rate, &key, span, rate(input, &name)?),
+            "recovery" => set(&mut self.recovery, &key, span, recovery(input)?),
+            "jitter" => set(&mut self.jitter, &key, span, jitter(input)?),
+            "trial_calls" => set(&mut self.trial_calls, &key, span, count(input, &name)?),
+            "success_threshold" => set(
+                &mut self.success_threshold,
+                &key,
+                span,
+                count(input, &name)?,
+            ),
+            "counts" => set(&mut self.counts, &key, span, input.call(Matcher::parse)?),
+            "ignores" => set(&mut self.ignores, &key, span, input.call(Matcher::parse)?),
+            "fallback" => set(&mut self.fallback, &key, span, fallback(input)?),
+            "name" => set(&mut self.name, &key, span, registry_name(input)?),
+            "crate" => set(&mut self.krate, &key, span, crate_path(input)?),
             _ => unreachable!("every entry of KEYS has a parser"),
         }
     }
@@ -235,18 +240,25 @@ impl Args {
                 ));
             }
         }
-        if let (Some(min_calls), Some(window)) = (&self.min_calls, &self.window) {
-            if let Window::Calls(size) = window.value {
-                if min_calls.value > size {
-                    errors.push(syn::Error::new(
-                        min_calls.key.span(),
-                        format!(
-                            "`min_calls = {}` is more than the {size} calls the `window` \
-                             holds, so the rate rule could never trip; use at most {size}",
-                            min_calls.value
-                        ),
-                    ));
+        if let (true, Some(min_calls)) = (has_rate_rule, &self.min_calls) {
+            let window = match self.window.as_ref().map(|w| &w.value) {
+                Some(Window::Calls(size)) => Some((*size, "the `window` holds")),
+                None if self.written("window").is_none() => {
+                    Some((DEFAULT_WINDOW_CALLS, "the default `window` holds"))
                 }
+                // A time window holds any number of calls; a bad `window`
+                // value is already reported.
+                _ => None,
+            };
+            if let Some((size, holds)) = window.filter(|(size, _)| min_calls.value > *size) {
+                errors.push(syn::Error::new(
+                    min_calls.span,
+                    format!(
+                        "`min_calls = {}` is more than the {size} calls {holds}, so the rate \
+                         rule could never trip; use at most {size}, or a larger `window`",
+                        min_calls.value
+                    ),
+                ));
             }
         }
         if let (None, Some(rate)) = (self.written("slow"), self.written("slow_rate")) {
@@ -325,6 +337,8 @@ fn starts_key(cursor: syn::buffer::Cursor) -> bool {
 const MAX_TRIALS: u64 = 0xFF;
 /// The largest consecutive-failure `threshold` the runtime accepts.
 const MAX_THRESHOLD: u64 = (1 << 24) - 1;
+/// The count window the runtime uses when `window` is not given.
+pub const DEFAULT_WINDOW_CALLS: u32 = 100;
 /// The largest count window the runtime accepts.
 const MAX_WINDOW_CALLS: u64 = 1 << 20;
 
@@ -499,18 +513,42 @@ fn recovery(input: ParseStream) -> syn::Result<Recovery> {
     })
 }
 
-fn fallback(input: ParseStream) -> syn::Result<Path> {
+/// The path of a function as an expression: `cached`, `Self::cached`,
+/// `cached::<u32>`, `<Self as Cache>::cached`.
+fn fallback(input: ParseStream) -> syn::Result<ExprPath> {
+    const EXPECTED: &str = "expected the path of a function, e.g. `fallback = cached_stock` or \
+                            `fallback = Self::cached_stock`";
     if input.peek(Ident::peek_any) || input.peek(Token![::]) || input.peek(Token![<]) {
-        if let Ok(path) = input.parse::<Path>() {
+        let path: ExprPath = input.parse()?;
+        if input.is_empty() || input.peek(Token![,]) {
             return Ok(path);
         }
+        if input.peek(Token![<]) {
+            return Err(input.error(
+                "generic arguments of a `fallback` are written with `::<`, as in an \
+                 expression: `fallback = cached::<u32>`",
+            ));
+        }
+        if input.peek(syn::token::Paren) {
+            let arguments: TokenTree = input.parse()?;
+            let written = if path.qself.is_none() {
+                path.to_token_stream().to_string().replace(' ', "")
+            } else {
+                "cached_stock".to_owned()
+            };
+            return Err(syn::Error::new(
+                arguments.span(),
+                format!(
+                    "`fallback` takes the path of a function, not a call: the attribute calls \
+                     it with the function's arguments and a `failfast::Error`; write \
+                     `fallback = {written}`"
+                ),
+            ));
+        }
+        return Err(input.error(format!("{EXPECTED}; expected `,` after the path")));
     }
     let expr: Expr = input.parse()?;
-    Err(syn::Error::new_spanned(
-        &expr,
-        "expected the path of a function, e.g. `fallback = cached_stock` or \
-         `fallback = Self::cached_stock`",
-    ))
+    Err(syn::Error::new_spanned(&expr, EXPECTED))
 }
 
 fn registry_name(input: ParseStream) -> syn::Result<LitStr> {
@@ -612,6 +650,27 @@ mod tests {
             1
         );
         assert!(errors_of(r#"slow = "1s", window = 10"#).is_empty());
+    }
+
+    #[test]
+    fn min_calls_fits_in_the_count_window_explicit_or_default() {
+        let default = errors_of("failure_rate = 0.5, min_calls = 200");
+        assert_eq!(default.len(), 1, "{default:?}");
+        assert!(
+            default[0].starts_with("`min_calls = 200` is more than the 100 calls the default"),
+            "{default:?}"
+        );
+        assert_eq!(errors_of(r#"slow = "1ns", min_calls = 101"#).len(), 1);
+        assert!(errors_of(r#"slow = "1ns", min_calls = 100"#).is_empty());
+        assert!(errors_of("failure_rate = 0.5, window = 500, min_calls = 200").is_empty());
+        // A time window holds any number of calls.
+        assert!(errors_of(r#"failure_rate = 0.5, window = "1m", min_calls = 5000"#).is_empty());
+        // One mistake, one error: no rate rule at all, or a bad window value.
+        assert_eq!(errors_of("min_calls = 200").len(), 1);
+        assert_eq!(
+            errors_of("failure_rate = 0.5, window = 0, min_calls = 200").len(),
+            1
+        );
     }
 
     #[test]

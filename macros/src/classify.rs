@@ -47,12 +47,18 @@ impl Matcher {
     }
 
     /// A `bool` expression: does the error behind `error` (a `&E`) match?
-    pub fn check(&self, krate: &TokenStream, error: &TokenStream) -> TokenStream {
+    /// `anyhow` says the function's error type is written as `anyhow::Error`,
+    /// which a type is looked for in only with the runtime's `anyhow` feature.
+    pub fn check(&self, krate: &TokenStream, error: &TokenStream, anyhow: bool) -> TokenStream {
         match self {
             Matcher::Predicate(predicate) => {
                 let span = predicate.span();
                 quote_spanned!(span=> __failfast_check(#error, #predicate))
             }
+            Matcher::Type(ty) if anyhow => crate::expand::respan(
+                quote!(#krate::__private::AnyhowProbe(#error).chain_has::<#ty>()),
+                ty.span(),
+            ),
             Matcher::Type(ty) => {
                 let span = ty.span();
                 // The whole call carries the type's span, so a type that can't

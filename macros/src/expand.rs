@@ -9,34 +9,42 @@
 //!     fn __failfast_check<E: ?Sized, F: FnOnce(&E) -> bool>(error: &E, predicate: F) -> bool;
 //!     static __FAILFAST_BREAKER: Breaker =
 //!         Breaker::from_config(Config::new(NAME).threshold(5).recovery(..)..);
-//!     let __failfast_permit = match acquire(&__FAILFAST_BREAKER) {
+//!     // with a fallback, what follows is in `let error = 'fallback: { .. };`
+//!     let [mut] __failfast_permit = match acquire(&__FAILFAST_BREAKER) {   // `mut` if async
 //!         Ok(permit) => permit,
-//!         Err(rejected) => return Err(rejected(rejected)),     // at E's span; FromRejected
-//!         // with a fallback: return fallback(args.., Error::Rejected(rejected)) [.await]
+//!         Err(rejected) => return join::<Ret>(Err(rejected(rejected))), // at E; FromRejected
+//!         // with a fallback: break 'fallback Error::Rejected(rejected)
 //!     };
 //!     let __failfast_result: Ret = run(move || -> Ret { body });        // sync
-//!     let __failfast_result: Ret = async move { <fake return>; body }.await; // async
+//!     let __failfast_result: Ret =                                        // async
+//!         body(&mut __failfast_permit, async move { <fake return>; body }).await;
 //!     // (no `move` with a fallback; `impl Trait` in `Ret` becomes `_`)
-//!     match __failfast_result {
-//!         Ok(value) => { permit.success(); return Ok(value); }
+//!     match split::<Ret>(__failfast_result) {      // ResultParts: Ret is a Result
+//!         Ok(value) => { permit.success(); return join::<Ret>(Ok(value)); }
 //!         Err(error) => {
 //!             if counts(&error) && !ignores(&error) {     // no `if` without either
 //!                 permit.failure();
-//!                 return Err(error);  // with a fallback: fallback(args.., Error::Failed(error)) [.await]
+//!                 return join::<Ret>(Err(error));
+//!                 // with a fallback: break 'fallback Error::Failed(error)
 //!             }
 //!             permit.neutral();
-//!             return Err(error);
+//!             return join::<Ret>(Err(error));
 //!         }
 //!     };
+//!     // with a fallback, its one call:
+//!     return fallback(args.., error) [.await];
 //! }
 //! ```
 //!
 //! Under `#[async_trait]` the same statements go inside `Box::pin(async move {
-//! .. })`, and `async_trait`'s own future is the body that is awaited.
+//! .. })`, and `async_trait`'s own future is the body that `body` polls.
 //!
-//! A panic in the body unwinds through the permit, whose `Drop` records a
-//! failure; a future dropped mid-call drops the permit unresolved, which the
-//! runtime records as neutral.
+//! A panic in a sync body unwinds through the permit, whose `Drop` records a
+//! failure. An async body is polled by `body`, which records a failure when a
+//! poll of the body panics and makes the permit's drop neutral otherwise, so
+//! a sibling future's panic (`join!`, a task torn down) is not blamed on the
+//! dependency. A future dropped mid-call drops the permit unresolved, which
+//! the runtime records as neutral.
 
 use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};
@@ -128,9 +136,9 @@ impl<'a> Shape<'a> {
         } else {
             (Body::Sync(&func.block), return_type(&sig.output))
         };
-        let Some(output) = output.filter(|ty| is_result(ty)) else {
-            let message = "`#[circuit_breaker]` guards functions that return `Result<T, E>`: \
-                           an `Err` is how a call tells the breaker it failed";
+        let Some(output) = output.filter(|ty| may_be_result(ty)) else {
+            let message = "`#[circuit_breaker]` guards functions that return `Result<T, E>` \
+                           (or an alias of it): an `Err` is how a call tells the breaker it failed";
             errors.push(match output {
                 Some(ty) => syn::Error::new_spanned(ty, message),
                 None => {
@@ -138,7 +146,10 @@ impl<'a> Shape<'a> {
                     let mut head = quote!(#fn_token #ident);
                     sig.paren_token
                         .surround(&mut head, |tokens| sig.inputs.to_tokens(tokens));
-                    syn::Error::new_spanned(head, message)
+                    syn::Error::new_spanned(
+                        head,
+                        format!("{message}; this one returns nothing: add `-> Result<(), E>`"),
+                    )
                 }
             });
             return None;
@@ -226,41 +237,63 @@ fn strip(ty: &Type) -> &Type {
     }
 }
 
-/// Syntactic: the last segment of the type's path is `Result`, which covers
-/// `Result<T, E>`, `std::io::Result<T>`, `anyhow::Result<T>` and other aliases.
-fn is_result(ty: &Type) -> bool {
+/// Syntactic: a type path (`Result<T, E>`, `std::io::Result<T>`,
+/// `anyhow::Result<T>`, `ApiResult<T>`, a user's `Res<T>`). Whether the path
+/// names a `Result` is the compiler's to check, through `ResultParts`; what
+/// cannot be one (`()`, a tuple, a reference, `impl Trait`) is refused here.
+fn may_be_result(ty: &Type) -> bool {
+    matches!(strip(ty), Type::Path(_))
+}
+
+/// `E` in `Result<T, E>` as written; `None` for an alias such as
+/// `io::Result<T>`.
+fn written_error_type(ty: &Type) -> Option<&Type> {
+    let Type::Path(path) = strip(ty) else {
+        return None;
+    };
+    let PathArguments::AngleBracketed(arguments) = &path.path.segments.last()?.arguments else {
+        return None;
+    };
+    let types: Vec<_> = arguments
+        .args
+        .iter()
+        .filter_map(|arg| match arg {
+            GenericArgument::Type(ty) => Some(ty),
+            _ => None,
+        })
+        .collect();
+    match types[..] {
+        [_, error] => Some(error),
+        _ => None,
+    }
+}
+
+/// Syntactic: the error type is written as anyhow's, `anyhow::Result<T>` or
+/// `Result<T, anyhow::Error>`.
+fn is_anyhow(ty: &Type) -> bool {
+    fn anyhow_path(ty: &Type, last: &str) -> bool {
+        let Type::Path(path) = strip(ty) else {
+            return false;
+        };
+        let segments: Vec<_> = path.path.segments.iter().collect();
+        matches!(&segments[..], [.., module, item] if module.ident == "anyhow" && item.ident == last)
+    }
+    anyhow_path(ty, "Result") || written_error_type(ty).is_some_and(|e| anyhow_path(e, "Error"))
+}
+
+/// The error type's first token in `Result<T, E>`, else the `Result` segment.
+fn error_type_span(ty: &Type) -> Span {
+    if let Some(error) = written_error_type(ty) {
+        return error.span();
+    }
     match strip(ty) {
         Type::Path(path) => path
             .path
             .segments
             .last()
-            .is_some_and(|segment| segment.ident == "Result"),
-        _ => false,
+            .map_or_else(|| ty.span(), |last| last.ident.span()),
+        _ => ty.span(),
     }
-}
-
-/// The error type's first token in `Result<T, E>`, else the `Result` segment.
-fn error_type_span(ty: &Type) -> Span {
-    let Type::Path(path) = strip(ty) else {
-        return ty.span();
-    };
-    let Some(last) = path.path.segments.last() else {
-        return ty.span();
-    };
-    if let PathArguments::AngleBracketed(arguments) = &last.arguments {
-        let types: Vec<_> = arguments
-            .args
-            .iter()
-            .filter_map(|arg| match arg {
-                GenericArgument::Type(ty) => Some(ty),
-                _ => None,
-            })
-            .collect();
-        if let [_, error] = types[..] {
-            return error.span();
-        }
-    }
-    last.ident.span()
 }
 
 /// Recognises what `#[async_trait]` made of an `async fn`: a sync fn whose body
@@ -351,6 +384,36 @@ pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
             }
         })
         .collect()
+}
+
+/// The user's block, nested as the tail of a generated block. Its braces keep
+/// their place but are marked as the macro's: rustc's `unused_braces` would
+/// otherwise see `{ { Ok(x) } }` in the user's one-line body and suggest
+/// removing braces the user must keep. The statements inside are the user's
+/// tokens, linted as usual.
+fn nested(block: &Block) -> TokenStream {
+    let mut stmts = TokenStream::new();
+    for stmt in &block.stmts {
+        stmt.to_tokens(&mut stmts);
+    }
+    let mut group = Group::new(proc_macro2::Delimiter::Brace, stmts);
+    group.set_span(block.brace_token.span.join().resolved_at(Span::call_site()));
+    TokenTree::Group(group).into()
+}
+
+/// `prefix ty suffix`, with the prefix at the type's first token and the
+/// suffix at its last, so the whole expression covers the type as written.
+fn at_type(prefix: TokenStream, ty: &Type, suffix: TokenStream) -> TokenStream {
+    let tokens = ty.to_token_stream();
+    let mut trees = tokens.clone().into_iter();
+    let first = trees
+        .next()
+        .map_or_else(Span::call_site, |tree| tree.span());
+    let last = trees.last().map_or(first, |tree| tree.span());
+    let mut out = respan(prefix, first);
+    out.extend(tokens);
+    out.extend(respan(suffix, last));
+    out
 }
 
 /// The lints that generated code could trip in the user's crate. Put on each
@@ -479,9 +542,13 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
 
     // `counts` (every `Err` when absent) and not `ignores`.
     let error = quote!(&__failfast_error);
-    let counts = args.counts.as_ref().map(|c| c.value.check(&krate, &error));
+    let anyhow = is_anyhow(&shape.output);
+    let counts = args
+        .counts
+        .as_ref()
+        .map(|c| c.value.check(&krate, &error, anyhow));
     let ignores = args.ignores.as_ref().map(|i| {
-        let check = i.value.check(&krate, &error);
+        let check = i.value.check(&krate, &error, anyhow);
         quote!(!#check)
     });
     let counted = match (counts, ignores) {
@@ -511,24 +578,38 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     // are hygienic when the function comes out of a `macro_rules!` macro.
     let rejected = quote!(__failfast_rejected);
     let failed = quote!(__failfast_error);
+    // Taking the returned value apart and building it again goes through
+    // `ResultParts`, spanned at the return type: a type that is not a
+    // `Result` is reported there once, and nowhere else.
+    let parts = quote!(as #private::ResultParts<_, _>>);
+    let split = at_type(quote!(<), &shape.output, quote!(#parts::into_result));
+    let join = at_type(quote!(<), &shape.output, quote!(#parts::from_result));
+    // With a fallback, a rejection and a counted failure both leave the
+    // labelled block with the `failfast::Error` for the one call of the
+    // fallback after it: one call site, so a fallback that does not fit is
+    // one error.
+    // (`break 'label ::path` reads as a labelled loop to syn, which parses
+    // this expansion when another attribute macro comes after this one: the
+    // value is bound first.)
     let (on_reject, on_failure) = match &args.fallback {
-        Some(fallback) => {
-            let path = &fallback.value;
-            let span = path.span();
-            let pass = &shape.fallback_args;
-            let await_ = is_async.then(|| quote_spanned!(span=> .await));
-            (
-                quote_spanned!(span=> #path(#(#pass,)* #private::Error::Rejected(#rejected)) #await_),
-                quote_spanned!(span=> #path(#(#pass,)* #private::Error::Failed(#failed)) #await_),
-            )
-        }
+        Some(_) => (
+            quote!({
+                let __failfast_fallback_error = #private::Error::Rejected(#rejected);
+                break '__failfast_fallback __failfast_fallback_error;
+            }),
+            quote!({
+                let __failfast_fallback_error = #private::Error::Failed(#failed);
+                break '__failfast_fallback __failfast_fallback_error;
+            }),
+        ),
         None => {
             // "E has no `From<Rejected>`" is reported once, at `E`.
             let span = shape.error_span;
             let convert = respan(quote!(#private::rejected), span);
+            let err = quote_spanned!(span=> ::core::result::Result::Err(#convert(#rejected)));
             (
-                quote_spanned!(span=> ::core::result::Result::Err(#convert(#rejected))),
-                quote!(::core::result::Result::Err(#failed)),
+                quote!(return #join(#err)),
+                quote!(return #join(::core::result::Result::Err(#failed))),
             )
         }
     };
@@ -543,18 +624,23 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         // The fake return edge tells the async block its output type before
         // the body is checked, so the body's tail coerces as it would in the
         // function itself (`Err(Box::new(e))` into `Box<dyn Error>`, `?`).
-        Body::Async(block) => quote! {
-            async #move_ {
-                #allow
-                if false {
-                    let __failfast_fake_return: #output = loop {};
-                    return __failfast_fake_return;
+        Body::Async(block) => {
+            let block = nested(block);
+            let future = quote! {
+                async #move_ {
+                    #allow
+                    if false {
+                        let __failfast_fake_return: #output = loop {};
+                        return __failfast_fake_return;
+                    }
+                    #block
                 }
-                #block
-            }
-            .await
-        },
-        Body::AsyncTrait { future, .. } => quote!(#future.await),
+            };
+            quote!(#private::body(&mut __failfast_permit, #future).await)
+        }
+        Body::AsyncTrait { future, .. } => {
+            quote!(#private::body(&mut __failfast_permit, #future).await)
+        }
     };
 
     let on_error = match counted {
@@ -562,38 +648,62 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
             ::core::result::Result::Err(__failfast_error) => {
                 if #counted {
                     __failfast_permit.failure();
-                    return #on_failure;
+                    #on_failure;
                 }
                 __failfast_permit.neutral();
-                return ::core::result::Result::Err(__failfast_error);
+                return #join(::core::result::Result::Err(__failfast_error));
             }
         },
         // Without `counts` and `ignores`, every `Err` is a failure.
         None => quote! {
             ::core::result::Result::Err(__failfast_error) => {
                 __failfast_permit.failure();
-                return #on_failure;
+                #on_failure;
             }
         },
+    };
+    // An async body is polled through `body`, which borrows the permit: only
+    // a panic raised while the body itself is polled counts as its failure.
+    let mut_ = is_async.then(|| quote!(mut));
+    let call = quote! {
+        #allow
+        let #mut_ __failfast_permit = match #private::acquire(&__FAILFAST_BREAKER) {
+            ::core::result::Result::Ok(__failfast_permit) => __failfast_permit,
+            ::core::result::Result::Err(__failfast_rejected) => #on_reject,
+        };
+        let __failfast_result: #output = #run;
+        #allow
+        match #split(__failfast_result) {
+            ::core::result::Result::Ok(__failfast_value) => {
+                __failfast_permit.success();
+                return #join(::core::result::Result::Ok(__failfast_value));
+            }
+            #on_error
+        };
+    };
+    let call = match &args.fallback {
+        Some(fallback) => {
+            let path = &fallback.value;
+            let span = path.span();
+            let pass = &shape.fallback_args;
+            let await_ = is_async.then(|| quote_spanned!(span=> .await));
+            // The local keeps the call-site span (see `rejected` above).
+            let error = quote!(__failfast_fallback_error);
+            let fallback = quote_spanned!(span=> #path(#(#pass,)* #error) #await_);
+            quote! {
+                #allow
+                let __failfast_fallback_error = '__failfast_fallback: { #call };
+                #allow
+                return #fallback;
+            }
+        }
+        None => call,
     };
     let guarded = quote! {
         #helper
         #allow
         static __FAILFAST_BREAKER: #private::Breaker = #private::Breaker::from_config(#config);
-        #allow
-        let __failfast_permit = match #private::acquire(&__FAILFAST_BREAKER) {
-            ::core::result::Result::Ok(__failfast_permit) => __failfast_permit,
-            ::core::result::Result::Err(__failfast_rejected) => return #on_reject,
-        };
-        let __failfast_result: #output = #run;
-        #allow
-        match __failfast_result {
-            ::core::result::Result::Ok(__failfast_value) => {
-                __failfast_permit.success();
-                return ::core::result::Result::Ok(__failfast_value);
-            }
-            #on_error
-        };
+        #call
     };
     // syn puts the body's inner attributes (`#![allow(..)]`) with the outer
     // ones; they go back at the top of the body.
@@ -656,7 +766,31 @@ mod tests {
         let sync = "fn fetch(id: u32) -> Result<u32, E> { Ok(id) }";
         assert!(expand("", sync).contains("run (move || ->"));
         assert!(expand("fallback = cached", sync).contains("run (|| ->"));
-        assert!(expand("fallback = cached", sync).contains("cached (id , :: failfast"));
+        let out = expand("fallback = cached", sync);
+        // One call of the fallback, for rejections and counted failures
+        // alike, so a fallback that does not fit is one error.
+        assert_eq!(out.matches("cached (").count(), 1, "{out}");
+        assert!(
+            out.contains("return cached (id , __failfast_fallback_error) ;"),
+            "{out}"
+        );
+    }
+
+    /// Found by the grammar fuzz: `fallback = cached<u32>` was taken as a
+    /// type path and emitted as `cached<u32>(..)`, which is not an expression.
+    #[test]
+    fn fallback_paths_are_expression_paths() {
+        let sync = "fn fetch(id: u32) -> Result<u32, E> { Ok(id) }";
+        for fallback in ["cached::<u32>", "<Self as Cache>::cached", "Self::cached"] {
+            let out: TokenStream = expand(&format!("fallback = {fallback}"), sync)
+                .parse()
+                .unwrap();
+            let parsed = syn::parse2::<ItemFn>(out.clone());
+            assert!(parsed.is_ok(), "{fallback}: {:?} {out}", parsed.err());
+        }
+        let out = expand("fallback = cached<u32>", sync);
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(out.contains("`fallback = cached::<u32>`"), "{out}");
     }
 
     #[test]
@@ -688,9 +822,51 @@ mod tests {
         assert!(outer.contains("Box :: pin (async move {"), "{out}");
         assert!(outer.contains("static __FAILFAST_BREAKER"), "{out}");
         assert!(
-            inner.starts_with(" : Result < u32 , E > = async move { let __self = self ;"),
+            inner.starts_with(
+                " : Result < u32 , E > = :: failfast :: __private :: body \
+                 (& mut __failfast_permit , async move { let __self = self ;"
+            ),
             "{out}"
         );
+    }
+
+    #[test]
+    fn any_type_path_may_be_a_result_and_the_compiler_checks_it() {
+        for ret in ["ApiResult<u32>", "Res<u32>", "io::Result<()>", "u32"] {
+            let out = expand("", &format!("fn f() -> {ret} {{ todo!() }}"));
+            assert!(!out.contains("compile_error"), "{ret}: {out}");
+            assert!(
+                out.contains(
+                    "as :: failfast :: __private :: ResultParts < _ , _ >> :: into_result"
+                ),
+                "{out}"
+            );
+        }
+        for ret in [
+            "()",
+            "(u32, E)",
+            "&'static str",
+            "impl Future<Output = u32>",
+            "[u8; 4]",
+        ] {
+            let out = expand("", &format!("fn f() -> {ret} {{ todo!() }}"));
+            assert!(out.contains("compile_error"), "{ret}: {out}");
+        }
+        assert!(expand("", "fn f() {}").contains("compile_error"));
+    }
+
+    #[test]
+    fn anyhow_is_recognised_as_written() {
+        for ret in [
+            "anyhow::Result<u32>",
+            "::anyhow::Result<()>",
+            "Result<u32, anyhow::Error>",
+        ] {
+            assert!(is_anyhow(&syn::parse_str(ret).unwrap()), "{ret}");
+        }
+        for ret in ["Result<u32>", "Result<u32, E>", "io::Result<u32>", "u32"] {
+            assert!(!is_anyhow(&syn::parse_str(ret).unwrap()), "{ret}");
+        }
     }
 
     #[test]

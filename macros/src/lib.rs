@@ -8,6 +8,8 @@
 mod args;
 mod classify;
 mod expand;
+#[cfg(test)]
+mod fuzz;
 
 use proc_macro::TokenStream;
 

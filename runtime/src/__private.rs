@@ -34,18 +34,32 @@ pub fn run<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// The parts of a `Result` return type, so generated code can name the error
-/// type of `io::Result<T>` and other aliases.
-pub trait ResultParts {
-    /// The success type.
-    type Ok;
-    /// The error type.
-    type Err;
+/// A function's return type that is `Result<T, E>` under any name
+/// (`io::Result<T>`, `type ApiResult<T> = Result<T, ApiError>`), so that
+/// generated code can take what the body returned apart and build it again.
+/// Implemented for `Result` only: a function returning anything else gets the
+/// message below, once, at its return type.
+#[diagnostic::on_unimplemented(
+    message = "`#[circuit_breaker]` guards functions that return a `Result`, but this one returns `{Self}`",
+    label = "not a `Result<T, E>`",
+    note = "an `Err` is how a call tells the breaker it failed: return `Result<T, E>` or an alias of it (`std::io::Result<T>`, `type ApiResult<T> = Result<T, ApiError>`)"
+)]
+pub trait ResultParts<T, E>: Sized {
+    /// The value as a plain `Result`.
+    fn into_result(self) -> Result<T, E>;
+    /// The plain `Result` as the function's return type.
+    fn from_result(result: Result<T, E>) -> Self;
 }
 
-impl<T, E> ResultParts for Result<T, E> {
-    type Ok = T;
-    type Err = E;
+impl<T, E> ResultParts<T, E> for Result<T, E> {
+    #[inline]
+    fn into_result(self) -> Self {
+        self
+    }
+    #[inline]
+    fn from_result(result: Self) -> Self {
+        result
+    }
 }
 
 /// Error types a rejection can be turned into.
@@ -102,13 +116,15 @@ pub trait ViaError {
 pub trait ViaNothing {
     /// The error type under test.
     type Inner: ?Sized;
-    /// Never callable: `Inner` implements no error trait to search.
+    /// Never callable: `Inner` implements no error trait to search. The
+    /// bound names `T`, so that when `T` itself is not a type (an imported
+    /// variant, `counts = Down`) rustc reports that alone.
     fn chain_has<T: StdError + 'static>(&self) -> bool
     where
-        Self::Inner: SearchableError;
+        Self::Inner: SearchableError<T>;
 }
 
-/// Error types that `counts = SomeType` can search. Implemented by nothing: its
+/// Error types that `counts = T` can search. Implemented by nothing: its
 /// only use is the message below, shown when neither `ViaErased` nor `ViaError`
 /// applied.
 #[diagnostic::on_unimplemented(
@@ -116,7 +132,7 @@ pub trait ViaNothing {
     label = "`{Self}` is neither a `std::error::Error`, a boxed `dyn Error`, nor (with the `anyhow` feature) an `anyhow::Error`",
     note = "to match variants of `{Self}`, write a pattern: `counts = {Self}::Variant(..)`"
 )]
-pub trait SearchableError {}
+pub trait SearchableError<T: ?Sized> {}
 
 /// Errors that hold a `dyn Error` inside.
 pub trait Erased {
@@ -149,6 +165,40 @@ impl Erased for anyhow::Error {
     }
 }
 
+/// The error under test by `counts = SomeType` when the function's error type
+/// is written as `anyhow::Error` (`anyhow::Result<T>`): searched along
+/// anyhow's chain with the `anyhow` feature, one readable compile error
+/// without it.
+pub struct AnyhowProbe<'a, E: ?Sized>(pub &'a E);
+
+/// `anyhow::Error`, once failfast's `anyhow` feature is on.
+#[diagnostic::on_unimplemented(
+    message = "`counts`/`ignores` with a type looks inside an `anyhow::Error` only with failfast's `anyhow` feature",
+    label = "`{Self}` is searched with the `anyhow` feature",
+    note = "enable it where failfast is a dependency: `failfast = {{ version = \"0.1\", features = [\"anyhow\"] }}`"
+)]
+pub trait AnyhowFeature {
+    /// The error inside.
+    fn as_dyn(&self) -> &(dyn StdError + 'static);
+}
+
+#[cfg(feature = "anyhow")]
+impl AnyhowFeature for anyhow::Error {
+    fn as_dyn(&self) -> &(dyn StdError + 'static) {
+        self.as_ref()
+    }
+}
+
+impl<E: ?Sized> AnyhowProbe<'_, E> {
+    /// Whether `T` is the error or in its `source()` chain.
+    pub fn chain_has<T: StdError + 'static>(&self) -> bool
+    where
+        E: AnyhowFeature,
+    {
+        chain_has::<T>(Some(self.0.as_dyn()))
+    }
+}
+
 // Generated code calls `(&&&Probe(&error)).chain_has::<T>()`; method lookup
 // tries `&&Probe`, then `&Probe`, then `Probe` as `Self`, so the most specific
 // impl that applies wins ("autoref specialisation").
@@ -169,7 +219,7 @@ impl<E: ?Sized> ViaNothing for Probe<'_, E> {
     type Inner = E;
     fn chain_has<T: StdError + 'static>(&self) -> bool
     where
-        E: SearchableError,
+        E: SearchableError<T>,
     {
         false
     }

@@ -50,6 +50,46 @@ fn with_fmt_result(out: &mut String) -> std::result::Result<(), Box<dyn Error + 
     Ok(())
 }
 
+#[derive(Debug)]
+pub enum ApiError {
+    Down,
+    Rejected,
+}
+
+impl From<failfast::Rejected> for ApiError {
+    fn from(_: failfast::Rejected) -> Self {
+        ApiError::Rejected
+    }
+}
+
+// A crate's own alias, named after its error.
+pub type ApiResult<T> = std::result::Result<T, ApiError>;
+
+#[circuit_breaker(threshold = 3, counts = ApiError::Down)]
+fn with_api_result(id: u32) -> ApiResult<u32> {
+    if id == 0 {
+        return Err(ApiError::Down);
+    }
+    Ok(id)
+}
+
+#[circuit_breaker(threshold = 3)]
+async fn with_api_result_async(id: u32) -> ApiResult<u32> {
+    Ok(id)
+}
+
+// An alias whose name says nothing of `Result`: the compiler checks that it is one.
+type Res<T> = std::result::Result<T, ApiError>;
+
+fn cached(_id: u32, _error: failfast::Error<ApiError>) -> Res<u32> {
+    Ok(0)
+}
+
+#[circuit_breaker(threshold = 3, fallback = cached)]
+fn with_short_alias(id: u32) -> Res<u32> {
+    Err(ApiError::Down).or(Ok(id))
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     assert_eq!(with_anyhow(1).unwrap(), 1);
@@ -58,4 +98,7 @@ async fn main() {
     assert!(with_local_alias().is_err());
     let mut out = String::new();
     with_fmt_result(&mut out).unwrap();
+    assert!(matches!(with_api_result(0), Err(ApiError::Down)));
+    assert_eq!(with_api_result_async(2).await.unwrap(), 2);
+    assert_eq!(with_short_alias(3).unwrap(), 3);
 }
