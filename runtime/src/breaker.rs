@@ -1001,4 +1001,26 @@ mod tests {
         old.failure();
         assert_eq!(b.state(), State::Closed);
     }
+
+    /// Generations handed out by lost races leave the counter ahead of the
+    /// word; a permit admitted then is still current, also where the counter
+    /// has crossed into the next 2^36.
+    #[test]
+    fn a_permit_admitted_while_the_counter_is_ahead_of_the_word_is_current() {
+        let clock = ManualClock::new();
+        let b = Breaker::builder()
+            .threshold(3)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        b.hot.generations.store(GEN_MASK - 1, Ordering::Relaxed);
+        b.reset(); // the word's generation: 2^36 − 1
+        b.next_generation(); // lost races: the counter moves on to 2^36 + 1
+        b.next_generation();
+        b.acquire().unwrap().failure();
+        b.acquire().unwrap().failure();
+        assert_eq!(b.snapshot().consecutive_failures, 2);
+        b.acquire().unwrap().failure();
+        assert_eq!(b.state(), State::Open);
+    }
 }
