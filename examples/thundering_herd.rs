@@ -108,9 +108,11 @@ pub fn run(hang: Duration) -> Result<[Batch; 2], Box<dyn std::error::Error>> {
             })
             .collect();
         let eligible = wait_until_half_open(THREADS);
+        // The batch's time starts before the release: a thread descheduled
+        // right after it must not shorten the measured batch.
+        let start = Instant::now();
         barrier.wait();
         let released_after = eligible.elapsed();
-        let start = Instant::now();
         let answers: Vec<Answer> = callers
             .into_iter()
             .map(|c| c.join().expect("caller thread"))
@@ -145,9 +147,9 @@ pub fn run(hang: Duration) -> Result<[Batch; 2], Box<dyn std::error::Error>> {
             })
             .collect();
         let eligible = wait_until_half_open(TASKS);
+        let start = Instant::now();
         barrier.wait().await;
         let released_after = eligible.elapsed();
-        let start = Instant::now();
         let mut answers: Vec<Answer> = Vec::new();
         for caller in callers {
             answers.push(caller.await.expect("caller task"));

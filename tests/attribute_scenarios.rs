@@ -99,7 +99,9 @@ fn bad_requests_never_move_the_breaker() {
 fn recovers_in_real_time_without_restart() {
     static HEALTHY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-    #[circuit_breaker(threshold = 2, recovery = "50ms", name = "real_time_recovery")]
+    // Long enough that a busy machine cannot deschedule this thread past it
+    // between the trip and the next line's check that the breaker is open.
+    #[circuit_breaker(threshold = 2, recovery = "300ms", name = "real_time_recovery")]
     fn check() -> Result<&'static str, InventoryError> {
         if HEALTHY.load(SeqCst) {
             Ok("in stock")
@@ -113,7 +115,7 @@ fn recovers_in_real_time_without_restart() {
     assert_eq!(state("real_time_recovery"), State::Open);
     HEALTHY.store(true, SeqCst); // the dependency heals while the breaker is open
     assert_eq!(check(), Err(InventoryError::Unavailable(State::Open)));
-    std::thread::sleep(Duration::from_millis(60));
+    std::thread::sleep(Duration::from_millis(310));
     assert_eq!(state("real_time_recovery"), State::HalfOpen);
     assert_eq!(
         check(),

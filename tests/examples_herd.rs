@@ -36,7 +36,11 @@ fn a_herd_released_at_the_trial_instant_sends_exactly_one_call_to_the_service() 
             "{who}: slowest rejection {:?}",
             batch.slowest_rejection
         );
-        assert!(batch.wall >= hang, "{who}: the trial waits out the hang");
+        assert!(
+            batch.wall >= hang,
+            "{who}: the trial waits out the hang, yet the batch took {:?}",
+            batch.wall
+        );
         assert_eq!(
             batch.state_after,
             State::Open,

@@ -502,7 +502,9 @@ mod asynchronous {
         );
     }
 
-    #[circuit_breaker(threshold = 1, recovery = "50ms", name = "shapes::dropped")]
+    // Long enough that a busy machine cannot deschedule the test past it
+    // between a trip and the check that the breaker is open.
+    #[circuit_breaker(threshold = 1, recovery = "300ms", name = "shapes::dropped")]
     async fn hang(hang: bool) -> Result<(), ApiError> {
         if hang {
             std::future::pending::<()>().await;
@@ -514,7 +516,7 @@ mod asynchronous {
     async fn a_trial_future_dropped_mid_flight_gives_the_trial_back() {
         assert_eq!(hang(false).await, Err(ApiError::Down));
         assert_eq!(state("shapes::dropped"), State::Open);
-        tokio::time::sleep(std::time::Duration::from_millis(80)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(330)).await;
         // The trial hangs and is cancelled by the timeout.
         let cancelled =
             tokio::time::timeout(std::time::Duration::from_millis(20), hang(true)).await;

@@ -158,13 +158,15 @@ fn full_recovery_cycle_on_a_manual_clock() {
 fn full_recovery_cycle_in_real_time() {
     let b = Breaker::builder()
         .threshold(1)
-        .recovery(Duration::from_millis(50))
+        // Long enough that a busy machine cannot deschedule this thread past it
+        // between the trip and the checks that the breaker is open.
+        .recovery(Duration::from_millis(300))
         .build()
         .unwrap();
     let _ = fail(&b);
     assert_eq!(b.state(), State::Open);
     assert!(succeed(&b).unwrap_err().is_rejected());
-    std::thread::sleep(Duration::from_millis(60));
+    std::thread::sleep(Duration::from_millis(310));
     assert_eq!(b.state(), State::HalfOpen);
     succeed(&b).unwrap();
     assert_eq!(b.state(), State::Closed);
