@@ -18,7 +18,8 @@
 //!     let __failfast_result: Ret = run(move || -> Ret { body });        // sync
 //!     let __failfast_result: Ret =                                        // async
 //!         body(&mut __failfast_permit, async move { <fake return>; body }).await;
-//!     // (no `move` with a fallback; `impl Trait` in `Ret` becomes `_`)
+//!     // (no `move` with a path fallback, which is given the arguments after
+//!     // the body; `impl Trait` in `Ret` becomes `_`)
 //!     match split::<Ret>(__failfast_result) {      // ResultParts: Ret is a Result
 //!         Ok(value) => { permit.success(); return join::<Ret>(Ok(value)); }
 //!         Err(error) => {
@@ -32,7 +33,8 @@
 //!         }
 //!     };
 //!     // with a fallback, its one call:
-//!     return fallback(args.., error) [.await];
+//!     return fallback(args.., error) [.await];              // fallback = path
+//!     return __failfast_fallback(error, |error| ..) [.await]; // fallback = closure
 //! }
 //! ```
 //!
@@ -821,6 +823,15 @@ mod tests {
         assert_eq!(out.matches("cached (").count(), 1, "{out}");
         assert!(
             out.contains("return cached (id , __failfast_fallback_error) ;"),
+            "{out}"
+        );
+        // A closure fallback is given the error alone: the body moves.
+        let out = expand("fallback = |error| cached(error)", sync);
+        assert!(out.contains("run (move || ->"), "{out}");
+        assert!(
+            out.contains(
+                "return __failfast_fallback (__failfast_fallback_error , | error | cached (error)) ;"
+            ),
             "{out}"
         );
     }
