@@ -4,6 +4,7 @@
 use std::error::Error as StdError;
 use std::future::Future;
 
+pub use crate::body::Body;
 pub use crate::breaker::{Breaker, Outcome, Permit};
 pub use crate::config::Config;
 pub use crate::error::{Error, Rejected};
@@ -21,11 +22,9 @@ pub fn acquire(breaker: &'static Breaker) -> Result<Permit<'static>, Rejected> {
 /// Polls `future` as the protected body: a panic raised while `future` is
 /// being polled records a failure on `permit` at once; afterwards the permit's
 /// drop is neutral, whatever else is panicking.
-pub fn body<'p, 'b, F: Future>(
-    permit: &'p mut Permit<'b>,
-    future: F,
-) -> impl Future<Output = F::Output> + use<'p, 'b, F> {
-    crate::body::body(permit, future)
+#[inline]
+pub fn body<'p, 'b, F: Future>(permit: &'p mut Permit<'b>, future: F) -> Body<'p, 'b, F> {
+    Body::new(permit, future)
 }
 
 /// Calls `f` once. Passing the body as an `FnOnce` keeps borrows it returns

@@ -9,29 +9,48 @@
 //! failure on the spot, and the permit is told to treat any later drop as
 //! neutral.
 
-use std::future::{poll_fn, Future};
+use std::future::Future;
 use std::mem;
-use std::pin::pin;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use crate::breaker::Permit;
 
-/// Awaits `future` as the protected body of `permit`'s call.
-pub(crate) async fn body<F: Future>(permit: &mut Permit<'_>, future: F) -> F::Output {
-    permit.track_body();
-    let mut future = pin!(future);
-    poll_fn(|cx| {
-        let guard = PanicGuard(&mut *permit);
-        let polled = future.as_mut().poll(cx);
+pin_project_lite::pin_project! {
+    /// The protected body of a call admitted by a [`Permit`]; see
+    /// [`__private::body`](crate::__private::body).
+    #[must_use = "futures do nothing unless awaited"]
+    pub struct Body<'p, 'b, F> {
+        permit: &'p mut Permit<'b>,
+        #[pin]
+        future: F,
+    }
+}
+
+impl<'p, 'b, F: Future> Body<'p, 'b, F> {
+    pub(crate) fn new(permit: &'p mut Permit<'b>, future: F) -> Self {
+        permit.track_body();
+        Self { permit, future }
+    }
+}
+
+impl<F: Future> Future for Body<'_, '_, F> {
+    type Output = F::Output;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let guard = PanicGuard(this.permit);
+        let polled = this.future.poll(cx);
         mem::forget(guard);
         polled
-    })
-    .await
+    }
 }
 
 /// Dropped only while a poll of the body unwinds.
-struct PanicGuard<'p, 'b>(&'p mut Permit<'b>);
+struct PanicGuard<'g, 'p, 'b>(&'g mut &'p mut Permit<'b>);
 
-impl Drop for PanicGuard<'_, '_> {
+impl Drop for PanicGuard<'_, '_, '_> {
     fn drop(&mut self) {
         self.0.body_panicked();
     }

@@ -23,8 +23,8 @@ use crate::config::Config;
 use crate::error::{Error, Rejected, State};
 use crate::window::{Tally, Window};
 use crate::word::{
-    Word, CONTROL_BITS, GEN_MASK, MODE_BITS, MODE_DISABLED, MODE_FORCED_CLOSED, MODE_FORCED_OPEN,
-    MODE_NORMAL, TAG_CLOSED, TAG_HALF_OPEN, TAG_OPEN,
+    Word, CONTROL_BITS, GEN_BITS, GEN_MASK, MODE_BITS, MODE_DISABLED, MODE_FORCED_CLOSED,
+    MODE_FORCED_OPEN, MODE_NORMAL, TAG_CLOSED, TAG_HALF_OPEN, TAG_OPEN,
 };
 
 /// How one call through the breaker ended.
@@ -144,11 +144,11 @@ pub struct Breaker {
 #[must_use = "a permit records its call's outcome; dropping it at once records a neutral call"]
 pub struct Permit<'a> {
     breaker: &'a Breaker,
-    /// The state word the call was admitted under (mode bits reused for
-    /// `TRACKED`), or `PASSIVE`.
+    /// The state word the call was admitted under, or `PASSIVE`. Its mode
+    /// bits hold `TRACKED`, and the low 16 bits of its payload (trial counts
+    /// or failures, which the permit does not need) hold the high bits of the
+    /// admitted generation; see `Breaker::permit`.
     admitted: u64,
-    /// The generation counter when the call was admitted.
-    epoch: u64,
     /// When the call started, if slow calls are measured.
     started: u64,
 }
@@ -160,6 +160,8 @@ const PASSIVE: u64 = u64::MAX;
 /// (see `__private::body`), so a panic while dropping the permit is someone
 /// else's.
 const TRACKED: u64 = 1 << 60;
+/// In a permit's `admitted`: bits 36..52 of the admitted generation.
+const EPOCH_MASK: u64 = 0xFFFF;
 
 /// The constructors are `const` (so `#[circuit_breaker]` can put a breaker in a
 /// `static` with no lazy initialisation), except under the loom model checker,
@@ -239,22 +241,22 @@ impl Breaker {
         self.hot.generations.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// Whether a permit admitted under `admitted` with the generation counter
-    /// at `epoch` still belongs to the period of `current`.
-    fn still_current(&self, admitted: Word, epoch: u64, current: Word) -> bool {
+    /// Whether a permit admitted under `admitted` still belongs to the period
+    /// of `current`.
+    fn still_current(&self, admitted: Word, current: Word) -> bool {
         if !current.same_period(admitted) {
             return false;
         }
-        // The admitted generation in full: the latest number at or below the
-        // counter's reading at admission with the word's low bits.
-        let full = epoch - (epoch.wrapping_sub(admitted.generation()) & GEN_MASK);
-        // `current` has the same low bits; it is the same generation unless
-        // 2^36 more were handed out since.
-        self.hot
+        // `current` has the same low 36 bits; it is the same generation unless
+        // 2^36 more were handed out since (counted modulo 2^52, the bits the
+        // permit keeps: 2^52 transitions take months of nothing else).
+        let admitted = (admitted.0 & EPOCH_MASK) << GEN_BITS | admitted.generation();
+        let since = self
+            .hot
             .generations
             .load(Ordering::Relaxed)
-            .wrapping_sub(full)
-            <= GEN_MASK
+            .wrapping_sub(admitted);
+        since & ((1 << (GEN_BITS + 16)) - 1) <= GEN_MASK
     }
 
     /// The current state. Reports [`State::HalfOpen`] once `recovery` has elapsed,
@@ -308,10 +310,15 @@ impl Breaker {
         } else {
             self.clock.now()
         };
+        // The word holds the generation's low 36 bits; the permit also keeps
+        // bits 36..52, from the counter read now: the admitted generation is
+        // the latest number at or below the counter with the word's low bits.
+        let counter = self.hot.generations.load(Ordering::Relaxed);
+        let generation = counter - (counter.wrapping_sub(admitted.generation()) & GEN_MASK);
         Permit {
             breaker: self,
-            admitted: admitted.0 & !MODE_BITS,
-            epoch: self.hot.generations.load(Ordering::Relaxed),
+            admitted: (admitted.0 & !(MODE_BITS | EPOCH_MASK))
+                | (generation >> GEN_BITS & EPOCH_MASK),
             started,
         }
     }
@@ -320,7 +327,6 @@ impl Breaker {
         Permit {
             breaker: self,
             admitted: PASSIVE,
-            epoch: 0,
             started: 0,
         }
     }
@@ -404,11 +410,11 @@ impl Breaker {
     /// consecutive rule alone with no failure count to clear, is decided here,
     /// inlined into the caller: one read of the state word, no write.
     #[inline]
-    fn finish(&self, admitted: u64, epoch: u64, started: u64, outcome: Outcome) {
+    fn finish(&self, admitted: u64, started: u64, outcome: Outcome) {
         let word = Word(admitted);
         if outcome == Outcome::Success && self.config.slow == 0 && word.tag() == TAG_CLOSED {
             if self.config.failure_rate != 0.0 {
-                return self.closed_success_rate(word, epoch);
+                return self.closed_success_rate(word);
             }
             // No slow-call rule and no failure rate: the consecutive rule alone.
             let w = self.load();
@@ -417,25 +423,27 @@ impl Breaker {
                 return;
             }
         }
-        self.finish_slow(admitted, epoch, started, outcome);
+        self.finish_slow(admitted, started, outcome);
     }
 
     /// A success in Closed under the failure-rate rule alone: what
     /// `finish_closed` does for it, in a function small enough to be cheap.
     #[inline(never)]
-    fn closed_success_rate(&self, admitted: Word, epoch: u64) {
-        if !self.still_current(admitted, epoch, self.load()) {
+    fn closed_success_rate(&self, admitted: Word) {
+        // Recording a success of a permit that is stale by 2^36 generations
+        // only records a real outcome; the trip below checks in full.
+        if !self.load().same_period(admitted) {
             return;
         }
         let window = self.window.get_or_init(|| Window::new(self.config.window));
         // A success can still trip the rule: the call that brings the window to
         // `min_calls` may find the failures already above the rate.
-        if self.rate_trips(window.record(false, false, || self.clock.now())) {
-            self.trip(admitted, epoch, false);
+        if window.record(false, false, || self.clock.now(), |t| self.rate_trips(t)) {
+            self.trip(admitted, false);
         }
     }
 
-    fn finish_slow(&self, admitted: u64, epoch: u64, started: u64, outcome: Outcome) {
+    fn finish_slow(&self, admitted: u64, started: u64, outcome: Outcome) {
         if admitted == PASSIVE {
             return;
         }
@@ -444,24 +452,24 @@ impl Breaker {
             && self.clock.now().saturating_sub(started) > self.config.slow;
         let admitted = Word(admitted & !MODE_BITS);
         if admitted.tag() == TAG_CLOSED {
-            self.finish_closed(admitted, epoch, outcome, slow);
+            self.finish_closed(admitted, outcome, slow);
         } else {
             // A slow trial is a failed trial when the slow-call rule is on.
             let outcome = if slow { Outcome::Failure } else { outcome };
-            self.finish_trial(admitted, epoch, outcome);
+            self.finish_trial(admitted, outcome);
         }
     }
 
-    fn finish_closed(&self, admitted: Word, epoch: u64, outcome: Outcome, slow: bool) {
+    fn finish_closed(&self, admitted: Word, outcome: Outcome, slow: bool) {
         let mut w = self.load();
-        if !self.still_current(admitted, epoch, w) {
+        if !self.still_current(admitted, w) {
             return;
         }
         if self.config.uses_window() && outcome != Outcome::Neutral {
             let window = self.window.get_or_init(|| Window::new(self.config.window));
-            let tally = window.record(outcome == Outcome::Failure, slow, || self.clock.now());
-            if self.rate_trips(tally) {
-                self.trip(admitted, epoch, false);
+            let failed = outcome == Outcome::Failure;
+            if window.record(failed, slow, || self.clock.now(), |t| self.rate_trips(t)) {
+                self.trip(admitted, false);
                 return;
             }
         }
@@ -476,14 +484,14 @@ impl Breaker {
                 Outcome::Failure => w.payload() + 1,
             };
             if failures >= self.config.threshold {
-                self.trip(admitted, epoch, false);
+                self.trip(admitted, false);
                 return;
             }
             match self.cas(w, w.with_payload(failures)) {
                 Ok(()) => return,
                 Err(actual) => w = actual,
             }
-            if !self.still_current(admitted, epoch, w) {
+            if !self.still_current(admitted, w) {
                 return;
             }
         }
@@ -502,15 +510,15 @@ impl Breaker {
             || (self.config.slow != 0 && share(t.slow) >= self.config.slow_rate)
     }
 
-    fn finish_trial(&self, admitted: Word, epoch: u64, outcome: Outcome) {
+    fn finish_trial(&self, admitted: Word, outcome: Outcome) {
         let mut w = self.load();
         loop {
-            if !self.still_current(admitted, epoch, w) {
+            if !self.still_current(admitted, w) {
                 return;
             }
             if outcome == Outcome::Failure {
                 // Whatever the round: a trial that failed is evidence.
-                self.trip(admitted, epoch, true);
+                self.trip(admitted, true);
                 return;
             }
             if w.round() != admitted.round() {
@@ -540,13 +548,13 @@ impl Breaker {
 
     /// Closed or HalfOpen → Open, if the breaker is still in `admitted`'s state and
     /// generation (its payload may have moved meanwhile).
-    fn trip(&self, admitted: Word, epoch: u64, from_trial: bool) {
+    fn trip(&self, admitted: Word, from_trial: bool) {
         let mut w = self.load();
         let now = self.clock.now();
         let (period, level) = self.open_period(now, from_trial);
         let deadline = now.saturating_add(period);
         loop {
-            if !self.still_current(admitted, epoch, w) {
+            if !self.still_current(admitted, w) {
                 return;
             }
             match self.cas(w, Word::open(w.mode(), deadline)) {
@@ -768,7 +776,7 @@ impl Breaker {
         Fut: Future<Output = Result<T, E>>,
     {
         let mut permit = self.acquire()?;
-        let result = crate::body::body(&mut permit, future).await;
+        let result = crate::body::Body::new(&mut permit, future).await;
         permit.resolve(&result, counts);
         result.map_err(Error::Failed)
     }
@@ -787,8 +795,7 @@ impl Permit<'_> {
     #[inline]
     pub fn record(self, outcome: Outcome) {
         let this = ManuallyDrop::new(self);
-        this.breaker
-            .finish(this.admitted, this.epoch, this.started, outcome);
+        this.breaker.finish(this.admitted, this.started, outcome);
     }
 
     /// Records a success.
@@ -838,7 +845,7 @@ impl Permit<'_> {
     pub(crate) fn body_panicked(&mut self) {
         let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
         self.breaker
-            .finish_slow(admitted, self.epoch, self.started, Outcome::Failure);
+            .finish_slow(admitted, self.started, Outcome::Failure);
     }
 }
 
@@ -849,8 +856,7 @@ impl Drop for Permit<'_> {
         } else {
             Outcome::Neutral
         };
-        self.breaker
-            .finish(self.admitted, self.epoch, self.started, outcome);
+        self.breaker.finish(self.admitted, self.started, outcome);
     }
 }
 

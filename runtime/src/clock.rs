@@ -286,6 +286,43 @@ mod tests {
         assert_eq!(c.now(), Duration::from_nanos(u64::MAX));
     }
 
+    /// Watching a deadline starts the ticker, which publishes the coarse time
+    /// until the deadline has passed and then stops.
+    #[test]
+    fn the_ticker_runs_while_a_deadline_is_watched() {
+        let clock = Clock::System;
+        let deadline = system_now() + 200 * TICK_NANOS;
+        clock.watch(deadline);
+        let start = Instant::now();
+        while COARSE.load(Ordering::SeqCst) == 0 {
+            assert!(start.elapsed() < Duration::from_secs(30), "no ticker");
+            std::thread::yield_now();
+        }
+        let seen = COARSE.load(Ordering::SeqCst);
+        while COARSE.load(Ordering::SeqCst) == seen {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the ticker stalled"
+            );
+            std::thread::yield_now();
+        }
+        while !clock.reached(deadline) {
+            std::hint::spin_loop();
+        }
+        // Other tests may watch later deadlines; only once nothing is watched
+        // does the ticker stop.
+        while system_now() <= WATCH_UNTIL.load(Ordering::SeqCst) {
+            std::thread::sleep(TICK);
+        }
+        while COARSE.load(Ordering::SeqCst) != 0 || RUNNING.load(Ordering::SeqCst) {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the ticker never stopped"
+            );
+            std::thread::sleep(TICK);
+        }
+    }
+
     #[test]
     fn coarse_check_is_never_early() {
         let clock = Clock::System;

@@ -60,11 +60,19 @@ impl Window {
         }
     }
 
+    /// Records a call and returns `trips` of the window's totals after it, or
+    /// `false` at once when the call cannot have changed them.
     #[inline]
-    pub(crate) fn record(&self, failed: bool, slow: bool, now: impl FnOnce() -> u64) -> Tally {
+    pub(crate) fn record(
+        &self,
+        failed: bool,
+        slow: bool,
+        now: impl FnOnce() -> u64,
+        trips: impl FnOnce(Tally) -> bool,
+    ) -> bool {
         match self {
-            Window::Count(w) => w.record(failed, slow),
-            Window::Time(w) => w.record(failed, slow, now()),
+            Window::Count(w) => !w.unchanged_by(failed, slow) && trips(w.record(failed, slow)),
+            Window::Time(w) => trips(w.record(failed, slow, now())),
         }
     }
 
@@ -120,25 +128,23 @@ impl CountWindow {
         ((u128::from(low) * u128::from(self.size)) >> 64) as u32
     }
 
+    /// Whether recording this call would change nothing: a success in a full
+    /// window that holds no failure and no slow call. Every slot already says
+    /// "success", so which one it would overwrite does not matter, and a
+    /// failure recorded later leaves the window after the same number of calls
+    /// either way. Skipping it keeps a healthy breaker's calls from all
+    /// writing the cursor's line.
     #[inline]
-    fn record(&self, failed: bool, slow: bool) -> Tally {
-        // A success in a full window that holds no failure and no slow call
-        // changes nothing: every slot already says "success", so which one it
-        // would overwrite does not matter, and a failure recorded later leaves
-        // the window after the same number of calls either way. Skipping it
-        // keeps a healthy breaker's calls from all writing the cursor's line.
-        if !failed
+    fn unchanged_by(&self, failed: bool, slow: bool) -> bool {
+        !failed
             && !slow
             && self.failures.0.load(Relaxed) == 0
             && self.slow.load(Relaxed) == 0
             && self.cursor.0.load(Relaxed) >= u64::from(self.size)
-        {
-            return Tally {
-                calls: u64::from(self.size),
-                failures: 0,
-                slow: 0,
-            };
-        }
+    }
+
+    #[inline]
+    fn record(&self, failed: bool, slow: bool) -> Tally {
         let call = self.cursor.0.fetch_add(1, Relaxed);
         let slot = self.slot(call);
         let (word, mask) = ((slot / 64) as usize, 1u64 << (slot % 64));

@@ -295,3 +295,21 @@ fn breakers_with_jitter_do_not_probe_in_lockstep() {
         "ten instances, one probe instant: {retries:?}"
     );
 }
+
+/// At the cap the level stops rising, so one healthy `recovery` takes the open
+/// time one step below the cap again, however many opens hit the cap.
+#[test]
+fn opens_at_the_cap_do_not_pile_up_levels() {
+    let clock = ManualClock::new();
+    let b = builder(&clock)
+        .max_recovery(Duration::from_secs(4))
+        .build()
+        .unwrap();
+    fail(&b);
+    let periods: Vec<_> = (0..6).map(|_| failed_round(&b, &clock)).collect();
+    assert_eq!(secs(&periods), [1.0, 2.0, 4.0, 4.0, 4.0, 4.0]);
+    assert_eq!(healed_round(&b, &clock), SEC * 4);
+    clock.advance(SEC);
+    fail(&b);
+    assert_eq!(wait_out(&b, &clock), SEC * 2, "one step below the cap");
+}

@@ -424,3 +424,20 @@ fn the_default_lease_is_at_least_a_minute() {
     clock.advance(NS);
     trial(&b).success();
 }
+
+/// `since_transition` counts from the last change of state, not from the last
+/// trial that came back.
+#[test]
+fn a_trial_coming_back_is_not_a_transition() {
+    let clock = ManualClock::new();
+    let b = eligible(&clock, 2, 3);
+    let first = trial(&b);
+    clock.advance(Duration::from_secs(5));
+    first.success();
+    clock.advance(Duration::from_secs(5));
+    trial(&b).neutral();
+    clock.advance(Duration::from_secs(5));
+    let s = b.snapshot();
+    assert_eq!((s.state, s.trial_successes), (State::HalfOpen, 1));
+    assert_eq!(s.since_transition, Duration::from_secs(15));
+}

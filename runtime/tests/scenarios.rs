@@ -457,3 +457,57 @@ fn snapshot_reports_counts_and_retry_after() {
     assert_eq!(s.retry_after, Some(RECOVERY - Duration::from_secs(10)));
     assert_eq!(s.since_transition, Duration::from_secs(10));
 }
+
+/// Failures recorded at once from several threads are all counted: a lost
+/// compare-and-swap is retried, not dropped.
+#[test]
+fn concurrent_failures_are_all_counted() {
+    let b = Breaker::builder()
+        .threshold(16_777_215)
+        .build()
+        .expect("valid settings");
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..20_000 {
+                    let _ = fail(&b);
+                }
+            });
+        }
+    });
+    assert_eq!(b.snapshot().consecutive_failures, 80_000);
+}
+
+/// The snapshot's shares are the window's counts divided by its calls.
+#[test]
+fn snapshot_reports_failure_and_slow_shares_of_the_window() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .failure_rate(1.0)
+        .slow(Duration::from_secs(1))
+        .slow_rate(1.0)
+        .window_calls(8)
+        .clock(clock.clone())
+        .build()
+        .expect("valid settings");
+    let s = b.snapshot();
+    assert_eq!((s.failure_rate(), s.slow_rate()), (None, None));
+    for i in 0..8 {
+        let permit = b.acquire().expect("closed");
+        if i < 2 {
+            clock.advance(Duration::from_secs(2)); // slow
+        }
+        if i % 2 == 0 && i > 0 {
+            permit.failure();
+        } else {
+            permit.success();
+        }
+    }
+    let s = b.snapshot();
+    assert_eq!(
+        (s.window_calls, s.window_failures, s.window_slow),
+        (8, 3, 2)
+    );
+    assert_eq!(s.failure_rate(), Some(3.0 / 8.0));
+    assert_eq!(s.slow_rate(), Some(2.0 / 8.0));
+}
