@@ -456,6 +456,42 @@ mod error_only_fallback {
         assert_eq!(SYNC_CALLS.load(SeqCst), 3);
     }
 
+    pub struct Order {
+        sku: &'static str,
+        req: Request,
+    }
+
+    fn cached_for(sku: &str, error: &Error<InventoryError>) -> Result<u32, InventoryError> {
+        let len = u32::try_from(sku.len()).unwrap();
+        Ok(if error.is_rejected() { len } else { len * 10 })
+    }
+
+    #[circuit_breaker(
+        threshold = 1,
+        recovery = "60s",
+        counts = InventoryError::Dependency(_),
+        fallback = {
+            let sku = order.sku.to_owned();
+            move |error| cached_for(&sku, &error)
+        },
+        name = "error_only_fallback::kept"
+    )]
+    fn place(order: Order) -> Result<u32, InventoryError> {
+        send(order.req)
+    }
+
+    #[test]
+    fn a_kept_part_of_a_consumed_argument_reaches_the_fallback() {
+        let order = |sku, status| Order {
+            sku,
+            req: Request { status },
+        };
+        assert_eq!(place(order("ab", 400)), Err(InventoryError::BadSku));
+        assert_eq!(place(order("ab", 503)), Ok(20), "a counted failure");
+        assert_eq!(state("error_only_fallback::kept"), State::Open);
+        assert_eq!(place(order("abc", 200)), Ok(3), "a rejection");
+    }
+
     static ASYNC_CALLS: AtomicUsize = AtomicUsize::new(0);
 
     async fn cached_async(error: Error<InventoryError>) -> Result<u32, InventoryError> {

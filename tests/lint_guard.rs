@@ -96,6 +96,9 @@ mod cases {
     #[circuit_breaker(fallback = |error| error_fallback_u32_sync(error))]
     pub fn one_line_sync_error_fallback(x: u32) -> Result<u32, ApiError> { Ok(x) }
 
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn one_line_sync_kept_fallback(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub fn one_line_sync_counts(x: u32) -> Result<u32, ApiError> { Ok(x) }
 
@@ -113,6 +116,9 @@ mod cases {
 
     #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
     pub async fn one_line_async_error_fallback(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn one_line_async_kept_fallback(x: u32) -> Result<u32, ApiError> { Ok(x) }
 
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub async fn one_line_async_counts(x: u32) -> Result<u32, ApiError> { Ok(x) }
@@ -141,6 +147,14 @@ mod cases {
 
     #[circuit_breaker(fallback = |error| error_fallback_u32_sync(error))]
     pub fn early_return_sync_error_fallback(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn early_return_sync_kept_fallback(x: u32) -> Result<u32, ApiError> {
         if x == 0 {
             return Err(ApiError::Down);
         }
@@ -195,6 +209,14 @@ mod cases {
         Ok(x)
     }
 
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn early_return_async_kept_fallback(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub async fn early_return_async_counts(x: u32) -> Result<u32, ApiError> {
         if x == 0 {
@@ -237,6 +259,12 @@ mod cases {
         Ok(y + 1)
     }
 
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn question_mark_sync_kept_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub fn question_mark_sync_counts(x: u32) -> Result<u32, ApiError> {
         let y = checked(x)?;
@@ -269,6 +297,12 @@ mod cases {
 
     #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
     pub async fn question_mark_async_error_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn question_mark_async_kept_fallback(x: u32) -> Result<u32, ApiError> {
         let y = checked(x)?;
         Ok(y + 1)
     }
@@ -309,6 +343,12 @@ mod cases {
         Ok(())
     }
 
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_unit_sync(kept, error) })]
+    pub fn unit_sync_kept_fallback(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub fn unit_sync_counts(x: u32) -> Result<(), ApiError> {
         checked(x)?;
@@ -345,6 +385,12 @@ mod cases {
         Ok(())
     }
 
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_unit_async(kept, error) })]
+    pub async fn unit_async_kept_fallback(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub async fn unit_async_counts(x: u32) -> Result<(), ApiError> {
         checked(x)?;
@@ -372,6 +418,9 @@ mod cases {
     #[circuit_breaker(fallback = |error| error_fallback_unit_sync(error))]
     pub fn unit_one_line_sync_error_fallback(_x: u32) -> Result<(), ApiError> { Ok(()) }
 
+    #[circuit_breaker(fallback = { let kept = _x.saturating_add(1); move |error| fallback_unit_sync(kept, error) })]
+    pub fn unit_one_line_sync_kept_fallback(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub fn unit_one_line_sync_counts(_x: u32) -> Result<(), ApiError> { Ok(()) }
 
@@ -389,6 +438,9 @@ mod cases {
 
     #[circuit_breaker(fallback = |error| error_fallback_unit_async(error))]
     pub async fn unit_one_line_async_error_fallback(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
+    #[circuit_breaker(fallback = { let kept = _x.saturating_add(1); move |error| fallback_unit_async(kept, error) })]
+    pub async fn unit_one_line_async_kept_fallback(_x: u32) -> Result<(), ApiError> { Ok(()) }
 
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub async fn unit_one_line_async_counts(_x: u32) -> Result<(), ApiError> { Ok(()) }
@@ -423,6 +475,17 @@ mod cases {
 
     #[circuit_breaker(fallback = |error| error_fallback_u32_sync(error))]
     pub fn labelled_sync_error_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn labelled_sync_kept_fallback(x: u32) -> Result<u32, ApiError> {
         let y = 'pick: {
             if x == 0 {
                 break 'pick 1;
@@ -498,6 +561,17 @@ mod cases {
         Ok(y)
     }
 
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn labelled_async_kept_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub async fn labelled_async_counts(x: u32) -> Result<u32, ApiError> {
         let y = 'pick: {
@@ -552,6 +626,13 @@ mod cases {
         Ok(y)
     }
 
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn unsafe_block_sync_kept_fallback(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub fn unsafe_block_sync_counts(x: u32) -> Result<u32, ApiError> {
         // SAFETY: `double` has no precondition.
@@ -594,6 +675,13 @@ mod cases {
         Ok(y)
     }
 
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn unsafe_block_async_kept_fallback(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub async fn unsafe_block_async_counts(x: u32) -> Result<u32, ApiError> {
         // SAFETY: `double` has no precondition.
@@ -624,6 +712,9 @@ mod cases {
     #[circuit_breaker(fallback = |error| error_fallback_u32_sync(error))]
     pub fn unsafe_one_line_sync_error_fallback(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn unsafe_one_line_sync_kept_fallback(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub fn unsafe_one_line_sync_counts(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
@@ -641,6 +732,9 @@ mod cases {
 
     #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
     pub async fn unsafe_one_line_async_error_fallback(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn unsafe_one_line_async_kept_fallback(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub async fn unsafe_one_line_async_counts(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
@@ -704,48 +798,56 @@ mod cases {
         async fn one_line_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn one_line_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn one_line_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn one_line_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn one_line_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn one_line_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn one_line_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn early_return_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn question_mark_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
         async fn unit_plain(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_fallback(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_error_fallback(&self, x: u32) -> Result<(), ApiError>;
+        async fn unit_kept_fallback(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_counts(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_ignores(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_every_matcher(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_plain(&self, _x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_fallback(&self, _x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_error_fallback(&self, _x: u32) -> Result<(), ApiError>;
+        async fn unit_one_line_kept_fallback(&self, _x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_counts(&self, _x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_ignores(&self, _x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_every_matcher(&self, _x: u32) -> Result<(), ApiError>;
         async fn labelled_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn labelled_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn labelled_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn labelled_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn labelled_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn labelled_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn labelled_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_block_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_one_line_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
@@ -777,6 +879,9 @@ mod cases {
         #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
         async fn one_line_error_fallback(&self, x: u32) -> Result<u32, ApiError> { Ok(x) }
 
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn one_line_kept_fallback(&self, x: u32) -> Result<u32, ApiError> { Ok(x) }
+
         #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
         async fn one_line_counts(&self, x: u32) -> Result<u32, ApiError> { Ok(x) }
 
@@ -804,6 +909,14 @@ mod cases {
 
         #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
         async fn early_return_error_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            if x == 0 {
+                return Err(ApiError::Down);
+            }
+            Ok(x)
+        }
+
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn early_return_kept_fallback(&self, x: u32) -> Result<u32, ApiError> {
             if x == 0 {
                 return Err(ApiError::Down);
             }
@@ -852,6 +965,12 @@ mod cases {
             Ok(y + 1)
         }
 
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn question_mark_kept_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            let y = checked(x)?;
+            Ok(y + 1)
+        }
+
         #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
         async fn question_mark_counts(&self, x: u32) -> Result<u32, ApiError> {
             let y = checked(x)?;
@@ -888,6 +1007,12 @@ mod cases {
             Ok(())
         }
 
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_unit_async(kept, error) })]
+        async fn unit_kept_fallback(&self, x: u32) -> Result<(), ApiError> {
+            checked(x)?;
+            Ok(())
+        }
+
         #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
         async fn unit_counts(&self, x: u32) -> Result<(), ApiError> {
             checked(x)?;
@@ -914,6 +1039,9 @@ mod cases {
 
         #[circuit_breaker(fallback = |error| error_fallback_unit_async(error))]
         async fn unit_one_line_error_fallback(&self, _x: u32) -> Result<(), ApiError> { Ok(()) }
+
+        #[circuit_breaker(fallback = { let kept = _x.saturating_add(1); move |error| fallback_unit_async(kept, error) })]
+        async fn unit_one_line_kept_fallback(&self, _x: u32) -> Result<(), ApiError> { Ok(()) }
 
         #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
         async fn unit_one_line_counts(&self, _x: u32) -> Result<(), ApiError> { Ok(()) }
@@ -948,6 +1076,17 @@ mod cases {
 
         #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
         async fn labelled_error_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            let y = 'pick: {
+                if x == 0 {
+                    break 'pick 1;
+                }
+                x
+            };
+            Ok(y)
+        }
+
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn labelled_kept_fallback(&self, x: u32) -> Result<u32, ApiError> {
             let y = 'pick: {
                 if x == 0 {
                     break 'pick 1;
@@ -1011,6 +1150,13 @@ mod cases {
             Ok(y)
         }
 
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn unsafe_block_kept_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            // SAFETY: `double` has no precondition.
+            let y = unsafe { double(x) };
+            Ok(y)
+        }
+
         #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
         async fn unsafe_block_counts(&self, x: u32) -> Result<u32, ApiError> {
             // SAFETY: `double` has no precondition.
@@ -1041,6 +1187,9 @@ mod cases {
         #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
         async fn unsafe_one_line_error_fallback(&self, x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn unsafe_one_line_kept_fallback(&self, x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
         #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
         async fn unsafe_one_line_counts(&self, x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
@@ -1059,12 +1208,14 @@ async fn one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::one_line_sync_plain(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_sync_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_sync_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::one_line_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::one_line_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_every_matcher(2).await.map(drop), Ok(()));
@@ -1076,12 +1227,14 @@ async fn early_return_compiles_without_warnings_and_runs() {
     assert_eq!(cases::early_return_sync_plain(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_sync_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_sync_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::early_return_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::early_return_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_every_matcher(2).await.map(drop), Ok(()));
@@ -1093,12 +1246,14 @@ async fn question_mark_compiles_without_warnings_and_runs() {
     assert_eq!(cases::question_mark_sync_plain(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_sync_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_sync_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::question_mark_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::question_mark_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_every_matcher(2).await.map(drop), Ok(()));
@@ -1110,12 +1265,14 @@ async fn unit_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unit_sync_plain(2).map(drop), Ok(()));
     assert_eq!(cases::unit_sync_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unit_sync_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unit_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::unit_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::unit_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::unit_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_every_matcher(2).await.map(drop), Ok(()));
@@ -1127,12 +1284,14 @@ async fn unit_one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unit_one_line_sync_plain(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_sync_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_sync_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_every_matcher(2).await.map(drop), Ok(()));
@@ -1144,12 +1303,14 @@ async fn labelled_compiles_without_warnings_and_runs() {
     assert_eq!(cases::labelled_sync_plain(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_sync_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_sync_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::labelled_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::labelled_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_every_matcher(2).await.map(drop), Ok(()));
@@ -1161,12 +1322,14 @@ async fn unsafe_block_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unsafe_block_sync_plain(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_sync_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_sync_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_every_matcher(2).await.map(drop), Ok(()));
@@ -1178,12 +1341,14 @@ async fn unsafe_one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unsafe_one_line_sync_plain(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_sync_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_sync_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_every_matcher(2).await.map(drop), Ok(()));
@@ -1209,48 +1374,56 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     assert_eq!(client.one_line_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.one_line_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.one_line_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.one_line_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.one_line_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.one_line_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.one_line_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.early_return_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.question_mark_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_one_line_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.labelled_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_block_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_one_line_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_every_matcher(2).await.map(drop), Ok(()));

@@ -91,6 +91,10 @@ const KEYS: &[(&str, &str)] = &[
     ("plain", ""),
     ("fallback", "fallback = FALLBACK"),
     ("error_fallback", "fallback = |error| ERROR_FALLBACK(error)"),
+    (
+        "kept_fallback",
+        "fallback = { let kept = PARAM.saturating_add(1); move |error| KEPT_FALLBACK(kept, error) }",
+    ),
     ("counts", "counts = ApiError::Down | ApiError::Timeout { .. }"),
     ("ignores", "ignores = |e: &ApiError| matches!(e, ApiError::BadRequest)"),
     (
@@ -193,6 +197,8 @@ fn answer<T>(error: Error<ApiError>, value: T) -> Result<T, ApiError> {
                     "u32"
                 };
                 let keys = keys
+                    .replace("PARAM", shape.param)
+                    .replace("KEPT_FALLBACK", &format!("fallback_{ret_kind}_{flavour}"))
                     .replace(
                         "ERROR_FALLBACK",
                         &format!("error_fallback_{ret_kind}_{flavour}"),
@@ -243,6 +249,8 @@ fn answer<T>(error: Error<ApiError>, value: T) -> Result<T, ApiError> {
                 "u32"
             };
             let keys = keys
+                .replace("PARAM", shape.param)
+                .replace("KEPT_FALLBACK", &format!("fallback_{ret_kind}_async"))
                 .replace(
                     "ERROR_FALLBACK",
                     &format!("error_fallback_{ret_kind}_async"),

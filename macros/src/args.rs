@@ -7,7 +7,10 @@ use proc_macro2::{Spacing, Span, TokenTree};
 use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::parse::{ParseStream, Parser};
-use syn::{Expr, ExprClosure, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitStr, Path, Token, UnOp};
+use syn::{
+    Expr, ExprBlock, ExprClosure, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitStr, Path, Token,
+    UnOp,
+};
 
 use crate::classify::Matcher;
 
@@ -40,10 +43,12 @@ pub struct Arg<T> {
 
 /// `fallback = path` is called with the function's arguments and the error;
 /// `fallback = |error| ..` with the error only, so the body can take its
-/// arguments by move.
+/// arguments by move; `fallback = { ..; move |error| .. }` is a block run
+/// before the body, whose closure keeps what it captured.
 pub enum Fallback {
     Path(ExprPath),
     Closure(ExprClosure),
+    Prepared(ExprBlock),
 }
 
 impl Fallback {
@@ -543,6 +548,9 @@ fn fallback(input: ParseStream) -> syn::Result<Fallback> {
             ));
         }
         return Ok(Fallback::Closure(closure));
+    }
+    if input.peek(syn::token::Brace) {
+        return input.parse().map(Fallback::Prepared);
     }
     fallback_path(input).map(Fallback::Path)
 }

@@ -713,35 +713,47 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         Some(fallback) => {
             // The local keeps the call-site span (see `rejected` above).
             let error = quote!(__failfast_fallback_error);
-            let (call_fallback, span, helper) = match &fallback.value {
+            // A closure is called through a helper that takes the error
+            // first, so the closure's parameter type is known when it is
+            // checked.
+            let helper = quote! {
+                #allow
+                fn __failfast_fallback<A, R>(
+                    error: A,
+                    fallback: impl ::core::ops::FnOnce(A) -> R,
+                ) -> R {
+                    fallback(error)
+                }
+            };
+            let (call_fallback, span, helper, prepare) = match &fallback.value {
                 Fallback::Path(path) => {
                     let span = path.span();
                     let pass = &shape.fallback_args;
-                    (quote_spanned!(span=> #path(#(#pass,)* #error)), span, None)
+                    let call = quote_spanned!(span=> #path(#(#pass,)* #error));
+                    (call, span, None, None)
                 }
-                // Called through a helper that takes the error first, so the
-                // closure's parameter type is known when it is checked.
                 Fallback::Closure(closure) => {
                     let span = closure.span();
-                    let helper = quote! {
+                    let call = quote_spanned!(span=> __failfast_fallback(#error, #closure));
+                    (call, span, Some(helper), None)
+                }
+                // The block runs before the call is admitted, so what its
+                // closure captures is taken before the body consumes it.
+                Fallback::Prepared(block) => {
+                    let span = block.span();
+                    let prepared = quote!(__failfast_fallback_fn);
+                    let prepare = quote! {
                         #allow
-                        fn __failfast_fallback<A, R>(
-                            error: A,
-                            fallback: impl ::core::ops::FnOnce(A) -> R,
-                        ) -> R {
-                            fallback(error)
-                        }
+                        let #prepared = #block;
                     };
-                    (
-                        quote_spanned!(span=> __failfast_fallback(#error, #closure)),
-                        span,
-                        Some(helper),
-                    )
+                    let call = quote_spanned!(span=> __failfast_fallback(#error, #prepared));
+                    (call, span, Some(helper), Some(prepare))
                 }
             };
             let await_ = is_async.then(|| quote_spanned!(span=> .await));
             quote! {
                 #helper
+                #prepare
                 #allow
                 let __failfast_fallback_error = '__failfast_fallback: { #call };
                 #allow
@@ -851,6 +863,24 @@ mod tests {
         let out = expand("fallback = cached<u32>", sync);
         assert_eq!(out.matches("compile_error").count(), 1, "{out}");
         assert!(out.contains("`fallback = cached::<u32>`"), "{out}");
+    }
+
+    #[test]
+    fn a_fallback_block_runs_before_the_call_is_admitted() {
+        let out = expand(
+            "fallback = { let kept = id; move |error| cached(kept, error) }",
+            "fn fetch(id: u32) -> Result<u32, E> { Ok(id) }",
+        );
+        let prepared = out.find("let __failfast_fallback_fn =").expect("prepared");
+        let acquire = out.find("__private :: acquire").expect("acquire");
+        assert!(prepared < acquire, "{out}");
+        assert!(out.contains("run (move || ->"), "{out}");
+        assert!(
+            out.contains(
+                "__failfast_fallback (__failfast_fallback_error , __failfast_fallback_fn)"
+            ),
+            "{out}"
+        );
     }
 
     #[test]

@@ -57,6 +57,34 @@ fn call_generic<T: Send + Into<String>>(value: T) -> Result<usize, Down> {
     send(Request { body: value.into() })
 }
 
+pub struct Order {
+    pub sku: String,
+    pub body: String,
+}
+
+fn cached_for(sku: &str, _error: Error<Down>) -> Result<usize, Down> {
+    Ok(sku.len())
+}
+
+// A block run before the body keeps a cheap part of an argument the body
+// consumes.
+#[circuit_breaker(threshold = 2, fallback = {
+    let sku = order.sku.clone();
+    move |error| cached_for(&sku, error)
+})]
+fn place(order: Order) -> Result<usize, Down> {
+    send(Request { body: order.body })
+}
+
+#[circuit_breaker(threshold = 2, fallback = {
+    let sku = order.sku.clone();
+    move |error| async move { cached_for(&sku, error) }
+})]
+async fn place_async(order: Order) -> Result<usize, Down> {
+    tokio::task::yield_now().await;
+    send(Request { body: order.body })
+}
+
 pub struct Client {
     pub base: String,
 }
@@ -96,6 +124,13 @@ async fn main() {
     assert_eq!(Client { base: "x".into() }.into_call().unwrap(), 1);
     let client = Client { base: String::new() };
     assert_eq!(client.send_owned(req()).await.unwrap(), 3);
+    let order = |body: &str| Order {
+        sku: "sku-1".to_owned(),
+        body: body.to_owned(),
+    };
+    assert_eq!(place(order("abcd")).unwrap(), 4);
+    assert_eq!(place(order("")).unwrap(), 5, "the fallback kept the sku");
+    assert_eq!(place_async(order("")).await.unwrap(), 5);
     // Counted failures answer from the fallback.
     assert_eq!(call(Request { body: String::new() }).unwrap(), 0);
 }
