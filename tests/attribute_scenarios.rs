@@ -403,3 +403,126 @@ mod panics_elsewhere {
         assert_eq!(state("panics_elsewhere::own"), State::Open);
     }
 }
+
+/// `fallback = |error| ..`: the fallback of the error alone, for bodies that
+/// consume their arguments. Called on rejections and counted failures, never
+/// on neutral errors, sync and async.
+mod error_only_fallback {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    use super::{state, InventoryError};
+    use failfast::{circuit_breaker, Error, State};
+
+    pub struct Request {
+        status: u16,
+    }
+
+    fn send(req: Request) -> Result<u32, InventoryError> {
+        match req.status {
+            200 => Ok(1),
+            400 => Err(InventoryError::BadSku),
+            status => Err(InventoryError::Dependency(status)),
+        }
+    }
+
+    static SYNC_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+    fn cached(error: &Error<InventoryError>) -> Result<u32, InventoryError> {
+        SYNC_CALLS.fetch_add(1, SeqCst);
+        Ok(if error.is_rejected() { 100 } else { 200 })
+    }
+
+    #[circuit_breaker(
+        threshold = 2,
+        recovery = "60s",
+        counts = InventoryError::Dependency(_),
+        fallback = |error| cached(&error),
+        name = "error_only_fallback::sync"
+    )]
+    fn call(req: Request) -> Result<u32, InventoryError> {
+        send(req)
+    }
+
+    #[test]
+    fn called_on_rejection_and_counted_failure_not_on_neutral_errors() {
+        assert_eq!(call(Request { status: 400 }), Err(InventoryError::BadSku));
+        assert_eq!(
+            SYNC_CALLS.load(SeqCst),
+            0,
+            "a neutral error reaches the caller"
+        );
+        assert_eq!(call(Request { status: 503 }), Ok(200), "a counted failure");
+        assert_eq!(call(Request { status: 503 }), Ok(200));
+        assert_eq!(state("error_only_fallback::sync"), State::Open);
+        assert_eq!(call(Request { status: 200 }), Ok(100), "a rejection");
+        assert_eq!(SYNC_CALLS.load(SeqCst), 3);
+    }
+
+    pub struct Order {
+        sku: &'static str,
+        req: Request,
+    }
+
+    fn cached_for(sku: &str, error: &Error<InventoryError>) -> Result<u32, InventoryError> {
+        let len = u32::try_from(sku.len()).unwrap();
+        Ok(if error.is_rejected() { len } else { len * 10 })
+    }
+
+    #[circuit_breaker(
+        threshold = 1,
+        recovery = "60s",
+        counts = InventoryError::Dependency(_),
+        fallback = {
+            let sku = order.sku.to_owned();
+            move |error| cached_for(&sku, &error)
+        },
+        name = "error_only_fallback::kept"
+    )]
+    fn place(order: Order) -> Result<u32, InventoryError> {
+        send(order.req)
+    }
+
+    #[test]
+    fn a_kept_part_of_a_consumed_argument_reaches_the_fallback() {
+        let order = |sku, status| Order {
+            sku,
+            req: Request { status },
+        };
+        assert_eq!(place(order("ab", 400)), Err(InventoryError::BadSku));
+        assert_eq!(place(order("ab", 503)), Ok(20), "a counted failure");
+        assert_eq!(state("error_only_fallback::kept"), State::Open);
+        assert_eq!(place(order("abc", 200)), Ok(3), "a rejection");
+    }
+
+    static ASYNC_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+    async fn cached_async(error: Error<InventoryError>) -> Result<u32, InventoryError> {
+        tokio::task::yield_now().await;
+        ASYNC_CALLS.fetch_add(1, SeqCst);
+        Ok(if error.is_rejected() { 100 } else { 200 })
+    }
+
+    #[circuit_breaker(
+        threshold = 1,
+        recovery = "60s",
+        counts = InventoryError::Dependency(_),
+        fallback = |error| cached_async(error),
+        name = "error_only_fallback::async"
+    )]
+    async fn call_async(req: Request) -> Result<u32, InventoryError> {
+        tokio::task::yield_now().await;
+        send(req)
+    }
+
+    #[tokio::test]
+    async fn async_fallback_is_awaited_on_rejection_and_counted_failure() {
+        assert_eq!(
+            call_async(Request { status: 400 }).await,
+            Err(InventoryError::BadSku)
+        );
+        assert_eq!(call_async(Request { status: 503 }).await, Ok(200));
+        assert_eq!(state("error_only_fallback::async"), State::Open);
+        assert_eq!(call_async(Request { status: 200 }).await, Ok(100));
+        assert_eq!(ASYNC_CALLS.load(SeqCst), 2);
+    }
+}

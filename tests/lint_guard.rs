@@ -55,12 +55,30 @@ fn fallback_unit_sync(_x: u32, error: Error<ApiError>) -> Result<(), ApiError> {
     answer(error, ())
 }
 
+fn error_fallback_u32_sync(error: Error<ApiError>) -> Result<u32, ApiError> {
+    answer(error, 0)
+}
+
+fn error_fallback_unit_sync(error: Error<ApiError>) -> Result<(), ApiError> {
+    answer(error, ())
+}
+
 async fn fallback_u32_async(x: u32, error: Error<ApiError>) -> Result<u32, ApiError> {
     std::future::ready(()).await;
     answer(error, x)
 }
 
 async fn fallback_unit_async(_x: u32, error: Error<ApiError>) -> Result<(), ApiError> {
+    std::future::ready(()).await;
+    answer(error, ())
+}
+
+async fn error_fallback_u32_async(error: Error<ApiError>) -> Result<u32, ApiError> {
+    std::future::ready(()).await;
+    answer(error, 0)
+}
+
+async fn error_fallback_unit_async(error: Error<ApiError>) -> Result<(), ApiError> {
     std::future::ready(()).await;
     answer(error, ())
 }
@@ -74,6 +92,12 @@ mod cases {
 
     #[circuit_breaker(fallback = fallback_u32_sync)]
     pub fn one_line_sync_fallback(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+    #[circuit_breaker(fallback = |error| error_fallback_u32_sync(error))]
+    pub fn one_line_sync_error_fallback(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn one_line_sync_kept_fallback(x: u32) -> Result<u32, ApiError> { Ok(x) }
 
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub fn one_line_sync_counts(x: u32) -> Result<u32, ApiError> { Ok(x) }
@@ -89,6 +113,12 @@ mod cases {
 
     #[circuit_breaker(fallback = fallback_u32_async)]
     pub async fn one_line_async_fallback(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+    #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
+    pub async fn one_line_async_error_fallback(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn one_line_async_kept_fallback(x: u32) -> Result<u32, ApiError> { Ok(x) }
 
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub async fn one_line_async_counts(x: u32) -> Result<u32, ApiError> { Ok(x) }
@@ -109,6 +139,22 @@ mod cases {
 
     #[circuit_breaker(fallback = fallback_u32_sync)]
     pub fn early_return_sync_fallback(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
+    #[circuit_breaker(fallback = |error| error_fallback_u32_sync(error))]
+    pub fn early_return_sync_error_fallback(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn early_return_sync_kept_fallback(x: u32) -> Result<u32, ApiError> {
         if x == 0 {
             return Err(ApiError::Down);
         }
@@ -155,6 +201,22 @@ mod cases {
         Ok(x)
     }
 
+    #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
+    pub async fn early_return_async_error_fallback(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn early_return_async_kept_fallback(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub async fn early_return_async_counts(x: u32) -> Result<u32, ApiError> {
         if x == 0 {
@@ -191,6 +253,18 @@ mod cases {
         Ok(y + 1)
     }
 
+    #[circuit_breaker(fallback = |error| error_fallback_u32_sync(error))]
+    pub fn question_mark_sync_error_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn question_mark_sync_kept_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub fn question_mark_sync_counts(x: u32) -> Result<u32, ApiError> {
         let y = checked(x)?;
@@ -217,6 +291,18 @@ mod cases {
 
     #[circuit_breaker(fallback = fallback_u32_async)]
     pub async fn question_mark_async_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
+    #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
+    pub async fn question_mark_async_error_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn question_mark_async_kept_fallback(x: u32) -> Result<u32, ApiError> {
         let y = checked(x)?;
         Ok(y + 1)
     }
@@ -251,6 +337,18 @@ mod cases {
         Ok(())
     }
 
+    #[circuit_breaker(fallback = |error| error_fallback_unit_sync(error))]
+    pub fn unit_sync_error_fallback(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_unit_sync(kept, error) })]
+    pub fn unit_sync_kept_fallback(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub fn unit_sync_counts(x: u32) -> Result<(), ApiError> {
         checked(x)?;
@@ -281,6 +379,18 @@ mod cases {
         Ok(())
     }
 
+    #[circuit_breaker(fallback = |error| error_fallback_unit_async(error))]
+    pub async fn unit_async_error_fallback(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_unit_async(kept, error) })]
+    pub async fn unit_async_kept_fallback(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub async fn unit_async_counts(x: u32) -> Result<(), ApiError> {
         checked(x)?;
@@ -305,6 +415,12 @@ mod cases {
     #[circuit_breaker(fallback = fallback_unit_sync)]
     pub fn unit_one_line_sync_fallback(_x: u32) -> Result<(), ApiError> { Ok(()) }
 
+    #[circuit_breaker(fallback = |error| error_fallback_unit_sync(error))]
+    pub fn unit_one_line_sync_error_fallback(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
+    #[circuit_breaker(fallback = { let kept = _x.saturating_add(1); move |error| fallback_unit_sync(kept, error) })]
+    pub fn unit_one_line_sync_kept_fallback(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub fn unit_one_line_sync_counts(_x: u32) -> Result<(), ApiError> { Ok(()) }
 
@@ -319,6 +435,12 @@ mod cases {
 
     #[circuit_breaker(fallback = fallback_unit_async)]
     pub async fn unit_one_line_async_fallback(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
+    #[circuit_breaker(fallback = |error| error_fallback_unit_async(error))]
+    pub async fn unit_one_line_async_error_fallback(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
+    #[circuit_breaker(fallback = { let kept = _x.saturating_add(1); move |error| fallback_unit_async(kept, error) })]
+    pub async fn unit_one_line_async_kept_fallback(_x: u32) -> Result<(), ApiError> { Ok(()) }
 
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub async fn unit_one_line_async_counts(_x: u32) -> Result<(), ApiError> { Ok(()) }
@@ -342,6 +464,28 @@ mod cases {
 
     #[circuit_breaker(fallback = fallback_u32_sync)]
     pub fn labelled_sync_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
+    #[circuit_breaker(fallback = |error| error_fallback_u32_sync(error))]
+    pub fn labelled_sync_error_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn labelled_sync_kept_fallback(x: u32) -> Result<u32, ApiError> {
         let y = 'pick: {
             if x == 0 {
                 break 'pick 1;
@@ -406,6 +550,28 @@ mod cases {
         Ok(y)
     }
 
+    #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
+    pub async fn labelled_async_error_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn labelled_async_kept_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub async fn labelled_async_counts(x: u32) -> Result<u32, ApiError> {
         let y = 'pick: {
@@ -453,6 +619,20 @@ mod cases {
         Ok(y)
     }
 
+    #[circuit_breaker(fallback = |error| error_fallback_u32_sync(error))]
+    pub fn unsafe_block_sync_error_fallback(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn unsafe_block_sync_kept_fallback(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub fn unsafe_block_sync_counts(x: u32) -> Result<u32, ApiError> {
         // SAFETY: `double` has no precondition.
@@ -488,6 +668,20 @@ mod cases {
         Ok(y)
     }
 
+    #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
+    pub async fn unsafe_block_async_error_fallback(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn unsafe_block_async_kept_fallback(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub async fn unsafe_block_async_counts(x: u32) -> Result<u32, ApiError> {
         // SAFETY: `double` has no precondition.
@@ -515,6 +709,12 @@ mod cases {
     #[circuit_breaker(fallback = fallback_u32_sync)]
     pub fn unsafe_one_line_sync_fallback(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
+    #[circuit_breaker(fallback = |error| error_fallback_u32_sync(error))]
+    pub fn unsafe_one_line_sync_error_fallback(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn unsafe_one_line_sync_kept_fallback(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub fn unsafe_one_line_sync_counts(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
@@ -529,6 +729,12 @@ mod cases {
 
     #[circuit_breaker(fallback = fallback_u32_async)]
     pub async fn unsafe_one_line_async_fallback(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+    #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
+    pub async fn unsafe_one_line_async_error_fallback(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn unsafe_one_line_async_kept_fallback(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
     #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
     pub async fn unsafe_one_line_async_counts(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
@@ -591,41 +797,57 @@ mod cases {
     pub trait Inventory {
         async fn one_line_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn one_line_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn one_line_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn one_line_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn one_line_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn one_line_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn one_line_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn early_return_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn early_return_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn question_mark_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn question_mark_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
         async fn unit_plain(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_fallback(&self, x: u32) -> Result<(), ApiError>;
+        async fn unit_error_fallback(&self, x: u32) -> Result<(), ApiError>;
+        async fn unit_kept_fallback(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_counts(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_ignores(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_every_matcher(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_plain(&self, _x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_fallback(&self, _x: u32) -> Result<(), ApiError>;
+        async fn unit_one_line_error_fallback(&self, _x: u32) -> Result<(), ApiError>;
+        async fn unit_one_line_kept_fallback(&self, _x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_counts(&self, _x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_ignores(&self, _x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_every_matcher(&self, _x: u32) -> Result<(), ApiError>;
         async fn labelled_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn labelled_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn labelled_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn labelled_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn labelled_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn labelled_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn labelled_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_block_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_block_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_one_line_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_one_line_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
@@ -654,6 +876,12 @@ mod cases {
         #[circuit_breaker(fallback = Self::fallback_u32)]
         async fn one_line_fallback(&self, x: u32) -> Result<u32, ApiError> { Ok(x) }
 
+        #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
+        async fn one_line_error_fallback(&self, x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn one_line_kept_fallback(&self, x: u32) -> Result<u32, ApiError> { Ok(x) }
+
         #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
         async fn one_line_counts(&self, x: u32) -> Result<u32, ApiError> { Ok(x) }
 
@@ -673,6 +901,22 @@ mod cases {
 
         #[circuit_breaker(fallback = Self::fallback_u32)]
         async fn early_return_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            if x == 0 {
+                return Err(ApiError::Down);
+            }
+            Ok(x)
+        }
+
+        #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
+        async fn early_return_error_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            if x == 0 {
+                return Err(ApiError::Down);
+            }
+            Ok(x)
+        }
+
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn early_return_kept_fallback(&self, x: u32) -> Result<u32, ApiError> {
             if x == 0 {
                 return Err(ApiError::Down);
             }
@@ -715,6 +959,18 @@ mod cases {
             Ok(y + 1)
         }
 
+        #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
+        async fn question_mark_error_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            let y = checked(x)?;
+            Ok(y + 1)
+        }
+
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn question_mark_kept_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            let y = checked(x)?;
+            Ok(y + 1)
+        }
+
         #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
         async fn question_mark_counts(&self, x: u32) -> Result<u32, ApiError> {
             let y = checked(x)?;
@@ -745,6 +1001,18 @@ mod cases {
             Ok(())
         }
 
+        #[circuit_breaker(fallback = |error| error_fallback_unit_async(error))]
+        async fn unit_error_fallback(&self, x: u32) -> Result<(), ApiError> {
+            checked(x)?;
+            Ok(())
+        }
+
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_unit_async(kept, error) })]
+        async fn unit_kept_fallback(&self, x: u32) -> Result<(), ApiError> {
+            checked(x)?;
+            Ok(())
+        }
+
         #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
         async fn unit_counts(&self, x: u32) -> Result<(), ApiError> {
             checked(x)?;
@@ -769,6 +1037,12 @@ mod cases {
         #[circuit_breaker(fallback = Self::fallback_unit)]
         async fn unit_one_line_fallback(&self, _x: u32) -> Result<(), ApiError> { Ok(()) }
 
+        #[circuit_breaker(fallback = |error| error_fallback_unit_async(error))]
+        async fn unit_one_line_error_fallback(&self, _x: u32) -> Result<(), ApiError> { Ok(()) }
+
+        #[circuit_breaker(fallback = { let kept = _x.saturating_add(1); move |error| fallback_unit_async(kept, error) })]
+        async fn unit_one_line_kept_fallback(&self, _x: u32) -> Result<(), ApiError> { Ok(()) }
+
         #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
         async fn unit_one_line_counts(&self, _x: u32) -> Result<(), ApiError> { Ok(()) }
 
@@ -791,6 +1065,28 @@ mod cases {
 
         #[circuit_breaker(fallback = Self::fallback_u32)]
         async fn labelled_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            let y = 'pick: {
+                if x == 0 {
+                    break 'pick 1;
+                }
+                x
+            };
+            Ok(y)
+        }
+
+        #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
+        async fn labelled_error_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            let y = 'pick: {
+                if x == 0 {
+                    break 'pick 1;
+                }
+                x
+            };
+            Ok(y)
+        }
+
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn labelled_kept_fallback(&self, x: u32) -> Result<u32, ApiError> {
             let y = 'pick: {
                 if x == 0 {
                     break 'pick 1;
@@ -847,6 +1143,20 @@ mod cases {
             Ok(y)
         }
 
+        #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
+        async fn unsafe_block_error_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            // SAFETY: `double` has no precondition.
+            let y = unsafe { double(x) };
+            Ok(y)
+        }
+
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn unsafe_block_kept_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            // SAFETY: `double` has no precondition.
+            let y = unsafe { double(x) };
+            Ok(y)
+        }
+
         #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
         async fn unsafe_block_counts(&self, x: u32) -> Result<u32, ApiError> {
             // SAFETY: `double` has no precondition.
@@ -874,6 +1184,12 @@ mod cases {
         #[circuit_breaker(fallback = Self::fallback_u32)]
         async fn unsafe_one_line_fallback(&self, x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
+        #[circuit_breaker(fallback = |error| error_fallback_u32_async(error))]
+        async fn unsafe_one_line_error_fallback(&self, x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn unsafe_one_line_kept_fallback(&self, x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
         #[circuit_breaker(counts = ApiError::Down | ApiError::Timeout { .. })]
         async fn unsafe_one_line_counts(&self, x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
@@ -891,11 +1207,15 @@ mod cases {
 async fn one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::one_line_sync_plain(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_sync_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::one_line_sync_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::one_line_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::one_line_async_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::one_line_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_every_matcher(2).await.map(drop), Ok(()));
@@ -906,11 +1226,15 @@ async fn one_line_compiles_without_warnings_and_runs() {
 async fn early_return_compiles_without_warnings_and_runs() {
     assert_eq!(cases::early_return_sync_plain(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_sync_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::early_return_sync_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::early_return_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::early_return_async_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::early_return_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_every_matcher(2).await.map(drop), Ok(()));
@@ -921,11 +1245,15 @@ async fn early_return_compiles_without_warnings_and_runs() {
 async fn question_mark_compiles_without_warnings_and_runs() {
     assert_eq!(cases::question_mark_sync_plain(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_sync_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::question_mark_sync_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::question_mark_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::question_mark_async_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::question_mark_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_every_matcher(2).await.map(drop), Ok(()));
@@ -936,11 +1264,15 @@ async fn question_mark_compiles_without_warnings_and_runs() {
 async fn unit_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unit_sync_plain(2).map(drop), Ok(()));
     assert_eq!(cases::unit_sync_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_sync_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unit_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::unit_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::unit_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::unit_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_async_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_every_matcher(2).await.map(drop), Ok(()));
@@ -951,11 +1283,15 @@ async fn unit_compiles_without_warnings_and_runs() {
 async fn unit_one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unit_one_line_sync_plain(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_sync_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_sync_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_async_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_every_matcher(2).await.map(drop), Ok(()));
@@ -966,11 +1302,15 @@ async fn unit_one_line_compiles_without_warnings_and_runs() {
 async fn labelled_compiles_without_warnings_and_runs() {
     assert_eq!(cases::labelled_sync_plain(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_sync_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::labelled_sync_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::labelled_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::labelled_async_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::labelled_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_every_matcher(2).await.map(drop), Ok(()));
@@ -981,11 +1321,15 @@ async fn labelled_compiles_without_warnings_and_runs() {
 async fn unsafe_block_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unsafe_block_sync_plain(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_sync_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_sync_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_async_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_every_matcher(2).await.map(drop), Ok(()));
@@ -996,11 +1340,15 @@ async fn unsafe_block_compiles_without_warnings_and_runs() {
 async fn unsafe_one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unsafe_one_line_sync_plain(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_sync_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_sync_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_async_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_every_matcher(2).await.map(drop), Ok(()));
@@ -1025,41 +1373,57 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     let client = cases::Client { base: 1 };
     assert_eq!(client.one_line_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.one_line_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.one_line_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.one_line_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.one_line_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.one_line_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.one_line_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.early_return_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.early_return_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.question_mark_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.question_mark_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_one_line_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_one_line_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.labelled_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.labelled_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_block_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_block_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_one_line_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_one_line_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_every_matcher(2).await.map(drop), Ok(()));

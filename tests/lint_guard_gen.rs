@@ -90,6 +90,11 @@ const SHAPES: &[Shape] = &[
 const KEYS: &[(&str, &str)] = &[
     ("plain", ""),
     ("fallback", "fallback = FALLBACK"),
+    ("error_fallback", "fallback = |error| ERROR_FALLBACK(error)"),
+    (
+        "kept_fallback",
+        "fallback = { let kept = PARAM.saturating_add(1); move |error| KEPT_FALLBACK(kept, error) }",
+    ),
     ("counts", "counts = ApiError::Down | ApiError::Timeout { .. }"),
     ("ignores", "ignores = |e: &ApiError| matches!(e, ApiError::BadRequest)"),
     (
@@ -167,6 +172,16 @@ fn answer<T>(error: Error<ApiError>, value: T) -> Result<T, ApiError> {
             "{asyncness}fn fallback_unit_{flavour}(_x: u32, error: Error<ApiError>) -> Result<(), ApiError> {{\n{yield_}    answer(error, ())\n}}\n"
         )
         .unwrap();
+        writeln!(
+            out,
+            "{asyncness}fn error_fallback_u32_{flavour}(error: Error<ApiError>) -> Result<u32, ApiError> {{\n{yield_}    answer(error, 0)\n}}\n"
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "{asyncness}fn error_fallback_unit_{flavour}(error: Error<ApiError>) -> Result<(), ApiError> {{\n{yield_}    answer(error, ())\n}}\n"
+        )
+        .unwrap();
     }
     out.push_str("#[rustfmt::skip]\nmod cases {\n    use super::*;\n\n");
     let mut calls = Vec::new();
@@ -181,7 +196,14 @@ fn answer<T>(error: Error<ApiError>, value: T) -> Result<T, ApiError> {
                 } else {
                     "u32"
                 };
-                let keys = keys.replace("FALLBACK", &format!("fallback_{ret_kind}_{flavour}"));
+                let keys = keys
+                    .replace("PARAM", shape.param)
+                    .replace("KEPT_FALLBACK", &format!("fallback_{ret_kind}_{flavour}"))
+                    .replace(
+                        "ERROR_FALLBACK",
+                        &format!("error_fallback_{ret_kind}_{flavour}"),
+                    )
+                    .replace("FALLBACK", &format!("fallback_{ret_kind}_{flavour}"));
                 let name = format!("{}_{flavour}_{combo}", shape.name);
                 let asyncness = if flavour == "async" { "async " } else { "" };
                 writeln!(
@@ -226,7 +248,14 @@ fn answer<T>(error: Error<ApiError>, value: T) -> Result<T, ApiError> {
             } else {
                 "u32"
             };
-            let keys = keys.replace("FALLBACK", &format!("Self::fallback_{ret_kind}"));
+            let keys = keys
+                .replace("PARAM", shape.param)
+                .replace("KEPT_FALLBACK", &format!("fallback_{ret_kind}_async"))
+                .replace(
+                    "ERROR_FALLBACK",
+                    &format!("error_fallback_{ret_kind}_async"),
+                )
+                .replace("FALLBACK", &format!("Self::fallback_{ret_kind}"));
             let body = shape.body.replace("\n", "\n    ");
             writeln!(
                 out,

@@ -7,7 +7,10 @@ use proc_macro2::{Spacing, Span, TokenTree};
 use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::parse::{ParseStream, Parser};
-use syn::{Expr, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitStr, Path, Token, UnOp};
+use syn::{
+    Expr, ExprBlock, ExprClosure, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitStr, Path, Token,
+    UnOp,
+};
 
 use crate::classify::Matcher;
 
@@ -38,6 +41,23 @@ pub struct Arg<T> {
     pub span: Span,
 }
 
+/// `fallback = path` is called with the function's arguments and the error;
+/// `fallback = |error| ..` with the error only, so the body can take its
+/// arguments by move; `fallback = { ..; move |error| .. }` is a block run
+/// before the body, whose closure keeps what it captured.
+pub enum Fallback {
+    Path(ExprPath),
+    Closure(ExprClosure),
+    Prepared(ExprBlock),
+}
+
+impl Fallback {
+    /// Does the fallback take the function's arguments?
+    pub fn takes_arguments(&self) -> bool {
+        matches!(self, Fallback::Path(_))
+    }
+}
+
 pub enum Window {
     Calls(u32),
     Time(Duration),
@@ -63,7 +83,7 @@ pub struct Args {
     pub success_threshold: Option<Arg<u32>>,
     pub counts: Option<Arg<Matcher>>,
     pub ignores: Option<Arg<Matcher>>,
-    pub fallback: Option<Arg<ExprPath>>,
+    pub fallback: Option<Arg<Fallback>>,
     pub name: Option<Arg<LitStr>>,
     pub krate: Option<Arg<Path>>,
     /// Every known key as written, valid value or not: checks between keys
@@ -513,9 +533,29 @@ fn recovery(input: ParseStream) -> syn::Result<Recovery> {
     })
 }
 
-/// The path of a function as an expression: `cached`, `Self::cached`,
-/// `cached::<u32>`, `<Self as Cache>::cached`.
-fn fallback(input: ParseStream) -> syn::Result<ExprPath> {
+/// The path of a function as an expression (`cached`, `Self::cached`,
+/// `cached::<u32>`, `<Self as Cache>::cached`), or a closure of the error
+/// alone (`|error| cached(error)`).
+fn fallback(input: ParseStream) -> syn::Result<Fallback> {
+    if input.peek(Token![|]) || input.peek(Token![||]) || input.peek(Token![move]) {
+        let closure: ExprClosure = input.parse()?;
+        if closure.inputs.len() != 1 {
+            return Err(syn::Error::new_spanned(
+                &closure.inputs,
+                "a `fallback` closure takes the error alone, a `failfast::Error<E>`: \
+                 `fallback = |error| cached(error)`; to be given the function's arguments \
+                 too, name a function: `fallback = cached`",
+            ));
+        }
+        return Ok(Fallback::Closure(closure));
+    }
+    if input.peek(syn::token::Brace) {
+        return input.parse().map(Fallback::Prepared);
+    }
+    fallback_path(input).map(Fallback::Path)
+}
+
+fn fallback_path(input: ParseStream) -> syn::Result<ExprPath> {
     const EXPECTED: &str = "expected the path of a function, e.g. `fallback = cached_stock` or \
                             `fallback = Self::cached_stock`";
     if input.peek(Ident::peek_any) || input.peek(Token![::]) || input.peek(Token![<]) {

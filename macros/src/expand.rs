@@ -18,7 +18,8 @@
 //!     let __failfast_result: Ret = run(move || -> Ret { body });        // sync
 //!     let __failfast_result: Ret =                                        // async
 //!         body(&mut __failfast_permit, async move { <fake return>; body }).await;
-//!     // (no `move` with a fallback; `impl Trait` in `Ret` becomes `_`)
+//!     // (no `move` with a path fallback, which is given the arguments after
+//!     // the body; `impl Trait` in `Ret` becomes `_`)
 //!     match split::<Ret>(__failfast_result) {      // ResultParts: Ret is a Result
 //!         Ok(value) => { permit.success(); return join::<Ret>(Ok(value)); }
 //!         Err(error) => {
@@ -32,7 +33,8 @@
 //!         }
 //!     };
 //!     // with a fallback, its one call:
-//!     return fallback(args.., error) [.await];
+//!     return fallback(args.., error) [.await];              // fallback = path
+//!     return __failfast_fallback(error, |error| ..) [.await]; // fallback = closure
 //! }
 //! ```
 //!
@@ -56,7 +58,7 @@ use syn::{
     TraitItemFn, Type, TypeParamBound,
 };
 
-use crate::args::{Args, Errors, Window};
+use crate::args::{Args, Errors, Fallback, Window};
 use crate::classify::Matcher;
 
 pub fn circuit_breaker(args: TokenStream, item: TokenStream) -> TokenStream {
@@ -159,7 +161,11 @@ impl<'a> Shape<'a> {
         InferImplTrait.visit_type_mut(&mut output);
 
         let mut fallback_args = Vec::new();
-        if args.fallback.is_some() {
+        if let Some(Fallback::Path(fallback)) = args.fallback.as_ref().map(|f| &f.value) {
+            // The arguments handed to the fallback keep their names' hygiene
+            // but sit at the `fallback` value, so that "used here after move"
+            // points at the fallback that uses them.
+            let at_fallback = fallback.span();
             if matches!(body, Body::AsyncTrait { .. }) {
                 for input in sig
                     .inputs
@@ -177,11 +183,15 @@ impl<'a> Shape<'a> {
             for input in &sig.inputs {
                 match input {
                     FnArg::Receiver(receiver) => {
-                        fallback_args.push(receiver.self_token.to_token_stream());
+                        fallback_args.push(located_at(
+                            receiver.self_token.to_token_stream(),
+                            at_fallback,
+                        ));
                     }
                     FnArg::Typed(typed) => match &*typed.pat {
                         Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
-                            fallback_args.push(ident.ident.to_token_stream());
+                            fallback_args
+                                .push(located_at(ident.ident.to_token_stream(), at_fallback));
                         }
                         pattern => errors.push(syn::Error::new_spanned(
                             pattern,
@@ -401,6 +411,17 @@ fn nested(block: &Block) -> TokenStream {
     TokenTree::Group(group).into()
 }
 
+/// The same tokens, resolved as before, shown at `span`.
+fn located_at(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            tree.set_span(tree.span().located_at(span));
+            tree
+        })
+        .collect()
+}
+
 /// `prefix ty suffix`, with the prefix at the type's first token and the
 /// suffix at its last, so the whole expression covers the type as written.
 fn at_type(prefix: TokenStream, ty: &Type, suffix: TokenStream) -> TokenStream {
@@ -435,6 +456,9 @@ fn allow() -> TokenStream {
             clippy::used_underscore_items,
             // Durations are emitted as whole seconds and nanoseconds.
             clippy::unreadable_literal,
+            // `fallback = |error| cached(error)` is the error-only form;
+            // `fallback = cached` would mean the form with the arguments.
+            clippy::redundant_closure,
         )]
     }
 }
@@ -617,7 +641,11 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     // Without a fallback the body takes its arguments by move, like the
     // function it replaces. With one it borrows them, so that they are still
     // there to pass to the fallback after a counted failure.
-    let move_ = args.fallback.is_none().then(|| quote!(move));
+    let move_ = args
+        .fallback
+        .as_ref()
+        .is_none_or(|fallback| !fallback.value.takes_arguments())
+        .then(|| quote!(move));
     let output = &shape.output;
     let run = match &shape.body {
         Body::Sync(block) => quote!(#private::run(#move_ || -> #output #block)),
@@ -683,18 +711,53 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     };
     let call = match &args.fallback {
         Some(fallback) => {
-            let path = &fallback.value;
-            let span = path.span();
-            let pass = &shape.fallback_args;
-            let await_ = is_async.then(|| quote_spanned!(span=> .await));
             // The local keeps the call-site span (see `rejected` above).
             let error = quote!(__failfast_fallback_error);
-            let fallback = quote_spanned!(span=> #path(#(#pass,)* #error) #await_);
+            // A closure is called through a helper that takes the error
+            // first, so the closure's parameter type is known when it is
+            // checked.
+            let helper = quote! {
+                #allow
+                fn __failfast_fallback<A, R>(
+                    error: A,
+                    fallback: impl ::core::ops::FnOnce(A) -> R,
+                ) -> R {
+                    fallback(error)
+                }
+            };
+            let (call_fallback, span, helper, prepare) = match &fallback.value {
+                Fallback::Path(path) => {
+                    let span = path.span();
+                    let pass = &shape.fallback_args;
+                    let call = quote_spanned!(span=> #path(#(#pass,)* #error));
+                    (call, span, None, None)
+                }
+                Fallback::Closure(closure) => {
+                    let span = closure.span();
+                    let call = quote_spanned!(span=> __failfast_fallback(#error, #closure));
+                    (call, span, Some(helper), None)
+                }
+                // The block runs before the call is admitted, so what its
+                // closure captures is taken before the body consumes it.
+                Fallback::Prepared(block) => {
+                    let span = block.span();
+                    let prepared = quote!(__failfast_fallback_fn);
+                    let prepare = quote! {
+                        #allow
+                        let #prepared = #block;
+                    };
+                    let call = quote_spanned!(span=> __failfast_fallback(#error, #prepared));
+                    (call, span, Some(helper), Some(prepare))
+                }
+            };
+            let await_ = is_async.then(|| quote_spanned!(span=> .await));
             quote! {
+                #helper
+                #prepare
                 #allow
                 let __failfast_fallback_error = '__failfast_fallback: { #call };
                 #allow
-                return #fallback;
+                return #call_fallback #await_;
             }
         }
         None => call,
@@ -774,6 +837,15 @@ mod tests {
             out.contains("return cached (id , __failfast_fallback_error) ;"),
             "{out}"
         );
+        // A closure fallback is given the error alone: the body moves.
+        let out = expand("fallback = |error| cached(error)", sync);
+        assert!(out.contains("run (move || ->"), "{out}");
+        assert!(
+            out.contains(
+                "return __failfast_fallback (__failfast_fallback_error , | error | cached (error)) ;"
+            ),
+            "{out}"
+        );
     }
 
     /// Found by the grammar fuzz: `fallback = cached<u32>` was taken as a
@@ -791,6 +863,24 @@ mod tests {
         let out = expand("fallback = cached<u32>", sync);
         assert_eq!(out.matches("compile_error").count(), 1, "{out}");
         assert!(out.contains("`fallback = cached::<u32>`"), "{out}");
+    }
+
+    #[test]
+    fn a_fallback_block_runs_before_the_call_is_admitted() {
+        let out = expand(
+            "fallback = { let kept = id; move |error| cached(kept, error) }",
+            "fn fetch(id: u32) -> Result<u32, E> { Ok(id) }",
+        );
+        let prepared = out.find("let __failfast_fallback_fn =").expect("prepared");
+        let acquire = out.find("__private :: acquire").expect("acquire");
+        assert!(prepared < acquire, "{out}");
+        assert!(out.contains("run (move || ->"), "{out}");
+        assert!(
+            out.contains(
+                "__failfast_fallback (__failfast_fallback_error , __failfast_fallback_fn)"
+            ),
+            "{out}"
+        );
     }
 
     #[test]
