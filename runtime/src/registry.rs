@@ -149,3 +149,35 @@ pub fn get(name: &str) -> Option<BreakerRef> {
 pub fn all() -> Vec<BreakerRef> {
     with_registry(|r| r.entries.iter().filter_map(Entry::upgrade).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Entries of dropped breakers are swept as registrations go on, so the
+    /// list stays within twice the live breakers (plus a small floor).
+    #[test]
+    fn dropped_breakers_are_swept() {
+        let keep: Vec<_> = (0..50)
+            .map(|_| Arc::new(Breaker::builder().name("sweep-kept").build().unwrap()))
+            .collect();
+        for b in &keep {
+            register(b);
+        }
+        for _ in 0..2_000 {
+            let gone = Arc::new(Breaker::builder().name("sweep-gone").build().unwrap());
+            register(&gone);
+        }
+        let (entries, live) = with_registry(|r| {
+            let live = r.entries.iter().filter(|e| e.is_live()).count();
+            (r.entries.len(), live)
+        });
+        assert!(live >= keep.len());
+        assert!(
+            entries <= 2 * live + 16,
+            "{entries} entries for {live} live breakers"
+        );
+        assert!(get("sweep-gone").is_none());
+        assert!(get("sweep-kept").is_some());
+    }
+}

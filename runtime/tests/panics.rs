@@ -113,3 +113,15 @@ fn a_manual_permit_dropped_by_a_panic_is_a_failure() {
     assert!(unwound.is_err());
     assert_eq!(b.state(), State::Open);
 }
+
+/// Observe-only mode records a panic like any other failure.
+#[test]
+fn a_panic_under_disable_is_recorded() {
+    let b = Breaker::builder().threshold(5).build().unwrap();
+    b.disable();
+    let unwound = catch_unwind(AssertUnwindSafe(|| {
+        b.call(|| -> Result<(), &str> { panic!("boom") })
+    }));
+    assert!(unwound.is_err());
+    assert_eq!(b.snapshot().consecutive_failures, 1);
+}

@@ -71,3 +71,20 @@ fn a_shared_name_finds_the_first_registered_that_still_exists() {
         .count();
     assert_eq!(count, 1, "registering twice has no effect");
 }
+
+/// A breaker in a `static`, as `#[circuit_breaker]` declares them, registered
+/// once however often it is registered.
+#[test]
+fn a_static_breaker_is_found_by_name() {
+    static STATIC: Breaker =
+        Breaker::from_config(failfast_runtime::__private::Config::new("registry-static"));
+    registry::register_static(&STATIC);
+    registry::register_static(&STATIC);
+    let found = registry::get("registry-static").expect("registered");
+    assert!(std::ptr::eq(&*found, &STATIC));
+    let count = registry::all()
+        .iter()
+        .filter(|b| b.name() == "registry-static")
+        .count();
+    assert_eq!(count, 1);
+}

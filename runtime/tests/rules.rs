@@ -751,3 +751,33 @@ fn builder_rejects_oversized_settings() {
         "success_threshold",
     );
 }
+
+#[test]
+fn the_largest_threshold_is_accepted_and_one_more_refused() {
+    assert!(Breaker::builder().threshold(16_777_215).build().is_ok());
+    let e = Breaker::builder()
+        .threshold(16_777_216)
+        .build()
+        .unwrap_err();
+    assert_eq!(e.setting(), "threshold");
+    assert!(e.to_string().contains("at most 16777215"), "{e}");
+}
+
+#[test]
+fn rejected_debug_shows_the_breaker_state_and_time_to_the_trial() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .name("payments")
+        .threshold(1)
+        .recovery(Duration::from_secs(30))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let _ = b.call(|| Err::<(), _>("down"));
+    clock.advance(Duration::from_secs(10));
+    let rejected = b.acquire().unwrap_err();
+    assert_eq!(
+        format!("{rejected:?}"),
+        r#"Rejected { breaker: "payments", state: Open, retry_after: Some(20s) }"#
+    );
+}
