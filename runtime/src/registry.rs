@@ -169,7 +169,7 @@ mod tests {
             register(&gone);
         }
         let (entries, live) = with_registry(|r| {
-            let live = r.entries.iter().filter(|e| e.is_live()).count();
+            let live = r.entries.iter().filter(|e| e.upgrade().is_some()).count();
             (r.entries.len(), live)
         });
         assert!(live >= keep.len());
