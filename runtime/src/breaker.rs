@@ -145,11 +145,12 @@ pub struct Breaker {
 pub struct Permit<'a> {
     breaker: &'a Breaker,
     /// The state word the call was admitted under, or `PASSIVE`. Its mode
-    /// bits hold `TRACKED`, and the low 16 bits of its payload (trial counts
-    /// or failures, which the permit does not need) hold the high bits of the
-    /// admitted generation; see `Breaker::permit`.
+    /// bits hold `TRACKED`; with the slow-call rule, the low 16 bits of its
+    /// payload (trial counts or failures, which the permit does not need) hold
+    /// bits 36..52 of the admitted generation. See `Breaker::permit`.
     admitted: u64,
-    /// When the call started, if slow calls are measured.
+    /// When the call started, with the slow-call rule; the generation counter
+    /// at admission without it.
     started: u64,
 }
 
@@ -305,21 +306,24 @@ impl Breaker {
 
     #[inline]
     fn permit(&self, admitted: Word) -> Permit<'_> {
-        let started = if self.config.slow == 0 {
-            0
-        } else {
-            self.clock.now()
-        };
-        // The word holds the generation's low 36 bits; the permit also keeps
-        // bits 36..52, from the counter read now: the admitted generation is
-        // the latest number at or below the counter with the word's low bits.
+        // The word holds the generation's low 36 bits; the permit also needs
+        // the counter read now, to tell its generation from one 2^36 later.
+        // Without the slow-call rule `started` is free to hold the counter as
+        // read (the arithmetic waits for a write); with it, the generation's
+        // bits 36..52 go into the admitted word at once.
         let counter = self.hot.generations.load(Ordering::Relaxed);
-        let generation = counter - (counter.wrapping_sub(admitted.generation()) & GEN_MASK);
-        Permit {
-            breaker: self,
-            admitted: (admitted.0 & !(MODE_BITS | EPOCH_MASK))
-                | (generation >> GEN_BITS & EPOCH_MASK),
-            started,
+        if self.config.slow == 0 {
+            Permit {
+                breaker: self,
+                admitted: admitted.0 & !MODE_BITS,
+                started: counter,
+            }
+        } else {
+            Permit {
+                breaker: self,
+                admitted: with_epoch(admitted.0 & !MODE_BITS, counter),
+                started: self.clock.now(),
+            }
         }
     }
 
@@ -414,7 +418,7 @@ impl Breaker {
         let word = Word(admitted);
         if outcome == Outcome::Success && self.config.slow == 0 && word.tag() == TAG_CLOSED {
             if self.config.failure_rate != 0.0 {
-                return self.closed_success_rate(word);
+                return self.closed_success_rate(word, started);
             }
             // No slow-call rule and no failure rate: the consecutive rule alone.
             let w = self.load();
@@ -429,7 +433,7 @@ impl Breaker {
     /// A success in Closed under the failure-rate rule alone: what
     /// `finish_closed` does for it, in a function small enough to be cheap.
     #[inline(never)]
-    fn closed_success_rate(&self, admitted: Word) {
+    fn closed_success_rate(&self, admitted: Word, counter: u64) {
         // Recording a success of a permit that is stale by 2^36 generations
         // only records a real outcome; the trip below checks in full.
         if !self.load().same_period(admitted) {
@@ -439,7 +443,7 @@ impl Breaker {
         // A success can still trip the rule: the call that brings the window to
         // `min_calls` may find the failures already above the rate.
         if window.record(false, false, || self.clock.now(), |t| self.rate_trips(t)) {
-            self.trip(admitted, false);
+            self.trip(Word(with_epoch(admitted.0, counter)), false);
         }
     }
 
@@ -450,7 +454,11 @@ impl Breaker {
         let slow = self.config.slow != 0
             && outcome != Outcome::Neutral
             && self.clock.now().saturating_sub(started) > self.config.slow;
-        let admitted = Word(admitted & !MODE_BITS);
+        let admitted = if self.config.slow == 0 {
+            Word(with_epoch(admitted & !MODE_BITS, started))
+        } else {
+            Word(admitted & !MODE_BITS)
+        };
         if admitted.tag() == TAG_CLOSED {
             self.finish_closed(admitted, outcome, slow);
         } else {
@@ -782,6 +790,16 @@ impl Breaker {
     }
 }
 
+/// `admitted` (a state word) with bits 36..52 of its generation in the low
+/// 16 bits, worked out from the generation counter read at admission: the
+/// admitted generation is the latest number at or below it with the word's
+/// low bits.
+#[inline]
+fn with_epoch(admitted: u64, counter: u64) -> u64 {
+    let generation = counter - (counter.wrapping_sub(Word(admitted).generation()) & GEN_MASK);
+    (admitted & !EPOCH_MASK) | (generation >> GEN_BITS & EPOCH_MASK)
+}
+
 fn splitmix64(state: u64) -> (u64, u64) {
     let next = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = next;
@@ -1020,6 +1038,31 @@ mod tests {
         b.acquire().unwrap().failure();
         b.acquire().unwrap().failure();
         assert_eq!(b.snapshot().consecutive_failures, 2);
+        b.acquire().unwrap().failure();
+        assert_eq!(b.state(), State::Open);
+    }
+
+    /// With the slow-call rule the permit keeps the generation's high bits in
+    /// its word instead: a wrap is recognised all the same.
+    #[test]
+    fn a_stale_permit_is_recognised_with_the_slow_call_rule_too() {
+        let clock = ManualClock::new();
+        let b = Breaker::builder()
+            .threshold(1)
+            .slow(Duration::from_secs(10))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let old = b.acquire().expect("closed");
+        let generation = b.hot.generations.load(Ordering::Relaxed);
+        b.hot
+            .generations
+            .store(generation + (1 << 36) - 1, Ordering::Relaxed);
+        b.reset();
+        assert_eq!(b.load().generation(), Word(old.admitted).generation());
+        old.failure();
+        assert_eq!(b.state(), State::Closed);
+        // A permit of the current generation still counts.
         b.acquire().unwrap().failure();
         assert_eq!(b.state(), State::Open);
     }
