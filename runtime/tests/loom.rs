@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use failfast_runtime::{Breaker, ManualClock, State};
+use failfast_runtime::{Breaker, ManualClock, Outcome, State};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -40,6 +40,13 @@ fn eligible_on(clock: &ManualClock, trial_calls: u32, success_threshold: u32) ->
     let _ = b.call(|| Err::<(), _>("down"));
     clock.advance(RECOVERY);
     Arc::new(b)
+}
+
+/// One call through `b`, if it is admitted, ending with `outcome`.
+fn call(b: &Breaker, outcome: Outcome) {
+    if let Ok(permit) = b.acquire() {
+        permit.record(outcome);
+    }
 }
 
 #[test]
@@ -161,9 +168,7 @@ fn racing_trials_that_fail_never_wedge_the_breaker() {
                 .map(|_| {
                     let b = b.clone();
                     thread::spawn(move || {
-                        if let Ok(permit) = b.acquire() {
-                            permit.failure();
-                        }
+                        call(&b, Outcome::Failure);
                     })
                 })
                 .collect();
@@ -188,13 +193,9 @@ fn a_trial_success_racing_a_trial_failure_never_wedges() {
         let b = eligible_on(&clock, 2, 1);
         let b2 = b.clone();
         let failing = thread::spawn(move || {
-            if let Ok(permit) = b2.acquire() {
-                permit.failure();
-            }
+            call(&b2, Outcome::Failure);
         });
-        if let Ok(permit) = b.acquire() {
-            permit.success();
-        }
+        call(&b, Outcome::Success);
         failing.join().unwrap();
         clock.advance(RECOVERY);
         b.acquire()
