@@ -10,6 +10,7 @@ mod classify;
 mod expand;
 #[cfg(test)]
 mod fuzz;
+mod moves;
 
 use proc_macro::TokenStream;
 
