@@ -28,7 +28,11 @@ mod breaker;
 mod clock;
 mod config;
 mod error;
+#[cfg(feature = "http")]
+mod http;
 pub mod registry;
+#[cfg(feature = "tonic")]
+mod tonic;
 mod window;
 mod word;
 
