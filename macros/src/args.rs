@@ -790,6 +790,77 @@ mod tests {
     }
 
     #[test]
+    fn numbers_are_checked_with_their_sign_and_bounds() {
+        for refused in [
+            "failure_rate = -0.5",
+            "failure_rate = 0",
+            "failure_rate = 0.0",
+            "failure_rate = 1.0001",
+            "slow = \"1s\", slow_rate = -1",
+            "jitter = -0.1",
+            "jitter = 1",
+        ] {
+            assert_eq!(errors_of(refused).len(), 1, "{refused}");
+        }
+        for accepted in [
+            "failure_rate = 1",
+            "failure_rate = 0.001",
+            "jitter = 0",
+            "jitter = 0.99",
+        ] {
+            assert!(errors_of(accepted).is_empty(), "{accepted}");
+        }
+        assert_eq!(
+            errors_of("failure_rate = -1")[0],
+            "`failure_rate` is a share of calls: greater than 0 and at most 1 \
+             (0.5 means half of the calls)"
+        );
+    }
+
+    #[test]
+    fn a_growing_recovery_needs_both_ends_in_order() {
+        for refused in ["\"..10m\"", "\"30s..\"", "\"30s..10s\"", "\"1m..59s\""] {
+            assert_eq!(
+                errors_of(&format!("recovery = {refused}")).len(),
+                1,
+                "{refused}"
+            );
+        }
+        let mut errors = Errors::default();
+        let args = Args::parse("recovery = \"30s..30s\"".parse().unwrap(), &mut errors);
+        assert!(errors.into_result().is_none());
+        let recovery = args.recovery.unwrap().value;
+        assert_eq!(
+            (recovery.start, recovery.max),
+            (Duration::from_secs(30), Some(Duration::from_secs(30)))
+        );
+    }
+
+    #[test]
+    fn fallback_closures_of_every_spelling_are_closures() {
+        let fallback = |tokens: &str| {
+            let mut errors = Errors::default();
+            let args = Args::parse(tokens.parse().unwrap(), &mut errors);
+            (
+                errors.into_result().map(|e| e.to_string()),
+                args.fallback.map(|f| f.value),
+            )
+        };
+        assert!(matches!(
+            fallback("fallback = move |e| x(e)"),
+            (None, Some(Fallback::Closure(_)))
+        ));
+        assert!(matches!(
+            fallback("fallback = |e| x(e)"),
+            (None, Some(Fallback::Closure(_)))
+        ));
+        let (error, _) = fallback("fallback = || x()");
+        assert!(error
+            .unwrap()
+            .starts_with("a `fallback` closure takes the error alone"));
+    }
+
+    #[test]
     fn counts_are_bounded_by_what_the_runtime_accepts() {
         for (key, max) in [
             ("trial_calls", 255u64),
