@@ -115,6 +115,12 @@ impl InventoryClient {
         }
     }
 
+    /// The same client, waiting at most `timeout` for an answer.
+    pub fn with_timeout(mut self, timeout: Duration) -> InventoryClient {
+        self.timeout = timeout;
+        self
+    }
+
     /// `GET /inventory/{sku}`
     pub async fn stock(&self, sku: &str) -> Result<Stock, InventoryError> {
         let url = format!("{}/inventory/{}", self.base, sku);
