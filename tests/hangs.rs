@@ -8,6 +8,7 @@
 
 #[path = "../examples/common/mod.rs"]
 mod common;
+mod support;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -16,28 +17,9 @@ use std::time::{Duration, Instant};
 
 use common::client::{InventoryClient, InventoryError, Stock};
 use common::service::InventoryService;
-use failfast::{circuit_breaker, registry, Error, Reason, Rejected, State, TimedOut};
+use failfast::{circuit_breaker, registry, Error, Reason, State};
 
-/// What the tests' functions return: the upstream's own error, or what the
-/// breaker said instead.
-#[derive(Debug)]
-enum Fault {
-    Upstream(InventoryError),
-    TimedOut(TimedOut),
-    Rejected(Rejected),
-}
-
-impl From<TimedOut> for Fault {
-    fn from(timed_out: TimedOut) -> Self {
-        Fault::TimedOut(timed_out)
-    }
-}
-
-impl From<Rejected> for Fault {
-    fn from(rejected: Rejected) -> Self {
-        Fault::Rejected(rejected)
-    }
-}
+type Fault = support::Fault<InventoryError>;
 
 fn snapshot(name: &str) -> failfast::Snapshot {
     registry::get(name)
