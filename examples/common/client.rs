@@ -149,6 +149,15 @@ impl InventoryClient {
         }
     }
 
+    /// `POST /admin/silent/{silent}`
+    pub async fn set_silent(&self, silent: bool) -> Result<(), InventoryError> {
+        let url = format!("{}/admin/silent/{}", self.base, silent);
+        match self.send(Method::POST, &url).await? {
+            (StatusCode::OK, _) => Ok(()),
+            (s, body) => Err(InventoryError::Dependency(describe(s, &body))),
+        }
+    }
+
     async fn send(&self, method: Method, url: &str) -> Result<(StatusCode, Bytes), InventoryError> {
         let request = Request::builder()
             .method(method)
