@@ -15,9 +15,22 @@
 //!         Err(rejected) => return join::<Ret>(Err(rejected(rejected))), // at E; FromRejected
 //!         // with a fallback: break 'fallback Error::Rejected(rejected)
 //!     };
+//!     // only with `max_concurrent = N` (and `static __FAILFAST_BULKHEAD:
+//!     // Bulkhead = Bulkhead::new(N);` beside the breaker):
+//!     let __failfast_slot = match enter(&__FAILFAST_BULKHEAD, &__FAILFAST_BREAKER, &permit) {
+//!         Ok(slot) => slot,
+//!         Err(rejected) => /* as above */,
+//!     };
 //!     let __failfast_result: Ret = run(move || -> Ret { body });        // sync
 //!     let __failfast_result: Ret =                                        // async
 //!         body(&mut __failfast_permit, async move { <fake return>; body }).await;
+//!     let __failfast_result: Ret = match timeout(Tokio, &mut __failfast_permit,  // `timeout`
+//!         __FAILFAST_BREAKER.name(), LIMIT, async move { .. }).await {
+//!         Ok(result) => result,
+//!         // the failure is already recorded
+//!         Err(timed_out) => return join::<Ret>(Err(timed_out(timed_out))), // at E; FromTimedOut
+//!         // with a fallback: break 'fallback Error::Timeout(timed_out)
+//!     };
 //!     // (no `move` with a path fallback, which is given the arguments after
 //!     // the body; `impl Trait` in `Ret` becomes `_`)
 //!     match split::<Ret>(__failfast_result) {      // ResultParts: Ret is a Result
@@ -45,8 +58,9 @@
 //! failure. An async body is polled by `body`, which records a failure when a
 //! poll of the body panics and makes the permit's drop neutral otherwise, so
 //! a sibling future's panic (`join!`, a task torn down) is not blamed on the
-//! dependency. A future dropped mid-call drops the permit unresolved, which
-//! the runtime records as neutral.
+//! dependency. A future dropped mid-call drops the body unfinished, which the
+//! runtime records as neutral, as slow once it ran past `slow`, or as a
+//! failure once past `timeout`.
 
 use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};

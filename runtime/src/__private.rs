@@ -31,28 +31,14 @@ pub fn body<'p, 'b, F: Future>(permit: &'p mut Permit<'b>, future: F) -> Body<'p
 }
 
 /// Takes a place in `bulkhead` for a call `breaker` admitted with `permit`;
-/// refused at once, with a rejection at the concurrency limit, when every
-/// place is taken (the permit, dropped unresolved, is neutral).
+/// see [`Bulkhead::enter`].
 #[inline]
 pub fn enter(
     bulkhead: &'static Bulkhead,
     breaker: &'static Breaker,
     permit: &Permit<'_>,
 ) -> Result<Slot<'static>, Rejected> {
-    match bulkhead.try_enter() {
-        Some(slot) => Ok(slot),
-        None => Err(concurrency_limit(breaker, permit)),
-    }
-}
-
-#[cold]
-fn concurrency_limit(breaker: &Breaker, permit: &Permit<'_>) -> Rejected {
-    let state = if permit.is_trial() {
-        crate::State::HalfOpen
-    } else {
-        crate::State::Closed
-    };
-    Rejected::concurrency_limit(breaker.name(), state)
+    bulkhead.enter(breaker, permit)
 }
 
 /// The timer `timeout = ..` uses: tokio's.

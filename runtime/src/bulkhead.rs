@@ -9,6 +9,8 @@
 //! fallback, which is what a service under overload needs (a queue in front of
 //! a hanging dependency only holds more callers hostage).
 
+use crate::breaker::{Breaker, Permit};
+use crate::error::{Rejected, State};
 use crate::sync::{AtomicU32, Ordering};
 
 /// At most `max` calls at once. `#[circuit_breaker(max_concurrent = N)]`
@@ -94,6 +96,38 @@ impl Bulkhead {
         }
     }
 
+    /// A slot for a call that `breaker` admitted with `permit`, or at once a
+    /// [`Rejected`] at the concurrency limit (reason
+    /// [`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit), in the
+    /// state the permit was admitted in) when every slot is taken. Take the
+    /// permit first: an open breaker then refuses without touching the
+    /// bulkhead, and a refused permit dropped unresolved is neutral (a
+    /// half-open trial is given back).
+    ///
+    /// ```
+    /// use failfast_runtime::{Breaker, Bulkhead, Reason};
+    ///
+    /// let breaker = Breaker::builder().name("uploads").build()?;
+    /// let bulkhead = Bulkhead::new(1);
+    /// let first = breaker.acquire().unwrap();
+    /// let _slot = bulkhead.enter(&breaker, &first).unwrap();
+    /// let second = breaker.acquire().unwrap();
+    /// let refused = bulkhead.enter(&breaker, &second).unwrap_err();
+    /// assert_eq!(refused.reason(), Reason::ConcurrencyLimit);
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] when `max` calls are running.
+    #[inline]
+    pub fn enter(&self, breaker: &Breaker, permit: &Permit<'_>) -> Result<Slot<'_>, Rejected> {
+        match self.try_enter() {
+            Some(slot) => Ok(slot),
+            None => Err(concurrency_limit(breaker, permit)),
+        }
+    }
+
     /// Calls running now.
     #[must_use]
     pub fn running(&self) -> u32 {
@@ -105,6 +139,16 @@ impl Bulkhead {
     pub fn max(&self) -> u32 {
         self.max
     }
+}
+
+#[cold]
+fn concurrency_limit(breaker: &Breaker, permit: &Permit<'_>) -> Rejected {
+    let state = if permit.is_trial() {
+        State::HalfOpen
+    } else {
+        State::Closed
+    };
+    Rejected::concurrency_limit(breaker.name(), state)
 }
 
 impl Drop for Slot<'_> {
