@@ -147,7 +147,8 @@ fn open_detailed(x: u64) -> Result<(), Detailed> {
     answer(x).map_err(|_| Detailed::Down)
 }
 
-/// `consecutive` with a bulkhead: one slot taken and given back per call.
+/// `consecutive` with a bulkhead (`max_concurrent`, in the closed groups): one
+/// slot taken and given back per call.
 #[inline(never)]
 #[circuit_breaker(threshold = 5, recovery = "30s", max_concurrent = 64)]
 fn bulkheaded(x: u64) -> Result<(), Fault> {
@@ -301,6 +302,9 @@ fn closed_consecutive(c: &mut Criterion) {
     g.bench_function("failfast: #[circuit_breaker]", |b| {
         each(b, || consecutive(arg()))
     });
+    g.bench_function("failfast: #[circuit_breaker(max_concurrent)]", |b| {
+        each(b, || bulkheaded(arg()))
+    });
     g.finish();
 
     for (clock, group) in [
@@ -328,6 +332,9 @@ fn closed_consecutive(c: &mut Criterion) {
         });
         g.bench_function("failfast: #[circuit_breaker]", |b| {
             b.iter_custom(|n| two_threads(clock, n, || consecutive(arg())))
+        });
+        g.bench_function("failfast: #[circuit_breaker(max_concurrent)]", |b| {
+            b.iter_custom(|n| two_threads(clock, n, || bulkheaded(arg())))
         });
         g.finish();
     }
@@ -391,54 +398,6 @@ fn closed_rate(c: &mut Criterion) {
         });
         g.bench_function("failfast: #[circuit_breaker], 1 in 64 failing", |b| {
             b.iter_custom(|n| two_threads(clock, n, || rate_some_failing(arg_1_in_64())))
-        });
-        g.finish();
-    }
-}
-
-/// `max_concurrent`: the same annotated function with and without a bulkhead,
-/// on one thread and on two sharing it.
-fn max_concurrent(c: &mut Criterion) {
-    let fs = failsafe_consecutive(5, Duration::from_secs(30));
-    let rc = Recloser::default();
-
-    let mut g = c.benchmark_group("max_concurrent_1_thread");
-    g.bench_function("floor: bare call", |b| each(b, bare));
-    g.bench_function("floor: bare call + shared fetch_add", |b| {
-        each(b, bare_fetch_add)
-    });
-    g.bench_function("failsafe", |b| each(b, || fs.call(|| work(arg()))));
-    g.bench_function("recloser", |b| each(b, || rc.call(|| work(arg()))));
-    g.bench_function("failfast: #[circuit_breaker]", |b| {
-        each(b, || consecutive(arg()))
-    });
-    g.bench_function("failfast: #[circuit_breaker(max_concurrent)]", |b| {
-        each(b, || bulkheaded(arg()))
-    });
-    g.finish();
-
-    for (clock, group) in [
-        (Clock::Wall, "max_concurrent_2_threads"),
-        (Clock::Cpu, "max_concurrent_2_threads_cpu"),
-    ] {
-        let mut g = c.benchmark_group(group);
-        g.bench_function("floor: bare call", |b| {
-            b.iter_custom(|n| two_threads(clock, n, bare))
-        });
-        g.bench_function("floor: bare call + shared fetch_add", |b| {
-            b.iter_custom(|n| two_threads(clock, n, bare_fetch_add))
-        });
-        g.bench_function("failsafe", |b| {
-            b.iter_custom(|n| two_threads(clock, n, || fs.call(|| work(arg()))))
-        });
-        g.bench_function("recloser", |b| {
-            b.iter_custom(|n| two_threads(clock, n, || rc.call(|| work(arg()))))
-        });
-        g.bench_function("failfast: #[circuit_breaker]", |b| {
-            b.iter_custom(|n| two_threads(clock, n, || consecutive(arg())))
-        });
-        g.bench_function("failfast: #[circuit_breaker(max_concurrent)]", |b| {
-            b.iter_custom(|n| two_threads(clock, n, || bulkheaded(arg())))
         });
         g.finish();
     }
@@ -558,7 +517,6 @@ criterion_group!(
     closed_consecutive,
     closed_rate,
     async_call,
-    max_concurrent,
     timeout,
     open_rejected
 );

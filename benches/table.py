@@ -24,9 +24,6 @@ GROUPS = [
     "rate_2_threads_cpu",
     "open_rejected",
     "async_current_thread",
-    "max_concurrent_1_thread",
-    "max_concurrent_2_threads",
-    "max_concurrent_2_threads_cpu",
     "timeout_current_thread",
 ]
 PEERS = ["failsafe", "recloser"]

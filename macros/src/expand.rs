@@ -17,9 +17,9 @@
 //!     };
 //!     // only with `max_concurrent = N` (and `static __FAILFAST_BULKHEAD:
 //!     // Bulkhead = Bulkhead::new(N);` beside the breaker):
-//!     let __failfast_slot = match enter(&__FAILFAST_BULKHEAD, &__FAILFAST_BREAKER, &permit) {
-//!         Ok(slot) => slot,
-//!         Err(rejected) => /* as above */,
+//!     let __failfast_slot = match enter(&__FAILFAST_BULKHEAD) {
+//!         Some(slot) => slot,
+//!         None => { let rejected = concurrency_limit(&__FAILFAST_BREAKER, &permit); /* as above */ }
 //!     };
 //!     let __failfast_result: Ret = run(move || -> Ret { body });        // sync
 //!     let __failfast_result: Ret =                                        // async
@@ -763,13 +763,15 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
                 }),
                 Some(quote! {
                     #allow
-                    let __failfast_slot = match #private::enter(
-                        &__FAILFAST_BULKHEAD,
-                        &__FAILFAST_BREAKER,
-                        &__failfast_permit,
-                    ) {
-                        ::core::result::Result::Ok(__failfast_slot) => __failfast_slot,
-                        ::core::result::Result::Err(__failfast_rejected) => #on_reject,
+                    let __failfast_slot = match #private::enter(&__FAILFAST_BULKHEAD) {
+                        ::core::option::Option::Some(__failfast_slot) => __failfast_slot,
+                        ::core::option::Option::None => {
+                            let __failfast_rejected = #private::concurrency_limit(
+                                &__FAILFAST_BREAKER,
+                                &__failfast_permit,
+                            );
+                            #on_reject
+                        }
                     };
                 }),
             )

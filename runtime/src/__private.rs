@@ -30,15 +30,20 @@ pub fn body<'p, 'b, F: Future>(permit: &'p mut Permit<'b>, future: F) -> Body<'p
     Body::new(permit, future)
 }
 
-/// Takes a place in `bulkhead` for a call `breaker` admitted with `permit`;
-/// see [`Bulkhead::enter`].
+/// Takes a place in `bulkhead`, if one is free. Returned as an `Option` (a
+/// pointer in a register), the refusal being built out of line by
+/// [`concurrency_limit`].
 #[inline]
-pub fn enter(
-    bulkhead: &'static Bulkhead,
-    breaker: &'static Breaker,
-    permit: &Permit<'_>,
-) -> Result<Slot<'static>, Rejected> {
-    bulkhead.enter(breaker, permit)
+pub fn enter(bulkhead: &'static Bulkhead) -> Option<Slot<'static>> {
+    bulkhead.try_enter()
+}
+
+/// The refusal of a call `breaker` admitted with `permit`, at the
+/// concurrency limit; see [`Bulkhead::enter`].
+#[cold]
+#[inline(never)]
+pub fn concurrency_limit(breaker: &Breaker, permit: &Permit<'_>) -> Rejected {
+    crate::bulkhead::concurrency_limit(breaker, permit)
 }
 
 /// The timer `timeout = ..` uses: tokio's.

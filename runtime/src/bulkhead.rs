@@ -142,7 +142,7 @@ impl Bulkhead {
 }
 
 #[cold]
-fn concurrency_limit(breaker: &Breaker, permit: &Permit<'_>) -> Rejected {
+pub(crate) fn concurrency_limit(breaker: &Breaker, permit: &Permit<'_>) -> Rejected {
     let state = if permit.is_trial() {
         State::HalfOpen
     } else {
