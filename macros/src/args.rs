@@ -22,6 +22,8 @@ pub(crate) const KEYS: &[&str] = &[
     "min_calls",
     "slow",
     "slow_rate",
+    "timeout",
+    "max_concurrent",
     "recovery",
     "jitter",
     "trial_calls",
@@ -77,6 +79,8 @@ pub struct Args {
     pub min_calls: Option<Arg<u32>>,
     pub slow: Option<Arg<Duration>>,
     pub slow_rate: Option<Arg<f64>>,
+    pub timeout: Option<Arg<Duration>>,
+    pub max_concurrent: Option<Arg<u32>>,
     pub recovery: Option<Arg<Recovery>>,
     pub jitter: Option<Arg<f64>>,
     pub trial_calls: Option<Arg<u32>>,
@@ -200,6 +204,8 @@ impl Args {
             "min_calls" => set(&mut self.min_calls, &key, span, count(input, &name)?),
             "slow" => set(&mut self.slow, &key, span, duration(input, &name)?),
             "slow_rate" => set(&mut self.slow_rate, &key, span, rate(input, &name)?),
+            "timeout" => set(&mut self.timeout, &key, span, duration(input, &name)?),
+            "max_concurrent" => set(&mut self.max_concurrent, &key, span, count(input, &name)?),
             "recovery" => set(&mut self.recovery, &key, span, recovery(input)?),
             "jitter" => set(&mut self.jitter, &key, span, jitter(input)?),
             "trial_calls" => set(&mut self.trial_calls, &key, span, count(input, &name)?),
@@ -219,7 +225,7 @@ impl Args {
     }
 
     /// The key as written, if it was, valid value or not.
-    fn written(&self, name: &str) -> Option<&Ident> {
+    pub(crate) fn written(&self, name: &str) -> Option<&Ident> {
         self.written.iter().find(|key| key.unraw() == name)
     }
 
@@ -277,6 +283,19 @@ impl Args {
                         "`min_calls = {}` is more than the {size} calls {holds}, so the rate \
                          rule could never trip; use at most {size}, or a larger `window`",
                         min_calls.value
+                    ),
+                ));
+            }
+        }
+        if let (Some(slow), Some(timeout)) = (&self.slow, &self.timeout) {
+            if slow.value >= timeout.value {
+                errors.push(syn::Error::new(
+                    slow.span,
+                    format!(
+                        "`slow` must be shorter than `timeout`: a call is cut off at `timeout` \
+                         ({:?}), so a `slow` of {:?} could never be seen; use a shorter `slow`, \
+                         or drop it (a timed-out call is already a failure)",
+                        timeout.value, slow.value
                     ),
                 ));
             }
@@ -643,7 +662,7 @@ mod tests {
         let mut errors = Errors::default();
         let args = Args::parse(
             r#"failure_rate = 0.5, window = "1m", min_calls = 20, slow = "2s", slow_rate = 1,
-               recovery = "30s..10m", jitter = 0.2, trial_calls = 3, success_threshold = 2,
+               timeout = "3s", max_concurrent = 8, recovery = "30s..10m", jitter = 0.2, trial_calls = 3, success_threshold = 2,
                counts = |e: &E| e.is_transient(), ignores = E::BadRequest(_), fallback = Self::cached,
                name = "inventory", crate = ::failfast"#
                 .parse()
@@ -660,6 +679,19 @@ mod tests {
         assert_eq!(recovery.start, Duration::from_secs(30));
         assert_eq!(recovery.max, Some(Duration::from_secs(600)));
         assert_eq!(args.trial_calls.unwrap().value, 3);
+        assert_eq!(args.timeout.unwrap().value, Duration::from_secs(3));
+        assert_eq!(args.max_concurrent.unwrap().value, 8);
+    }
+
+    #[test]
+    fn slow_is_shorter_than_timeout() {
+        for (slow, timeout) in [("3s", "3s"), ("5s", "3s")] {
+            let errors = errors_of(&format!("slow = \"{slow}\", timeout = \"{timeout}\""));
+            assert_eq!(errors.len(), 1, "{errors:?}");
+            assert!(errors[0].starts_with("`slow` must be shorter than `timeout`"));
+        }
+        assert!(errors_of(r#"slow = "2s", timeout = "3s""#).is_empty());
+        assert_eq!(errors_of("max_concurrent = 0").len(), 1);
     }
 
     #[test]

@@ -1,7 +1,10 @@
 use failfast::circuit_breaker;
 
+#[derive(Debug)]
+pub struct DependencyError;
+
 #[circuit_breaker(threshold = 3)]
-async fn fetch(id: u32) -> std::io::Result<u32> {
+async fn fetch(id: u32) -> Result<u32, DependencyError> {
     Ok(id)
 }
 
