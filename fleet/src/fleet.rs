@@ -423,7 +423,7 @@ impl<T: Transport> Task<T> {
                     None,
                     async move {
                         transport.ping().await?;
-                        transport.subscribe().await
+                        transport.resume().await
                     },
                     Reply::Health,
                 );

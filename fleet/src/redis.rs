@@ -293,10 +293,17 @@ impl Transport for RedisTransport {
             .await
     }
 
-    async fn subscribe(&self) -> TransportResult<()> {
+    async fn resume(&self) -> TransportResult<()> {
         let chan = self.channel.clone();
-        self.run(|mut c| async move { c.subscribe(chan).await })
-            .await
+        let mut load = redis::pipe();
+        for script in &self.scripts {
+            load.load_script(script).ignore();
+        }
+        self.run(|mut c| async move {
+            c.subscribe(chan).await?;
+            load.exec_async(&mut c).await
+        })
+        .await
     }
 
     fn take_events(&self) -> Option<mpsc::Receiver<Incoming>> {

@@ -128,8 +128,10 @@ pub trait Transport: Send + Sync + 'static {
     /// Round trip used as the health check while the store is unreachable.
     fn ping(&self) -> impl Future<Output = TransportResult<()>> + Send;
 
-    /// Subscribes (again) to the namespace's events; idempotent.
-    fn subscribe(&self) -> impl Future<Output = TransportResult<()>> + Send;
+    /// Subscribes (again) to the namespace's events and prepares the store (the Redis
+    /// transport loads its scripts, so the first command after a restart of the store
+    /// is one round trip); idempotent, run after every (re)connection.
+    fn resume(&self) -> impl Future<Output = TransportResult<()>> + Send;
 
     /// Takes the receiving end of the event stream; `None` after the first call.
     fn take_events(&self) -> Option<tokio::sync::mpsc::Receiver<Incoming>>;

@@ -235,7 +235,7 @@ async fn opens_and_closes_reach_a_second_client() {
     );
     let mut events = listener.take_events().unwrap();
     assert!(listener.take_events().is_none(), "the stream is taken once");
-    listener.subscribe().await.unwrap();
+    listener.resume().await.unwrap();
     a.vote("dep", FP).await.unwrap();
     b.vote("dep", FP).await.unwrap();
     let open = Notice {
@@ -348,7 +348,7 @@ async fn forged_and_malformed_publishes_are_dropped() {
     cfg.hmac_key = Some(b"fleet secret".to_vec());
     let listener = RedisTransport::new(&cfg).unwrap();
     let mut events = listener.take_events().unwrap();
-    listener.subscribe().await.unwrap();
+    listener.resume().await.unwrap();
     let mut c = raw(&url).await;
     let chan = "failfast:{test/env}:ev";
     let unsigned = Codec::new("test/env", None);
