@@ -138,14 +138,15 @@ impl Machine {
     ) {
         let until = now + open.remaining.min(cfg.max_remote_open);
         if let Some(r) = self.remote {
+            // The store never lengthens an open in place (a reopen is a new
+            // generation), so the same generation read again brings nothing new: its
+            // remaining time only differs from ours by the read's latency.
             let stale = open.generation < r.generation && now < r.until;
-            if stale || (open.generation == r.generation && until <= r.until) {
+            if stale || open.generation == r.generation {
                 return;
             }
-            if open.generation != r.generation {
-                self.lease = Lease::Idle;
-                self.lost = 0;
-            }
+            self.lease = Lease::Idle;
+            self.lost = 0;
         }
         if !ours && self.vetoed(cfg, member) {
             self.vetoes += 1;
@@ -241,9 +242,16 @@ impl Machine {
             .filter(|p| p.instance != cfg.instance);
         match (self.remote, foreign_probe) {
             (Some(r), _) if snapshot.closed >= r.generation => self.close(cfg, member, now),
-            (_, Some(p)) if !matches!(self.lease, Lease::Held { .. } | Lease::GaveUp) => {
-                // A probe is running elsewhere (possibly before this instance ever
-                // saw the open): wait for its result.
+            (Some(r), Some(p)) if self.lease == Lease::Idle => {
+                // A probe is running elsewhere: wait for its result.
+                let until = now + p.remaining + self.jitter(cfg.lease_jitter);
+                if until > r.until {
+                    self.remote = Some(Remote { until, ..r });
+                    member.apply_remote_open(until);
+                }
+            }
+            (None, Some(p)) => {
+                // Started (or reconnected) while the fleet probes: wait for its result.
                 let wait = p.remaining + self.jitter(cfg.lease_jitter);
                 let open = RemoteOpen {
                     generation: p.generation,

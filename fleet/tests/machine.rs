@@ -58,6 +58,7 @@ fn a_remote_open_is_applied_on_the_local_clock_and_capped() {
     assert_eq!(m.remote_generation(), Some(3));
     // The same open read again changes nothing; an older generation is ignored.
     m.on_snapshot(&cfg, &*member, &open(3, 1400), now + MS(100));
+    m.on_snapshot(&cfg, &*member, &open(3, 1500), now + MS(5)); // a faster read: still the same open
     m.on_snapshot(&cfg, &*member, &open(2, 50_000), now + MS(100));
     assert_eq!(member.open_count(), 1);
     // A newer one far in the future is held to max_remote_open.
