@@ -31,6 +31,8 @@ use tokio::sync::mpsc;
 const QUEUE: usize = 4096;
 /// How often the task looks at its clocks.
 const TICK: Duration = Duration::from_millis(25);
+/// Commands in a health check: `ping`, then `resume` (subscribe, load scripts).
+const HEALTH_COMMANDS: u32 = 3;
 /// Most store operations in flight at once; read-backs wait beyond it.
 const MAX_IN_FLIGHT: usize = 256;
 
@@ -377,6 +379,7 @@ impl<T: Transport> Task<T> {
     }
 
     fn on_incoming(&mut self, incoming: Incoming) {
+        self.now = Instant::now();
         match incoming {
             Incoming::Notice(notice) => {
                 if notice.origin == self.cfg.instance {
@@ -447,14 +450,16 @@ impl<T: Transport> Task<T> {
         }
     }
 
-    /// Runs `op` in the task, bounded by the command timeout whatever the transport does.
+    /// Runs `op` in the task, bounded by the command timeout whatever the transport
+    /// does (the health check, `ping` then `resume`, gets one timeout per command).
     fn spawn<R: Send + 'static>(
         &mut self,
         id: Option<usize>,
         op: impl Future<Output = TransportResult<R>> + Send + 'static,
         reply: fn(TransportResult<R>) -> Reply,
     ) {
-        let bound = self.cfg.command_timeout;
+        let commands = if id.is_none() { HEALTH_COMMANDS } else { 1 };
+        let bound = self.cfg.command_timeout * commands;
         self.in_flight.push(Box::pin(async move {
             let started = Instant::now();
             let result = tokio::time::timeout(bound, op)

@@ -177,7 +177,9 @@ impl Machine {
         }
         let held = match self.lease {
             Lease::Held { generation, until }
-                if now < until && transition.from == LocalState::HalfOpen =>
+                if now < until
+                    && transition.from == LocalState::HalfOpen
+                    && transition.cause == Cause::LocalEvidence =>
             {
                 Some(generation)
             }

@@ -119,7 +119,10 @@ return {2, gs, ms}
 /// When it is full, events are dropped: the periodic read-back catches up.
 const EVENT_QUEUE: usize = 1024;
 
-/// [`Transport`] over Redis 6.2+ (RESP3), standalone or a cluster's single slot per breaker.
+/// [`Transport`] over a standalone Redis 6.2+ or Valkey (RESP3 push for events).
+///
+/// The key layout keeps each breaker in one cluster slot, but this transport speaks
+/// to a single server; Redis Cluster needs the cluster client, not built yet.
 pub struct RedisTransport {
     conn: ConnectionManager,
     namespace: String,
@@ -228,7 +231,9 @@ impl RedisTransport {
         };
         let manager = ConnectionManagerConfig::new()
             .set_response_timeout(Some(config.command_timeout))
-            .set_connection_timeout(Some(config.command_timeout))
+            // Connecting happens in the background, never on a call: the handshake
+            // (TCP, HELLO, client info) gets more room than one command.
+            .set_connection_timeout(Some(config.command_timeout * 10))
             .set_number_of_retries(1)
             .set_min_delay(config.reconnect_min)
             .set_max_delay(config.reconnect_max)
@@ -299,11 +304,10 @@ impl Transport for RedisTransport {
         for script in &self.scripts {
             load.load_script(script).ignore();
         }
-        self.run(|mut c| async move {
-            c.subscribe(chan).await?;
-            load.exec_async(&mut c).await
-        })
-        .await
+        self.run(|mut c| async move { c.subscribe(chan).await })
+            .await?;
+        self.run(|mut c| async move { load.exec_async(&mut c).await })
+            .await
     }
 
     fn take_events(&self) -> Option<mpsc::Receiver<Incoming>> {

@@ -179,3 +179,20 @@ async fn latency_blackhole_and_resets_through_a_proxy() {
     .await;
     println!("behind proxy: {:?}", fleet.stats());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_behind_a_slow_link_connects_and_shares() {
+    let server = RedisServer::start();
+    let proxy = Proxy::start(server.port).await;
+    // 25 ms each way: every command fits in its 100 ms, the handshake and the
+    // health check (several round trips) do not fit in one.
+    proxy.set(Mode::Delay(Duration::from_millis(25)));
+    let (fleet, member) = member_of(quorum_one(&proxy.url(), "a")).await;
+    let (_o, observer) = member_of(support::config(&server.url(), "o")).await;
+    member.transition(LocalState::Open, Cause::LocalEvidence);
+    eventually(WAIT, "the open crosses the slow link", || {
+        observer.open_count() >= 1
+    })
+    .await;
+    assert!(fleet.stats().connected, "{:?}", fleet.stats());
+}

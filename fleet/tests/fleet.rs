@@ -131,3 +131,30 @@ async fn a_pod_started_mid_outage_is_open_before_its_first_call() {
         "the fleet's remaining time"
     );
 }
+
+/// Runs on one thread: while the test floods the notifier, the fleet task cannot
+/// drain the queue, so the last transition is dropped and must be caught up.
+#[tokio::test(flavor = "current_thread")]
+async fn a_full_transition_queue_is_caught_up_from_the_breakers_state() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut cfg = support::config(&url, "a");
+    cfg.quorum = 1;
+    let (_a_fleet, a) = member_of(cfg).await;
+    let (_o_fleet, observer) = member_of(support::config(&url, "o")).await;
+    for i in 0..10_000 {
+        let to = if i % 2 == 0 {
+            LocalState::HalfOpen
+        } else {
+            LocalState::Open
+        };
+        a.transition(to, Cause::Manual); // never voted
+    }
+    a.transition(LocalState::Open, Cause::LocalEvidence); // dropped: the queue is full
+    eventually(
+        WAIT,
+        "the observer learns the open a never managed to send",
+        || observer.open_count() >= 1,
+    )
+    .await;
+}

@@ -302,3 +302,29 @@ fn an_unreachable_store_means_local_probing_and_a_resync_votes_again() {
         "closed: nothing to vote"
     );
 }
+
+#[test]
+fn an_operator_reset_during_the_probe_is_not_reported_as_its_result() {
+    let cfg = cfg();
+    let member = FakeMember::new("dep");
+    let mut m = Machine::new(1);
+    let now = Instant::now();
+    m.on_snapshot(&cfg, &*member, &open(5, 1000), now);
+    let at = now + MS(1000) - cfg.probe_lead;
+    assert_eq!(m.tick(&cfg, at), Some(Command::Acquire { generation: 5 }));
+    let won = LeaseOutcome::Won {
+        lease: cfg.probe_lease,
+    };
+    m.on_lease(&cfg, &*member, Ok(won), at);
+    assert!(m.holds_lease());
+    use LocalState::*;
+    assert_eq!(
+        m.on_local(t(HalfOpen, Closed, Cause::Manual), at + MS(400)),
+        None
+    );
+    assert_eq!(
+        m.on_local(t(HalfOpen, Open, Cause::Manual), at + MS(400)),
+        None
+    );
+    assert!(!m.holds_lease());
+}
