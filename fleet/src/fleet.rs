@@ -18,7 +18,7 @@ use crate::transport::{
     VoteOutcome,
 };
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -68,7 +68,7 @@ pub enum AttachError {
     DuplicateName(String),
     /// The name is empty, longer than 160 bytes or has control characters.
     InvalidName(String),
-    /// The task's queue is full or the task has stopped.
+    /// The background task has stopped.
     Unavailable,
 }
 
@@ -86,10 +86,14 @@ impl fmt::Display for AttachError {
 
 impl std::error::Error for AttachError {}
 
-enum Message {
+/// Joining and leaving: rare, never lost (unbounded).
+enum Control {
     Attach(usize, Arc<dyn FleetMember>, Arc<AtomicBool>),
-    Local(usize, Transition),
+    Detach(usize),
 }
+
+/// A local transition: frequent, bounded, dropped (then caught up) when full.
+struct Message(usize, Transition);
 
 /// The handle a breaker's transition hook calls. Cheap to clone, never blocks.
 #[derive(Clone)]
@@ -111,11 +115,7 @@ impl Notifier {
     /// Tells the fleet of a local transition. Never blocks: when the queue is full the
     /// transition is dropped and the task catches up from the breaker's state.
     pub fn notify(&self, transition: Transition) {
-        if self
-            .tx
-            .try_send(Message::Local(self.id, transition))
-            .is_err()
-        {
+        if self.tx.try_send(Message(self.id, transition)).is_err() {
             self.overflow.store(true, Ordering::Release);
         }
     }
@@ -156,8 +156,9 @@ pub struct FleetStats {
 /// joined breakers then run local-only.
 pub struct Fleet {
     tx: mpsc::Sender<Message>,
+    control: mpsc::UnboundedSender<Control>,
     next_id: AtomicUsize,
-    names: Mutex<HashSet<String>>,
+    names: Mutex<HashMap<String, usize>>,
     counters: Arc<Counters>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -197,6 +198,7 @@ impl Fleet {
                     "event stream already taken".into(),
                 )))?;
         let (tx, rx) = mpsc::channel(QUEUE);
+        let (control, control_rx) = mpsc::unbounded_channel();
         let counters = Arc::new(Counters::default());
         let task = Task {
             now: Instant::now(),
@@ -213,11 +215,12 @@ impl Fleet {
                 checking: false,
             },
         };
-        let task = handle.spawn(task.run(rx, events));
+        let task = handle.spawn(task.run(control_rx, rx, events));
         Ok(Fleet {
             tx,
+            control,
             next_id: AtomicUsize::new(0),
-            names: Mutex::new(HashSet::new()),
+            names: Mutex::new(HashMap::new()),
             counters,
             task,
         })
@@ -231,15 +234,15 @@ impl Fleet {
             return Err(AttachError::InvalidName(name));
         }
         let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
-        if names.contains(&name) {
+        if names.contains_key(&name) {
             return Err(AttachError::DuplicateName(name));
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let overflow = Arc::new(AtomicBool::new(false));
-        self.tx
-            .try_send(Message::Attach(id, member.clone(), overflow.clone()))
+        self.control
+            .send(Control::Attach(id, member.clone(), overflow.clone()))
             .map_err(|_| AttachError::Unavailable)?;
-        names.insert(name);
+        names.insert(name, id);
         drop(names);
         let notifier = Notifier {
             id,
@@ -248,6 +251,20 @@ impl Fleet {
         };
         member.attached(notifier.clone());
         Ok(notifier)
+    }
+
+    /// Takes the breaker named `name` out of the fleet (a keyed breaker evicted, a
+    /// breaker dropped): the fleet forgets it and applies nothing to it any more.
+    /// Returns whether it was attached. Store keys are left to expire.
+    pub fn detach(&self, name: &str) -> bool {
+        let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        match names.remove(name) {
+            Some(id) => {
+                let _ = self.control.send(Control::Detach(id));
+                true
+            }
+            None => false,
+        }
     }
 
     /// The task's counters.
@@ -324,11 +341,22 @@ fn spread(base: Duration) -> Duration {
 }
 
 impl<T: Transport> Task<T> {
-    async fn run(mut self, mut rx: mpsc::Receiver<Message>, mut events: mpsc::Receiver<Incoming>) {
+    async fn run(
+        mut self,
+        mut control: mpsc::UnboundedReceiver<Control>,
+        mut rx: mpsc::Receiver<Message>,
+        mut events: mpsc::Receiver<Incoming>,
+    ) {
         let mut ticker = tokio::time::interval(TICK);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
+                // A breaker's attach is handled before the transitions it sent after.
+                biased;
+                command = control.recv() => match command {
+                    Some(command) => self.on_control(command),
+                    None => return,
+                },
                 message = rx.recv() => match message {
                     Some(message) => self.on_message(message),
                     None => return,
@@ -345,10 +373,10 @@ impl<T: Transport> Task<T> {
         }
     }
 
-    fn on_message(&mut self, message: Message) {
+    fn on_control(&mut self, command: Control) {
         self.now = Instant::now();
-        match message {
-            Message::Attach(id, member, overflow) => {
+        match command {
+            Control::Attach(id, member, overflow) => {
                 let name: Arc<str> = member.name().into();
                 self.seed = self.seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
                 self.by_name.insert(name.clone(), id);
@@ -365,16 +393,23 @@ impl<T: Transport> Task<T> {
                     },
                 );
             }
-            Message::Local(id, transition) => {
-                let now = self.now;
-                let command = match self.slots.get_mut(&id) {
-                    Some(slot) => slot.machine.on_local(transition, now),
-                    None => None,
-                };
-                if let Some(command) = command {
-                    self.execute(id, command);
+            Control::Detach(id) => {
+                if let Some(slot) = self.slots.remove(&id) {
+                    self.by_name.remove(&slot.name);
                 }
             }
+        }
+    }
+
+    fn on_message(&mut self, Message(id, transition): Message) {
+        self.now = Instant::now();
+        let now = self.now;
+        let command = match self.slots.get_mut(&id) {
+            Some(slot) => slot.machine.on_local(transition, now),
+            None => None,
+        };
+        if let Some(command) = command {
+            self.execute(id, command);
         }
     }
 

@@ -8,7 +8,7 @@
 //! hex HMAC-SHA256 of the version, namespace, kind, origin and breaker, and events
 //! without a valid one are dropped before any read.
 
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use std::time::Duration;
 

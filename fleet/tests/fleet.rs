@@ -158,3 +158,36 @@ async fn a_full_transition_queue_is_caught_up_from_the_breakers_state() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_detached_breaker_hears_nothing_more_and_can_join_again() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut cfg = support::config(&url, "a");
+    cfg.quorum = 1;
+    cfg.open_base = Duration::from_secs(20);
+    let (_a_fleet, a) = member_of(cfg).await;
+    let (o_fleet, observer) = member_of(support::config(&url, "o")).await;
+    assert!(o_fleet.detach("dep"));
+    assert!(!o_fleet.detach("dep"), "already gone");
+
+    a.transition(LocalState::Open, Cause::LocalEvidence);
+    eventually(WAIT, "the open's event reaches o", || {
+        o_fleet.stats().events >= 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1200)).await; // and a few read-backs' worth
+    assert_eq!(observer.open_count(), 0, "a detached breaker is left alone");
+
+    let again = FakeMember::new("dep");
+    o_fleet.attach(again.clone()).unwrap();
+    eventually(WAIT, "joined again, it reads the open", || {
+        again.open_count() >= 1
+    })
+    .await;
+    assert_eq!(observer.open_count(), 0);
+    assert!(matches!(
+        o_fleet.attach(FakeMember::new("dep")),
+        Err(failfast_fleet::AttachError::DuplicateName(_))
+    ));
+}
