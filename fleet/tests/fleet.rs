@@ -18,6 +18,14 @@ async fn member_of(cfg: FleetConfig) -> (Fleet, Arc<FakeMember>) {
     (fleet, member)
 }
 
+/// An instance that opens the fleet alone (quorum 1) for 20 s.
+async fn lone_voter(url: &str) -> (Fleet, Arc<FakeMember>) {
+    let mut cfg = support::config(url, "a");
+    cfg.quorum = 1;
+    cfg.open_base = Duration::from_secs(20);
+    member_of(cfg).await
+}
+
 async fn votes(url: &str) -> usize {
     let mut c = raw(url).await;
     c.zcard("failfast:{test/env/dep}:votes").await.unwrap()
@@ -113,10 +121,7 @@ async fn one_instance_probes_for_the_fleet_and_the_others_close_after_it() {
 async fn a_pod_started_mid_outage_is_open_before_its_first_call() {
     let server = RedisServer::start();
     let url = server.url();
-    let mut cfg = support::config(&url, "a");
-    cfg.quorum = 1;
-    cfg.open_base = Duration::from_secs(20);
-    let (_a_fleet, a) = member_of(cfg).await;
+    let (_a_fleet, a) = lone_voter(&url).await;
     a.transition(LocalState::Open, Cause::LocalEvidence);
     eventually(WAIT, "fleet open", || a.open_count() >= 1).await;
 
@@ -163,10 +168,7 @@ async fn a_full_transition_queue_is_caught_up_from_the_breakers_state() {
 async fn a_detached_breaker_hears_nothing_more_and_can_join_again() {
     let server = RedisServer::start();
     let url = server.url();
-    let mut cfg = support::config(&url, "a");
-    cfg.quorum = 1;
-    cfg.open_base = Duration::from_secs(20);
-    let (_a_fleet, a) = member_of(cfg).await;
+    let (_a_fleet, a) = lone_voter(&url).await;
     let (o_fleet, observer) = member_of(support::config(&url, "o")).await;
     assert!(o_fleet.detach("dep"));
     assert!(!o_fleet.detach("dep"), "already gone");
