@@ -21,6 +21,9 @@ use std::time::Duration;
 use crate::clock::{Clock, RetryAt};
 use crate::config::Config;
 use crate::error::{Error, Rejected, State};
+use crate::events::{Cause, Hook};
+use crate::name::Name;
+use crate::totals::Totals;
 use crate::window::{Tally, Window};
 use crate::word::{
     Word, CONTROL_BITS, GEN_BITS, GEN_MASK, MODE_BITS, MODE_DISABLED, MODE_FORCED_CLOSED,
@@ -42,6 +45,8 @@ pub enum Outcome {
 /// How a breaker is being controlled by hand; see [`Breaker::force_open`] and
 /// friends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Mode {
     /// The trip rules decide.
     Normal,
@@ -102,8 +107,8 @@ struct Hot {
 #[derive(Debug)]
 pub struct Breaker {
     hot: Hot,
-    config: Config,
-    clock: Clock,
+    pub(crate) config: Config,
+    pub(crate) clock: Clock,
     /// Unresolved trial permits are presumed lost once this time has passed:
     /// the latest trial admission plus the lease. Only ever raised, and raised
     /// before the admission is published, so whoever sees a trial in flight
@@ -113,7 +118,11 @@ pub struct Breaker {
     level: AtomicU32,
     rng: AtomicU64,
     last_transition: AtomicU64,
-    window: OnceLock<Window>,
+    pub(crate) window: OnceLock<Window>,
+    /// Transition events and per-transition totals (`events` module).
+    pub(crate) hook: Hook,
+    /// Calls counted by outcome (`totals` module).
+    pub(crate) totals: Totals,
 }
 
 /// Proof that the breaker admitted a call. Resolve it with the call's
@@ -191,6 +200,8 @@ macro_rules! constructors {
                 rng: AtomicU64::new(0),
                 last_transition: AtomicU64::new(0),
                 window: OnceLock::new(),
+                hook: Hook::new(),
+                totals: Totals::new(),
             }
         }
     };
@@ -209,8 +220,14 @@ impl Breaker {
 impl Breaker {
     /// The breaker's name.
     #[must_use]
-    pub fn name(&self) -> &'static str {
-        self.config.name
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// The breaker's name as stored: cloning it does not allocate.
+    #[must_use]
+    pub fn shared_name(&self) -> Name {
+        self.config.name.clone()
     }
 
     #[inline]
@@ -343,7 +360,7 @@ impl Breaker {
     fn acquire_slow(&self, w: Word) -> Result<Permit<'_>, Rejected> {
         if w.tag() == TAG_OPEN && w.mode() == MODE_NORMAL && !self.clock.reached(w.deadline()) {
             let retry = self.clock.retry_at(w.deadline());
-            return Err(Rejected::new(self.name(), State::Open, retry));
+            return Err(self.rejection(State::Open, retry));
         }
         self.admit(w)
     }
@@ -354,9 +371,7 @@ impl Breaker {
     fn admit(&self, mut w: Word) -> Result<Permit<'_>, Rejected> {
         loop {
             match (w.mode(), w.tag()) {
-                (MODE_FORCED_OPEN, _) => {
-                    return Err(Rejected::new(self.name(), State::Open, RetryAt::Unknown))
-                }
+                (MODE_FORCED_OPEN, _) => return Err(self.rejection(State::Open, RetryAt::Unknown)),
                 (MODE_FORCED_CLOSED, _) => return Ok(self.passive()),
                 (_, TAG_CLOSED) => return Ok(self.permit(w)),
                 (mode, TAG_OPEN) => {
@@ -369,6 +384,7 @@ impl Breaker {
                     match self.cas(w, trial) {
                         Ok(()) => {
                             self.last_transition.store(now, Ordering::Relaxed);
+                            self.transitioned(w, trial, Cause::Recovery, 0);
                             return Ok(self.permit(trial));
                         }
                         Err(actual) => w = actual,
@@ -406,7 +422,7 @@ impl Breaker {
         if mode == MODE_DISABLED {
             Ok(self.passive())
         } else {
-            Err(Rejected::new(self.name(), state, retry))
+            Err(self.rejection(state, retry))
         }
     }
 
@@ -415,6 +431,9 @@ impl Breaker {
     /// inlined into the caller: one read of the state word, no write.
     #[inline]
     fn finish(&self, admitted: u64, started: u64, outcome: Outcome) {
+        if admitted != PASSIVE {
+            self.totals.outcome(outcome);
+        }
         let word = Word(admitted);
         if outcome == Outcome::Success && self.config.slow == 0 && word.tag() == TAG_CLOSED {
             if self.config.failure_rate != 0.0 {
@@ -443,7 +462,7 @@ impl Breaker {
         // A success can still trip the rule: the call that brings the window to
         // `min_calls` may find the failures already above the rate.
         if window.record(false, false, || self.clock.now(), |t| self.rate_trips(t)) {
-            self.trip(Word(with_epoch(admitted.0, counter)), false);
+            self.trip(Word(with_epoch(admitted.0, counter)), Cause::Rate);
         }
     }
 
@@ -454,6 +473,9 @@ impl Breaker {
         let slow = self.config.slow != 0
             && outcome != Outcome::Neutral
             && self.clock.now().saturating_sub(started) > self.config.slow;
+        if slow {
+            self.totals.add(crate::totals::SLOW);
+        }
         let admitted = if self.config.slow == 0 {
             Word(with_epoch(admitted & !MODE_BITS, started))
         } else {
@@ -477,7 +499,7 @@ impl Breaker {
             let window = self.window.get_or_init(|| Window::new(self.config.window));
             let failed = outcome == Outcome::Failure;
             if window.record(failed, slow, || self.clock.now(), |t| self.rate_trips(t)) {
-                self.trip(admitted, false);
+                self.trip(admitted, Cause::Rate);
                 return;
             }
         }
@@ -492,7 +514,7 @@ impl Breaker {
                 Outcome::Failure => w.payload() + 1,
             };
             if failures >= self.config.threshold {
-                self.trip(admitted, false);
+                self.trip(admitted, Cause::Threshold);
                 return;
             }
             match self.cas(w, w.with_payload(failures)) {
@@ -526,7 +548,7 @@ impl Breaker {
             }
             if outcome == Outcome::Failure {
                 // Whatever the round: a trial that failed is evidence.
-                self.trip(admitted, true);
+                self.trip(admitted, Cause::Trial);
                 return;
             }
             if w.round() != admitted.round() {
@@ -546,6 +568,7 @@ impl Breaker {
                     self.clear_window();
                     self.last_transition
                         .store(self.clock.now(), Ordering::Relaxed);
+                    self.transitioned(w, next, Cause::Closed, 0);
                     return;
                 }
                 Ok(()) => return,
@@ -556,10 +579,10 @@ impl Breaker {
 
     /// Closed or HalfOpen → Open, if the breaker is still in `admitted`'s state and
     /// generation (its payload may have moved meanwhile).
-    fn trip(&self, admitted: Word, from_trial: bool) {
+    fn trip(&self, admitted: Word, cause: Cause) {
         let mut w = self.load();
         let now = self.clock.now();
-        let (period, level) = self.open_period(now, from_trial);
+        let (period, level) = self.open_period(now, cause == Cause::Trial);
         let deadline = now.saturating_add(period);
         loop {
             if !self.still_current(admitted, w) {
@@ -573,6 +596,7 @@ impl Breaker {
         self.level.store(level, Ordering::Relaxed);
         self.last_transition.store(now, Ordering::Relaxed);
         self.clock.watch(deadline);
+        self.transitioned(w, Word::open(w.mode(), deadline), cause, period);
     }
 
     fn clear_window(&self) {
@@ -656,8 +680,9 @@ impl Breaker {
             }
             _ => None,
         };
+        let totals = self.running_totals(now);
         Snapshot {
-            name: self.name(),
+            name: self.shared_name(),
             state,
             mode: self.mode(),
             consecutive_failures,
@@ -670,25 +695,34 @@ impl Breaker {
                 now.saturating_sub(self.last_transition.load(Ordering::Relaxed)),
             ),
             retry_after,
+            calls: totals.calls,
+            successes: totals.successes,
+            failures: totals.failures,
+            neutral: totals.neutral,
+            slow: totals.slow,
+            rejected: totals.rejected,
+            transitions: totals.transitions,
+            opened_at: totals.opened_at,
         }
     }
 
     fn control(&self, tag: u64, mode: u64) {
         let mut w = self.load();
-        loop {
+        let new = loop {
             let new = if tag == TAG_OPEN {
                 Word::open(mode, 0)
             } else {
                 Word::closed(mode, self.next_generation(), 0)
             };
             match self.cas(w, new) {
-                Ok(()) => break,
+                Ok(()) => break new,
                 Err(actual) => w = actual,
             }
-        }
+        };
         self.clear_window();
         self.last_transition
             .store(self.clock.now(), Ordering::Relaxed);
+        self.transitioned(w, new, Cause::Manual, 0);
     }
 
     /// Back to normal operation: closed, counters cleared, growing open time back
@@ -862,6 +896,9 @@ impl Permit<'_> {
     /// The protected body panicked: a failure, recorded now.
     pub(crate) fn body_panicked(&mut self) {
         let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
+        if admitted != PASSIVE {
+            self.breaker.totals.outcome(Outcome::Failure);
+        }
         self.breaker
             .finish_slow(admitted, self.started, Outcome::Failure);
     }
@@ -879,11 +916,15 @@ impl Drop for Permit<'_> {
 }
 
 /// A breaker's state and counters at one moment; see [`Breaker::snapshot`].
+///
+/// With the `serde` feature it is `Serialize`: durations as strings
+/// (`"1m 30s"`), `opened_at` as RFC 3339.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Snapshot {
     /// The breaker's name.
-    pub name: &'static str,
+    pub name: Name,
     /// The state, as [`Breaker::state`] reports it.
     pub state: State,
     /// Manual control in force.
@@ -901,9 +942,38 @@ pub struct Snapshot {
     /// Successful trials so far in this half-open round.
     pub trial_successes: u32,
     /// Time since the last state change.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde::duration"))]
     pub since_transition: Duration,
     /// Time until the next trial is admitted (Open only).
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde::option_duration")
+    )]
     pub retry_after: Option<Duration>,
+    /// Calls since the breaker was built: those admitted, once they ended
+    /// (`successes + failures + neutral`), and those rejected. Calls let
+    /// through without being recorded ([`Mode::ForcedClosed`], or a
+    /// [`Mode::Disabled`] breaker that would have rejected) are not counted.
+    pub calls: u64,
+    /// Calls that ended in [`Outcome::Success`].
+    pub successes: u64,
+    /// Calls that ended in [`Outcome::Failure`] (counted errors, panics).
+    pub failures: u64,
+    /// Calls that ended in [`Outcome::Neutral`] (errors not counted, dropped
+    /// futures).
+    pub neutral: u64,
+    /// Calls slower than the `slow` setting (also counted as a success or
+    /// failure); 0 without the slow-call rule.
+    pub slow: u64,
+    /// Calls refused without running.
+    pub rejected: u64,
+    /// State transitions since the breaker was built, manual ones included.
+    pub transitions: u64,
+    /// When the breaker last opened on its own (trip rule or failed trial),
+    /// as wall-clock time: the system time now less the time passed since, on
+    /// the breaker's clock.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde::option_time"))]
+    pub opened_at: Option<std::time::SystemTime>,
 }
 
 impl Snapshot {

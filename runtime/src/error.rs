@@ -4,9 +4,12 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::clock::RetryAt;
+use crate::name::Name;
 
 /// The state of a breaker, as callers see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum State {
     /// Calls pass through; outcomes are counted by the trip rule.
     Closed,
@@ -57,13 +60,13 @@ impl fmt::Display for State {
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct Rejected {
-    name: &'static str,
+    name: Name,
     state: State,
     retry_at: RetryAt,
 }
 
 impl Rejected {
-    pub(crate) fn new(name: &'static str, state: State, retry_at: RetryAt) -> Self {
+    pub(crate) fn new(name: Name, state: State, retry_at: RetryAt) -> Self {
         Self {
             name,
             state,
@@ -73,8 +76,8 @@ impl Rejected {
 
     /// The name of the breaker that refused the call.
     #[must_use]
-    pub fn name(&self) -> &'static str {
-        self.name
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// The breaker's state when it refused: [`State::Open`], or

@@ -28,7 +28,16 @@ mod breaker;
 mod clock;
 mod config;
 mod error;
+pub mod events;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+mod name;
 pub mod registry;
+#[cfg(feature = "serde")]
+mod serde;
+mod totals;
+#[cfg(feature = "tracing")]
+mod tracing;
 mod window;
 mod word;
 
@@ -47,6 +56,7 @@ pub mod __private;
 pub use breaker::{Breaker, Mode, Outcome, Permit, Snapshot};
 pub use clock::{ManualClock, TICK};
 pub use config::{
-    Builder, DEFAULT_MIN_CALLS, DEFAULT_RECOVERY, DEFAULT_THRESHOLD, DEFAULT_WINDOW_CALLS,
+    Builder, Config, DEFAULT_MIN_CALLS, DEFAULT_RECOVERY, DEFAULT_THRESHOLD, DEFAULT_WINDOW_CALLS,
 };
 pub use error::{ConfigError, Error, Rejected, State};
+pub use name::Name;
