@@ -428,14 +428,13 @@ impl Breaker {
 
     /// Records a call's outcome. The common case, a success in Closed under the
     /// consecutive rule alone with no failure count to clear, is decided here,
-    /// inlined into the caller: one read of the state word, no write.
+    /// inlined into the caller: one read of the state word, no shared write
+    /// (the call is counted on this thread's own line, see `totals`).
     #[inline]
     fn finish(&self, admitted: u64, started: u64, outcome: Outcome) {
-        if admitted != PASSIVE {
-            self.totals.outcome(outcome);
-        }
         let word = Word(admitted);
         if outcome == Outcome::Success && self.config.slow == 0 && word.tag() == TAG_CLOSED {
+            self.totals.add(crate::totals::SUCCESS);
             if self.config.failure_rate != 0.0 {
                 return self.closed_success_rate(word, started);
             }
@@ -445,6 +444,7 @@ impl Breaker {
             if !w.same_period(word) || w.payload() == 0 {
                 return;
             }
+            return self.finish_counted(admitted, started, outcome);
         }
         self.finish_slow(admitted, started, outcome);
     }
@@ -466,10 +466,16 @@ impl Breaker {
         }
     }
 
+    /// Counts and records every outcome but the common success.
     fn finish_slow(&self, admitted: u64, started: u64, outcome: Outcome) {
         if admitted == PASSIVE {
             return;
         }
+        self.totals.outcome(outcome);
+        self.finish_counted(admitted, started, outcome);
+    }
+
+    fn finish_counted(&self, admitted: u64, started: u64, outcome: Outcome) {
         let slow = self.config.slow != 0
             && outcome != Outcome::Neutral
             && self.clock.now().saturating_sub(started) > self.config.slow;
@@ -896,9 +902,6 @@ impl Permit<'_> {
     /// The protected body panicked: a failure, recorded now.
     pub(crate) fn body_panicked(&mut self) {
         let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
-        if admitted != PASSIVE {
-            self.breaker.totals.outcome(Outcome::Failure);
-        }
         self.breaker
             .finish_slow(admitted, self.started, Outcome::Failure);
     }

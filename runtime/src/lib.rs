@@ -19,7 +19,13 @@
 //! ```
 //!
 //! See [`Breaker`] for the state machine, [`registry`] for finding breakers by
-//! name, and [`ManualClock`] for testing time-dependent behaviour.
+//! name, [`events`] for listening to state changes, and [`ManualClock`] for
+//! testing time-dependent behaviour.
+//!
+//! Features: `tracing` (transitions as `tracing` events), `metrics`
+//! (breakers through the `metrics` facade, see the `metrics` module), `serde`
+//! (`Serialize` for [`Snapshot`], [`State`], [`Mode`] and events; `Config`
+//! both ways), `anyhow`.
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 

@@ -20,7 +20,7 @@
 //!
 //! # When values reach the recorder
 //!
-//! - On registration ([`registry::register`](crate::registry::register), and
+//! - On registration ([`registry::register`], and
 //!   an attribute breaker's first call): every series of the breaker is set,
 //!   the counters at their current totals (zero for a new breaker), so
 //!   alerting rules see the series before anything happens.

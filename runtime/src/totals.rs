@@ -122,27 +122,36 @@ impl Totals {
         }
     }
 
-    #[cold]
-    #[inline(never)]
-    fn allocate(&self) -> &[Shard] {
-        self.shards
-            .get_or_init(|| (0..slots()).map(|_| Shard::default()).collect())
-    }
-
-    /// Counts one `what` (`SUCCESS`, …) on this thread's shard.
+    /// Counts one `what` (`SUCCESS`, …) on this thread's shard. One
+    /// thread-local read, one check that the shards exist, one increment.
     #[inline]
     pub(crate) fn add(&self, what: usize) {
+        let code = SLOT.get();
+        if let Some(shards) = self.shards.get() {
+            if let Some(shard) = shards.get(code.wrapping_sub(1) as usize) {
+                let counter = &shard.0[what];
+                // This thread's alone: no read-modify-write needed.
+                counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                return;
+            }
+        }
+        self.add_slow(what);
+    }
+
+    /// The thread's first call (no slot yet), the breaker's first call (no
+    /// shards yet), or a thread sharing its slot.
+    #[cold]
+    #[inline(never)]
+    fn add_slow(&self, what: usize) {
         let mut code = SLOT.get();
         if code == 0 {
             code = assign();
         }
-        let shards = match self.shards.get() {
-            Some(shards) => shards,
-            None => self.allocate(),
-        };
+        let shards = self
+            .shards
+            .get_or_init(|| (0..slots()).map(|_| Shard::default()).collect());
         let counter = &shards[((code & !SHARED) - 1) as usize].0[what];
         if code & SHARED == 0 {
-            // This thread's alone: no read-modify-write needed.
             counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         } else {
             counter.fetch_add(1, Ordering::Relaxed);
