@@ -40,6 +40,10 @@
 //!   [`Transition::seq`]. When two threads change one breaker's state at the
 //!   same moment, the second event is handed to the thread still delivering the
 //!   first one, which delivers it next: it may then arrive on that thread.
+//!   To queue events in order, a transition made right after another one
+//!   waits until that one is queued (the few instructions between the other
+//!   thread's compare-and-swap and its queueing, unless the scheduler
+//!   interrupts it there), at most 100 ms; it never waits for a listener.
 //! - **A slow listener** delays only the thread delivering to it (a call that
 //!   tripped the breaker, say): the breaker itself, and every other caller,
 //!   go on meanwhile. Do slow work (I/O, locks held by callers) elsewhere: send
@@ -54,8 +58,11 @@
 //!
 //! Nothing on the path of a call that changes no state. A transition reads one
 //! relaxed atomic to see whether anyone listens; when nobody does, no event is
-//! built. Listeners are kept in a copy-on-write list, so subscribing takes a
-//! lock but delivering only clones an `Arc`.
+//! built and nothing is queued (the transition still counts itself for
+//! [`Snapshot::transitions`](crate::Snapshot::transitions)). Listeners are
+//! kept in a copy-on-write list, so subscribing takes a lock but delivering
+//! only clones an `Arc`. With the `tracing` or `metrics` feature, those are
+//! listeners too: every transition builds its event.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -312,6 +319,9 @@ pub(crate) struct Hook {
     /// The period (see `period`) the last delivered transition entered.
     published: AtomicU64,
     queue: Mutex<Queue>,
+    /// The breaker's metric keys, built once.
+    #[cfg(feature = "metrics")]
+    pub(crate) metric_keys: std::sync::OnceLock<crate::metrics::Keys>,
 }
 
 #[derive(Debug)]
@@ -368,6 +378,8 @@ impl Hook {
                 pending: VecDeque::new(),
                 delivering: false,
             }),
+            #[cfg(feature = "metrics")]
+            metric_keys: std::sync::OnceLock::new(),
         }
     }
 

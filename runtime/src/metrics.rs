@@ -44,7 +44,10 @@
 //! failfast_runtime::metrics::export();
 //! ```
 
-use ::metrics::{counter, describe_counter, describe_gauge, gauge, Counter, SharedString, Unit};
+use ::metrics::{
+    describe_counter, describe_gauge, gauge, with_recorder, Key, Label, Level, Metadata,
+    SharedString, Unit,
+};
 
 use crate::breaker::Breaker;
 use crate::error::State;
@@ -129,23 +132,69 @@ fn describe() {
     );
 }
 
-fn calls(breaker: &SharedString, outcome: &'static str) -> Counter {
-    counter!(CALLS, "breaker" => breaker.clone(), "outcome" => outcome)
+/// Where the series below are said to come from.
+static METADATA: Metadata<'static> =
+    Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+/// A breaker's series keys, built once (on its registration or first
+/// transition) so that reporting allocates nothing.
+#[derive(Debug)]
+pub(crate) struct Keys {
+    /// `failfast_calls_total` by outcome, in the order of `OUTCOMES`.
+    calls: [Key; 5],
+    state: Key,
+    /// `failfast_transitions_total`, indexed by `pair(from, to)`.
+    transitions: [Key; 9],
+}
+
+const OUTCOMES: [&str; 5] = ["success", "failure", "neutral", "slow", "rejected"];
+const STATES: [State; 3] = [State::Closed, State::Open, State::HalfOpen];
+
+const fn pair(from: State, to: State) -> usize {
+    state_code(from) as usize * 3 + state_code(to) as usize
+}
+
+impl Keys {
+    fn new(name: &Name) -> Self {
+        let breaker = Label::new("breaker", label(name));
+        let key = |metric: &'static str, more: &[(&'static str, &'static str)]| {
+            let mut labels = vec![breaker.clone()];
+            labels.extend(more.iter().map(|&(k, v)| Label::new(k, v)));
+            Key::from_parts(metric, labels)
+        };
+        Keys {
+            calls: OUTCOMES.map(|outcome| key(CALLS, &[("outcome", outcome)])),
+            state: key(STATE, &[]),
+            transitions: std::array::from_fn(|i| {
+                let (from, to) = (STATES[i / 3], STATES[i % 3]);
+                key(
+                    TRANSITIONS,
+                    &[("from", state_label(from)), ("to", state_label(to))],
+                )
+            }),
+        }
+    }
+}
+
+fn keys(b: &Breaker) -> &Keys {
+    b.hook.metric_keys.get_or_init(|| Keys::new(&b.config.name))
 }
 
 /// Sets the call totals and the state of `b`.
-fn export_breaker(b: &Breaker, name: &SharedString) {
+fn export_breaker(b: &Breaker) {
     let s = b.snapshot();
-    for (outcome, value) in [
-        ("success", s.successes),
-        ("failure", s.failures),
-        ("neutral", s.neutral),
-        ("slow", s.slow),
-        ("rejected", s.rejected),
-    ] {
-        calls(name, outcome).absolute(value);
-    }
-    gauge!(STATE, "breaker" => name.clone()).set(state_code(s.state));
+    let keys = keys(b);
+    with_recorder(|r| {
+        for (key, value) in
+            keys.calls
+                .iter()
+                .zip([s.successes, s.failures, s.neutral, s.slow, s.rejected])
+        {
+            r.register_counter(key, &METADATA).absolute(value);
+        }
+        r.register_gauge(&keys.state, &METADATA)
+            .set(state_code(s.state));
+    });
 }
 
 /// Reports the call totals and state of every registered breaker to the
@@ -153,24 +202,27 @@ fn export_breaker(b: &Breaker, name: &SharedString) {
 pub fn export() {
     describe();
     for b in registry::all() {
-        export_breaker(&b, &label(&b.shared_name()));
+        export_breaker(&b);
     }
 }
 
 /// A breaker was registered: every one of its series, at its current values.
 pub(crate) fn registered(b: &Breaker) {
     describe();
+    export_breaker(b);
+    let keys = keys(b);
+    with_recorder(|r| {
+        for (from, to) in [
+            (State::Closed, State::Open),
+            (State::Open, State::HalfOpen),
+            (State::HalfOpen, State::Closed),
+            (State::HalfOpen, State::Open),
+        ] {
+            r.register_counter(&keys.transitions[pair(from, to)], &METADATA)
+                .increment(0);
+        }
+    });
     let name = label(&b.shared_name());
-    export_breaker(b, &name);
-    for (from, to) in [
-        (State::Closed, State::Open),
-        (State::Open, State::HalfOpen),
-        (State::HalfOpen, State::Closed),
-        (State::HalfOpen, State::Open),
-    ] {
-        counter!(TRANSITIONS, "breaker" => name.clone(), "from" => state_label(from), "to" => state_label(to))
-            .increment(0);
-    }
     let c = &b.config;
     #[allow(clippy::cast_precision_loss)] // nanoseconds below 2^53 (104 days) are exact
     let seconds = |nanos: u64| nanos as f64 / 1e9;
@@ -193,14 +245,14 @@ pub(crate) fn registered(b: &Breaker) {
 
 /// A transition: its counter, the new state, and the breaker's call totals.
 pub(crate) fn transition(b: &Breaker, t: &Transition) {
-    let name = label(&t.name);
-    counter!(
-        TRANSITIONS,
-        "breaker" => name.clone(),
-        "from" => state_label(t.from),
-        "to" => state_label(t.to)
-    )
-    .increment(1);
-    export_breaker(b, &name);
-    gauge!(STATE, "breaker" => name).set(state_code(t.to));
+    let keys = keys(b);
+    with_recorder(|r| {
+        r.register_counter(&keys.transitions[pair(t.from, t.to)], &METADATA)
+            .increment(1);
+    });
+    export_breaker(b);
+    with_recorder(|r| {
+        r.register_gauge(&keys.state, &METADATA)
+            .set(state_code(t.to))
+    });
 }
