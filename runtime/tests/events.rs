@@ -375,3 +375,42 @@ fn events_arrive_in_order_per_breaker_under_two_threads() {
         "one event per transition"
     );
 }
+
+/// A listener that blocks holds up only the thread delivering to it: other
+/// threads keep calling the breaker and changing its state, and their events
+/// follow in order once the listener returns.
+#[test]
+fn a_blocked_listener_holds_up_only_the_thread_delivering_to_it() {
+    use std::sync::mpsc;
+    let clock = ManualClock::new();
+    let b = builder(&clock).threshold(1).build().unwrap();
+    let (entered, wait_entered) = mpsc::channel();
+    let (release, released) = mpsc::channel::<()>();
+    let released = Mutex::new(released);
+    let log = Log::default();
+    let sink = log.clone();
+    let _s = b.subscribe(move |t| {
+        if t.reason == Reason::ThresholdReached {
+            entered.send(()).unwrap();
+            released.lock().unwrap().recv().unwrap();
+        }
+        sink.0.lock().unwrap().push(t.clone());
+    });
+    std::thread::scope(|s| {
+        let tripping = s.spawn(|| fail(&b));
+        wait_entered.recv().unwrap();
+        // The tripping thread is stuck in the listener; this one is not.
+        assert!(b.acquire().is_err(), "open");
+        b.reset();
+        succeed(&b);
+        assert_eq!(b.state(), State::Closed);
+        assert!(
+            log.take().is_empty(),
+            "both events wait for the first listener"
+        );
+        release.send(()).unwrap();
+        tripping.join().unwrap();
+    });
+    let reasons: Vec<_> = log.take().iter().map(|t| t.reason).collect();
+    assert_eq!(reasons, [Reason::ThresholdReached, Reason::Manual]);
+}
