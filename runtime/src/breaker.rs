@@ -163,6 +163,14 @@ pub struct Permit<'a> {
     started: u64,
 }
 
+/// What `Breaker::acquire_slow` decided.
+enum Slow<'a> {
+    /// Open, before the deadline: rejected (and counted).
+    Open(RetryAt),
+    /// Anything else.
+    Decided(Result<Permit<'a>, Rejected>),
+}
+
 /// A permit whose outcome is not recorded (forced closed, or a disabled breaker
 /// that would have rejected), or already recorded.
 const PASSIVE: u64 = u64::MAX;
@@ -318,7 +326,10 @@ impl Breaker {
         if w.0 & CONTROL_BITS == 0 {
             return Ok(self.permit(w));
         }
-        self.acquire_slow(w)
+        match self.acquire_slow(w) {
+            Slow::Open(retry) => Err(Rejected::new(self.shared_name(), State::Open, retry)),
+            Slow::Decided(result) => result,
+        }
     }
 
     #[inline]
@@ -356,13 +367,17 @@ impl Breaker {
     /// case and is decided here, in a small function, on the word alone; the
     /// rest (time for a trial, half-open, manual modes, lost races) is in
     /// `admit`.
+    ///
+    /// That common refusal is returned bare: the caller builds the
+    /// `Rejected` inline, where the compiler sees its name is not dropped
+    /// when a caller throws the rejection away.
     #[cold]
-    fn acquire_slow(&self, w: Word) -> Result<Permit<'_>, Rejected> {
+    fn acquire_slow(&self, w: Word) -> Slow<'_> {
         if w.tag() == TAG_OPEN && w.mode() == MODE_NORMAL && !self.clock.reached(w.deadline()) {
-            let retry = self.clock.retry_at(w.deadline());
-            return Err(self.rejection(State::Open, retry));
+            self.totals.add(crate::totals::REJECTED);
+            return Slow::Open(self.clock.retry_at(w.deadline()));
         }
-        self.admit(w)
+        Slow::Decided(self.admit(w))
     }
 
     /// Decides on `w`, and on every newer word a lost race brings: a decision
