@@ -15,6 +15,11 @@
 //! CPU time per call, which leaves out the time a thread spent descheduled when
 //! the machine is busy with other work.
 //!
+//! With `--features metrics` a recorder (`metrics-util`'s debugging recorder)
+//! is installed before the first case: calls are then counted exactly as
+//! without it (the recorder is only told on transitions and on export), which
+//! the figures show.
+//!
 //! Run them all with `cargo bench --bench breaker`; `python3 benches/table.py`
 //! then prints the medians as the table in `benches/README.md`.
 
@@ -25,7 +30,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Bencher, Criterion};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, Bencher, BenchmarkGroup, Criterion};
 use failfast::{circuit_breaker, Breaker, Outcome, Rejected, TimedOut};
 use failsafe::{backoff, failure_policy, CircuitBreaker};
 use recloser::Recloser;
@@ -207,6 +213,35 @@ fn each<R>(b: &mut Bencher, mut call: impl FnMut() -> R) {
     });
 }
 
+/// Times `iters` calls on this thread in its own CPU time, which leaves out
+/// the time it spent descheduled while other work ran on the machine.
+fn on_cpu<R>(iters: u64, mut call: impl FnMut() -> R) -> Duration {
+    let cpu = thread_cpu_time();
+    for _ in 0..iters {
+        black_box(&call());
+    }
+    thread_cpu_time() - cpu
+}
+
+/// The floor and each breaker's closure API, in the thread's CPU time.
+fn floor_and_peers_on_cpu(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    fs: &Failsafe,
+    rc: &Recloser,
+    ff: &Breaker,
+) {
+    g.bench_function("floor: bare call", |b| b.iter_custom(|n| on_cpu(n, bare)));
+    g.bench_function("failsafe", |b| {
+        b.iter_custom(|n| on_cpu(n, || fs.call(|| work(arg()))))
+    });
+    g.bench_function("recloser", |b| {
+        b.iter_custom(|n| on_cpu(n, || rc.call(|| work(arg()))))
+    });
+    g.bench_function("failfast: Breaker::call", |b| {
+        b.iter_custom(|n| on_cpu(n, || ff.call(|| work(arg()))))
+    });
+}
+
 /// `acquire`, the call, and the outcome by hand: what the attribute expands
 /// to, written against the runtime.
 #[inline(never)]
@@ -281,7 +316,21 @@ fn two_threads<R>(clock: Clock, iters: u64, call: impl Fn() -> R + Sync) -> Dura
     }
 }
 
+/// With the `metrics` feature: a recorder, installed once, as an application
+/// exporting metrics would have.
+fn install_recorder() {
+    #[cfg(feature = "metrics")]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            let recorder = metrics_util::debugging::DebuggingRecorder::new();
+            metrics::set_global_recorder(recorder).expect("the only recorder");
+        });
+    }
+}
+
 fn closed_consecutive(c: &mut Criterion) {
+    install_recorder();
     let ff = failfast_consecutive();
     let fs = failsafe_consecutive(5, Duration::from_secs(30));
     let rc = Recloser::default();
@@ -304,6 +353,20 @@ fn closed_consecutive(c: &mut Criterion) {
     });
     g.bench_function("failfast: #[circuit_breaker(max_concurrent)]", |b| {
         each(b, || bulkheaded(arg()))
+    });
+    g.finish();
+
+    // The same, in the thread's CPU time.
+    let mut g = c.benchmark_group("closed_1_thread_cpu");
+    g.bench_function("floor: bare call + shared fetch_add", |b| {
+        b.iter_custom(|n| on_cpu(n, bare_fetch_add))
+    });
+    floor_and_peers_on_cpu(&mut g, &fs, &rc, &ff);
+    g.bench_function("failfast: acquire + record", |b| {
+        b.iter_custom(|n| on_cpu(n, || by_permit(&ff, arg())))
+    });
+    g.bench_function("failfast: #[circuit_breaker]", |b| {
+        b.iter_custom(|n| on_cpu(n, || consecutive(arg())))
     });
     g.finish();
 
@@ -508,6 +571,18 @@ fn open_rejected(c: &mut Criterion) {
     g.bench_function(
         "failfast: #[circuit_breaker], error keeps the Rejected",
         |b| each(b, || open_detailed(arg())),
+    );
+    g.finish();
+
+    // The same, in the thread's CPU time.
+    let mut g = c.benchmark_group("open_rejected_cpu");
+    floor_and_peers_on_cpu(&mut g, &fs, &rc, &ff);
+    g.bench_function("failfast: #[circuit_breaker]", |b| {
+        b.iter_custom(|n| on_cpu(n, || open(arg())))
+    });
+    g.bench_function(
+        "failfast: #[circuit_breaker], error keeps the Rejected",
+        |b| b.iter_custom(|n| on_cpu(n, || open_detailed(arg()))),
     );
     g.finish();
 }

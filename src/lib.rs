@@ -38,6 +38,11 @@
 //! - [`circuit_breaker`]: the attribute, with every key documented.
 //! - [`Breaker`]: the breaker as a plain value, with a builder.
 //! - [`registry`]: every breaker by name, with snapshots and manual control.
+//! - [`events`]: every state change, delivered to listeners as it happens;
+//!   running totals are in every [`Snapshot`].
+//! - Features `tracing`, `metrics` and `serde`: transitions as `tracing`
+//!   events, breakers as metrics through the `metrics` facade, `Serialize` /
+//!   `Deserialize` for snapshots and configurations.
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 

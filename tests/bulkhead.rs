@@ -353,6 +353,19 @@ fn a_refusal_at_the_limit_reaches_the_fallback_and_moves_no_counter() {
         Some(Reason::ConcurrencyLimit)
     );
     assert_unmoved("bulkhead::fallback");
+    // The refused call is counted as rejected, not as a neutral outcome.
+    let totals = failfast::registry::get("bulkhead::fallback")
+        .unwrap()
+        .snapshot();
+    assert_eq!(
+        (
+            totals.calls,
+            totals.successes,
+            totals.rejected,
+            totals.neutral
+        ),
+        (2, 1, 1, 0)
+    );
     assert_eq!(page(1).unwrap(), 1);
 }
 

@@ -539,7 +539,10 @@ mod naming {
     fn the_default_name_is_the_module_path_and_the_function() {
         default_named().unwrap();
         let name = concat!(module_path!(), "::default_named");
-        assert_eq!(registry::get(name).map(|b| b.name()), Some(name));
+        assert_eq!(
+            registry::get(name).map(|b| b.shared_name()).as_deref(),
+            Some(name)
+        );
     }
 }
 

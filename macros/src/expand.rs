@@ -837,12 +837,12 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     };
     // An async body is polled through `body`, which borrows the permit: only
     // a panic raised while the body itself is polled counts as its failure.
-    let mut_ = is_async.then(|| quote!(mut));
+    let mut_ = (is_async || args.max_concurrent.is_some()).then(|| quote!(mut));
     // With `max_concurrent`, a place in the bulkhead is taken once the
     // breaker has admitted the call (an open breaker refuses without touching
     // it) and held until the function returns, unwinds or is dropped; a full
-    // bulkhead refuses like the breaker does, and the permit, dropped
-    // unresolved, is neutral.
+    // bulkhead refuses like the breaker does: the permit's admission is given
+    // back and the call counted as rejected.
     let (bulkhead, enter) = match &args.max_concurrent {
         Some(max) => {
             let max = proc_macro2::Literal::u32_unsuffixed(max.value);
@@ -858,7 +858,7 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
                         ::core::option::Option::None => {
                             let __failfast_rejected = #private::concurrency_limit(
                                 &__FAILFAST_BREAKER,
-                                &__failfast_permit,
+                                &mut __failfast_permit,
                             );
                             #on_reject
                         }

@@ -42,7 +42,7 @@ pub fn enter(bulkhead: &'static Bulkhead) -> Option<Slot<'static>> {
 /// concurrency limit; see [`Bulkhead::enter`].
 #[cold]
 #[inline(never)]
-pub fn concurrency_limit(breaker: &Breaker, permit: &Permit<'_>) -> Rejected {
+pub fn concurrency_limit(breaker: &Breaker, permit: &mut Permit<'_>) -> Rejected {
     crate::bulkhead::concurrency_limit(breaker, permit)
 }
 
@@ -71,7 +71,7 @@ pub fn timeout<'p, 'b, T: TokioFeature, F: Future>(
     limit: Duration,
     future: F,
 ) -> Timeout<'p, 'b, F> {
-    Timeout::new(permit, name, limit, future)
+    Timeout::new(permit, crate::Name::from(name), limit, future)
 }
 
 /// Error types a timeout can be turned into.

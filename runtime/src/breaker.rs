@@ -21,6 +21,9 @@ use std::time::Duration;
 use crate::clock::{Clock, RetryAt};
 use crate::config::Config;
 use crate::error::{Error, Rejected, State};
+use crate::events::{Cause, Hook};
+use crate::name::Name;
+use crate::totals::Totals;
 use crate::window::{Tally, Window};
 use crate::word::{
     Word, CONTROL_BITS, GEN_BITS, GEN_MASK, MODE_BITS, MODE_DISABLED, MODE_FORCED_CLOSED,
@@ -42,6 +45,8 @@ pub enum Outcome {
 /// How a breaker is being controlled by hand; see [`Breaker::force_open`] and
 /// friends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Mode {
     /// The trip rules decide.
     Normal,
@@ -102,8 +107,8 @@ struct Hot {
 #[derive(Debug)]
 pub struct Breaker {
     hot: Hot,
-    config: Config,
-    clock: Clock,
+    pub(crate) config: Config,
+    pub(crate) clock: Clock,
     /// Unresolved trial permits are presumed lost once this time has passed:
     /// the latest trial admission plus the lease. Only ever raised, and raised
     /// before the admission is published, so whoever sees a trial in flight
@@ -113,7 +118,11 @@ pub struct Breaker {
     level: AtomicU32,
     rng: AtomicU64,
     last_transition: AtomicU64,
-    window: OnceLock<Window>,
+    pub(crate) window: OnceLock<Window>,
+    /// Transition events and per-transition totals (`events` module).
+    pub(crate) hook: Hook,
+    /// Calls counted by outcome (`totals` module).
+    pub(crate) totals: Totals,
 }
 
 /// Proof that the breaker admitted a call. Resolve it with the call's
@@ -154,6 +163,14 @@ pub struct Permit<'a> {
     started: u64,
 }
 
+/// What `Breaker::acquire_slow` decided.
+enum Slow<'a> {
+    /// Open, before the deadline: rejected (and counted).
+    Open(RetryAt),
+    /// Anything else.
+    Decided(Result<Permit<'a>, Rejected>),
+}
+
 /// A permit whose outcome is not recorded (forced closed, or a disabled breaker
 /// that would have rejected), or already recorded.
 const PASSIVE: u64 = u64::MAX;
@@ -191,6 +208,8 @@ macro_rules! constructors {
                 rng: AtomicU64::new(0),
                 last_transition: AtomicU64::new(0),
                 window: OnceLock::new(),
+                hook: Hook::new(),
+                totals: Totals::new(),
             }
         }
     };
@@ -209,8 +228,14 @@ impl Breaker {
 impl Breaker {
     /// The breaker's name.
     #[must_use]
-    pub fn name(&self) -> &'static str {
-        self.config.name
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// The breaker's name as stored: cloning it does not allocate.
+    #[must_use]
+    pub fn shared_name(&self) -> Name {
+        self.config.name.clone()
     }
 
     #[inline]
@@ -301,7 +326,10 @@ impl Breaker {
         if w.0 & CONTROL_BITS == 0 {
             return Ok(self.permit(w));
         }
-        self.acquire_slow(w)
+        match self.acquire_slow(w) {
+            Slow::Open(retry) => Err(Rejected::new(self.shared_name(), State::Open, retry)),
+            Slow::Decided(result) => result,
+        }
     }
 
     #[inline]
@@ -339,13 +367,17 @@ impl Breaker {
     /// case and is decided here, in a small function, on the word alone; the
     /// rest (time for a trial, half-open, manual modes, lost races) is in
     /// `admit`.
+    ///
+    /// That common refusal is returned bare: the caller builds the
+    /// `Rejected` inline, where the compiler sees its name is not dropped
+    /// when a caller throws the rejection away.
     #[cold]
-    fn acquire_slow(&self, w: Word) -> Result<Permit<'_>, Rejected> {
+    fn acquire_slow(&self, w: Word) -> Slow<'_> {
         if w.tag() == TAG_OPEN && w.mode() == MODE_NORMAL && !self.clock.reached(w.deadline()) {
-            let retry = self.clock.retry_at(w.deadline());
-            return Err(Rejected::new(self.name(), State::Open, retry));
+            self.totals.add(crate::totals::REJECTED);
+            return Slow::Open(self.clock.retry_at(w.deadline()));
         }
-        self.admit(w)
+        Slow::Decided(self.admit(w))
     }
 
     /// Decides on `w`, and on every newer word a lost race brings: a decision
@@ -354,9 +386,7 @@ impl Breaker {
     fn admit(&self, mut w: Word) -> Result<Permit<'_>, Rejected> {
         loop {
             match (w.mode(), w.tag()) {
-                (MODE_FORCED_OPEN, _) => {
-                    return Err(Rejected::new(self.name(), State::Open, RetryAt::Unknown))
-                }
+                (MODE_FORCED_OPEN, _) => return Err(self.rejection(State::Open, RetryAt::Unknown)),
                 (MODE_FORCED_CLOSED, _) => return Ok(self.passive()),
                 (_, TAG_CLOSED) => return Ok(self.permit(w)),
                 (mode, TAG_OPEN) => {
@@ -369,6 +399,7 @@ impl Breaker {
                     match self.cas(w, trial) {
                         Ok(()) => {
                             self.last_transition.store(now, Ordering::Relaxed);
+                            self.transitioned(w, trial, Cause::Recovery, 0);
                             return Ok(self.permit(trial));
                         }
                         Err(actual) => w = actual,
@@ -406,17 +437,19 @@ impl Breaker {
         if mode == MODE_DISABLED {
             Ok(self.passive())
         } else {
-            Err(Rejected::new(self.name(), state, retry))
+            Err(self.rejection(state, retry))
         }
     }
 
     /// Records a call's outcome. The common case, a success in Closed under the
     /// consecutive rule alone with no failure count to clear, is decided here,
-    /// inlined into the caller: one read of the state word, no write.
+    /// inlined into the caller: one read of the state word, no shared write
+    /// (the call is counted on this thread's own line, see `totals`).
     #[inline]
     fn finish(&self, admitted: u64, started: u64, outcome: Outcome) {
         let word = Word(admitted);
         if outcome == Outcome::Success && self.config.slow == 0 && word.tag() == TAG_CLOSED {
+            self.totals.add(crate::totals::SUCCESS);
             if self.config.failure_rate != 0.0 {
                 return self.closed_success_rate(word, started);
             }
@@ -426,6 +459,7 @@ impl Breaker {
             if !w.same_period(word) || w.payload() == 0 {
                 return;
             }
+            return self.finish_counted(admitted, started, outcome, true);
         }
         self.finish_slow(admitted, started, outcome);
     }
@@ -443,10 +477,11 @@ impl Breaker {
         // A success can still trip the rule: the call that brings the window to
         // `min_calls` may find the failures already above the rate.
         if window.record(false, false, || self.clock.now(), |t| self.rate_trips(t)) {
-            self.trip(Word(with_epoch(admitted.0, counter)), false);
+            self.trip(Word(with_epoch(admitted.0, counter)), Cause::Rate);
         }
     }
 
+    /// Counts and records every outcome but the common success.
     fn finish_slow(&self, admitted: u64, started: u64, outcome: Outcome) {
         self.finish_timed(admitted, started, outcome, outcome != Outcome::Neutral);
     }
@@ -458,9 +493,17 @@ impl Breaker {
         if admitted == PASSIVE {
             return;
         }
+        self.totals.outcome(outcome);
+        self.finish_counted(admitted, started, outcome, timed);
+    }
+
+    fn finish_counted(&self, admitted: u64, started: u64, outcome: Outcome, timed: bool) {
         let slow = self.config.slow != 0
             && timed
             && self.clock.now().saturating_sub(started) > self.config.slow;
+        if slow {
+            self.totals.add(crate::totals::SLOW);
+        }
         let admitted = if self.config.slow == 0 {
             Word(with_epoch(admitted & !MODE_BITS, started))
         } else {
@@ -484,7 +527,7 @@ impl Breaker {
             let window = self.window.get_or_init(|| Window::new(self.config.window));
             let failed = outcome == Outcome::Failure;
             if window.record(failed, slow, || self.clock.now(), |t| self.rate_trips(t)) {
-                self.trip(admitted, false);
+                self.trip(admitted, Cause::Rate);
                 return;
             }
         }
@@ -499,7 +542,7 @@ impl Breaker {
                 Outcome::Failure => w.payload() + 1,
             };
             if failures >= self.config.threshold {
-                self.trip(admitted, false);
+                self.trip(admitted, Cause::Threshold);
                 return;
             }
             match self.cas(w, w.with_payload(failures)) {
@@ -533,7 +576,7 @@ impl Breaker {
             }
             if outcome == Outcome::Failure {
                 // Whatever the round: a trial that failed is evidence.
-                self.trip(admitted, true);
+                self.trip(admitted, Cause::Trial);
                 return;
             }
             if w.round() != admitted.round() {
@@ -553,6 +596,7 @@ impl Breaker {
                     self.clear_window();
                     self.last_transition
                         .store(self.clock.now(), Ordering::Relaxed);
+                    self.transitioned(w, next, Cause::Closed, 0);
                     return;
                 }
                 Ok(()) => return,
@@ -563,10 +607,10 @@ impl Breaker {
 
     /// Closed or HalfOpen → Open, if the breaker is still in `admitted`'s state and
     /// generation (its payload may have moved meanwhile).
-    fn trip(&self, admitted: Word, from_trial: bool) {
+    fn trip(&self, admitted: Word, cause: Cause) {
         let mut w = self.load();
         let now = self.clock.now();
-        let (period, level) = self.open_period(now, from_trial);
+        let (period, level) = self.open_period(now, cause == Cause::Trial);
         let deadline = now.saturating_add(period);
         loop {
             if !self.still_current(admitted, w) {
@@ -580,6 +624,7 @@ impl Breaker {
         self.level.store(level, Ordering::Relaxed);
         self.last_transition.store(now, Ordering::Relaxed);
         self.clock.watch(deadline);
+        self.transitioned(w, Word::open(w.mode(), deadline), cause, period);
     }
 
     fn clear_window(&self) {
@@ -663,8 +708,9 @@ impl Breaker {
             }
             _ => None,
         };
+        let totals = self.running_totals(now);
         Snapshot {
-            name: self.name(),
+            name: self.shared_name(),
             state,
             mode: self.mode(),
             consecutive_failures,
@@ -677,25 +723,34 @@ impl Breaker {
                 now.saturating_sub(self.last_transition.load(Ordering::Relaxed)),
             ),
             retry_after,
+            calls: totals.calls,
+            successes: totals.successes,
+            failures: totals.failures,
+            neutral: totals.neutral,
+            slow: totals.slow,
+            rejected: totals.rejected,
+            transitions: totals.transitions,
+            opened_at: totals.opened_at,
         }
     }
 
     fn control(&self, tag: u64, mode: u64) {
         let mut w = self.load();
-        loop {
+        let new = loop {
             let new = if tag == TAG_OPEN {
                 Word::open(mode, 0)
             } else {
                 Word::closed(mode, self.next_generation(), 0)
             };
             match self.cas(w, new) {
-                Ok(()) => break,
+                Ok(()) => break new,
                 Err(actual) => w = actual,
             }
-        }
+        };
         self.clear_window();
         self.last_transition
             .store(self.clock.now(), Ordering::Relaxed);
+        self.transitioned(w, new, Cause::Manual, 0);
     }
 
     /// Back to normal operation: closed, counters cleared, growing open time back
@@ -873,6 +928,20 @@ impl Permit<'_> {
             .finish_slow(admitted, self.started, Outcome::Failure);
     }
 
+    /// Refused after the breaker admitted it (a full bulkhead): the
+    /// admission is given back as a neutral outcome would give it back (a
+    /// half-open trial returns its slot), and the call is counted as
+    /// rejected, not as neutral.
+    pub(crate) fn refused(&mut self) {
+        let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
+        if admitted == PASSIVE {
+            return;
+        }
+        self.breaker.totals.add(crate::totals::REJECTED);
+        self.breaker
+            .finish_counted(admitted, self.started, Outcome::Neutral, false);
+    }
+
     /// The protected body was dropped before it finished: neutral, but a
     /// slow call when it ran longer than `slow` (a slow trial fails).
     pub(crate) fn abandoned(&mut self) {
@@ -894,11 +963,15 @@ impl Drop for Permit<'_> {
 }
 
 /// A breaker's state and counters at one moment; see [`Breaker::snapshot`].
+///
+/// With the `serde` feature it is `Serialize`: durations as strings
+/// (`"1m 30s"`), `opened_at` as RFC 3339.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Snapshot {
     /// The breaker's name.
-    pub name: &'static str,
+    pub name: Name,
     /// The state, as [`Breaker::state`] reports it.
     pub state: State,
     /// Manual control in force.
@@ -916,9 +989,38 @@ pub struct Snapshot {
     /// Successful trials so far in this half-open round.
     pub trial_successes: u32,
     /// Time since the last state change.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde::duration"))]
     pub since_transition: Duration,
     /// Time until the next trial is admitted (Open only).
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde::option_duration")
+    )]
     pub retry_after: Option<Duration>,
+    /// Calls since the breaker was built: those admitted, once they ended
+    /// (`successes + failures + neutral`), and those rejected. Calls let
+    /// through without being recorded ([`Mode::ForcedClosed`], or a
+    /// [`Mode::Disabled`] breaker that would have rejected) are not counted.
+    pub calls: u64,
+    /// Calls that ended in [`Outcome::Success`].
+    pub successes: u64,
+    /// Calls that ended in [`Outcome::Failure`] (counted errors, panics).
+    pub failures: u64,
+    /// Calls that ended in [`Outcome::Neutral`] (errors not counted, dropped
+    /// futures).
+    pub neutral: u64,
+    /// Calls slower than the `slow` setting (also counted as a success or
+    /// failure); 0 without the slow-call rule.
+    pub slow: u64,
+    /// Calls refused without running.
+    pub rejected: u64,
+    /// State transitions since the breaker was built, manual ones included.
+    pub transitions: u64,
+    /// When the breaker last opened on its own (trip rule or failed trial),
+    /// as wall-clock time: the system time now less the time passed since, on
+    /// the breaker's clock.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "crate::serde::option_time"))]
+    pub opened_at: Option<std::time::SystemTime>,
 }
 
 impl Snapshot {

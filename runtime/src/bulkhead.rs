@@ -101,19 +101,21 @@ impl Bulkhead {
     /// [`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit), in the
     /// state the permit was admitted in) when every slot is taken. Take the
     /// permit first: an open breaker then refuses without touching the
-    /// bulkhead, and a refused permit dropped unresolved is neutral (a
-    /// half-open trial is given back).
+    /// bulkhead. A refusal gives the permit's admission back (a half-open
+    /// trial returns its slot) and counts the call as rejected in the
+    /// breaker's totals; the permit then records nothing more.
     ///
     /// ```
     /// use failfast_runtime::{Breaker, Bulkhead, Reason};
     ///
     /// let breaker = Breaker::builder().name("uploads").build()?;
     /// let bulkhead = Bulkhead::new(1);
-    /// let first = breaker.acquire().unwrap();
-    /// let _slot = bulkhead.enter(&breaker, &first).unwrap();
-    /// let second = breaker.acquire().unwrap();
-    /// let refused = bulkhead.enter(&breaker, &second).unwrap_err();
+    /// let mut first = breaker.acquire().unwrap();
+    /// let _slot = bulkhead.enter(&breaker, &mut first).unwrap();
+    /// let mut second = breaker.acquire().unwrap();
+    /// let refused = bulkhead.enter(&breaker, &mut second).unwrap_err();
     /// assert_eq!(refused.reason(), Reason::ConcurrencyLimit);
+    /// assert_eq!(breaker.snapshot().rejected, 1);
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
     ///
@@ -121,7 +123,7 @@ impl Bulkhead {
     ///
     /// [`Rejected`] when `max` calls are running.
     #[inline]
-    pub fn enter(&self, breaker: &Breaker, permit: &Permit<'_>) -> Result<Slot<'_>, Rejected> {
+    pub fn enter(&self, breaker: &Breaker, permit: &mut Permit<'_>) -> Result<Slot<'_>, Rejected> {
         match self.try_enter() {
             Some(slot) => Ok(slot),
             None => Err(concurrency_limit(breaker, permit)),
@@ -142,13 +144,14 @@ impl Bulkhead {
 }
 
 #[cold]
-pub(crate) fn concurrency_limit(breaker: &Breaker, permit: &Permit<'_>) -> Rejected {
+pub(crate) fn concurrency_limit(breaker: &Breaker, permit: &mut Permit<'_>) -> Rejected {
+    permit.refused();
     let state = if permit.is_trial() {
         State::HalfOpen
     } else {
         State::Closed
     };
-    Rejected::concurrency_limit(breaker.name(), state)
+    Rejected::concurrency_limit(breaker.shared_name(), state)
 }
 
 impl Drop for Slot<'_> {

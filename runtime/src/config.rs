@@ -1,11 +1,13 @@
 //! Breaker settings: the const [`Config`] the attribute emits and the validating
 //! [`Builder`].
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use crate::breaker::Breaker;
 use crate::clock::{Clock, ManualClock};
 use crate::error::ConfigError;
+use crate::name::Name;
 
 /// Default number of consecutive counted failures that trips a breaker.
 pub const DEFAULT_THRESHOLD: u32 = 5;
@@ -39,11 +41,28 @@ pub(crate) enum Window {
 ///
 /// This is what `#[circuit_breaker]` emits (after checking every value at compile
 /// time); values are not re-checked. Use [`Breaker::builder`] for settings chosen
-/// at run time.
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug)]
+/// at run time; [`Breaker::config`] shows a breaker's settings.
+///
+/// With the `serde` feature a `Config` is `Serialize` and `Deserialize`:
+/// durations are written as strings (`"30s"`, `"1m 30s"`, `"250ms"`), only
+/// the settings of the rules in use appear, and deserializing checks every
+/// value as [`Builder::build`] does. Build a breaker from it with
+/// `Breaker::try_from(config)`:
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use failfast_runtime::{Breaker, Config};
+///
+/// let config: Config = serde_json::from_str(
+///     r#"{ "name": "payments", "threshold": 3, "recovery": "10s" }"#,
+/// ).unwrap();
+/// let breaker = Breaker::try_from(config).unwrap();
+/// assert_eq!(breaker.config().name(), "payments");
+/// # }
+/// ```
+#[derive(Clone, Debug)]
 pub struct Config {
-    pub(crate) name: &'static str,
+    pub(crate) name: Name,
     pub(crate) threshold: u32,
     pub(crate) recovery: u64,
     pub(crate) max_recovery: u64,
@@ -75,7 +94,7 @@ impl Config {
     #[must_use]
     pub const fn new(name: &'static str) -> Self {
         Self {
-            name,
+            name: Name::new_static(name),
             threshold: DEFAULT_THRESHOLD,
             recovery: nanos(DEFAULT_RECOVERY),
             max_recovery: 0,
@@ -89,6 +108,12 @@ impl Config {
             slow_rate: 0.0,
             lease: 0,
         }
+    }
+
+    /// The breaker's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// Consecutive counted failures that trip the breaker.
@@ -337,8 +362,13 @@ impl Default for Builder {
 impl Builder {
     /// The name under which [`registry`](crate::registry) finds the breaker and that
     /// [`Rejected`](crate::Rejected) reports. Default `"unnamed"`.
-    pub fn name(mut self, name: &'static str) -> Self {
-        self.config.name = name;
+    ///
+    /// A `&'static str` is kept as it is; a name built at run time
+    /// (`format!("payments@{host}")`) is stored once, in an `Arc<str>`, and
+    /// shared from there by every rejection, snapshot and event: naming a
+    /// breaker allocates once, calling it never does.
+    pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.config.name = Name::from(name.into());
         self
     }
 
@@ -454,7 +484,13 @@ impl Builder {
     /// counts or durations, rates outside (0, 1]) or settings contradict each other
     /// (`threshold` with `failure_rate`, a window without a rate rule, `slow_rate`
     /// without `slow`).
-    pub fn build(mut self) -> Result<Breaker, ConfigError> {
+    pub fn build(self) -> Result<Breaker, ConfigError> {
+        let clock = self.clock.clone();
+        Ok(Breaker::with_clock(self.checked()?, clock))
+    }
+
+    /// The settings, checked as [`build`](Self::build) checks them.
+    pub(crate) fn checked(mut self) -> Result<Config, ConfigError> {
         if self.threshold_set && self.rate_rule {
             return Err(ConfigError::new(
                 "threshold",
@@ -503,7 +539,7 @@ impl Builder {
             return Err(ConfigError::new("trial_lease", "must be longer than zero"));
         }
         self.config.validate()?;
-        Ok(Breaker::with_clock(self.config, self.clock))
+        Ok(self.config)
     }
 }
 
@@ -511,5 +547,24 @@ impl Breaker {
     /// Starts building a breaker. See [`Builder`].
     pub fn builder() -> Builder {
         Builder::default()
+    }
+}
+
+impl Breaker {
+    /// The breaker's settings.
+    #[must_use]
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+}
+
+/// A breaker with `config`, checked as [`Builder::build`] checks settings, on
+/// the system clock.
+impl TryFrom<Config> for Breaker {
+    type Error = ConfigError;
+
+    fn try_from(config: Config) -> Result<Self, ConfigError> {
+        config.validate()?;
+        Ok(Breaker::from_config(config))
     }
 }

@@ -4,9 +4,12 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::clock::RetryAt;
+use crate::name::Name;
 
 /// The state of a breaker, as callers see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum State {
     /// Calls pass through; outcomes are counted by the trip rule.
     Closed,
@@ -97,7 +100,7 @@ impl fmt::Display for Reason {
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct Rejected {
-    name: &'static str,
+    name: Name,
     state: State,
     reason: Reason,
     retry_at: RetryAt,
@@ -108,7 +111,7 @@ impl Rejected {
     /// breaker reports: only a breaker forced open rejects in `Open` without
     /// a known time for the next trial, and a half-open breaker rejects only
     /// when its trial slots are taken.
-    pub(crate) fn new(name: &'static str, state: State, retry_at: RetryAt) -> Self {
+    pub(crate) fn new(name: Name, state: State, retry_at: RetryAt) -> Self {
         let reason = match (state, retry_at) {
             (State::HalfOpen, _) => Reason::TrialsInFlight,
             (_, RetryAt::Unknown) => Reason::ForcedOpen,
@@ -123,7 +126,7 @@ impl Rejected {
     }
 
     /// A refusal by a full bulkhead in front of breaker `name`, in `state`.
-    pub(crate) fn concurrency_limit(name: &'static str, state: State) -> Self {
+    pub(crate) fn concurrency_limit(name: Name, state: State) -> Self {
         Self {
             name,
             state,
@@ -134,8 +137,8 @@ impl Rejected {
 
     /// The name of the breaker that refused the call.
     #[must_use]
-    pub fn name(&self) -> &'static str {
-        self.name
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// The breaker's state when it refused: [`State::Open`], or
@@ -288,21 +291,21 @@ impl From<Rejected> for std::io::Error {
 ///     }
 /// }
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TimedOut {
-    name: &'static str,
+    name: Name,
     limit: Duration,
 }
 
 impl TimedOut {
-    pub(crate) fn new(name: &'static str, limit: Duration) -> Self {
+    pub(crate) fn new(name: Name, limit: Duration) -> Self {
         Self { name, limit }
     }
 
     /// The name of the breaker the call went through.
     #[must_use]
-    pub fn name(&self) -> &'static str {
-        self.name
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// The time limit the call ran out of.

@@ -19,8 +19,9 @@
 //! ```
 //!
 //! See [`Breaker`] for the state machine, [`registry`] for finding breakers by
-//! name, [`ManualClock`] for testing time-dependent behaviour, and
-//! [`Bulkhead`] for a limit on concurrent calls.
+//! name, [`events`] for listening to state changes, [`ManualClock`] for
+//! testing time-dependent behaviour, and [`Bulkhead`] for a limit on
+//! concurrent calls.
 //!
 //! # Features
 //!
@@ -32,6 +33,11 @@
 //!   `http::Response<B>` (503 with `Retry-After`, 504).
 //! - `tonic`: rejections and timeouts convert into `tonic::Status`
 //!   (`UNAVAILABLE` with `grpc-retry-pushback-ms`, `DEADLINE_EXCEEDED`).
+//! - `tracing`: transitions as `tracing` events.
+//! - `metrics`: breakers through the `metrics` facade (see the `metrics`
+//!   module).
+//! - `serde`: `Serialize` for [`Snapshot`], [`State`], [`Mode`] and events;
+//!   `Config` both ways.
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
@@ -41,14 +47,23 @@ mod bulkhead;
 mod clock;
 mod config;
 mod error;
+pub mod events;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+mod name;
 pub mod registry;
+#[cfg(feature = "serde")]
+mod serde;
 mod timeout;
 #[cfg(feature = "tokio")]
 mod tokio;
 #[cfg(feature = "tonic")]
 mod tonic;
+mod totals;
+#[cfg(feature = "tracing")]
+mod tracing;
 mod window;
 mod word;
 
@@ -68,6 +83,7 @@ pub use breaker::{Breaker, Mode, Outcome, Permit, Snapshot};
 pub use bulkhead::{Bulkhead, Slot};
 pub use clock::{ManualClock, TICK};
 pub use config::{
-    Builder, DEFAULT_MIN_CALLS, DEFAULT_RECOVERY, DEFAULT_THRESHOLD, DEFAULT_WINDOW_CALLS,
+    Builder, Config, DEFAULT_MIN_CALLS, DEFAULT_RECOVERY, DEFAULT_THRESHOLD, DEFAULT_WINDOW_CALLS,
 };
 pub use error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
+pub use name::Name;

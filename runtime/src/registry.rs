@@ -26,6 +26,7 @@ use std::ops::Deref;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::breaker::Breaker;
+use crate::name::Name;
 
 enum Entry {
     Static(&'static Breaker),
@@ -54,14 +55,14 @@ impl Entry {
 #[derive(Default)]
 struct Registry {
     entries: Vec<Entry>,
-    by_name: HashMap<&'static str, Vec<usize>>,
+    by_name: HashMap<Name, Vec<usize>>,
     /// Live entries at the last sweep, doubled: the next sweep is due when the
     /// list grows past it.
     sweep_at: usize,
 }
 
 impl Registry {
-    fn push(&mut self, name: &'static str, entry: Entry) {
+    fn push(&mut self, name: Name, entry: Entry) {
         if self.entries.len() >= self.sweep_at {
             self.sweep();
         }
@@ -79,7 +80,7 @@ impl Registry {
         self.by_name.clear();
         for (i, entry) in self.entries.iter().enumerate() {
             if let Some(b) = entry.upgrade() {
-                self.by_name.entry(b.name()).or_default().push(i);
+                self.by_name.entry(b.shared_name()).or_default().push(i);
             }
         }
         self.sweep_at = (self.entries.len() * 2).max(16);
@@ -122,14 +123,18 @@ impl Deref for BreakerRef {
 pub fn register(breaker: &Arc<Breaker>) {
     if breaker.mark_registered() {
         let weak = Arc::downgrade(breaker);
-        with_registry(|r| r.push(breaker.name(), Entry::Shared(weak)));
+        with_registry(|r| r.push(breaker.shared_name(), Entry::Shared(weak)));
+        #[cfg(feature = "metrics")]
+        crate::metrics::registered(breaker);
     }
 }
 
 /// Registers a breaker that lives in a `static`.
 pub fn register_static(breaker: &'static Breaker) {
     if breaker.mark_registered() {
-        with_registry(|r| r.push(breaker.name(), Entry::Static(breaker)));
+        with_registry(|r| r.push(breaker.shared_name(), Entry::Static(breaker)));
+        #[cfg(feature = "metrics")]
+        crate::metrics::registered(breaker);
     }
 }
 

@@ -20,6 +20,7 @@ use std::time::Duration;
 use crate::body::Body;
 use crate::breaker::Permit;
 use crate::error::TimedOut;
+use crate::name::Name;
 
 #[cfg(not(feature = "tokio"))]
 use self::no_timer::{elapsed, sleep, Sleep};
@@ -52,12 +53,7 @@ pin_project_lite::pin_project! {
 
 impl<'p, 'b, F: Future> Timeout<'p, 'b, F> {
     /// Starts the clock on `future` (for `name`'s breaker) now.
-    pub(crate) fn new(
-        permit: &'p mut Permit<'b>,
-        name: &'static str,
-        limit: Duration,
-        future: F,
-    ) -> Self {
+    pub(crate) fn new(permit: &'p mut Permit<'b>, name: Name, limit: Duration, future: F) -> Self {
         Self {
             body: Body::new(permit, future),
             sleep: sleep(limit),
@@ -77,7 +73,7 @@ impl<F: Future> Future for Timeout<'_, '_, F> {
         }
         if this.sleep.poll(cx).is_ready() {
             this.body.time_out();
-            return Poll::Ready(Err(*this.timed_out));
+            return Poll::Ready(Err(this.timed_out.clone()));
         }
         Poll::Pending
     }

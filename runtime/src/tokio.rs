@@ -80,7 +80,7 @@ impl Breaker {
         Fut: Future<Output = Result<T, E>>,
     {
         let mut permit = self.acquire()?;
-        match Timeout::new(&mut permit, self.name(), limit, future).await {
+        match Timeout::new(&mut permit, self.shared_name(), limit, future).await {
             Ok(result) => {
                 permit.resolve(&result, counts);
                 result.map_err(Error::Failed)

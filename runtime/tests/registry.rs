@@ -1,17 +1,14 @@
 //! The registry at scale: many breakers, lookups by name, breakers dropped.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use failfast_runtime::{registry, Breaker};
 
-fn named(name: &'static str) -> Arc<Breaker> {
+fn named(name: impl Into<Cow<'static, str>>) -> Arc<Breaker> {
     let b = Arc::new(Breaker::builder().name(name).build().unwrap());
     registry::register(&b);
     b
-}
-
-fn leak(name: String) -> &'static str {
-    Box::leak(name.into_boxed_str())
 }
 
 #[test]
@@ -19,8 +16,8 @@ fn thousands_of_breakers_found_by_name_and_forgotten_when_dropped() {
     let mut kept = Vec::new();
     let mut dropped = Vec::new();
     for i in 0..20_000 {
-        let name = leak(format!("host-{i}"));
-        let b = named(name);
+        let name = format!("host-{i}");
+        let b = named(name.clone());
         if i % 2 == 0 {
             kept.push((name, b));
         } else {
@@ -38,9 +35,9 @@ fn thousands_of_breakers_found_by_name_and_forgotten_when_dropped() {
     let all: Vec<_> = registry::all()
         .into_iter()
         .filter(|b| b.name().starts_with("host-"))
-        .map(|b| b.name())
+        .map(|b| b.shared_name())
         .collect();
-    let expected: Vec<_> = kept.iter().map(|(n, _)| *n).collect();
+    let expected: Vec<_> = kept.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         all, expected,
         "every live breaker, in order of registration"
@@ -57,9 +54,7 @@ fn a_shared_name_finds_the_first_registered_that_still_exists() {
     ));
     drop(first);
     // Register more so the dead entry is swept, then look again.
-    let _more: Vec<_> = (0..100)
-        .map(|i| named(leak(format!("filler-{i}"))))
-        .collect();
+    let _more: Vec<_> = (0..100).map(|i| named(format!("filler-{i}"))).collect();
     assert!(std::ptr::eq(
         &*registry::get("shared-name").unwrap(),
         &*second
@@ -87,4 +82,33 @@ fn a_static_breaker_is_found_by_name() {
         .filter(|b| b.name() == "registry-static")
         .count();
     assert_eq!(count, 1);
+}
+
+/// A name built at run time is stored once and found, reported and compared
+/// like a literal one; the registry, rejections and snapshots share it.
+#[test]
+fn a_name_built_at_run_time_is_found_and_reported() {
+    let host = String::from("host-3");
+    let b = Arc::new(
+        Breaker::builder()
+            .name(format!("payments@{host}"))
+            .threshold(1)
+            .build()
+            .unwrap(),
+    );
+    registry::register(&b);
+    let found = registry::get("payments@host-3").expect("registered");
+    assert!(std::ptr::eq(&*found, &*b));
+    let _ = b.call(|| Err::<(), _>("down"));
+    let rejected = b.acquire().unwrap_err();
+    assert_eq!(rejected.name(), "payments@host-3");
+    assert_eq!(b.snapshot().name, "payments@host-3");
+    assert!(
+        format!("{rejected}")
+            .starts_with("circuit breaker `payments@host-3` is open: call not attempted"),
+        "{rejected}"
+    );
+    drop(found);
+    drop(b);
+    assert!(registry::get("payments@host-3").is_none());
 }

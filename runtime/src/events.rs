@@ -1,0 +1,541 @@
+//! Transition events: every change of a breaker's state, delivered to
+//! listeners as it happens.
+//!
+//! ```
+//! use failfast_runtime::events::{self, Reason};
+//! use failfast_runtime::{Breaker, State};
+//! use std::sync::{Arc, Mutex};
+//!
+//! let breaker = Breaker::builder().name("payments").threshold(2).build()?;
+//! let seen = Arc::new(Mutex::new(Vec::new()));
+//! let sink = Arc::clone(&seen);
+//! let _listening = breaker.subscribe(move |t: &events::Transition| {
+//!     sink.lock().unwrap().push((t.from, t.to, t.reason));
+//! });
+//! for _ in 0..2 {
+//!     let _ = breaker.call(|| Err::<(), _>("connection refused"));
+//! }
+//! assert_eq!(
+//!     *seen.lock().unwrap(),
+//!     [(State::Closed, State::Open, Reason::ThresholdReached)]
+//! );
+//! # Ok::<(), failfast_runtime::ConfigError>(())
+//! ```
+//!
+//! # Listeners
+//!
+//! [`subscribe`] listens to every breaker, [`subscribe_to`] to the breakers of
+//! one name (registered or not, called yet or not: an attribute breaker can be
+//! listened to before its first call), [`Breaker::subscribe`] to one breaker.
+//! Each returns a [`Subscription`]: dropping it stops the listener, and
+//! [`Subscription::keep`] keeps it for the rest of the program.
+//!
+//! # Delivery
+//!
+//! - **Synchronous**, on the thread whose call or control made the transition,
+//!   right after the transition took effect (the breaker already behaves in its
+//!   new state). Callers on other threads are never held up by a listener.
+//! - **In order per breaker**: one breaker's events reach listeners one at a
+//!   time, in the order its transitions happened, numbered by
+//!   [`Transition::seq`]. When two threads change one breaker's state at the
+//!   same moment, the second event is handed to the thread still delivering the
+//!   first one, which delivers it next: it may then arrive on that thread.
+//!   To queue events in order, a transition made right after another one
+//!   waits until that one is queued (the few instructions between the other
+//!   thread's compare-and-swap and its queueing, unless the scheduler
+//!   interrupts it there), at most 100 ms; it never waits for a listener.
+//! - **A slow listener** delays only the thread delivering to it (a call that
+//!   tripped the breaker, say): the breaker itself, and every other caller,
+//!   go on meanwhile. Do slow work (I/O, locks held by callers) elsewhere: send
+//!   the event to a channel.
+//! - **A panicking listener** is caught (`catch_unwind`): the panic is reported
+//!   by the panic hook as usual, the remaining listeners still get the event,
+//!   and the breaker and the calling thread carry on as if nothing happened.
+//! - A listener may call into breakers, subscribe and unsubscribe; a
+//!   transition it causes is delivered after the event at hand.
+//!
+//! # Cost
+//!
+//! Nothing on the path of a call that changes no state. A transition reads one
+//! relaxed atomic to see whether anyone listens; when nobody does, no event is
+//! built and nothing is queued (the transition still counts itself for
+//! [`Snapshot::transitions`](crate::Snapshot::transitions)). Listeners are
+//! kept in a copy-on-write list, so subscribing takes a lock but delivering
+//! only clones an `Arc`. With the `tracing` or `metrics` feature, those are
+//! listeners too: every transition builds its event.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use crate::breaker::{Breaker, Mode};
+use crate::error::State;
+use crate::name::Name;
+use crate::word::{
+    Word, MODE_DISABLED, MODE_FORCED_CLOSED, MODE_FORCED_OPEN, TAG_CLOSED, TAG_HALF_OPEN, TAG_OPEN,
+};
+
+/// Why a breaker changed state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum Reason {
+    /// Closed → Open: consecutive counted failures reached `threshold`.
+    ThresholdReached,
+    /// Closed → Open: the window's failure rate reached `failure_rate`.
+    FailureRate,
+    /// Closed → Open: the window's slow-call rate reached `slow_rate`.
+    SlowCallRate,
+    /// Open → HalfOpen: the open time has passed and a call came for a trial.
+    RecoveryElapsed,
+    /// HalfOpen → Open: a trial call failed (or, with the slow-call rule, was
+    /// slow).
+    TrialFailed,
+    /// HalfOpen → Closed: `success_threshold` trials succeeded.
+    TrialsSucceeded,
+    /// [`reset`](Breaker::reset), [`force_open`](Breaker::force_open),
+    /// [`force_closed`](Breaker::force_closed) or
+    /// [`disable`](Breaker::disable). Produces an event even when the state
+    /// stays the same: the mode, or the counters, changed.
+    Manual,
+    /// The breaker's configuration was changed while it ran. Reserved for live
+    /// reconfiguration; no transition of this version has this reason.
+    ConfigChange,
+}
+
+impl Reason {
+    /// A short `snake_case` name, as used in logs and metrics labels.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Reason::ThresholdReached => "threshold_reached",
+            Reason::FailureRate => "failure_rate",
+            Reason::SlowCallRate => "slow_call_rate",
+            Reason::RecoveryElapsed => "recovery_elapsed",
+            Reason::TrialFailed => "trial_failed",
+            Reason::TrialsSucceeded => "trials_succeeded",
+            Reason::Manual => "manual",
+            Reason::ConfigChange => "config_change",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The counts that decided a transition, as they stood when it happened.
+/// Fields that do not apply to its [`Reason`] are zero.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct Counts {
+    /// Consecutive counted failures ([`Reason::ThresholdReached`]: the
+    /// threshold; [`Reason::Manual`] from Closed: the count that was cleared).
+    pub consecutive_failures: u32,
+    /// Calls in the window ([`Reason::FailureRate`], [`Reason::SlowCallRate`]).
+    pub window_calls: u64,
+    /// Failed calls in the window.
+    pub window_failures: u64,
+    /// Slow calls in the window.
+    pub window_slow: u64,
+    /// Successful trials of the half-open round ([`Reason::TrialsSucceeded`]:
+    /// `success_threshold`; [`Reason::TrialFailed`]: those before the failure).
+    pub trial_successes: u32,
+}
+
+/// One state change of one breaker.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct Transition {
+    /// The breaker's name.
+    pub name: Name,
+    /// The state it left. A breaker whose open time had passed but that no
+    /// call had tried yet left [`State::Open`].
+    pub from: State,
+    /// The state it entered.
+    pub to: State,
+    /// Manual control in force after the transition.
+    pub mode: Mode,
+    /// Why it changed.
+    pub reason: Reason,
+    /// The counts that decided it.
+    pub counts: Counts,
+    /// How long the breaker stays open, as chosen for this opening (growing
+    /// open time and jitter included); `None` unless it opened on its own.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde::option_duration")
+    )]
+    pub open_for: Option<Duration>,
+    /// This breaker's transitions so far, this one included: events of one
+    /// breaker arrive with `seq` 1, 2, 3, … (gaps only where a transition
+    /// happened while nobody listened).
+    pub seq: u64,
+}
+
+/// What made the state machine move; the reason is worked out from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cause {
+    /// The consecutive-failure rule tripped.
+    Threshold,
+    /// A window rule tripped: the failure or the slow-call rate.
+    Rate,
+    /// A trial failed.
+    Trial,
+    /// The open time passed.
+    Recovery,
+    /// Enough trials succeeded.
+    Closed,
+    /// Manual control.
+    Manual,
+}
+
+type Callback = dyn Fn(&Transition) + Send + Sync;
+
+#[derive(Clone)]
+enum Target {
+    All,
+    Breaker(u64),
+    Name(Name),
+}
+
+#[derive(Clone)]
+struct Listener {
+    id: u64,
+    target: Target,
+    callback: Arc<Callback>,
+}
+
+/// Number of listeners: the one relaxed read a transition pays when it is 0.
+static LISTENERS: AtomicUsize = AtomicUsize::new(0);
+static LIST: RwLock<Vec<Listener>> = RwLock::new(Vec::new());
+/// Snapshot of `LIST` for delivery, replaced on every change.
+static SNAPSHOT: RwLock<Option<Arc<[Listener]>>> = RwLock::new(None);
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+fn listeners() -> Option<Arc<[Listener]>> {
+    SNAPSHOT
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+}
+
+fn change(f: impl FnOnce(&mut Vec<Listener>)) {
+    let mut list = LIST.write().unwrap_or_else(PoisonError::into_inner);
+    f(&mut list);
+    LISTENERS.store(list.len(), Ordering::Relaxed);
+    let snapshot: Arc<[Listener]> = list.iter().cloned().collect();
+    *SNAPSHOT.write().unwrap_or_else(PoisonError::into_inner) =
+        (!snapshot.is_empty()).then_some(snapshot);
+}
+
+fn add(target: Target, callback: Arc<Callback>) -> Subscription {
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    change(|list| {
+        list.push(Listener {
+            id,
+            target,
+            callback,
+        });
+    });
+    Subscription { id }
+}
+
+/// Listens to every breaker's transitions until the returned
+/// [`Subscription`] is dropped. See the [module docs](self) for how events are
+/// delivered.
+///
+/// ```
+/// let _listening = failfast_runtime::events::subscribe(|t| {
+///     eprintln!("{} went {} → {} ({})", t.name, t.from, t.to, t.reason);
+/// });
+/// ```
+pub fn subscribe(listener: impl Fn(&Transition) + Send + Sync + 'static) -> Subscription {
+    add(Target::All, Arc::new(listener))
+}
+
+/// Listens to the transitions of every breaker named `name`, including
+/// breakers not built or not registered yet, until the returned
+/// [`Subscription`] is dropped.
+pub fn subscribe_to(
+    name: impl Into<std::borrow::Cow<'static, str>>,
+    listener: impl Fn(&Transition) + Send + Sync + 'static,
+) -> Subscription {
+    add(Target::Name(Name::from(name.into())), Arc::new(listener))
+}
+
+impl Breaker {
+    /// Listens to this breaker's transitions until the returned
+    /// [`Subscription`] is dropped; see [`events`](crate::events). Also
+    /// reachable from a [`BreakerRef`](crate::registry::BreakerRef).
+    pub fn subscribe(
+        &self,
+        listener: impl Fn(&Transition) + Send + Sync + 'static,
+    ) -> Subscription {
+        add(Target::Breaker(self.hook.id()), Arc::new(listener))
+    }
+}
+
+/// A listener's registration: dropping it removes the listener (events being
+/// delivered at that moment may still reach it).
+#[derive(Debug)]
+#[must_use = "dropping a subscription at once removes its listener; call `keep()` to listen for good"]
+pub struct Subscription {
+    id: u64,
+}
+
+impl Subscription {
+    /// Keeps the listener for the rest of the program.
+    pub fn keep(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let id = self.id;
+        change(|list| list.retain(|l| l.id != id));
+    }
+}
+
+/// A breaker's side of events and of its per-transition totals. Off the hot
+/// cache line; touched only on transitions.
+#[derive(Debug)]
+pub(crate) struct Hook {
+    /// Identity for per-breaker listeners, given on first use (0: none yet).
+    id: AtomicU64,
+    /// Transitions so far.
+    pub(crate) transitions: AtomicU64,
+    /// When the breaker last opened on its own, on its clock (0: never).
+    pub(crate) opened_at: AtomicU64,
+    /// The period (see `period`) the last delivered transition entered.
+    published: AtomicU64,
+    queue: Mutex<Queue>,
+    /// The breaker's metric keys, built once.
+    #[cfg(feature = "metrics")]
+    pub(crate) metric_keys: std::sync::OnceLock<crate::metrics::Keys>,
+}
+
+#[derive(Debug)]
+struct Queue {
+    pending: VecDeque<Transition>,
+    delivering: bool,
+}
+
+/// A word's period: what a transition changes and a call's bookkeeping
+/// (failure counts, trials in flight) does not.
+fn period(w: Word) -> u64 {
+    if w.tag() == TAG_OPEN {
+        w.0
+    } else {
+        w.with_payload(0).0
+    }
+}
+
+fn state(w: Word) -> State {
+    match (w.mode(), w.tag()) {
+        (MODE_FORCED_OPEN, _) | (_, TAG_OPEN) => State::Open,
+        (_, TAG_CLOSED) => State::Closed,
+        _ => State::HalfOpen,
+    }
+}
+
+fn mode(w: Word) -> Mode {
+    match w.mode() {
+        MODE_FORCED_OPEN => Mode::ForcedOpen,
+        MODE_FORCED_CLOSED => Mode::ForcedClosed,
+        MODE_DISABLED => Mode::Disabled,
+        _ => Mode::Normal,
+    }
+}
+
+/// The longest a transition waits for the one before it to be queued.
+const MAX_TURN_WAIT: Duration = Duration::from_millis(100);
+
+/// Whether any listener (or, with those features, `tracing` or `metrics`)
+/// wants transitions.
+#[inline]
+fn wanted() -> bool {
+    cfg!(any(feature = "tracing", feature = "metrics")) || LISTENERS.load(Ordering::Relaxed) != 0
+}
+
+impl Hook {
+    pub(crate) const fn new() -> Self {
+        Self {
+            id: AtomicU64::new(0),
+            transitions: AtomicU64::new(0),
+            opened_at: AtomicU64::new(0),
+            published: AtomicU64::new(0),
+            queue: Mutex::new(Queue {
+                pending: VecDeque::new(),
+                delivering: false,
+            }),
+            #[cfg(feature = "metrics")]
+            metric_keys: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn id(&self) -> u64 {
+        let id = self.id.load(Ordering::Relaxed);
+        if id != 0 {
+            return id;
+        }
+        let fresh = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        match self
+            .id
+            .compare_exchange(0, fresh, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => fresh,
+            Err(taken) => taken,
+        }
+    }
+
+    /// Waits until the transition that entered `from`'s period has been
+    /// queued, so that events queue in the order the transitions happened. The
+    /// wait is for the thread that made that transition to get from its
+    /// compare-and-swap to this point: nanoseconds, or as long as the
+    /// scheduler keeps it off a processor. Bounded by [`MAX_TURN_WAIT`]:
+    /// should the same period come back at once (an open deadline repeated on
+    /// a manual clock, `force_open` twice), a transition could otherwise wait
+    /// for one that was queued already.
+    fn wait_turn(&self, from: Word) {
+        let from = period(from);
+        let mut since = None;
+        for spin in 0u32.. {
+            if self.published.load(Ordering::Acquire) == from {
+                return;
+            }
+            if spin < 64 {
+                std::hint::spin_loop();
+                continue;
+            }
+            std::thread::yield_now();
+            if spin % 64 == 0 {
+                let began = *since.get_or_insert_with(std::time::Instant::now);
+                if began.elapsed() > MAX_TURN_WAIT {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Numbers `transition`, queues it and marks `to`'s period as entered, in
+    /// one step (so numbers, queue and turns agree), then delivers whatever
+    /// is queued unless another thread is delivering already.
+    fn deliver(&self, breaker: &Breaker, mut transition: Transition, to: Word) {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        transition.seq = self.transitions.fetch_add(1, Ordering::Relaxed) + 1;
+        queue.pending.push_back(transition);
+        self.published.store(period(to), Ordering::Release);
+        if queue.delivering {
+            return;
+        }
+        queue.delivering = true;
+        while let Some(next) = queue.pending.pop_front() {
+            drop(queue);
+            notify(breaker, &next);
+            queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        }
+        queue.delivering = false;
+    }
+}
+
+fn notify(breaker: &Breaker, t: &Transition) {
+    #[cfg(feature = "tracing")]
+    crate::tracing::transition(t);
+    #[cfg(feature = "metrics")]
+    crate::metrics::transition(breaker, t);
+    let Some(listeners) = listeners() else {
+        return;
+    };
+    let id = breaker.hook.id.load(Ordering::Relaxed);
+    for l in listeners.iter() {
+        let wanted = match &l.target {
+            Target::All => true,
+            Target::Breaker(b) => *b == id,
+            Target::Name(n) => *n == t.name,
+        };
+        if wanted {
+            // A listener's panic is its own: the breaker carries on.
+            let _ = catch_unwind(AssertUnwindSafe(|| (l.callback)(t)));
+        }
+    }
+}
+
+impl Breaker {
+    /// Bookkeeping and events of a transition from `from` to `to`, made by the
+    /// caller's winning compare-and-swap; `open_for` is the open time chosen
+    /// (nanoseconds), if it opened on its own.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn transitioned(&self, from: Word, to: Word, cause: Cause, open_for: u64) {
+        let hook = &self.hook;
+        let now = self.clock.now();
+        if to.tag() == TAG_OPEN && open_for != 0 {
+            hook.opened_at.store(now.max(1), Ordering::Relaxed);
+        }
+        if !wanted() {
+            hook.transitions.fetch_add(1, Ordering::Relaxed);
+            hook.published.store(period(to), Ordering::Release);
+            return;
+        }
+        hook.wait_turn(from);
+        let transition = Transition {
+            name: self.shared_name(),
+            from: state(from),
+            to: state(to),
+            mode: mode(to),
+            reason: self.reason(cause, now),
+            counts: self.counts(from, cause, now),
+            open_for: (open_for != 0).then(|| Duration::from_nanos(open_for)),
+            seq: 0,
+        };
+        hook.deliver(self, transition, to);
+    }
+
+    fn reason(&self, cause: Cause, now: u64) -> Reason {
+        match cause {
+            Cause::Threshold => Reason::ThresholdReached,
+            Cause::Rate => {
+                let tally = self.window.get().map(|w| w.tally(now)).unwrap_or_default();
+                #[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
+                let failures = tally.failures as f64 / tally.calls.max(1) as f64;
+                if self.config.failure_rate > 0.0 && failures >= self.config.failure_rate {
+                    Reason::FailureRate
+                } else {
+                    Reason::SlowCallRate
+                }
+            }
+            Cause::Trial => Reason::TrialFailed,
+            Cause::Recovery => Reason::RecoveryElapsed,
+            Cause::Closed => Reason::TrialsSucceeded,
+            Cause::Manual => Reason::Manual,
+        }
+    }
+
+    fn counts(&self, from: Word, cause: Cause, now: u64) -> Counts {
+        let mut counts = Counts::default();
+        match (cause, from.tag()) {
+            (Cause::Threshold, _) => counts.consecutive_failures = from.payload() + 1,
+            (Cause::Rate, _) => {
+                let tally = self.window.get().map(|w| w.tally(now)).unwrap_or_default();
+                counts.window_calls = tally.calls;
+                counts.window_failures = tally.failures;
+                counts.window_slow = tally.slow;
+            }
+            (Cause::Closed, _) => counts.trial_successes = from.successes() + 1,
+            (_, TAG_HALF_OPEN) => counts.trial_successes = from.successes(),
+            (Cause::Manual, TAG_CLOSED) => counts.consecutive_failures = from.payload(),
+            _ => {}
+        }
+        counts
+    }
+}

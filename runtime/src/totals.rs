@@ -1,0 +1,227 @@
+//! Running totals of a breaker's calls, counted without a shared write.
+//!
+//! A healthy breaker shared by many threads writes nothing shared per call
+//! (see the `breaker` module); counting every call must not change that. Each
+//! breaker keeps one cache-line-sized shard of counters per *slot*, and each
+//! thread owns a slot: a thread counts with a plain load and store on its own
+//! line (no atomic read-modify-write, no line shared with another thread), and
+//! a snapshot adds the shards up.
+//!
+//! Slots are handed out on a thread's first call and taken back when it
+//! exits, so a pool that replaces its threads keeps reusing the same slots.
+//! There are `2 × available_parallelism` of them (at least 8, at most 32). A
+//! thread started while every slot is taken shares one with others and counts
+//! with an atomic add instead: still exact, still on lines spread over the
+//! shards, but a read-modify-write.
+//!
+//! A breaker's shards are allocated on its first counted call: statics built
+//! in `const` context have none until then.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::breaker::Outcome;
+
+/// Counter indices in a shard.
+pub(crate) const SUCCESS: usize = 0;
+pub(crate) const FAILURE: usize = 1;
+pub(crate) const NEUTRAL: usize = 2;
+pub(crate) const SLOW: usize = 3;
+pub(crate) const REJECTED: usize = 4;
+const COUNTERS: usize = 5;
+
+/// One slot's counters, on a line of its own (two lines: adjacent-line
+/// prefetchers pair them, as for the breaker's hot word).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Shard([AtomicU64; COUNTERS]);
+
+/// A breaker's totals.
+#[derive(Debug)]
+pub(crate) struct Totals {
+    shards: OnceLock<Box<[Shard]>>,
+}
+
+/// The sums of every shard, at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Sums {
+    pub(crate) counts: [u64; COUNTERS],
+}
+
+/// In a thread's slot code: the slot is shared with other threads.
+const SHARED: u32 = 1 << 31;
+
+thread_local! {
+    /// This thread's slot: 0 before its first call, else the slot's index + 1,
+    /// with `SHARED` when it is not this thread's alone.
+    static SLOT: Cell<u32> = const { Cell::new(0) };
+    /// Gives the slot back when the thread exits.
+    static RELEASE: Release = const { Release };
+}
+
+static FREE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+fn slots() -> u32 {
+    static SLOTS: OnceLock<u32> = OnceLock::new();
+    *SLOTS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(4, usize::from);
+        u32::try_from(cores * 2).unwrap_or(u32::MAX).clamp(8, 32)
+    })
+}
+
+struct Release;
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        let code = SLOT.get();
+        // Anything this thread counts from now on (other thread-locals'
+        // destructors) goes through a shared slot.
+        SLOT.set(SHARED | 1);
+        if code != 0 && code & SHARED == 0 {
+            FREE.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(code - 1);
+        }
+    }
+}
+
+/// Gives this thread a slot: a free one of its own if there is one.
+#[cold]
+#[inline(never)]
+fn assign() -> u32 {
+    let n = slots();
+    let own = FREE
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .pop()
+        .or_else(|| {
+            let next = NEXT.fetch_add(1, Ordering::Relaxed);
+            (next < n).then_some(next)
+        });
+    // Own slots are given back at exit; without a destructor (the thread is
+    // already exiting) keep to a shared one.
+    let code = match own {
+        Some(i) if RELEASE.try_with(|_| ()).is_ok() => i + 1,
+        Some(i) => {
+            FREE.lock().unwrap_or_else(PoisonError::into_inner).push(i);
+            SHARED | (NEXT.fetch_add(1, Ordering::Relaxed) % n + 1)
+        }
+        None => SHARED | (NEXT.fetch_add(1, Ordering::Relaxed) % n + 1),
+    };
+    SLOT.set(code);
+    code
+}
+
+impl Totals {
+    pub(crate) const fn new() -> Self {
+        Self {
+            shards: OnceLock::new(),
+        }
+    }
+
+    /// Counts one `what` (`SUCCESS`, …) on this thread's shard. One
+    /// thread-local read, one check that the shards exist, one increment.
+    #[inline]
+    pub(crate) fn add(&self, what: usize) {
+        let code = SLOT.get();
+        if let Some(shards) = self.shards.get() {
+            if let Some(shard) = shards.get(code.wrapping_sub(1) as usize) {
+                let counter = &shard.0[what];
+                // This thread's alone: no read-modify-write needed.
+                counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                return;
+            }
+        }
+        self.add_slow(what);
+    }
+
+    /// The thread's first call (no slot yet), the breaker's first call (no
+    /// shards yet), or a thread sharing its slot.
+    #[cold]
+    #[inline(never)]
+    fn add_slow(&self, what: usize) {
+        let mut code = SLOT.get();
+        if code == 0 {
+            code = assign();
+        }
+        let shards = self
+            .shards
+            .get_or_init(|| (0..slots()).map(|_| Shard::default()).collect());
+        let counter = &shards[((code & !SHARED) - 1) as usize].0[what];
+        if code & SHARED == 0 {
+            counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        } else {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts a call's outcome.
+    #[inline]
+    pub(crate) fn outcome(&self, outcome: Outcome) {
+        self.add(match outcome {
+            Outcome::Success => SUCCESS,
+            Outcome::Failure => FAILURE,
+            Outcome::Neutral => NEUTRAL,
+        });
+    }
+
+    /// The totals so far: each counter summed over the shards. Counts made
+    /// while this runs may or may not be in it.
+    pub(crate) fn sums(&self) -> Sums {
+        let mut sums = Sums::default();
+        for shard in self.shards.get().into_iter().flat_map(|s| s.iter()) {
+            for (sum, counter) in sums.counts.iter_mut().zip(&shard.0) {
+                *sum += counter.load(Ordering::Relaxed);
+            }
+        }
+        sums
+    }
+}
+
+impl crate::breaker::Breaker {
+    /// A rejection by this breaker, counted.
+    pub(crate) fn rejection(
+        &self,
+        state: crate::error::State,
+        retry: crate::clock::RetryAt,
+    ) -> crate::error::Rejected {
+        self.totals.add(REJECTED);
+        crate::error::Rejected::new(self.shared_name(), state, retry)
+    }
+}
+
+/// The running totals a [`Snapshot`](crate::Snapshot) shows.
+pub(crate) struct Running {
+    pub(crate) calls: u64,
+    pub(crate) successes: u64,
+    pub(crate) failures: u64,
+    pub(crate) neutral: u64,
+    pub(crate) slow: u64,
+    pub(crate) rejected: u64,
+    pub(crate) transitions: u64,
+    pub(crate) opened_at: Option<SystemTime>,
+}
+
+impl crate::breaker::Breaker {
+    /// The running totals of a snapshot taken at `now`.
+    pub(crate) fn running_totals(&self, now: u64) -> Running {
+        let [successes, failures, neutral, slow, rejected] = self.totals.sums().counts;
+        let opened = self.hook.opened_at.load(Ordering::Relaxed);
+        Running {
+            calls: successes + failures + neutral + rejected,
+            successes,
+            failures,
+            neutral,
+            slow,
+            rejected,
+            transitions: self.hook.transitions.load(Ordering::Relaxed),
+            opened_at: (opened != 0).then(|| {
+                let ago = Duration::from_nanos(now.saturating_sub(opened));
+                SystemTime::now().checked_sub(ago).unwrap_or(UNIX_EPOCH)
+            }),
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! Transitions as `tracing` events (feature `tracing`).
+//!
+//! Every transition of every breaker is one event with target `failfast`:
+//! into Open at `WARN`, back to Closed at `INFO`, into HalfOpen at `DEBUG`.
+//! Nothing is emitted per call. Fields:
+//!
+//! | field | value |
+//! |---|---|
+//! | `breaker` | the breaker's name |
+//! | `from`, `to` | `closed`, `open`, `half-open` |
+//! | `reason` | [`Reason::as_str`](crate::events::Reason::as_str): `threshold_reached`, `failure_rate`, … |
+//! | `mode` | manual control in force: `Normal`, `ForcedOpen`, `ForcedClosed`, `Disabled` |
+//! | `consecutive_failures`, `window_calls`, `window_failures`, `window_slow`, `trial_successes` | the counts that decided it ([`Counts`](crate::events::Counts)) |
+//! | `open_for_secs` | the open time chosen, in seconds, when it opened on its own |
+//! | `seq` | the breaker's transition number |
+//!
+//! Events are emitted like any listener's delivery (see
+//! [`events`](crate::events)): on the transitioning thread, in order per
+//! breaker, inside the span that thread is in.
+
+use ::tracing::{event, Level};
+
+use crate::error::State;
+use crate::events::Transition;
+
+macro_rules! emit {
+    ($level:expr, $t:expr) => {{
+        let t = $t;
+        let c = &t.counts;
+        event!(
+            target: "failfast",
+            $level,
+            breaker = %t.name,
+            from = t.from.as_str(),
+            to = t.to.as_str(),
+            reason = t.reason.as_str(),
+            mode = ?t.mode,
+            consecutive_failures = c.consecutive_failures,
+            window_calls = c.window_calls,
+            window_failures = c.window_failures,
+            window_slow = c.window_slow,
+            trial_successes = c.trial_successes,
+            open_for_secs = t.open_for.map(|d| d.as_secs_f64()),
+            seq = t.seq,
+            "circuit breaker `{}` {} → {} ({})",
+            t.name,
+            t.from,
+            t.to,
+            t.reason,
+        )
+    }};
+}
+
+pub(crate) fn transition(t: &Transition) {
+    match t.to {
+        State::Open => emit!(Level::WARN, t),
+        State::Closed => emit!(Level::INFO, t),
+        State::HalfOpen => emit!(Level::DEBUG, t),
+    }
+}

@@ -1,0 +1,416 @@
+//! Transition events: one per transition, with the reason, the counts that
+//! decided it and the open time chosen; listeners that panic or re-enter; order
+//! per breaker under two threads.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use failfast_runtime::events::{self, Reason, Subscription, Transition};
+use failfast_runtime::{Breaker, Builder, ManualClock, Mode, Outcome, State};
+
+const RECOVERY: Duration = Duration::from_secs(30);
+
+/// Events of one breaker, as delivered.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<Transition>>>);
+
+impl Log {
+    fn listen(&self, b: &Breaker) -> Subscription {
+        let log = self.clone();
+        b.subscribe(move |t| log.0.lock().unwrap().push(t.clone()))
+    }
+
+    /// The events since the last call.
+    fn take(&self) -> Vec<Transition> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+
+    /// The one event since the last call.
+    fn one(&self) -> Transition {
+        let mut events = self.take();
+        assert_eq!(events.len(), 1, "exactly one event expected: {events:#?}");
+        events.pop().unwrap()
+    }
+}
+
+/// A breaker built by `builder`, and the log of its events.
+fn listened(builder: Builder) -> (Breaker, Log, Subscription) {
+    let b = builder.build().unwrap();
+    let log = Log::default();
+    let subscription = log.listen(&b);
+    (b, log, subscription)
+}
+
+fn builder(clock: &ManualClock) -> Builder {
+    Breaker::builder()
+        .name("events-under-test")
+        .recovery(RECOVERY)
+        .clock(clock.clone())
+}
+
+/// From, to and why.
+fn edge(t: &Transition) -> (State, State, Reason) {
+    (t.from, t.to, t.reason)
+}
+
+/// The window's calls, failures and slow calls.
+fn window(t: &Transition) -> (u64, u64, u64) {
+    let c = &t.counts;
+    (c.window_calls, c.window_failures, c.window_slow)
+}
+
+fn fail(b: &Breaker) {
+    b.acquire().expect("admitted").record(Outcome::Failure);
+}
+
+fn succeed(b: &Breaker) {
+    b.acquire().expect("admitted").record(Outcome::Success);
+}
+
+#[test]
+fn consecutive_failures_reaching_the_threshold_open_with_one_event() {
+    let clock = ManualClock::new();
+    let (b, log, _s) = listened(builder(&clock).threshold(3));
+    fail(&b);
+    fail(&b);
+    assert!(log.take().is_empty(), "no transition yet");
+    fail(&b);
+    let t = log.one();
+    assert_eq!(t.name, "events-under-test");
+    assert_eq!(
+        edge(&t),
+        (State::Closed, State::Open, Reason::ThresholdReached)
+    );
+    assert_eq!(t.counts.consecutive_failures, 3);
+    assert_eq!(t.open_for, Some(RECOVERY));
+    assert_eq!((t.mode, t.seq), (Mode::Normal, 1));
+    // Rejections are not transitions.
+    assert!(b.acquire().is_err());
+    assert!(log.take().is_empty());
+}
+
+#[test]
+fn recovery_trials_and_their_outcomes_each_give_one_event() {
+    let clock = ManualClock::new();
+    let (b, log, _s) = listened(
+        builder(&clock)
+            .threshold(1)
+            .success_threshold(2)
+            .max_recovery(RECOVERY * 8),
+    );
+    fail(&b);
+    assert_eq!(log.one().open_for, Some(RECOVERY));
+
+    // Open → HalfOpen on the first call after the open time, not on `state()`.
+    clock.advance(RECOVERY);
+    assert_eq!(b.state(), State::HalfOpen);
+    assert!(log.take().is_empty());
+    let trial = b.acquire().expect("a trial");
+    let t = log.one();
+    assert_eq!(
+        edge(&t),
+        (State::Open, State::HalfOpen, Reason::RecoveryElapsed)
+    );
+    assert_eq!((t.open_for, t.seq), (None, 2));
+
+    // A failed trial reopens, for twice as long (growing open time).
+    trial.record(Outcome::Failure);
+    let t = log.one();
+    assert_eq!(
+        edge(&t),
+        (State::HalfOpen, State::Open, Reason::TrialFailed)
+    );
+    assert_eq!(t.open_for, Some(RECOVERY * 2));
+    assert_eq!(t.counts.trial_successes, 0);
+
+    // Two successful trials close it: one event for the second.
+    clock.advance(RECOVERY * 2);
+    succeed(&b);
+    assert_eq!(log.one().reason, Reason::RecoveryElapsed);
+    succeed(&b);
+    let t = log.one();
+    assert_eq!(
+        edge(&t),
+        (State::HalfOpen, State::Closed, Reason::TrialsSucceeded)
+    );
+    assert_eq!(t.counts.trial_successes, 2);
+    assert_eq!(t.seq, 5);
+}
+
+#[test]
+fn a_failure_rate_opens_with_the_window_counts() {
+    let clock = ManualClock::new();
+    let (b, log, _s) = listened(
+        builder(&clock)
+            .failure_rate(0.5)
+            .window_calls(4)
+            .min_calls(4),
+    );
+    succeed(&b);
+    fail(&b);
+    succeed(&b);
+    assert!(log.take().is_empty());
+    fail(&b);
+    let t = log.one();
+    assert_eq!(edge(&t), (State::Closed, State::Open, Reason::FailureRate));
+    assert_eq!(window(&t), (4, 2, 0));
+    assert_eq!(t.open_for, Some(RECOVERY));
+}
+
+#[test]
+fn a_slow_call_rate_opens_with_the_window_counts() {
+    let clock = ManualClock::new();
+    let slow = Duration::from_millis(100);
+    let (b, log, _s) = listened(
+        builder(&clock)
+            .slow(slow)
+            .slow_rate(0.5)
+            .window_calls(4)
+            .min_calls(4),
+    );
+    let slow_success = || {
+        let permit = b.acquire().expect("admitted");
+        clock.advance(slow * 2);
+        permit.record(Outcome::Success);
+    };
+    succeed(&b);
+    slow_success();
+    succeed(&b);
+    assert!(log.take().is_empty());
+    slow_success();
+    let t = log.one();
+    assert_eq!(edge(&t), (State::Closed, State::Open, Reason::SlowCallRate));
+    assert_eq!(window(&t), (4, 0, 2));
+}
+
+#[test]
+fn each_manual_control_gives_one_event_with_its_mode() {
+    let clock = ManualClock::new();
+    let (b, log, _s) = listened(builder(&clock).threshold(5));
+    fail(&b);
+    fail(&b);
+    b.force_open();
+    let t = log.one();
+    assert_eq!(
+        (t.from, t.to, t.reason, t.mode),
+        (State::Closed, State::Open, Reason::Manual, Mode::ForcedOpen)
+    );
+    assert_eq!(
+        t.counts.consecutive_failures, 2,
+        "the count that was cleared"
+    );
+    assert_eq!(t.open_for, None);
+    b.force_closed();
+    let t = log.one();
+    assert_eq!(
+        (t.from, t.to, t.mode),
+        (State::Open, State::Closed, Mode::ForcedClosed)
+    );
+    b.disable();
+    let t = log.one();
+    assert_eq!(
+        (t.from, t.to, t.mode),
+        (State::Closed, State::Closed, Mode::Disabled)
+    );
+    b.reset();
+    let t = log.one();
+    assert_eq!(
+        (t.from, t.to, t.reason, t.mode),
+        (State::Closed, State::Closed, Reason::Manual, Mode::Normal)
+    );
+    assert_eq!(t.seq, 4);
+}
+
+#[test]
+fn a_panicking_listener_leaves_the_breaker_and_other_listeners_working() {
+    let clock = ManualClock::new();
+    let b = builder(&clock).threshold(1).build().unwrap();
+    let panics = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&panics);
+    let _bad = b.subscribe(move |_| {
+        counter.fetch_add(1, Ordering::Relaxed);
+        panic!("a listener's bug");
+    });
+    let log = Log::default();
+    let _good = log.listen(&b);
+
+    // The failing call that trips returns normally to its caller.
+    let result = b.call(|| Err::<(), _>("down"));
+    assert!(result.is_err_and(|e| e.is_failed()));
+    assert_eq!(b.state(), State::Open);
+    assert_eq!(log.one().to, State::Open);
+
+    clock.advance(RECOVERY);
+    assert!(b.call(|| Ok::<_, ()>(())).is_ok(), "the trial runs");
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(log.take().len(), 2);
+    assert_eq!(panics.load(Ordering::Relaxed), 3, "called every time");
+    // Still usable from other threads afterwards.
+    std::thread::scope(|s| {
+        s.spawn(|| fail(&b));
+    });
+    assert_eq!(b.state(), State::Open);
+}
+
+#[test]
+fn a_listener_may_drive_the_breaker_it_listens_to() {
+    let clock = ManualClock::new();
+    let b = Arc::new(builder(&clock).threshold(1).build().unwrap());
+    let log = Log::default();
+    let _log = log.listen(&b);
+    let weak = Arc::downgrade(&b);
+    let _resets = b.subscribe(move |t| {
+        if t.reason == Reason::ThresholdReached {
+            weak.upgrade().unwrap().reset();
+        }
+    });
+    fail(&b);
+    assert_eq!(b.state(), State::Closed);
+    let reasons: Vec<_> = log.take().iter().map(|t| (t.reason, t.seq)).collect();
+    assert_eq!(
+        reasons,
+        [(Reason::ThresholdReached, 1), (Reason::Manual, 2)]
+    );
+}
+
+#[test]
+fn subscriptions_by_name_and_for_all_see_only_what_they_asked_for_until_dropped() {
+    let clock = ManualClock::new();
+    let payments = builder(&clock)
+        .name(format!("payments@{}", "host-3"))
+        .threshold(1)
+        .build()
+        .unwrap();
+    let other = builder(&clock)
+        .name("events-other")
+        .threshold(1)
+        .build()
+        .unwrap();
+    let by_name = Log::default();
+    let sink = by_name.clone();
+    let named = events::subscribe_to("payments@host-3", move |t| {
+        sink.0.lock().unwrap().push(t.clone())
+    });
+    let all = Log::default();
+    let sink = all.clone();
+    let everything = events::subscribe(move |t| {
+        // Other tests run in parallel: keep this test's breakers only.
+        if t.name == "payments@host-3" || t.name == "events-other" {
+            sink.0.lock().unwrap().push(t.clone());
+        }
+    });
+    fail(&payments);
+    fail(&other);
+    assert_eq!(by_name.one().name, "payments@host-3");
+    let names: Vec<_> = all.take().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["payments@host-3", "events-other"]);
+    drop(named);
+    drop(everything);
+    payments.reset();
+    other.reset();
+    assert!(by_name.take().is_empty());
+    assert!(all.take().is_empty());
+}
+
+/// Two threads drive one breaker through every state as fast as they can,
+/// moving the clock as they go: the events of that breaker come numbered
+/// 1, 2, 3, … and each starts in the state the previous one entered.
+#[test]
+fn events_arrive_in_order_per_breaker_under_two_threads() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .name("events-order")
+        .threshold(2)
+        .recovery(Duration::from_micros(1))
+        .trial_calls(2)
+        .success_threshold(2)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let log = Log::default();
+    let _s = log.listen(&b);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2u64)
+            .map(|seed| {
+                let (b, clock) = (&b, &clock);
+                s.spawn(move || {
+                    let mut x = seed + 1;
+                    for _ in 0..200_000 {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        if x % 5 == 0 {
+                            clock.advance(Duration::from_micros(1));
+                        }
+                        if let Ok(permit) = b.acquire() {
+                            permit.record(if x % 3 == 0 {
+                                Outcome::Failure
+                            } else {
+                                Outcome::Success
+                            });
+                        }
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+    });
+    let events = log.take();
+    assert!(
+        events.len() > 100,
+        "only {} transitions: the test did not race",
+        events.len()
+    );
+    for (i, pair) in events.windows(2).enumerate() {
+        assert_eq!(pair[1].seq, pair[0].seq + 1, "event {i}: {pair:#?}");
+        assert_eq!(pair[1].from, pair[0].to, "event {i}: {pair:#?}");
+    }
+    assert_eq!(events[0].seq, 1);
+    assert_eq!(
+        events.len() as u64,
+        b.snapshot().transitions,
+        "one event per transition"
+    );
+}
+
+/// A listener that blocks holds up only the thread delivering to it: other
+/// threads keep calling the breaker and changing its state, and their events
+/// follow in order once the listener returns.
+#[test]
+fn a_blocked_listener_holds_up_only_the_thread_delivering_to_it() {
+    use std::sync::mpsc;
+    let clock = ManualClock::new();
+    let b = builder(&clock).threshold(1).build().unwrap();
+    let (entered, wait_entered) = mpsc::channel();
+    let (release, released) = mpsc::channel::<()>();
+    let released = Mutex::new(released);
+    let log = Log::default();
+    let sink = log.clone();
+    let _s = b.subscribe(move |t| {
+        if t.reason == Reason::ThresholdReached {
+            entered.send(()).unwrap();
+            released.lock().unwrap().recv().unwrap();
+        }
+        sink.0.lock().unwrap().push(t.clone());
+    });
+    std::thread::scope(|s| {
+        let tripping = s.spawn(|| fail(&b));
+        wait_entered.recv().unwrap();
+        // The tripping thread is stuck in the listener; this one is not.
+        assert!(b.acquire().is_err(), "open");
+        b.reset();
+        succeed(&b);
+        assert_eq!(b.state(), State::Closed);
+        assert!(
+            log.take().is_empty(),
+            "both events wait for the first listener"
+        );
+        release.send(()).unwrap();
+        tripping.join().unwrap();
+    });
+    let reasons: Vec<_> = log.take().iter().map(|t| t.reason).collect();
+    assert_eq!(reasons, [Reason::ThresholdReached, Reason::Manual]);
+}

@@ -1,0 +1,144 @@
+//! Feature `serde`: `Config` survives a round trip and is checked on the way
+//! in; snapshots, states, modes and events serialize in `snake_case` with
+//! durations as strings.
+#![cfg(feature = "serde")]
+
+use std::time::Duration;
+
+use failfast_runtime::{Breaker, Config, ManualClock, Outcome};
+use serde_json::{json, Value};
+
+fn round_trip(config: &Config) -> Config {
+    let text = serde_json::to_string(config).unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+#[test]
+fn configs_of_every_rule_survive_a_round_trip() {
+    let configs = [
+        Breaker::builder()
+            .name(format!("payments@{}", "host-3"))
+            .threshold(7)
+            .recovery(Duration::from_millis(1_500))
+            .max_recovery(Duration::from_secs(600))
+            .jitter(0.25)
+            .trial_calls(3)
+            .success_threshold(2)
+            .trial_lease(Duration::from_secs(90)),
+        Breaker::builder()
+            .name("search")
+            .failure_rate(0.07)
+            .window_time(Duration::from_secs(60))
+            .min_calls(20)
+            .slow(Duration::from_nanos(250_000_001))
+            .slow_rate(0.5),
+        Breaker::builder().name("defaults"),
+        Breaker::builder()
+            .name("small-window")
+            .failure_rate(0.5)
+            .window_calls(4),
+    ];
+    for builder in configs {
+        let b = builder.build().unwrap();
+        let config = b.config();
+        let back = round_trip(config);
+        assert_eq!(
+            serde_json::to_value(&back).unwrap(),
+            serde_json::to_value(config).unwrap()
+        );
+        assert_eq!(format!("{back:?}"), format!("{config:?}"), "every field");
+    }
+}
+
+#[test]
+fn a_config_is_written_with_the_attribute_keys_and_duration_strings() {
+    let b = Breaker::builder()
+        .name("payments")
+        .threshold(3)
+        .recovery(Duration::from_secs(90))
+        .build()
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(b.config()).unwrap(),
+        json!({
+            "name": "payments",
+            "threshold": 3,
+            "recovery": "1m 30s",
+            "trial_calls": 1,
+            "success_threshold": 1,
+        })
+    );
+    let rate = Breaker::builder()
+        .name("search")
+        .failure_rate(0.5)
+        .window_time(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let v = serde_json::to_value(rate.config()).unwrap();
+    assert_eq!(
+        (&v["failure_rate"], &v["window"], &v["min_calls"]),
+        (&json!(0.5), &json!("10s"), &json!(10))
+    );
+    assert_eq!(v.get("threshold"), None, "only the rule in use");
+}
+
+#[test]
+fn a_config_that_cannot_work_is_refused_with_the_setting_named() {
+    for (input, setting) in [
+        (json!({"name": "a", "threshold": 0}), "threshold"),
+        (
+            json!({"name": "a", "threshold": 3, "failure_rate": 0.5}),
+            "threshold",
+        ),
+        (json!({"name": "a", "failure_rate": 1.5}), "failure_rate"),
+        (json!({"name": "a", "window": 10}), "window"),
+        (json!({"name": "a", "recovery": "30x"}), "30x"),
+        (json!({"name": "a", "treshold": 3}), "treshold"),
+        (json!({"threshold": 3}), "name"),
+    ] {
+        let error = serde_json::from_value::<Config>(input.clone()).expect_err(&input.to_string());
+        assert!(error.to_string().contains(setting), "{input}: {error}");
+    }
+}
+
+#[test]
+fn a_deserialized_config_builds_the_breaker_it_describes() {
+    let config: Config =
+        serde_json::from_value(json!({"name": "payments", "threshold": 2, "recovery": "10s"}))
+            .unwrap();
+    let b = Breaker::try_from(config).unwrap();
+    assert_eq!(b.name(), "payments");
+    for _ in 0..2 {
+        b.acquire().unwrap().record(Outcome::Failure);
+    }
+    let rejected = b.acquire().unwrap_err();
+    assert!(rejected.retry_after().unwrap() <= Duration::from_secs(10));
+}
+
+#[test]
+fn snapshots_serialize_in_snake_case_with_duration_strings() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .name("payments")
+        .threshold(1)
+        .recovery(Duration::from_secs(30))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    b.acquire().unwrap().record(Outcome::Failure);
+    clock.advance(Duration::from_secs(10));
+    let _ = b.acquire();
+    let v: Value = serde_json::to_value(b.snapshot()).unwrap();
+    assert_eq!(v["name"], "payments");
+    assert_eq!(v["state"], "open");
+    assert_eq!(v["mode"], "normal");
+    assert_eq!(v["retry_after"], "20s");
+    assert_eq!(v["since_transition"], "10s");
+    assert_eq!(
+        (&v["calls"], &v["failures"], &v["rejected"]),
+        (&json!(2), &json!(1), &json!(1))
+    );
+    assert!(v["opened_at"].as_str().unwrap().ends_with('Z'), "{v}");
+    clock.advance(Duration::from_secs(20));
+    assert_eq!(serde_json::to_value(b.state()).unwrap(), "half_open");
+}

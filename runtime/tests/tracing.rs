@@ -1,0 +1,105 @@
+//! Feature `tracing`: one event per transition, target `failfast`, at WARN
+//! into Open, DEBUG into HalfOpen, INFO back to Closed, with the transition's
+//! fields; nothing per call.
+#![cfg(feature = "tracing")]
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use failfast_runtime::{Breaker, ManualClock, Outcome};
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+
+/// One captured event: level, target, fields as text.
+type Captured = (Level, String, BTreeMap<String, String>);
+
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<Captured>>>);
+
+struct Fields(BTreeMap<String, String>);
+
+impl Visit for Fields {
+    fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+impl<S: Subscriber> Layer<S> for Capture {
+    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+        let mut fields = Fields(BTreeMap::new());
+        event.record(&mut fields);
+        let meta = event.metadata();
+        self.0
+            .lock()
+            .unwrap()
+            .push((*meta.level(), meta.target().to_owned(), fields.0));
+    }
+}
+
+#[test]
+fn each_transition_is_one_event_at_its_level_with_its_fields() {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    let clock = ManualClock::new();
+    let recovery = Duration::from_secs(30);
+    let b = Breaker::builder()
+        .name("tracing-payments")
+        .threshold(2)
+        .recovery(recovery)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    tracing::subscriber::with_default(subscriber, || {
+        for _ in 0..100 {
+            b.acquire().unwrap().record(Outcome::Success);
+        }
+        b.acquire().unwrap().record(Outcome::Failure);
+        assert!(capture.0.lock().unwrap().is_empty(), "nothing per call");
+        b.acquire().unwrap().record(Outcome::Failure);
+        for _ in 0..10 {
+            assert!(b.acquire().is_err(), "rejections are not logged either");
+        }
+        clock.advance(recovery);
+        b.acquire().unwrap().record(Outcome::Success);
+    });
+    let events = capture.0.lock().unwrap().clone();
+    let summary: Vec<_> = events
+        .iter()
+        .map(|(level, target, f)| {
+            (
+                *level,
+                target.as_str(),
+                f["from"].as_str(),
+                f["to"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (Level::WARN, "failfast", "closed", "open"),
+            (Level::DEBUG, "failfast", "open", "half-open"),
+            (Level::INFO, "failfast", "half-open", "closed"),
+        ]
+    );
+    let open = &events[0].2;
+    assert_eq!(open["breaker"], "tracing-payments");
+    assert_eq!(open["reason"], "threshold_reached");
+    assert_eq!(open["consecutive_failures"], "2");
+    assert_eq!(open["open_for_secs"], "30.0");
+    assert_eq!(open["mode"], "Normal");
+    assert_eq!(open["seq"], "1");
+    assert_eq!(
+        open["message"],
+        "circuit breaker `tracing-payments` closed → open (threshold_reached)"
+    );
+    assert_eq!(events[2].2["reason"], "trials_succeeded");
+    assert_eq!(events[2].2["trial_successes"], "1");
+}
