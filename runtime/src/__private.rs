@@ -224,3 +224,102 @@ impl<E: ?Sized> ViaNothing for Probe<'_, E> {
         false
     }
 }
+
+// `#[retry]` above `#[circuit_breaker]`: each attempt is one breaker call,
+// and the retry loop must know how the breaker judged it (a rejection, a
+// neutral error and a success are never retried; after a counted failure
+// the breaker may have just opened). The breaker's generated code, expanded
+// by `#[retry]` in its reporting form, leaves its verdict in a thread-local
+// right before it returns, and the retry loop takes it right after the
+// attempt returns. Both happen in the same poll (an async attempt that
+// completes returns `Ready` into the loop without yielding), so no other
+// task can run on the thread in between. A breaker without `#[retry]` above
+// it reports nothing and pays nothing.
+
+pub use crate::retry::{Attempts, Retry};
+
+/// How the breaker below `#[retry]` ended an attempt.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum Verdict {
+    /// Nothing reported (an outcome the breaker's code does not report).
+    #[default]
+    Unreported,
+    /// `Ok`.
+    Success,
+    /// A counted failure, recorded on this breaker.
+    Failure(&'static Breaker),
+    /// An error that `counts`/`ignores` left neutral.
+    Neutral,
+    /// The breaker refused the call: the body did not run.
+    Rejected,
+}
+
+thread_local! {
+    static VERDICT: std::cell::Cell<Verdict> = const { std::cell::Cell::new(Verdict::Unreported) };
+}
+
+/// Leaves the verdict for the retry loop around this breaker call.
+#[inline]
+pub fn report(verdict: Verdict) {
+    VERDICT.set(verdict);
+}
+
+/// The verdict of the attempt that just returned, cleared for the next one.
+#[inline]
+pub fn take_verdict() -> Verdict {
+    VERDICT.replace(Verdict::Unreported)
+}
+
+/// [`rejected`], reporting the rejection to the retry loop first.
+#[inline]
+pub fn rejected_reported<E: FromRejected>(rejected: Rejected) -> E {
+    report(Verdict::Rejected);
+    E::from_rejected(rejected)
+}
+
+/// After an attempt ended in an error that `retry_on` matched: the delay
+/// before the next attempt, or `None` to return the error now.
+#[inline]
+pub fn next_delay(attempts: &mut Attempts<'_>, verdict: Verdict) -> Option<std::time::Duration> {
+    match verdict {
+        Verdict::Failure(breaker) => attempts.next_delay_through(breaker),
+        Verdict::Unreported => attempts.next_delay(),
+        Verdict::Success | Verdict::Neutral | Verdict::Rejected => None,
+    }
+}
+
+/// Sleeps the thread between the attempts of a sync function.
+#[inline]
+pub fn sleep(delay: std::time::Duration) {
+    std::thread::sleep(delay);
+}
+
+/// The timer an async retry waits on: tokio's, with the `tokio` feature.
+#[diagnostic::on_unimplemented(
+    message = "`#[retry]` on an `async fn` waits between attempts on tokio's timer, which needs failfast's `tokio` feature",
+    label = "this `async fn` is retried",
+    note = "enable it where failfast is a dependency: `failfast = {{ version = \"0.1\", features = [\"tokio\"] }}`"
+)]
+pub trait AsyncTimer {
+    /// The future of one delay.
+    type Sleep: Future<Output = ()> + Send;
+    /// Waits `delay`.
+    fn sleep(self, delay: std::time::Duration) -> Self::Sleep;
+}
+
+/// The async timer of this build.
+pub struct Timer;
+
+#[cfg(feature = "tokio")]
+impl AsyncTimer for Timer {
+    type Sleep = ::tokio::time::Sleep;
+    fn sleep(self, delay: std::time::Duration) -> Self::Sleep {
+        ::tokio::time::sleep(delay)
+    }
+}
+
+/// Waits `delay` on `timer` between the attempts of an async function.
+#[inline]
+pub fn sleep_async<T: AsyncTimer>(timer: T, delay: std::time::Duration) -> T::Sleep {
+    timer.sleep(delay)
+}

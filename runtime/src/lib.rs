@@ -29,6 +29,9 @@ mod clock;
 mod config;
 mod error;
 pub mod registry;
+pub mod retry;
+#[cfg(feature = "tokio")]
+mod tokio;
 mod window;
 mod word;
 
