@@ -323,3 +323,27 @@ impl AsyncTimer for Timer {
 pub fn sleep_async<T: AsyncTimer>(timer: T, delay: std::time::Duration) -> T::Sleep {
     timer.sleep(delay)
 }
+
+/// Values `#[async_trait]` moves into each attempt's future.
+#[diagnostic::on_unimplemented(
+    message = "`#[retry]` gives each attempt its own `{Self}`, but `{Self}` is not `Clone`",
+    label = "`#[async_trait]` moves this argument into each attempt",
+    note = "take it by reference (`&{Self}`), or implement `Clone` for it"
+)]
+pub trait Again: Sized {
+    /// A copy for the next attempt.
+    fn again(&self) -> Self;
+}
+
+impl<T: Clone> Again for T {
+    #[inline]
+    fn again(&self) -> Self {
+        self.clone()
+    }
+}
+
+/// A copy of an argument for the next attempt.
+#[inline]
+pub fn again<T: Again>(value: &T) -> T {
+    value.again()
+}
