@@ -46,6 +46,7 @@
 #[doc = include_str!("../docs/attribute.md")]
 pub use failfast_macros::circuit_breaker;
 #[doc = include_str!("../docs/retry.md")]
+#[cfg_attr(feature = "tokio", doc = include_str!("../docs/retry_async.md"))]
 pub use failfast_macros::retry;
 pub use failfast_runtime::*;
 

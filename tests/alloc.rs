@@ -1,7 +1,8 @@
 //! A call through a breaker allocates nothing on the heap, in any state: closed
 //! (success and counted failure), open (rejection), half-open (trial), and async;
 //! under the consecutive rule and the rate rules; built with the builder or
-//! declared with `#[circuit_breaker]`.
+//! declared with `#[circuit_breaker]`. So does `#[retry]`, sync and async
+//! (on tokio's timer), whether it retries or not.
 //!
 //! A counting global allocator counts the allocations of the current thread
 //! only (the test harness runs tests on parallel threads, and the coarse clock
@@ -426,5 +427,96 @@ mod attribute {
             || assert!(matches!(block_on(flaky_async(true)), Err(Fault::Down))),
             |fail| block_on(flaky_async(fail)),
         );
+    }
+}
+
+/// `#[retry]` above `#[circuit_breaker]` and alone: the first attempt's path,
+/// retried failures (with their sleeps and the budget's bookkeeping), and a
+/// rejection that ends the retries at once.
+mod retry {
+    use super::*;
+    use failfast::retry;
+
+    #[retry(attempts = 3, backoff = "1us", budget = 1)]
+    #[circuit_breaker(threshold = 16_000_000, recovery = "30s")]
+    fn retried(fail: bool) -> Result<u32, Fault> {
+        if fail {
+            down()
+        } else {
+            ok()
+        }
+    }
+
+    #[retry(attempts = 3, backoff = "1us", budget = 1)]
+    fn alone(fail: bool) -> Result<u32, Fault> {
+        if fail {
+            down()
+        } else {
+            ok()
+        }
+    }
+
+    #[retry(attempts = 3, backoff = "1us")]
+    #[circuit_breaker(threshold = 1, recovery = "1h")]
+    fn tripped(fail: bool) -> Result<u32, Fault> {
+        if fail {
+            down()
+        } else {
+            ok()
+        }
+    }
+
+    #[test]
+    fn sync_paths() {
+        per_call("retry, first attempt succeeds", || {
+            assert!(retried(false).is_ok());
+        });
+        per_call("retry, failures retried", || {
+            assert!(matches!(retried(true), Err(Fault::Down)));
+        });
+        per_call("retry alone, failures retried", || {
+            assert!(matches!(alone(true), Err(Fault::Down)));
+        });
+        start_coarse_clock();
+        let _ = tripped(true);
+        per_call("retry, rejected by the open breaker", || {
+            assert!(matches!(tripped(false), Err(Fault::Rejected(_))));
+        });
+    }
+
+    #[cfg(feature = "tokio")]
+    mod with_tokio {
+        use super::*;
+
+        #[retry(attempts = 3, backoff = "1ms", budget = 1)]
+        #[circuit_breaker(threshold = 16_000_000, recovery = "30s")]
+        async fn retried_async(fail: bool) -> Result<u32, Fault> {
+            if fail {
+                down()
+            } else {
+                ok()
+            }
+        }
+
+        /// tokio's `Sleep` keeps its timer entry inside the future, and the
+        /// paused clock jumps to each deadline: a retried async call
+        /// allocates nothing either, once the runtime's timer wheel is set
+        /// up by the first sleep.
+        #[test]
+        fn async_paths_on_tokio_timer() {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .start_paused(true)
+                .build()
+                .unwrap();
+            per_call("async retry, first attempt succeeds", || {
+                assert!(block_on(retried_async(false)).is_ok());
+            });
+            per_call("async retry, failures retried on tokio's timer", || {
+                runtime.block_on(async {
+                    assert!(matches!(retried_async(true).await, Err(Fault::Down)));
+                });
+            });
+        }
     }
 }

@@ -93,6 +93,10 @@ pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
         // just reported (it would report them a second time).
         (error, _) => {
             let error = error.map(|e| e.to_compile_error());
+            let mut func = func.clone();
+            if let Some(uses) = breaker.as_ref().map(Breaker::uses_import) {
+                func.block.stmts.insert(0, syn::parse_quote!(#uses));
+            }
             quote!(#error #func)
         }
     }
@@ -104,6 +108,17 @@ struct Breaker {
     /// The attribute's path as written: the user imported it, and expects
     /// the import to count as used.
     path: syn::Path,
+}
+
+impl Breaker {
+    /// The user imported the attribute taken off: the import is used.
+    fn uses_import(&self) -> TokenStream {
+        let path = &self.path;
+        quote! {
+            #[allow(unused_imports)]
+            use #path as _;
+        }
+    }
 }
 
 /// Takes the `#[circuit_breaker(..)]` below off the function and parses it.
@@ -204,7 +219,8 @@ fn expand(
             let at = sig.asyncness.map_or_else(|| sig.ident.span(), |a| a.span());
             let sleep_async = respan(quote!(#private::sleep_async), at);
             let timer = respan(quote!(#private::Timer), at);
-            quote!(#sleep_async(#timer, __failfast_delay).await;)
+            let await_ = respan(quote!(.await), at);
+            quote!(#sleep_async(#timer, __failfast_delay) #await_;)
         } else {
             quote!(#private::sleep(__failfast_delay);)
         }
@@ -222,15 +238,9 @@ fn expand(
         None => next,
     };
     let policy = policy(args, &private, attempts);
-    let uses_breaker = breaker.map(|breaker| {
-        let path = &breaker.path;
-        quote! {
-            #[allow(unused_imports)]
-            use #path as _;
-        }
-    });
+    let uses_import = breaker.map(Breaker::uses_import);
     let looped = quote! {
-        #uses_breaker
+        #uses_import
         #helper
         #allow
         static __FAILFAST_RETRY: #private::Retry = #policy;
@@ -316,23 +326,27 @@ fn guarded(func: &ItemFn, shape: &Shape, block: &Block, is_async: bool, args: &A
 /// ones reborrowed, values cloned.
 fn reusable(func: &ItemFn, future: &ExprAsync, private: &TokenStream) -> Block {
     let mut block = future.block.clone();
+    // Top-level statements are `#[async_trait]`'s (a type hint, the moves,
+    // then `let __ret = { body };`): only the moves are rewritten.
     for stmt in &mut block.stmts {
-        let Stmt::Local(local) = stmt else { break };
-        let Some(init) = &mut local.init else { break };
+        let Stmt::Local(local) = stmt else { continue };
+        let Some(init) = &mut local.init else {
+            continue;
+        };
         let Expr::Path(source) = &*init.expr else {
-            break;
+            continue;
         };
         let Some(name) = source.path.get_ident().cloned() else {
-            break;
+            continue;
         };
         let Some(kind) = argument_kind(func, &name) else {
-            break;
+            continue;
         };
-        let again = respan(quote!(#private::again), name.span());
+        // "not `Clone`" is reported at the argument.
         let expr: TokenStream = match kind {
             Kind::Shared => continue,
             Kind::Unique => quote!(&mut *#name),
-            Kind::Owned => quote!(#again(&#name)),
+            Kind::Owned => respan(quote!(#private::again(&#name)), name.span()),
         };
         *init.expr = syn::parse2(expr).expect("an expression");
     }
@@ -384,7 +398,11 @@ mod tests {
             "attempts = 3",
             "#[circuit_breaker(threshold = 2)] fn fetch(id: &str) -> Result<u32, E> { Ok(1) }",
         );
-        assert!(!out.contains("circuit_breaker"), "{out}");
+        assert!(!out.contains("# [circuit_breaker"), "{out}");
+        assert!(
+            out.contains("use circuit_breaker as _ ;"),
+            "the import is used: {out}"
+        );
         let looped = out.find("loop {").expect("a loop");
         let breaker = out.find("static __FAILFAST_BREAKER").expect("a breaker");
         assert!(looped < breaker, "{out}");
@@ -422,7 +440,10 @@ mod tests {
         );
         assert_eq!(out.matches("compile_error").count(), 1, "{out}");
         assert!(
-            out.ends_with("fn fetch () -> Result < u32 , E > { Ok (1) }"),
+            out.ends_with(
+                "fn fetch () -> Result < u32 , E > { # [allow (unused_imports)] \
+                 use circuit_breaker as _ ; Ok (1) }"
+            ),
             "{out}"
         );
     }
