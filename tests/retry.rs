@@ -291,3 +291,89 @@ mod shapes {
         assert_eq!(calls.load(Ordering::SeqCst), 2);
     }
 }
+
+/// Async retries wait on tokio's timer; the paused clock makes the waits
+/// exact, and the breaker's verdict reaches the loop across `.await`s.
+#[cfg(feature = "tokio")]
+mod async_retries {
+    use super::*;
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+
+    #[retry(attempts = 4, backoff = "100ms..250ms")]
+    #[circuit_breaker(threshold = 100, name = "retry::async_backoff")]
+    async fn down() -> Result<u32, ApiError> {
+        tokio::task::yield_now().await;
+        CALLS.fetch_add(1, Ordering::SeqCst);
+        Err(ApiError::Down)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn backoff_doubles_up_to_its_bound_on_tokio_time() {
+        let start = Instant::now();
+        assert_eq!(down().await, Err(ApiError::Down));
+        assert_eq!(CALLS.load(Ordering::SeqCst), 4);
+        // 100 ms, 200 ms, then 250 ms (the bound), on the paused clock.
+        assert_eq!(start.elapsed(), Duration::from_millis(550));
+    }
+
+    static OPEN_CALLS: AtomicU32 = AtomicU32::new(0);
+
+    #[retry(attempts = 3, backoff = "1s")]
+    #[circuit_breaker(threshold = 2, recovery = "60s", name = "retry::async_open")]
+    async fn tripping() -> Result<u32, ApiError> {
+        tokio::task::yield_now().await;
+        OPEN_CALLS.fetch_add(1, Ordering::SeqCst);
+        Err(ApiError::Down)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_breaker_that_opens_ends_the_retries_without_waiting() {
+        let start = Instant::now();
+        assert_eq!(tripping().await, Err(ApiError::Down));
+        assert_eq!(OPEN_CALLS.load(Ordering::SeqCst), 2);
+        // One wait, between the two attempts; none after the breaker opened.
+        assert_eq!(start.elapsed(), Duration::from_secs(1));
+        let start = Instant::now();
+        assert_eq!(tripping().await, Err(ApiError::Rejected(State::Open)));
+        assert_eq!(
+            start.elapsed(),
+            Duration::ZERO,
+            "a rejection is not waited on"
+        );
+        assert_eq!(OPEN_CALLS.load(Ordering::SeqCst), 2);
+    }
+
+    static NEUTRAL_CALLS: AtomicU32 = AtomicU32::new(0);
+
+    #[retry(attempts = 3, backoff = "1s")]
+    #[circuit_breaker(counts = ApiError::Down, name = "retry::async_neutral")]
+    async fn bad_request() -> Result<u32, ApiError> {
+        tokio::task::yield_now().await;
+        NEUTRAL_CALLS.fetch_add(1, Ordering::SeqCst);
+        Err(ApiError::BadRequest)
+    }
+
+    static COUNTED_CALLS: AtomicU32 = AtomicU32::new(0);
+
+    #[retry(attempts = 3, backoff = "1s")]
+    #[circuit_breaker(counts = ApiError::Down, name = "retry::async_counted")]
+    async fn counted() -> Result<u32, ApiError> {
+        tokio::task::yield_now().await;
+        COUNTED_CALLS.fetch_add(1, Ordering::SeqCst);
+        Err(ApiError::Down)
+    }
+
+    /// Two calls interleave on one thread, yielding inside their bodies:
+    /// each loop still reads its own attempt's verdict.
+    #[tokio::test(start_paused = true)]
+    async fn verdicts_do_not_leak_between_interleaved_calls() {
+        let (neutral, failed) = tokio::join!(bad_request(), counted());
+        assert_eq!(neutral, Err(ApiError::BadRequest));
+        assert_eq!(NEUTRAL_CALLS.load(Ordering::SeqCst), 1, "neutral: no retry");
+        assert_eq!(failed, Err(ApiError::Down));
+        assert_eq!(COUNTED_CALLS.load(Ordering::SeqCst), 3, "counted: retried");
+    }
+}

@@ -111,6 +111,14 @@ impl Errors {
     pub fn into_result(self) -> Option<syn::Error> {
         self.0
     }
+
+    /// Every message, in order: for tests.
+    #[cfg(test)]
+    pub fn messages(self) -> Vec<String> {
+        self.0
+            .map(|e| e.into_iter().map(|e| e.to_string()).collect())
+            .unwrap_or_default()
+    }
 }
 
 /// Stores a key's value, or reports the key as given twice. The one place
@@ -669,10 +677,7 @@ mod tests {
     fn errors_of(tokens: &str) -> Vec<String> {
         let mut errors = Errors::default();
         Args::parse(tokens.parse().unwrap(), &mut errors);
-        errors
-            .into_result()
-            .map(|e| e.into_iter().map(|e| e.to_string()).collect())
-            .unwrap_or_default()
+        errors.messages()
     }
 
     #[test]

@@ -647,13 +647,7 @@ fn config(args: &Args, func: &ItemFn, private: &TokenStream) -> TokenStream {
 }
 
 pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
-    let ItemFn {
-        attrs, vis, sig, ..
-    } = func;
-    let krate = match &args.krate {
-        Some(krate) => krate.value.to_token_stream(),
-        None => quote!(::failfast),
-    };
+    let krate = runtime(args.krate.as_ref());
     let private = quote!(#krate::__private);
     let allow = allow();
     let config = config(args, func, &private);
@@ -842,14 +836,31 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         static __FAILFAST_BREAKER: #private::Breaker = #private::Breaker::from_config(#config);
         #call
     };
+    with_body(func, shape, &guarded)
+}
+
+/// Where the runtime lives: `crate = path`, or `::failfast`.
+pub(crate) fn runtime(krate: Option<&crate::args::Arg<syn::Path>>) -> TokenStream {
+    match krate {
+        Some(krate) => krate.value.to_token_stream(),
+        None => quote!(::failfast),
+    }
+}
+
+/// The function as written, with `statements` as its body (inside
+/// `#[async_trait]`'s `Box::pin(async move { .. })` for that shape).
+pub(crate) fn with_body(func: &ItemFn, shape: &Shape, statements: &TokenStream) -> TokenStream {
+    let ItemFn {
+        attrs, vis, sig, ..
+    } = func;
     // syn puts the body's inner attributes (`#![allow(..)]`) with the outer
     // ones; they go back at the top of the body.
     let (outer, inner): (Vec<_>, Vec<_>) = attrs
         .iter()
         .partition(|attr| matches!(attr.style, syn::AttrStyle::Outer));
     let body = match &shape.body {
-        Body::AsyncTrait { pin, .. } => quote!({ #(#inner)* #pin(async move { #guarded }) }),
-        _ => quote!({ #(#inner)* #guarded }),
+        Body::AsyncTrait { pin, .. } => quote!({ #(#inner)* #pin(async move { #statements }) }),
+        _ => quote!({ #(#inner)* #statements }),
     };
     quote! {
         #(#outer)*

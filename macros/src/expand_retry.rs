@@ -53,14 +53,15 @@
 //! `&mut` arguments and `&mut self` are reborrowed.
 
 use proc_macro2::TokenStream;
-use quote::{quote, ToTokens};
+use quote::quote;
 use syn::spanned::Spanned;
 use syn::{Attribute, Block, Expr, ExprAsync, FnArg, ItemFn, Meta, Pat, Stmt, Type, Visibility};
 
 use crate::args::{Args, Errors};
 use crate::classify::Matcher;
 use crate::expand::{
-    allow, async_block, duration, is_anyhow, not_a_function, respan, result_parts, Body, Shape,
+    allow, async_block, duration, is_anyhow, not_a_function, respan, result_parts, runtime,
+    with_body, Body, Shape,
 };
 use crate::retry_args::RetryArgs;
 
@@ -160,13 +161,8 @@ fn expand(
     breaker: Option<&Breaker>,
     shape: &Shape,
 ) -> TokenStream {
-    let ItemFn {
-        attrs, vis, sig, ..
-    } = func;
-    let krate = match &args.krate {
-        Some(krate) => krate.value.to_token_stream(),
-        None => quote!(::failfast),
-    };
+    let sig = &func.sig;
+    let krate = runtime(args.krate.as_ref());
     let private = quote!(#krate::__private);
     let allow = allow();
     let output = &shape.output;
@@ -263,17 +259,7 @@ fn expand(
             }
         }
     };
-    let (outer, inner): (Vec<_>, Vec<_>) = attrs
-        .iter()
-        .partition(|attr| matches!(attr.style, syn::AttrStyle::Outer));
-    let body = match &shape.body {
-        Body::AsyncTrait { pin, .. } => quote!({ #(#inner)* #pin(async move { #looped }) }),
-        _ => quote!({ #(#inner)* #looped }),
-    };
-    quote! {
-        #(#outer)*
-        #vis #sig #body
-    }
+    with_body(func, shape, &looped)
 }
 
 fn policy(args: &RetryArgs, private: &TokenStream, attempts: u32) -> TokenStream {
@@ -342,11 +328,13 @@ fn reusable(func: &ItemFn, future: &ExprAsync, private: &TokenStream) -> Block {
         let Some(kind) = argument_kind(func, &name) else {
             continue;
         };
-        // "not `Clone`" is reported at the argument.
+        // "not `Clone`": the call points at the argument, the message names
+        // its type and what to do.
+        let again = respan(quote!(#private::again), name.span());
         let expr: TokenStream = match kind {
             Kind::Shared => continue,
             Kind::Unique => quote!(&mut *#name),
-            Kind::Owned => respan(quote!(#private::again(&#name)), name.span()),
+            Kind::Owned => quote!(#again(&#name)),
         };
         *init.expr = syn::parse2(expr).expect("an expression");
     }

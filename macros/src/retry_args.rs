@@ -87,10 +87,7 @@ mod tests {
     fn errors_of(tokens: &str) -> Vec<String> {
         let mut errors = Errors::default();
         RetryArgs::parse(tokens.parse().unwrap(), &mut errors);
-        errors
-            .into_result()
-            .map(|e| e.into_iter().map(|e| e.to_string()).collect())
-            .unwrap_or_default()
+        errors.messages()
     }
 
     #[test]
