@@ -8,10 +8,10 @@
 //!     loop {
 //!         let __failfast_result: Ret = run(|| -> Ret { body });        // sync
 //!         let __failfast_result: Ret = async { <fake return>; body }.await; // async
-//!         let __failfast_verdict = take_verdict();  // with a breaker below, else Unreported
 //!         match split::<Ret>(__failfast_result) {
 //!             Ok(value) => return join::<Ret>(Ok(value)),
 //!             Err(error) => {
+//!                 let __failfast_verdict = take_verdict(); // with a breaker below, else Unreported
 //!                 if retry_on(&error) {                  // no `if` without `retry_on`
 //!                     if let Some(delay) = next_delay(&mut __failfast_attempts, __failfast_verdict) {
 //!                         sleep(delay);                  // sync: the thread
@@ -52,7 +52,7 @@
 //! (`__private::again`, a readable error when the type is not `Clone`), and
 //! `&mut` arguments and `&mut self` are reborrowed.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Delimiter, Group, TokenStream};
 use quote::quote;
 use syn::spanned::Spanned;
 use syn::{Attribute, Block, Expr, ExprAsync, FnArg, ItemFn, Meta, Pat, Stmt, Type, Visibility};
@@ -213,10 +213,15 @@ fn expand(
             // Without the `tokio` feature, the runtime's message points at
             // the `async fn`.
             let at = sig.asyncness.map_or_else(|| sig.ident.span(), |a| a.span());
+            // Everything but the local is there, so that the one error is
+            // reported once.
             let sleep_async = respan(quote!(#private::sleep_async), at);
             let timer = respan(quote!(#private::Timer), at);
+            let mut arguments =
+                Group::new(Delimiter::Parenthesis, quote!(#timer, __failfast_delay));
+            arguments.set_span(at);
             let await_ = respan(quote!(.await), at);
-            quote!(#sleep_async(#timer, __failfast_delay) #await_;)
+            quote!(#sleep_async #arguments #await_;)
         } else {
             quote!(#private::sleep(__failfast_delay);)
         }
@@ -246,13 +251,13 @@ fn expand(
             #allow
             let __failfast_result: #output = #attempt;
             #allow
-            let __failfast_verdict = #verdict;
-            #allow
             match #split(__failfast_result) {
                 ::core::result::Result::Ok(__failfast_value) => {
                     return #join(::core::result::Result::Ok(__failfast_value));
                 }
                 ::core::result::Result::Err(__failfast_error) => {
+                    // Reported only on the breaker's `Err` paths.
+                    let __failfast_verdict = #verdict;
                     #retry
                     return #join(::core::result::Result::Err(__failfast_error));
                 }

@@ -8,12 +8,17 @@
 //! called rarely can still retry. When the budget is spent, a failed attempt
 //! is returned as it is.
 //!
-//! The budget is per [`Retry`] value (per function, with `#[retry]`): ten
-//! one-second slots, each one atomic word holding its second, the calls and
-//! the retries counted in it. Counting a call is one compare-and-swap on the
-//! current second's slot; deciding a retry reads the ten slots and takes its
-//! token with a compare-and-swap on the current slot, so concurrent retries
-//! can never overspend it. No lock, no allocation.
+//! The budget is per [`Retry`] value (per function, with `#[retry]`), kept
+//! in atomic words: no lock, no allocation.
+//!
+//! - A call is counted with one relaxed `fetch_add` on a word of calls not
+//!   yet dated, which also holds the second it started counting in. No clock
+//!   is read on a call that needs no retry.
+//! - Deciding a retry reads the clock, dates the waiting calls to that
+//!   starting second (the oldest they can be from, so the budget only errs
+//!   on the strict side) in one of ten one-second slots, and takes a token
+//!   with a compare-and-swap on the current second's slot, so concurrent
+//!   retries can never overspend it.
 //!
 //! ```
 //! use failfast_runtime::retry::Retry;
@@ -78,24 +83,31 @@ pub const MIN_RETRIES: u64 = 10;
 const SLOTS: usize = 10;
 const SECOND: u64 = 1_000_000_000;
 /// A slot's word: the second it counts (24 bits, compared modulo 2^24),
-/// calls (20 bits) and retries (20 bits), both saturating: past a million
-/// calls in one second, calls are undercounted, which only makes the budget
-/// stricter.
-const FIELD_BITS: u32 = 20;
-const FIELD_MAX: u64 = (1 << FIELD_BITS) - 1;
-const EPOCH_MASK: u64 = (1 << 24) - 1;
+/// calls (24 bits) and retries (16 bits), both saturating: past 16 million
+/// calls or 65,535 retries in one second, the slot undercounts calls or
+/// stops granting retries, which only makes the budget stricter.
+const CALLS_BITS: u32 = 24;
+const RETRIES_BITS: u32 = 16;
+const CALLS_MAX: u64 = (1 << CALLS_BITS) - 1;
+const RETRIES_MAX: u64 = (1 << RETRIES_BITS) - 1;
+const EPOCH_BITS: u32 = 24;
+const EPOCH_MASK: u64 = (1 << EPOCH_BITS) - 1;
+/// The undated calls' word: the second they started counting in (24 bits)
+/// and their number (40 bits, far beyond any count between two decisions).
+const UNDATED_BITS: u32 = 64 - EPOCH_BITS;
+const UNDATED_MASK: u64 = (1 << UNDATED_BITS) - 1;
 
 #[inline]
 const fn pack(epoch: u64, calls: u64, retries: u64) -> u64 {
-    (epoch & EPOCH_MASK) << (2 * FIELD_BITS) | calls << FIELD_BITS | retries
+    (epoch & EPOCH_MASK) << (CALLS_BITS + RETRIES_BITS) | calls << RETRIES_BITS | retries
 }
 
 #[inline]
 const fn unpack(word: u64) -> (u64, u64, u64) {
     (
-        word >> (2 * FIELD_BITS),
-        (word >> FIELD_BITS) & FIELD_MAX,
-        word & FIELD_MAX,
+        word >> (CALLS_BITS + RETRIES_BITS),
+        (word >> RETRIES_BITS) & CALLS_MAX,
+        word & RETRIES_MAX,
     )
 }
 
@@ -110,6 +122,8 @@ pub struct Retry {
     jitter: f64,
     budget: f64,
     clock: Clock,
+    /// Calls not yet dated, and the second they started counting in.
+    undated: AtomicU64,
     slots: [AtomicU64; SLOTS],
 }
 
@@ -125,6 +139,7 @@ impl Retry {
             jitter: 0.0,
             budget: DEFAULT_BUDGET,
             clock: Clock::System,
+            undated: AtomicU64::new(0),
             slots: [const { AtomicU64::new(0) }; SLOTS],
         }
     }
@@ -182,27 +197,11 @@ impl Retry {
     }
 
     /// Starts a call: counts it in the budget and returns its attempt
-    /// counter. The first attempt needs no permission.
+    /// counter. The first attempt needs no permission, and costs one relaxed
+    /// `fetch_add`.
     #[inline]
     pub fn begin(&self) -> Attempts<'_> {
-        let epoch = self.epoch();
-        let slot = &self.slots[slot_of(epoch)];
-        let mut word = slot.load(Ordering::Relaxed);
-        loop {
-            let (at, calls, retries) = unpack(word);
-            let new = if at == epoch & EPOCH_MASK {
-                pack(epoch, (calls + 1).min(FIELD_MAX), retries)
-            } else {
-                pack(epoch, 1, 0)
-            };
-            if new == word {
-                break;
-            }
-            match slot.compare_exchange_weak(word, new, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => break,
-                Err(actual) => word = actual,
-            }
-        }
+        self.undated.fetch_add(1, Ordering::Relaxed);
         Attempts {
             retry: self,
             made: 1,
@@ -213,6 +212,7 @@ impl Retry {
     #[must_use]
     pub fn window(&self) -> (u64, u64) {
         let epoch = self.epoch();
+        self.date_calls(epoch);
         self.slots
             .iter()
             .map(|slot| unpack(slot.load(Ordering::Relaxed)))
@@ -301,6 +301,7 @@ impl Retry {
     /// Takes one retry token if the window has one.
     fn spend(&self) -> bool {
         let epoch = self.epoch();
+        self.date_calls(epoch);
         let current = slot_of(epoch);
         let (mut calls, mut retries) = (0, 0);
         for (i, slot) in self.slots.iter().enumerate() {
@@ -319,12 +320,42 @@ impl Retry {
             } else {
                 (0, 0)
             };
-            if !self.allows(calls + c, retries + r) || r == FIELD_MAX {
+            if !self.allows(calls + c, retries + r) || r == RETRIES_MAX {
                 return false;
             }
             let new = pack(epoch, c, r + 1);
             match slot.compare_exchange_weak(word, new, Ordering::Relaxed, Ordering::Relaxed) {
                 Ok(_) => return true,
+                Err(actual) => word = actual,
+            }
+        }
+    }
+
+    /// Moves the undated calls into the slot of the second they started
+    /// counting in (dropped if that second has left the window), and starts
+    /// a new count at `epoch`.
+    fn date_calls(&self, epoch: u64) {
+        let fresh = (epoch & EPOCH_MASK) << UNDATED_BITS;
+        let taken = self.undated.swap(fresh, Ordering::Relaxed);
+        let (since, calls) = (taken >> UNDATED_BITS, taken & UNDATED_MASK);
+        if calls == 0 || !in_window(since, epoch) {
+            return;
+        }
+        // The full second, from its low 24 bits: less than 10 s ago.
+        let since = epoch - (epoch.wrapping_sub(since) & EPOCH_MASK);
+        let slot = &self.slots[slot_of(since)];
+        let mut word = slot.load(Ordering::Relaxed);
+        loop {
+            let (at, c, r) = unpack(word);
+            // Within the window, one second per slot: the slot counts
+            // `since` already, or an older second that has left the window.
+            let new = if at == since & EPOCH_MASK {
+                pack(since, (c + calls).min(CALLS_MAX), r)
+            } else {
+                pack(since, calls.min(CALLS_MAX), 0)
+            };
+            match slot.compare_exchange_weak(word, new, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return,
                 Err(actual) => word = actual,
             }
         }
@@ -505,12 +536,31 @@ mod tests {
             "still within the window"
         );
         clock.advance(Duration::from_secs(5));
-        // The slots of second 0 aged out; the call made at 5 s is still in.
-        assert_eq!(retry.window(), (1, 0), "{spent} retries aged out");
+        // Second 0 left the window, with the call made at 5 s: it was dated
+        // to 0 s, when its count started (the strict side).
+        assert_eq!(retry.window(), (0, 0), "{spent} retries aged out");
         assert!(
             retry.begin().next_delay().is_some(),
             "the floor is back after the window"
         );
+    }
+
+    #[test]
+    fn calls_are_dated_when_a_retry_is_decided_never_later_than_made() {
+        let (retry, clock) = policy(2);
+        clock.advance(Duration::from_secs(3));
+        assert_eq!(retry.window(), (0, 0)); // starts a count at 3 s
+        for _ in 0..50 {
+            let _ = retry.begin();
+        }
+        clock.advance(Duration::from_secs(4));
+        // Made between 3 s and 7 s, dated 3 s: still in the window at 12 s,
+        // gone at 13 s.
+        assert_eq!(retry.window(), (50, 0));
+        clock.advance(Duration::from_secs(5));
+        assert_eq!(retry.window(), (50, 0));
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(retry.window(), (0, 0));
     }
 
     #[test]
