@@ -11,9 +11,9 @@
 //!         match split::<Ret>(__failfast_result) {
 //!             Ok(value) => return join::<Ret>(Ok(value)),
 //!             Err(error) => {
-//!                 let __failfast_verdict = take_verdict(); // with a breaker below, else Unreported
 //!                 if retry_on(&error) {                  // no `if` without `retry_on`
-//!                     if let Some(delay) = next_delay(&mut __failfast_attempts, __failfast_verdict) {
+//!                     // with a breaker below (else `__failfast_attempts.next_delay()`):
+//!                     if let Some(delay) = next_delay(&mut __failfast_attempts, take_verdict()) {
 //!                         sleep(delay);                  // sync: the thread
 //!                         sleep_async(Timer, delay).await; // async: tokio's timer
 //!                         continue;
@@ -35,9 +35,11 @@
 //! call, and the breaker's code leaves its verdict (rejected, counted
 //! failure, neutral) in a thread-local of `__private` right before it
 //! returns. The loop takes it right after the attempt returns, in the same
-//! poll for an async attempt, and never retries a rejection or a neutral
-//! error; after a counted failure it asks the breaker whether it just opened
-//! (and stops when no trial would be admitted before the next attempt).
+//! poll for an async attempt, and retries only a counted failure: never a
+//! rejection, a neutral error, nor an error the breaker's code did not report
+//! (so a refusal added to the breaker later cannot be retried by mistake).
+//! After a counted failure it asks the breaker whether it just opened (and
+//! stops when no trial would be admitted before the next attempt).
 //! A breaker with a `fallback` is refused: the fallback would answer the
 //! errors the loop needs to see. `#[circuit_breaker]` above `#[retry]` is
 //! refused by the breaker, which would otherwise wrap the whole loop.
@@ -195,10 +197,12 @@ fn expand(
         }
         None => quote!(#private::run(|| -> #output #block)),
     };
-    let verdict = if breaker.is_some() {
-        quote!(#private::take_verdict())
+    // With a breaker below, what it reported decides; without one, every
+    // error `retry_on` matches is retried.
+    let next_delay = if breaker.is_some() {
+        quote!(#private::next_delay(&mut __failfast_attempts, #private::take_verdict()))
     } else {
-        quote!(#private::Verdict::Unreported)
+        quote!(__failfast_attempts.next_delay())
     };
 
     let error = quote!(&__failfast_error);
@@ -227,9 +231,7 @@ fn expand(
         }
     });
     let next = quote! {
-        if let ::core::option::Option::Some(__failfast_delay) =
-            #private::next_delay(&mut __failfast_attempts, __failfast_verdict)
-        {
+        if let ::core::option::Option::Some(__failfast_delay) = #next_delay {
             #sleep
             continue;
         }
@@ -256,8 +258,6 @@ fn expand(
                     return #join(::core::result::Result::Ok(__failfast_value));
                 }
                 ::core::result::Result::Err(__failfast_error) => {
-                    // Reported only on the breaker's `Err` paths.
-                    let __failfast_verdict = #verdict;
                     #retry
                     return #join(::core::result::Result::Err(__failfast_error));
                 }
@@ -415,7 +415,7 @@ mod tests {
     fn without_a_breaker_nothing_is_reported() {
         let out = expand("", "async fn fetch() -> Result<u32, E> { Ok(1) }");
         assert!(!out.contains("take_verdict"), "{out}");
-        assert!(out.contains("Verdict :: Unreported"), "{out}");
+        assert!(out.contains("__failfast_attempts . next_delay ()"), "{out}");
         assert!(out.contains("sleep_async"), "{out}");
         // One attempt: nothing to wait for, no timer needed.
         let out = expand(

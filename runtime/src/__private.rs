@@ -241,11 +241,10 @@ pub use crate::retry::{Attempts, Retry};
 /// How the breaker below `#[retry]` ended an attempt.
 #[derive(Clone, Copy, Debug, Default)]
 pub enum Verdict {
-    /// Nothing reported (an outcome the breaker's code does not report).
+    /// Nothing reported: `Ok`, or an outcome the breaker's code does not
+    /// report (never retried).
     #[default]
     Unreported,
-    /// `Ok`.
-    Success,
     /// A counted failure, recorded on this breaker.
     Failure(&'static Breaker),
     /// An error that `counts`/`ignores` left neutral.
@@ -277,14 +276,16 @@ pub fn rejected_reported<E: FromRejected>(rejected: Rejected) -> E {
     E::from_rejected(rejected)
 }
 
-/// After an attempt ended in an error that `retry_on` matched: the delay
-/// before the next attempt, or `None` to return the error now.
+/// After an attempt through the breaker ended in an error that `retry_on`
+/// matched: the delay before the next attempt, or `None` to return the error
+/// now. Only a counted failure is retried.
 #[inline]
 pub fn next_delay(attempts: &mut Attempts<'_>, verdict: Verdict) -> Option<std::time::Duration> {
     match verdict {
         Verdict::Failure(breaker) => attempts.next_delay_through(breaker),
-        Verdict::Unreported => attempts.next_delay(),
-        Verdict::Success | Verdict::Neutral | Verdict::Rejected => None,
+        // Every `Err` path of the breaker's code reports; an error that was
+        // not reported is not known to be a failure, and is not retried.
+        Verdict::Unreported | Verdict::Neutral | Verdict::Rejected => None,
     }
 }
 
@@ -346,4 +347,33 @@ impl<T: Clone> Again for T {
 #[inline]
 pub fn again<T: Again>(value: &T) -> T {
     value.again()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    static BREAKER: Breaker = Breaker::from_config(Config::new("private::verdicts").threshold(100));
+
+    /// Only a counted failure the breaker reported is retried.
+    #[test]
+    fn only_a_reported_failure_is_retried() {
+        let retry = Retry::new(10).backoff(Duration::from_nanos(1), Duration::from_nanos(1));
+        let mut attempts = retry.begin();
+        for verdict in [Verdict::Unreported, Verdict::Neutral, Verdict::Rejected] {
+            assert_eq!(next_delay(&mut attempts, verdict), None, "{verdict:?}");
+        }
+        assert_eq!(
+            next_delay(&mut attempts, Verdict::Failure(&BREAKER)),
+            Some(Duration::from_nanos(1))
+        );
+    }
+
+    #[test]
+    fn the_verdict_is_taken_once() {
+        report(Verdict::Neutral);
+        assert!(matches!(take_verdict(), Verdict::Neutral));
+        assert!(matches!(take_verdict(), Verdict::Unreported));
+    }
 }
