@@ -525,4 +525,70 @@ mod error_only_fallback {
         assert_eq!(call_async(Request { status: 200 }).await, Ok(100));
         assert_eq!(ASYNC_CALLS.load(SeqCst), 2);
     }
+
+    /// A client consumed by its own call: `self` by value.
+    pub struct OneShot {
+        req: Request,
+    }
+
+    impl OneShot {
+        #[circuit_breaker(
+            threshold = 1,
+            recovery = "60s",
+            counts = InventoryError::Dependency(_),
+            fallback = |error| {
+                SELF_CALLS.fetch_add(1, SeqCst);
+                Ok(if error.is_rejected() { 100 } else { 200 })
+            },
+            name = "error_only_fallback::self_by_value"
+        )]
+        fn send(self) -> Result<u32, InventoryError> {
+            send(self.req)
+        }
+    }
+
+    #[test]
+    fn a_method_taking_self_by_value_answers_from_the_fallback() {
+        let one = |status| OneShot {
+            req: Request { status },
+        };
+        assert_eq!(one(400).send(), Err(InventoryError::BadSku));
+        assert_eq!(one(503).send(), Ok(200), "a counted failure");
+        assert_eq!(state("error_only_fallback::self_by_value"), State::Open);
+        assert_eq!(one(200).send(), Ok(100), "a rejection");
+        assert_eq!(
+            SELF_CALLS.load(SeqCst),
+            2,
+            "not called on the neutral error"
+        );
+    }
+
+    static SELF_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+    /// A generic payload taken by value; the block form keeps its length.
+    #[circuit_breaker(
+        threshold = 1,
+        recovery = "60s",
+        counts = InventoryError::Dependency(_),
+        fallback = {
+            let len = payload.as_ref().len();
+            move |error: Error<InventoryError>| async move {
+                Ok(if error.is_rejected() { len as u32 } else { len as u32 * 10 })
+            }
+        },
+        name = "error_only_fallback::generic"
+    )]
+    async fn upload<T: AsRef<[u8]> + Send>(payload: T, status: u16) -> Result<u32, InventoryError> {
+        tokio::task::yield_now().await;
+        drop(payload);
+        send(Request { status })
+    }
+
+    #[tokio::test]
+    async fn a_generic_argument_by_value_keeps_a_part_for_the_fallback() {
+        assert_eq!(upload(vec![0u8; 3], 400).await, Err(InventoryError::BadSku));
+        assert_eq!(upload(vec![0u8; 3], 503).await, Ok(30), "a counted failure");
+        assert_eq!(state("error_only_fallback::generic"), State::Open);
+        assert_eq!(upload(*b"abcd", 200).await, Ok(4), "a rejection");
+    }
 }

@@ -774,5 +774,87 @@ mod tests {
         assert_eq!(suggest("treshold", KEYS), Some("threshold"));
         assert_eq!(suggest("ignore", KEYS), Some("ignores"));
         assert_eq!(suggest("retries", KEYS), None);
+        // Edits at the start, in the middle and at the end, up to two.
+        assert_eq!(suggest("hreshold", KEYS), Some("threshold"));
+        assert_eq!(suggest("xxthreshold", KEYS), Some("threshold"));
+        assert_eq!(suggest("xxxthreshold", KEYS), None);
+        assert_eq!(suggest("thresholdxx", KEYS), Some("threshold"));
+        assert_eq!(suggest("fallbak", KEYS), Some("fallback"));
+    }
+
+    #[test]
+    fn an_unknown_key_lists_every_key() {
+        let errors = errors_of("retries = 3");
+        assert_eq!(errors.len(), 1);
+        let list = KEYS
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        assert_eq!(
+            errors[0],
+            format!("unknown argument `retries`; expected one of {list}")
+        );
+    }
+
+    /// The column of each error's first token.
+    fn columns_of(tokens: &str) -> Vec<usize> {
+        let mut errors = Errors::default();
+        Args::parse(tokens.parse().unwrap(), &mut errors);
+        errors
+            .into_result()
+            .map(|e| e.into_iter().map(|e| e.span().start().column).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_later_of_two_contradicting_keys_is_the_one_reported() {
+        // "threshold = 5, failure_rate = 0.5": `failure_rate` starts at 15.
+        assert_eq!(columns_of("threshold = 5, failure_rate = 0.5"), [15]);
+        // "failure_rate = 0.5, threshold = 5": `threshold` starts at 20.
+        assert_eq!(columns_of("failure_rate = 0.5, threshold = 5"), [20]);
+    }
+
+    #[test]
+    fn after_a_bad_value_parsing_resumes_at_the_next_key_only() {
+        // Commas and `==` inside a bad value are not the start of a key.
+        for value in ["|a, b| a == b", "|a, b| a, b = c", "x, b== c", "x, b ==c"] {
+            let errors = errors_of(&format!("counts = {value}, threshold = 0"));
+            assert_eq!(
+                errors.last().map(String::as_str),
+                Some("`threshold` must be at least 1"),
+                "{value}: {errors:?}"
+            );
+        }
+        // A key right after the bad value is found, with or without spaces.
+        assert_eq!(errors_of("recovery = \"30x\", threshold=0").len(), 2);
+        assert_eq!(errors_of("threshold = 0, name = \"x\"").len(), 1);
+    }
+
+    #[test]
+    fn counts_are_bounded_by_what_the_runtime_accepts() {
+        for (key, max) in [
+            ("trial_calls", 255u64),
+            ("success_threshold", 255),
+            ("threshold", (1 << 24) - 1),
+        ] {
+            assert!(errors_of(&format!("{key} = {max}")).is_empty(), "{key}");
+            let errors = errors_of(&format!("{key} = {}", max + 1));
+            assert_eq!(
+                errors,
+                [format!("`{key}` is too large; the largest value is {max}")]
+            );
+        }
+        let window = 1u64 << 20;
+        assert!(errors_of(&format!("failure_rate = 0.5, window = {window}")).is_empty());
+        assert_eq!(
+            errors_of(&format!("failure_rate = 0.5, window = {}", window + 1)),
+            [format!(
+                "`window` is too large; the largest value is {window}"
+            )]
+        );
+        assert!(
+            errors_of("failure_rate = 0.5, min_calls = 4294967295, window = \"1m\"").is_empty()
+        );
     }
 }

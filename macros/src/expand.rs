@@ -137,6 +137,9 @@ pub(crate) struct Shape<'a> {
     pub(crate) error_span: Span,
     /// The arguments passed on to the fallback, receiver first.
     pub(crate) fallback_args: Vec<TokenStream>,
+    /// Checks that the arguments the body moves and the fallback uses are
+    /// `Copy`, each with a message naming both (see `moves`).
+    pub(crate) kept_for_fallback: TokenStream,
 }
 
 impl<'a> Shape<'a> {
@@ -236,13 +239,100 @@ impl<'a> Shape<'a> {
                 }
             }
         }
+        let kept_for_fallback = args
+            .fallback
+            .as_ref()
+            .map(|fallback| kept_for_fallback(sig, &body, &fallback.value))
+            .unwrap_or_default();
         Some(Shape {
             body,
             output,
             error_span,
             fallback_args,
+            kept_for_fallback,
         })
     }
+}
+
+/// For each argument that the body moves (by its syntax, see `moves`) and
+/// that the fallback is given or its closure uses, a check that the
+/// argument's type is `Copy`, failing with a message that names the argument
+/// and the fallback, at the fallback. Nothing when no argument is both.
+fn kept_for_fallback(sig: &syn::Signature, body: &Body, fallback: &Fallback) -> TokenStream {
+    let block = match body {
+        Body::Sync(block) | Body::Async(block) => *block,
+        // `#[async_trait]` arguments are refused above when they are moved.
+        Body::AsyncTrait { .. } => return TokenStream::new(),
+    };
+    // References are `Copy` (`&T`) or reborrowed (`&mut T`): never moved away.
+    let owned: Vec<proc_macro2::Ident> = sig
+        .inputs
+        .iter()
+        .filter_map(|input| match input {
+            FnArg::Receiver(receiver) if receiver.reference.is_none() => {
+                Some(proc_macro2::Ident::new("self", receiver.self_token.span))
+            }
+            FnArg::Typed(typed) if !matches!(strip(&typed.ty), Type::Reference(_)) => {
+                match &*typed.pat {
+                    Pat::Ident(ident) => Some(ident.ident.clone()),
+                    _ => None,
+                }
+            }
+            _ => None,
+        })
+        .collect();
+    let (span, used, takes) = match fallback {
+        Fallback::Path(path) => {
+            let written: String = path.to_token_stream().to_string().replace(' ', "");
+            (
+                path.span(),
+                owned,
+                format!("`fallback = {written}` takes it"),
+            )
+        }
+        Fallback::Closure(closure) => {
+            let used = crate::moves::mentioned(&closure.body, &owned);
+            (
+                closure.span(),
+                used,
+                "the `fallback` closure uses it".into(),
+            )
+        }
+        // The block runs before the body: what it keeps is not moved yet.
+        Fallback::Prepared(_) => return TokenStream::new(),
+    };
+    let allow = allow();
+    crate::moves::consumed(block, &used)
+        .into_iter()
+        .map(|argument| {
+            let message = format!("`{argument}` is moved by the body but {takes}");
+            let label = format!("`{argument}` is gone by the time the fallback runs");
+            let note = format!(
+                "give the fallback the error alone, `fallback = |error| …`; or keep what it \
+                 needs before the body runs, `fallback = {{{{ let key = {argument}.key.clone(); \
+                 move |error| … }}}}`; or let the body borrow `{argument}`"
+            );
+            // The pointer is taken first and passed by a generated name
+            // located at the fallback: the error points there, in the
+            // macro's context (where rustc makes no `&` suggestion).
+            let pointer = located_at(quote!(__failfast_kept), span);
+            let check = located_at(
+                quote!(__failfast_kept_for_fallback(#pointer);),
+                span,
+            );
+            let check = quote!(let #pointer = &raw const #argument; #check);
+            quote! {
+                #allow
+                {
+                    #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
+                    trait __FailfastKeptForFallback {}
+                    impl<T: ::core::marker::Copy> __FailfastKeptForFallback for T {}
+                    fn __failfast_kept_for_fallback<T: __FailfastKeptForFallback>(_: *const T) {}
+                    #check
+                }
+            }
+        })
+        .collect()
 }
 
 /// Arguments that are certainly not `Copy`, which `#[async_trait]` moves into
@@ -830,8 +920,10 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         }
         None => call,
     };
+    let kept = &shape.kept_for_fallback;
     let guarded = quote! {
         #helper
+        #kept
         #allow
         static __FAILFAST_BREAKER: #private::Breaker = #private::Breaker::from_config(#config);
         #call

@@ -305,6 +305,7 @@ fn guarded(func: &ItemFn, shape: &Shape, block: &Block, is_async: bool, args: &A
         output: shape.output.clone(),
         error_span: shape.error_span,
         fallback_args: Vec::new(),
+        kept_for_fallback: TokenStream::new(),
     };
     let expanded = crate::expand::expand(&attempt, args, &attempt_shape);
     *syn::parse2::<ItemFn>(expanded)

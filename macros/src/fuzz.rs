@@ -399,6 +399,10 @@ fn generated_arguments_never_panic_and_give_code_or_compile_errors() {
     let mut runner = TestRunner::new(Config {
         cases: cases(),
         failure_persistence: None,
+        // A failure is shown after a bounded shrink: seconds, not minutes
+        // (which is also what keeps a mutation run's broken mutants short).
+        max_shrink_time: 5_000,
+        max_shrink_iters: 512,
         ..Config::default()
     });
     let guarded = std::cell::Cell::new(0u32);

@@ -11,6 +11,7 @@ mod expand;
 mod expand_retry;
 #[cfg(test)]
 mod fuzz;
+mod moves;
 mod retry_args;
 
 use proc_macro::TokenStream;

@@ -139,6 +139,30 @@ impl fmt::Display for Rejected {
 
 impl std::error::Error for Rejected {}
 
+/// A function returning `std::io::Result<T>` can be guarded without a
+/// `fallback`: the refusal becomes an [`io::Error`](std::io::Error) of kind
+/// [`ConnectionRefused`](std::io::ErrorKind::ConnectionRefused) (the
+/// dependency is known to be down, so no connection was attempted), whose
+/// message is the rejection's and whose inner error is the [`Rejected`]
+/// itself.
+///
+/// ```
+/// # use failfast_runtime::{Breaker, Rejected};
+/// # use std::io;
+/// let breaker = Breaker::builder().name("disk").threshold(1).build()?;
+/// let _ = breaker.call(|| Err::<(), _>(io::Error::other("broken pipe")));
+/// let error = io::Error::from(breaker.acquire().unwrap_err());
+/// assert_eq!(error.kind(), io::ErrorKind::ConnectionRefused);
+/// let rejected = error.get_ref().and_then(|e| e.downcast_ref::<Rejected>()).unwrap();
+/// assert_eq!(rejected.name(), "disk");
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+impl From<Rejected> for std::io::Error {
+    fn from(rejected: Rejected) -> Self {
+        std::io::Error::new(std::io::ErrorKind::ConnectionRefused, rejected)
+    }
+}
+
 /// The error of a call through a breaker: either the breaker refused it, or the
 /// protected code ran and failed.
 ///

@@ -28,10 +28,14 @@ mod breaker;
 mod clock;
 mod config;
 mod error;
+#[cfg(feature = "http")]
+mod http;
 pub mod registry;
 pub mod retry;
 #[cfg(feature = "tokio")]
 mod tokio;
+#[cfg(feature = "tonic")]
+mod tonic;
 mod window;
 mod word;
 

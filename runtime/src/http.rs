@@ -1,0 +1,111 @@
+//! Rejections as HTTP responses (feature `http`): `503 Service Unavailable`,
+//! with `Retry-After` when the breaker knows when it will try again.
+//!
+//! A handler or client function returning `Result<T, http::StatusCode>` or
+//! `Result<T, http::Response<B>>` can then be guarded without a `fallback`.
+//!
+//! ```
+//! # use failfast_runtime::{Breaker, ManualClock};
+//! # use std::time::Duration;
+//! let clock = ManualClock::new();
+//! let breaker = Breaker::builder().name("search").threshold(1)
+//!     .recovery(Duration::from_secs(30)).clock(clock.clone()).build()?;
+//! let _ = breaker.call(|| Err::<(), _>("down"));
+//! clock.advance(Duration::from_millis(20_500));
+//!
+//! let response = http::Response::<String>::from(breaker.acquire().unwrap_err());
+//! assert_eq!(response.status(), http::StatusCode::SERVICE_UNAVAILABLE);
+//! assert_eq!(response.headers()["retry-after"], "10");
+//! assert!(response.body().contains("`search` is open"));
+//! # Ok::<(), failfast_runtime::ConfigError>(())
+//! ```
+
+use http::header::{HeaderValue, RETRY_AFTER};
+use http::{Response, StatusCode};
+
+use crate::Rejected;
+
+/// `Retry-After` in whole seconds, rounded up so a client that waits that
+/// long finds the trial admitted.
+pub(crate) fn retry_after_seconds(rejected: &Rejected) -> Option<u64> {
+    rejected.retry_after().map(|after| {
+        let seconds = after.as_secs() + u64::from(after.subsec_nanos() > 0);
+        seconds.max(1)
+    })
+}
+
+/// `503 Service Unavailable`.
+impl From<Rejected> for StatusCode {
+    fn from(_: Rejected) -> Self {
+        StatusCode::SERVICE_UNAVAILABLE
+    }
+}
+
+/// `503 Service Unavailable`, `Retry-After` in seconds when known, and the
+/// rejection's message as the body (for any body type built from a
+/// `String`).
+impl<B: From<String>> From<Rejected> for Response<B> {
+    fn from(rejected: Rejected) -> Self {
+        let retry_after = retry_after_seconds(&rejected);
+        let mut response = Response::new(B::from(rejected.to_string()));
+        *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        if let Some(seconds) = retry_after {
+            response
+                .headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Breaker, ManualClock};
+    use std::time::Duration;
+
+    fn rejected_after(elapsed: Duration, recovery: Duration) -> Rejected {
+        let clock = ManualClock::new();
+        let breaker = Breaker::builder()
+            .name("http-test")
+            .threshold(1)
+            .recovery(recovery)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let _ = breaker.call(|| Err::<(), _>("down"));
+        clock.advance(elapsed);
+        breaker.acquire().unwrap_err()
+    }
+
+    #[test]
+    fn retry_after_rounds_up_to_a_whole_second_and_is_never_zero() {
+        let secs = |ms| {
+            retry_after_seconds(&rejected_after(
+                Duration::from_millis(ms),
+                Duration::from_secs(30),
+            ))
+        };
+        assert_eq!(secs(0), Some(30));
+        assert_eq!(secs(1), Some(30));
+        assert_eq!(secs(999), Some(30));
+        assert_eq!(secs(1_000), Some(29));
+        assert_eq!(secs(29_999), Some(1));
+    }
+
+    #[test]
+    fn a_status_code_is_service_unavailable() {
+        let rejected = rejected_after(Duration::ZERO, Duration::from_secs(5));
+        assert_eq!(StatusCode::from(rejected), StatusCode::SERVICE_UNAVAILABLE);
+    }
+
+    #[test]
+    fn a_forced_open_breaker_has_no_retry_after() {
+        let breaker = Breaker::builder().name("forced").build().unwrap();
+        breaker.force_open();
+        let response = Response::<String>::from(breaker.acquire().unwrap_err());
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(response.headers().get(RETRY_AFTER).is_none());
+        assert!(response.body().contains("`forced`"), "{}", response.body());
+    }
+}

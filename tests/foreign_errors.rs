@@ -1,0 +1,102 @@
+//! Functions whose error type the user does not own, guarded without a
+//! `fallback`: failfast converts the rejection into `std::io::Error`, and
+//! with its `http` and `tonic` features into `http::StatusCode`,
+//! `http::Response<B>` and `tonic::Status`.
+
+use failfast::circuit_breaker;
+use std::io;
+
+#[circuit_breaker(threshold = 1, recovery = "60s", name = "foreign::io")]
+fn read_config(fail: bool) -> io::Result<u32> {
+    if fail {
+        return Err(io::Error::other("disk gone"));
+    }
+    Ok(7)
+}
+
+#[test]
+fn an_io_result_function_is_refused_with_an_io_error() {
+    assert_eq!(read_config(false).unwrap(), 7);
+    assert_eq!(read_config(true).unwrap_err().to_string(), "disk gone");
+    let refused = read_config(false).unwrap_err();
+    assert_eq!(refused.kind(), io::ErrorKind::ConnectionRefused);
+    let rejected = refused
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<failfast::Rejected>())
+        .expect("the rejection is inside");
+    assert_eq!(rejected.name(), "foreign::io");
+}
+
+#[cfg(feature = "http")]
+mod http_errors {
+    use super::circuit_breaker;
+    use http::{Response, StatusCode};
+
+    #[circuit_breaker(threshold = 1, recovery = "60s", name = "foreign::status")]
+    async fn status(fail: bool) -> Result<&'static str, StatusCode> {
+        if fail {
+            return Err(StatusCode::BAD_GATEWAY);
+        }
+        Ok("ok")
+    }
+
+    #[tokio::test]
+    async fn a_status_code_function_is_refused_with_503() {
+        assert_eq!(status(true).await, Err(StatusCode::BAD_GATEWAY));
+        assert_eq!(status(false).await, Err(StatusCode::SERVICE_UNAVAILABLE));
+    }
+
+    // `http::Response` is a large error; clippy says so of any function
+    // returning it.
+    #[allow(clippy::result_large_err)]
+    #[circuit_breaker(threshold = 1, recovery = "60s", name = "foreign::response")]
+    fn respond(fail: bool) -> Result<&'static str, Response<String>> {
+        if fail {
+            return Err(Response::new("upstream broke".to_owned()));
+        }
+        Ok("ok")
+    }
+
+    #[test]
+    fn a_response_function_is_refused_with_503_and_retry_after() {
+        assert_eq!(respond(true).unwrap_err().body(), "upstream broke");
+        let refused = respond(false).unwrap_err();
+        assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let seconds: u64 = refused.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=60).contains(&seconds), "{seconds}");
+    }
+}
+
+#[cfg(feature = "tonic")]
+mod grpc_errors {
+    use super::circuit_breaker;
+    use tonic::{Code, Status};
+
+    #[circuit_breaker(threshold = 1, recovery = "60s", name = "foreign::grpc")]
+    async fn balance(fail: bool) -> Result<u64, Status> {
+        if fail {
+            return Err(Status::internal("ledger crashed"));
+        }
+        Ok(100)
+    }
+
+    #[tokio::test]
+    async fn a_tonic_status_function_is_refused_as_unavailable() {
+        assert_eq!(balance(true).await.unwrap_err().code(), Code::Internal);
+        let refused = balance(false).await.unwrap_err();
+        assert_eq!(refused.code(), Code::Unavailable);
+        let pushback: u64 = refused
+            .metadata()
+            .get("grpc-retry-pushback-ms")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=60_000).contains(&pushback), "{pushback}");
+    }
+}
