@@ -488,9 +488,13 @@ mod retry {
     mod with_tokio {
         use super::*;
 
+        /// Body runs, to prove the failures were retried.
+        static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
         #[retry(attempts = 3, backoff = "1ms", budget = 1)]
         #[circuit_breaker(threshold = 16_000_000, recovery = "30s")]
         async fn retried_async(fail: bool) -> Result<u32, Fault> {
+            RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             if fail {
                 down()
             } else {
@@ -498,10 +502,10 @@ mod retry {
             }
         }
 
-        /// tokio's `Sleep` keeps its timer entry inside the future, and the
-        /// paused clock jumps to each deadline: a retried async call
-        /// allocates nothing either, once the runtime's timer wheel is set
-        /// up by the first sleep.
+        /// tokio's `Sleep` keeps its timer entry inside the future (the
+        /// wheel links entries in place), so a retried async call allocates
+        /// nothing either once the runtime's timer wheel exists: on the
+        /// paused clock, which jumps to each deadline, and on the real one.
         #[test]
         fn async_paths_on_tokio_timer() {
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -517,6 +521,28 @@ mod retry {
                     assert!(matches!(retried_async(true).await, Err(Fault::Down)));
                 });
             });
+            let real_clock = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            let call = || {
+                real_clock.block_on(async {
+                    assert!(matches!(retried_async(true).await, Err(Fault::Down)));
+                });
+            };
+            call();
+            let runs = RUNS.load(std::sync::atomic::Ordering::Relaxed);
+            // Each call sleeps a millisecond or two: fewer calls.
+            let n = allocations(|| (0..50).for_each(|_| call()));
+            let retried = RUNS.load(std::sync::atomic::Ordering::Relaxed) - runs - 50;
+            assert!(
+                retried >= 25,
+                "the budget let half the retries through: {retried}"
+            );
+            assert_eq!(
+                n, 0,
+                "async retry on tokio's real clock: {n} allocations in 50 calls"
+            );
         }
     }
 }
