@@ -130,6 +130,29 @@ mod neutral_errors {
     }
 }
 
+mod panics {
+    use super::*;
+    use std::panic;
+
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+
+    #[retry(attempts = 3, backoff = "1ms")]
+    #[circuit_breaker(threshold = 5, name = "retry::panics")]
+    fn explode() -> Result<u32, ApiError> {
+        CALLS.fetch_add(1, Ordering::SeqCst);
+        panic!("the body panicked");
+    }
+
+    #[test]
+    fn a_panic_is_counted_once_and_not_retried() {
+        let outcome = panic::catch_unwind(explode);
+        assert!(outcome.is_err(), "the panic goes on unwinding");
+        assert_eq!(CALLS.load(Ordering::SeqCst), 1);
+        let snapshot = registry::get("retry::panics").unwrap().snapshot();
+        assert_eq!(snapshot.consecutive_failures, 1);
+    }
+}
+
 mod retry_on {
     use super::*;
 
@@ -344,6 +367,23 @@ mod async_retries {
             "a rejection is not waited on"
         );
         assert_eq!(OPEN_CALLS.load(Ordering::SeqCst), 2);
+    }
+
+    static DROPPED_CALLS: AtomicU32 = AtomicU32::new(0);
+
+    #[retry(attempts = 5, backoff = "100ms")]
+    async fn dropped() -> Result<u32, ApiError> {
+        DROPPED_CALLS.fetch_add(1, Ordering::SeqCst);
+        Err(ApiError::Down)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_dropped_call_makes_no_further_attempt() {
+        // Dropped during the second wait.
+        let outcome = tokio::time::timeout(Duration::from_millis(150), dropped()).await;
+        assert!(outcome.is_err());
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(DROPPED_CALLS.load(Ordering::SeqCst), 2);
     }
 
     static NEUTRAL_CALLS: AtomicU32 = AtomicU32::new(0);
