@@ -522,6 +522,33 @@ mod tests {
         assert_eq!(retry.window(), (200, 50));
     }
 
+    /// Threads racing for the last tokens never take one too many: the
+    /// token is taken by a compare-and-swap that rechecks the budget.
+    #[test]
+    fn racing_threads_never_overspend_the_budget() {
+        let (retry, _) = policy(u32::MAX);
+        let retry = retry.budget(0.5);
+        for _ in 0..1000 {
+            let _ = retry.begin();
+        }
+        let granted = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    let mut attempts = retry.begin();
+                    for _ in 0..200 {
+                        if attempts.next_delay().is_some() {
+                            granted.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        // 1,008 calls: 0.5 * 1008 + 10 = 514 tokens, not one more.
+        assert_eq!(granted.load(Ordering::Relaxed), 514);
+        assert_eq!(retry.window(), (1008, 514));
+    }
+
     #[test]
     fn the_window_slides() {
         let (retry, clock) = policy(2);
