@@ -8,12 +8,14 @@
 //!     loop {
 //!         let __failfast_result: Ret = run(|| -> Ret { body });        // sync
 //!         let __failfast_result: Ret = async { <fake return>; body }.await; // async
+//!         // (with a breaker below, `{ body }` is the breaker's code around it)
 //!         match split::<Ret>(__failfast_result) {
 //!             Ok(value) => return join::<Ret>(Ok(value)),
 //!             Err(error) => {
+//!                 let verdict = take_verdict();          // with a breaker below
 //!                 if retry_on(&error) {                  // no `if` without `retry_on`
-//!                     // with a breaker below (else `__failfast_attempts.next_delay()`):
-//!                     if let Some(delay) = next_delay(&mut __failfast_attempts, take_verdict()) {
+//!                     // (without a breaker: `__failfast_attempts.next_delay()`)
+//!                     if let Some(delay) = next_delay(&mut __failfast_attempts, verdict) {
 //!                         sleep(delay);                  // sync: the thread
 //!                         sleep_async(Timer, delay).await; // async: tokio's timer
 //!                         continue;
@@ -82,6 +84,17 @@ pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
         let error = errors.into_result().map(|e| e.to_compile_error());
         return quote!(#error #item);
     };
+    if let Some(again) = func
+        .attrs
+        .iter()
+        .find(|attr| is_failfast_attribute(attr, "retry"))
+    {
+        errors.push(syn::Error::new_spanned(
+            again,
+            "`#[retry]` is given twice: each would retry the other's attempts, multiplying \
+             them; keep one",
+        ));
+    }
     let breaker = take_breaker(&mut func, &mut errors);
     let no_breaker = Args::default();
     let shape = Shape::of(
@@ -197,12 +210,16 @@ fn expand(
         }
         None => quote!(#private::run(|| -> #output #block)),
     };
-    // With a breaker below, what it reported decides; without one, every
-    // error `retry_on` matches is retried.
-    let next_delay = if breaker.is_some() {
-        quote!(#private::next_delay(&mut __failfast_attempts, #private::take_verdict()))
+    // With a breaker below, what it reported decides (taken on every `Err`,
+    // so no verdict outlives its attempt); without one, every error
+    // `retry_on` matches is retried.
+    let (take_verdict, next_delay) = if breaker.is_some() {
+        (
+            Some(quote!(let __failfast_verdict = #private::take_verdict();)),
+            quote!(#private::next_delay(&mut __failfast_attempts, __failfast_verdict)),
+        )
     } else {
-        quote!(__failfast_attempts.next_delay())
+        (None, quote!(__failfast_attempts.next_delay()))
     };
 
     let error = quote!(&__failfast_error);
@@ -211,6 +228,7 @@ fn expand(
         .as_ref()
         .map(|m| m.value.check(&krate, &error, is_anyhow(output)));
     let helper = Matcher::helper([&args.retry_on], &allow);
+    // The runtime's `DEFAULT_ATTEMPTS`.
     let attempts = args.attempts.as_ref().map_or(3, |a| a.value);
     let sleep = (attempts > 1).then(|| {
         if is_async {
@@ -258,6 +276,7 @@ fn expand(
                     return #join(::core::result::Result::Ok(__failfast_value));
                 }
                 ::core::result::Result::Err(__failfast_error) => {
+                    #take_verdict
                     #retry
                     return #join(::core::result::Result::Err(__failfast_error));
                 }
@@ -410,6 +429,27 @@ mod tests {
             !out.contains("move"),
             "attempts borrow the arguments: {out}"
         );
+    }
+
+    #[test]
+    fn the_verdict_is_taken_on_every_error_retried_or_not() {
+        let out = expand(
+            "retry_on = E::Busy",
+            "#[circuit_breaker] fn fetch() -> Result<u32, E> { Ok(1) }",
+        );
+        let taken = out.find("take_verdict ()").expect("taken");
+        let retry_on = out.find("E :: Busy").expect("retry_on");
+        assert!(taken < retry_on, "{out}");
+    }
+
+    #[test]
+    fn twice_is_one_error() {
+        let out = expand(
+            "",
+            "#[retry(attempts = 2)] fn fetch() -> Result<u32, E> { Ok(1) }",
+        );
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(out.contains("is given twice"), "{out}");
     }
 
     #[test]
