@@ -313,9 +313,9 @@ pub struct Timer;
 
 #[cfg(feature = "tokio")]
 impl AsyncTimer for Timer {
-    type Sleep = ::tokio::time::Sleep;
+    type Sleep = crate::tokio::Sleep;
     fn sleep(self, delay: std::time::Duration) -> Self::Sleep {
-        ::tokio::time::sleep(delay)
+        crate::tokio::sleep(delay)
     }
 }
 
