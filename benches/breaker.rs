@@ -26,7 +26,7 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Bencher, Criterion};
-use failfast::{circuit_breaker, Breaker, Outcome, Rejected};
+use failfast::{circuit_breaker, Breaker, Outcome, Rejected, TimedOut};
 use failsafe::{backoff, failure_policy, CircuitBreaker};
 use recloser::Recloser;
 
@@ -39,11 +39,19 @@ pub enum Fault {
     Down,
     /// The breaker refused; the attribute converts its `Rejected` into this.
     Unavailable,
+    /// The call ran out of its `timeout`.
+    TimedOut,
 }
 
 impl From<Rejected> for Fault {
     fn from(_: Rejected) -> Self {
         Fault::Unavailable
+    }
+}
+
+impl From<TimedOut> for Fault {
+    fn from(_: TimedOut) -> Self {
+        Fault::TimedOut
     }
 }
 
@@ -139,7 +147,21 @@ fn open_detailed(x: u64) -> Result<(), Detailed> {
     answer(x).map_err(|_| Detailed::Down)
 }
 
+/// `consecutive` with a bulkhead (`max_concurrent`, in the closed groups): one
+/// slot taken and given back per call.
+#[inline(never)]
+#[circuit_breaker(threshold = 5, recovery = "30s", max_concurrent = 64)]
+fn bulkheaded(x: u64) -> Result<(), Fault> {
+    answer(x)
+}
+
 async fn plain_async(x: u64) -> Result<(), Fault> {
+    answer(x)
+}
+
+/// `guarded_async` with a time limit it never reaches.
+#[circuit_breaker(threshold = 5, recovery = "30s", timeout = "30s")]
+async fn guarded_timeout(x: u64) -> Result<(), Fault> {
     answer(x)
 }
 
@@ -280,6 +302,9 @@ fn closed_consecutive(c: &mut Criterion) {
     g.bench_function("failfast: #[circuit_breaker]", |b| {
         each(b, || consecutive(arg()))
     });
+    g.bench_function("failfast: #[circuit_breaker(max_concurrent)]", |b| {
+        each(b, || bulkheaded(arg()))
+    });
     g.finish();
 
     for (clock, group) in [
@@ -307,6 +332,9 @@ fn closed_consecutive(c: &mut Criterion) {
         });
         g.bench_function("failfast: #[circuit_breaker]", |b| {
             b.iter_custom(|n| two_threads(clock, n, || consecutive(arg())))
+        });
+        g.bench_function("failfast: #[circuit_breaker(max_concurrent)]", |b| {
+            b.iter_custom(|n| two_threads(clock, n, || bulkheaded(arg())))
         });
         g.finish();
     }
@@ -375,26 +403,50 @@ fn closed_rate(c: &mut Criterion) {
     }
 }
 
+/// `iters` awaits of `call()` inside one `block_on`.
+fn looped<F: Future>(rt: &tokio::runtime::Runtime, iters: u64, call: impl Fn() -> F) -> Duration {
+    rt.block_on(async {
+        let began = Instant::now();
+        for _ in 0..iters {
+            black_box(&call().await);
+        }
+        began.elapsed()
+    })
+}
+
+/// `timeout`: the attribute's time limit against `tokio::time::timeout`
+/// around the same function, on a current-thread runtime with its timer.
+fn timeout(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("tokio runtime");
+    let limit = Duration::from_secs(30);
+
+    let mut g = c.benchmark_group("timeout_current_thread");
+    g.bench_function("plain async fn", |b| {
+        b.iter_custom(|n| looped(&rt, n, || plain_async(arg())))
+    });
+    g.bench_function("tokio::time::timeout(plain async fn)", |b| {
+        b.iter_custom(|n| looped(&rt, n, || tokio::time::timeout(limit, plain_async(arg()))))
+    });
+    g.bench_function("failfast: #[circuit_breaker] async fn", |b| {
+        b.iter_custom(|n| looped(&rt, n, || guarded_async(arg())))
+    });
+    g.bench_function("tokio::time::timeout(#[circuit_breaker] async fn)", |b| {
+        b.iter_custom(|n| looped(&rt, n, || tokio::time::timeout(limit, guarded_async(arg()))))
+    });
+    g.bench_function("failfast: #[circuit_breaker(timeout)] async fn", |b| {
+        b.iter_custom(|n| looped(&rt, n, || guarded_timeout(arg())))
+    });
+    g.finish();
+}
+
 fn async_call(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("tokio runtime");
     let ff = failfast_consecutive();
-
-    /// `iters` awaits of `call()` inside one `block_on`.
-    fn looped<F: Future>(
-        rt: &tokio::runtime::Runtime,
-        iters: u64,
-        call: impl Fn() -> F,
-    ) -> Duration {
-        rt.block_on(async {
-            let began = Instant::now();
-            for _ in 0..iters {
-                black_box(&call().await);
-            }
-            began.elapsed()
-        })
-    }
 
     let mut g = c.benchmark_group("async_current_thread");
     g.bench_function("plain async fn", |b| {
@@ -521,6 +573,7 @@ criterion_group!(
     closed_consecutive,
     closed_rate,
     async_call,
+    timeout,
     open_rejected,
     retry_first_attempt
 );

@@ -24,9 +24,10 @@ GROUPS = [
     "rate_2_threads_cpu",
     "open_rejected",
     "async_current_thread",
+    "timeout_current_thread",
 ]
 PEERS = ["failsafe", "recloser"]
-BASE = {"async_current_thread": "plain async fn"}
+BASE = {"async_current_thread": "plain async fn", "timeout_current_thread": "plain async fn"}
 # Cases with failures in the window compare with the floor fed the same inputs.
 SOME_FAILING = ", 1 in 64 failing"
 

@@ -1,5 +1,5 @@
 //! Outage: the same 20 calls to a sick inventory service, made by a naive client
-//! and by a `#[circuit_breaker]` client, side by side.
+//! and by a `#[circuit_breaker]` client, side by side; twice.
 //!
 //! The program starts a flaky inventory HTTP service on 127.0.0.1 (an ephemeral
 //! port), checks it answers, then makes it sick through its admin route
@@ -9,17 +9,27 @@
 //! counts the 503s, opens its breaker after the 5th, and answers the rest from
 //! its fallback in microseconds without touching the service.
 //!
+//! Then the service goes silent (`POST /admin/silent/true`): it takes every
+//! request and never answers, not even with a 503, which is how a hung
+//! dependency looks. The naive client waits until its own timeout gives up
+//! (set to the hang, so the run ends); with no timeout it would wait forever.
+//! The protected client declares `timeout = "100ms"`: each call that gets no
+//! answer in time counts as a failure, the breaker opens after the 5th, and the
+//! rest are answered from the fallback.
+//!
 //! ```text
 //! cargo run --example inventory_outage
 //! cargo run --example inventory_outage -- --hang-ms 2000 --calls 30
 //! ```
 //!
-//! `--hang-ms` (default 300) is how long the sick service holds a request, up to
-//! the client's 10 s timeout; `--calls` (default 20) is how many calls each client
-//! makes.
+//! `--hang-ms` (default 300) is how long the sick service holds a request (up to
+//! the client's 10 s timeout), and how long the naive client waits for the
+//! silent one; `--calls` (default 20) is how many calls each client makes in
+//! each run.
 
 pub mod common;
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use common::client::{InventoryClient, InventoryError, Stock};
@@ -44,17 +54,36 @@ async fn check_inventory(client: &InventoryClient, sku: &str) -> Result<Stock, I
     client.stock(sku).await
 }
 
-/// What callers get when the breaker refuses the call or the call failed: the
-/// product page still renders, with "stock unknown".
+/// The same client against a service that may never answer: a call with no
+/// answer after 100 ms is dropped and counts as a failure (the client's own
+/// 10 s timeout never comes into play).
+#[circuit_breaker(
+    name = "inventory-with-timeout",
+    threshold = 5,
+    recovery = "30s",
+    timeout = "100ms",
+    counts = InventoryError::Dependency(_),
+    fallback = stock_unknown
+)]
+async fn check_inventory_with_timeout(
+    client: &InventoryClient,
+    sku: &str,
+) -> Result<Stock, InventoryError> {
+    client.stock(sku).await
+}
+
+/// What callers get when the breaker refuses the call, the call failed, or it
+/// timed out: the product page still renders, with "stock unknown".
 async fn stock_unknown(
     _client: &InventoryClient,
     sku: &str,
     error: failfast::Error<InventoryError>,
 ) -> Result<Stock, InventoryError> {
-    let why = match error.failed() {
+    let why = match (error.failed(), error.is_timeout()) {
         // "503 Service Unavailable" -> "503"
-        Some(e) => e.brief().split(' ').next().unwrap_or("").to_owned(),
-        None => "rejected".to_owned(),
+        (Some(e), _) => e.brief().split(' ').next().unwrap_or("").to_owned(),
+        (None, true) => "timeout".to_owned(),
+        (None, false) => "rejected".to_owned(),
     };
     Ok(Stock::unknown(sku, why))
 }
@@ -96,6 +125,59 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "The same {calls} calls through both clients, at the same time; \
          each client makes its calls one after the other.\n"
     );
+    let hits = service.hits();
+    side_by_side(
+        calls,
+        client.clone(),
+        "inventory",
+        |client, sku| async move { check_inventory(&client, &sku).await },
+    )
+    .await?;
+    let guarded_hits = service.hits() - hits - calls as u64;
+    println!(
+        "The sick service got {calls} requests from the naive client and {guarded_hits} from the protected one."
+    );
+
+    client.set_healthy(true).await?;
+    client.set_silent(true).await?;
+    println!(
+        "\nPOST /admin/silent/true       -> silent: every request now hangs and is never answered"
+    );
+    println!(
+        "The naive client gives up after its own timeout ({}); the protected one declares \
+         `timeout = \"100ms\"`.\n",
+        human(hang)
+    );
+    let hits = service.hits();
+    side_by_side(
+        calls,
+        client.clone().with_timeout(hang),
+        "inventory-with-timeout",
+        |client, sku| async move { check_inventory_with_timeout(&client, &sku).await },
+    )
+    .await?;
+    let guarded_hits = service.hits() - hits - calls as u64;
+    println!(
+        "The silent service got {calls} requests from the naive client and {guarded_hits} from the protected one."
+    );
+    println!(
+        "\nEach breaker stays open for 30 s, then lets one trial call through: `cargo run --example recovery`."
+    );
+    Ok(())
+}
+
+/// Makes `calls` calls through the naive client and through `guarded` (whose
+/// breaker is `breaker`) at the same time, and prints them side by side.
+async fn side_by_side<G, F>(
+    calls: usize,
+    client: InventoryClient,
+    breaker: &'static str,
+    guarded: G,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    G: Fn(InventoryClient, String) -> F + Send + 'static,
+    F: Future<Output = Result<Stock, InventoryError>> + Send,
+{
     let (naive_tx, mut naive_rx) = mpsc::unbounded_channel();
     let (guarded_tx, mut guarded_rx) = mpsc::unbounded_channel();
 
@@ -118,12 +200,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         start.elapsed()
     });
 
-    let guarded_client = client.clone();
     let guarded = tokio::spawn(async move {
         let start = Instant::now();
         for i in 1..=calls {
             let t = Instant::now();
-            let result = check_inventory(&guarded_client, &format!("SKU-{i}")).await;
+            let result = guarded(client.clone(), format!("SKU-{i}")).await;
             let took = t.elapsed();
             let outcome = match result {
                 Ok(Stock {
@@ -133,7 +214,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Ok(stock) => stock.to_string(),
                 Err(e) => e.brief(),
             };
-            let state = failfast::registry::get("inventory").map(|b| b.state());
+            let state = failfast::registry::get(breaker).map(|b| b.state());
             let _ = guarded_tx.send(Call {
                 outcome,
                 took,
@@ -185,15 +266,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         human(guarded_total),
         naive_total.as_secs_f64() / guarded_total.as_secs_f64(),
     );
-    let guarded_hits = service.hits() - 1 - calls as u64;
-    println!(
-        "The sick service got {calls} requests from the naive client and {guarded_hits} from the protected one;"
-    );
     println!(
         "{answered_at_once} protected calls were answered by the fallback (stock_unknown) in under a millisecond."
-    );
-    println!(
-        "The breaker stays open for 30 s, then lets one trial call through: `cargo run --example recovery`."
     );
     Ok(())
 }

@@ -1,8 +1,11 @@
 //! A call through a breaker allocates nothing on the heap, in any state: closed
 //! (success and counted failure), open (rejection), half-open (trial), and async;
 //! under the consecutive rule and the rate rules; built with the builder or
-//! declared with `#[circuit_breaker]`. So does `#[retry]`, sync and async
-//! (on tokio's timer), whether it retries or not.
+//! declared with `#[circuit_breaker]`; with `max_concurrent` (a slot taken and
+//! given back, a refusal at the limit) and with `timeout` (answered in time,
+//! timed out), where tokio's timer itself allocates nothing per call either
+//! (`tokio::time::timeout` is measured beside it). So does `#[retry]`, sync
+//! and async (on tokio's timer), whether it retries or not.
 //!
 //! A counting global allocator counts the allocations of the current thread
 //! only (the test harness runs tests on parallel threads, and the coarse clock
@@ -427,6 +430,143 @@ mod attribute {
             || assert!(matches!(block_on(flaky_async(true)), Err(Fault::Down))),
             |fail| block_on(flaky_async(fail)),
         );
+    }
+}
+
+/// `max_concurrent`: taking and giving back a slot, and a refusal at the
+/// limit, allocate nothing.
+mod bulkhead {
+    use super::*;
+
+    #[circuit_breaker(threshold = 1_000_000, max_concurrent = 4)]
+    fn limited(fail: bool) -> Result<u32, Fault> {
+        if fail {
+            down()
+        } else {
+            ok()
+        }
+    }
+
+    /// Holds the only slot and calls itself: the inner call is refused at
+    /// the limit.
+    #[circuit_breaker(threshold = 1_000_000, max_concurrent = 1)]
+    fn nested(depth: u32) -> Result<u32, Fault> {
+        if depth == 0 {
+            return match nested(1) {
+                Err(Fault::Rejected(r)) if r.is_concurrency_limit() => Ok(0),
+                other => other,
+            };
+        }
+        ok()
+    }
+
+    #[circuit_breaker(threshold = 1_000_000, max_concurrent = 4)]
+    async fn limited_async(fail: bool) -> Result<u32, Fault> {
+        if fail {
+            down()
+        } else {
+            ok()
+        }
+    }
+
+    #[test]
+    fn every_path() {
+        per_call("bulkhead success", || assert!(limited(false).is_ok()));
+        per_call("bulkhead counted failure", || {
+            assert!(matches!(limited(true), Err(Fault::Down)));
+        });
+        per_call("bulkhead refusal at the limit", || {
+            assert_eq!(nested(0).unwrap(), 0);
+        });
+        per_call("bulkhead async success", || {
+            assert!(block_on(limited_async(false)).is_ok());
+        });
+    }
+}
+
+/// `timeout`: a call that answers in time, and one that times out, allocate
+/// nothing beyond what tokio's timer does for `tokio::time::timeout` itself
+/// (measured here: nothing, once the runtime is warm).
+#[cfg(feature = "tokio")]
+mod timeout {
+    use super::*;
+
+    #[derive(Debug)]
+    enum Slow {
+        TimedOut,
+        Rejected,
+    }
+
+    impl From<failfast::TimedOut> for Slow {
+        fn from(_: failfast::TimedOut) -> Self {
+            Slow::TimedOut
+        }
+    }
+
+    impl From<Rejected> for Slow {
+        fn from(_: Rejected) -> Self {
+            Slow::Rejected
+        }
+    }
+
+    #[circuit_breaker(threshold = 1_000_000, timeout = "1s")]
+    async fn in_time() -> Result<u32, Slow> {
+        Ok(42)
+    }
+
+    #[circuit_breaker(threshold = 1_000_000, timeout = "1ms", max_concurrent = 4)]
+    async fn hangs() -> Result<u32, Slow> {
+        std::future::pending().await
+    }
+
+    async fn plain() -> Result<u32, Slow> {
+        Ok(42)
+    }
+
+    /// Heap allocations by this thread while `calls` runs (the current-thread
+    /// runtime polls every future and the timer on this thread).
+    async fn counted<F: Future<Output = ()>>(calls: impl FnOnce() -> F) -> u64 {
+        let before = ALLOCATIONS.with(Cell::get);
+        calls().await;
+        ALLOCATIONS.with(Cell::get) - before
+    }
+
+    #[test]
+    fn in_time_and_timed_out() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let limit = Duration::from_secs(1);
+            // Warm up every path once.
+            let _ = tokio::time::timeout(limit, plain()).await;
+            let _ = in_time().await;
+            let _ = hangs().await;
+            let tokio_alone = counted(|| async {
+                for _ in 0..CALLS {
+                    assert!(tokio::time::timeout(limit, plain()).await.is_ok());
+                }
+            })
+            .await;
+            assert_eq!(tokio_alone, 0, "tokio::time::timeout itself");
+            let ours = counted(|| async {
+                for _ in 0..CALLS {
+                    assert!(in_time().await.is_ok());
+                }
+            })
+            .await;
+            assert_eq!(ours, 0, "timeout key, answered in time");
+            // Paused time moves on by itself while every task waits.
+            let timed_out = counted(|| async {
+                for _ in 0..CALLS {
+                    assert!(matches!(hangs().await, Err(Slow::TimedOut)));
+                }
+            })
+            .await;
+            assert_eq!(timed_out, 0, "timeout key, timed out");
+        });
     }
 }
 

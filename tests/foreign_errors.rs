@@ -27,6 +27,37 @@ fn an_io_result_function_is_refused_with_an_io_error() {
     assert_eq!(rejected.name(), "foreign::io");
 }
 
+#[circuit_breaker(threshold = 5, timeout = "20ms", name = "foreign::io_timeout")]
+async fn slow_read(hang: bool) -> io::Result<u32> {
+    if hang {
+        std::future::pending::<()>().await;
+    }
+    Ok(1)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_io_result_function_that_times_out_gets_a_timed_out_io_error() {
+    assert_eq!(slow_read(false).await.unwrap(), 1);
+    let timed_out = slow_read(true).await.unwrap_err();
+    assert_eq!(timed_out.kind(), io::ErrorKind::TimedOut);
+    let inner = timed_out
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<failfast::TimedOut>())
+        .expect("the timeout is inside");
+    assert_eq!(inner.name(), "foreign::io_timeout");
+}
+
+#[circuit_breaker(max_concurrent = 1, name = "foreign::io_busy")]
+fn busy(inner: &dyn Fn() -> io::Result<()>) -> io::Result<()> {
+    inner()
+}
+
+#[test]
+fn an_io_result_function_at_its_concurrency_limit_is_resource_busy() {
+    let refused = busy(&|| busy(&|| Ok(())));
+    assert_eq!(refused.unwrap_err().kind(), io::ErrorKind::ResourceBusy);
+}
+
 #[cfg(feature = "http")]
 mod http_errors {
     use super::circuit_breaker;
@@ -38,6 +69,17 @@ mod http_errors {
             return Err(StatusCode::BAD_GATEWAY);
         }
         Ok("ok")
+    }
+
+    #[circuit_breaker(timeout = "20ms", name = "foreign::status_timeout")]
+    async fn hangs() -> Result<&'static str, StatusCode> {
+        std::future::pending::<()>().await;
+        Ok("never")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_status_code_function_that_times_out_gets_504() {
+        assert_eq!(hangs().await, Err(StatusCode::GATEWAY_TIMEOUT));
     }
 
     #[tokio::test]
@@ -82,6 +124,17 @@ mod grpc_errors {
             return Err(Status::internal("ledger crashed"));
         }
         Ok(100)
+    }
+
+    #[circuit_breaker(timeout = "20ms", name = "foreign::grpc_timeout")]
+    async fn hangs() -> Result<u64, Status> {
+        std::future::pending::<()>().await;
+        Ok(0)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_tonic_status_function_that_times_out_is_deadline_exceeded() {
+        assert_eq!(hangs().await.unwrap_err().code(), Code::DeadlineExceeded);
     }
 
     #[tokio::test]

@@ -105,6 +105,9 @@ mod cases {
     #[circuit_breaker(ignores = |e: &ApiError| matches!(e, ApiError::BadRequest))]
     pub fn one_line_sync_ignores(x: u32) -> Result<u32, ApiError> { Ok(x) }
 
+    #[circuit_breaker(max_concurrent = 2)]
+    pub fn one_line_sync_bulkhead(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_u32_sync, recovery = "30s..5m")]
     pub fn one_line_sync_every_matcher(x: u32) -> Result<u32, ApiError> { Ok(x) }
 
@@ -125,6 +128,9 @@ mod cases {
 
     #[circuit_breaker(ignores = |e: &ApiError| matches!(e, ApiError::BadRequest))]
     pub async fn one_line_async_ignores(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+    #[circuit_breaker(max_concurrent = 2)]
+    pub async fn one_line_async_bulkhead(x: u32) -> Result<u32, ApiError> { Ok(x) }
 
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_u32_async, recovery = "30s..5m")]
     pub async fn one_line_async_every_matcher(x: u32) -> Result<u32, ApiError> { Ok(x) }
@@ -171,6 +177,14 @@ mod cases {
 
     #[circuit_breaker(ignores = |e: &ApiError| matches!(e, ApiError::BadRequest))]
     pub fn early_return_sync_ignores(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
+    #[circuit_breaker(max_concurrent = 2)]
+    pub fn early_return_sync_bulkhead(x: u32) -> Result<u32, ApiError> {
         if x == 0 {
             return Err(ApiError::Down);
         }
@@ -233,6 +247,14 @@ mod cases {
         Ok(x)
     }
 
+    #[circuit_breaker(max_concurrent = 2)]
+    pub async fn early_return_async_bulkhead(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_u32_async, recovery = "30s..5m")]
     pub async fn early_return_async_every_matcher(x: u32) -> Result<u32, ApiError> {
         if x == 0 {
@@ -273,6 +295,12 @@ mod cases {
 
     #[circuit_breaker(ignores = |e: &ApiError| matches!(e, ApiError::BadRequest))]
     pub fn question_mark_sync_ignores(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
+    #[circuit_breaker(max_concurrent = 2)]
+    pub fn question_mark_sync_bulkhead(x: u32) -> Result<u32, ApiError> {
         let y = checked(x)?;
         Ok(y + 1)
     }
@@ -319,6 +347,12 @@ mod cases {
         Ok(y + 1)
     }
 
+    #[circuit_breaker(max_concurrent = 2)]
+    pub async fn question_mark_async_bulkhead(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_u32_async, recovery = "30s..5m")]
     pub async fn question_mark_async_every_matcher(x: u32) -> Result<u32, ApiError> {
         let y = checked(x)?;
@@ -357,6 +391,12 @@ mod cases {
 
     #[circuit_breaker(ignores = |e: &ApiError| matches!(e, ApiError::BadRequest))]
     pub fn unit_sync_ignores(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
+    #[circuit_breaker(max_concurrent = 2)]
+    pub fn unit_sync_bulkhead(x: u32) -> Result<(), ApiError> {
         checked(x)?;
         Ok(())
     }
@@ -403,6 +443,12 @@ mod cases {
         Ok(())
     }
 
+    #[circuit_breaker(max_concurrent = 2)]
+    pub async fn unit_async_bulkhead(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_unit_async, recovery = "30s..5m")]
     pub async fn unit_async_every_matcher(x: u32) -> Result<(), ApiError> {
         checked(x)?;
@@ -427,6 +473,9 @@ mod cases {
     #[circuit_breaker(ignores = |e: &ApiError| matches!(e, ApiError::BadRequest))]
     pub fn unit_one_line_sync_ignores(_x: u32) -> Result<(), ApiError> { Ok(()) }
 
+    #[circuit_breaker(max_concurrent = 2)]
+    pub fn unit_one_line_sync_bulkhead(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_unit_sync, recovery = "30s..5m")]
     pub fn unit_one_line_sync_every_matcher(_x: u32) -> Result<(), ApiError> { Ok(()) }
 
@@ -447,6 +496,9 @@ mod cases {
 
     #[circuit_breaker(ignores = |e: &ApiError| matches!(e, ApiError::BadRequest))]
     pub async fn unit_one_line_async_ignores(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
+    #[circuit_breaker(max_concurrent = 2)]
+    pub async fn unit_one_line_async_bulkhead(_x: u32) -> Result<(), ApiError> { Ok(()) }
 
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_unit_async, recovery = "30s..5m")]
     pub async fn unit_one_line_async_every_matcher(_x: u32) -> Result<(), ApiError> { Ok(()) }
@@ -508,6 +560,17 @@ mod cases {
 
     #[circuit_breaker(ignores = |e: &ApiError| matches!(e, ApiError::BadRequest))]
     pub fn labelled_sync_ignores(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
+    #[circuit_breaker(max_concurrent = 2)]
+    pub fn labelled_sync_bulkhead(x: u32) -> Result<u32, ApiError> {
         let y = 'pick: {
             if x == 0 {
                 break 'pick 1;
@@ -594,6 +657,17 @@ mod cases {
         Ok(y)
     }
 
+    #[circuit_breaker(max_concurrent = 2)]
+    pub async fn labelled_async_bulkhead(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_u32_async, recovery = "30s..5m")]
     pub async fn labelled_async_every_matcher(x: u32) -> Result<u32, ApiError> {
         let y = 'pick: {
@@ -642,6 +716,13 @@ mod cases {
 
     #[circuit_breaker(ignores = |e: &ApiError| matches!(e, ApiError::BadRequest))]
     pub fn unsafe_block_sync_ignores(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
+    #[circuit_breaker(max_concurrent = 2)]
+    pub fn unsafe_block_sync_bulkhead(x: u32) -> Result<u32, ApiError> {
         // SAFETY: `double` has no precondition.
         let y = unsafe { double(x) };
         Ok(y)
@@ -696,6 +777,13 @@ mod cases {
         Ok(y)
     }
 
+    #[circuit_breaker(max_concurrent = 2)]
+    pub async fn unsafe_block_async_bulkhead(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_u32_async, recovery = "30s..5m")]
     pub async fn unsafe_block_async_every_matcher(x: u32) -> Result<u32, ApiError> {
         // SAFETY: `double` has no precondition.
@@ -721,6 +809,9 @@ mod cases {
     #[circuit_breaker(ignores = |e: &ApiError| matches!(e, ApiError::BadRequest))]
     pub fn unsafe_one_line_sync_ignores(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
+    #[circuit_breaker(max_concurrent = 2)]
+    pub fn unsafe_one_line_sync_bulkhead(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_u32_sync, recovery = "30s..5m")]
     pub fn unsafe_one_line_sync_every_matcher(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
@@ -741,6 +832,9 @@ mod cases {
 
     #[circuit_breaker(ignores = |e: &ApiError| matches!(e, ApiError::BadRequest))]
     pub async fn unsafe_one_line_async_ignores(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+    #[circuit_breaker(max_concurrent = 2)]
+    pub async fn unsafe_one_line_async_bulkhead(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_u32_async, recovery = "30s..5m")]
     pub async fn unsafe_one_line_async_every_matcher(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
@@ -763,6 +857,14 @@ mod cases {
 
     #[circuit_breaker(ignores = |e: &ApiError| matches!(e, ApiError::BadRequest))]
     pub fn impl_trait_sync_ignores(x: u32) -> Result<impl Iterator<Item = u32>, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(0..x)
+    }
+
+    #[circuit_breaker(max_concurrent = 2)]
+    pub fn impl_trait_sync_bulkhead(x: u32) -> Result<impl Iterator<Item = u32>, ApiError> {
         if x == 0 {
             return Err(ApiError::Down);
         }
@@ -793,6 +895,14 @@ mod cases {
         Ok(0..x)
     }
 
+    #[circuit_breaker(max_concurrent = 2)]
+    pub async fn impl_trait_async_bulkhead(x: u32) -> Result<impl Iterator<Item = u32>, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(0..x)
+    }
+
     #[async_trait::async_trait]
     pub trait Inventory {
         async fn one_line_plain(&self, x: u32) -> Result<u32, ApiError>;
@@ -801,6 +911,7 @@ mod cases {
         async fn one_line_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn one_line_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn one_line_ignores(&self, x: u32) -> Result<u32, ApiError>;
+        async fn one_line_bulkhead(&self, x: u32) -> Result<u32, ApiError>;
         async fn one_line_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_fallback(&self, x: u32) -> Result<u32, ApiError>;
@@ -808,6 +919,7 @@ mod cases {
         async fn early_return_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_ignores(&self, x: u32) -> Result<u32, ApiError>;
+        async fn early_return_bulkhead(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_fallback(&self, x: u32) -> Result<u32, ApiError>;
@@ -815,6 +927,7 @@ mod cases {
         async fn question_mark_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_ignores(&self, x: u32) -> Result<u32, ApiError>;
+        async fn question_mark_bulkhead(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
         async fn unit_plain(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_fallback(&self, x: u32) -> Result<(), ApiError>;
@@ -822,6 +935,7 @@ mod cases {
         async fn unit_kept_fallback(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_counts(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_ignores(&self, x: u32) -> Result<(), ApiError>;
+        async fn unit_bulkhead(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_every_matcher(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_plain(&self, _x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_fallback(&self, _x: u32) -> Result<(), ApiError>;
@@ -829,6 +943,7 @@ mod cases {
         async fn unit_one_line_kept_fallback(&self, _x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_counts(&self, _x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_ignores(&self, _x: u32) -> Result<(), ApiError>;
+        async fn unit_one_line_bulkhead(&self, _x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_every_matcher(&self, _x: u32) -> Result<(), ApiError>;
         async fn labelled_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn labelled_fallback(&self, x: u32) -> Result<u32, ApiError>;
@@ -836,6 +951,7 @@ mod cases {
         async fn labelled_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn labelled_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn labelled_ignores(&self, x: u32) -> Result<u32, ApiError>;
+        async fn labelled_bulkhead(&self, x: u32) -> Result<u32, ApiError>;
         async fn labelled_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_fallback(&self, x: u32) -> Result<u32, ApiError>;
@@ -843,6 +959,7 @@ mod cases {
         async fn unsafe_block_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_ignores(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_block_bulkhead(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_fallback(&self, x: u32) -> Result<u32, ApiError>;
@@ -850,6 +967,7 @@ mod cases {
         async fn unsafe_one_line_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_counts(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_ignores(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_one_line_bulkhead(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
     }
 
@@ -887,6 +1005,9 @@ mod cases {
 
         #[circuit_breaker(ignores = |e: &ApiError| matches!(e, ApiError::BadRequest))]
         async fn one_line_ignores(&self, x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+        #[circuit_breaker(max_concurrent = 2)]
+        async fn one_line_bulkhead(&self, x: u32) -> Result<u32, ApiError> { Ok(x) }
 
         #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = Self::fallback_u32, recovery = "30s..5m")]
         async fn one_line_every_matcher(&self, x: u32) -> Result<u32, ApiError> { Ok(x) }
@@ -939,6 +1060,14 @@ mod cases {
             Ok(x)
         }
 
+        #[circuit_breaker(max_concurrent = 2)]
+        async fn early_return_bulkhead(&self, x: u32) -> Result<u32, ApiError> {
+            if x == 0 {
+                return Err(ApiError::Down);
+            }
+            Ok(x)
+        }
+
         #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = Self::fallback_u32, recovery = "30s..5m")]
         async fn early_return_every_matcher(&self, x: u32) -> Result<u32, ApiError> {
             if x == 0 {
@@ -979,6 +1108,12 @@ mod cases {
 
         #[circuit_breaker(ignores = |e: &ApiError| matches!(e, ApiError::BadRequest))]
         async fn question_mark_ignores(&self, x: u32) -> Result<u32, ApiError> {
+            let y = checked(x)?;
+            Ok(y + 1)
+        }
+
+        #[circuit_breaker(max_concurrent = 2)]
+        async fn question_mark_bulkhead(&self, x: u32) -> Result<u32, ApiError> {
             let y = checked(x)?;
             Ok(y + 1)
         }
@@ -1025,6 +1160,12 @@ mod cases {
             Ok(())
         }
 
+        #[circuit_breaker(max_concurrent = 2)]
+        async fn unit_bulkhead(&self, x: u32) -> Result<(), ApiError> {
+            checked(x)?;
+            Ok(())
+        }
+
         #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = Self::fallback_unit, recovery = "30s..5m")]
         async fn unit_every_matcher(&self, x: u32) -> Result<(), ApiError> {
             checked(x)?;
@@ -1048,6 +1189,9 @@ mod cases {
 
         #[circuit_breaker(ignores = |e: &ApiError| matches!(e, ApiError::BadRequest))]
         async fn unit_one_line_ignores(&self, _x: u32) -> Result<(), ApiError> { Ok(()) }
+
+        #[circuit_breaker(max_concurrent = 2)]
+        async fn unit_one_line_bulkhead(&self, _x: u32) -> Result<(), ApiError> { Ok(()) }
 
         #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = Self::fallback_unit, recovery = "30s..5m")]
         async fn unit_one_line_every_matcher(&self, _x: u32) -> Result<(), ApiError> { Ok(()) }
@@ -1118,6 +1262,17 @@ mod cases {
             Ok(y)
         }
 
+        #[circuit_breaker(max_concurrent = 2)]
+        async fn labelled_bulkhead(&self, x: u32) -> Result<u32, ApiError> {
+            let y = 'pick: {
+                if x == 0 {
+                    break 'pick 1;
+                }
+                x
+            };
+            Ok(y)
+        }
+
         #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = Self::fallback_u32, recovery = "30s..5m")]
         async fn labelled_every_matcher(&self, x: u32) -> Result<u32, ApiError> {
             let y = 'pick: {
@@ -1171,6 +1326,13 @@ mod cases {
             Ok(y)
         }
 
+        #[circuit_breaker(max_concurrent = 2)]
+        async fn unsafe_block_bulkhead(&self, x: u32) -> Result<u32, ApiError> {
+            // SAFETY: `double` has no precondition.
+            let y = unsafe { double(x) };
+            Ok(y)
+        }
+
         #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = Self::fallback_u32, recovery = "30s..5m")]
         async fn unsafe_block_every_matcher(&self, x: u32) -> Result<u32, ApiError> {
             // SAFETY: `double` has no precondition.
@@ -1196,6 +1358,9 @@ mod cases {
         #[circuit_breaker(ignores = |e: &ApiError| matches!(e, ApiError::BadRequest))]
         async fn unsafe_one_line_ignores(&self, x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
+        #[circuit_breaker(max_concurrent = 2)]
+        async fn unsafe_one_line_bulkhead(&self, x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
         #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = Self::fallback_u32, recovery = "30s..5m")]
         async fn unsafe_one_line_every_matcher(&self, x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
@@ -1211,6 +1376,7 @@ async fn one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::one_line_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_sync_ignores(2).map(drop), Ok(()));
+    assert_eq!(cases::one_line_sync_bulkhead(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_fallback(2).await.map(drop), Ok(()));
@@ -1218,6 +1384,7 @@ async fn one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::one_line_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_ignores(2).await.map(drop), Ok(()));
+    assert_eq!(cases::one_line_async_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_every_matcher(2).await.map(drop), Ok(()));
 }
 
@@ -1230,6 +1397,7 @@ async fn early_return_compiles_without_warnings_and_runs() {
     assert_eq!(cases::early_return_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_sync_ignores(2).map(drop), Ok(()));
+    assert_eq!(cases::early_return_sync_bulkhead(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_fallback(2).await.map(drop), Ok(()));
@@ -1237,6 +1405,7 @@ async fn early_return_compiles_without_warnings_and_runs() {
     assert_eq!(cases::early_return_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_ignores(2).await.map(drop), Ok(()));
+    assert_eq!(cases::early_return_async_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_every_matcher(2).await.map(drop), Ok(()));
 }
 
@@ -1249,6 +1418,7 @@ async fn question_mark_compiles_without_warnings_and_runs() {
     assert_eq!(cases::question_mark_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_sync_ignores(2).map(drop), Ok(()));
+    assert_eq!(cases::question_mark_sync_bulkhead(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_fallback(2).await.map(drop), Ok(()));
@@ -1256,6 +1426,7 @@ async fn question_mark_compiles_without_warnings_and_runs() {
     assert_eq!(cases::question_mark_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_ignores(2).await.map(drop), Ok(()));
+    assert_eq!(cases::question_mark_async_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_every_matcher(2).await.map(drop), Ok(()));
 }
 
@@ -1268,6 +1439,7 @@ async fn unit_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unit_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unit_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::unit_sync_ignores(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_sync_bulkhead(2).map(drop), Ok(()));
     assert_eq!(cases::unit_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::unit_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_fallback(2).await.map(drop), Ok(()));
@@ -1275,6 +1447,7 @@ async fn unit_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unit_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_ignores(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_async_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_every_matcher(2).await.map(drop), Ok(()));
 }
 
@@ -1287,6 +1460,7 @@ async fn unit_one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unit_one_line_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_sync_ignores(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_sync_bulkhead(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_fallback(2).await.map(drop), Ok(()));
@@ -1294,6 +1468,7 @@ async fn unit_one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unit_one_line_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_ignores(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_async_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_every_matcher(2).await.map(drop), Ok(()));
 }
 
@@ -1306,6 +1481,7 @@ async fn labelled_compiles_without_warnings_and_runs() {
     assert_eq!(cases::labelled_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_sync_ignores(2).map(drop), Ok(()));
+    assert_eq!(cases::labelled_sync_bulkhead(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_fallback(2).await.map(drop), Ok(()));
@@ -1313,6 +1489,7 @@ async fn labelled_compiles_without_warnings_and_runs() {
     assert_eq!(cases::labelled_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_ignores(2).await.map(drop), Ok(()));
+    assert_eq!(cases::labelled_async_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_every_matcher(2).await.map(drop), Ok(()));
 }
 
@@ -1325,6 +1502,7 @@ async fn unsafe_block_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unsafe_block_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_sync_ignores(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_sync_bulkhead(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_fallback(2).await.map(drop), Ok(()));
@@ -1332,6 +1510,7 @@ async fn unsafe_block_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unsafe_block_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_ignores(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_async_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_every_matcher(2).await.map(drop), Ok(()));
 }
 
@@ -1344,6 +1523,7 @@ async fn unsafe_one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unsafe_one_line_sync_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_sync_counts(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_sync_ignores(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_sync_bulkhead(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_fallback(2).await.map(drop), Ok(()));
@@ -1351,6 +1531,7 @@ async fn unsafe_one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unsafe_one_line_async_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_counts(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_ignores(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_async_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_every_matcher(2).await.map(drop), Ok(()));
 }
 
@@ -1360,9 +1541,11 @@ async fn impl_trait_compiles_without_warnings_and_runs() {
     assert_eq!(cases::impl_trait_sync_plain(2).map(Iterator::count).map(drop), Ok(()));
     assert_eq!(cases::impl_trait_sync_counts(2).map(Iterator::count).map(drop), Ok(()));
     assert_eq!(cases::impl_trait_sync_ignores(2).map(Iterator::count).map(drop), Ok(()));
+    assert_eq!(cases::impl_trait_sync_bulkhead(2).map(Iterator::count).map(drop), Ok(()));
     assert_eq!(cases::impl_trait_async_plain(2).await.map(Iterator::count).map(drop), Ok(()));
     assert_eq!(cases::impl_trait_async_counts(2).await.map(Iterator::count).map(drop), Ok(()));
     assert_eq!(cases::impl_trait_async_ignores(2).await.map(Iterator::count).map(drop), Ok(()));
+    assert_eq!(cases::impl_trait_async_bulkhead(2).await.map(Iterator::count).map(drop), Ok(()));
 }
 
 #[rustfmt::skip]
@@ -1377,6 +1560,7 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     assert_eq!(client.one_line_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.one_line_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.one_line_ignores(2).await.map(drop), Ok(()));
+    assert_eq!(client.one_line_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(client.one_line_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_fallback(2).await.map(drop), Ok(()));
@@ -1384,6 +1568,7 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     assert_eq!(client.early_return_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_ignores(2).await.map(drop), Ok(()));
+    assert_eq!(client.early_return_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_fallback(2).await.map(drop), Ok(()));
@@ -1391,6 +1576,7 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     assert_eq!(client.question_mark_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_ignores(2).await.map(drop), Ok(()));
+    assert_eq!(client.question_mark_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_fallback(2).await.map(drop), Ok(()));
@@ -1398,6 +1584,7 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     assert_eq!(client.unit_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_ignores(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_fallback(2).await.map(drop), Ok(()));
@@ -1405,6 +1592,7 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     assert_eq!(client.unit_one_line_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_ignores(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_one_line_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_fallback(2).await.map(drop), Ok(()));
@@ -1412,6 +1600,7 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     assert_eq!(client.labelled_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_ignores(2).await.map(drop), Ok(()));
+    assert_eq!(client.labelled_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_fallback(2).await.map(drop), Ok(()));
@@ -1419,6 +1608,7 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     assert_eq!(client.unsafe_block_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_ignores(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_block_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_fallback(2).await.map(drop), Ok(()));
@@ -1426,5 +1616,6 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     assert_eq!(client.unsafe_one_line_kept_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_counts(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_ignores(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_one_line_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_every_matcher(2).await.map(drop), Ok(()));
 }

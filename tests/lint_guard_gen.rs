@@ -97,6 +97,7 @@ const KEYS: &[(&str, &str)] = &[
     ),
     ("counts", "counts = ApiError::Down | ApiError::Timeout { .. }"),
     ("ignores", "ignores = |e: &ApiError| matches!(e, ApiError::BadRequest)"),
+    ("bulkhead", "max_concurrent = 2"),
     (
         "every_matcher",
         "counts = is_transient, ignores = ApiError::BadRequest, fallback = FALLBACK, recovery = \"30s..5m\"",

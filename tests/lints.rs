@@ -25,7 +25,7 @@
 use std::error::Error as StdError;
 use std::fmt;
 
-use failfast::{circuit_breaker, Error, Rejected};
+use failfast::{circuit_breaker, Error, Rejected, TimedOut};
 
 #[derive(Debug, PartialEq)]
 enum ApiError {
@@ -44,6 +44,14 @@ impl ApiError {
 impl From<Rejected> for ApiError {
     fn from(_: Rejected) -> Self {
         ApiError::Rejected
+    }
+}
+
+impl From<TimedOut> for ApiError {
+    fn from(timed_out: TimedOut) -> Self {
+        ApiError::Timeout {
+            after_ms: u64::try_from(timed_out.limit().as_millis()).unwrap_or(u64::MAX),
+        }
     }
 }
 
@@ -180,8 +188,38 @@ async fn free_async(fail: bool) -> Result<u32, BoxError> {
     Ok(1)
 }
 
+#[cfg(feature = "tokio")]
+#[circuit_breaker(slow = "1s", timeout = "2s", max_concurrent = 8, fallback = stock_unknown_async)]
+async fn hangs_and_overload(sku: &str) -> Result<u32, ApiError> {
+    tokio::task::yield_now().await;
+    Ok(u32::try_from(sku.len()).unwrap_or(u32::MAX))
+}
+
+#[cfg(feature = "tokio")]
+#[allow(clippy::unused_async)]
+async fn stock_unknown_async(sku: &str, error: Error<ApiError>) -> Result<u32, ApiError> {
+    stock_unknown(sku, error)
+}
+
+#[cfg(feature = "tokio")]
+#[circuit_breaker(timeout = "2s", max_concurrent = 1)]
+async fn timeout_without_fallback(n: u32) -> Result<u32, ApiError> {
+    Ok(n)
+}
+
+#[circuit_breaker(max_concurrent = 1, fallback = |_error| Ok(0))]
+fn bulkhead_sync(n: u32) -> Result<u32, ApiError> {
+    Ok(n)
+}
+
 #[tokio::test]
 async fn every_shape_compiles_without_warnings_and_runs() {
+    #[cfg(feature = "tokio")]
+    {
+        assert_eq!(hangs_and_overload("ab").await, Ok(2));
+        assert_eq!(timeout_without_fallback(3).await, Ok(3));
+    }
+    assert_eq!(bulkhead_sync(4), Ok(4));
     assert_eq!(every_key("a"), Ok(1));
     assert_eq!(closure("a"), Ok("a"));
     assert_eq!(time_window(2), Ok(2));

@@ -386,6 +386,75 @@ mod async_retries {
         assert_eq!(DROPPED_CALLS.load(Ordering::SeqCst), 2);
     }
 
+    /// An error keeping why the breaker refused, and timeouts.
+    #[derive(Debug, PartialEq)]
+    enum UpstreamError {
+        Refused(failfast::Reason),
+        TimedOut,
+    }
+
+    impl From<Rejected> for UpstreamError {
+        fn from(rejected: Rejected) -> Self {
+            UpstreamError::Refused(rejected.reason())
+        }
+    }
+
+    impl From<failfast::TimedOut> for UpstreamError {
+        fn from(_: failfast::TimedOut) -> Self {
+            UpstreamError::TimedOut
+        }
+    }
+
+    static HOLDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    static RELEASE: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+    #[retry(attempts = 3, backoff = "1s")]
+    #[circuit_breaker(threshold = 100, max_concurrent = 1, name = "retry::bulkhead")]
+    async fn limited(hold: bool) -> Result<u32, UpstreamError> {
+        if hold {
+            HOLDING.store(true, Ordering::SeqCst);
+            RELEASE.notified().await;
+        }
+        Ok(1)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_concurrency_limit_refusal_is_not_retried() {
+        let holder = tokio::spawn(limited(true));
+        while !HOLDING.load(Ordering::SeqCst) {
+            tokio::task::yield_now().await;
+        }
+        let start = Instant::now();
+        assert_eq!(
+            limited(false).await,
+            Err(UpstreamError::Refused(failfast::Reason::ConcurrencyLimit))
+        );
+        // Retried, it would have waited 1 s (and 2 s) on the paused clock.
+        assert_eq!(start.elapsed(), Duration::ZERO);
+        RELEASE.notify_one();
+        assert_eq!(holder.await.unwrap(), Ok(1));
+    }
+
+    static HANGS: AtomicU32 = AtomicU32::new(0);
+
+    #[retry(attempts = 3, backoff = "100ms")]
+    #[circuit_breaker(threshold = 100, timeout = "50ms", name = "retry::timeout")]
+    async fn hangs() -> Result<u32, UpstreamError> {
+        HANGS.fetch_add(1, Ordering::SeqCst);
+        std::future::pending().await
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_timeout_is_a_failure_and_is_retried() {
+        let start = Instant::now();
+        assert_eq!(hangs().await, Err(UpstreamError::TimedOut));
+        assert_eq!(HANGS.load(Ordering::SeqCst), 3);
+        // Three 50 ms limits, and two waits of 100 ms (a constant backoff).
+        assert_eq!(start.elapsed(), Duration::from_millis(350));
+        let snapshot = registry::get("retry::timeout").unwrap().snapshot();
+        assert_eq!(snapshot.consecutive_failures, 3);
+    }
+
     static NEUTRAL_CALLS: AtomicU32 = AtomicU32::new(0);
 
     #[retry(attempts = 3, backoff = "1s")]

@@ -115,6 +115,12 @@ impl InventoryClient {
         }
     }
 
+    /// The same client, waiting at most `timeout` for an answer.
+    pub fn with_timeout(mut self, timeout: Duration) -> InventoryClient {
+        self.timeout = timeout;
+        self
+    }
+
     /// `GET /inventory/{sku}`
     pub async fn stock(&self, sku: &str) -> Result<Stock, InventoryError> {
         let url = format!("{}/inventory/{}", self.base, sku);
@@ -137,6 +143,15 @@ impl InventoryClient {
     /// `POST /admin/healthy/{healthy}`
     pub async fn set_healthy(&self, healthy: bool) -> Result<(), InventoryError> {
         let url = format!("{}/admin/healthy/{}", self.base, healthy);
+        match self.send(Method::POST, &url).await? {
+            (StatusCode::OK, _) => Ok(()),
+            (s, body) => Err(InventoryError::Dependency(describe(s, &body))),
+        }
+    }
+
+    /// `POST /admin/silent/{silent}`
+    pub async fn set_silent(&self, silent: bool) -> Result<(), InventoryError> {
+        let url = format!("{}/admin/silent/{}", self.base, silent);
         match self.send(Method::POST, &url).await? {
             (StatusCode::OK, _) => Ok(()),
             (s, body) => Err(InventoryError::Dependency(describe(s, &body))),

@@ -2,10 +2,14 @@
 //!
 //! Routes:
 //! - `GET /inventory/{sku}`: `{"sku": "...", "quantity": 42}` when healthy. When
-//!   sick, the request hangs for the configured time and then gets a 503. A SKU
-//!   that is not upper-case letters, digits and dashes is a 400 in either state,
-//!   answered at once: it is the caller's bug, not the service's sickness.
+//!   sick, the request hangs for the configured time and then gets a 503. When
+//!   silent, the request hangs and is never answered at all: the connection
+//!   stays open until the client gives up. A SKU that is not upper-case
+//!   letters, digits and dashes is a 400 in every state, answered at once: it is
+//!   the caller's bug, not the service's sickness.
 //! - `POST /admin/healthy/{true|false}`: makes the service healthy or sick.
+//! - `POST /admin/silent/{true|false}`: makes the service silent (it hangs
+//!   without answering) or answer again.
 //!
 //! The service counts the inventory requests it receives, so a scenario can say
 //! how many calls really reached it.
@@ -27,6 +31,7 @@ pub const QUANTITY: u32 = 42;
 
 struct Shared {
     healthy: AtomicBool,
+    silent: AtomicBool,
     hang: Duration,
     hits: AtomicU64,
 }
@@ -45,12 +50,14 @@ impl InventoryService {
     pub async fn start(hang: Duration) -> std::io::Result<InventoryService> {
         let shared = Arc::new(Shared {
             healthy: AtomicBool::new(true),
+            silent: AtomicBool::new(false),
             hang,
             hits: AtomicU64::new(0),
         });
         let app = Router::new()
             .route("/inventory/{sku}", get(inventory))
             .route("/admin/healthy/{healthy}", post(set_healthy))
+            .route("/admin/silent/{silent}", post(set_silent))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
@@ -76,6 +83,11 @@ impl InventoryService {
         self.shared.healthy.load(Ordering::SeqCst)
     }
 
+    /// Makes the service hang without answering (`true`), or answer again.
+    pub fn set_silent(&self, silent: bool) {
+        self.shared.silent.store(silent, Ordering::SeqCst);
+    }
+
     pub fn hang(&self) -> Duration {
         self.shared.hang
     }
@@ -95,6 +107,9 @@ async fn inventory(State(shared): State<Arc<Shared>>, Path(sku): Path<String>) -
             format!("malformed SKU {sku:?}: expected upper-case letters, digits and dashes");
         return (StatusCode::BAD_REQUEST, Json(json!({ "error": error }))).into_response();
     }
+    if shared.silent.load(Ordering::SeqCst) {
+        return std::future::pending().await;
+    }
     if shared.healthy.load(Ordering::SeqCst) {
         return Json(json!({ "sku": sku, "quantity": QUANTITY })).into_response();
     }
@@ -110,4 +125,9 @@ async fn inventory(State(shared): State<Arc<Shared>>, Path(sku): Path<String>) -
 async fn set_healthy(State(shared): State<Arc<Shared>>, Path(healthy): Path<bool>) -> Response {
     shared.healthy.store(healthy, Ordering::SeqCst);
     Json(json!({ "healthy": healthy })).into_response()
+}
+
+async fn set_silent(State(shared): State<Arc<Shared>>, Path(silent): Path<bool>) -> Response {
+    shared.silent.store(silent, Ordering::SeqCst);
+    Json(json!({ "silent": silent })).into_response()
 }

@@ -22,6 +22,8 @@ pub(crate) const KEYS: &[&str] = &[
     "min_calls",
     "slow",
     "slow_rate",
+    "timeout",
+    "max_concurrent",
     "recovery",
     "jitter",
     "trial_calls",
@@ -78,6 +80,8 @@ pub struct Args {
     pub min_calls: Option<Arg<u32>>,
     pub slow: Option<Arg<Duration>>,
     pub slow_rate: Option<Arg<f64>>,
+    pub timeout: Option<Arg<Duration>>,
+    pub max_concurrent: Option<Arg<u32>>,
     pub recovery: Option<Arg<Recovery>>,
     pub jitter: Option<Arg<f64>>,
     pub trial_calls: Option<Arg<u32>>,
@@ -167,6 +171,8 @@ impl Args {
             "min_calls" => set(&mut self.min_calls, &key, span, count(input, &name)?),
             "slow" => set(&mut self.slow, &key, span, duration(input, &name)?),
             "slow_rate" => set(&mut self.slow_rate, &key, span, rate(input, &name)?),
+            "timeout" => set(&mut self.timeout, &key, span, duration(input, &name)?),
+            "max_concurrent" => set(&mut self.max_concurrent, &key, span, count(input, &name)?),
             "recovery" => set(&mut self.recovery, &key, span, recovery(input)?),
             "jitter" => set(&mut self.jitter, &key, span, jitter(input)?),
             "trial_calls" => set(&mut self.trial_calls, &key, span, count(input, &name)?),
@@ -244,6 +250,19 @@ impl Args {
                         "`min_calls = {}` is more than the {size} calls {holds}, so the rate \
                          rule could never trip; use at most {size}, or a larger `window`",
                         min_calls.value
+                    ),
+                ));
+            }
+        }
+        if let (Some(slow), Some(timeout)) = (&self.slow, &self.timeout) {
+            if slow.value >= timeout.value {
+                errors.push(syn::Error::new(
+                    slow.span,
+                    format!(
+                        "`slow` must be shorter than `timeout`: a call is cut off at `timeout` \
+                         ({:?}), so a `slow` of {:?} could never be seen; use a shorter `slow`, \
+                         or drop it (a timed-out call is already a failure)",
+                        timeout.value, slow.value
                     ),
                 ));
             }
@@ -685,7 +704,7 @@ mod tests {
         let mut errors = Errors::default();
         let args = Args::parse(
             r#"failure_rate = 0.5, window = "1m", min_calls = 20, slow = "2s", slow_rate = 1,
-               recovery = "30s..10m", jitter = 0.2, trial_calls = 3, success_threshold = 2,
+               timeout = "3s", max_concurrent = 8, recovery = "30s..10m", jitter = 0.2, trial_calls = 3, success_threshold = 2,
                counts = |e: &E| e.is_transient(), ignores = E::BadRequest(_), fallback = Self::cached,
                name = "inventory", crate = ::failfast"#
                 .parse()
@@ -702,6 +721,19 @@ mod tests {
         assert_eq!(recovery.start, Duration::from_secs(30));
         assert_eq!(recovery.max, Some(Duration::from_secs(600)));
         assert_eq!(args.trial_calls.unwrap().value, 3);
+        assert_eq!(args.timeout.unwrap().value, Duration::from_secs(3));
+        assert_eq!(args.max_concurrent.unwrap().value, 8);
+    }
+
+    #[test]
+    fn slow_is_shorter_than_timeout() {
+        for (slow, timeout) in [("3s", "3s"), ("5s", "3s")] {
+            let errors = errors_of(&format!("slow = \"{slow}\", timeout = \"{timeout}\""));
+            assert_eq!(errors.len(), 1, "{errors:?}");
+            assert!(errors[0].starts_with("`slow` must be shorter than `timeout`"));
+        }
+        assert!(errors_of(r#"slow = "2s", timeout = "3s""#).is_empty());
+        assert_eq!(errors_of("max_concurrent = 0").len(), 1);
     }
 
     #[test]
@@ -829,6 +861,77 @@ mod tests {
         // A key right after the bad value is found, with or without spaces.
         assert_eq!(errors_of("recovery = \"30x\", threshold=0").len(), 2);
         assert_eq!(errors_of("threshold = 0, name = \"x\"").len(), 1);
+    }
+
+    #[test]
+    fn numbers_are_checked_with_their_sign_and_bounds() {
+        for refused in [
+            "failure_rate = -0.5",
+            "failure_rate = 0",
+            "failure_rate = 0.0",
+            "failure_rate = 1.0001",
+            "slow = \"1s\", slow_rate = -1",
+            "jitter = -0.1",
+            "jitter = 1",
+        ] {
+            assert_eq!(errors_of(refused).len(), 1, "{refused}");
+        }
+        for accepted in [
+            "failure_rate = 1",
+            "failure_rate = 0.001",
+            "jitter = 0",
+            "jitter = 0.99",
+        ] {
+            assert!(errors_of(accepted).is_empty(), "{accepted}");
+        }
+        assert_eq!(
+            errors_of("failure_rate = -1")[0],
+            "`failure_rate` is a share of calls: greater than 0 and at most 1 \
+             (0.5 means half of the calls)"
+        );
+    }
+
+    #[test]
+    fn a_growing_recovery_needs_both_ends_in_order() {
+        for refused in ["\"..10m\"", "\"30s..\"", "\"30s..10s\"", "\"1m..59s\""] {
+            assert_eq!(
+                errors_of(&format!("recovery = {refused}")).len(),
+                1,
+                "{refused}"
+            );
+        }
+        let mut errors = Errors::default();
+        let args = Args::parse("recovery = \"30s..30s\"".parse().unwrap(), &mut errors);
+        assert!(errors.into_result().is_none());
+        let recovery = args.recovery.unwrap().value;
+        assert_eq!(
+            (recovery.start, recovery.max),
+            (Duration::from_secs(30), Some(Duration::from_secs(30)))
+        );
+    }
+
+    #[test]
+    fn fallback_closures_of_every_spelling_are_closures() {
+        let fallback = |tokens: &str| {
+            let mut errors = Errors::default();
+            let args = Args::parse(tokens.parse().unwrap(), &mut errors);
+            (
+                errors.into_result().map(|e| e.to_string()),
+                args.fallback.map(|f| f.value),
+            )
+        };
+        assert!(matches!(
+            fallback("fallback = move |e| x(e)"),
+            (None, Some(Fallback::Closure(_)))
+        ));
+        assert!(matches!(
+            fallback("fallback = |e| x(e)"),
+            (None, Some(Fallback::Closure(_)))
+        ));
+        let (error, _) = fallback("fallback = || x()");
+        assert!(error
+            .unwrap()
+            .starts_with("a `fallback` closure takes the error alone"));
     }
 
     #[test]

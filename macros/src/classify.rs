@@ -187,5 +187,11 @@ mod tests {
         assert_eq!(kind("Error::Io { .. } | Error::Timeout"), "pattern");
         assert_eq!(kind("Error::Http(500..=599)"), "pattern");
         assert_eq!(kind("_"), "pattern");
+        // Binding forms and qualified paths are patterns, not names.
+        assert_eq!(kind("ref e"), "pattern");
+        assert_eq!(kind("mut e"), "pattern");
+        assert_eq!(kind("e @ Error::Timeout"), "pattern");
+        assert_eq!(kind("<E as Trait>::Timeout"), "pattern");
+        assert_eq!(kind("|| true"), "predicate");
     }
 }

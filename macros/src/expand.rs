@@ -15,9 +15,22 @@
 //!         Err(rejected) => return join::<Ret>(Err(rejected(rejected))), // at E; FromRejected
 //!         // with a fallback: break 'fallback Error::Rejected(rejected)
 //!     };
+//!     // only with `max_concurrent = N` (and `static __FAILFAST_BULKHEAD:
+//!     // Bulkhead = Bulkhead::new(N);` beside the breaker):
+//!     let __failfast_slot = match enter(&__FAILFAST_BULKHEAD) {
+//!         Some(slot) => slot,
+//!         None => { let rejected = concurrency_limit(&__FAILFAST_BREAKER, &permit); /* as above */ }
+//!     };
 //!     let __failfast_result: Ret = run(move || -> Ret { body });        // sync
 //!     let __failfast_result: Ret =                                        // async
 //!         body(&mut __failfast_permit, async move { <fake return>; body }).await;
+//!     let __failfast_result: Ret = match timeout(Tokio, &mut __failfast_permit,  // `timeout`
+//!         __FAILFAST_BREAKER.name(), LIMIT, async move { .. }).await {
+//!         Ok(result) => result,
+//!         // the failure is already recorded
+//!         Err(timed_out) => return join::<Ret>(Err(timed_out(timed_out))), // at E; FromTimedOut
+//!         // with a fallback: break 'fallback Error::Timeout(timed_out)
+//!     };
 //!     // (no `move` with a path fallback, which is given the arguments after
 //!     // the body; `impl Trait` in `Ret` becomes `_`)
 //!     match split::<Ret>(__failfast_result) {      // ResultParts: Ret is a Result
@@ -45,8 +58,9 @@
 //! failure. An async body is polled by `body`, which records a failure when a
 //! poll of the body panics and makes the permit's drop neutral otherwise, so
 //! a sibling future's panic (`join!`, a task torn down) is not blamed on the
-//! dependency. A future dropped mid-call drops the permit unresolved, which
-//! the runtime records as neutral.
+//! dependency. A future dropped mid-call drops the body unfinished, which the
+//! runtime records as neutral, as slow once it ran past `slow`, or as a
+//! failure once past `timeout`.
 
 use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};
@@ -54,8 +68,8 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::{
-    Block, Expr, ExprAsync, FnArg, GenericArgument, ItemFn, Pat, PathArguments, ReturnType, Stmt,
-    TraitItemFn, Type, TypeParamBound,
+    Block, Expr, ExprAsync, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, ReturnType,
+    Stmt, TraitItemFn, Type, TypeParamBound,
 };
 
 use crate::args::{Args, Errors, Fallback, Window};
@@ -172,6 +186,15 @@ impl<'a> Shape<'a> {
         } else {
             (Body::Sync(&func.block), return_type(&sig.output))
         };
+        if let (Body::Sync(_), Some(key)) = (&body, args.written("timeout")) {
+            errors.push(syn::Error::new(
+                key.span(),
+                "`timeout` needs an `async fn`: a sync call cannot be stopped at its deadline \
+                 (the thread would go on running it, held by the dependency), so set the time \
+                 limit where the call blocks (the HTTP client's or socket's timeout), or make \
+                 this function `async`",
+            ));
+        }
         let Some(output) = output.filter(|ty| may_be_result(ty)) else {
             let message = format!(
                 "`#[{attribute}]` guards functions that return `Result<T, E>` (or an alias of \
@@ -626,12 +649,13 @@ pub(crate) fn async_block(
 struct Report(bool);
 
 impl Report {
-    /// The conversion of a rejection into the function's error.
-    fn rejected(&self, private: &TokenStream) -> TokenStream {
+    /// The `__private` function converting a rejection into the
+    /// function's error.
+    fn rejected(&self) -> TokenStream {
         if self.0 {
-            quote!(#private::rejected_reported)
+            quote!(rejected_reported)
         } else {
-            quote!(#private::rejected)
+            quote!(rejected)
         }
     }
 
@@ -649,7 +673,7 @@ impl Report {
 /// The runtime's default `min_calls`.
 const DEFAULT_MIN_CALLS: u32 = 10;
 
-/// A duration as a constant expression.
+/// A `Duration` constant, as whole seconds and nanoseconds.
 pub(crate) fn duration(d: std::time::Duration) -> TokenStream {
     let secs = proc_macro2::Literal::u64_unsuffixed(d.as_secs());
     let nanos = proc_macro2::Literal::u32_unsuffixed(d.subsec_nanos());
@@ -779,25 +803,38 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     // (`break 'label ::path` reads as a labelled loop to syn, which parses
     // this expansion when another attribute macro comes after this one: the
     // value is bound first.)
-    let (on_reject, on_failure) = match &args.fallback {
-        Some(_) => (
-            quote!({
-                let __failfast_fallback_error = #private::Error::Rejected(#rejected);
-                break '__failfast_fallback __failfast_fallback_error;
-            }),
-            quote!({
-                let __failfast_fallback_error = #private::Error::Failed(#failed);
-                break '__failfast_fallback __failfast_fallback_error;
-            }),
-        ),
-        None => {
-            // "E has no `From<Rejected>`" is reported once, at `E`.
-            let span = shape.error_span;
-            let convert = respan(report.rejected(&private), span);
-            let err = quote_spanned!(span=> ::core::result::Result::Err(#convert(#rejected)));
+    let timed_out = quote!(__failfast_timed_out);
+    let (on_reject, on_failure, on_timeout) = match &args.fallback {
+        Some(_) => {
+            let to_fallback = |variant: TokenStream, value: &TokenStream| {
+                quote!({
+                    let __failfast_fallback_error = #private::Error::#variant(#value);
+                    break '__failfast_fallback __failfast_fallback_error;
+                })
+            };
             (
-                quote!(return #join(#err)),
+                to_fallback(quote!(Rejected), &rejected),
+                to_fallback(quote!(Failed), &failed),
+                to_fallback(quote!(Timeout), &timed_out),
+            )
+        }
+        None => {
+            // "E has no `From<Rejected>`" (or `From<TimedOut>`) is reported
+            // once, at `E`.
+            let span = shape.error_span;
+            let convert = |helper: TokenStream, value: &TokenStream| {
+                let convert = respan(quote!(#private::#helper), span);
+                let err = quote_spanned!(span=> ::core::result::Result::Err(#convert(#value)));
+                quote!(return #join(#err))
+            };
+            // Under `#[retry]`, a rejection and a timeout (a counted failure)
+            // are reported to the retry loop before returning.
+            let on_timeout = convert(quote!(timed_out), &timed_out);
+            let report_timeout = report.failure(&private);
+            (
+                convert(report.rejected(), &rejected),
                 quote!(return #join(::core::result::Result::Err(#failed))),
+                quote!({ #report_timeout #on_timeout }),
             )
         }
     };
@@ -813,15 +850,36 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         && !args.report_to_retry)
         .then(|| quote!(move));
     let output = &shape.output;
+    // With `timeout`, the body is polled through `timeout`, which records the
+    // failure itself when the limit passes; the timer's marker sits at the
+    // key, where a missing `tokio` feature is reported.
+    let await_body = |future: TokenStream| match &args.timeout {
+        None => quote!(#private::body(&mut __failfast_permit, #future).await),
+        Some(timeout) => {
+            let limit = duration(timeout.value);
+            let key = args.written("timeout").map_or(timeout.span, Ident::span);
+            let timer = respan(quote!(#private::Tokio), key);
+            quote! {
+                match #private::timeout(
+                    #timer,
+                    &mut __failfast_permit,
+                    __FAILFAST_BREAKER.name(),
+                    #limit,
+                    #future,
+                ).await {
+                    ::core::result::Result::Ok(__failfast_result) => __failfast_result,
+                    ::core::result::Result::Err(__failfast_timed_out) => #on_timeout,
+                }
+            }
+        }
+    };
     let run = match &shape.body {
         Body::Sync(block) => quote!(#private::run(#move_ || -> #output #block)),
         Body::Async(block) => {
             let future = async_block(move_.as_ref(), output, block, &allow);
-            quote!(#private::body(&mut __failfast_permit, #future).await)
+            await_body(future)
         }
-        Body::AsyncTrait { future, .. } => {
-            quote!(#private::body(&mut __failfast_permit, #future).await)
-        }
+        Body::AsyncTrait { future, .. } => await_body(future.to_token_stream()),
     };
 
     let report_failure = report.failure(&private);
@@ -851,12 +909,43 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     // An async body is polled through `body`, which borrows the permit: only
     // a panic raised while the body itself is polled counts as its failure.
     let mut_ = is_async.then(|| quote!(mut));
+    // With `max_concurrent`, a place in the bulkhead is taken once the
+    // breaker has admitted the call (an open breaker refuses without touching
+    // it) and held until the function returns, unwinds or is dropped; a full
+    // bulkhead refuses like the breaker does, and the permit, dropped
+    // unresolved, is neutral.
+    let (bulkhead, enter) = match &args.max_concurrent {
+        Some(max) => {
+            let max = proc_macro2::Literal::u32_unsuffixed(max.value);
+            (
+                Some(quote! {
+                    #allow
+                    static __FAILFAST_BULKHEAD: #private::Bulkhead = #private::Bulkhead::new(#max);
+                }),
+                Some(quote! {
+                    #allow
+                    let __failfast_slot = match #private::enter(&__FAILFAST_BULKHEAD) {
+                        ::core::option::Option::Some(__failfast_slot) => __failfast_slot,
+                        ::core::option::Option::None => {
+                            let __failfast_rejected = #private::concurrency_limit(
+                                &__FAILFAST_BREAKER,
+                                &__failfast_permit,
+                            );
+                            #on_reject
+                        }
+                    };
+                }),
+            )
+        }
+        None => (None, None),
+    };
     let call = quote! {
         #allow
         let #mut_ __failfast_permit = match #private::acquire(&__FAILFAST_BREAKER) {
             ::core::result::Result::Ok(__failfast_permit) => __failfast_permit,
             ::core::result::Result::Err(__failfast_rejected) => #on_reject,
         };
+        #enter
         let __failfast_result: #output = #run;
         #allow
         match #split(__failfast_result) {
@@ -926,6 +1015,7 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         #kept
         #allow
         static __FAILFAST_BREAKER: #private::Breaker = #private::Breaker::from_config(#config);
+        #bulkhead
         #call
     };
     with_body(func, shape, &guarded)

@@ -3,11 +3,14 @@
 
 use std::error::Error as StdError;
 use std::future::Future;
+use std::time::Duration;
 
 pub use crate::body::Body;
 pub use crate::breaker::{Breaker, Outcome, Permit};
+pub use crate::bulkhead::{Bulkhead, Slot};
 pub use crate::config::Config;
-pub use crate::error::{Error, Rejected};
+pub use crate::error::{Error, Rejected, TimedOut};
+pub use crate::timeout::Timeout;
 
 /// Admits (or refuses) a call through a `static` breaker, registering it on
 /// first use.
@@ -25,6 +28,73 @@ pub fn acquire(breaker: &'static Breaker) -> Result<Permit<'static>, Rejected> {
 #[inline]
 pub fn body<'p, 'b, F: Future>(permit: &'p mut Permit<'b>, future: F) -> Body<'p, 'b, F> {
     Body::new(permit, future)
+}
+
+/// Takes a place in `bulkhead`, if one is free. Returned as an `Option` (a
+/// pointer in a register), the refusal being built out of line by
+/// [`concurrency_limit`].
+#[inline]
+pub fn enter(bulkhead: &'static Bulkhead) -> Option<Slot<'static>> {
+    bulkhead.try_enter()
+}
+
+/// The refusal of a call `breaker` admitted with `permit`, at the
+/// concurrency limit; see [`Bulkhead::enter`].
+#[cold]
+#[inline(never)]
+pub fn concurrency_limit(breaker: &Breaker, permit: &Permit<'_>) -> Rejected {
+    crate::bulkhead::concurrency_limit(breaker, permit)
+}
+
+/// The timer `timeout = ..` uses: tokio's.
+pub struct Tokio;
+
+/// `Tokio`, once failfast's `tokio` feature is on.
+#[diagnostic::on_unimplemented(
+    message = "`timeout` needs failfast's `tokio` feature: the time limit is a tokio timer",
+    label = "`timeout` is enforced with `tokio::time`",
+    note = "enable it where failfast is a dependency: `failfast = {{ version = \"0.1\", features = [\"tokio\"] }}` (it is on by default)"
+)]
+pub trait TokioFeature {}
+
+#[cfg(feature = "tokio")]
+impl TokioFeature for Tokio {}
+
+/// Polls `future` as the protected body, as [`body`] does, for at most
+/// `limit`: past it the body is dropped, a failure is recorded on `permit`,
+/// and the output is `Err(TimedOut)`.
+#[inline]
+pub fn timeout<'p, 'b, T: TokioFeature, F: Future>(
+    _timer: T,
+    permit: &'p mut Permit<'b>,
+    name: &'static str,
+    limit: Duration,
+    future: F,
+) -> Timeout<'p, 'b, F> {
+    Timeout::new(permit, name, limit, future)
+}
+
+/// Error types a timeout can be turned into.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot carry a timeout of the call",
+    label = "this error type has no `From<failfast::TimedOut>`",
+    note = "with `timeout`, implement `From<failfast::TimedOut>` for `{Self}`, or give the attribute a `fallback = …` that answers when the call times out"
+)]
+pub trait FromTimedOut {
+    /// Converts the timeout.
+    fn from_timed_out(timed_out: TimedOut) -> Self;
+}
+
+impl<E: From<TimedOut>> FromTimedOut for E {
+    fn from_timed_out(timed_out: TimedOut) -> Self {
+        E::from(timed_out)
+    }
+}
+
+/// `E::from(timed_out)`, with a readable compile error when `E` can't.
+#[inline]
+pub fn timed_out<E: FromTimedOut>(timed_out: TimedOut) -> E {
+    E::from_timed_out(timed_out)
 }
 
 /// Calls `f` once. Passing the body as an `FnOnce` keeps borrows it returns
@@ -299,7 +369,7 @@ pub fn sleep(delay: std::time::Duration) {
 #[diagnostic::on_unimplemented(
     message = "`#[retry]` on an `async fn` waits between attempts on tokio's timer, which needs failfast's `tokio` feature",
     label = "this `async fn` is retried",
-    note = "enable it where failfast is a dependency: `failfast = {{ version = \"0.1\", features = [\"tokio\"] }}`"
+    note = "enable it where failfast is a dependency: `failfast = {{ version = \"0.1\", features = [\"tokio\"] }}` (it is on by default)"
 )]
 pub trait AsyncTimer {
     /// The future of one delay.

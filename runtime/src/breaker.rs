@@ -448,11 +448,18 @@ impl Breaker {
     }
 
     fn finish_slow(&self, admitted: u64, started: u64, outcome: Outcome) {
+        self.finish_timed(admitted, started, outcome, outcome != Outcome::Neutral);
+    }
+
+    /// Records `outcome`; when `timed`, a call that took longer than `slow`
+    /// is also a slow call (a neutral one only when it was abandoned: see
+    /// `Permit::abandoned`).
+    fn finish_timed(&self, admitted: u64, started: u64, outcome: Outcome, timed: bool) {
         if admitted == PASSIVE {
             return;
         }
         let slow = self.config.slow != 0
-            && outcome != Outcome::Neutral
+            && timed
             && self.clock.now().saturating_sub(started) > self.config.slow;
         let admitted = if self.config.slow == 0 {
             Word(with_epoch(admitted & !MODE_BITS, started))
@@ -473,7 +480,7 @@ impl Breaker {
         if !self.still_current(admitted, w) {
             return;
         }
-        if self.config.uses_window() && outcome != Outcome::Neutral {
+        if self.config.uses_window() && (outcome != Outcome::Neutral || slow) {
             let window = self.window.get_or_init(|| Window::new(self.config.window));
             let failed = outcome == Outcome::Failure;
             if window.record(failed, slow, || self.clock.now(), |t| self.rate_trips(t)) {
@@ -859,11 +866,19 @@ impl Permit<'_> {
         }
     }
 
-    /// The protected body panicked: a failure, recorded now.
-    pub(crate) fn body_panicked(&mut self) {
+    /// The protected body panicked or ran out of time: a failure, recorded now.
+    pub(crate) fn failed_now(&mut self) {
         let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
         self.breaker
             .finish_slow(admitted, self.started, Outcome::Failure);
+    }
+
+    /// The protected body was dropped before it finished: neutral, but a
+    /// slow call when it ran longer than `slow` (a slow trial fails).
+    pub(crate) fn abandoned(&mut self) {
+        let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
+        self.breaker
+            .finish_timed(admitted, self.started, Outcome::Neutral, true);
     }
 }
 

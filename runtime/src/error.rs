@@ -34,8 +34,48 @@ impl fmt::Display for State {
     }
 }
 
-/// A call refused by an open (or busy half-open) breaker. The protected code did
-/// not run.
+/// Why a call was refused; see [`Rejected::reason`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Reason {
+    /// The breaker is open: the dependency looked sick, and the open period
+    /// has not passed yet.
+    Open,
+    /// The breaker is half-open and every trial slot is taken: the trials in
+    /// flight decide whether it closes.
+    TrialsInFlight,
+    /// The breaker is forced open by hand
+    /// ([`Breaker::force_open`](crate::Breaker::force_open)).
+    ForcedOpen,
+    /// As many calls as `max_concurrent` allows are already running (see
+    /// [`Bulkhead`](crate::Bulkhead)). Not evidence against the dependency: it
+    /// moves no counter of the breaker.
+    ConcurrencyLimit,
+}
+
+impl Reason {
+    /// A short lowercase description: `open`, `half-open trials in flight`,
+    /// `forced open`, `concurrency limit`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Reason::Open => "open",
+            Reason::TrialsInFlight => "half-open trials in flight",
+            Reason::ForcedOpen => "forced open",
+            Reason::ConcurrencyLimit => "concurrency limit",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A call refused by an open (or busy half-open) breaker, or by a full
+/// [`Bulkhead`](crate::Bulkhead). The protected code did not run;
+/// [`reason`](Rejected::reason) says which.
 ///
 /// Functions annotated with `#[circuit_breaker]` and no `fallback` return
 /// `Err(E::from(rejected))`, so their error type implements `From<Rejected>`:
@@ -59,15 +99,36 @@ impl fmt::Display for State {
 pub struct Rejected {
     name: &'static str,
     state: State,
+    reason: Reason,
     retry_at: RetryAt,
 }
 
 impl Rejected {
+    /// A refusal by the breaker itself. Its reason follows from what the
+    /// breaker reports: only a breaker forced open rejects in `Open` without
+    /// a known time for the next trial, and a half-open breaker rejects only
+    /// when its trial slots are taken.
     pub(crate) fn new(name: &'static str, state: State, retry_at: RetryAt) -> Self {
+        let reason = match (state, retry_at) {
+            (State::HalfOpen, _) => Reason::TrialsInFlight,
+            (_, RetryAt::Unknown) => Reason::ForcedOpen,
+            _ => Reason::Open,
+        };
         Self {
             name,
             state,
+            reason,
             retry_at,
+        }
+    }
+
+    /// A refusal by a full bulkhead in front of breaker `name`, in `state`.
+    pub(crate) fn concurrency_limit(name: &'static str, state: State) -> Self {
+        Self {
+            name,
+            state,
+            reason: Reason::ConcurrencyLimit,
+            retry_at: RetryAt::Unknown,
         }
     }
 
@@ -78,10 +139,36 @@ impl Rejected {
     }
 
     /// The breaker's state when it refused: [`State::Open`], or
-    /// [`State::HalfOpen`] when every trial permit was taken.
+    /// [`State::HalfOpen`] when every trial permit was taken. For a refusal
+    /// at the concurrency limit, the state the breaker had admitted the call
+    /// in (`Closed`, or `HalfOpen` for a trial, whose slot is given back).
     #[must_use]
     pub fn state(&self) -> State {
         self.state
+    }
+
+    /// Why the call was refused: the breaker is open, its half-open trials
+    /// are in flight, it is forced open, or (with `max_concurrent`) the
+    /// concurrency limit is reached.
+    ///
+    /// ```
+    /// use failfast_runtime::{Breaker, Reason};
+    ///
+    /// let breaker = Breaker::builder().build()?;
+    /// breaker.force_open();
+    /// assert_eq!(breaker.acquire().unwrap_err().reason(), Reason::ForcedOpen);
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn reason(&self) -> Reason {
+        self.reason
+    }
+
+    /// Whether the refusal came from the concurrency limit rather than from
+    /// the breaker's state.
+    #[must_use]
+    pub fn is_concurrency_limit(&self) -> bool {
+        self.reason == Reason::ConcurrencyLimit
     }
 
     /// Time left until the breaker admits its next trial call, if known.
@@ -109,7 +196,7 @@ impl Rejected {
 /// let rejected = breaker.acquire().unwrap_err();
 /// assert_eq!(
 ///     format!("{rejected:?}"),
-///     r#"Rejected { breaker: "payments", state: Open, retry_after: Some(20s) }"#
+///     r#"Rejected { breaker: "payments", state: Open, reason: Open, retry_after: Some(20s) }"#
 /// );
 /// # Ok::<(), failfast_runtime::ConfigError>(())
 /// ```
@@ -118,6 +205,7 @@ impl fmt::Debug for Rejected {
         f.debug_struct("Rejected")
             .field("breaker", &self.name)
             .field("state", &self.state)
+            .field("reason", &self.reason)
             .field("retry_after", &self.retry_after())
             .finish()
     }
@@ -125,10 +213,17 @@ impl fmt::Debug for Rejected {
 
 impl fmt::Display for Rejected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.reason == Reason::ConcurrencyLimit {
+            return write!(
+                f,
+                "circuit breaker `{}` is at its concurrency limit: call not attempted",
+                self.name
+            );
+        }
         write!(f, "circuit breaker `{}` is {}", self.name, self.state)?;
-        match self.state {
-            State::HalfOpen => f.write_str(": its trial calls are in flight")?,
-            State::Open | State::Closed => f.write_str(": call not attempted")?,
+        match self.reason {
+            Reason::TrialsInFlight => f.write_str(": its trial calls are in flight")?,
+            _ => f.write_str(": call not attempted")?,
         }
         if let Some(after) = self.retry_after() {
             write!(f, "; next trial in {after:.3?}")?;
@@ -140,11 +235,13 @@ impl fmt::Display for Rejected {
 impl std::error::Error for Rejected {}
 
 /// A function returning `std::io::Result<T>` can be guarded without a
-/// `fallback`: the refusal becomes an [`io::Error`](std::io::Error) of kind
-/// [`ConnectionRefused`](std::io::ErrorKind::ConnectionRefused) (the
-/// dependency is known to be down, so no connection was attempted), whose
+/// `fallback`: the refusal becomes an [`io::Error`](std::io::Error) whose
 /// message is the rejection's and whose inner error is the [`Rejected`]
-/// itself.
+/// itself. Its kind is
+/// [`ResourceBusy`](std::io::ErrorKind::ResourceBusy) for a refusal at the
+/// concurrency limit, and
+/// [`ConnectionRefused`](std::io::ErrorKind::ConnectionRefused) otherwise
+/// (the dependency is known to be down, so no connection was attempted).
 ///
 /// ```
 /// # use failfast_runtime::{Breaker, Rejected};
@@ -159,17 +256,90 @@ impl std::error::Error for Rejected {}
 /// ```
 impl From<Rejected> for std::io::Error {
     fn from(rejected: Rejected) -> Self {
-        std::io::Error::new(std::io::ErrorKind::ConnectionRefused, rejected)
+        let kind = if rejected.is_concurrency_limit() {
+            std::io::ErrorKind::ResourceBusy
+        } else {
+            std::io::ErrorKind::ConnectionRefused
+        };
+        std::io::Error::new(kind, rejected)
     }
 }
 
-/// The error of a call through a breaker: either the breaker refused it, or the
-/// protected code ran and failed.
+/// A call that ran out of its time limit (`timeout = "3s"`): the protected
+/// future was dropped at the deadline, and the breaker counted a failure.
+///
+/// Functions annotated with `#[circuit_breaker(timeout = ..)]` and no
+/// `fallback` return `Err(E::from(timed_out))`, so their error type
+/// implements `From<TimedOut>`:
+///
+/// ```
+/// use failfast_runtime::{Rejected, TimedOut};
+///
+/// #[derive(Debug)]
+/// enum InventoryError {
+///     Unavailable(Rejected),
+///     TimedOut(TimedOut),
+///     Http(u16),
+/// }
+///
+/// impl From<TimedOut> for InventoryError {
+///     fn from(timed_out: TimedOut) -> Self {
+///         InventoryError::TimedOut(timed_out)
+///     }
+/// }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TimedOut {
+    name: &'static str,
+    limit: Duration,
+}
+
+impl TimedOut {
+    pub(crate) fn new(name: &'static str, limit: Duration) -> Self {
+        Self { name, limit }
+    }
+
+    /// The name of the breaker the call went through.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The time limit the call ran out of.
+    #[must_use]
+    pub fn limit(&self) -> Duration {
+        self.limit
+    }
+}
+
+impl fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "call through circuit breaker `{}` timed out after {:?}",
+            self.name, self.limit
+        )
+    }
+}
+
+impl std::error::Error for TimedOut {}
+
+/// A timed-out call of a function returning `std::io::Result<T>`: an
+/// [`io::Error`](std::io::Error) of kind
+/// [`TimedOut`](std::io::ErrorKind::TimedOut) with the [`TimedOut`] inside.
+impl From<TimedOut> for std::io::Error {
+    fn from(timed_out: TimedOut) -> Self {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, timed_out)
+    }
+}
+
+/// The error of a call through a breaker: the breaker refused it, the
+/// protected code ran and failed, or it ran out of its time limit.
 ///
 /// This is what [`Breaker::call`](crate::Breaker::call) returns, and what a
-/// `fallback` receives. It is `#[non_exhaustive]`: a `Timeout` variant will
-/// join when breakers learn to time calls out, so a `match` needs a `_` arm
-/// (or use [`is_rejected`](Error::is_rejected), [`failed`](Error::failed)).
+/// `fallback` receives. It is `#[non_exhaustive]`, so a `match` needs a `_`
+/// arm (or use [`is_rejected`](Error::is_rejected), [`failed`](Error::failed),
+/// [`is_timeout`](Error::is_timeout)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Error<E> {
@@ -177,6 +347,9 @@ pub enum Error<E> {
     Rejected(Rejected),
     /// The protected code ran and returned this error.
     Failed(E),
+    /// The protected code ran past its time limit and was dropped; the
+    /// breaker counted it as a failure.
+    Timeout(TimedOut),
 }
 
 impl<E> Error<E> {
@@ -192,12 +365,18 @@ impl<E> Error<E> {
         matches!(self, Error::Failed(_))
     }
 
+    /// Whether the protected code ran out of its time limit.
+    #[must_use]
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout(_))
+    }
+
     /// The rejection, if the breaker refused the call.
     #[must_use]
     pub fn rejected(&self) -> Option<&Rejected> {
         match self {
             Error::Rejected(r) => Some(r),
-            Error::Failed(_) => None,
+            _ => None,
         }
     }
 
@@ -206,7 +385,16 @@ impl<E> Error<E> {
     pub fn failed(&self) -> Option<&E> {
         match self {
             Error::Failed(e) => Some(e),
-            Error::Rejected(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The timeout, if the protected code ran out of its time limit.
+    #[must_use]
+    pub fn timed_out(&self) -> Option<&TimedOut> {
+        match self {
+            Error::Timeout(t) => Some(t),
+            _ => None,
         }
     }
 
@@ -215,20 +403,27 @@ impl<E> Error<E> {
     pub fn into_failed(self) -> Option<E> {
         match self {
             Error::Failed(e) => Some(e),
-            Error::Rejected(_) => None,
+            _ => None,
         }
     }
 
     /// Converts into the protected code's error type, turning a rejection into
-    /// `E::from(rejected)`.
+    /// `E::from(rejected)` and a timeout into `E::from(timed_out)`.
     pub fn into_inner(self) -> E
     where
-        E: From<Rejected>,
+        E: From<Rejected> + From<TimedOut>,
     {
         match self {
             Error::Failed(e) => e,
             Error::Rejected(r) => E::from(r),
+            Error::Timeout(t) => E::from(t),
         }
+    }
+}
+
+impl<E> From<TimedOut> for Error<E> {
+    fn from(timed_out: TimedOut) -> Self {
+        Error::Timeout(timed_out)
     }
 }
 
@@ -243,6 +438,7 @@ impl<E: fmt::Display> fmt::Display for Error<E> {
         match self {
             Error::Rejected(r) => fmt::Display::fmt(r, f),
             Error::Failed(e) => fmt::Display::fmt(e, f),
+            Error::Timeout(t) => fmt::Display::fmt(t, f),
         }
     }
 }
@@ -250,8 +446,8 @@ impl<E: fmt::Display> fmt::Display for Error<E> {
 impl<E: std::error::Error + 'static> std::error::Error for Error<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Rejected(_) => None,
             Error::Failed(e) => e.source(),
+            Error::Rejected(_) | Error::Timeout(_) => None,
         }
     }
 }

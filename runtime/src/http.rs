@@ -1,5 +1,6 @@
-//! Rejections as HTTP responses (feature `http`): `503 Service Unavailable`,
-//! with `Retry-After` when the breaker knows when it will try again.
+//! Rejections and timeouts as HTTP responses (feature `http`): `503 Service
+//! Unavailable`, with `Retry-After` when the breaker knows when it will try
+//! again, and `504 Gateway Timeout` for a call that ran out of `timeout`.
 //!
 //! A handler or client function returning `Result<T, http::StatusCode>` or
 //! `Result<T, http::Response<B>>` can then be guarded without a `fallback`.
@@ -23,7 +24,7 @@
 use http::header::{HeaderValue, RETRY_AFTER};
 use http::{Response, StatusCode};
 
-use crate::Rejected;
+use crate::{Rejected, TimedOut};
 
 /// `Retry-After` in whole seconds, rounded up so a client that waits that
 /// long finds the trial admitted.
@@ -54,6 +55,22 @@ impl<B: From<String>> From<Rejected> for Response<B> {
                 .headers_mut()
                 .insert(RETRY_AFTER, HeaderValue::from(seconds));
         }
+        response
+    }
+}
+
+/// `504 Gateway Timeout`: the dependency did not answer within `timeout`.
+impl From<TimedOut> for StatusCode {
+    fn from(_: TimedOut) -> Self {
+        StatusCode::GATEWAY_TIMEOUT
+    }
+}
+
+/// `504 Gateway Timeout`, with the timeout's message as the body.
+impl<B: From<String>> From<TimedOut> for Response<B> {
+    fn from(timed_out: TimedOut) -> Self {
+        let mut response = Response::new(B::from(timed_out.to_string()));
+        *response.status_mut() = StatusCode::GATEWAY_TIMEOUT;
         response
     }
 }

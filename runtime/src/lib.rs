@@ -19,12 +19,25 @@
 //! ```
 //!
 //! See [`Breaker`] for the state machine, [`registry`] for finding breakers by
-//! name, and [`ManualClock`] for testing time-dependent behaviour.
+//! name, [`ManualClock`] for testing time-dependent behaviour, and
+//! [`Bulkhead`] for a limit on concurrent calls.
+//!
+//! # Features
+//!
+//! - `tokio`: time limits on async calls with tokio's timer
+//!   (`Breaker::call_timeout`, the attribute's `timeout = "3s"`). Without
+//!   it the crate depends on no async runtime.
+//! - `anyhow`: `counts = SomeType` looks through `anyhow::Error` chains.
+//! - `http`: rejections and timeouts convert into `http::StatusCode` and
+//!   `http::Response<B>` (503 with `Retry-After`, 504).
+//! - `tonic`: rejections and timeouts convert into `tonic::Status`
+//!   (`UNAVAILABLE` with `grpc-retry-pushback-ms`, `DEADLINE_EXCEEDED`).
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
 mod body;
 mod breaker;
+mod bulkhead;
 mod clock;
 mod config;
 mod error;
@@ -32,6 +45,7 @@ mod error;
 mod http;
 pub mod registry;
 pub mod retry;
+mod timeout;
 #[cfg(feature = "tokio")]
 mod tokio;
 #[cfg(feature = "tonic")]
@@ -52,8 +66,9 @@ mod sync {
 pub mod __private;
 
 pub use breaker::{Breaker, Mode, Outcome, Permit, Snapshot};
+pub use bulkhead::{Bulkhead, Slot};
 pub use clock::{ManualClock, TICK};
 pub use config::{
     Builder, DEFAULT_MIN_CALLS, DEFAULT_RECOVERY, DEFAULT_THRESHOLD, DEFAULT_WINDOW_CALLS,
 };
-pub use error::{ConfigError, Error, Rejected, State};
+pub use error::{ConfigError, Error, Reason, Rejected, State, TimedOut};

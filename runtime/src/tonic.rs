@@ -1,4 +1,5 @@
-//! Rejections as gRPC statuses (feature `tonic`): `UNAVAILABLE`, the code
+//! Rejections as gRPC statuses (feature `tonic`), and timeouts as
+//! `DEADLINE_EXCEEDED`. A rejection is `UNAVAILABLE`, the code
 //! gRPC clients treat as "try again later", with the time until the next
 //! trial in `grpc-retry-pushback-ms` metadata (the key gRPC's retry policy
 //! honours) when the breaker knows it.
@@ -25,7 +26,7 @@
 use tonic::metadata::MetadataValue;
 use tonic::Status;
 
-use crate::Rejected;
+use crate::{Rejected, TimedOut};
 
 /// `UNAVAILABLE`, the rejection's message, and `grpc-retry-pushback-ms` when
 /// the time to the next trial is known.
@@ -40,6 +41,13 @@ impl From<Rejected> for Status {
                 .insert("grpc-retry-pushback-ms", MetadataValue::from(millis));
         }
         status
+    }
+}
+
+/// `DEADLINE_EXCEEDED`: the dependency did not answer within `timeout`.
+impl From<TimedOut> for Status {
+    fn from(timed_out: TimedOut) -> Self {
+        Status::deadline_exceeded(timed_out.to_string())
     }
 }
 

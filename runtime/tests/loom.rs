@@ -258,3 +258,34 @@ fn manual_control_racing_a_trial_never_wedges() {
         b.acquire().expect("closed").success();
     });
 }
+
+/// A bulkhead of one, two threads each entering twice: never two inside at
+/// once, and every slot comes back.
+#[test]
+fn a_bulkhead_never_admits_more_than_its_max() {
+    use failfast_runtime::Bulkhead;
+    use loom::sync::atomic::{AtomicU32, Ordering::SeqCst};
+
+    model(|| {
+        let bulkhead = Arc::new(Bulkhead::new(1));
+        let inside = Arc::new(AtomicU32::new(0));
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let (bulkhead, inside) = (bulkhead.clone(), inside.clone());
+                thread::spawn(move || {
+                    for _ in 0..2 {
+                        if let Some(slot) = bulkhead.try_enter() {
+                            assert_eq!(inside.fetch_add(1, SeqCst), 0);
+                            inside.fetch_sub(1, SeqCst);
+                            drop(slot);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+        assert_eq!(bulkhead.running(), 0);
+    });
+}

@@ -778,6 +778,6 @@ fn rejected_debug_shows_the_breaker_state_and_time_to_the_trial() {
     let rejected = b.acquire().unwrap_err();
     assert_eq!(
         format!("{rejected:?}"),
-        r#"Rejected { breaker: "payments", state: Open, retry_after: Some(20s) }"#
+        r#"Rejected { breaker: "payments", state: Open, reason: Open, retry_after: Some(20s) }"#
     );
 }

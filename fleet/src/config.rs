@@ -1,0 +1,230 @@
+//! What a process needs to join a fleet: where the store is, who it is, and the
+//! limits every remote effect is held to.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Configuration of one process's membership in a fleet.
+///
+/// Build it with [`FleetConfig::new`] (defaults below), change the public fields you
+/// need, and hand it to [`crate::join`] or [`crate::Fleet::start`]. Every duration is
+/// a local, monotonic duration: nothing here is compared with another host's clock.
+///
+/// | field | default | meaning |
+/// |---|---|---|
+/// | `quorum` | 2 | instances that must vote within `vote_window` before the fleet opens |
+/// | `vote_window` | 10 s | how long a vote counts (the votes key expires after it) |
+/// | `open_base` / `open_cap` | 2 s / 60 s | fleet open duration: `min(open_base · 2^level, open_cap)`, `level` = opens since the last close |
+/// | `max_remote_open` | 60 s | the longest remote open this instance accepts, whatever the store says |
+/// | `probe_lease` | 5 s | lifetime of the single-probe lease |
+/// | `probe_lead` | 200 ms | how long before the fleet deadline the lease is requested |
+/// | `max_lost_leases` | 3 | lost leases without a result before this instance probes on its own |
+/// | `lease_jitter` / `close_jitter` | 250 ms / 1 s | random spread added when a loser waits and when a close is applied |
+/// | `veto_successes` | 5 | recent local successes (and no failure) that veto a remote open; 0 disables |
+/// | `poll_interval` | 2 s (±20 %) | how often every joined breaker is read back from the store |
+/// | `command_timeout` | 100 ms | bound on every store command |
+/// | `reconnect_min` / `reconnect_max` | 100 ms / 5 s | backoff between health checks while the store is unreachable |
+/// | `state_ttl` | 1 h | expiry of the generation key (every other key expires sooner) |
+/// | `hmac_key` | none | when set, events are signed with HMAC-SHA256 and unsigned or badly signed events are dropped |
+#[derive(Clone)]
+pub struct FleetConfig {
+    /// Where the store is, e.g. `redis://127.0.0.1:6379/0` (`rediss://` for TLS).
+    pub url: String,
+    /// Service and environment this fleet belongs to, e.g. `payments/prod`.
+    /// Characters allowed: ASCII letters, digits and `._-:/`; at most 64.
+    pub namespace: String,
+    /// This process's identity in the fleet (letters, digits, `._-`; at most 64).
+    /// [`FleetConfig::new`] draws a random one.
+    pub instance: String,
+    /// Instances that must vote within [`vote_window`](Self::vote_window) before
+    /// the fleet opens (`1` lets a single instance open the fleet).
+    pub quorum: u32,
+    /// How long a vote counts towards the quorum.
+    pub vote_window: Duration,
+    /// First fleet open duration; doubled on every reopen without a close.
+    pub open_base: Duration,
+    /// Longest fleet open this instance writes.
+    pub open_cap: Duration,
+    /// Longest remote open this instance applies, whatever the store or a peer says.
+    pub max_remote_open: Duration,
+    /// Lifetime of the single-probe lease.
+    pub probe_lease: Duration,
+    /// How long before the fleet deadline the lease is requested.
+    pub probe_lead: Duration,
+    /// Leases lost without any result before this instance probes on its own.
+    pub max_lost_leases: u32,
+    /// Upper bound of the random delay a lease loser adds to the winner's lease.
+    pub lease_jitter: Duration,
+    /// Upper bound of the random delay before a fleet close is applied locally.
+    pub close_jitter: Duration,
+    /// Recent local successes (with no failure) that veto a remote open; `0` disables the veto.
+    pub veto_successes: u32,
+    /// Interval of the read-back of every joined breaker (randomised ±20 %).
+    pub poll_interval: Duration,
+    /// Bound on every store command.
+    pub command_timeout: Duration,
+    /// First delay between health checks while the store is unreachable.
+    pub reconnect_min: Duration,
+    /// Longest delay between health checks while the store is unreachable.
+    pub reconnect_max: Duration,
+    /// Expiry of the generation key.
+    pub state_ttl: Duration,
+    /// Optional key for HMAC-SHA256 signatures on events.
+    pub hmac_key: Option<Vec<u8>>,
+}
+
+impl fmt::Debug for FleetConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FleetConfig")
+            .field("url", &redact(&self.url))
+            .field("namespace", &self.namespace)
+            .field("instance", &self.instance)
+            .field("quorum", &self.quorum)
+            .field("vote_window", &self.vote_window)
+            .field("open_base", &self.open_base)
+            .field("open_cap", &self.open_cap)
+            .field("max_remote_open", &self.max_remote_open)
+            .field("probe_lease", &self.probe_lease)
+            .field("probe_lead", &self.probe_lead)
+            .field("max_lost_leases", &self.max_lost_leases)
+            .field("command_timeout", &self.command_timeout)
+            .field("hmac_key", &self.hmac_key.as_ref().map(|_| "set"))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The URL without its password, for logs and `Debug`.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://***{}", &url[..scheme], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+impl FleetConfig {
+    /// A configuration with the defaults of the table above and a random instance name.
+    pub fn new(url: impl Into<String>, namespace: impl Into<String>) -> Self {
+        FleetConfig {
+            url: url.into(),
+            namespace: namespace.into(),
+            instance: format!("i{:016x}", fastrand::u64(..)),
+            quorum: 2,
+            vote_window: Duration::from_secs(10),
+            open_base: Duration::from_secs(2),
+            open_cap: Duration::from_secs(60),
+            max_remote_open: Duration::from_secs(60),
+            probe_lease: Duration::from_secs(5),
+            probe_lead: Duration::from_millis(200),
+            max_lost_leases: 3,
+            lease_jitter: Duration::from_millis(250),
+            close_jitter: Duration::from_secs(1),
+            veto_successes: 5,
+            poll_interval: Duration::from_secs(2),
+            command_timeout: Duration::from_millis(100),
+            reconnect_min: Duration::from_millis(100),
+            reconnect_max: Duration::from_secs(5),
+            state_ttl: Duration::from_secs(3600),
+            hmac_key: None,
+        }
+    }
+
+    /// Checks names and limits; [`crate::Fleet::start`] calls it.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let name_ok = |s: &str, extra: &str| {
+            !s.is_empty()
+                && s.len() <= 64
+                && s.bytes().all(|b| {
+                    b.is_ascii_alphanumeric()
+                        || b"._-".contains(&b)
+                        || extra.as_bytes().contains(&b)
+                })
+        };
+        if !name_ok(&self.namespace, ":/") {
+            return Err(ConfigError(
+                "`namespace`: 1 to 64 of ASCII letters, digits and `._-:/`",
+            ));
+        }
+        if !name_ok(&self.instance, "") {
+            return Err(ConfigError(
+                "`instance`: 1 to 64 of ASCII letters, digits and `._-`",
+            ));
+        }
+        if self.quorum == 0 {
+            return Err(ConfigError("`quorum` must be at least 1"));
+        }
+        let positive = [
+            self.vote_window,
+            self.open_base,
+            self.max_remote_open,
+            self.probe_lease,
+            self.poll_interval,
+            self.command_timeout,
+            self.reconnect_min,
+            self.state_ttl,
+        ];
+        if positive.iter().any(Duration::is_zero) {
+            return Err(ConfigError("durations must be greater than zero"));
+        }
+        if self.open_cap < self.open_base {
+            return Err(ConfigError("`open_cap` must be at least `open_base`"));
+        }
+        if self.probe_lease <= self.probe_lead {
+            return Err(ConfigError(
+                "`probe_lease` must be longer than `probe_lead`",
+            ));
+        }
+        if self.reconnect_max < self.reconnect_min {
+            return Err(ConfigError(
+                "`reconnect_max` must be at least `reconnect_min`",
+            ));
+        }
+        if self.state_ttl < self.open_cap.max(self.vote_window) {
+            return Err(ConfigError(
+                "`state_ttl` must outlive `open_cap` and `vote_window`",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A [`FleetConfig`] that cannot work; the message names the field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub &'static str);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid fleet configuration: {}", self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate_and_bad_names_do_not() {
+        let cfg = FleetConfig::new("redis://127.0.0.1/", "payments/prod");
+        assert_eq!(cfg.validate(), Ok(()));
+        let mut bad = cfg.clone();
+        bad.namespace = "a{b}".into();
+        assert!(bad.validate().is_err());
+        let mut bad = cfg.clone();
+        bad.instance = "has:colon".into();
+        assert!(bad.validate().is_err());
+        let mut bad = cfg;
+        bad.quorum = 0;
+        assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn debug_hides_the_password() {
+        let cfg = FleetConfig::new("redis://user:secret@host:6379/0", "ns");
+        let shown = format!("{cfg:?}");
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("@host:6379"), "{shown}");
+    }
+}

@@ -1,0 +1,641 @@
+//! The one background task per process that does all of the fleet's I/O.
+//!
+//! Breakers never wait for it: they hand transitions to a bounded queue with
+//! `try_send` (a full queue sets a flag and the task catches up from the breaker's
+//! state), and the task applies remote effects through [`FleetMember`]'s
+//! non-blocking methods. Store operations run concurrently inside the task, each
+//! bounded by the command timeout. The first timeout or connection error puts the
+//! process in local-only mode: no store operation is attempted except a health
+//! check, retried with exponential backoff and jitter; when it succeeds the task
+//! resubscribes, reads every breaker back and votes again where needed.
+
+use crate::config::{ConfigError, FleetConfig};
+use crate::keys::valid_breaker_name;
+use crate::machine::{Command, Machine};
+use crate::member::{FleetMember, Transition};
+use crate::transport::{
+    Incoming, LeaseOutcome, ReportOutcome, Snapshot, Transport, TransportError, TransportResult,
+    VoteOutcome,
+};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// Capacity of the queue from breakers to the task.
+const QUEUE: usize = 4096;
+/// How often the task looks at its clocks.
+const TICK: Duration = Duration::from_millis(25);
+/// Commands in a health check: `ping`, then `resume` (subscribe, load scripts).
+const HEALTH_COMMANDS: u32 = 3;
+/// Most store operations in flight at once; read-backs wait beyond it.
+const MAX_IN_FLIGHT: usize = 256;
+
+/// Why the fleet could not start.
+#[derive(Debug)]
+pub enum FleetError {
+    /// The configuration is invalid.
+    Config(ConfigError),
+    /// The transport could not be built (e.g. an unparsable URL).
+    Transport(TransportError),
+    /// Not called inside a Tokio runtime.
+    NoRuntime,
+}
+
+impl fmt::Display for FleetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FleetError::Config(e) => e.fmt(f),
+            FleetError::Transport(e) => e.fmt(f),
+            FleetError::NoRuntime => {
+                f.write_str("the fleet must be started inside a Tokio runtime")
+            }
+        }
+    }
+}
+
+impl std::error::Error for FleetError {}
+
+/// Why a breaker could not join.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttachError {
+    /// Another breaker of this process already joined under this name.
+    DuplicateName(String),
+    /// The name is empty, longer than 160 bytes or has control characters.
+    InvalidName(String),
+    /// The background task has stopped.
+    Unavailable,
+}
+
+impl fmt::Display for AttachError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttachError::DuplicateName(n) => {
+                write!(f, "a breaker named `{n}` already joined the fleet")
+            }
+            AttachError::InvalidName(n) => write!(f, "`{n}` cannot be a fleet breaker name"),
+            AttachError::Unavailable => f.write_str("the fleet task is not accepting breakers"),
+        }
+    }
+}
+
+impl std::error::Error for AttachError {}
+
+/// Joining and leaving: rare, never lost (unbounded).
+enum Control {
+    Attach(usize, Arc<dyn FleetMember>, Arc<AtomicBool>),
+    Detach(usize),
+}
+
+/// A local transition: frequent, bounded, dropped (then caught up) when full.
+struct Message(usize, Transition);
+
+/// The handle a breaker's transition hook calls. Cheap to clone, never blocks.
+#[derive(Clone)]
+pub struct Notifier {
+    id: usize,
+    tx: mpsc::Sender<Message>,
+    overflow: Arc<AtomicBool>,
+}
+
+impl fmt::Debug for Notifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Notifier")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Notifier {
+    /// Tells the fleet of a local transition. Never blocks: when the queue is full the
+    /// transition is dropped and the task catches up from the breaker's state.
+    pub fn notify(&self, transition: Transition) {
+        if self.tx.try_send(Message(self.id, transition)).is_err() {
+            self.overflow.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// Counters of the background task, for tests and metrics.
+#[derive(Debug, Default)]
+struct Counters {
+    connected: AtomicBool,
+    resyncs: AtomicU64,
+    ops_ok: AtomicU64,
+    ops_failed: AtomicU64,
+    events: AtomicU64,
+    events_rejected: AtomicU64,
+    slowest_op_micros: AtomicU64,
+}
+
+/// A copy of the task's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FleetStats {
+    /// Whether the store is currently considered reachable.
+    pub connected: bool,
+    /// Times the task resynchronised after (re)connecting, the first connection included.
+    pub resyncs: u64,
+    /// Store operations that completed.
+    pub ops_ok: u64,
+    /// Store operations that failed or timed out.
+    pub ops_failed: u64,
+    /// Valid events received from other instances.
+    pub events: u64,
+    /// Payloads dropped by the parser (garbage, oversized, forged).
+    pub events_rejected: u64,
+    /// Longest store operation seen, in microseconds, timeouts included.
+    pub slowest_op_micros: u64,
+}
+
+/// A process's membership in a fleet. Dropping it stops the background task; the
+/// joined breakers then run local-only.
+pub struct Fleet {
+    tx: mpsc::Sender<Message>,
+    control: mpsc::UnboundedSender<Control>,
+    next_id: AtomicUsize,
+    names: Mutex<HashMap<String, usize>>,
+    counters: Arc<Counters>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl fmt::Debug for Fleet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Fleet")
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Joins the fleet described by `config` through Redis. Must be called inside a
+/// Tokio runtime; returns at once (the connection is made in the background).
+pub fn join(config: FleetConfig) -> Result<Fleet, FleetError> {
+    config.validate().map_err(FleetError::Config)?;
+    tokio::runtime::Handle::try_current().map_err(|_| FleetError::NoRuntime)?;
+    let transport = crate::RedisTransport::new(&config).map_err(FleetError::Transport)?;
+    Fleet::start(config, transport)
+}
+
+impl Fleet {
+    /// Starts the background task over any [`Transport`].
+    pub fn start<T: Transport>(config: FleetConfig, transport: T) -> Result<Fleet, FleetError> {
+        config.validate().map_err(FleetError::Config)?;
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| FleetError::NoRuntime)?;
+        let events =
+            transport
+                .take_events()
+                .ok_or(FleetError::Transport(TransportError::Protocol(
+                    "event stream already taken".into(),
+                )))?;
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let (control, control_rx) = mpsc::unbounded_channel();
+        let counters = Arc::new(Counters::default());
+        let task = Task {
+            now: Instant::now(),
+            seed: fastrand::u64(..),
+            cfg: config,
+            transport: Arc::new(transport),
+            counters: counters.clone(),
+            slots: HashMap::new(),
+            by_name: HashMap::new(),
+            in_flight: FuturesUnordered::new(),
+            link: Link::Down {
+                next_check: Instant::now(),
+                backoff: Duration::ZERO,
+                checking: false,
+            },
+        };
+        let task = handle.spawn(task.run(control_rx, rx, events));
+        Ok(Fleet {
+            tx,
+            control,
+            next_id: AtomicUsize::new(0),
+            names: Mutex::new(HashMap::new()),
+            counters,
+            task,
+        })
+    }
+
+    /// Joins `member` to the fleet. The member's [`FleetMember::attached`] receives the
+    /// notifier, which is also returned.
+    pub fn attach(&self, member: Arc<dyn FleetMember>) -> Result<Notifier, AttachError> {
+        let name = member.name().to_owned();
+        if !valid_breaker_name(&name) {
+            return Err(AttachError::InvalidName(name));
+        }
+        let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        if names.contains_key(&name) {
+            return Err(AttachError::DuplicateName(name));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let overflow = Arc::new(AtomicBool::new(false));
+        self.control
+            .send(Control::Attach(id, member.clone(), overflow.clone()))
+            .map_err(|_| AttachError::Unavailable)?;
+        names.insert(name, id);
+        drop(names);
+        let notifier = Notifier {
+            id,
+            tx: self.tx.clone(),
+            overflow,
+        };
+        member.attached(notifier.clone());
+        Ok(notifier)
+    }
+
+    /// Takes the breaker named `name` out of the fleet (a keyed breaker evicted, a
+    /// breaker dropped): the fleet forgets it and applies nothing to it any more.
+    /// Returns whether it was attached. Store keys are left to expire.
+    pub fn detach(&self, name: &str) -> bool {
+        let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        match names.remove(name) {
+            Some(id) => {
+                let _ = self.control.send(Control::Detach(id));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The task's counters.
+    pub fn stats(&self) -> FleetStats {
+        let c = &self.counters;
+        FleetStats {
+            connected: c.connected.load(Ordering::Acquire),
+            resyncs: c.resyncs.load(Ordering::Relaxed),
+            ops_ok: c.ops_ok.load(Ordering::Relaxed),
+            ops_failed: c.ops_failed.load(Ordering::Relaxed),
+            events: c.events.load(Ordering::Relaxed),
+            events_rejected: c.events_rejected.load(Ordering::Relaxed),
+            slowest_op_micros: c.slowest_op_micros.load(Ordering::Relaxed),
+        }
+    }
+}
+
+struct Slot {
+    member: Arc<dyn FleetMember>,
+    name: Arc<str>,
+    machine: Machine,
+    overflow: Arc<AtomicBool>,
+    next_poll: Instant,
+    reading: bool,
+    read_again: bool,
+}
+
+enum Reply {
+    Health(TransportResult<()>),
+    Vote(TransportResult<VoteOutcome>),
+    Snapshot(TransportResult<Snapshot>),
+    Lease(TransportResult<LeaseOutcome>),
+    Report(TransportResult<ReportOutcome>),
+}
+
+impl Reply {
+    fn error(&self) -> Option<&TransportError> {
+        match self {
+            Reply::Health(r) => r.as_ref().err(),
+            Reply::Vote(r) => r.as_ref().err(),
+            Reply::Snapshot(r) => r.as_ref().err(),
+            Reply::Lease(r) => r.as_ref().err(),
+            Reply::Report(r) => r.as_ref().err(),
+        }
+    }
+}
+
+type InFlight = Pin<Box<dyn Future<Output = (Option<usize>, Reply, Duration)> + Send>>;
+
+enum Link {
+    Up,
+    Down {
+        next_check: Instant,
+        backoff: Duration,
+        checking: bool,
+    },
+}
+
+struct Task<T> {
+    now: Instant,
+    seed: u64,
+    cfg: FleetConfig,
+    transport: Arc<T>,
+    counters: Arc<Counters>,
+    slots: HashMap<usize, Slot>,
+    by_name: HashMap<Arc<str>, usize>,
+    in_flight: FuturesUnordered<InFlight>,
+    link: Link,
+}
+
+/// `base` randomised by ±20 %.
+fn spread(base: Duration) -> Duration {
+    base.mul_f64(0.8 + 0.4 * fastrand::f64())
+}
+
+impl<T: Transport> Task<T> {
+    async fn run(
+        mut self,
+        mut control: mpsc::UnboundedReceiver<Control>,
+        mut rx: mpsc::Receiver<Message>,
+        mut events: mpsc::Receiver<Incoming>,
+    ) {
+        let mut ticker = tokio::time::interval(TICK);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                // A breaker's attach is handled before the transitions it sent after.
+                biased;
+                command = control.recv() => match command {
+                    Some(command) => self.on_control(command),
+                    None => return,
+                },
+                message = rx.recv() => match message {
+                    Some(message) => self.on_message(message),
+                    None => return,
+                },
+                incoming = events.recv() => match incoming {
+                    Some(incoming) => self.on_incoming(incoming),
+                    None => return,
+                },
+                Some((id, reply, took)) = self.in_flight.next(), if !self.in_flight.is_empty() => {
+                    self.on_reply(id, reply, took);
+                }
+                _ = ticker.tick() => self.on_tick(),
+            }
+        }
+    }
+
+    fn on_control(&mut self, command: Control) {
+        self.now = Instant::now();
+        match command {
+            Control::Attach(id, member, overflow) => {
+                let name: Arc<str> = member.name().into();
+                self.seed = self.seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                self.by_name.insert(name.clone(), id);
+                self.slots.insert(
+                    id,
+                    Slot {
+                        member,
+                        name,
+                        machine: Machine::new(self.seed),
+                        overflow,
+                        next_poll: self.now,
+                        reading: false,
+                        read_again: false,
+                    },
+                );
+            }
+            Control::Detach(id) => {
+                if let Some(slot) = self.slots.remove(&id) {
+                    self.by_name.remove(&slot.name);
+                }
+            }
+        }
+    }
+
+    fn on_message(&mut self, Message(id, transition): Message) {
+        self.now = Instant::now();
+        let now = self.now;
+        let command = match self.slots.get_mut(&id) {
+            Some(slot) => slot.machine.on_local(transition, now),
+            None => None,
+        };
+        if let Some(command) = command {
+            self.execute(id, command);
+        }
+    }
+
+    fn on_incoming(&mut self, incoming: Incoming) {
+        self.now = Instant::now();
+        match incoming {
+            Incoming::Notice(notice) => {
+                if notice.origin == self.cfg.instance {
+                    return;
+                }
+                self.counters.events.fetch_add(1, Ordering::Relaxed);
+                if let Some(&id) = self.by_name.get(notice.breaker.as_str()) {
+                    self.execute(id, Command::Snapshot);
+                }
+            }
+            Incoming::Rejected(_) => {
+                self.counters
+                    .events_rejected
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            Incoming::Disconnected => self.link_lost(),
+        }
+    }
+
+    fn link_lost(&mut self) {
+        if let Link::Up = self.link {
+            self.counters.connected.store(false, Ordering::Release);
+            self.link = Link::Down {
+                next_check: self.now + spread(self.cfg.reconnect_min),
+                backoff: self.cfg.reconnect_min,
+                checking: false,
+            };
+        }
+    }
+
+    fn on_tick(&mut self) {
+        self.now = Instant::now();
+        let now = self.now;
+        if let Link::Down {
+            next_check,
+            checking: checking @ false,
+            ..
+        } = &mut self.link
+        {
+            if now >= *next_check {
+                *checking = true;
+                let transport = self.transport.clone();
+                self.spawn(
+                    None,
+                    async move {
+                        transport.ping().await?;
+                        transport.resume().await
+                    },
+                    Reply::Health,
+                );
+            }
+        }
+        let mut commands = Vec::new();
+        let up = matches!(self.link, Link::Up);
+        let room = self.in_flight.len() < MAX_IN_FLIGHT;
+        for (&id, slot) in &mut self.slots {
+            if slot.overflow.swap(false, Ordering::AcqRel) {
+                commands.extend(slot.machine.on_overflow(&*slot.member).map(|c| (id, c)));
+            }
+            commands.extend(slot.machine.tick(&self.cfg, now).map(|c| (id, c)));
+            if up && room && now >= slot.next_poll && !slot.reading {
+                slot.next_poll = now + spread(self.cfg.poll_interval);
+                commands.push((id, Command::Snapshot));
+            }
+        }
+        for (id, command) in commands {
+            self.execute(id, command);
+        }
+    }
+
+    /// Runs `op` in the task, bounded by the command timeout whatever the transport
+    /// does (the health check, `ping` then `resume`, gets one timeout per command).
+    fn spawn<R: Send + 'static>(
+        &mut self,
+        id: Option<usize>,
+        op: impl Future<Output = TransportResult<R>> + Send + 'static,
+        reply: fn(TransportResult<R>) -> Reply,
+    ) {
+        let commands = if id.is_none() { HEALTH_COMMANDS } else { 1 };
+        let bound = self.cfg.command_timeout * commands;
+        self.in_flight.push(Box::pin(async move {
+            let started = Instant::now();
+            let result = tokio::time::timeout(bound, op)
+                .await
+                .unwrap_or(Err(TransportError::Timeout));
+            (id, reply(result), started.elapsed())
+        }));
+    }
+
+    /// Runs `command` for slot `id`, or answers it with an error at once when local-only.
+    fn execute(&mut self, id: usize, command: Command) {
+        let Some(slot) = self.slots.get_mut(&id) else {
+            return;
+        };
+        if command == Command::Snapshot {
+            if slot.reading {
+                slot.read_again = true;
+                return;
+            }
+            slot.reading = true;
+        }
+        if !matches!(self.link, Link::Up) {
+            fn down<R>() -> TransportResult<R> {
+                Err(TransportError::Unavailable(
+                    "local-only until the store answers".into(),
+                ))
+            }
+            let reply = match command {
+                Command::Vote => Reply::Vote(down()),
+                Command::Snapshot => Reply::Snapshot(down()),
+                Command::Acquire { .. } => Reply::Lease(down()),
+                Command::Report { .. } => Reply::Report(down()),
+            };
+            self.deliver(id, reply);
+            return;
+        }
+        let transport = self.transport.clone();
+        let name = slot.name.clone();
+        let fingerprint = slot.member.fingerprint();
+        let id = Some(id);
+        match command {
+            Command::Vote => self.spawn(
+                id,
+                async move { transport.vote(&name, fingerprint).await },
+                Reply::Vote,
+            ),
+            Command::Snapshot => self.spawn(
+                id,
+                async move { transport.snapshot(&name).await },
+                Reply::Snapshot,
+            ),
+            Command::Acquire { generation } => self.spawn(
+                id,
+                async move { transport.acquire_probe(&name, generation).await },
+                Reply::Lease,
+            ),
+            Command::Report {
+                generation,
+                success,
+            } => self.spawn(
+                id,
+                async move { transport.report_probe(&name, generation, success).await },
+                Reply::Report,
+            ),
+        }
+    }
+
+    fn on_reply(&mut self, id: Option<usize>, reply: Reply, took: Duration) {
+        self.now = Instant::now();
+        let micros = took.as_micros().try_into().unwrap_or(u64::MAX);
+        self.counters
+            .slowest_op_micros
+            .fetch_max(micros, Ordering::Relaxed);
+        match reply.error() {
+            None => self.counters.ops_ok.fetch_add(1, Ordering::Relaxed),
+            Some(_) => self.counters.ops_failed.fetch_add(1, Ordering::Relaxed),
+        };
+        let unreachable = matches!(
+            reply.error(),
+            Some(TransportError::Timeout | TransportError::Unavailable(_))
+        );
+        match id {
+            None => self.on_health(reply),
+            Some(id) => {
+                if unreachable {
+                    self.link_lost();
+                }
+                self.deliver(id, reply);
+            }
+        }
+    }
+
+    fn on_health(&mut self, reply: Reply) {
+        let Link::Down { backoff, .. } = self.link else {
+            return;
+        };
+        if reply.error().is_none() {
+            self.link = Link::Up;
+            self.counters.connected.store(true, Ordering::Release);
+            self.counters.resyncs.fetch_add(1, Ordering::Relaxed);
+            let mut commands = Vec::new();
+            for (&id, slot) in &mut self.slots {
+                slot.reading = false;
+                slot.read_again = false;
+                slot.next_poll = self.now + spread(self.cfg.poll_interval);
+                commands.extend(slot.machine.resync(&self.cfg).into_iter().map(|c| (id, c)));
+            }
+            for (id, command) in commands {
+                self.execute(id, command);
+            }
+        } else {
+            let backoff = (backoff * 2).clamp(self.cfg.reconnect_min, self.cfg.reconnect_max);
+            self.link = Link::Down {
+                next_check: self.now + spread(backoff),
+                backoff,
+                checking: false,
+            };
+        }
+    }
+
+    fn deliver(&mut self, id: usize, reply: Reply) {
+        let now = self.now;
+        let cfg = &self.cfg;
+        let Some(slot) = self.slots.get_mut(&id) else {
+            return;
+        };
+        let member = &*slot.member;
+        match reply {
+            Reply::Vote(r) => slot.machine.on_vote(cfg, member, r, now),
+            Reply::Snapshot(r) => {
+                slot.reading = false;
+                if let Ok(snapshot) = &r {
+                    slot.machine.on_snapshot(cfg, member, snapshot, now);
+                }
+                if std::mem::take(&mut slot.read_again) && r.is_ok() {
+                    self.execute(id, Command::Snapshot);
+                }
+            }
+            Reply::Lease(r) => slot.machine.on_lease(cfg, member, r, now),
+            Reply::Report(r) => slot.machine.on_report(cfg, member, r, now),
+            Reply::Health(_) => {}
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! Circuit breakers that learn together: a fleet of service instances shares its
+//! breakers' opens and a single recovery probe through Redis.
+//!
+//! Twenty instances with `threshold = 5` each send five failing calls to a sick
+//! dependency before the whole fleet stops; every recovery period the dependency,
+//! just back, receives twenty trial calls. With a fleet, instances vote when their
+//! breaker opens on local evidence; once `quorum` instances voted within the window
+//! the fleet opens everywhere, and when the open ends one instance, holding a lease,
+//! probes for all.
+//!
+//! Principles:
+//! - **Transitions, not counters.** Only opens (votes), the probe lease and its
+//!   result go to the store: writes happen at transitions, never per call.
+//! - **The store is never on the call path.** One background task per process does
+//!   all I/O ([`Fleet`]); breakers talk to it through a bounded queue and
+//!   non-blocking [`FleetMember`] methods. Every store command has a timeout
+//!   (100 ms by default). Store down, slow or lying: the process runs local-only,
+//!   exactly as without a fleet, and never fails closed.
+//! - **A remote state is a hint that expires.** Every key has a TTL; a remote open
+//!   is applied as `Instant::now() + min(remaining, max_remote_open)` on the local
+//!   monotonic clock; no wall clocks are compared across hosts.
+//! - **One probe per fleet per recovery**, through a `SET NX PX` lease whose result
+//!   report is fenced (only the lease holder can close or reopen the fleet).
+//!
+//! The fleet logic for one breaker is [`machine::Machine`], a state machine without
+//! I/O; the store sits behind [`Transport`], implemented for Redis by
+//! [`RedisTransport`] (see its module for the Lua scripts and the client choice).
+//!
+//! ```no_run
+//! # async fn demo(breaker: std::sync::Arc<dyn failfast_fleet::FleetMember>) -> Result<(), Box<dyn std::error::Error>> {
+//! let mut config = failfast_fleet::FleetConfig::new("redis://127.0.0.1:6379/", "payments/prod");
+//! config.quorum = 2;
+//! let fleet = failfast_fleet::join(config)?;
+//! let notifier = fleet.attach(breaker)?; // the breaker's transition hook calls `notifier.notify(..)`
+//! # let _ = notifier; Ok(()) }
+//! ```
+#![warn(missing_docs)]
+
+mod config;
+mod fleet;
+pub mod keys;
+pub mod machine;
+mod member;
+pub mod payload;
+mod redis;
+mod transport;
+
+pub use crate::config::{ConfigError, FleetConfig};
+pub use crate::fleet::{join, AttachError, Fleet, FleetError, FleetStats, Notifier};
+pub use crate::member::{Cause, FleetMember, LocalState, RecentOutcomes, Transition};
+pub use crate::redis::RedisTransport;
+pub use crate::transport::{
+    Incoming, LeaseHolder, LeaseOutcome, RemoteOpen, ReportOutcome, Snapshot, Transport,
+    TransportError, TransportResult, VoteOutcome,
+};

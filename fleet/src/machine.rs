@@ -1,0 +1,368 @@
+//! The fleet logic for one breaker, as a state machine without I/O.
+//!
+//! The background task feeds it local transitions, store replies and clock ticks;
+//! it answers with the store [`Command`] to run next and applies remote effects to
+//! the [`FleetMember`]. Everything here is synchronous and deterministic for a given
+//! seed, so it is tested without a store or a runtime.
+//!
+//! Rules it enforces:
+//! - only opens caused by local evidence are voted;
+//! - a remote open is applied as `now + min(remaining, max_remote_open)`, on the local
+//!   monotonic clock, unless the local veto holds;
+//! - shortly before the fleet deadline it asks for the probe lease; the winner's
+//!   next local trial is the fleet's probe and its result is reported (fenced); a
+//!   loser extends its open to the end of the winner's lease plus jitter, and after
+//!   `max_lost_leases` losses without a result it stops deferring and probes itself;
+//! - a fleet close is applied after a random delay up to `close_jitter`;
+//! - a store error never opens anything: remote opens already applied simply expire.
+
+use crate::config::FleetConfig;
+use crate::member::{Cause, FleetMember, LocalState, Transition};
+use crate::transport::{
+    LeaseOutcome, RemoteOpen, ReportOutcome, Snapshot, TransportResult, VoteOutcome,
+};
+use std::time::{Duration, Instant};
+
+/// A store operation the machine wants run for its breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    /// Vote that the breaker opened on local evidence.
+    Vote,
+    /// Read the breaker's fleet state back.
+    Snapshot,
+    /// Ask for the probe lease of this generation.
+    Acquire {
+        /// Generation of the fleet open being probed.
+        generation: u64,
+    },
+    /// Report the probe's result under the lease of this generation.
+    Report {
+        /// Generation of the lease.
+        generation: u64,
+        /// Whether the trial succeeded.
+        success: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lease {
+    Idle,
+    Requested,
+    Held {
+        generation: u64,
+        until: Instant,
+    },
+    /// Too many leases lost, or the store unreachable: this generation is probed locally.
+    GaveUp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Remote {
+    generation: u64,
+    until: Instant,
+}
+
+/// Fleet state of one breaker.
+#[derive(Debug)]
+pub struct Machine {
+    remote: Option<Remote>,
+    lease: Lease,
+    lost: u32,
+    voting: bool,
+    vetoes: u64,
+    rng: fastrand::Rng,
+}
+
+impl Machine {
+    /// A machine with nothing known yet; `seed` drives its jitter.
+    pub fn new(seed: u64) -> Self {
+        Machine {
+            remote: None,
+            lease: Lease::Idle,
+            lost: 0,
+            voting: false,
+            vetoes: 0,
+            rng: fastrand::Rng::with_seed(seed),
+        }
+    }
+
+    /// Local monotonic end of the fleet open this machine applied, if any.
+    pub fn remote_until(&self) -> Option<Instant> {
+        self.remote.map(|r| r.until)
+    }
+
+    /// Generation of the fleet open this machine follows, if any.
+    pub fn remote_generation(&self) -> Option<u64> {
+        self.remote.map(|r| r.generation)
+    }
+
+    /// Whether this instance holds the probe lease (its next trial is the fleet's probe).
+    pub fn holds_lease(&self) -> bool {
+        matches!(self.lease, Lease::Held { .. })
+    }
+
+    /// Whether this instance stopped deferring to other probers for the current open.
+    pub fn probes_locally(&self) -> bool {
+        self.lease == Lease::GaveUp
+    }
+
+    /// Leases lost for the current generation.
+    pub fn lost_leases(&self) -> u32 {
+        self.lost
+    }
+
+    /// Remote opens not applied because of the local veto.
+    pub fn vetoes(&self) -> u64 {
+        self.vetoes
+    }
+
+    fn jitter(&mut self, max: Duration) -> Duration {
+        max.mul_f64(self.rng.f64())
+    }
+
+    fn forget(&mut self) {
+        self.remote = None;
+        self.lease = Lease::Idle;
+        self.lost = 0;
+    }
+
+    /// Applies a fleet open learnt from the store. `ours` is true for opens this
+    /// instance's own vote or report produced (never vetoed).
+    fn adopt<M: FleetMember + ?Sized>(
+        &mut self,
+        cfg: &FleetConfig,
+        member: &M,
+        open: RemoteOpen,
+        ours: bool,
+        now: Instant,
+    ) {
+        let until = now + open.remaining.min(cfg.max_remote_open);
+        if let Some(r) = self.remote {
+            // The store never lengthens an open in place (a reopen is a new
+            // generation), so the same generation read again brings nothing new: its
+            // remaining time only differs from ours by the read's latency.
+            let stale = open.generation < r.generation && now < r.until;
+            if stale || open.generation == r.generation {
+                return;
+            }
+            self.lease = Lease::Idle;
+            self.lost = 0;
+        }
+        if !ours && self.vetoed(cfg, member) {
+            self.vetoes += 1;
+            return;
+        }
+        self.remote = Some(Remote {
+            generation: open.generation,
+            until,
+        });
+        member.apply_remote_open(until);
+    }
+
+    fn vetoed<M: FleetMember + ?Sized>(&self, cfg: &FleetConfig, member: &M) -> bool {
+        let recent = member.recent_outcomes();
+        cfg.veto_successes > 0 && recent.failures == 0 && recent.successes >= cfg.veto_successes
+    }
+
+    fn close<M: FleetMember + ?Sized>(&mut self, cfg: &FleetConfig, member: &M, now: Instant) {
+        let at = now + self.jitter(cfg.close_jitter);
+        member.release_remote_open(at);
+        self.forget();
+    }
+
+    /// A transition of the local breaker.
+    pub fn on_local(&mut self, transition: Transition, now: Instant) -> Option<Command> {
+        if transition.cause == Cause::Fleet {
+            return None;
+        }
+        let held = match self.lease {
+            Lease::Held { generation, until }
+                if now < until
+                    && transition.from == LocalState::HalfOpen
+                    && transition.cause == Cause::LocalEvidence =>
+            {
+                Some(generation)
+            }
+            _ => None,
+        };
+        match transition.to {
+            LocalState::Open => {
+                if let Some(generation) = held {
+                    self.lease = Lease::Idle;
+                    return Some(Command::Report {
+                        generation,
+                        success: false,
+                    });
+                }
+                self.voting = transition.cause == Cause::LocalEvidence;
+                self.voting.then_some(Command::Vote)
+            }
+            LocalState::Closed => {
+                self.voting = false;
+                self.forget();
+                held.map(|generation| Command::Report {
+                    generation,
+                    success: true,
+                })
+            }
+            LocalState::HalfOpen => None,
+        }
+    }
+
+    /// The local state was lost track of (the notifier's queue overflowed): catch up
+    /// from the member's current state.
+    pub fn on_overflow<M: FleetMember + ?Sized>(&mut self, member: &M) -> Option<Command> {
+        match member.state() {
+            LocalState::Open if self.remote.is_none() => {
+                self.voting = true;
+                Some(Command::Vote)
+            }
+            LocalState::Closed => {
+                self.voting = false;
+                self.forget();
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The breaker's state as read from the store.
+    pub fn on_snapshot<M: FleetMember + ?Sized>(
+        &mut self,
+        cfg: &FleetConfig,
+        member: &M,
+        snapshot: &Snapshot,
+        now: Instant,
+    ) {
+        if let Some(open) = snapshot.open {
+            self.adopt(cfg, member, open, false, now);
+            return;
+        }
+        let foreign_probe = snapshot
+            .probe
+            .as_ref()
+            .filter(|p| p.instance != cfg.instance);
+        match (self.remote, foreign_probe) {
+            (Some(r), _) if snapshot.closed >= r.generation => self.close(cfg, member, now),
+            (Some(r), Some(p)) if self.lease == Lease::Idle => {
+                // A probe is running elsewhere: wait for its result.
+                let until = now + p.remaining + self.jitter(cfg.lease_jitter);
+                if until > r.until {
+                    self.remote = Some(Remote { until, ..r });
+                    member.apply_remote_open(until);
+                }
+            }
+            (None, Some(p)) => {
+                // Started (or reconnected) while the fleet probes: wait for its result.
+                let wait = p.remaining + self.jitter(cfg.lease_jitter);
+                let open = RemoteOpen {
+                    generation: p.generation,
+                    remaining: wait,
+                };
+                self.adopt(cfg, member, open, false, now);
+            }
+            _ => {}
+        }
+    }
+
+    /// Reply to [`Command::Vote`].
+    pub fn on_vote<M: FleetMember + ?Sized>(
+        &mut self,
+        cfg: &FleetConfig,
+        member: &M,
+        outcome: TransportResult<VoteOutcome>,
+        now: Instant,
+    ) {
+        if let Ok(VoteOutcome::Opened(open) | VoteOutcome::AlreadyOpen(open)) = outcome {
+            self.adopt(cfg, member, open, true, now);
+        }
+    }
+
+    /// Reply to [`Command::Acquire`].
+    pub fn on_lease<M: FleetMember + ?Sized>(
+        &mut self,
+        cfg: &FleetConfig,
+        member: &M,
+        outcome: TransportResult<LeaseOutcome>,
+        now: Instant,
+    ) {
+        if self.lease != Lease::Requested {
+            return;
+        }
+        let Some(remote) = self.remote else {
+            self.lease = Lease::Idle;
+            return;
+        };
+        match outcome {
+            Ok(LeaseOutcome::Won { lease }) => {
+                self.lease = Lease::Held {
+                    generation: remote.generation,
+                    until: now + lease,
+                };
+            }
+            Ok(LeaseOutcome::Lost { remaining }) => {
+                self.lost += 1;
+                if self.lost >= cfg.max_lost_leases {
+                    self.lease = Lease::GaveUp;
+                    return;
+                }
+                let until = now + remaining.min(cfg.probe_lease) + self.jitter(cfg.lease_jitter);
+                self.lease = Lease::Idle;
+                if until > remote.until {
+                    self.remote = Some(Remote { until, ..remote });
+                    member.apply_remote_open(until);
+                }
+            }
+            // Cannot coordinate: the applied open expires and the breaker probes itself.
+            Err(_) => self.lease = Lease::GaveUp,
+        }
+    }
+
+    /// Reply to [`Command::Report`].
+    pub fn on_report<M: FleetMember + ?Sized>(
+        &mut self,
+        cfg: &FleetConfig,
+        member: &M,
+        outcome: TransportResult<ReportOutcome>,
+        now: Instant,
+    ) {
+        if let Ok(ReportOutcome::Reopened(open)) = outcome {
+            self.adopt(cfg, member, open, true, now);
+        }
+    }
+
+    /// Time passes: asks for the probe lease when the fleet deadline approaches.
+    pub fn tick(&mut self, cfg: &FleetConfig, now: Instant) -> Option<Command> {
+        let remote = self.remote?;
+        match self.lease {
+            Lease::Idle if now + cfg.probe_lead >= remote.until => {
+                self.lease = Lease::Requested;
+                Some(Command::Acquire {
+                    generation: remote.generation,
+                })
+            }
+            Lease::Held { until, .. } if now >= until => {
+                // The lease lapsed without a local result: compete again.
+                self.lease = Lease::Idle;
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The store is reachable again: read back, vote again if still open on local
+    /// evidence, and compete for the lease again.
+    pub fn resync(&mut self, cfg: &FleetConfig) -> Vec<Command> {
+        if self.lease == Lease::GaveUp && self.lost < cfg.max_lost_leases {
+            self.lease = Lease::Idle;
+        }
+        if self.lease == Lease::Requested {
+            self.lease = Lease::Idle;
+        }
+        let mut commands = vec![Command::Snapshot];
+        if self.voting {
+            commands.push(Command::Vote);
+        }
+        commands
+    }
+}

@@ -1,0 +1,89 @@
+//! The local breaker as the fleet sees it.
+//!
+//! The fleet never reaches into a breaker's internals: a breaker takes part through
+//! [`FleetMember`], and tells the fleet of its own transitions through the
+//! [`Notifier`](crate::Notifier) it is handed when it joins.
+
+use crate::Notifier;
+use std::time::Instant;
+
+/// State of the local breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LocalState {
+    /// Calls pass.
+    Closed,
+    /// Calls are refused.
+    Open,
+    /// Trial calls are admitted.
+    HalfOpen,
+}
+
+/// Why a local transition happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Cause {
+    /// The breaker's own calls: failures tripped it, trials closed or reopened it.
+    /// Only these opens are voted (no echo of what the fleet applied).
+    LocalEvidence,
+    /// The fleet applied or released a remote open.
+    Fleet,
+    /// An operator forced it (`force_open`, `reset`, ...).
+    Manual,
+}
+
+/// One local transition, as the breaker reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Transition {
+    /// State before.
+    pub from: LocalState,
+    /// State after.
+    pub to: LocalState,
+    /// What caused it.
+    pub cause: Cause,
+}
+
+/// Outcomes of the local breaker's calls over roughly the last second, for the veto.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecentOutcomes {
+    /// Successful calls.
+    pub successes: u32,
+    /// Counted failures.
+    pub failures: u32,
+}
+
+/// A local breaker that shares its opens and recovery with the fleet.
+///
+/// Implementations must be wait-free or at least never block: the fleet's
+/// background task calls them, and the breaker's callers must never wait for it.
+pub trait FleetMember: Send + Sync + 'static {
+    /// Stable name, the same on every instance (the store keys are derived from it).
+    fn name(&self) -> &str;
+
+    /// Fingerprint of the settings that make two breakers "the same" (trip rule,
+    /// recovery, ...). Only votes with the same fingerprint count towards a quorum.
+    fn fingerprint(&self) -> u64;
+
+    /// Current local state.
+    fn state(&self) -> LocalState;
+
+    /// Refuse calls until `until` (a local monotonic instant): open the breaker if it
+    /// is closed, extend its open if it ends sooner. Never shortens an open, never
+    /// interrupts a half-open trial already admitted.
+    fn apply_remote_open(&self, until: Instant);
+
+    /// The fleet closed: an open imposed by [`apply_remote_open`](Self::apply_remote_open)
+    /// ends no later than `at`. An open caused by local evidence is left alone.
+    fn release_remote_open(&self, at: Instant);
+
+    /// Recent local outcomes. When at least
+    /// [`veto_successes`](crate::FleetConfig::veto_successes) succeeded and none failed,
+    /// a remote open is not applied: the dependency works from here. Defaults to none.
+    fn recent_outcomes(&self) -> RecentOutcomes {
+        RecentOutcomes::default()
+    }
+
+    /// Called once when the breaker joins, with the notifier its transition hook
+    /// must call. Defaults to doing nothing (the caller keeps the notifier).
+    fn attached(&self, notifier: Notifier) {
+        let _ = notifier;
+    }
+}

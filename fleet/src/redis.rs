@@ -1,0 +1,424 @@
+//! The Redis transport: four Lua scripts, one multiplexed connection and RESP3
+//! push for events.
+//!
+//! Client choice: the `redis` crate (pinned), because its `ConnectionManager` gives
+//! exactly the three things this transport needs from a client: a response timeout
+//! per command, reconnection with exponential backoff, and RESP3 push delivery with
+//! automatic resubscription on the same multiplexed connection (one socket per
+//! process). `fred` offers the same with a larger surface (its own reconnect policy,
+//! pool and runtime types); nothing here needs more, and scripts, `SET NX PX` and
+//! `PUBLISH` look the same in both.
+//!
+//! Every script uses the store's own clock (`TIME`) and writes only keys with an
+//! expiry. Values found in the store are never trusted: wrong types are deleted or
+//! ignored, numbers are range-checked, and keys without expiry are repaired.
+
+use crate::config::FleetConfig;
+use crate::keys::{channel, BreakerKeys};
+use crate::payload::{self, clamp_ttl, parse_generation, parse_lease, Codec, Notice, NoticeKind};
+use crate::transport::{
+    Incoming, LeaseHolder, LeaseOutcome, RemoteOpen, ReportOutcome, Snapshot, Transport,
+    TransportError, TransportResult, VoteOutcome,
+};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{IntoConnectionInfo, ProtocolVersion, PushInfo, PushKind, RedisError, Script, Value};
+use std::future::Future;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Helpers shared by the scripts: type repair, range-checked numbers, the open step.
+const PRELUDE: &str = r"
+local function clean(key, kind)
+  local t = redis.call('TYPE', key).ok
+  if t ~= kind and t ~= 'none' then redis.call('DEL', key) end
+end
+local function num(v, lo, hi)
+  local n = tonumber(v)
+  if n == nil or n ~= n or n < lo or n > hi then return lo end
+  return math.floor(n)
+end
+local function str(key)
+  if redis.call('TYPE', key).ok ~= 'string' then return -2, false end
+  return redis.call('PTTL', key), redis.call('GET', key)
+end
+-- Opens the fleet at the next generation for min(base * 2^level, cap) ms and publishes.
+local function open_next(open, gen, base, cap, state_ttl, chan, payload)
+  clean(gen, 'hash')
+  local g = num(redis.call('HGET', gen, 'gen'), 0, 9007199254740991) + 1
+  local level = num(redis.call('HGET', gen, 'level'), 0, 40)
+  local ms = math.min(tonumber(base) * 2 ^ level, tonumber(cap))
+  local gs = string.format('%d', g)
+  redis.call('HSET', gen, 'gen', gs, 'level', string.format('%d', level + 1))
+  redis.call('PEXPIRE', gen, state_ttl)
+  redis.call('SET', open, gs, 'PX', string.format('%d', ms))
+  redis.call('PUBLISH', chan, payload)
+  return gs, ms
+end
+";
+
+/// KEYS: votes, open, gen. ARGV: member, fingerprint prefix, window ms, quorum, base ms,
+/// cap ms, state ttl ms, channel, payload.
+/// Reply: {0 counted | 1 opened | 2 already open, generation, remaining ms, votes}.
+const VOTE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+clean(KEYS[1], 'zset')
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+local votes = 0
+for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  if string.sub(m, 1, #ARGV[2]) == ARGV[2] then votes = votes + 1 end
+end
+local pttl, g = str(KEYS[2])
+if pttl > 0 then return {2, g, pttl, votes} end
+if votes < tonumber(ARGV[4]) then return {0, false, 0, votes} end
+local gs, ms = open_next(KEYS[2], KEYS[3], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9])
+return {1, gs, ms, votes}
+";
+
+/// KEYS: open, probe, gen. Reply: {open pttl, open value, probe pttl, probe value, closed}.
+const SNAPSHOT: &str = r"
+local opttl, oval = str(KEYS[1])
+local pptl, pval = str(KEYS[2])
+local closed = false
+if redis.call('TYPE', KEYS[3]).ok == 'hash' then closed = redis.call('HGET', KEYS[3], 'closed') end
+return {opttl, oval, pptl, pval, closed}
+";
+
+/// KEYS: probe. ARGV: `instance:generation`, lease ms. Reply: {1 won | 0 lost, pttl}.
+const ACQUIRE: &str = r"
+if redis.call('PTTL', KEYS[1]) == -1 then redis.call('DEL', KEYS[1]) end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, tonumber(ARGV[2])} end
+return {0, redis.call('PTTL', KEYS[1])}
+";
+
+/// KEYS: probe, open, gen, votes. ARGV: `instance:generation`, success (1/0), generation,
+/// base ms, cap ms, state ttl ms, channel, close payload, open payload.
+/// Reply: {0 refused | 1 closed | 2 reopened, generation, remaining ms}.
+const REPORT: &str = r"
+local _, lease = str(KEYS[1])
+if lease ~= ARGV[1] then return {0, false, 0} end
+local _, current = str(KEYS[2])
+if current and current ~= ARGV[3] then return {0, false, 0} end
+redis.call('DEL', KEYS[1])
+if ARGV[2] == '1' then
+  redis.call('DEL', KEYS[2], KEYS[4])
+  clean(KEYS[3], 'hash')
+  redis.call('HSET', KEYS[3], 'level', '0', 'closed', ARGV[3])
+  redis.call('PEXPIRE', KEYS[3], ARGV[6])
+  redis.call('PUBLISH', ARGV[7], ARGV[8])
+  return {1, false, 0}
+end
+local gs, ms = open_next(KEYS[2], KEYS[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[9])
+return {2, gs, ms}
+";
+
+/// Capacity of the event queue between the connection and the background task.
+/// When it is full, events are dropped: the periodic read-back catches up.
+const EVENT_QUEUE: usize = 1024;
+
+/// [`Transport`] over a standalone Redis 6.2+ or Valkey (RESP3 push for events).
+///
+/// The key layout keeps each breaker in one cluster slot, but this transport speaks
+/// to a single server; Redis Cluster needs the cluster client, not built yet.
+pub struct RedisTransport {
+    conn: ConnectionManager,
+    namespace: String,
+    instance: String,
+    channel: String,
+    codec: Codec,
+    timeout: Duration,
+    vote_window: Duration,
+    quorum: u32,
+    open_base: Duration,
+    open_cap: Duration,
+    max_remote_open: Duration,
+    probe_lease: Duration,
+    state_ttl: Duration,
+    events: Mutex<Option<mpsc::Receiver<Incoming>>>,
+    scripts: [Script; 4],
+}
+
+impl std::fmt::Debug for RedisTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisTransport")
+            .field("namespace", &self.namespace)
+            .field("instance", &self.instance)
+            .finish_non_exhaustive()
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    d.as_millis().try_into().unwrap_or(u64::MAX)
+}
+
+fn map_err(e: RedisError) -> TransportError {
+    if e.is_timeout() {
+        TransportError::Timeout
+    } else if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
+        TransportError::Unavailable(e.to_string())
+    } else {
+        TransportError::Protocol(e.to_string())
+    }
+}
+
+fn protocol(what: &str) -> TransportError {
+    TransportError::Protocol(what.to_owned())
+}
+
+fn int(v: Option<&Value>) -> TransportResult<i64> {
+    match v {
+        Some(Value::Int(n)) => Ok(*n),
+        _ => Err(protocol("expected an integer")),
+    }
+}
+
+/// A string value from a script reply, or `None` for nil / absent.
+fn bytes(v: Option<&Value>) -> Option<&[u8]> {
+    match v {
+        Some(Value::BulkString(b)) if b.len() <= payload::MAX_PAYLOAD => Some(b),
+        _ => None,
+    }
+}
+
+fn array(v: Value, len: usize) -> TransportResult<Vec<Value>> {
+    match v {
+        Value::Array(items) if items.len() == len => Ok(items),
+        _ => Err(protocol("unexpected script reply shape")),
+    }
+}
+
+impl RedisTransport {
+    /// A transport for `config`; connects lazily, so it never waits for the store.
+    /// Must be called inside a Tokio runtime.
+    pub fn new(config: &FleetConfig) -> TransportResult<Self> {
+        let info = config
+            .url
+            .as_str()
+            .into_connection_info()
+            .map_err(|e| TransportError::Protocol(e.to_string()))?;
+        let settings = info
+            .redis_settings()
+            .clone()
+            .set_protocol(ProtocolVersion::RESP3);
+        let client = redis::Client::open(info.set_redis_settings(settings)).map_err(map_err)?;
+
+        let codec = Codec::new(&config.namespace, config.hmac_key.as_deref());
+        let (tx, rx) = mpsc::channel(EVENT_QUEUE);
+        let chan = channel(&config.namespace);
+        let push = {
+            let codec = codec.clone();
+            let chan = chan.clone().into_bytes();
+            move |info: PushInfo| -> Result<(), ()> {
+                let incoming = match info.kind {
+                    PushKind::Disconnection => Incoming::Disconnected,
+                    PushKind::Message => match (info.data.first(), info.data.get(1)) {
+                        (Some(Value::BulkString(c)), Some(Value::BulkString(p))) if *c == chan => {
+                            codec
+                                .decode(p)
+                                .map_or_else(Incoming::Rejected, Incoming::Notice)
+                        }
+                        _ => Incoming::Rejected(payload::Rejection::Malformed),
+                    },
+                    _ => return Ok(()),
+                };
+                // Never block the connection: a full queue drops the event.
+                let _ = tx.try_send(incoming);
+                Ok(())
+            }
+        };
+        let manager = ConnectionManagerConfig::new()
+            .set_response_timeout(Some(config.command_timeout))
+            // Connecting happens in the background, never on a call: the handshake
+            // (TCP, HELLO, client info) gets more room than one command.
+            .set_connection_timeout(Some(config.command_timeout * 10))
+            .set_number_of_retries(1)
+            .set_min_delay(config.reconnect_min)
+            .set_max_delay(config.reconnect_max)
+            .set_push_sender(push)
+            .set_automatic_resubscription();
+        let conn = ConnectionManager::new_lazy_with_config(client, manager).map_err(map_err)?;
+        Ok(RedisTransport {
+            conn,
+            namespace: config.namespace.clone(),
+            instance: config.instance.clone(),
+            channel: chan,
+            codec,
+            timeout: config.command_timeout,
+            vote_window: config.vote_window,
+            quorum: config.quorum,
+            open_base: config.open_base,
+            open_cap: config.open_cap,
+            max_remote_open: config.max_remote_open,
+            probe_lease: config.probe_lease,
+            state_ttl: config.state_ttl,
+            events: Mutex::new(Some(rx)),
+            scripts: [VOTE, SNAPSHOT, ACQUIRE, REPORT]
+                .map(|body| Script::new(&format!("{PRELUDE}{body}"))),
+        })
+    }
+
+    /// Runs `op` on a clone of the connection, bounded by the command timeout.
+    async fn run<T, F, Fut>(&self, op: F) -> TransportResult<T>
+    where
+        F: FnOnce(ConnectionManager) -> Fut,
+        Fut: Future<Output = redis::RedisResult<T>>,
+    {
+        match tokio::time::timeout(self.timeout, op(self.conn.clone())).await {
+            Ok(result) => result.map_err(map_err),
+            Err(_) => Err(TransportError::Timeout),
+        }
+    }
+
+    fn notice(&self, kind: NoticeKind, breaker: &str) -> String {
+        self.codec.encode(&Notice {
+            kind,
+            origin: self.instance.clone(),
+            breaker: breaker.to_owned(),
+        })
+    }
+
+    fn remote_open(&self, generation: Option<&[u8]>, remaining: i64) -> Option<RemoteOpen> {
+        Some(RemoteOpen {
+            generation: parse_generation(generation?)?,
+            remaining: clamp_ttl(remaining, self.max_remote_open)?,
+        })
+    }
+
+    fn lease_value(&self, generation: u64) -> String {
+        format!("{}:{generation}", self.instance)
+    }
+}
+
+impl Transport for RedisTransport {
+    async fn ping(&self) -> TransportResult<()> {
+        self.run(|mut c| async move { redis::cmd("PING").query_async::<()>(&mut c).await })
+            .await
+    }
+
+    async fn resume(&self) -> TransportResult<()> {
+        let chan = self.channel.clone();
+        let mut load = redis::pipe();
+        for script in &self.scripts {
+            load.load_script(script).ignore();
+        }
+        self.run(|mut c| async move { c.subscribe(chan).await })
+            .await?;
+        self.run(|mut c| async move { load.exec_async(&mut c).await })
+            .await
+    }
+
+    fn take_events(&self) -> Option<mpsc::Receiver<Incoming>> {
+        self.events.lock().ok()?.take()
+    }
+
+    async fn vote(&self, breaker: &str, fingerprint: u64) -> TransportResult<VoteOutcome> {
+        let k = BreakerKeys::new(&self.namespace, breaker);
+        let prefix = format!("{fingerprint:016x}|");
+        let mut inv = self.scripts[0].prepare_invoke();
+        inv.key(&k.votes).key(&k.open).key(&k.gen);
+        inv.arg(format!("{prefix}{}", self.instance))
+            .arg(&prefix)
+            .arg(millis(self.vote_window))
+            .arg(self.quorum)
+            .arg(millis(self.open_base))
+            .arg(millis(self.open_cap))
+            .arg(millis(self.state_ttl))
+            .arg(&self.channel)
+            .arg(self.notice(NoticeKind::Open, breaker));
+        let reply = self
+            .run(|mut c| async move { inv.invoke_async::<Value>(&mut c).await })
+            .await?;
+        let items = array(reply, 4)?;
+        let votes = int(items.get(3))?.clamp(0, i64::from(u32::MAX)) as u32;
+        let open = || {
+            self.remote_open(bytes(items.get(1)), int(items.get(2)).unwrap_or(0))
+                .ok_or_else(|| protocol("fleet open with an invalid generation or expiry"))
+        };
+        match int(items.first())? {
+            0 => Ok(VoteOutcome::Counted { votes }),
+            1 => Ok(VoteOutcome::Opened(open()?)),
+            2 => Ok(VoteOutcome::AlreadyOpen(open()?)),
+            _ => Err(protocol("unknown vote outcome")),
+        }
+    }
+
+    async fn snapshot(&self, breaker: &str) -> TransportResult<Snapshot> {
+        let k = BreakerKeys::new(&self.namespace, breaker);
+        let mut inv = self.scripts[1].prepare_invoke();
+        inv.key(&k.open).key(&k.probe).key(&k.gen);
+        let reply = self
+            .run(|mut c| async move { inv.invoke_async::<Value>(&mut c).await })
+            .await?;
+        let items = array(reply, 5)?;
+        let open = self.remote_open(bytes(items.get(1)), int(items.first())?);
+        let probe = bytes(items.get(3))
+            .and_then(parse_lease)
+            .zip(clamp_ttl(int(items.get(2))?, self.probe_lease))
+            .map(|((instance, generation), remaining)| LeaseHolder {
+                instance,
+                generation,
+                remaining,
+            });
+        let closed = bytes(items.get(4)).and_then(parse_generation).unwrap_or(0);
+        Ok(Snapshot {
+            open,
+            probe,
+            closed,
+        })
+    }
+
+    async fn acquire_probe(&self, breaker: &str, generation: u64) -> TransportResult<LeaseOutcome> {
+        let k = BreakerKeys::new(&self.namespace, breaker);
+        let mut inv = self.scripts[2].prepare_invoke();
+        inv.key(&k.probe)
+            .arg(self.lease_value(generation))
+            .arg(millis(self.probe_lease));
+        let reply = self
+            .run(|mut c| async move { inv.invoke_async::<Value>(&mut c).await })
+            .await?;
+        let items = array(reply, 2)?;
+        let remaining = clamp_ttl(int(items.get(1))?, self.probe_lease).unwrap_or_default();
+        Ok(match int(items.first())? {
+            1 => LeaseOutcome::Won {
+                lease: self.probe_lease,
+            },
+            _ => LeaseOutcome::Lost { remaining },
+        })
+    }
+
+    async fn report_probe(
+        &self,
+        breaker: &str,
+        generation: u64,
+        success: bool,
+    ) -> TransportResult<ReportOutcome> {
+        let k = BreakerKeys::new(&self.namespace, breaker);
+        let mut inv = self.scripts[3].prepare_invoke();
+        inv.key(&k.probe).key(&k.open).key(&k.gen).key(&k.votes);
+        inv.arg(self.lease_value(generation))
+            .arg(if success { "1" } else { "0" })
+            .arg(generation.to_string())
+            .arg(millis(self.open_base))
+            .arg(millis(self.open_cap))
+            .arg(millis(self.state_ttl))
+            .arg(&self.channel)
+            .arg(self.notice(NoticeKind::Close, breaker))
+            .arg(self.notice(NoticeKind::Open, breaker));
+        let reply = self
+            .run(|mut c| async move { inv.invoke_async::<Value>(&mut c).await })
+            .await?;
+        let items = array(reply, 3)?;
+        match int(items.first())? {
+            0 => Ok(ReportOutcome::Refused),
+            1 => Ok(ReportOutcome::Closed),
+            2 => self
+                .remote_open(bytes(items.get(1)), int(items.get(2))?)
+                .map(ReportOutcome::Reopened)
+                .ok_or_else(|| protocol("reopen with an invalid generation or expiry")),
+            _ => Err(protocol("unknown report outcome")),
+        }
+    }
+}

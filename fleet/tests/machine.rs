@@ -1,0 +1,330 @@
+//! The fleet state machine for one breaker, driven by hand: no store, no runtime.
+
+mod support;
+
+use failfast_fleet::machine::{Command, Machine};
+use failfast_fleet::{
+    Cause, FleetConfig, LeaseHolder, LeaseOutcome, LocalState, RemoteOpen, ReportOutcome, Snapshot,
+    Transition, TransportError, VoteOutcome,
+};
+use std::time::{Duration, Instant};
+use support::FakeMember;
+
+fn cfg() -> FleetConfig {
+    support::config("redis://unused/", "me")
+}
+
+fn t(from: LocalState, to: LocalState, cause: Cause) -> Transition {
+    Transition { from, to, cause }
+}
+
+fn open(generation: u64, ms: u64) -> Snapshot {
+    Snapshot {
+        open: Some(RemoteOpen {
+            generation,
+            remaining: Duration::from_millis(ms),
+        }),
+        ..Snapshot::default()
+    }
+}
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+#[test]
+fn only_opens_on_local_evidence_are_voted() {
+    let mut m = Machine::new(1);
+    let now = Instant::now();
+    use LocalState::*;
+    assert_eq!(
+        m.on_local(t(Closed, Open, Cause::LocalEvidence), now),
+        Some(Command::Vote)
+    );
+    assert_eq!(m.on_local(t(Closed, Open, Cause::Fleet), now), None);
+    assert_eq!(m.on_local(t(Closed, Open, Cause::Manual), now), None);
+    assert_eq!(
+        m.on_local(t(Open, HalfOpen, Cause::LocalEvidence), now),
+        None
+    );
+}
+
+#[test]
+fn a_remote_open_is_applied_on_the_local_clock_and_capped() {
+    let cfg = cfg();
+    let member = FakeMember::new("dep");
+    let mut m = Machine::new(1);
+    let now = Instant::now();
+    m.on_snapshot(&cfg, &*member, &open(3, 1500), now);
+    assert_eq!(member.last_open(), Some(now + MS(1500)));
+    assert_eq!(m.remote_generation(), Some(3));
+    // The same open read again changes nothing; an older generation is ignored.
+    m.on_snapshot(&cfg, &*member, &open(3, 1400), now + MS(100));
+    m.on_snapshot(&cfg, &*member, &open(3, 1500), now + MS(5)); // a faster read: still the same open
+    m.on_snapshot(&cfg, &*member, &open(2, 50_000), now + MS(100));
+    assert_eq!(member.open_count(), 1);
+    // A newer one far in the future is held to max_remote_open.
+    m.on_snapshot(&cfg, &*member, &open(4, 10_000_000), now + MS(200));
+    assert_eq!(
+        member.last_open(),
+        Some(now + MS(200) + cfg.max_remote_open)
+    );
+}
+
+#[test]
+fn recent_local_successes_veto_a_remote_open_but_not_our_own() {
+    let cfg = cfg();
+    let member = FakeMember::new("dep");
+    member.successes.store(
+        u64::from(cfg.veto_successes),
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    let mut m = Machine::new(1);
+    let now = Instant::now();
+    m.on_snapshot(&cfg, &*member, &open(1, 1500), now);
+    assert_eq!((member.open_count(), m.vetoes()), (0, 1));
+    let mine = RemoteOpen {
+        generation: 2,
+        remaining: MS(1500),
+    };
+    m.on_vote(&cfg, &*member, Ok(VoteOutcome::Opened(mine)), now);
+    assert_eq!((member.open_count(), m.vetoes()), (1, 1));
+}
+
+#[test]
+fn the_lease_is_requested_just_before_the_deadline_and_the_winner_reports() {
+    let cfg = cfg();
+    let member = FakeMember::new("dep");
+    let mut m = Machine::new(1);
+    let now = Instant::now();
+    m.on_snapshot(&cfg, &*member, &open(5, 1500), now);
+    assert_eq!(m.tick(&cfg, now + MS(1500) - cfg.probe_lead - MS(1)), None);
+    let at = now + MS(1500) - cfg.probe_lead;
+    assert_eq!(m.tick(&cfg, at), Some(Command::Acquire { generation: 5 }));
+    assert_eq!(m.tick(&cfg, at), None, "one request at a time");
+    m.on_lease(
+        &cfg,
+        &*member,
+        Ok(LeaseOutcome::Won {
+            lease: cfg.probe_lease,
+        }),
+        at,
+    );
+    assert!(m.holds_lease());
+    use LocalState::*;
+    assert_eq!(
+        m.on_local(t(Open, HalfOpen, Cause::LocalEvidence), at + MS(400)),
+        None
+    );
+    assert_eq!(
+        m.on_local(t(HalfOpen, Open, Cause::LocalEvidence), at + MS(500)),
+        Some(Command::Report {
+            generation: 5,
+            success: false
+        }),
+        "a failed fleet probe is reported, not voted"
+    );
+    let reopened = RemoteOpen {
+        generation: 6,
+        remaining: MS(3000),
+    };
+    m.on_report(
+        &cfg,
+        &*member,
+        Ok(ReportOutcome::Reopened(reopened)),
+        at + MS(510),
+    );
+    assert_eq!(m.remote_generation(), Some(6));
+    let at = at + MS(510) + MS(3000) - cfg.probe_lead;
+    assert_eq!(m.tick(&cfg, at), Some(Command::Acquire { generation: 6 }));
+    m.on_lease(
+        &cfg,
+        &*member,
+        Ok(LeaseOutcome::Won {
+            lease: cfg.probe_lease,
+        }),
+        at,
+    );
+    assert_eq!(
+        m.on_local(t(HalfOpen, Closed, Cause::LocalEvidence), at + MS(400)),
+        Some(Command::Report {
+            generation: 6,
+            success: true
+        })
+    );
+    assert_eq!(m.remote_generation(), None);
+}
+
+#[test]
+fn a_loser_waits_for_the_winner_and_after_three_losses_probes_itself() {
+    let cfg = cfg();
+    let member = FakeMember::new("dep");
+    let mut m = Machine::new(1);
+    let mut now = Instant::now();
+    m.on_snapshot(&cfg, &*member, &open(1, 1000), now);
+    for loss in 1..=cfg.max_lost_leases {
+        now = m.remote_until().unwrap() - cfg.probe_lead;
+        assert_eq!(
+            m.tick(&cfg, now),
+            Some(Command::Acquire { generation: 1 }),
+            "loss {loss}"
+        );
+        let opens = member.open_count();
+        m.on_lease(
+            &cfg,
+            &*member,
+            Ok(LeaseOutcome::Lost {
+                remaining: MS(1500),
+            }),
+            now,
+        );
+        assert_eq!(m.lost_leases(), loss);
+        if loss < cfg.max_lost_leases {
+            let until = member.last_open().unwrap();
+            assert_eq!(member.open_count(), opens + 1);
+            assert!(
+                until >= now + MS(1500) && until <= now + MS(1500) + cfg.lease_jitter,
+                "loss {loss}"
+            );
+        } else {
+            assert_eq!(member.open_count(), opens, "no more deferring");
+            assert!(m.probes_locally());
+            assert_eq!(m.tick(&cfg, now + MS(5000)), None);
+        }
+    }
+    // A new generation (someone's probe failed) starts the count again.
+    m.on_snapshot(&cfg, &*member, &open(2, 3000), now + MS(100));
+    assert_eq!((m.lost_leases(), m.probes_locally()), (0, false));
+}
+
+#[test]
+fn a_fleet_close_is_applied_with_jitter() {
+    let cfg = cfg();
+    let now = Instant::now();
+    let mut delays = Vec::new();
+    for seed in 0..20 {
+        let member = FakeMember::new("dep");
+        let mut m = Machine::new(seed);
+        m.on_snapshot(&cfg, &*member, &open(4, 1500), now);
+        // Open key gone but no close recorded: a probe is running, not a close.
+        m.on_snapshot(&cfg, &*member, &Snapshot::default(), now + MS(1600));
+        assert_eq!(member.release_count(), 0);
+        let closed = Snapshot {
+            closed: 4,
+            ..Snapshot::default()
+        };
+        m.on_snapshot(&cfg, &*member, &closed, now + MS(1700));
+        let at = *member.releases.lock().unwrap().last().expect("released");
+        assert!(at >= now + MS(1700) && at <= now + MS(1700) + cfg.close_jitter);
+        assert_eq!(m.remote_generation(), None);
+        delays.push(at - (now + MS(1700)));
+    }
+    delays.sort();
+    delays.dedup();
+    assert!(
+        delays.len() > 10,
+        "closes are spread, not simultaneous: {delays:?}"
+    );
+}
+
+#[test]
+fn a_pod_started_during_a_probe_waits_for_its_result() {
+    let cfg = cfg();
+    let member = FakeMember::new("dep");
+    let mut m = Machine::new(1);
+    let now = Instant::now();
+    let probing = Snapshot {
+        probe: Some(LeaseHolder {
+            instance: "other".into(),
+            generation: 9,
+            remaining: MS(1200),
+        }),
+        ..Snapshot::default()
+    };
+    m.on_snapshot(&cfg, &*member, &probing, now);
+    let until = member
+        .last_open()
+        .expect("held open while the fleet probes");
+    assert!(until >= now + MS(1200) && until <= now + MS(1200) + cfg.lease_jitter);
+    // Its own lease, seen back, is not a reason to wait.
+    let mut mine = Machine::new(2);
+    let own = Snapshot {
+        probe: Some(LeaseHolder {
+            instance: cfg.instance.clone(),
+            generation: 9,
+            remaining: MS(1200),
+        }),
+        ..Snapshot::default()
+    };
+    let member2 = FakeMember::new("dep");
+    mine.on_snapshot(&cfg, &*member2, &own, now);
+    assert_eq!(member2.open_count(), 0);
+}
+
+#[test]
+fn an_unreachable_store_means_local_probing_and_a_resync_votes_again() {
+    let cfg = cfg();
+    let member = FakeMember::new("dep");
+    let mut m = Machine::new(1);
+    let now = Instant::now();
+    use LocalState::*;
+    assert_eq!(
+        m.on_local(t(Closed, Open, Cause::LocalEvidence), now),
+        Some(Command::Vote)
+    );
+    m.on_vote(&cfg, &*member, Err(TransportError::Timeout), now);
+    assert_eq!(member.open_count(), 0, "a failed vote applies nothing");
+    m.on_snapshot(&cfg, &*member, &open(1, 1000), now);
+    let at = now + MS(1000) - cfg.probe_lead;
+    assert_eq!(m.tick(&cfg, at), Some(Command::Acquire { generation: 1 }));
+    m.on_lease(
+        &cfg,
+        &*member,
+        Err(TransportError::Unavailable("down".into())),
+        at,
+    );
+    assert!(m.probes_locally());
+    assert_eq!(
+        member.open_count(),
+        1,
+        "the remote open is not extended without the store"
+    );
+    assert_eq!(m.resync(&cfg), vec![Command::Snapshot, Command::Vote]);
+    assert!(
+        !m.probes_locally(),
+        "the store is back: compete for the lease again"
+    );
+    assert_eq!(
+        m.on_local(t(Open, Closed, Cause::LocalEvidence), at + MS(500)),
+        None
+    );
+    assert_eq!(
+        m.resync(&cfg),
+        vec![Command::Snapshot],
+        "closed: nothing to vote"
+    );
+}
+
+#[test]
+fn an_operator_reset_during_the_probe_is_not_reported_as_its_result() {
+    let cfg = cfg();
+    let member = FakeMember::new("dep");
+    let mut m = Machine::new(1);
+    let now = Instant::now();
+    m.on_snapshot(&cfg, &*member, &open(5, 1000), now);
+    let at = now + MS(1000) - cfg.probe_lead;
+    assert_eq!(m.tick(&cfg, at), Some(Command::Acquire { generation: 5 }));
+    let won = LeaseOutcome::Won {
+        lease: cfg.probe_lease,
+    };
+    m.on_lease(&cfg, &*member, Ok(won), at);
+    assert!(m.holds_lease());
+    use LocalState::*;
+    assert_eq!(
+        m.on_local(t(HalfOpen, Closed, Cause::Manual), at + MS(400)),
+        None
+    );
+    assert_eq!(
+        m.on_local(t(HalfOpen, Open, Cause::Manual), at + MS(400)),
+        None
+    );
+    assert!(!m.holds_lease());
+}

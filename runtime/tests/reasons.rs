@@ -1,0 +1,46 @@
+//! Every refusal says why: open, half-open trials in flight, forced open.
+//! (The concurrency limit is `tests/bulkhead.rs`'s, at the facade.)
+
+use std::time::Duration;
+
+use failfast_runtime::{Breaker, ManualClock, Reason, State};
+
+#[test]
+fn each_refusal_carries_its_reason() {
+    let clock = ManualClock::new();
+    let breaker = Breaker::builder()
+        .name("reasons")
+        .threshold(1)
+        .recovery(Duration::from_secs(10))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    breaker.acquire().unwrap().failure();
+
+    let open = breaker.acquire().unwrap_err();
+    assert_eq!((open.state(), open.reason()), (State::Open, Reason::Open));
+    assert!(!open.is_concurrency_limit());
+    assert_eq!(open.retry_after(), Some(Duration::from_secs(10)));
+
+    clock.advance(Duration::from_secs(10));
+    let trial = breaker.acquire().expect("the trial");
+    let busy = breaker.acquire().unwrap_err();
+    assert_eq!(
+        (busy.state(), busy.reason()),
+        (State::HalfOpen, Reason::TrialsInFlight)
+    );
+    assert_eq!(
+        busy.to_string(),
+        "circuit breaker `reasons` is half-open: its trial calls are in flight"
+    );
+    trial.success();
+
+    breaker.force_open();
+    let forced = breaker.acquire().unwrap_err();
+    assert_eq!(
+        (forced.state(), forced.reason()),
+        (State::Open, Reason::ForcedOpen)
+    );
+    assert_eq!(forced.retry_after(), None);
+    assert_eq!(forced.reason().to_string(), "forced open");
+}
