@@ -193,5 +193,32 @@ mod tests {
         assert_eq!(kind("e @ Error::Timeout"), "pattern");
         assert_eq!(kind("<E as Trait>::Timeout"), "pattern");
         assert_eq!(kind("|| true"), "predicate");
+        // Paths through `crate`, `self` and `super` to a type.
+        assert_eq!(kind("crate::Timeout"), "type");
+        assert_eq!(kind("self::Timeout"), "type");
+        assert_eq!(kind("super::errors::Timeout"), "type");
+        // Snake case is all lowercase after any leading underscores.
+        assert_eq!(kind("_transient"), "predicate");
+        assert_eq!(kind("is_Transient"), "pattern");
+    }
+
+    #[test]
+    fn only_predicates_need_the_helper() {
+        let parse = |tokens| Matcher::parse.parse_str(tokens).unwrap();
+        assert!(parse("|e: &E| true").is_predicate());
+        assert!(parse("is_transient").is_predicate());
+        assert!(!parse("DependencyError").is_predicate());
+        assert!(!parse("E::Timeout").is_predicate());
+    }
+
+    #[test]
+    fn a_type_in_an_anyhow_error_is_looked_for_through_the_anyhow_probe() {
+        let matcher = Matcher::parse.parse_str("std::io::Error").unwrap();
+        let (krate, error) = (quote!(::failfast), quote!(&e));
+        let anyhow = matcher.check(&krate, &error, true).to_string();
+        let other = matcher.check(&krate, &error, false).to_string();
+        assert!(anyhow.contains("AnyhowProbe"), "{anyhow}");
+        assert!(!other.contains("AnyhowProbe"), "{other}");
+        assert!(other.contains("ViaErased"), "{other}");
     }
 }

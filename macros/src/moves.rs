@@ -215,6 +215,22 @@ mod tests {
     }
 
     #[test]
+    fn a_move_closure_ends_where_it_ends() {
+        let body = "{ std::thread::spawn(move || 1); let r = &req; send(r) }";
+        assert!(consumed_in(body, &["req"]).is_empty());
+    }
+
+    #[test]
+    fn qualified_paths_are_not_arguments_and_invisible_groups_are_looked_through() {
+        assert!(consumed_in("{ send(<T>::req) }", &["req"]).is_empty());
+        // A macro_rules! expansion wraps a `$req:expr` in an invisible group.
+        let req = proc_macro2::Group::new(proc_macro2::Delimiter::None, quote::quote!(req));
+        let body: Block = syn::parse2(quote::quote!({ send(#req) })).unwrap();
+        let arguments = [Ident::new("req", Span::call_site())];
+        assert_eq!(consumed(&body, &arguments).len(), 1);
+    }
+
+    #[test]
     fn only_the_arguments_asked_about_are_returned() {
         assert_eq!(consumed_in("{ send(a); send(b) }", &["b", "c"]), ["b"]);
     }

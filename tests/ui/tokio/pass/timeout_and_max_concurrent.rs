@@ -57,6 +57,33 @@ async fn closure_fallback(id: u32) -> Result<u32, InventoryError> {
     Ok(id)
 }
 
+pub struct Request {
+    pub sku: String,
+}
+
+async fn send(req: Request) -> Result<u32, InventoryError> {
+    Ok(u32::try_from(req.sku.len()).unwrap_or(0))
+}
+
+// A body that consumes its request, with the fallback forms that allow it.
+#[circuit_breaker(timeout = "1s", max_concurrent = 4, fallback = |_error| async { Ok(0) })]
+async fn by_value(req: Request) -> Result<u32, InventoryError> {
+    send(req).await
+}
+
+#[circuit_breaker(timeout = "1s", max_concurrent = 4, fallback = {
+    let sku = req.sku.clone();
+    move |_error| async move { Ok(u32::try_from(sku.len()).unwrap_or(0)) }
+})]
+async fn by_value_kept(req: Request) -> Result<u32, InventoryError> {
+    send(req).await
+}
+
+#[circuit_breaker(max_concurrent = 1, fallback = |_error| Ok(0))]
+fn by_value_sync(req: Request) -> Result<u32, InventoryError> {
+    Ok(u32::try_from(req.sku.len()).unwrap_or(0))
+}
+
 pub struct Client;
 
 impl Client {
@@ -86,5 +113,8 @@ fn main() {
     let _ = generic_fetch(1u8);
     let _ = closure_fallback(1);
     let _ = Client.by_ref("a");
+    let _ = by_value(Request { sku: "a".into() });
+    let _ = by_value_kept(Request { sku: "a".into() });
+    let _ = by_value_sync(Request { sku: "a".into() });
     let _ = Client.stock("a");
 }
