@@ -587,12 +587,69 @@ fn open_rejected(c: &mut Criterion) {
     g.finish();
 }
 
+/// `#[retry]` above the same breaker as `consecutive`, for the path where
+/// the first attempt succeeds: what retrying costs when nothing fails.
+#[inline(never)]
+#[failfast::retry(attempts = 3, backoff = "100ms..2s")]
+#[circuit_breaker(threshold = 5, recovery = "30s")]
+fn retried(x: u64) -> Result<(), Fault> {
+    answer(x)
+}
+
+/// `#[retry]` alone, first attempt succeeding.
+#[inline(never)]
+#[failfast::retry(attempts = 3, backoff = "100ms..2s")]
+fn retried_alone(x: u64) -> Result<(), Fault> {
+    answer(x)
+}
+
+/// The no-retry-needed path: `#[retry]` above a breaker vs the breaker alone,
+/// with the floors and the peers in the same run.
+fn retry_first_attempt(c: &mut Criterion) {
+    let fs = failsafe_consecutive(5, Duration::from_secs(30));
+    let rc = Recloser::default();
+
+    let mut g = c.benchmark_group("retry_1_thread");
+    g.bench_function("floor: bare call", |b| each(b, bare));
+    g.bench_function("floor: bare call + shared fetch_add", |b| {
+        each(b, bare_fetch_add)
+    });
+    g.bench_function("failsafe", |b| each(b, || fs.call(|| work(arg()))));
+    g.bench_function("recloser", |b| each(b, || rc.call(|| work(arg()))));
+    g.bench_function("failfast: #[circuit_breaker]", |b| {
+        each(b, || consecutive(arg()))
+    });
+    g.bench_function("failfast: #[retry] #[circuit_breaker]", |b| {
+        each(b, || retried(arg()))
+    });
+    g.bench_function("failfast: #[retry] alone", |b| {
+        each(b, || retried_alone(arg()))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("retry_2_threads");
+    g.bench_function("floor: bare call + shared fetch_add", |b| {
+        b.iter_custom(|n| two_threads(Clock::Wall, n, bare_fetch_add))
+    });
+    g.bench_function("recloser", |b| {
+        b.iter_custom(|n| two_threads(Clock::Wall, n, || rc.call(|| work(arg()))))
+    });
+    g.bench_function("failfast: #[circuit_breaker]", |b| {
+        b.iter_custom(|n| two_threads(Clock::Wall, n, || consecutive(arg())))
+    });
+    g.bench_function("failfast: #[retry] #[circuit_breaker]", |b| {
+        b.iter_custom(|n| two_threads(Clock::Wall, n, || retried(arg())))
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
     closed_consecutive,
     closed_rate,
     async_call,
     timeout,
-    open_rejected
+    open_rejected,
+    retry_first_attempt
 );
 criterion_main!(benches);

@@ -4,7 +4,8 @@
 //! declared with `#[circuit_breaker]`; with `max_concurrent` (a slot taken and
 //! given back, a refusal at the limit) and with `timeout` (answered in time,
 //! timed out), where tokio's timer itself allocates nothing per call either
-//! (`tokio::time::timeout` is measured beside it).
+//! (`tokio::time::timeout` is measured beside it). So does `#[retry]`, sync
+//! and async (on tokio's timer), whether it retries or not.
 //!
 //! A counting global allocator counts the allocations of the current thread
 //! only (the test harness runs tests on parallel threads, and the coarse clock
@@ -566,5 +567,122 @@ mod timeout {
             .await;
             assert_eq!(timed_out, 0, "timeout key, timed out");
         });
+    }
+}
+
+/// `#[retry]` above `#[circuit_breaker]` and alone: the first attempt's path,
+/// retried failures (with their sleeps and the budget's bookkeeping), and a
+/// rejection that ends the retries at once.
+mod retry {
+    use super::*;
+    use failfast::retry;
+
+    #[retry(attempts = 3, backoff = "1us", budget = 1)]
+    #[circuit_breaker(threshold = 16_000_000, recovery = "30s")]
+    fn retried(fail: bool) -> Result<u32, Fault> {
+        if fail {
+            down()
+        } else {
+            ok()
+        }
+    }
+
+    #[retry(attempts = 3, backoff = "1us", budget = 1)]
+    fn alone(fail: bool) -> Result<u32, Fault> {
+        if fail {
+            down()
+        } else {
+            ok()
+        }
+    }
+
+    #[retry(attempts = 3, backoff = "1us")]
+    #[circuit_breaker(threshold = 1, recovery = "1h")]
+    fn tripped(fail: bool) -> Result<u32, Fault> {
+        if fail {
+            down()
+        } else {
+            ok()
+        }
+    }
+
+    #[test]
+    fn sync_paths() {
+        per_call("retry, first attempt succeeds", || {
+            assert!(retried(false).is_ok());
+        });
+        per_call("retry, failures retried", || {
+            assert!(matches!(retried(true), Err(Fault::Down)));
+        });
+        per_call("retry alone, failures retried", || {
+            assert!(matches!(alone(true), Err(Fault::Down)));
+        });
+        start_coarse_clock();
+        let _ = tripped(true);
+        per_call("retry, rejected by the open breaker", || {
+            assert!(matches!(tripped(false), Err(Fault::Rejected(_))));
+        });
+    }
+
+    #[cfg(feature = "tokio")]
+    mod with_tokio {
+        use super::*;
+
+        /// Body runs, to prove the failures were retried.
+        static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+        #[retry(attempts = 3, backoff = "1ms", budget = 1)]
+        #[circuit_breaker(threshold = 16_000_000, recovery = "30s")]
+        async fn retried_async(fail: bool) -> Result<u32, Fault> {
+            RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if fail {
+                down()
+            } else {
+                ok()
+            }
+        }
+
+        /// tokio's `Sleep` keeps its timer entry inside the future (the
+        /// wheel links entries in place), so a retried async call allocates
+        /// nothing either once the runtime's timer wheel exists: on the
+        /// paused clock, which jumps to each deadline, and on the real one.
+        #[test]
+        fn async_paths_on_tokio_timer() {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .start_paused(true)
+                .build()
+                .unwrap();
+            per_call("async retry, first attempt succeeds", || {
+                assert!(block_on(retried_async(false)).is_ok());
+            });
+            per_call("async retry, failures retried on tokio's timer", || {
+                runtime.block_on(async {
+                    assert!(matches!(retried_async(true).await, Err(Fault::Down)));
+                });
+            });
+            let real_clock = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            let call = || {
+                real_clock.block_on(async {
+                    assert!(matches!(retried_async(true).await, Err(Fault::Down)));
+                });
+            };
+            call();
+            let runs = RUNS.load(std::sync::atomic::Ordering::Relaxed);
+            // Each call sleeps a millisecond or two: fewer calls.
+            let n = allocations(|| (0..50).for_each(|_| call()));
+            let retried = RUNS.load(std::sync::atomic::Ordering::Relaxed) - runs - 50;
+            assert!(
+                retried >= 25,
+                "the budget let half the retries through: {retried}"
+            );
+            assert_eq!(
+                n, 0,
+                "async retry on tokio's real clock: {n} allocations in 50 calls"
+            );
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! annotated body: `tests/ui/user_lint_in_body.rs`.
 #![deny(warnings, clippy::all, clippy::pedantic, clippy::nursery)]
 
-use failfast::{circuit_breaker, Error, Rejected};
+use failfast::{circuit_breaker, retry, Error, Rejected};
 
 #[derive(Debug, PartialEq, Eq)]
 enum ApiError {
@@ -111,6 +111,13 @@ mod cases {
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_u32_sync, recovery = "30s..5m")]
     pub fn one_line_sync_every_matcher(x: u32) -> Result<u32, ApiError> { Ok(x) }
 
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub fn one_line_sync_retried(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub fn one_line_sync_retry_alone(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
     #[circuit_breaker()]
     pub async fn one_line_async_plain(x: u32) -> Result<u32, ApiError> { Ok(x) }
 
@@ -134,6 +141,13 @@ mod cases {
 
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_u32_async, recovery = "30s..5m")]
     pub async fn one_line_async_every_matcher(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub async fn one_line_async_retried(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub async fn one_line_async_retry_alone(x: u32) -> Result<u32, ApiError> { Ok(x) }
 
     #[circuit_breaker()]
     pub fn early_return_sync_plain(x: u32) -> Result<u32, ApiError> {
@@ -193,6 +207,23 @@ mod cases {
 
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_u32_sync, recovery = "30s..5m")]
     pub fn early_return_sync_every_matcher(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub fn early_return_sync_retried(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub fn early_return_sync_retry_alone(x: u32) -> Result<u32, ApiError> {
         if x == 0 {
             return Err(ApiError::Down);
         }
@@ -263,6 +294,23 @@ mod cases {
         Ok(x)
     }
 
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub async fn early_return_async_retried(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub async fn early_return_async_retry_alone(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
     #[circuit_breaker()]
     pub fn question_mark_sync_plain(x: u32) -> Result<u32, ApiError> {
         let y = checked(x)?;
@@ -307,6 +355,19 @@ mod cases {
 
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_u32_sync, recovery = "30s..5m")]
     pub fn question_mark_sync_every_matcher(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub fn question_mark_sync_retried(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub fn question_mark_sync_retry_alone(x: u32) -> Result<u32, ApiError> {
         let y = checked(x)?;
         Ok(y + 1)
     }
@@ -359,6 +420,19 @@ mod cases {
         Ok(y + 1)
     }
 
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub async fn question_mark_async_retried(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub async fn question_mark_async_retry_alone(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
     #[circuit_breaker()]
     pub fn unit_sync_plain(x: u32) -> Result<(), ApiError> {
         checked(x)?;
@@ -403,6 +477,19 @@ mod cases {
 
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_unit_sync, recovery = "30s..5m")]
     pub fn unit_sync_every_matcher(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub fn unit_sync_retried(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub fn unit_sync_retry_alone(x: u32) -> Result<(), ApiError> {
         checked(x)?;
         Ok(())
     }
@@ -455,6 +542,19 @@ mod cases {
         Ok(())
     }
 
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub async fn unit_async_retried(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub async fn unit_async_retry_alone(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
     #[circuit_breaker()]
     pub fn unit_one_line_sync_plain(_x: u32) -> Result<(), ApiError> { Ok(()) }
 
@@ -479,6 +579,13 @@ mod cases {
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_unit_sync, recovery = "30s..5m")]
     pub fn unit_one_line_sync_every_matcher(_x: u32) -> Result<(), ApiError> { Ok(()) }
 
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub fn unit_one_line_sync_retried(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub fn unit_one_line_sync_retry_alone(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
     #[circuit_breaker()]
     pub async fn unit_one_line_async_plain(_x: u32) -> Result<(), ApiError> { Ok(()) }
 
@@ -502,6 +609,13 @@ mod cases {
 
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_unit_async, recovery = "30s..5m")]
     pub async fn unit_one_line_async_every_matcher(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub async fn unit_one_line_async_retried(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub async fn unit_one_line_async_retry_alone(_x: u32) -> Result<(), ApiError> { Ok(()) }
 
     #[circuit_breaker()]
     pub fn labelled_sync_plain(x: u32) -> Result<u32, ApiError> {
@@ -582,6 +696,29 @@ mod cases {
 
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_u32_sync, recovery = "30s..5m")]
     pub fn labelled_sync_every_matcher(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub fn labelled_sync_retried(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub fn labelled_sync_retry_alone(x: u32) -> Result<u32, ApiError> {
         let y = 'pick: {
             if x == 0 {
                 break 'pick 1;
@@ -679,6 +816,29 @@ mod cases {
         Ok(y)
     }
 
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub async fn labelled_async_retried(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub async fn labelled_async_retry_alone(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
     #[circuit_breaker()]
     pub fn unsafe_block_sync_plain(x: u32) -> Result<u32, ApiError> {
         // SAFETY: `double` has no precondition.
@@ -730,6 +890,21 @@ mod cases {
 
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_u32_sync, recovery = "30s..5m")]
     pub fn unsafe_block_sync_every_matcher(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub fn unsafe_block_sync_retried(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub fn unsafe_block_sync_retry_alone(x: u32) -> Result<u32, ApiError> {
         // SAFETY: `double` has no precondition.
         let y = unsafe { double(x) };
         Ok(y)
@@ -791,6 +966,21 @@ mod cases {
         Ok(y)
     }
 
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub async fn unsafe_block_async_retried(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub async fn unsafe_block_async_retry_alone(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
     #[circuit_breaker()]
     pub fn unsafe_one_line_sync_plain(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
@@ -815,6 +1005,13 @@ mod cases {
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_u32_sync, recovery = "30s..5m")]
     pub fn unsafe_one_line_sync_every_matcher(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub fn unsafe_one_line_sync_retried(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub fn unsafe_one_line_sync_retry_alone(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
     #[circuit_breaker()]
     pub async fn unsafe_one_line_async_plain(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
@@ -838,6 +1035,13 @@ mod cases {
 
     #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = fallback_u32_async, recovery = "30s..5m")]
     pub async fn unsafe_one_line_async_every_matcher(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub async fn unsafe_one_line_async_retried(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub async fn unsafe_one_line_async_retry_alone(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
     #[circuit_breaker()]
     pub fn impl_trait_sync_plain(x: u32) -> Result<impl Iterator<Item = u32>, ApiError> {
@@ -871,6 +1075,23 @@ mod cases {
         Ok(0..x)
     }
 
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub fn impl_trait_sync_retried(x: u32) -> Result<impl Iterator<Item = u32>, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(0..x)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub fn impl_trait_sync_retry_alone(x: u32) -> Result<impl Iterator<Item = u32>, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(0..x)
+    }
+
     #[circuit_breaker()]
     pub async fn impl_trait_async_plain(x: u32) -> Result<impl Iterator<Item = u32>, ApiError> {
         if x == 0 {
@@ -897,6 +1118,23 @@ mod cases {
 
     #[circuit_breaker(max_concurrent = 2)]
     pub async fn impl_trait_async_bulkhead(x: u32) -> Result<impl Iterator<Item = u32>, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(0..x)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000)]
+    pub async fn impl_trait_async_retried(x: u32) -> Result<impl Iterator<Item = u32>, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(0..x)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    pub async fn impl_trait_async_retry_alone(x: u32) -> Result<impl Iterator<Item = u32>, ApiError> {
         if x == 0 {
             return Err(ApiError::Down);
         }
@@ -1378,6 +1616,8 @@ async fn one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::one_line_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_sync_bulkhead(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_sync_every_matcher(2).map(drop), Ok(()));
+    assert_eq!(cases::one_line_sync_retried(2).map(drop), Ok(()));
+    assert_eq!(cases::one_line_sync_retry_alone(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_error_fallback(2).await.map(drop), Ok(()));
@@ -1386,6 +1626,8 @@ async fn one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::one_line_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_every_matcher(2).await.map(drop), Ok(()));
+    assert_eq!(cases::one_line_async_retried(2).await.map(drop), Ok(()));
+    assert_eq!(cases::one_line_async_retry_alone(2).await.map(drop), Ok(()));
 }
 
 #[rustfmt::skip]
@@ -1399,6 +1641,8 @@ async fn early_return_compiles_without_warnings_and_runs() {
     assert_eq!(cases::early_return_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_sync_bulkhead(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_sync_every_matcher(2).map(drop), Ok(()));
+    assert_eq!(cases::early_return_sync_retried(2).map(drop), Ok(()));
+    assert_eq!(cases::early_return_sync_retry_alone(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_error_fallback(2).await.map(drop), Ok(()));
@@ -1407,6 +1651,8 @@ async fn early_return_compiles_without_warnings_and_runs() {
     assert_eq!(cases::early_return_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_every_matcher(2).await.map(drop), Ok(()));
+    assert_eq!(cases::early_return_async_retried(2).await.map(drop), Ok(()));
+    assert_eq!(cases::early_return_async_retry_alone(2).await.map(drop), Ok(()));
 }
 
 #[rustfmt::skip]
@@ -1420,6 +1666,8 @@ async fn question_mark_compiles_without_warnings_and_runs() {
     assert_eq!(cases::question_mark_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_sync_bulkhead(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_sync_every_matcher(2).map(drop), Ok(()));
+    assert_eq!(cases::question_mark_sync_retried(2).map(drop), Ok(()));
+    assert_eq!(cases::question_mark_sync_retry_alone(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_error_fallback(2).await.map(drop), Ok(()));
@@ -1428,6 +1676,8 @@ async fn question_mark_compiles_without_warnings_and_runs() {
     assert_eq!(cases::question_mark_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_every_matcher(2).await.map(drop), Ok(()));
+    assert_eq!(cases::question_mark_async_retried(2).await.map(drop), Ok(()));
+    assert_eq!(cases::question_mark_async_retry_alone(2).await.map(drop), Ok(()));
 }
 
 #[rustfmt::skip]
@@ -1441,6 +1691,8 @@ async fn unit_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unit_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::unit_sync_bulkhead(2).map(drop), Ok(()));
     assert_eq!(cases::unit_sync_every_matcher(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_sync_retried(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_sync_retry_alone(2).map(drop), Ok(()));
     assert_eq!(cases::unit_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_error_fallback(2).await.map(drop), Ok(()));
@@ -1449,6 +1701,8 @@ async fn unit_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unit_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_every_matcher(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_async_retried(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_async_retry_alone(2).await.map(drop), Ok(()));
 }
 
 #[rustfmt::skip]
@@ -1462,6 +1716,8 @@ async fn unit_one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unit_one_line_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_sync_bulkhead(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_sync_every_matcher(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_sync_retried(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_sync_retry_alone(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_error_fallback(2).await.map(drop), Ok(()));
@@ -1470,6 +1726,8 @@ async fn unit_one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unit_one_line_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_every_matcher(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_async_retried(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_async_retry_alone(2).await.map(drop), Ok(()));
 }
 
 #[rustfmt::skip]
@@ -1483,6 +1741,8 @@ async fn labelled_compiles_without_warnings_and_runs() {
     assert_eq!(cases::labelled_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_sync_bulkhead(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_sync_every_matcher(2).map(drop), Ok(()));
+    assert_eq!(cases::labelled_sync_retried(2).map(drop), Ok(()));
+    assert_eq!(cases::labelled_sync_retry_alone(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_error_fallback(2).await.map(drop), Ok(()));
@@ -1491,6 +1751,8 @@ async fn labelled_compiles_without_warnings_and_runs() {
     assert_eq!(cases::labelled_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_every_matcher(2).await.map(drop), Ok(()));
+    assert_eq!(cases::labelled_async_retried(2).await.map(drop), Ok(()));
+    assert_eq!(cases::labelled_async_retry_alone(2).await.map(drop), Ok(()));
 }
 
 #[rustfmt::skip]
@@ -1504,6 +1766,8 @@ async fn unsafe_block_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unsafe_block_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_sync_bulkhead(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_sync_every_matcher(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_sync_retried(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_sync_retry_alone(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_error_fallback(2).await.map(drop), Ok(()));
@@ -1512,6 +1776,8 @@ async fn unsafe_block_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unsafe_block_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_every_matcher(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_async_retried(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_async_retry_alone(2).await.map(drop), Ok(()));
 }
 
 #[rustfmt::skip]
@@ -1525,6 +1791,8 @@ async fn unsafe_one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unsafe_one_line_sync_ignores(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_sync_bulkhead(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_sync_every_matcher(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_sync_retried(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_sync_retry_alone(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_error_fallback(2).await.map(drop), Ok(()));
@@ -1533,6 +1801,8 @@ async fn unsafe_one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unsafe_one_line_async_ignores(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_every_matcher(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_async_retried(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_async_retry_alone(2).await.map(drop), Ok(()));
 }
 
 #[rustfmt::skip]
@@ -1542,10 +1812,14 @@ async fn impl_trait_compiles_without_warnings_and_runs() {
     assert_eq!(cases::impl_trait_sync_counts(2).map(Iterator::count).map(drop), Ok(()));
     assert_eq!(cases::impl_trait_sync_ignores(2).map(Iterator::count).map(drop), Ok(()));
     assert_eq!(cases::impl_trait_sync_bulkhead(2).map(Iterator::count).map(drop), Ok(()));
+    assert_eq!(cases::impl_trait_sync_retried(2).map(Iterator::count).map(drop), Ok(()));
+    assert_eq!(cases::impl_trait_sync_retry_alone(2).map(Iterator::count).map(drop), Ok(()));
     assert_eq!(cases::impl_trait_async_plain(2).await.map(Iterator::count).map(drop), Ok(()));
     assert_eq!(cases::impl_trait_async_counts(2).await.map(Iterator::count).map(drop), Ok(()));
     assert_eq!(cases::impl_trait_async_ignores(2).await.map(Iterator::count).map(drop), Ok(()));
     assert_eq!(cases::impl_trait_async_bulkhead(2).await.map(Iterator::count).map(drop), Ok(()));
+    assert_eq!(cases::impl_trait_async_retried(2).await.map(Iterator::count).map(drop), Ok(()));
+    assert_eq!(cases::impl_trait_async_retry_alone(2).await.map(Iterator::count).map(drop), Ok(()));
 }
 
 #[rustfmt::skip]

@@ -1,5 +1,6 @@
 //! Writes `tests/lint_guard.rs`: every body shape users write, under every
-//! key combination that changes the generated code, sync and async, each a
+//! key combination that changes the generated code, and under `#[retry]`
+//! (above a breaker and alone), sync and async, each a
 //! literal function in the file (a function made by `macro_rules!` would hide
 //! lints on its body's tokens, which is what the guard is for).
 //!
@@ -115,7 +116,7 @@ fn generate() -> String {
 //! annotated body: `tests/ui/user_lint_in_body.rs`.
 #![deny(warnings, clippy::all, clippy::pedantic, clippy::nursery)]
 
-use failfast::{circuit_breaker, Error, Rejected};
+use failfast::{circuit_breaker, retry, Error, Rejected};
 
 #[derive(Debug, PartialEq, Eq)]
 enum ApiError {
@@ -210,6 +211,24 @@ fn answer<T>(error: Error<ApiError>, value: T) -> Result<T, ApiError> {
                 writeln!(
                     out,
                     "    #[circuit_breaker({keys})]\n    pub {asyncness}fn {name}({}: u32) -> {} {}\n",
+                    shape.param, shape.ret, shape.body
+                )
+                .unwrap();
+                calls.push((name, flavour == "async", shape.name == "impl_trait"));
+            }
+            // `#[retry]` above a breaker, and alone.
+            for (combo, attributes) in [
+                (
+                    "retried",
+                    "#[retry(attempts = 2, backoff = \"1ms\", retry_on = is_transient)]\n    #[circuit_breaker(threshold = 1000)]",
+                ),
+                ("retry_alone", "#[retry(attempts = 2, backoff = \"1ms\")]"),
+            ] {
+                let name = format!("{}_{flavour}_{combo}", shape.name);
+                let asyncness = if flavour == "async" { "async " } else { "" };
+                writeln!(
+                    out,
+                    "    {attributes}\n    pub {asyncness}fn {name}({}: u32) -> {} {}\n",
                     shape.param, shape.ret, shape.body
                 )
                 .unwrap();

@@ -2,7 +2,8 @@
 //!
 //! The inner attribute below denies every warning, `clippy::all` and
 //! `clippy::pedantic` for this whole test crate, which uses every key and
-//! every function shape of `#[circuit_breaker]`. `cargo test` proves the
+//! every function shape of `#[circuit_breaker]` and of `#[retry]` (module
+//! `retried`). `cargo test` proves the
 //! expansion is warning-free for rustc; `cargo clippy --all-targets -- -D
 //! warnings` (run by CI) proves it for clippy, because clippy lints this file
 //! like any user crate. A lint firing in generated code fails CI here first.
@@ -234,4 +235,112 @@ async fn every_shape_compiles_without_warnings_and_runs() {
     assert_eq!(client.into_base(), Ok("xy".to_owned()));
     assert_eq!(free_async(false).await.unwrap(), 1);
     let _ = ApiError::Timeout { after_ms: 1 };
+}
+
+/// `#[retry]`, alone and above `#[circuit_breaker]`, under the same lints:
+/// every key and every shape.
+mod retried {
+    use super::{circuit_breaker, fmt, ApiError, BoxError, DependencyDown};
+    use failfast::retry;
+
+    #[retry(
+        attempts = 4,
+        backoff = "1ms..1h 30m",
+        jitter = 0.5,
+        retry_on = ApiError::Down | ApiError::Status(502..=504),
+        budget = 0.1,
+        crate = ::failfast,
+    )]
+    #[circuit_breaker(threshold = 3, counts = ApiError::is_transient, name = "lints::retried")]
+    pub(super) fn every_key(sku: &str) -> Result<u32, ApiError> {
+        match sku {
+            "" => Err(ApiError::Status(400)),
+            "down" => Err(ApiError::Status(503)),
+            _ => Ok(1),
+        }
+    }
+
+    #[retry(retry_on = |e: &ApiError| e.is_transient())]
+    pub(super) fn closure(sku: &str) -> Result<&str, ApiError> {
+        Ok(sku)
+    }
+
+    #[retry(retry_on = DependencyDown)]
+    #[circuit_breaker(counts = DependencyDown)]
+    pub(super) fn by_type(fail: bool) -> Result<u32, BoxError> {
+        if fail {
+            return Err(Box::new(DependencyDown));
+        }
+        Ok(1)
+    }
+
+    #[retry(attempts = 1)]
+    #[circuit_breaker]
+    pub(super) fn generic<T: fmt::Debug>(value: &T) -> Result<String, ApiError> {
+        Ok(format!("{value:?}"))
+    }
+
+    #[retry]
+    #[circuit_breaker]
+    pub(super) fn impl_trait(items: &[u32]) -> Result<impl Iterator<Item = &u32> + '_, ApiError> {
+        Ok(items.iter())
+    }
+
+    pub(super) struct Client {
+        pub(super) base: String,
+    }
+
+    impl Client {
+        #[retry]
+        #[circuit_breaker(threshold = 2)]
+        pub(super) fn base(&self) -> Result<&str, ApiError> {
+            Ok(&self.base)
+        }
+
+        #[retry]
+        #[circuit_breaker(threshold = 2)]
+        pub(super) fn push(&mut self, c: char) -> Result<usize, ApiError> {
+            self.base.push(c);
+            Ok(self.base.len())
+        }
+
+        #[retry]
+        pub(super) fn len(self) -> Result<usize, ApiError> {
+            Ok(self.base.len())
+        }
+    }
+
+    #[cfg(feature = "tokio")]
+    #[retry(backoff = "1ms")]
+    #[circuit_breaker(threshold = 2)]
+    pub(super) async fn stock(sku: &str) -> Result<usize, ApiError> {
+        tokio::task::yield_now().await;
+        Ok(sku.len())
+    }
+
+    #[cfg(feature = "tokio")]
+    #[retry(backoff = "1ms", retry_on = ApiError::Down)]
+    pub(super) async fn alone(n: u32) -> Result<u32, ApiError> {
+        Ok(n)
+    }
+}
+
+#[tokio::test]
+async fn retried_shapes_compile_without_warnings_and_run() {
+    assert_eq!(retried::every_key("a"), Ok(1));
+    assert_eq!(retried::every_key(""), Err(ApiError::Status(400)));
+    assert_eq!(retried::every_key("down"), Err(ApiError::Status(503)));
+    assert_eq!(retried::closure("a"), Ok("a"));
+    assert!(retried::by_type(false).is_ok());
+    assert_eq!(retried::generic(&1).as_deref(), Ok("1"));
+    assert_eq!(retried::impl_trait(&[1, 2]).map(Iterator::count), Ok(2));
+    let mut client = retried::Client { base: "x".into() };
+    assert_eq!(client.base(), Ok("x"));
+    assert_eq!(client.push('y'), Ok(2));
+    assert_eq!(client.len(), Ok(2));
+    #[cfg(feature = "tokio")]
+    {
+        assert_eq!(retried::stock("ab").await, Ok(2));
+        assert_eq!(retried::alone(3).await, Ok(3));
+    }
 }

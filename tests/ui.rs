@@ -1,4 +1,4 @@
-//! Compile-time behaviour of `#[circuit_breaker]`: every supported function
+//! Compile-time behaviour of `#[circuit_breaker]` and `#[retry]`: every supported function
 //! shape compiles (`tests/ui/pass/`), and every misconfiguration is exactly one
 //! error at the offending token (`tests/ui/*.rs` with the expected `.stderr`).
 //!
@@ -23,8 +23,8 @@ fn ui() {
     // `cargo test --test ui`, skipped under `--all-features`.
     #[cfg(not(feature = "anyhow"))]
     t.compile_fail("tests/ui/without_anyhow_feature/*.rs");
-    // What a user without the `tokio` feature sees `timeout` do: run by
-    // `cargo test --test ui --no-default-features`.
+    // What a user without the `tokio` feature sees `timeout` and an async
+    // `#[retry]` do: run by `cargo test --test ui --no-default-features`.
     #[cfg(not(feature = "tokio"))]
     t.compile_fail("tests/ui/without_tokio_feature/*.rs");
 }

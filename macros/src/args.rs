@@ -65,7 +65,8 @@ pub enum Window {
     Time(Duration),
 }
 
-/// `recovery = "30s"` or the growing form `recovery = "30s..10m"`.
+/// `recovery = "30s"` or the growing form `recovery = "30s..10m"`; also
+/// `#[retry]`'s `backoff`.
 pub struct Recovery {
     pub start: Duration,
     pub max: Option<Duration>,
@@ -90,6 +91,9 @@ pub struct Args {
     pub fallback: Option<Arg<Fallback>>,
     pub name: Option<Arg<LitStr>>,
     pub krate: Option<Arg<Path>>,
+    /// Set by `#[retry]` above this breaker, never by a key: the generated
+    /// code reports each call's verdict to the retry loop.
+    pub report_to_retry: bool,
     /// Every known key as written, valid value or not: checks between keys
     /// look at what was written, so a bad value is not reported a second time
     /// as a missing key.
@@ -111,11 +115,24 @@ impl Errors {
     pub fn into_result(self) -> Option<syn::Error> {
         self.0
     }
+
+    /// Every message, in order: for tests.
+    #[cfg(test)]
+    pub fn messages(self) -> Vec<String> {
+        self.0
+            .map(|e| e.into_iter().map(|e| e.to_string()).collect())
+            .unwrap_or_default()
+    }
 }
 
 /// Stores a key's value, or reports the key as given twice. The one place
 /// duplicates are handled, for every key.
-fn set<T>(slot: &mut Option<Arg<T>>, key: &Ident, span: Span, value: T) -> syn::Result<()> {
+pub(crate) fn set<T>(
+    slot: &mut Option<Arg<T>>,
+    key: &Ident,
+    span: Span,
+    value: T,
+) -> syn::Result<()> {
     if slot.is_some() {
         return Err(syn::Error::new(
             key.span(),
@@ -131,63 +148,13 @@ impl Args {
     /// recorded in `errors` and parsing goes on with the next `key = value`.
     pub fn parse(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Args {
         let mut args = Args::default();
-        let parser = |input: ParseStream| {
-            while !input.is_empty() {
-                if let Err(error) = args.parse_one(input) {
-                    errors.push(error);
-                    skip_to_next_key(input)?;
-                }
-                if input.is_empty() {
-                    break;
-                }
-                if input.peek(Token![,]) {
-                    input.parse::<Token![,]>()?;
-                } else {
-                    errors.push(input.error("expected `,` before the next argument"));
-                    skip_to_next_key(input)?;
-                    if input.peek(Token![,]) {
-                        input.parse::<Token![,]>()?;
-                    }
-                }
-            }
-            Ok(())
-        };
-        if let Err(error) = parser.parse2(tokens) {
-            errors.push(error);
-        }
+        parse_arguments(tokens, errors, |input| args.parse_one(input));
         args.validate(errors);
         args
     }
 
     fn parse_one(&mut self, input: ParseStream) -> syn::Result<()> {
-        let key = if input.peek(Ident::peek_any) {
-            input.call(Ident::parse_any)?
-        } else {
-            return Err(input.error(format!(
-                "expected an argument `key = value`, one of {}",
-                key_list()
-            )));
-        };
-        let name = key.unraw().to_string();
-        if !KEYS.contains(&name.as_str()) {
-            let hint = suggest(&name)
-                .map(|k| format!(" (did you mean `{k}`?)"))
-                .unwrap_or_default();
-            return Err(syn::Error::new(
-                key.span(),
-                format!(
-                    "unknown argument `{name}`{hint}; expected one of {}",
-                    key_list()
-                ),
-            ));
-        }
-        if !input.peek(Token![=]) {
-            return Err(syn::Error::new(
-                key.span(),
-                format!("`{name}` needs a value: `{name} = ...`"),
-            ));
-        }
-        input.parse::<Token![=]>()?;
+        let (key, name) = parse_key(input, KEYS)?;
         self.written.push(key.clone());
         let span = input.span();
         match name.as_str() {
@@ -310,15 +277,82 @@ impl Args {
     }
 }
 
-fn key_list() -> String {
-    KEYS.iter()
+/// Parses `key = value, ...` with `parse_one` for each argument. Never fails
+/// as a whole: a mistake is recorded in `errors` and parsing goes on with the
+/// next `key = value`, so one compile run reports every mistake.
+pub(crate) fn parse_arguments(
+    tokens: proc_macro2::TokenStream,
+    errors: &mut Errors,
+    mut parse_one: impl FnMut(ParseStream) -> syn::Result<()>,
+) {
+    let parser = |input: ParseStream| {
+        while !input.is_empty() {
+            if let Err(error) = parse_one(input) {
+                errors.push(error);
+                skip_to_next_key(input)?;
+            }
+            if input.is_empty() {
+                break;
+            }
+            if input.peek(Token![,]) {
+                input.parse::<Token![,]>()?;
+            } else {
+                errors.push(input.error("expected `,` before the next argument"));
+                skip_to_next_key(input)?;
+                if input.peek(Token![,]) {
+                    input.parse::<Token![,]>()?;
+                }
+            }
+        }
+        Ok(())
+    };
+    if let Err(error) = parser.parse2(tokens) {
+        errors.push(error);
+    }
+}
+
+/// `key =`, where `key` is one of `keys`: the key as written and its name.
+pub(crate) fn parse_key(input: ParseStream, keys: &[&str]) -> syn::Result<(Ident, String)> {
+    let key = if input.peek(Ident::peek_any) {
+        input.call(Ident::parse_any)?
+    } else {
+        return Err(input.error(format!(
+            "expected an argument `key = value`, one of {}",
+            key_list(keys)
+        )));
+    };
+    let name = key.unraw().to_string();
+    if !keys.contains(&name.as_str()) {
+        let hint = suggest(&name, keys)
+            .map(|k| format!(" (did you mean `{k}`?)"))
+            .unwrap_or_default();
+        return Err(syn::Error::new(
+            key.span(),
+            format!(
+                "unknown argument `{name}`{hint}; expected one of {}",
+                key_list(keys)
+            ),
+        ));
+    }
+    if !input.peek(Token![=]) {
+        return Err(syn::Error::new(
+            key.span(),
+            format!("`{name}` needs a value: `{name} = ...`"),
+        ));
+    }
+    input.parse::<Token![=]>()?;
+    Ok((key, name))
+}
+
+fn key_list(keys: &[&str]) -> String {
+    keys.iter()
         .map(|k| format!("`{k}`"))
         .collect::<Vec<_>>()
         .join(", ")
 }
 
 /// The closest key within two edits, for typos such as `treshold`.
-fn suggest(unknown: &str) -> Option<&'static str> {
+fn suggest<'k>(unknown: &str, keys: &[&'k str]) -> Option<&'k str> {
     fn distance(a: &str, b: &str) -> usize {
         let b: Vec<char> = b.chars().collect();
         let mut row: Vec<usize> = (0..=b.len()).collect();
@@ -333,7 +367,7 @@ fn suggest(unknown: &str) -> Option<&'static str> {
         }
         row[b.len()]
     }
-    KEYS.iter()
+    keys.iter()
         .map(|k| (distance(unknown, k), *k))
         .filter(|(d, _)| *d <= 2)
         .min()
@@ -382,7 +416,7 @@ pub const DEFAULT_WINDOW_CALLS: u32 = 100;
 const MAX_WINDOW_CALLS: u64 = 1 << 20;
 
 /// An integer of at least 1, such as `threshold = 5`.
-fn count(input: ParseStream, key: &str) -> syn::Result<u32> {
+pub(crate) fn count(input: ParseStream, key: &str) -> syn::Result<u32> {
     let max = match key {
         "trial_calls" | "success_threshold" => MAX_TRIALS,
         "threshold" => MAX_THRESHOLD,
@@ -423,7 +457,7 @@ fn count(input: ParseStream, key: &str) -> syn::Result<u32> {
 }
 
 /// A number written as an integer or float literal, possibly negative.
-fn number(input: ParseStream, key: &str, example: &str) -> syn::Result<(f64, Expr)> {
+pub(crate) fn number(input: ParseStream, key: &str, example: &str) -> syn::Result<(f64, Expr)> {
     let expr: Expr = input.parse()?;
     let (negative, lit) = match &expr {
         Expr::Unary(ExprUnary {
@@ -511,7 +545,7 @@ fn parse_duration(text: &str, lit: &LitStr, key: &str) -> syn::Result<Duration> 
 }
 
 /// A duration string such as `"30s"`, parsed now so a typo is a compile error.
-fn duration(input: ParseStream, key: &str) -> syn::Result<Duration> {
+pub(crate) fn duration(input: ParseStream, key: &str) -> syn::Result<Duration> {
     let lit = duration_lit(input, key)?;
     parse_duration(&lit.value(), &lit, key)
 }
@@ -519,27 +553,38 @@ fn duration(input: ParseStream, key: &str) -> syn::Result<Duration> {
 /// `"30s"`, or `"30s..10m"`: the open time starts at 30s, doubles each time
 /// the breaker opens again, and never exceeds 10m.
 fn recovery(input: ParseStream) -> syn::Result<Recovery> {
-    let lit = duration_lit(input, "recovery")?;
+    growing(input, "recovery", "open time", "\"30s..10m\"")
+}
+
+/// A duration, or a growing one `"START..MAX"` (`recovery`, `backoff`):
+/// `what` names what grows in messages, `example` is a range to copy.
+pub(crate) fn growing(
+    input: ParseStream,
+    key: &str,
+    what: &str,
+    example: &str,
+) -> syn::Result<Recovery> {
+    let lit = duration_lit(input, key)?;
     let text = lit.value();
     let Some((start, max)) = text.split_once("..") else {
         return Ok(Recovery {
-            start: parse_duration(&text, &lit, "recovery")?,
+            start: parse_duration(&text, &lit, key)?,
             max: None,
         });
     };
     if start.trim().is_empty() || max.trim().is_empty() {
         return Err(syn::Error::new(
             lit.span(),
-            "a growing `recovery` needs both ends: \"START..MAX\", e.g. \"30s..10m\"",
+            format!("a growing `{key}` needs both ends: \"START..MAX\", e.g. {example}"),
         ));
     }
-    let start_value = parse_duration(start, &lit, "recovery")?;
-    let max_value = parse_duration(max.trim_start_matches('='), &lit, "recovery")?;
+    let start_value = parse_duration(start, &lit, key)?;
+    let max_value = parse_duration(max.trim_start_matches('='), &lit, key)?;
     if max_value < start_value {
         return Err(syn::Error::new(
             lit.span(),
             format!(
-                "the open time of `recovery` grows from {:?} up to {:?}, so the maximum \
+                "the {what} of `{key}` grows from {:?} up to {:?}, so the maximum \
                  must not be shorter than the start",
                 start.trim(),
                 max.trim()
@@ -626,7 +671,7 @@ fn registry_name(input: ParseStream) -> syn::Result<LitStr> {
 }
 
 /// `crate = path` or, as tokio accepts it, `crate = "path"`.
-fn crate_path(input: ParseStream) -> syn::Result<Path> {
+pub(crate) fn crate_path(input: ParseStream) -> syn::Result<Path> {
     if input.peek(LitStr) {
         let lit: LitStr = input.parse()?;
         return lit.parse_with(Path::parse_mod_style).map_err(|_| {
@@ -651,10 +696,7 @@ mod tests {
     fn errors_of(tokens: &str) -> Vec<String> {
         let mut errors = Errors::default();
         Args::parse(tokens.parse().unwrap(), &mut errors);
-        errors
-            .into_result()
-            .map(|e| e.into_iter().map(|e| e.to_string()).collect())
-            .unwrap_or_default()
+        errors.messages()
     }
 
     #[test]
@@ -761,15 +803,15 @@ mod tests {
 
     #[test]
     fn suggestions_only_for_near_misses() {
-        assert_eq!(suggest("treshold"), Some("threshold"));
-        assert_eq!(suggest("ignore"), Some("ignores"));
-        assert_eq!(suggest("retries"), None);
+        assert_eq!(suggest("treshold", KEYS), Some("threshold"));
+        assert_eq!(suggest("ignore", KEYS), Some("ignores"));
+        assert_eq!(suggest("retries", KEYS), None);
         // Edits at the start, in the middle and at the end, up to two.
-        assert_eq!(suggest("hreshold"), Some("threshold"));
-        assert_eq!(suggest("xxthreshold"), Some("threshold"));
-        assert_eq!(suggest("xxxthreshold"), None);
-        assert_eq!(suggest("thresholdxx"), Some("threshold"));
-        assert_eq!(suggest("fallbak"), Some("fallback"));
+        assert_eq!(suggest("hreshold", KEYS), Some("threshold"));
+        assert_eq!(suggest("xxthreshold", KEYS), Some("threshold"));
+        assert_eq!(suggest("xxxthreshold", KEYS), None);
+        assert_eq!(suggest("thresholdxx", KEYS), Some("threshold"));
+        assert_eq!(suggest("fallbak", KEYS), Some("fallback"));
     }
 
     #[test]

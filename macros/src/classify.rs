@@ -16,6 +16,8 @@ use syn::parse::ParseStream;
 use syn::spanned::Spanned;
 use syn::{Expr, ExprPath, Pat, Path, Token};
 
+use crate::args::Arg;
+
 pub enum Matcher {
     /// A closure or the path of a function, called with `&E`.
     Predicate(Expr),
@@ -44,6 +46,30 @@ impl Matcher {
     /// Does this matcher need the local `__failfast_check` helper?
     pub fn is_predicate(&self) -> bool {
         matches!(self, Matcher::Predicate(_))
+    }
+
+    /// The local `__failfast_check` helper, if one of `matchers` is a
+    /// predicate: calling a closure through it gives the closure's parameter
+    /// its type before the closure is checked.
+    pub fn helper<'m>(
+        matchers: impl IntoIterator<Item = &'m Option<Arg<Matcher>>>,
+        allow: &TokenStream,
+    ) -> Option<TokenStream> {
+        let uses_helper = matchers
+            .into_iter()
+            .flatten()
+            .any(|m| m.value.is_predicate());
+        uses_helper.then(|| {
+            quote! {
+                #allow
+                fn __failfast_check<E: ?::core::marker::Sized, F: ::core::ops::FnOnce(&E) -> bool>(
+                    error: &E,
+                    predicate: F,
+                ) -> bool {
+                    predicate(error)
+                }
+            }
+        })
     }
 
     /// A `bool` expression: does the error behind `error` (a `&E`) match?

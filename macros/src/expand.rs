@@ -81,11 +81,27 @@ pub fn circuit_breaker(args: TokenStream, item: TokenStream) -> TokenStream {
     let func = match syn::parse2::<ItemFn>(item.clone()) {
         Ok(func) => Some(func),
         Err(_) => {
-            errors.push(not_a_function(&item));
+            errors.push(not_a_function(&item, "circuit_breaker"));
             None
         }
     };
-    let shape = func.as_ref().and_then(|f| Shape::of(f, &args, &mut errors));
+    // `#[retry]` below: see `expand_retry`, which expands a breaker below it.
+    if let Some(retry) = func.as_ref().and_then(|f| {
+        f.attrs
+            .iter()
+            .find(|attr| crate::expand_retry::is_failfast_attribute(attr, "retry"))
+    }) {
+        errors.push(syn::Error::new_spanned(
+            retry,
+            "`#[retry]` must be written above `#[circuit_breaker]`: attributes expand from \
+             the top, so below it the retries would run inside one breaker call (the breaker \
+             would count one call for all attempts, and retry a dependency it has given up \
+             on); move `#[retry(..)]` above `#[circuit_breaker(..)]`",
+        ));
+    }
+    let shape = func
+        .as_ref()
+        .and_then(|f| Shape::of(f, &args, "circuit_breaker", &mut errors));
     match (errors.into_result(), &func, shape) {
         (None, Some(func), Some(shape)) => expand(func, &args, &shape),
         // Emit the function as written, so the rest of the crate (and the
@@ -97,24 +113,26 @@ pub fn circuit_breaker(args: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-fn not_a_function(item: &TokenStream) -> syn::Error {
+pub(crate) fn not_a_function(item: &TokenStream, attribute: &str) -> syn::Error {
     if let Ok(method) = syn::parse2::<TraitItemFn>(item.clone()) {
         if method.default.is_none() {
             return syn::Error::new_spanned(
                 &method.sig,
-                "`#[circuit_breaker]` needs a function body to guard: put it on the method \
-                 in the `impl` block, not on the trait's declaration",
+                format!(
+                    "`#[{attribute}]` needs a function body to guard: put it on the method \
+                     in the `impl` block, not on the trait's declaration"
+                ),
             );
         }
     }
     syn::Error::new(
         Span::call_site(),
-        "`#[circuit_breaker]` can only be put on a function or a method",
+        format!("`#[{attribute}]` can only be put on a function or a method"),
     )
 }
 
 /// How the function's body runs and what it returns.
-enum Body<'a> {
+pub(crate) enum Body<'a> {
     Sync(&'a Block),
     Async(&'a Block),
     /// `Box::pin(async move { .. })`, as `#[async_trait]` writes an `async fn`:
@@ -125,26 +143,39 @@ enum Body<'a> {
     },
 }
 
-struct Shape<'a> {
-    body: Body<'a>,
+pub(crate) struct Shape<'a> {
+    pub(crate) body: Body<'a>,
     /// The `Result` type the body produces, `impl Trait` replaced by `_`.
-    output: Type,
+    pub(crate) output: Type,
     /// Where "E has no `From<Rejected>`" points: the error type if written.
-    error_span: Span,
+    pub(crate) error_span: Span,
     /// The arguments passed on to the fallback, receiver first.
-    fallback_args: Vec<TokenStream>,
+    pub(crate) fallback_args: Vec<TokenStream>,
     /// Checks that the arguments the body moves and the fallback uses are
     /// `Copy`, each with a message naming both (see `moves`).
-    kept_for_fallback: TokenStream,
+    pub(crate) kept_for_fallback: TokenStream,
 }
 
 impl<'a> Shape<'a> {
-    fn of(func: &'a ItemFn, args: &Args, errors: &mut Errors) -> Option<Shape<'a>> {
+    pub(crate) fn of(
+        func: &'a ItemFn,
+        args: &Args,
+        attribute: &str,
+        errors: &mut Errors,
+    ) -> Option<Shape<'a>> {
         let sig = &func.sig;
+        // Who decides, in the messages: the breaker, or `#[retry]`.
+        let (decider, a_decider) = if attribute == "retry" {
+            ("`#[retry]`", "`#[retry]`")
+        } else {
+            ("the breaker", "a breaker")
+        };
         if let Some(constness) = &sig.constness {
             errors.push(syn::Error::new(
                 constness.span(),
-                "`#[circuit_breaker]` cannot guard a `const fn`: a breaker decides at run time",
+                format!(
+                    "`#[{attribute}]` cannot guard a `const fn`: {a_decider} decides at run time"
+                ),
             ));
             return None;
         }
@@ -165,10 +196,12 @@ impl<'a> Shape<'a> {
             ));
         }
         let Some(output) = output.filter(|ty| may_be_result(ty)) else {
-            let message = "`#[circuit_breaker]` guards functions that return `Result<T, E>` \
-                           (or an alias of it): an `Err` is how a call tells the breaker it failed";
+            let message = format!(
+                "`#[{attribute}]` guards functions that return `Result<T, E>` (or an alias of \
+                 it): an `Err` is how a call tells {decider} it failed"
+            );
             errors.push(match output {
-                Some(ty) => syn::Error::new_spanned(ty, message),
+                Some(ty) => syn::Error::new_spanned(ty, &message),
                 None => {
                     let (fn_token, ident) = (&sig.fn_token, &sig.ident);
                     let mut head = quote!(#fn_token #ident);
@@ -345,7 +378,7 @@ fn moved_by_async_trait(input: &FnArg) -> bool {
     }
 }
 
-fn return_type(output: &ReturnType) -> Option<&Type> {
+pub(crate) fn return_type(output: &ReturnType) -> Option<&Type> {
     match output {
         ReturnType::Type(_, ty) => Some(ty),
         ReturnType::Default => None,
@@ -393,7 +426,7 @@ fn written_error_type(ty: &Type) -> Option<&Type> {
 
 /// Syntactic: the error type is written as anyhow's, `anyhow::Result<T>` or
 /// `Result<T, anyhow::Error>`.
-fn is_anyhow(ty: &Type) -> bool {
+pub(crate) fn is_anyhow(ty: &Type) -> bool {
     fn anyhow_path(ty: &Type, last: &str) -> bool {
         let Type::Path(path) = strip(ty) else {
             return false;
@@ -422,7 +455,7 @@ fn error_type_span(ty: &Type) -> Span {
 /// Recognises what `#[async_trait]` made of an `async fn`: a sync fn whose body
 /// is `Box::pin(async move { .. })` and whose return type is
 /// `Pin<Box<dyn Future<Output = R> + ..>>`. Returns the call, the future and `R`.
-fn async_trait_body(func: &ItemFn) -> Option<(&Expr, &ExprAsync, &Type)> {
+pub(crate) fn async_trait_body(func: &ItemFn) -> Option<(&Expr, &ExprAsync, &Type)> {
     let [Stmt::Expr(Expr::Call(call), None)] = &func.block.stmts[..] else {
         return None;
     };
@@ -514,7 +547,7 @@ pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
 /// otherwise see `{ { Ok(x) } }` in the user's one-line body and suggest
 /// removing braces the user must keep. The statements inside are the user's
 /// tokens, linted as usual.
-fn nested(block: &Block) -> TokenStream {
+pub(crate) fn nested(block: &Block) -> TokenStream {
     let mut stmts = TokenStream::new();
     for stmt in &block.stmts {
         stmt.to_tokens(&mut stmts);
@@ -553,7 +586,7 @@ fn at_type(prefix: TokenStream, ty: &Type, suffix: TokenStream) -> TokenStream {
 /// The lints that generated code could trip in the user's crate. Put on each
 /// generated statement, never around the user's body, so the user's own code
 /// is linted as usual.
-fn allow() -> TokenStream {
+pub(crate) fn allow() -> TokenStream {
     quote! {
         #[allow(
             unknown_lints,
@@ -576,11 +609,72 @@ fn allow() -> TokenStream {
     }
 }
 
+/// `<Ret as ResultParts<_, _>>::into_result` and `::from_result`, spanned
+/// at the return type: a type that is not a `Result` is reported there once,
+/// and nowhere else.
+pub(crate) fn result_parts(private: &TokenStream, output: &Type) -> (TokenStream, TokenStream) {
+    let parts = quote!(as #private::ResultParts<_, _>>);
+    (
+        at_type(quote!(<), output, quote!(#parts::into_result)),
+        at_type(quote!(<), output, quote!(#parts::from_result)),
+    )
+}
+
+/// The user's async body as an `async` block. The fake return edge tells the
+/// block its output type before the body is checked, so the body's tail
+/// coerces as it would in the function itself (`Err(Box::new(e))` into
+/// `Box<dyn Error>`, `?`).
+pub(crate) fn async_block(
+    move_: Option<&TokenStream>,
+    output: &Type,
+    block: &Block,
+    allow: &TokenStream,
+) -> TokenStream {
+    let block = nested(block);
+    quote! {
+        async #move_ {
+            #allow
+            if false {
+                let __failfast_fake_return: #output = loop {};
+                return __failfast_fake_return;
+            }
+            #block
+        }
+    }
+}
+
+/// What the breaker tells a `#[retry]` above it about each call, right
+/// before returning (see `__private::report` in the runtime); nothing at all
+/// for a breaker without `#[retry]`.
+struct Report(bool);
+
+impl Report {
+    /// The `__private` function converting a rejection into the
+    /// function's error.
+    fn rejected(&self) -> TokenStream {
+        if self.0 {
+            quote!(rejected_reported)
+        } else {
+            quote!(rejected)
+        }
+    }
+
+    fn failure(&self, private: &TokenStream) -> Option<TokenStream> {
+        self.0
+            .then(|| quote!(#private::report(#private::Verdict::Failure(&__FAILFAST_BREAKER));))
+    }
+
+    fn neutral(&self, private: &TokenStream) -> Option<TokenStream> {
+        self.0
+            .then(|| quote!(#private::report(#private::Verdict::Neutral);))
+    }
+}
+
 /// The runtime's default `min_calls`.
 const DEFAULT_MIN_CALLS: u32 = 10;
 
 /// A `Duration` constant, as whole seconds and nanoseconds.
-fn duration(d: std::time::Duration) -> TokenStream {
+pub(crate) fn duration(d: std::time::Duration) -> TokenStream {
     let secs = proc_macro2::Literal::u64_unsuffixed(d.as_secs());
     let nanos = proc_macro2::Literal::u32_unsuffixed(d.subsec_nanos());
     quote!(::core::time::Duration::new(#secs, #nanos))
@@ -666,18 +760,13 @@ fn config(args: &Args, func: &ItemFn, private: &TokenStream) -> TokenStream {
     chain
 }
 
-fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
-    let ItemFn {
-        attrs, vis, sig, ..
-    } = func;
-    let krate = match &args.krate {
-        Some(krate) => krate.value.to_token_stream(),
-        None => quote!(::failfast),
-    };
+pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
+    let krate = runtime(args.krate.as_ref());
     let private = quote!(#krate::__private);
     let allow = allow();
     let config = config(args, func, &private);
     let is_async = !matches!(shape.body, Body::Sync(_));
+    let report = Report(args.report_to_retry);
 
     // `counts` (every `Err` when absent) and not `ignores`.
     let error = quote!(&__failfast_error);
@@ -696,21 +785,7 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         (None, Some(i)) => Some(i),
         (None, None) => None,
     };
-    let uses_helper = [&args.counts, &args.ignores]
-        .into_iter()
-        .flatten()
-        .any(|m: &crate::args::Arg<Matcher>| m.value.is_predicate());
-    let helper = uses_helper.then(|| {
-        quote! {
-            #allow
-            fn __failfast_check<E: ?::core::marker::Sized, F: ::core::ops::FnOnce(&E) -> bool>(
-                error: &E,
-                predicate: F,
-            ) -> bool {
-                predicate(error)
-            }
-        }
-    });
+    let helper = Matcher::helper([&args.counts, &args.ignores], &allow);
 
     // Generated locals keep the call-site span even where the code around
     // them is spanned at the user's tokens for better errors: local variables
@@ -720,9 +795,7 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     // Taking the returned value apart and building it again goes through
     // `ResultParts`, spanned at the return type: a type that is not a
     // `Result` is reported there once, and nowhere else.
-    let parts = quote!(as #private::ResultParts<_, _>>);
-    let split = at_type(quote!(<), &shape.output, quote!(#parts::into_result));
-    let join = at_type(quote!(<), &shape.output, quote!(#parts::from_result));
+    let (split, join) = result_parts(&private, &shape.output);
     // With a fallback, a rejection and a counted failure both leave the
     // labelled block with the `failfast::Error` for the one call of the
     // fallback after it: one call site, so a fallback that does not fit is
@@ -754,10 +827,14 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
                 let err = quote_spanned!(span=> ::core::result::Result::Err(#convert(#value)));
                 quote!(return #join(#err))
             };
+            // Under `#[retry]`, a rejection and a timeout (a counted failure)
+            // are reported to the retry loop before returning.
+            let on_timeout = convert(quote!(timed_out), &timed_out);
+            let report_timeout = report.failure(&private);
             (
-                convert(quote!(rejected), &rejected),
+                convert(report.rejected(), &rejected),
                 quote!(return #join(::core::result::Result::Err(#failed))),
-                convert(quote!(timed_out), &timed_out),
+                quote!({ #report_timeout #on_timeout }),
             )
         }
     };
@@ -765,10 +842,12 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     // Without a fallback the body takes its arguments by move, like the
     // function it replaces. With one it borrows them, so that they are still
     // there to pass to the fallback after a counted failure.
-    let move_ = args
+    // Under `#[retry]` too, for the next attempt.
+    let move_ = (args
         .fallback
         .as_ref()
         .is_none_or(|fallback| !fallback.value.takes_arguments())
+        && !args.report_to_retry)
         .then(|| quote!(move));
     let output = &shape.output;
     // With `timeout`, the body is polled through `timeout`, which records the
@@ -796,34 +875,25 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     };
     let run = match &shape.body {
         Body::Sync(block) => quote!(#private::run(#move_ || -> #output #block)),
-        // The fake return edge tells the async block its output type before
-        // the body is checked, so the body's tail coerces as it would in the
-        // function itself (`Err(Box::new(e))` into `Box<dyn Error>`, `?`).
         Body::Async(block) => {
-            let block = nested(block);
-            let future = quote! {
-                async #move_ {
-                    #allow
-                    if false {
-                        let __failfast_fake_return: #output = loop {};
-                        return __failfast_fake_return;
-                    }
-                    #block
-                }
-            };
+            let future = async_block(move_.as_ref(), output, block, &allow);
             await_body(future)
         }
         Body::AsyncTrait { future, .. } => await_body(future.to_token_stream()),
     };
 
+    let report_failure = report.failure(&private);
+    let report_neutral = report.neutral(&private);
     let on_error = match counted {
         Some(counted) => quote! {
             ::core::result::Result::Err(__failfast_error) => {
                 if #counted {
                     __failfast_permit.failure();
+                    #report_failure
                     #on_failure;
                 }
                 __failfast_permit.neutral();
+                #report_neutral
                 return #join(::core::result::Result::Err(__failfast_error));
             }
         },
@@ -831,6 +901,7 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         None => quote! {
             ::core::result::Result::Err(__failfast_error) => {
                 __failfast_permit.failure();
+                #report_failure
                 #on_failure;
             }
         },
@@ -947,14 +1018,31 @@ fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         #bulkhead
         #call
     };
+    with_body(func, shape, &guarded)
+}
+
+/// Where the runtime lives: `crate = path`, or `::failfast`.
+pub(crate) fn runtime(krate: Option<&crate::args::Arg<syn::Path>>) -> TokenStream {
+    match krate {
+        Some(krate) => krate.value.to_token_stream(),
+        None => quote!(::failfast),
+    }
+}
+
+/// The function as written, with `statements` as its body (inside
+/// `#[async_trait]`'s `Box::pin(async move { .. })` for that shape).
+pub(crate) fn with_body(func: &ItemFn, shape: &Shape, statements: &TokenStream) -> TokenStream {
+    let ItemFn {
+        attrs, vis, sig, ..
+    } = func;
     // syn puts the body's inner attributes (`#![allow(..)]`) with the outer
     // ones; they go back at the top of the body.
     let (outer, inner): (Vec<_>, Vec<_>) = attrs
         .iter()
         .partition(|attr| matches!(attr.style, syn::AttrStyle::Outer));
     let body = match &shape.body {
-        Body::AsyncTrait { pin, .. } => quote!({ #(#inner)* #pin(async move { #guarded }) }),
-        _ => quote!({ #(#inner)* #guarded }),
+        Body::AsyncTrait { pin, .. } => quote!({ #(#inner)* #pin(async move { #statements }) }),
+        _ => quote!({ #(#inner)* #statements }),
     };
     quote! {
         #(#outer)*

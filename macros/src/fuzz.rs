@@ -1,4 +1,5 @@
-//! Fuzzing the grammar: generated attribute arguments, from well-formed
+//! Fuzzing the grammars: generated attribute arguments (of `#[circuit_breaker]`,
+//! and of `#[retry]` over a generated breaker), from well-formed
 //! `key = value` lists to token soup, go through the expansion on several
 //! function shapes. Whatever goes in, the expansion must not panic and must
 //! give back either the guarded function or `compile_error!`s followed by the
@@ -205,15 +206,48 @@ fn fragment(text: &'static str) -> TokenStream {
         .expect("every fragment is a valid token stream")
 }
 
+/// What one attribute's grammar accepts: its keys and a few valid values.
+#[derive(Clone, Copy)]
+struct Grammar {
+    keys: &'static [&'static str],
+    valid: &'static [(&'static str, &'static [&'static str])],
+}
+
+const BREAKER: Grammar = Grammar {
+    keys: KEYS,
+    valid: VALID,
+};
+
+/// `#[retry]`'s keys and values.
+const RETRY: Grammar = Grammar {
+    keys: crate::retry_args::KEYS,
+    valid: &[
+        ("attempts", &["1", "3", "4294967295"]),
+        ("backoff", &["\"100ms..2s\"", "\"1ns\"", "\"1s..=1s\""]),
+        ("jitter", &["0", "0.5", "1"]),
+        (
+            "retry_on",
+            &[
+                "E::A",
+                "DependencyError",
+                "is_transient",
+                "|e: &E| e.is_transient()",
+            ],
+        ),
+        ("budget", &["0.2", "1", "0.001"]),
+        ("crate", &["::failfast", "my::ff"]),
+    ],
+};
+
 /// One piece of attribute arguments: mostly `key = value`, sometimes
 /// something else entirely.
-fn piece() -> impl Strategy<Value = TokenStream> {
+fn piece(grammar: Grammar) -> impl Strategy<Value = TokenStream> {
     let key = prop_oneof![
-        4 => prop::sample::select(KEYS),
+        4 => prop::sample::select(grammar.keys),
         1 => prop::sample::select(NOT_KEYS),
     ];
     let value = prop::sample::select(VALUES);
-    let valid = prop::sample::select(VALID).prop_flat_map(|(key, values)| {
+    let valid = prop::sample::select(grammar.valid).prop_flat_map(|(key, values)| {
         prop::sample::select(values).prop_map(move |value| {
             let mut tokens = fragment(key);
             tokens.extend(fragment("="));
@@ -239,7 +273,7 @@ fn piece() -> impl Strategy<Value = TokenStream> {
             tokens
         }),
     ];
-    leaf.prop_recursive(3, 24, 6, |inner| {
+    leaf.prop_recursive(3, 24, 6, move |inner| {
         (
             prop::sample::select(
                 &[
@@ -250,7 +284,7 @@ fn piece() -> impl Strategy<Value = TokenStream> {
                 ][..],
             ),
             prop::collection::vec(inner.clone(), 0..4),
-            prop::sample::select(KEYS),
+            prop::sample::select(grammar.keys),
         )
             .prop_flat_map(move |(delimiter, pieces, key)| {
                 let group = TokenTree::Group(Group::new(delimiter, pieces.into_iter().collect()));
@@ -270,8 +304,8 @@ fn piece() -> impl Strategy<Value = TokenStream> {
 
 /// Attribute arguments: pieces separated by commas, with a comma now and
 /// then left out, doubled or trailing.
-fn arguments() -> impl Strategy<Value = TokenStream> {
-    prop::collection::vec((piece(), 0..20u8), 0..6).prop_map(|pieces| {
+fn arguments(grammar: Grammar) -> impl Strategy<Value = TokenStream> {
+    prop::collection::vec((piece(grammar), 0..20u8), 0..6).prop_map(|pieces| {
         let mut tokens = TokenStream::new();
         for (piece, separator) in pieces {
             tokens.extend(piece);
@@ -377,7 +411,7 @@ fn generated_arguments_never_panic_and_give_code_or_compile_errors() {
     let refused = std::cell::Cell::new(0u32);
     runner
         .run(
-            &(arguments(), prop::sample::select(ITEMS)),
+            &(arguments(BREAKER), prop::sample::select(ITEMS)),
             |(args, item)| {
                 let outcome = check(&args, item);
                 prop_assert!(outcome.is_ok(), "{args} on {item}: {outcome:?}");
@@ -411,5 +445,76 @@ fn every_key_with_every_value() {
                 }
             }
         }
+    }
+}
+
+/// `#[retry(..)]` over an item with or without a `#[circuit_breaker(..)]`
+/// below it, both with generated arguments: no panic, and either a retry
+/// loop or `compile_error!`s followed by the item.
+#[test]
+fn retry_over_generated_breakers_never_panics() {
+    let mut runner = TestRunner::new(Config {
+        cases: cases(),
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let below = prop_oneof![
+        1 => Just(None),
+        3 => arguments(BREAKER).prop_map(Some),
+    ];
+    let looped = std::cell::Cell::new(0u32);
+    let refused = std::cell::Cell::new(0u32);
+    runner
+        .run(
+            &(arguments(RETRY), below, prop::sample::select(ITEMS)),
+            |(args, breaker, item)| {
+                let item = match &breaker {
+                    Some(breaker) => format!("#[circuit_breaker({breaker})] {item}"),
+                    None => item.to_owned(),
+                };
+                let outcome = check_retry(&args, &item);
+                prop_assert!(outcome.is_ok(), "{args} over {item}: {outcome:?}");
+                let counter = if outcome == Ok(true) {
+                    &looped
+                } else {
+                    &refused
+                };
+                counter.set(counter.get() + 1);
+                Ok(())
+            },
+        )
+        .unwrap();
+    assert!(
+        looped.get() > 0 && refused.get() > 0,
+        "both outcomes are reached"
+    );
+}
+
+/// `Ok(true)` for a retry loop, `Ok(false)` for errors and the item.
+fn check_retry(args: &TokenStream, item: &str) -> Result<bool, String> {
+    let out = crate::expand_retry::retry(args.clone(), item.parse().unwrap());
+    let text = out.to_string();
+    let file: syn::File =
+        syn::parse2(out).map_err(|e| format!("the expansion is not items: {e}: {text}"))?;
+    let Some((last, errors)) = file.items.split_last() else {
+        return Err(format!("no item: {text}"));
+    };
+    if !errors.is_empty() {
+        let errors: TokenStream = errors.iter().map(ToTokens::to_token_stream).collect();
+        only_compile_errors(errors)?;
+        return Ok(false);
+    }
+    match last {
+        syn::Item::Fn(func) if text.contains("static __FAILFAST_RETRY") => {
+            if func
+                .attrs
+                .iter()
+                .any(|a| a.path().is_ident("circuit_breaker"))
+            {
+                return Err(format!("the breaker was left on the function: {text}"));
+            }
+            Ok(true)
+        }
+        _ => Err(format!("neither a retry loop nor errors: {text}")),
     }
 }

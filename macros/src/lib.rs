@@ -1,4 +1,4 @@
-//! The `#[circuit_breaker]` attribute of [failfast](https://docs.rs/failfast).
+//! The `#[circuit_breaker]` and `#[retry]` attributes of [failfast](https://docs.rs/failfast).
 //!
 //! Do not depend on this crate directly: add `failfast` and write
 //! `#[failfast::circuit_breaker(...)]`. The full reference of the attribute's
@@ -8,9 +8,11 @@
 mod args;
 mod classify;
 mod expand;
+mod expand_retry;
 #[cfg(test)]
 mod fuzz;
 mod moves;
+mod retry_args;
 
 use proc_macro::TokenStream;
 
@@ -23,4 +25,13 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn circuit_breaker(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::circuit_breaker(args.into(), item.into()).into()
+}
+
+/// Retries the function's `Err`s with exponential backoff, within a retry
+/// budget. Written above `#[circuit_breaker]`, each attempt is one breaker
+/// call, and a rejection or a neutral error is never retried. The full
+/// reference lives in the facade's `docs/retry.md`.
+#[proc_macro_attribute]
+pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand_retry::retry(args.into(), item.into()).into()
 }

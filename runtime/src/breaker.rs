@@ -862,7 +862,7 @@ fn with_epoch(admitted: u64, counter: u64) -> u64 {
     (admitted & !EPOCH_MASK) | (generation >> GEN_BITS & EPOCH_MASK)
 }
 
-fn splitmix64(state: u64) -> (u64, u64) {
+pub(crate) fn splitmix64(state: u64) -> (u64, u64) {
     let next = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = next;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

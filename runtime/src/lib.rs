@@ -54,6 +54,7 @@ mod http;
 pub mod metrics;
 mod name;
 pub mod registry;
+pub mod retry;
 #[cfg(feature = "serde")]
 mod serde;
 mod timeout;

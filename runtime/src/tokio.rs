@@ -1,9 +1,11 @@
-//! tokio (feature `tokio`): the timer behind `timeout = "3s"`, and
+//! tokio (feature `tokio`): the timer behind `timeout = "3s"` and the delays
+//! of async retries (`#[retry]` on an `async fn`,
+//! [`Retry::call_async`](crate::retry::Retry::call_async)), and
 //! [`Breaker::call_timeout`] for breakers used as plain values.
 //!
-//! Both need to run inside a tokio runtime with its time driver enabled
+//! They need to run inside a tokio runtime with its time driver enabled
 //! (`#[tokio::main]`, `Runtime::new()`, or a builder with `enable_time()`),
-//! as `tokio::time::timeout` does.
+//! as `tokio::time::timeout` does; a paused test clock is honoured.
 
 use std::future::Future;
 use std::time::Duration;

@@ -1,0 +1,511 @@
+//! Rewrites a function annotated with `#[retry]`. Signature, attributes and
+//! generics are kept; the body becomes a loop of attempts:
+//!
+//! ```text
+//! fn f(args..) -> Ret {
+//!     static __FAILFAST_RETRY: Retry = Retry::new(3).backoff(..).jitter(..).budget(..);
+//!     let mut __failfast_attempts = __FAILFAST_RETRY.begin();   // counts the call
+//!     loop {
+//!         let __failfast_result: Ret = run(|| -> Ret { body });        // sync
+//!         let __failfast_result: Ret = async { <fake return>; body }.await; // async
+//!         // (with a breaker below, `{ body }` is the breaker's code around it)
+//!         match split::<Ret>(__failfast_result) {
+//!             Ok(value) => return join::<Ret>(Ok(value)),
+//!             Err(error) => {
+//!                 let verdict = take_verdict();          // with a breaker below
+//!                 if retry_on(&error) {                  // no `if` without `retry_on`
+//!                     // (without a breaker: `__failfast_attempts.next_delay()`)
+//!                     if let Some(delay) = next_delay(&mut __failfast_attempts, verdict) {
+//!                         sleep(delay);                  // sync: the thread
+//!                         sleep_async(Timer, delay).await; // async: tokio's timer
+//!                         continue;
+//!                     }
+//!                 }
+//!                 return join::<Ret>(Err(error));
+//!             }
+//!         }
+//!     }
+//! }
+//! ```
+//!
+//! # The breaker below
+//!
+//! Attributes expand from the top, so `#[retry]` sees the
+//! `#[circuit_breaker(..)]` written below it still on the function. It takes
+//! that attribute off and expands the breaker itself, around the body of one
+//! attempt, with `Args::report_to_retry` set: each attempt is one breaker
+//! call, and the breaker's code leaves its verdict (rejected, counted
+//! failure, neutral) in a thread-local of `__private` right before it
+//! returns. The loop takes it right after the attempt returns, in the same
+//! poll for an async attempt, and retries only a counted failure: never a
+//! rejection, a neutral error, nor an error the breaker's code did not report
+//! (so a refusal added to the breaker later cannot be retried by mistake).
+//! After a counted failure it asks the breaker whether it just opened (and
+//! stops when no trial would be admitted before the next attempt).
+//! A breaker with a `fallback` is refused: the fallback would answer the
+//! errors the loop needs to see. `#[circuit_breaker]` above `#[retry]` is
+//! refused by the breaker, which would otherwise wrap the whole loop.
+//!
+//! # Arguments on each attempt
+//!
+//! The body runs once per attempt, so it borrows the function's arguments
+//! (closures and `async` blocks without `move`). A body that consumes a
+//! by-value argument is the compiler's "value moved here, in previous
+//! iteration of loop": clone it where it is consumed. `#[async_trait]` moves
+//! every argument into its future; there each attempt gets a clone
+//! (`__private::again`, a readable error when the type is not `Clone`), and
+//! `&mut` arguments and `&mut self` are reborrowed.
+
+use proc_macro2::{Delimiter, Group, TokenStream};
+use quote::quote;
+use syn::spanned::Spanned;
+use syn::{Attribute, Block, Expr, ExprAsync, FnArg, ItemFn, Meta, Pat, Stmt, Type, Visibility};
+
+use crate::args::{Args, Errors};
+use crate::classify::Matcher;
+use crate::expand::{
+    allow, async_block, duration, is_anyhow, not_a_function, respan, result_parts, runtime,
+    with_body, Body, Shape,
+};
+use crate::retry_args::RetryArgs;
+
+/// `#[name]` or `#[failfast::name]` (any path to failfast's attribute).
+pub(crate) fn is_failfast_attribute(attr: &Attribute, name: &str) -> bool {
+    let segments = &attr.path().segments;
+    segments.last().is_some_and(|last| last.ident == name)
+        && (segments.len() == 1 || segments.first().is_some_and(|s| s.ident == "failfast"))
+}
+
+pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut errors = Errors::default();
+    let args = RetryArgs::parse(args, &mut errors);
+    let Ok(mut func) = syn::parse2::<ItemFn>(item.clone()) else {
+        errors.push(not_a_function(&item, "retry"));
+        let error = errors.into_result().map(|e| e.to_compile_error());
+        return quote!(#error #item);
+    };
+    if let Some(again) = func
+        .attrs
+        .iter()
+        .find(|attr| is_failfast_attribute(attr, "retry"))
+    {
+        errors.push(syn::Error::new_spanned(
+            again,
+            "`#[retry]` is given twice: each would retry the other's attempts, multiplying \
+             them; keep one",
+        ));
+    }
+    let breaker = take_breaker(&mut func, &mut errors);
+    let no_breaker = Args::default();
+    let shape = Shape::of(
+        &func,
+        breaker.as_ref().map_or(&no_breaker, |b| &b.args),
+        "retry",
+        &mut errors,
+    );
+    match (errors.into_result(), shape) {
+        (None, Some(shape)) => expand(&func, &args, breaker.as_ref(), &shape),
+        // The function as written, without the breaker whose mistakes were
+        // just reported (it would report them a second time).
+        (error, _) => {
+            let error = error.map(|e| e.to_compile_error());
+            let mut func = func.clone();
+            if let Some(uses) = breaker.as_ref().map(Breaker::uses_import) {
+                func.block.stmts.insert(0, syn::parse_quote!(#uses));
+            }
+            quote!(#error #func)
+        }
+    }
+}
+
+/// The `#[circuit_breaker(..)]` below, expanded around each attempt.
+struct Breaker {
+    args: Args,
+    /// The attribute's path as written: the user imported it, and expects
+    /// the import to count as used.
+    path: syn::Path,
+}
+
+impl Breaker {
+    /// The user imported the attribute taken off: the import is used.
+    fn uses_import(&self) -> TokenStream {
+        let path = &self.path;
+        quote! {
+            #[allow(unused_imports)]
+            use #path as _;
+        }
+    }
+}
+
+/// Takes the `#[circuit_breaker(..)]` below off the function and parses it.
+fn take_breaker(func: &mut ItemFn, errors: &mut Errors) -> Option<Breaker> {
+    let index = func
+        .attrs
+        .iter()
+        .position(|attr| is_failfast_attribute(attr, "circuit_breaker"))?;
+    let attr = func.attrs.remove(index);
+    let path = attr.path().clone();
+    let tokens = match attr.meta {
+        Meta::List(list) => list.tokens,
+        Meta::Path(_) => TokenStream::new(),
+        Meta::NameValue(value) => {
+            errors.push(syn::Error::new_spanned(
+                value,
+                "expected `#[circuit_breaker(key = value, ...)]`",
+            ));
+            TokenStream::new()
+        }
+    };
+    let mut args = Args::parse(tokens, errors);
+    if let Some(fallback) = args.written("fallback") {
+        errors.push(syn::Error::new(
+            fallback.span(),
+            "`#[retry]` cannot be combined with a `fallback` on the breaker below it: the \
+             fallback answers rejections and counted failures, so the retries would never \
+             see the errors they decide on (and would retry the fallback's answers); drop \
+             `fallback` here and give it to a function that calls this one",
+        ));
+    }
+    args.report_to_retry = true;
+    Some(Breaker { args, path })
+}
+
+fn expand(
+    func: &ItemFn,
+    args: &RetryArgs,
+    breaker: Option<&Breaker>,
+    shape: &Shape,
+) -> TokenStream {
+    let sig = &func.sig;
+    let krate = runtime(args.krate.as_ref());
+    let private = quote!(#krate::__private);
+    let allow = allow();
+    let output = &shape.output;
+    let (split, join) = result_parts(&private, output);
+
+    // `#[async_trait]` moved the arguments into its future: each attempt
+    // gets its own.
+    let async_trait_block = match &shape.body {
+        Body::AsyncTrait { future, .. } => Some(reusable(func, future, &private)),
+        _ => None,
+    };
+    let (block, is_async) = match (&shape.body, &async_trait_block) {
+        (Body::Sync(block), _) => (*block, false),
+        (Body::Async(block), _) => (*block, true),
+        (Body::AsyncTrait { .. }, Some(block)) => (block, true),
+        (Body::AsyncTrait { .. }, None) => unreachable!("made above"),
+    };
+    let attempt = match breaker {
+        Some(breaker) => {
+            let guarded = guarded(func, shape, block, is_async, &breaker.args);
+            if is_async {
+                quote!(async #guarded.await)
+            } else {
+                quote!(#private::run(|| -> #output #guarded))
+            }
+        }
+        None if is_async => {
+            let future = async_block(None, output, block, &allow);
+            quote!(#future.await)
+        }
+        None => quote!(#private::run(|| -> #output #block)),
+    };
+    // With a breaker below, what it reported decides (taken on every `Err`,
+    // so no verdict outlives its attempt); without one, every error
+    // `retry_on` matches is retried.
+    let (take_verdict, next_delay) = if breaker.is_some() {
+        (
+            Some(quote!(let __failfast_verdict = #private::take_verdict();)),
+            quote!(#private::next_delay(&mut __failfast_attempts, __failfast_verdict)),
+        )
+    } else {
+        (None, quote!(__failfast_attempts.next_delay()))
+    };
+
+    let error = quote!(&__failfast_error);
+    let retry_on = args
+        .retry_on
+        .as_ref()
+        .map(|m| m.value.check(&krate, &error, is_anyhow(output)));
+    let helper = Matcher::helper([&args.retry_on], &allow);
+    // The runtime's `DEFAULT_ATTEMPTS`.
+    let attempts = args.attempts.as_ref().map_or(3, |a| a.value);
+    let sleep = (attempts > 1).then(|| {
+        if is_async {
+            // Without the `tokio` feature, the runtime's message points at
+            // the `async fn`.
+            let at = sig.asyncness.map_or_else(|| sig.ident.span(), |a| a.span());
+            // Everything but the local is there, so that the one error is
+            // reported once.
+            let sleep_async = respan(quote!(#private::sleep_async), at);
+            let timer = respan(quote!(#private::Timer), at);
+            let mut arguments =
+                Group::new(Delimiter::Parenthesis, quote!(#timer, __failfast_delay));
+            arguments.set_span(at);
+            let await_ = respan(quote!(.await), at);
+            quote!(#sleep_async #arguments #await_;)
+        } else {
+            quote!(#private::sleep(__failfast_delay);)
+        }
+    });
+    let next = quote! {
+        if let ::core::option::Option::Some(__failfast_delay) = #next_delay {
+            #sleep
+            continue;
+        }
+    };
+    let retry = match retry_on {
+        Some(retry_on) => quote!(if #retry_on { #next }),
+        None => next,
+    };
+    let policy = policy(args, &private, attempts);
+    let uses_import = breaker.map(Breaker::uses_import);
+    let looped = quote! {
+        #uses_import
+        #helper
+        #allow
+        static __FAILFAST_RETRY: #private::Retry = #policy;
+        #allow
+        let mut __failfast_attempts = __FAILFAST_RETRY.begin();
+        loop {
+            #allow
+            let __failfast_result: #output = #attempt;
+            #allow
+            match #split(__failfast_result) {
+                ::core::result::Result::Ok(__failfast_value) => {
+                    return #join(::core::result::Result::Ok(__failfast_value));
+                }
+                ::core::result::Result::Err(__failfast_error) => {
+                    #take_verdict
+                    #retry
+                    return #join(::core::result::Result::Err(__failfast_error));
+                }
+            }
+        }
+    };
+    with_body(func, shape, &looped)
+}
+
+fn policy(args: &RetryArgs, private: &TokenStream, attempts: u32) -> TokenStream {
+    let attempts = proc_macro2::Literal::u32_unsuffixed(attempts);
+    let mut chain = quote!(#private::Retry::new(#attempts));
+    if let Some(backoff) = &args.backoff {
+        let start = duration(backoff.value.start);
+        let max = duration(backoff.value.max.unwrap_or(backoff.value.start));
+        chain.extend(quote!(.backoff(#start, #max)));
+    }
+    if let Some(jitter) = &args.jitter {
+        let jitter = proc_macro2::Literal::f64_unsuffixed(jitter.value);
+        chain.extend(quote!(.jitter(#jitter)));
+    }
+    if let Some(budget) = &args.budget {
+        let budget = proc_macro2::Literal::f64_unsuffixed(budget.value);
+        chain.extend(quote!(.budget(#budget)));
+    }
+    chain
+}
+
+/// The breaker's code around one attempt: the breaker's expansion of a
+/// function with this body, in its reporting form, whose block is taken.
+fn guarded(func: &ItemFn, shape: &Shape, block: &Block, is_async: bool, args: &Args) -> Block {
+    let attempt = ItemFn {
+        attrs: Vec::new(),
+        vis: Visibility::Inherited,
+        sig: func.sig.clone(),
+        block: Box::new(block.clone()),
+    };
+    let body = if is_async {
+        Body::Async(block)
+    } else {
+        Body::Sync(block)
+    };
+    let attempt_shape = Shape {
+        body,
+        output: shape.output.clone(),
+        error_span: shape.error_span,
+        fallback_args: Vec::new(),
+        kept_for_fallback: TokenStream::new(),
+    };
+    let expanded = crate::expand::expand(&attempt, args, &attempt_shape);
+    *syn::parse2::<ItemFn>(expanded)
+        .expect("the breaker's expansion is a function")
+        .block
+}
+
+/// `#[async_trait]`'s future block with its opening moves (`let __self =
+/// self; let x = x;`) made repeatable: shared references are copied, `&mut`
+/// ones reborrowed, values cloned.
+fn reusable(func: &ItemFn, future: &ExprAsync, private: &TokenStream) -> Block {
+    let mut block = future.block.clone();
+    // Top-level statements are `#[async_trait]`'s (a type hint, the moves,
+    // then `let __ret = { body };`): only the moves are rewritten.
+    for stmt in &mut block.stmts {
+        let Stmt::Local(local) = stmt else { continue };
+        let Some(init) = &mut local.init else {
+            continue;
+        };
+        let Expr::Path(source) = &*init.expr else {
+            continue;
+        };
+        let Some(name) = source.path.get_ident().cloned() else {
+            continue;
+        };
+        let Some(kind) = argument_kind(func, &name) else {
+            continue;
+        };
+        // "not `Clone`": the call points at the argument, the message names
+        // its type and what to do.
+        let again = respan(quote!(#private::again), name.span());
+        let expr: TokenStream = match kind {
+            Kind::Shared => continue,
+            Kind::Unique => quote!(&mut *#name),
+            Kind::Owned => quote!(#again(&#name)),
+        };
+        *init.expr = syn::parse2(expr).expect("an expression");
+    }
+    block
+}
+
+enum Kind {
+    Shared,
+    Unique,
+    Owned,
+}
+
+/// How the argument `name` (or `self`) is passed.
+fn argument_kind(func: &ItemFn, name: &syn::Ident) -> Option<Kind> {
+    let by_reference = |reference: Option<bool>| match reference {
+        Some(false) => Kind::Shared,
+        Some(true) => Kind::Unique,
+        None => Kind::Owned,
+    };
+    func.sig.inputs.iter().find_map(|input| match input {
+        FnArg::Receiver(receiver) if name == "self" => Some(by_reference(
+            receiver
+                .reference
+                .as_ref()
+                .map(|_| receiver.mutability.is_some()),
+        )),
+        FnArg::Typed(typed) => match &*typed.pat {
+            Pat::Ident(ident) if ident.ident == *name => Some(by_reference(match &*typed.ty {
+                Type::Reference(reference) => Some(reference.mutability.is_some()),
+                _ => None,
+            })),
+            _ => None,
+        },
+        FnArg::Receiver(_) => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand(args: &str, item: &str) -> String {
+        retry(args.parse().unwrap(), item.parse().unwrap()).to_string()
+    }
+
+    #[test]
+    fn the_breaker_below_is_expanded_around_each_attempt() {
+        let out = expand(
+            "attempts = 3",
+            "#[circuit_breaker(threshold = 2)] fn fetch(id: &str) -> Result<u32, E> { Ok(1) }",
+        );
+        assert!(!out.contains("# [circuit_breaker"), "{out}");
+        assert!(
+            out.contains("use circuit_breaker as _ ;"),
+            "the import is used: {out}"
+        );
+        let looped = out.find("loop {").expect("a loop");
+        let breaker = out.find("static __FAILFAST_BREAKER").expect("a breaker");
+        assert!(looped < breaker, "{out}");
+        assert!(out.contains("rejected_reported"), "{out}");
+        assert!(
+            out.contains("Verdict :: Failure (& __FAILFAST_BREAKER)"),
+            "{out}"
+        );
+        assert!(out.contains("take_verdict ()"), "{out}");
+        assert!(
+            !out.contains("move"),
+            "attempts borrow the arguments: {out}"
+        );
+    }
+
+    #[test]
+    fn the_verdict_is_taken_on_every_error_retried_or_not() {
+        let out = expand(
+            "retry_on = E::Busy",
+            "#[circuit_breaker] fn fetch() -> Result<u32, E> { Ok(1) }",
+        );
+        let taken = out.find("take_verdict ()").expect("taken");
+        let retry_on = out.find("E :: Busy").expect("retry_on");
+        assert!(taken < retry_on, "{out}");
+    }
+
+    #[test]
+    fn twice_is_one_error() {
+        let out = expand(
+            "",
+            "#[retry(attempts = 2)] fn fetch() -> Result<u32, E> { Ok(1) }",
+        );
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(out.contains("is given twice"), "{out}");
+    }
+
+    #[test]
+    fn without_a_breaker_nothing_is_reported() {
+        let out = expand("", "async fn fetch() -> Result<u32, E> { Ok(1) }");
+        assert!(!out.contains("take_verdict"), "{out}");
+        assert!(out.contains("__failfast_attempts . next_delay ()"), "{out}");
+        assert!(out.contains("sleep_async"), "{out}");
+        // One attempt: nothing to wait for, no timer needed.
+        let out = expand(
+            "attempts = 1",
+            "async fn fetch() -> Result<u32, E> { Ok(1) }",
+        );
+        assert!(!out.contains("sleep"), "{out}");
+    }
+
+    #[test]
+    fn a_fallback_below_is_one_error_and_the_function_is_kept() {
+        let out = expand(
+            "",
+            "#[circuit_breaker(fallback = cached)] fn fetch() -> Result<u32, E> { Ok(1) }",
+        );
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(
+            out.ends_with(
+                "fn fetch () -> Result < u32 , E > { # [allow (unused_imports)] \
+                 use circuit_breaker as _ ; Ok (1) }"
+            ),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn async_trait_moves_become_repeatable() {
+        let func: ItemFn = syn::parse_quote! {
+            fn stock<'life0, 'async_trait>(&'life0 mut self, sku: String, n: &'life0 mut u32, k: &'life0 u8)
+                -> ::core::pin::Pin<Box<dyn ::core::future::Future<Output = Result<u32, E>> + ::core::marker::Send + 'async_trait>>
+            where 'life0: 'async_trait, Self: 'async_trait {
+                Box::pin(async move {
+                    let __self = self;
+                    let sku = sku;
+                    let n = n;
+                    let k = k;
+                    let __ret: Result<u32, E> = { Ok(1) };
+                    #[allow(unreachable_code)]
+                    __ret
+                })
+            }
+        };
+        let out = expand("", &quote!(#func).to_string());
+        assert!(out.contains("let __self = & mut * self ;"), "{out}");
+        assert!(
+            out.contains("let sku = :: failfast :: __private :: again (& sku) ;"),
+            "{out}"
+        );
+        assert!(out.contains("let n = & mut * n ;"), "{out}");
+        assert!(out.contains("let k = k ;"), "{out}");
+    }
+}
