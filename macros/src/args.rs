@@ -858,6 +858,19 @@ mod tests {
                 "{value}: {errors:?}"
             );
         }
+        // After a stray token, only `, key =` starts the next argument: not
+        // `, x y`, `, x == y` or `, x= =y`.
+        for rest in ["x y", "x == y", "x ==y", "x | y"] {
+            let errors = errors_of(&format!("jitter = 0.5 0.5, {rest}, threshold = 0"));
+            assert_eq!(
+                errors,
+                [
+                    "expected `,` before the next argument",
+                    "`threshold` must be at least 1"
+                ],
+                "{rest}"
+            );
+        }
         // A key right after the bad value is found, with or without spaces.
         assert_eq!(errors_of("recovery = \"30x\", threshold=0").len(), 2);
         assert_eq!(errors_of("threshold = 0, name = \"x\"").len(), 1);

@@ -111,6 +111,23 @@ mod tests {
     }
 
     #[test]
+    fn a_timeout_is_gateway_timeout() {
+        let breaker = Breaker::builder().name("slow").build().unwrap();
+        let timed_out = crate::TimedOut::new(breaker.shared_name(), Duration::from_secs(3));
+        assert_eq!(
+            StatusCode::from(timed_out.clone()),
+            StatusCode::GATEWAY_TIMEOUT
+        );
+        let response = Response::<String>::from(timed_out);
+        assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+        assert!(
+            response.body().contains("`slow` timed out after 3s"),
+            "{}",
+            response.body()
+        );
+    }
+
+    #[test]
     fn a_status_code_is_service_unavailable() {
         let rejected = rejected_after(Duration::ZERO, Duration::from_secs(5));
         assert_eq!(StatusCode::from(rejected), StatusCode::SERVICE_UNAVAILABLE);

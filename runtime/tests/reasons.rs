@@ -44,3 +44,28 @@ fn each_refusal_carries_its_reason() {
     assert_eq!(forced.retry_after(), None);
     assert_eq!(forced.reason().to_string(), "forced open");
 }
+
+#[test]
+fn a_full_bulkhead_refuses_at_the_concurrency_limit_and_counts_a_rejection() {
+    use failfast_runtime::Bulkhead;
+
+    let breaker = Breaker::builder().name("reasons-bulkhead").build().unwrap();
+    let bulkhead = Bulkhead::new(2);
+    assert_eq!(bulkhead.max(), 2);
+    let mut first = breaker.acquire().unwrap();
+    let mut second = breaker.acquire().unwrap();
+    let _a = bulkhead.enter(&breaker, &mut first).unwrap();
+    let _b = bulkhead.enter(&breaker, &mut second).unwrap();
+    assert_eq!(bulkhead.running(), 2);
+
+    let mut third = breaker.acquire().unwrap();
+    let refused = bulkhead.enter(&breaker, &mut third).unwrap_err();
+    assert!(refused.is_concurrency_limit());
+    assert_eq!(
+        (refused.state(), refused.reason()),
+        (State::Closed, Reason::ConcurrencyLimit)
+    );
+    drop(third);
+    let s = breaker.snapshot();
+    assert_eq!((s.rejected, s.neutral), (1, 0), "{s:?}");
+}

@@ -64,3 +64,98 @@ async fn a_trial_that_times_out_reopens_and_its_slot_comes_back() {
     assert!(healed.is_ok());
     assert_eq!(breaker.state(), State::Closed);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_call_dropped_past_its_limit_before_it_noticed_is_a_failure() {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    let breaker = Breaker::builder()
+        .name("dropped-late")
+        .threshold(5)
+        .build()
+        .unwrap();
+    {
+        let mut call = pin!(breaker.call_timeout(LIMIT, pending::<Result<(), u16>>()));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(matches!(call.as_mut().poll(&mut cx), Poll::Pending));
+        tokio::time::advance(LIMIT * 2).await;
+        // Dropped here, without a poll after the limit passed.
+    }
+    let s = breaker.snapshot();
+    assert_eq!((s.failures, s.consecutive_failures), (1, 1), "{s:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_that_answered_is_not_also_timed_out_when_dropped_late() {
+    let breaker = Breaker::builder()
+        .name("answered-late")
+        .threshold(5)
+        .build()
+        .unwrap();
+    let answer = breaker
+        .call_timeout(LIMIT, async {
+            // Ready at the same poll in which the limit passes.
+            tokio::time::sleep(LIMIT).await;
+            Ok::<u32, u16>(1)
+        })
+        .await;
+    // The body is polled first: its answer wins, and nothing more is counted.
+    assert_eq!(answer.unwrap(), 1);
+    let s = breaker.snapshot();
+    assert_eq!((s.successes, s.failures), (1, 0), "{s:?}");
+}
+
+#[tokio::test]
+async fn a_timeout_names_its_breaker_and_limit() {
+    use std::error::Error as _;
+
+    let breaker = Breaker::builder().name("ledger").build().unwrap();
+    let error = breaker
+        .call_timeout(LIMIT, pending::<Result<(), std::io::Error>>())
+        .await
+        .unwrap_err();
+    assert!(error.is_timeout() && !error.is_rejected() && !error.is_failed());
+    let timed_out = error.timed_out().unwrap();
+    assert_eq!(timed_out.name(), "ledger");
+    let message = "call through circuit breaker `ledger` timed out after 10ms";
+    assert_eq!(timed_out.to_string(), message);
+    assert_eq!(error.to_string(), message);
+    // `Error` is a transparent wrapper: its message is the timeout's, and it
+    // has no source of its own.
+    assert!(error.source().is_none());
+}
+
+#[test]
+fn a_failed_call_shows_its_error_and_that_errors_source() {
+    use std::error::Error as _;
+    use std::fmt;
+
+    #[derive(Debug)]
+    struct Refused;
+    impl fmt::Display for Refused {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("connection refused")
+        }
+    }
+    impl std::error::Error for Refused {}
+
+    #[derive(Debug)]
+    struct Upstream(Refused);
+    impl fmt::Display for Upstream {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("upstream down")
+        }
+    }
+    impl std::error::Error for Upstream {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    let failed = failfast_runtime::Error::Failed(Upstream(Refused));
+    assert!(!failed.is_timeout() && failed.is_failed());
+    assert_eq!(failed.to_string(), "upstream down");
+    assert_eq!(failed.source().unwrap().to_string(), "connection refused");
+}
