@@ -30,6 +30,9 @@
 //! - `anyhow`: `counts = SomeType` looks through `anyhow::Error` chains.
 //! - `http`: rejections and timeouts convert into `http::StatusCode` and
 //!   `http::Response<B>` (503 with `Retry-After`, 504).
+//! - `tower`: [`tower::CircuitBreakerLayer`], a tower `Layer` for axum,
+//!   tonic and any `tower::Service`, with HTTP and gRPC classifiers (implies
+//!   `http`).
 //! - `tonic`: rejections and timeouts convert into `tonic::Status`
 //!   (`UNAVAILABLE` with `grpc-retry-pushback-ms`, `DEADLINE_EXCEEDED`).
 #![warn(missing_docs)]
@@ -49,6 +52,8 @@ mod timeout;
 mod tokio;
 #[cfg(feature = "tonic")]
 mod tonic;
+#[cfg(feature = "tower")]
+pub mod tower;
 mod window;
 mod word;
 
