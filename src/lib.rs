@@ -38,6 +38,8 @@
 //! - [`circuit_breaker`]: the attribute, with every key documented.
 //! - [`Breaker`]: the breaker as a plain value, with a builder.
 //! - [`registry`]: every breaker by name, with snapshots and manual control.
+//! - `failfast::tower` (feature `tower`): the breaker as a tower `Layer` for
+//!   axum, tonic and any `tower::Service`, with HTTP and gRPC classifiers.
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 

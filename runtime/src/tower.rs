@@ -100,6 +100,17 @@ use crate::Rejected;
 
 /// tower's error type: what a [`CircuitBreaker`] service fails with by
 /// default (the same as `tower::BoxError`).
+///
+/// ```
+/// use failfast_runtime::tower::BoxError;
+/// use failfast_runtime::{Breaker, Rejected};
+///
+/// let breaker = Breaker::builder().build()?;
+/// breaker.force_open();
+/// let error: BoxError = Box::new(breaker.acquire().unwrap_err());
+/// assert!(error.is::<Rejected>());
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Decides the [`Outcome`] of a call from what the inner service produced.
@@ -274,8 +285,42 @@ fn grpc_error_outcome<E: 'static>(error: &E) -> Outcome {
 /// the error type that comes with it.
 ///
 /// [`RefuseWithError`] (the default) and [`RefuseWithResponse`] are the two
-/// answers; implement it for another, e.g. a gRPC service answering a
-/// `tonic::Status`.
+/// answers; implement it for another, e.g. a service whose own error type
+/// can carry the refusal:
+///
+/// ```
+/// use failfast_runtime::tower::{CircuitBreakerLayer, OnRejected};
+/// use failfast_runtime::{Breaker, Outcome, Rejected};
+/// use tower::{service_fn, Layer, ServiceExt};
+///
+/// #[derive(Debug)]
+/// enum DbError { Connection, Refused(Rejected) }
+///
+/// #[derive(Clone)]
+/// struct AsDbError;
+///
+/// impl<Res> OnRejected<Res, DbError> for AsDbError {
+///     type Error = DbError;
+///     fn rejected(&self, rejected: Rejected) -> Result<Res, DbError> {
+///         Err(DbError::Refused(rejected))
+///     }
+///     fn error(&self, error: DbError) -> DbError {
+///         error
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), failfast_runtime::ConfigError> {
+/// let breaker = Breaker::builder().build()?;
+/// breaker.force_open();
+/// let service = CircuitBreakerLayer::new(breaker)
+///     .classifier(|r: &Result<u64, DbError>| if r.is_ok() { Outcome::Success } else { Outcome::Failure })
+///     .on_rejected(AsDbError)
+///     .layer(service_fn(|_: ()| async { Err::<u64, _>(DbError::Connection) }));
+/// assert!(matches!(service.oneshot(()).await, Err(DbError::Refused(_))));
+/// # Ok(())
+/// # }
+/// ```
 pub trait OnRejected<Res, E> {
     /// The service's error type.
     type Error;
@@ -295,6 +340,18 @@ pub trait OnRejected<Res, E> {
 /// A refusal is an error: a boxed [`Rejected`], which callers downcast
 /// (`error.downcast_ref::<Rejected>()`); the inner service's errors are
 /// boxed too. The default.
+///
+/// ```
+/// use failfast_runtime::tower::{OnRejected, RefuseWithError};
+/// use failfast_runtime::{Breaker, Rejected};
+///
+/// let breaker = Breaker::builder().build()?;
+/// breaker.force_open();
+/// let answer: Result<(), _> =
+///     OnRejected::<(), std::io::Error>::rejected(&RefuseWithError, breaker.acquire().unwrap_err());
+/// assert!(answer.unwrap_err().is::<Rejected>());
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RefuseWithError;
 
@@ -315,6 +372,19 @@ impl<Res, E: Into<BoxError>> OnRejected<Res, E> for RefuseWithError {
 /// (in whole seconds, when the breaker knows when it tries again), the
 /// rejection's message as the body; the inner service's errors pass as they
 /// are. See [`CircuitBreakerLayer::refuse_with_response`].
+///
+/// ```
+/// use failfast_runtime::tower::{OnRejected, RefuseWithResponse};
+/// use failfast_runtime::Breaker;
+/// use std::convert::Infallible;
+///
+/// let breaker = Breaker::builder().build()?;
+/// breaker.force_open();
+/// let answer: Result<http::Response<String>, Infallible> =
+///     RefuseWithResponse.rejected(breaker.acquire().unwrap_err());
+/// assert_eq!(answer.unwrap().status(), 503);
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RefuseWithResponse;
 
@@ -464,7 +534,8 @@ impl<C, R> CircuitBreakerLayer<C, R> {
     /// The same layer, answering a refusal of an HTTP service with `503
     /// Service Unavailable` and `Retry-After` instead of an error, and
     /// keeping the inner service's error type: an axum handler behind it
-    /// stays a service that never fails, as `Router` requires.
+    /// stays a service that never fails, as `Router` requires
+    /// (`Router::new().route(..).layer(layer.refuse_with_response())`).
     ///
     /// ```
     /// use failfast_runtime::tower::CircuitBreakerLayer;
@@ -485,10 +556,16 @@ impl<C, R> CircuitBreakerLayer<C, R> {
     /// # }
     /// ```
     pub fn refuse_with_response(self) -> CircuitBreakerLayer<C, RefuseWithResponse> {
+        self.on_rejected(RefuseWithResponse)
+    }
+
+    /// The same layer, answering refusals with `on_rejected` (see
+    /// [`OnRejected`] for an example).
+    pub fn on_rejected<R2>(self, on_rejected: R2) -> CircuitBreakerLayer<C, R2> {
         CircuitBreakerLayer {
             breaker: self.breaker,
             classifier: self.classifier,
-            on_rejected: RefuseWithResponse,
+            on_rejected,
         }
     }
 
@@ -700,7 +777,24 @@ impl Drop for OwnedPermit {
 
 pin_project_lite::pin_project! {
     /// The response future of a [`CircuitBreaker`]: the inner service's
-    /// future and the call's permit, or the refusal.
+    /// future and the call's permit, or the refusal. The permit is resolved
+    /// when the inner future finishes; dropped before that, the call is
+    /// abandoned (neutral, or slow past `slow`).
+    ///
+    /// ```
+    /// use failfast_runtime::tower::CircuitBreakerLayer;
+    /// use failfast_runtime::Breaker;
+    /// use tower::{service_fn, Layer, Service};
+    ///
+    /// let layer = CircuitBreakerLayer::new(Breaker::builder().build()?);
+    /// let mut service = layer.layer(service_fn(|_: ()| async {
+    ///     Ok::<_, std::io::Error>(http::Response::new(()))
+    /// }));
+    /// let future = service.call(()); // the permit is taken here
+    /// assert_eq!(service.breaker().snapshot().trials_in_flight, 0);
+    /// drop(future); // an abandoned call: neutral
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
     #[must_use = "futures do nothing unless awaited"]
     pub struct ResponseFuture<F, C, R> {
         #[pin]
@@ -775,4 +869,91 @@ impl Drop for PanicGuard<'_> {
             permit.failed_now();
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grpc(code: &str) -> Outcome {
+        let response = http::Response::builder()
+            .header("grpc-status", code)
+            .body(())
+            .unwrap();
+        GrpcClassifier.classify(&Ok::<_, std::io::Error>(response))
+    }
+
+    #[test]
+    fn grpc_codes_that_say_the_server_is_sick_are_failures_the_rest_neutral() {
+        assert_eq!(grpc("0"), Outcome::Success);
+        for sick in ["2", "4", "8", "13", "14"] {
+            assert_eq!(grpc(sick), Outcome::Failure, "code {sick}");
+        }
+        for neutral in ["1", "3", "5", "6", "7", "9", "10", "11", "12", "15", "16"] {
+            assert_eq!(grpc(neutral), Outcome::Neutral, "code {neutral}");
+        }
+        assert_eq!(grpc("not a number"), Outcome::Failure, "read as UNKNOWN");
+    }
+
+    #[test]
+    fn a_grpc_response_without_a_status_is_judged_by_its_http_status() {
+        let answer = |status: u16| {
+            let response = http::Response::builder().status(status).body(()).unwrap();
+            GrpcClassifier.classify(&Ok::<_, std::io::Error>(response))
+        };
+        assert_eq!(answer(200), Outcome::Success);
+        assert_eq!(answer(502), Outcome::Failure);
+        assert_eq!(answer(404), Outcome::Neutral);
+        let transport = Err::<http::Response<()>, _>(std::io::Error::other("reset"));
+        assert_eq!(GrpcClassifier.classify(&transport), Outcome::Failure);
+    }
+
+    #[cfg(feature = "tonic")]
+    #[test]
+    fn tonic_status_errors_are_judged_by_their_code_also_inside_a_box_error() {
+        let status = |s: tonic::Status| GrpcClassifier.classify(&Err::<http::Response<()>, _>(s));
+        assert_eq!(status(tonic::Status::unavailable("down")), Outcome::Failure);
+        assert_eq!(status(tonic::Status::internal("bug")), Outcome::Failure);
+        assert_eq!(
+            status(tonic::Status::invalid_argument("bad")),
+            Outcome::Neutral
+        );
+        assert_eq!(status(tonic::Status::not_found("gone")), Outcome::Neutral);
+
+        let boxed = |s: tonic::Status| {
+            let error: BoxError = Box::new(s);
+            GrpcClassifier.classify(&Err::<http::Response<()>, _>(error))
+        };
+        assert_eq!(
+            boxed(tonic::Status::deadline_exceeded("slow")),
+            Outcome::Failure
+        );
+        assert_eq!(
+            boxed(tonic::Status::permission_denied("no")),
+            Outcome::Neutral
+        );
+    }
+
+    #[test]
+    fn http_statuses_split_into_success_neutral_and_failure() {
+        let answer = |status: u16| {
+            let response = http::Response::builder().status(status).body(()).unwrap();
+            HttpClassifier.classify(&Ok::<_, Infallible>(response))
+        };
+        for (status, outcome) in [
+            (101, Outcome::Success),
+            (204, Outcome::Success),
+            (304, Outcome::Success),
+            (400, Outcome::Neutral),
+            (429, Outcome::Neutral),
+            (499, Outcome::Neutral),
+            (500, Outcome::Failure),
+            (503, Outcome::Failure),
+            (599, Outcome::Failure),
+        ] {
+            assert_eq!(answer(status), outcome, "status {status}");
+        }
+    }
+
+    use std::convert::Infallible;
 }
