@@ -3,30 +3,42 @@
 //! tower-resilience's circuit breaker layer (`tower-resilience-circuitbreaker`
 //! 0.14, its defaults).
 //!
-//! Each case is a caller's loop on a current-thread tokio runtime (on a
-//! thread of its own): wait for
-//! the service to be ready, call it, await the response. The inner service is
-//! a `tower::service_fn` answering `200 OK` at once (an empty
-//! `http::Response<()>`), so the figures are the layer's own cost.
+//! Each case is a caller's loop on a thread of its own: poll the service
+//! until it is ready, call it, poll the response future until it is done.
+//! The futures are polled in place with a no-op waker (inside a
+//! current-thread tokio runtime's context, which tower-resilience's timers
+//! need), so the harness adds no scheduler to the figures; a future that is
+//! not ready yet (tower-resilience's `tokio::sync::Mutex` under contention)
+//! is polled again at once. The inner service is a `tower::service_fn`
+//! answering `200 OK` at once (an empty `http::Response<()>`), so the
+//! figures are the layers' own cost.
 //!
 //! Two-thread cases run that loop on two threads, each with its own clone of
-//! the service and its own runtime, sharing one breaker; the time per call is
-//! the wall time from the first thread's start to the last one's finish,
-//! divided by the calls one thread made.
+//! the service, sharing one breaker. The time per call is each thread's own
+//! CPU time per call, averaged over the threads: the machine these figures
+//! come from is shared with other builds, and wall time would count the
+//! time a thread spent descheduled.
 //!
 //! ```sh
 //! cargo bench --bench tower --features tower
 //! ```
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::hint::black_box;
+use std::pin::pin;
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+
+#[path = "support/cpu_time.rs"]
+mod cpu_time;
+use cpu_time::thread_cpu_time;
 use failfast::tower::CircuitBreakerLayer;
 use failfast::Breaker;
-use tower::{service_fn, Layer, Service, ServiceExt};
+use tower::{service_fn, Layer, Service};
 
 type Response = http::Response<()>;
 
@@ -45,15 +57,28 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("a current-thread runtime")
 }
 
-/// `iters` calls of `service`, each awaited after waiting for readiness.
-async fn calls<S>(service: &mut S, iters: u64)
+/// Polls `future` in place until it is done.
+#[inline]
+fn finish<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// `iters` calls of `service`, each made once it is ready.
+fn calls<S>(service: &mut S, iters: u64)
 where
     S: Service<u64, Response = Response>,
     S::Error: std::fmt::Debug,
 {
     for i in 0..iters {
-        let ready = service.ready().await.expect("ready");
-        let response = ready.call(i).await.expect("admitted");
+        finish(std::future::poll_fn(|cx| service.poll_ready(cx))).expect("ready");
+        let response = finish(service.call(i)).expect("admitted");
         black_box(&response);
     }
 }
@@ -67,17 +92,18 @@ where
     S::Future: Send,
 {
     let start = Barrier::new(threads);
-    let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
+    let spent: Vec<Duration> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 let mut service = service.clone();
                 let start = &start;
                 s.spawn(move || {
                     let rt = runtime();
+                    let _context = rt.enter();
                     start.wait();
-                    let began = Instant::now();
-                    rt.block_on(calls(&mut service, iters));
-                    (began, Instant::now())
+                    let began = thread_cpu_time();
+                    calls(&mut service, iters);
+                    thread_cpu_time() - began
                 })
             })
             .collect();
@@ -86,9 +112,7 @@ where
             .map(|w| w.join().expect("bench thread"))
             .collect()
     });
-    let began = spans.iter().map(|s| s.0).min().expect("a thread");
-    let ended = spans.iter().map(|s| s.1).max().expect("a thread");
-    ended - began
+    spent.iter().sum::<Duration>() / u32::try_from(threads).expect("a few threads")
 }
 
 fn leaked_breaker() -> &'static Breaker {
