@@ -401,6 +401,45 @@ impl<B: From<String>, E> OnRejected<http::Response<B>, E> for RefuseWithResponse
     }
 }
 
+/// A refusal is an error: a boxed `tonic::Status` (`UNAVAILABLE`, with the
+/// time until the next trial in `grpc-retry-pushback-ms`: the `tonic`
+/// conversion of [`Rejected`]), which a tonic client finds in the error of
+/// its `Channel` and hands to the caller as that status; the inner service's
+/// errors are boxed as they are. Feature `tonic`; see
+/// [`CircuitBreakerLayer::refuse_with_status`].
+///
+/// ```
+/// use failfast_runtime::tower::{OnRejected, RefuseWithStatus};
+/// use failfast_runtime::Breaker;
+///
+/// let breaker = Breaker::builder().build()?;
+/// breaker.force_open();
+/// let answer: Result<(), _> = OnRejected::<(), std::io::Error>::rejected(
+///     &RefuseWithStatus,
+///     breaker.acquire().unwrap_err(),
+/// );
+/// let status = tonic::Status::from_error(answer.unwrap_err());
+/// assert_eq!(status.code(), tonic::Code::Unavailable);
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+#[cfg(feature = "tonic")]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RefuseWithStatus;
+
+#[cfg(feature = "tonic")]
+impl<Res, E: Into<BoxError>> OnRejected<Res, E> for RefuseWithStatus {
+    type Error = BoxError;
+
+    fn rejected(&self, rejected: Rejected) -> Result<Res, BoxError> {
+        Err(Box::new(tonic::Status::from(rejected)))
+    }
+
+    #[inline]
+    fn error(&self, error: E) -> BoxError {
+        error.into()
+    }
+}
+
 /// The HTTP answer to a [`CircuitBreaker`] service's boxed error, for
 /// axum's `HandleErrorLayer`: a refusal is `503 Service Unavailable` with
 /// `Retry-After`; any other error (a tower timeout, a transport error) is
@@ -557,6 +596,27 @@ impl<C, R> CircuitBreakerLayer<C, R> {
     /// ```
     pub fn refuse_with_response(self) -> CircuitBreakerLayer<C, RefuseWithResponse> {
         self.on_rejected(RefuseWithResponse)
+    }
+
+    /// The same layer, refusing a gRPC call with a boxed `tonic::Status`
+    /// (`UNAVAILABLE` with `grpc-retry-pushback-ms`), for a layer on a
+    /// tonic `Channel`: the client's caller gets that status rather than
+    /// `UNKNOWN`. Feature `tonic`.
+    ///
+    /// ```
+    /// use failfast_runtime::tower::{CircuitBreakerLayer, GrpcClassifier};
+    /// use failfast_runtime::Breaker;
+    ///
+    /// let layer = CircuitBreakerLayer::new(Breaker::builder().name("ledger").build()?)
+    ///     .classifier(GrpcClassifier)
+    ///     .refuse_with_status();
+    /// // ServiceBuilder::new().layer(layer).service(channel)
+    /// # let _ = layer;
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    #[cfg(feature = "tonic")]
+    pub fn refuse_with_status(self) -> CircuitBreakerLayer<C, RefuseWithStatus> {
+        self.on_rejected(RefuseWithStatus)
     }
 
     /// The same layer, answering refusals with `on_rejected` (see
@@ -953,6 +1013,43 @@ mod tests {
         ] {
             assert_eq!(answer(status), outcome, "status {status}");
         }
+    }
+
+    #[cfg(feature = "tonic")]
+    #[tokio::test]
+    async fn a_refusal_with_status_reaches_a_grpc_caller_as_unavailable_with_pushback() {
+        use tower::{service_fn, ServiceExt};
+
+        let clock = crate::ManualClock::new();
+        let breaker = Breaker::builder()
+            .name("ledger")
+            .threshold(1)
+            .recovery(std::time::Duration::from_secs(30))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let service = CircuitBreakerLayer::new(breaker)
+            .classifier(GrpcClassifier)
+            .refuse_with_status()
+            .layer(service_fn(|code: &'static str| async move {
+                let response = http::Response::builder().header("grpc-status", code);
+                Ok::<_, Infallible>(response.body(()).unwrap())
+            }));
+
+        let invalid = service.clone().oneshot("3").await.unwrap();
+        assert_eq!(invalid.headers()["grpc-status"], "3");
+        assert_eq!(service.breaker().state(), crate::State::Closed);
+        service.clone().oneshot("14").await.unwrap();
+        assert_eq!(service.breaker().state(), crate::State::Open);
+
+        clock.advance(std::time::Duration::from_secs(10));
+        let refused = service.clone().oneshot("0").await.unwrap_err();
+        let status = tonic::Status::from_error(refused);
+        assert_eq!(status.code(), tonic::Code::Unavailable);
+        assert_eq!(
+            status.metadata().get("grpc-retry-pushback-ms").unwrap(),
+            "20000"
+        );
     }
 
     use std::convert::Infallible;
