@@ -36,6 +36,10 @@ use failfast::{circuit_breaker, Breaker, Outcome, Rejected, TimedOut};
 use failsafe::{backoff, failure_policy, CircuitBreaker};
 use recloser::Recloser;
 
+#[path = "support/cpu_time.rs"]
+mod cpu_time;
+use cpu_time::thread_cpu_time;
+
 /// The protected call's error. The call returns `Result<(), Fault>`, one byte
 /// that comes back in a register, so the figures show the breaker rather than
 /// the compiler's copies of a larger result (which cost the same with or without
@@ -264,21 +268,6 @@ enum Clock {
     /// The CPU time of each thread, averaged: the time a call takes while its
     /// thread runs, whatever else the machine is doing.
     Cpu,
-}
-
-/// CPU time consumed by the calling thread.
-fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable `timespec`; the call only writes it.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    Duration::new(
-        ts.tv_sec.try_into().unwrap(),
-        ts.tv_nsec.try_into().unwrap(),
-    )
 }
 
 /// Runs `call` `iters` times on each of two threads released together.

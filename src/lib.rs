@@ -45,6 +45,8 @@
 //! - Features `tracing`, `metrics` and `serde`: transitions as `tracing`
 //!   events, breakers as metrics through the `metrics` facade, `Serialize` /
 //!   `Deserialize` for snapshots and configurations.
+//! - `failfast::tower` (feature `tower`): the breaker as a tower `Layer` for
+//!   axum, tonic and any `tower::Service`, with HTTP and gRPC classifiers.
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 

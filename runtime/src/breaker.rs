@@ -951,6 +951,41 @@ impl Permit<'_> {
     }
 }
 
+/// A permit's record without the borrow of its breaker, for a permit held by
+/// a type that owns its breaker handle (see `OwnedPermit`). Moving the two
+/// words out and back costs nothing on the call path.
+#[cfg(feature = "tower")]
+#[derive(Debug)]
+pub(crate) struct Detached {
+    admitted: u64,
+    started: u64,
+}
+
+#[cfg(feature = "tower")]
+impl Permit<'_> {
+    /// The permit's record, leaving the breaker to be named again by
+    /// [`Detached::attach`]; nothing is recorded now.
+    pub(crate) fn detach(self) -> Detached {
+        let this = ManuallyDrop::new(self);
+        Detached {
+            admitted: this.admitted,
+            started: this.started,
+        }
+    }
+}
+
+#[cfg(feature = "tower")]
+impl Detached {
+    /// The permit again. `breaker` must be the one that admitted it.
+    pub(crate) fn attach(self, breaker: &Breaker) -> Permit<'_> {
+        Permit {
+            breaker,
+            admitted: self.admitted,
+            started: self.started,
+        }
+    }
+}
+
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
         let outcome = if self.admitted & TRACKED == 0 && std::thread::panicking() {

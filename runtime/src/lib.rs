@@ -31,6 +31,9 @@
 //! - `anyhow`: `counts = SomeType` looks through `anyhow::Error` chains.
 //! - `http`: rejections and timeouts convert into `http::StatusCode` and
 //!   `http::Response<B>` (503 with `Retry-After`, 504).
+//! - `tower`: [`tower::CircuitBreakerLayer`], a tower `Layer` for axum,
+//!   tonic and any `tower::Service`, with HTTP and gRPC classifiers (implies
+//!   `http`).
 //! - `tonic`: rejections and timeouts convert into `tonic::Status`
 //!   (`UNAVAILABLE` with `grpc-retry-pushback-ms`, `DEADLINE_EXCEEDED`).
 //! - `tracing`: transitions as `tracing` events.
@@ -63,6 +66,8 @@ mod tokio;
 #[cfg(feature = "tonic")]
 mod tonic;
 mod totals;
+#[cfg(feature = "tower")]
+pub mod tower;
 #[cfg(feature = "tracing")]
 mod tracing;
 mod window;

@@ -386,7 +386,11 @@ mod tests {
             }
             stop.store(true, Relaxed);
         });
-        let popcount = |bits: &[AtomicU64]| bits.iter().map(|b| b.load(Relaxed).count_ones()).sum();
+        let popcount = |bits: &[AtomicU64]| {
+            bits.iter()
+                .map(|b| b.load(Relaxed).count_ones())
+                .sum::<u32>()
+        };
         assert_eq!(w.failures.0.load(Relaxed), popcount(&w.failed_bits));
         assert_eq!(w.slow.load(Relaxed), popcount(&w.slow_bits));
         // A full window of successes leaves nothing behind, without wrapping.

@@ -1,0 +1,1056 @@
+//! A circuit breaker as a tower [`Layer`] (feature `tower`), for axum, tonic,
+//! hyper and any other [`Service`].
+//!
+//! [`CircuitBreakerLayer`] wraps a service in [`CircuitBreaker`]: every
+//! request asks the breaker first; a refused request never reaches the inner
+//! service, and the outcome of an admitted one is decided by a classifier
+//! ([`Classify`]) from the `Result<Response, Error>` the inner service
+//! produced: success, failure or neutral.
+//!
+//! ```
+//! use failfast_runtime::tower::CircuitBreakerLayer;
+//! use failfast_runtime::{Breaker, Rejected};
+//! use std::convert::Infallible;
+//! use tower::{service_fn, Layer, Service, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), failfast_runtime::tower::BoxError> {
+//! let breaker = Breaker::builder().name("inventory").threshold(2).build()?;
+//! let layer = CircuitBreakerLayer::new(breaker);
+//! let mut service = layer.layer(service_fn(|_: ()| async {
+//!     Ok::<_, Infallible>(http::Response::builder().status(502).body(String::new()).unwrap())
+//! }));
+//!
+//! for _ in 0..2 {
+//!     let response = service.ready().await?.call(()).await?;
+//!     assert_eq!(response.status(), 502); // a failure: 5xx
+//! }
+//! let refused = service.ready().await?.call(()).await.unwrap_err();
+//! assert!(refused.downcast_ref::<Rejected>().is_some());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Where it sits in a stack
+//!
+//! Put the breaker *outside* `tower::timeout::TimeoutLayer`
+//! (`ServiceBuilder::new().layer(breaker).layer(timeout)`): the timeout's
+//! error then reaches the classifier, and [`HttpClassifier`] counts it as a
+//! failure, so a hanging dependency trips the breaker. Put it inside a
+//! `tower::limit::ConcurrencyLimitLayer` or outside, as you like: only
+//! [`call`](Service::call) asks the breaker, so a request waiting for a
+//! place in the limit holds no trial.
+//!
+//! # Readiness never takes a trial
+//!
+//! [`poll_ready`](Service::poll_ready) only asks the inner service: the
+//! breaker is asked in [`call`](Service::call). A half-open breaker admits
+//! `trial_calls` requests at once; a permit taken at readiness would be held
+//! by a caller that may never call (readiness is polled speculatively by
+//! balancers, buffers and `ServiceExt::ready` before a request exists), and
+//! the trial would wait for it while every other request is refused. An open
+//! breaker stays ready, and answers a call at once with the refusal.
+//!
+//! # Outcomes
+//!
+//! - The response future's output is classified by the layer's [`Classify`]:
+//!   [`HttpClassifier`] by default, [`GrpcClassifier`], or a closure
+//!   `Fn(&Result<Response, Error>) -> Outcome`.
+//! - A panic while the inner service's future (or its `call`) runs is a
+//!   failure; the panic goes on unwinding.
+//! - A response future dropped before it finished (a client that went away,
+//!   an outer timeout) is neutral, or a slow call once it has run longer than
+//!   the breaker's `slow` (see [`Builder::slow`](crate::Builder::slow)): the
+//!   rules of an abandoned `#[circuit_breaker]` call. Either way a half-open
+//!   trial gets its slot back.
+//!
+//! # Refusals
+//!
+//! By default the service's error is a [`BoxError`], as tower's own
+//! `timeout` and `limit` do: a refusal is a boxed [`Rejected`] that callers
+//! downcast, and the inner service's errors are boxed as they are. With
+//! [`CircuitBreakerLayer::refuse_with_response`], an HTTP service answers a
+//! refusal itself with `503 Service Unavailable` and `Retry-After` (the
+//! `http` conversion of [`Rejected`]) and keeps its own error type, which is
+//! what axum's `Router` needs (its services never fail). With axum's
+//! `HandleErrorLayer`, [`error_response`] does the same for the boxed error.
+//!
+//! # Which breaker
+//!
+//! A layer is built from a [`Breaker`] (put in an `Arc`), an `Arc<Breaker>`,
+//! a `&'static Breaker`, or a [`BreakerRef`] from the registry. Each call
+//! clones the handle into its response future: free for a `&'static
+//! Breaker` (a `static`, or a leaked `Box`), one reference-count increment
+//! for an `Arc`.
+
+use std::any::Any;
+use std::future::Future;
+use std::mem;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::header::HeaderValue;
+pub use tower_layer::Layer;
+pub use tower_service::Service;
+
+use crate::breaker::{Breaker, Detached, Outcome};
+use crate::registry::BreakerRef;
+use crate::Rejected;
+
+/// tower's error type: what a [`CircuitBreaker`] service fails with by
+/// default (the same as `tower::BoxError`).
+///
+/// ```
+/// use failfast_runtime::tower::BoxError;
+/// use failfast_runtime::{Breaker, Rejected};
+///
+/// let breaker = Breaker::builder().build()?;
+/// breaker.force_open();
+/// let error: BoxError = Box::new(breaker.acquire().unwrap_err());
+/// assert!(error.is::<Rejected>());
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Decides the [`Outcome`] of a call from what the inner service produced.
+///
+/// Implemented by [`HttpClassifier`], [`GrpcClassifier`], and every closure
+/// `Fn(&Result<Res, E>) -> Outcome`, so that a neutral outcome (an error
+/// that is the caller's fault) is as easy to say as a failure:
+///
+/// ```
+/// use failfast_runtime::tower::{CircuitBreakerLayer, Classify};
+/// use failfast_runtime::{Breaker, Outcome};
+///
+/// #[derive(Debug)]
+/// enum DbError { Connection, Constraint }
+///
+/// let classify = |result: &Result<u64, DbError>| match result {
+///     Ok(_) => Outcome::Success,
+///     Err(DbError::Connection) => Outcome::Failure,
+///     Err(DbError::Constraint) => Outcome::Neutral,
+/// };
+/// assert_eq!(classify.classify(&Err(DbError::Constraint)), Outcome::Neutral);
+/// let layer = CircuitBreakerLayer::new(Breaker::builder().build()?).classifier(classify);
+/// # let _ = layer;
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+pub trait Classify<Res, E> {
+    /// The outcome of a call that produced `result`.
+    fn classify(&self, result: &Result<Res, E>) -> Outcome;
+}
+
+impl<F, Res, E> Classify<Res, E> for F
+where
+    F: Fn(&Result<Res, E>) -> Outcome,
+{
+    #[inline]
+    fn classify(&self, result: &Result<Res, E>) -> Outcome {
+        self(result)
+    }
+}
+
+/// The default classifier, for services answering `http::Response<B>`:
+///
+/// | result | outcome |
+/// |---|---|
+/// | `Err(_)`: a transport error, a tower timeout, … | failure |
+/// | 5xx | failure |
+/// | 429 and every other 4xx | neutral: the caller's fault, or a limit on the caller |
+/// | 1xx, 2xx, 3xx | success |
+///
+/// ```
+/// use failfast_runtime::tower::{Classify, HttpClassifier};
+/// use failfast_runtime::Outcome;
+///
+/// let answer = |status: u16| http::Response::builder().status(status).body(()).unwrap();
+/// let outcome = |r: Result<http::Response<()>, &str>| HttpClassifier.classify(&r);
+/// assert_eq!(outcome(Ok(answer(200))), Outcome::Success);
+/// assert_eq!(outcome(Ok(answer(429))), Outcome::Neutral);
+/// assert_eq!(outcome(Ok(answer(503))), Outcome::Failure);
+/// assert_eq!(outcome(Err("connection reset")), Outcome::Failure);
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HttpClassifier;
+
+impl<B, E> Classify<http::Response<B>, E> for HttpClassifier {
+    #[inline]
+    fn classify(&self, result: &Result<http::Response<B>, E>) -> Outcome {
+        match result {
+            Ok(response) => status_outcome(response.status()),
+            Err(_) => Outcome::Failure,
+        }
+    }
+}
+
+fn status_outcome(status: http::StatusCode) -> Outcome {
+    if status.is_server_error() {
+        Outcome::Failure
+    } else if status.is_client_error() {
+        Outcome::Neutral
+    } else {
+        Outcome::Success
+    }
+}
+
+/// A classifier for gRPC: the codes that say the server is sick or
+/// overloaded are failures, the rest of the errors neutral.
+///
+/// | code | outcome |
+/// |---|---|
+/// | `OK` | success |
+/// | `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `RESOURCE_EXHAUSTED`, `INTERNAL`, `UNKNOWN` | failure |
+/// | every other code (`INVALID_ARGUMENT`, `NOT_FOUND`, …) | neutral |
+///
+/// The code is read from the `grpc-status` header of an `http::Response`
+/// (a tonic `Channel` or server route): a call that fails before any message
+/// is sent answers with its status in the headers ("trailers-only"). A
+/// response without `grpc-status` is judged by its HTTP status as
+/// [`HttpClassifier`] does (a proxy's 502 is a failure). An error that is a
+/// `tonic::Status` (with the `tonic` feature; also inside a [`BoxError`]) is
+/// judged by its code; any other error (transport, timeout) is a failure.
+///
+/// ```
+/// use failfast_runtime::tower::{Classify, GrpcClassifier};
+/// use failfast_runtime::Outcome;
+///
+/// let answer = |code: &str| {
+///     http::Response::builder().header("grpc-status", code).body(()).unwrap()
+/// };
+/// let outcome = |r: Result<http::Response<()>, std::io::Error>| GrpcClassifier.classify(&r);
+/// assert_eq!(outcome(Ok(answer("0"))), Outcome::Success);
+/// assert_eq!(outcome(Ok(answer("14"))), Outcome::Failure); // UNAVAILABLE
+/// assert_eq!(outcome(Ok(answer("3"))), Outcome::Neutral); // INVALID_ARGUMENT
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GrpcClassifier;
+
+impl<B, E: 'static> Classify<http::Response<B>, E> for GrpcClassifier {
+    fn classify(&self, result: &Result<http::Response<B>, E>) -> Outcome {
+        match result {
+            Ok(response) => match response.headers().get("grpc-status") {
+                Some(code) => grpc_code_outcome(code),
+                None => status_outcome(response.status()),
+            },
+            Err(error) => grpc_error_outcome(error),
+        }
+    }
+}
+
+/// `UNKNOWN`, `DEADLINE_EXCEEDED`, `RESOURCE_EXHAUSTED`, `INTERNAL`,
+/// `UNAVAILABLE`.
+const GRPC_FAILURES: [i32; 5] = [2, 4, 8, 13, 14];
+
+fn grpc_number_outcome(code: i32) -> Outcome {
+    if code == 0 {
+        Outcome::Success
+    } else if GRPC_FAILURES.contains(&code) {
+        Outcome::Failure
+    } else {
+        Outcome::Neutral
+    }
+}
+
+fn grpc_code_outcome(code: &HeaderValue) -> Outcome {
+    match code
+        .to_str()
+        .ok()
+        .and_then(|c| c.trim().parse::<i32>().ok())
+    {
+        Some(code) => grpc_number_outcome(code),
+        // Unreadable: gRPC says to take it as UNKNOWN.
+        None => Outcome::Failure,
+    }
+}
+
+fn grpc_error_outcome<E: 'static>(error: &E) -> Outcome {
+    #[cfg(feature = "tonic")]
+    {
+        let any: &dyn Any = error;
+        let status = any.downcast_ref::<tonic::Status>().or_else(|| {
+            any.downcast_ref::<BoxError>()
+                .and_then(|e| e.downcast_ref::<tonic::Status>())
+        });
+        if let Some(status) = status {
+            return grpc_number_outcome(status.code() as i32);
+        }
+    }
+    #[cfg(not(feature = "tonic"))]
+    let _: &dyn Any = error;
+    Outcome::Failure
+}
+
+/// What a [`CircuitBreaker`] answers when the breaker refuses a call, and
+/// the error type that comes with it.
+///
+/// [`RefuseWithError`] (the default) and [`RefuseWithResponse`] are the two
+/// answers; implement it for another, e.g. a service whose own error type
+/// can carry the refusal:
+///
+/// ```
+/// use failfast_runtime::tower::{CircuitBreakerLayer, OnRejected};
+/// use failfast_runtime::{Breaker, Outcome, Rejected};
+/// use tower::{service_fn, Layer, ServiceExt};
+///
+/// #[derive(Debug)]
+/// enum DbError { Connection, Refused(Rejected) }
+///
+/// #[derive(Clone)]
+/// struct AsDbError;
+///
+/// impl<Res> OnRejected<Res, DbError> for AsDbError {
+///     type Error = DbError;
+///     fn rejected(&self, rejected: Rejected) -> Result<Res, DbError> {
+///         Err(DbError::Refused(rejected))
+///     }
+///     fn error(&self, error: DbError) -> DbError {
+///         error
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), failfast_runtime::ConfigError> {
+/// let breaker = Breaker::builder().build()?;
+/// breaker.force_open();
+/// let service = CircuitBreakerLayer::new(breaker)
+///     .classifier(|r: &Result<u64, DbError>| if r.is_ok() { Outcome::Success } else { Outcome::Failure })
+///     .on_rejected(AsDbError)
+///     .layer(service_fn(|_: ()| async { Err::<u64, _>(DbError::Connection) }));
+/// assert!(matches!(service.oneshot(()).await, Err(DbError::Refused(_))));
+/// # Ok(())
+/// # }
+/// ```
+pub trait OnRejected<Res, E> {
+    /// The service's error type.
+    type Error;
+
+    /// The answer to a refused call.
+    ///
+    /// # Errors
+    ///
+    /// The refusal as the service's error, when it is not answered with a
+    /// response.
+    fn rejected(&self, rejected: Rejected) -> Result<Res, Self::Error>;
+
+    /// The inner service's error, as the service's error.
+    fn error(&self, error: E) -> Self::Error;
+}
+
+/// A refusal is an error: a boxed [`Rejected`], which callers downcast
+/// (`error.downcast_ref::<Rejected>()`); the inner service's errors are
+/// boxed too. The default.
+///
+/// ```
+/// use failfast_runtime::tower::{OnRejected, RefuseWithError};
+/// use failfast_runtime::{Breaker, Rejected};
+///
+/// let breaker = Breaker::builder().build()?;
+/// breaker.force_open();
+/// let answer: Result<(), _> =
+///     OnRejected::<(), std::io::Error>::rejected(&RefuseWithError, breaker.acquire().unwrap_err());
+/// assert!(answer.unwrap_err().is::<Rejected>());
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RefuseWithError;
+
+impl<Res, E: Into<BoxError>> OnRejected<Res, E> for RefuseWithError {
+    type Error = BoxError;
+
+    fn rejected(&self, rejected: Rejected) -> Result<Res, BoxError> {
+        Err(Box::new(rejected))
+    }
+
+    #[inline]
+    fn error(&self, error: E) -> BoxError {
+        error.into()
+    }
+}
+
+/// A refusal is answered with `503 Service Unavailable` and `Retry-After`
+/// (in whole seconds, when the breaker knows when it tries again), the
+/// rejection's message as the body; the inner service's errors pass as they
+/// are. See [`CircuitBreakerLayer::refuse_with_response`].
+///
+/// ```
+/// use failfast_runtime::tower::{OnRejected, RefuseWithResponse};
+/// use failfast_runtime::Breaker;
+/// use std::convert::Infallible;
+///
+/// let breaker = Breaker::builder().build()?;
+/// breaker.force_open();
+/// let answer: Result<http::Response<String>, Infallible> =
+///     RefuseWithResponse.rejected(breaker.acquire().unwrap_err());
+/// assert_eq!(answer.unwrap().status(), 503);
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RefuseWithResponse;
+
+impl<B: From<String>, E> OnRejected<http::Response<B>, E> for RefuseWithResponse {
+    type Error = E;
+
+    fn rejected(&self, rejected: Rejected) -> Result<http::Response<B>, E> {
+        Ok(http::Response::from(rejected))
+    }
+
+    #[inline]
+    fn error(&self, error: E) -> E {
+        error
+    }
+}
+
+/// A refusal is an error: a boxed `tonic::Status` (`UNAVAILABLE`, with the
+/// time until the next trial in `grpc-retry-pushback-ms`: the `tonic`
+/// conversion of [`Rejected`]), which a tonic client finds in the error of
+/// its `Channel` and hands to the caller as that status; the inner service's
+/// errors are boxed as they are. Feature `tonic`; see
+/// [`CircuitBreakerLayer::refuse_with_status`].
+///
+/// ```
+/// use failfast_runtime::tower::{OnRejected, RefuseWithStatus};
+/// use failfast_runtime::Breaker;
+///
+/// let breaker = Breaker::builder().build()?;
+/// breaker.force_open();
+/// let answer: Result<(), _> = OnRejected::<(), std::io::Error>::rejected(
+///     &RefuseWithStatus,
+///     breaker.acquire().unwrap_err(),
+/// );
+/// let status = tonic::Status::from_error(answer.unwrap_err());
+/// assert_eq!(status.code(), tonic::Code::Unavailable);
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+#[cfg(feature = "tonic")]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RefuseWithStatus;
+
+#[cfg(feature = "tonic")]
+impl<Res, E: Into<BoxError>> OnRejected<Res, E> for RefuseWithStatus {
+    type Error = BoxError;
+
+    fn rejected(&self, rejected: Rejected) -> Result<Res, BoxError> {
+        Err(Box::new(tonic::Status::from(rejected)))
+    }
+
+    #[inline]
+    fn error(&self, error: E) -> BoxError {
+        error.into()
+    }
+}
+
+/// The HTTP answer to a [`CircuitBreaker`] service's boxed error, for
+/// axum's `HandleErrorLayer`: a refusal is `503 Service Unavailable` with
+/// `Retry-After`; any other error (a tower timeout, a transport error) is
+/// `500 Internal Server Error` with the error's message.
+///
+/// ```
+/// use failfast_runtime::tower::{error_response, BoxError};
+/// use failfast_runtime::Breaker;
+///
+/// let breaker = Breaker::builder().name("search").build()?;
+/// breaker.force_open();
+/// let refused: BoxError = Box::new(breaker.acquire().unwrap_err());
+/// let response: http::Response<String> = error_response(refused);
+/// assert_eq!(response.status(), 503);
+///
+/// let other: BoxError = "connection reset".into();
+/// assert_eq!(error_response::<String>(other).status(), 500);
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+///
+/// With axum, `HandleErrorLayer` outside the breaker turns its errors into
+/// responses (here with tower's timeout inside it, whose `Elapsed` becomes a
+/// 500 and counts as a failure):
+///
+/// ```
+/// use axum::error_handling::HandleErrorLayer;
+/// use axum::{routing::get, Router};
+/// use failfast_runtime::tower::{error_response, CircuitBreakerLayer};
+/// use failfast_runtime::Breaker;
+/// use std::time::Duration;
+/// use tower::ServiceBuilder;
+///
+/// let breaker = Breaker::builder().name("stock").build()?;
+/// let app: Router = Router::new().route("/stock", get(|| async { "12" })).layer(
+///     ServiceBuilder::new()
+///         .layer(HandleErrorLayer::new(|e| async move {
+///             error_response::<axum::body::Body>(e)
+///         }))
+///         .layer(CircuitBreakerLayer::new(breaker))
+///         .timeout(Duration::from_secs(2)),
+/// );
+/// # let _ = app;
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+pub fn error_response<B: From<String>>(error: BoxError) -> http::Response<B> {
+    match error.downcast::<Rejected>() {
+        Ok(rejected) => http::Response::from(*rejected),
+        Err(other) => {
+            let mut response = http::Response::new(B::from(other.to_string()));
+            *response.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+            response
+        }
+    }
+}
+
+/// Wraps services in a [`CircuitBreaker`]. Cheap to clone: a handle to the
+/// breaker, the classifier and the refusal's answer.
+///
+/// ```
+/// use failfast_runtime::tower::CircuitBreakerLayer;
+/// use failfast_runtime::Breaker;
+/// use std::time::Duration;
+/// use tower::ServiceBuilder;
+///
+/// let breaker = Breaker::builder().name("payments").threshold(5)
+///     .recovery(Duration::from_secs(30)).build()?;
+/// let service = ServiceBuilder::new()
+///     .layer(CircuitBreakerLayer::new(breaker))
+///     .timeout(Duration::from_secs(2))
+///     .service_fn(|_: ()| async { Ok::<_, std::io::Error>(http::Response::new(())) });
+/// # let _ = service;
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct CircuitBreakerLayer<C = HttpClassifier, R = RefuseWithError> {
+    breaker: BreakerRef,
+    classifier: C,
+    on_rejected: R,
+}
+
+impl CircuitBreakerLayer {
+    /// A layer guarding with `breaker` (a [`Breaker`], `Arc<Breaker>`,
+    /// `&'static Breaker` or [`BreakerRef`]), classifying with
+    /// [`HttpClassifier`], refusing with a boxed [`Rejected`].
+    ///
+    /// ```
+    /// use failfast_runtime::tower::CircuitBreakerLayer;
+    /// use failfast_runtime::{registry, Breaker};
+    /// use std::sync::Arc;
+    ///
+    /// static SEARCH: std::sync::OnceLock<Breaker> = std::sync::OnceLock::new();
+    /// let search = SEARCH.get_or_init(|| Breaker::builder().name("search").build().unwrap());
+    /// let from_static = CircuitBreakerLayer::new(search);
+    ///
+    /// let shared = Arc::new(Breaker::builder().name("ledger").build()?);
+    /// registry::register(&shared);
+    /// let from_registry = CircuitBreakerLayer::new(registry::get("ledger").unwrap());
+    /// # let _ = (from_static, from_registry);
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn new(breaker: impl Into<BreakerRef>) -> Self {
+        Self {
+            breaker: breaker.into(),
+            classifier: HttpClassifier,
+            on_rejected: RefuseWithError,
+        }
+    }
+}
+
+impl<C, R> CircuitBreakerLayer<C, R> {
+    /// The same layer, deciding outcomes with `classifier`: a
+    /// [`GrpcClassifier`], or a closure `Fn(&Result<Res, E>) -> Outcome`.
+    ///
+    /// ```
+    /// use failfast_runtime::tower::{CircuitBreakerLayer, GrpcClassifier};
+    /// use failfast_runtime::Breaker;
+    ///
+    /// let layer = CircuitBreakerLayer::new(Breaker::builder().name("ledger").build()?)
+    ///     .classifier(GrpcClassifier);
+    /// # let _ = layer;
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn classifier<C2>(self, classifier: C2) -> CircuitBreakerLayer<C2, R> {
+        CircuitBreakerLayer {
+            breaker: self.breaker,
+            classifier,
+            on_rejected: self.on_rejected,
+        }
+    }
+
+    /// The same layer, answering a refusal of an HTTP service with `503
+    /// Service Unavailable` and `Retry-After` instead of an error, and
+    /// keeping the inner service's error type: an axum handler behind it
+    /// stays a service that never fails, as `Router` requires
+    /// (`Router::new().route(..).layer(layer.refuse_with_response())`).
+    ///
+    /// ```
+    /// use failfast_runtime::tower::CircuitBreakerLayer;
+    /// use failfast_runtime::Breaker;
+    /// use std::convert::Infallible;
+    /// use tower::{service_fn, Layer, ServiceExt};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), failfast_runtime::ConfigError> {
+    /// let breaker = Breaker::builder().name("stock").build()?;
+    /// breaker.force_open();
+    /// let service = CircuitBreakerLayer::new(breaker)
+    ///     .refuse_with_response()
+    ///     .layer(service_fn(|_: ()| async { Ok::<_, Infallible>(http::Response::new(String::new())) }));
+    /// let response = service.oneshot(()).await.unwrap();
+    /// assert_eq!(response.status(), 503);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn refuse_with_response(self) -> CircuitBreakerLayer<C, RefuseWithResponse> {
+        self.on_rejected(RefuseWithResponse)
+    }
+
+    /// The same layer, refusing a gRPC call with a boxed `tonic::Status`
+    /// (`UNAVAILABLE` with `grpc-retry-pushback-ms`), for a layer on a
+    /// tonic `Channel`: the client's caller gets that status rather than
+    /// `UNKNOWN`. Feature `tonic`.
+    ///
+    /// ```
+    /// use failfast_runtime::tower::{CircuitBreakerLayer, GrpcClassifier};
+    /// use failfast_runtime::Breaker;
+    ///
+    /// let layer = CircuitBreakerLayer::new(Breaker::builder().name("ledger").build()?)
+    ///     .classifier(GrpcClassifier)
+    ///     .refuse_with_status();
+    /// // ServiceBuilder::new().layer(layer).service(channel)
+    /// # let _ = layer;
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    #[cfg(feature = "tonic")]
+    pub fn refuse_with_status(self) -> CircuitBreakerLayer<C, RefuseWithStatus> {
+        self.on_rejected(RefuseWithStatus)
+    }
+
+    /// The same layer, answering refusals with `on_rejected` (see
+    /// [`OnRejected`] for an example).
+    pub fn on_rejected<R2>(self, on_rejected: R2) -> CircuitBreakerLayer<C, R2> {
+        CircuitBreakerLayer {
+            breaker: self.breaker,
+            classifier: self.classifier,
+            on_rejected,
+        }
+    }
+
+    /// The breaker this layer guards with.
+    ///
+    /// ```
+    /// use failfast_runtime::tower::CircuitBreakerLayer;
+    /// use failfast_runtime::Breaker;
+    ///
+    /// let layer = CircuitBreakerLayer::new(Breaker::builder().name("search").build()?);
+    /// assert_eq!(layer.breaker().name(), "search");
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn breaker(&self) -> &Breaker {
+        &self.breaker
+    }
+}
+
+impl<S, C: Clone, R: Clone> Layer<S> for CircuitBreakerLayer<C, R> {
+    type Service = CircuitBreaker<S, C, R>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        CircuitBreaker {
+            inner,
+            breaker: self.breaker.clone(),
+            classifier: self.classifier.clone(),
+            on_rejected: self.on_rejected.clone(),
+        }
+    }
+}
+
+impl From<Breaker> for BreakerRef {
+    /// A breaker put in an `Arc` (not registered: see
+    /// [`registry::register`](crate::registry::register)).
+    fn from(breaker: Breaker) -> Self {
+        BreakerRef::Shared(Arc::new(breaker))
+    }
+}
+
+impl From<Arc<Breaker>> for BreakerRef {
+    /// The shared breaker itself.
+    fn from(breaker: Arc<Breaker>) -> Self {
+        BreakerRef::Shared(breaker)
+    }
+}
+
+impl From<&'static Breaker> for BreakerRef {
+    /// The breaker in a `static` (or leaked).
+    fn from(breaker: &'static Breaker) -> Self {
+        BreakerRef::Static(breaker)
+    }
+}
+
+/// A service guarded by a circuit breaker; made by [`CircuitBreakerLayer`].
+#[derive(Clone, Debug)]
+pub struct CircuitBreaker<S, C = HttpClassifier, R = RefuseWithError> {
+    inner: S,
+    breaker: BreakerRef,
+    classifier: C,
+    on_rejected: R,
+}
+
+impl<S, C, R> CircuitBreaker<S, C, R> {
+    /// The breaker guarding this service.
+    ///
+    /// ```
+    /// use failfast_runtime::tower::CircuitBreakerLayer;
+    /// use failfast_runtime::{Breaker, State};
+    /// use tower::{service_fn, Layer};
+    ///
+    /// let layer = CircuitBreakerLayer::new(Breaker::builder().build()?);
+    /// let service = layer.layer(service_fn(|_: ()| async { Ok::<_, std::io::Error>(()) }));
+    /// assert_eq!(service.breaker().state(), State::Closed);
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn breaker(&self) -> &Breaker {
+        &self.breaker
+    }
+
+    /// The inner service.
+    ///
+    /// ```
+    /// # use failfast_runtime::tower::CircuitBreakerLayer;
+    /// # use failfast_runtime::Breaker;
+    /// # use tower::{service_fn, Layer};
+    /// let layer = CircuitBreakerLayer::new(Breaker::builder().build()?);
+    /// let service = layer.layer(service_fn(|_: ()| async { Ok::<_, std::io::Error>(()) }));
+    /// let _inner = service.get_ref();
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    ///
+    /// ```
+    /// # use failfast_runtime::tower::CircuitBreakerLayer;
+    /// # use failfast_runtime::Breaker;
+    /// # use tower::{service_fn, Layer};
+    /// let layer = CircuitBreakerLayer::new(Breaker::builder().build()?);
+    /// let mut service = layer.layer(service_fn(|_: ()| async { Ok::<_, std::io::Error>(()) }));
+    /// let _inner = service.get_mut();
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The inner service, unwrapped.
+    ///
+    /// ```
+    /// # use failfast_runtime::tower::CircuitBreakerLayer;
+    /// # use failfast_runtime::Breaker;
+    /// # use tower::{service_fn, Layer};
+    /// let layer = CircuitBreakerLayer::new(Breaker::builder().build()?);
+    /// let service = layer.layer(service_fn(|_: ()| async { Ok::<_, std::io::Error>(()) }));
+    /// let _inner = service.into_inner();
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, Req, C, R> Service<Req> for CircuitBreaker<S, C, R>
+where
+    S: Service<Req>,
+    C: Classify<S::Response, S::Error> + Clone,
+    R: OnRejected<S::Response, S::Error> + Clone,
+{
+    type Response = S::Response;
+    type Error = R::Error;
+    type Future = ResponseFuture<S::Future, C, R>;
+
+    /// The inner service's readiness; the breaker is not asked (see the
+    /// [module documentation](self#readiness-never-takes-a-trial)).
+    #[inline]
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        match self.inner.poll_ready(cx) {
+            Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(self.on_rejected.error(e))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    #[inline]
+    fn call(&mut self, request: Req) -> Self::Future {
+        let kind = match self.breaker.acquire() {
+            Ok(permit) => {
+                // A panic in the inner `call` drops `permit` while unwinding:
+                // a failure.
+                let future = self.inner.call(request);
+                let permit = OwnedPermit {
+                    breaker: self.breaker.clone(),
+                    detached: Some(permit.detach()),
+                };
+                return ResponseFuture {
+                    kind: Kind::Admitted { future },
+                    permit: Some(permit),
+                    classifier: self.classifier.clone(),
+                    on_rejected: self.on_rejected.clone(),
+                };
+            }
+            Err(rejected) => Kind::Refused {
+                rejected: Some(rejected),
+            },
+        };
+        ResponseFuture {
+            kind,
+            permit: None,
+            classifier: self.classifier.clone(),
+            on_rejected: self.on_rejected.clone(),
+        }
+    }
+}
+
+/// A permit owned together with a handle to its breaker, so a `'static`
+/// future can hold it. Dropped unresolved, it is an abandoned call.
+#[derive(Debug)]
+struct OwnedPermit {
+    breaker: BreakerRef,
+    detached: Option<Detached>,
+}
+
+impl OwnedPermit {
+    #[inline]
+    fn record(mut self, outcome: Outcome) {
+        if let Some(detached) = self.detached.take() {
+            detached.attach(&self.breaker).record(outcome);
+        }
+    }
+
+    /// The inner future panicked: a failure, recorded now.
+    fn failed_now(mut self) {
+        if let Some(detached) = self.detached.take() {
+            detached.attach(&self.breaker).failed_now();
+        }
+    }
+}
+
+impl Drop for OwnedPermit {
+    fn drop(&mut self) {
+        if let Some(detached) = self.detached.take() {
+            detached.attach(&self.breaker).abandoned();
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response future of a [`CircuitBreaker`]: the inner service's
+    /// future and the call's permit, or the refusal. The permit is resolved
+    /// when the inner future finishes; dropped before that, the call is
+    /// abandoned (neutral, or slow past `slow`).
+    ///
+    /// ```
+    /// use failfast_runtime::tower::CircuitBreakerLayer;
+    /// use failfast_runtime::Breaker;
+    /// use tower::{service_fn, Layer, Service};
+    ///
+    /// let layer = CircuitBreakerLayer::new(Breaker::builder().build()?);
+    /// let mut service = layer.layer(service_fn(|_: ()| async {
+    ///     Ok::<_, std::io::Error>(http::Response::new(()))
+    /// }));
+    /// let future = service.call(()); // the permit is taken here
+    /// assert_eq!(service.breaker().snapshot().trials_in_flight, 0);
+    /// drop(future); // an abandoned call: neutral
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    #[must_use = "futures do nothing unless awaited"]
+    pub struct ResponseFuture<F, C, R> {
+        #[pin]
+        kind: Kind<F>,
+        permit: Option<OwnedPermit>,
+        classifier: C,
+        on_rejected: R,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = KindProj]
+    enum Kind<F> {
+        Admitted { #[pin] future: F },
+        Refused { rejected: Option<Rejected> },
+    }
+}
+
+impl<F, C, R> std::fmt::Debug for ResponseFuture<F, C, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match self.kind {
+            Kind::Admitted { .. } if self.permit.is_some() => "admitted",
+            Kind::Admitted { .. } => "finished",
+            Kind::Refused { .. } => "refused",
+        };
+        f.debug_struct("ResponseFuture")
+            .field("state", &state)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F, C, R, Res, E> Future for ResponseFuture<F, C, R>
+where
+    F: Future<Output = Result<Res, E>>,
+    C: Classify<Res, E>,
+    R: OnRejected<Res, E>,
+{
+    type Output = Result<Res, R::Error>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        match this.kind.project() {
+            KindProj::Admitted { future } => {
+                let guard = PanicGuard(&mut *this.permit);
+                let polled = future.poll(cx);
+                mem::forget(guard);
+                let Poll::Ready(result) = polled else {
+                    return Poll::Pending;
+                };
+                if let Some(permit) = this.permit.take() {
+                    permit.record(this.classifier.classify(&result));
+                }
+                Poll::Ready(result.map_err(|e| this.on_rejected.error(e)))
+            }
+            KindProj::Refused { rejected } => {
+                let rejected = rejected
+                    .take()
+                    .expect("a refused ResponseFuture polled after it finished");
+                Poll::Ready(this.on_rejected.rejected(rejected))
+            }
+        }
+    }
+}
+
+/// Dropped only while a poll of the inner future unwinds.
+struct PanicGuard<'a>(&'a mut Option<OwnedPermit>);
+
+impl Drop for PanicGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(permit) = self.0.take() {
+            permit.failed_now();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grpc(code: &str) -> Outcome {
+        let response = http::Response::builder()
+            .header("grpc-status", code)
+            .body(())
+            .unwrap();
+        GrpcClassifier.classify(&Ok::<_, std::io::Error>(response))
+    }
+
+    #[test]
+    fn grpc_codes_that_say_the_server_is_sick_are_failures_the_rest_neutral() {
+        assert_eq!(grpc("0"), Outcome::Success);
+        for sick in ["2", "4", "8", "13", "14"] {
+            assert_eq!(grpc(sick), Outcome::Failure, "code {sick}");
+        }
+        for neutral in ["1", "3", "5", "6", "7", "9", "10", "11", "12", "15", "16"] {
+            assert_eq!(grpc(neutral), Outcome::Neutral, "code {neutral}");
+        }
+        assert_eq!(grpc("not a number"), Outcome::Failure, "read as UNKNOWN");
+    }
+
+    #[test]
+    fn a_grpc_response_without_a_status_is_judged_by_its_http_status() {
+        let answer = |status: u16| {
+            let response = http::Response::builder().status(status).body(()).unwrap();
+            GrpcClassifier.classify(&Ok::<_, std::io::Error>(response))
+        };
+        assert_eq!(answer(200), Outcome::Success);
+        assert_eq!(answer(502), Outcome::Failure);
+        assert_eq!(answer(404), Outcome::Neutral);
+        let transport = Err::<http::Response<()>, _>(std::io::Error::other("reset"));
+        assert_eq!(GrpcClassifier.classify(&transport), Outcome::Failure);
+    }
+
+    #[cfg(feature = "tonic")]
+    #[test]
+    fn tonic_status_errors_are_judged_by_their_code_also_inside_a_box_error() {
+        let status = |s: tonic::Status| GrpcClassifier.classify(&Err::<http::Response<()>, _>(s));
+        assert_eq!(status(tonic::Status::unavailable("down")), Outcome::Failure);
+        assert_eq!(status(tonic::Status::internal("bug")), Outcome::Failure);
+        assert_eq!(
+            status(tonic::Status::invalid_argument("bad")),
+            Outcome::Neutral
+        );
+        assert_eq!(status(tonic::Status::not_found("gone")), Outcome::Neutral);
+
+        let boxed = |s: tonic::Status| {
+            let error: BoxError = Box::new(s);
+            GrpcClassifier.classify(&Err::<http::Response<()>, _>(error))
+        };
+        assert_eq!(
+            boxed(tonic::Status::deadline_exceeded("slow")),
+            Outcome::Failure
+        );
+        assert_eq!(
+            boxed(tonic::Status::permission_denied("no")),
+            Outcome::Neutral
+        );
+    }
+
+    #[test]
+    fn http_statuses_split_into_success_neutral_and_failure() {
+        let answer = |status: u16| {
+            let response = http::Response::builder().status(status).body(()).unwrap();
+            HttpClassifier.classify(&Ok::<_, Infallible>(response))
+        };
+        for (status, outcome) in [
+            (101, Outcome::Success),
+            (204, Outcome::Success),
+            (304, Outcome::Success),
+            (400, Outcome::Neutral),
+            (429, Outcome::Neutral),
+            (499, Outcome::Neutral),
+            (500, Outcome::Failure),
+            (503, Outcome::Failure),
+            (599, Outcome::Failure),
+        ] {
+            assert_eq!(answer(status), outcome, "status {status}");
+        }
+    }
+
+    #[cfg(feature = "tonic")]
+    #[tokio::test]
+    async fn a_refusal_with_status_reaches_a_grpc_caller_as_unavailable_with_pushback() {
+        use tower::{service_fn, ServiceExt};
+
+        let clock = crate::ManualClock::new();
+        let breaker = Breaker::builder()
+            .name("ledger")
+            .threshold(1)
+            .recovery(std::time::Duration::from_secs(30))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let service = CircuitBreakerLayer::new(breaker)
+            .classifier(GrpcClassifier)
+            .refuse_with_status()
+            .layer(service_fn(|code: &'static str| async move {
+                let response = http::Response::builder().header("grpc-status", code);
+                Ok::<_, Infallible>(response.body(()).unwrap())
+            }));
+
+        let invalid = service.clone().oneshot("3").await.unwrap();
+        assert_eq!(invalid.headers()["grpc-status"], "3");
+        assert_eq!(service.breaker().state(), crate::State::Closed);
+        service.clone().oneshot("14").await.unwrap();
+        assert_eq!(service.breaker().state(), crate::State::Open);
+
+        clock.advance(std::time::Duration::from_secs(10));
+        let refused = service.clone().oneshot("0").await.unwrap_err();
+        let status = tonic::Status::from_error(refused);
+        assert_eq!(status.code(), tonic::Code::Unavailable);
+        assert_eq!(
+            status.metadata().get("grpc-retry-pushback-ms").unwrap(),
+            "20000"
+        );
+    }
+
+    use std::convert::Infallible;
+}

@@ -1,0 +1,431 @@
+//! The tower layer in front of real services: an axum `Router` whose handler
+//! goes sick, a `ServiceBuilder` stack with tower's timeout and concurrency
+//! limit over a hanging service, and the trial's fate when readiness is
+//! polled, a response future is dropped, or the inner service panics.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering::SeqCst};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::routing::get;
+use axum::Router;
+use failfast::tower::{BoxError, CircuitBreakerLayer};
+use failfast::{Breaker, ManualClock, Reason, Rejected, State};
+use http::{Request, Response, StatusCode};
+use tower::{service_fn, Layer, Service, ServiceBuilder, ServiceExt};
+
+const RECOVERY: Duration = Duration::from_secs(30);
+
+fn breaker(name: &'static str, threshold: u32, clock: &ManualClock) -> Arc<Breaker> {
+    Arc::new(
+        Breaker::builder()
+            .name(name)
+            .threshold(threshold)
+            .recovery(RECOVERY)
+            .clock(clock.clone())
+            .build()
+            .expect("valid settings"),
+    )
+}
+
+/// How many requests reached a service, for the test to wait on.
+#[derive(Clone)]
+struct Hits(Arc<tokio::sync::watch::Sender<usize>>);
+
+impl Hits {
+    fn new() -> Self {
+        Hits(Arc::new(tokio::sync::watch::Sender::new(0)))
+    }
+
+    fn hit(&self) {
+        self.0.send_modify(|hits| *hits += 1);
+    }
+
+    fn get(&self) -> usize {
+        *self.0.borrow()
+    }
+
+    /// Waits until `n` requests have arrived.
+    async fn reach(&self, n: usize) {
+        let mut hits = self.0.subscribe();
+        hits.wait_for(|hits| *hits >= n)
+            .await
+            .expect("still counting");
+    }
+}
+
+/// The dependency behind the handler: answers `status`, and while `hold` is
+/// set waits for `release` first.
+struct Backend {
+    hits: Hits,
+    status: AtomicU16,
+    hold: AtomicBool,
+    release: tokio::sync::Notify,
+}
+
+impl Backend {
+    fn new(status: u16) -> Arc<Self> {
+        Arc::new(Backend {
+            hits: Hits::new(),
+            status: AtomicU16::new(status),
+            hold: AtomicBool::new(false),
+            release: tokio::sync::Notify::new(),
+        })
+    }
+
+    async fn answer(&self) -> StatusCode {
+        self.hits.hit();
+        if self.hold.load(SeqCst) {
+            self.release.notified().await;
+        }
+        StatusCode::from_u16(self.status.load(SeqCst)).expect("a valid status")
+    }
+}
+
+fn app(breaker: &Arc<Breaker>, backend: &Arc<Backend>) -> Router {
+    let backend = backend.clone();
+    Router::new()
+        .route(
+            "/stock",
+            get(move || {
+                let backend = backend.clone();
+                async move { backend.answer().await }
+            }),
+        )
+        .layer(CircuitBreakerLayer::new(breaker.clone()).refuse_with_response())
+}
+
+async fn get_stock(app: &Router) -> Response<Body> {
+    let request = Request::get("/stock").body(Body::empty()).unwrap();
+    app.clone().oneshot(request).await.expect("infallible")
+}
+
+fn retry_after(response: &Response<Body>) -> Option<&str> {
+    response
+        .headers()
+        .get(http::header::RETRY_AFTER)
+        .map(|v| v.to_str().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_axum_router_answers_503_with_retry_after_after_threshold_5xx_and_lets_one_trial_through(
+) {
+    let clock = ManualClock::new();
+    let breaker = breaker("tower-axum-sick", 3, &clock);
+    let backend = Backend::new(500);
+    let app = app(&breaker, &backend);
+
+    for _ in 0..3 {
+        assert_eq!(get_stock(&app).await.status(), 500);
+    }
+    assert_eq!(breaker.state(), State::Open);
+
+    let refused = get_stock(&app).await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(retry_after(&refused), Some("30"));
+    clock.advance(Duration::from_millis(10_500));
+    let refused = get_stock(&app).await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(retry_after(&refused), Some("20"), "19.5 s, rounded up");
+    assert_eq!(backend.hits.get(), 3, "refused requests never ran");
+
+    // Recovered, and slow to answer: the first request after `recovery` is
+    // the trial, and it holds the only slot while it runs.
+    clock.advance(Duration::from_millis(19_500));
+    backend.status.store(200, SeqCst);
+    backend.hold.store(true, SeqCst);
+    let trial = tokio::spawn({
+        let app = app.clone();
+        async move { get_stock(&app).await.status() }
+    });
+    backend.hits.reach(4).await;
+    assert_eq!(breaker.state(), State::HalfOpen);
+
+    let others: Vec<_> = (0..10)
+        .map(|_| {
+            let app = app.clone();
+            tokio::spawn(async move {
+                let response = get_stock(&app).await;
+                (response.status(), retry_after(&response).map(str::to_owned))
+            })
+        })
+        .collect();
+    for other in others {
+        let (status, retry_after) = other.await.unwrap();
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(retry_after, None, "the next trial depends on this one");
+    }
+    assert_eq!(backend.hits.get(), 4, "exactly one trial went through");
+
+    backend.release.notify_one();
+    assert_eq!(trial.await.unwrap(), StatusCode::OK);
+    assert_eq!(breaker.state(), State::Closed);
+    backend.hold.store(false, SeqCst);
+    assert_eq!(get_stock(&app).await.status(), StatusCode::OK);
+    assert_eq!(backend.hits.get(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_hundreds_and_429s_never_trip_it() {
+    let clock = ManualClock::new();
+    let breaker = breaker("tower-axum-4xx", 2, &clock);
+    let backend = Backend::new(400);
+    let app = app(&breaker, &backend);
+
+    let tasks: Vec<_> = (0..40)
+        .map(|i| {
+            let (app, backend) = (app.clone(), backend.clone());
+            tokio::spawn(async move {
+                if i == 20 {
+                    backend.status.store(429, SeqCst);
+                }
+                get_stock(&app).await.status()
+            })
+        })
+        .collect();
+    for task in tasks {
+        assert!(task.await.unwrap().is_client_error());
+    }
+    assert_eq!(backend.hits.get(), 40, "none was refused");
+    assert_eq!(breaker.state(), State::Closed);
+    assert_eq!(breaker.snapshot().consecutive_failures, 0);
+
+    // The same breaker still counts a real failure.
+    backend.status.store(503, SeqCst);
+    for _ in 0..2 {
+        assert_eq!(get_stock(&app).await.status(), 503);
+    }
+    assert_eq!(breaker.state(), State::Open);
+}
+
+/// A service that takes the request and never answers.
+fn hanging(
+    reached: Hits,
+) -> impl Service<(), Response = Response<String>, Error = Infallible, Future: Send> + Clone {
+    service_fn(move |()| {
+        reached.hit();
+        std::future::pending()
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn over_tower_timeout_and_concurrency_limit_hangs_trip_it() {
+    let clock = ManualClock::new();
+    let breaker = breaker("tower-stack-hangs", 2, &clock);
+    let reached = Hits::new();
+    let service = ServiceBuilder::new()
+        .concurrency_limit(4)
+        .layer(CircuitBreakerLayer::new(breaker.clone()))
+        .timeout(Duration::from_millis(200))
+        .service(hanging(reached.clone()));
+
+    for _ in 0..2 {
+        let error: BoxError = service.clone().oneshot(()).await.unwrap_err();
+        assert!(
+            error.is::<tower::timeout::error::Elapsed>(),
+            "the timeout's own error passes through: {error}"
+        );
+    }
+    assert_eq!(
+        breaker.state(),
+        State::Open,
+        "two timeouts are two failures"
+    );
+
+    let error = service.clone().oneshot(()).await.unwrap_err();
+    let rejected = error.downcast_ref::<Rejected>().expect("a refusal");
+    assert_eq!(rejected.reason(), Reason::Open);
+    assert_eq!(rejected.retry_after(), Some(RECOVERY));
+    assert_eq!(reached.get(), 2, "the refused call never reached it");
+}
+
+#[tokio::test(start_paused = true)]
+async fn under_a_tower_timeout_a_hang_longer_than_slow_is_a_slow_call() {
+    // The breaker inside the timeout sees its future dropped: neutral unless
+    // it ran past `slow`, then a slow call (and a slow trial fails).
+    let clock = ManualClock::new();
+    let breaker = Arc::new(
+        Breaker::builder()
+            .name("tower-under-timeout")
+            .failure_rate(0.5)
+            .window_calls(4)
+            .min_calls(2)
+            .slow(Duration::from_millis(100))
+            .slow_rate(0.5)
+            .clock(clock.clone())
+            .build()
+            .unwrap(),
+    );
+    let reached = Hits::new();
+    let inner = CircuitBreakerLayer::new(breaker.clone()).layer(hanging(reached.clone()));
+    let service = ServiceBuilder::new()
+        .timeout(Duration::from_millis(200))
+        .service(inner);
+
+    // Dropped early: neutral.
+    let quick = ServiceBuilder::new()
+        .timeout(Duration::from_millis(50))
+        .service(service.get_ref().clone());
+    assert!(quick.oneshot(()).await.is_err());
+    assert_eq!(
+        breaker.snapshot().window_calls,
+        0,
+        "an early drop is neutral"
+    );
+
+    for _ in 0..2 {
+        let mut service = service.clone();
+        // Admitted now; the call then hangs for 150 ms of the breaker's
+        // time before tower's timeout drops it.
+        let future = service.ready().await.unwrap().call(());
+        clock.advance(Duration::from_millis(150));
+        assert!(future.await.is_err());
+    }
+    assert_eq!(breaker.snapshot().window_slow, 2);
+    assert_eq!(breaker.state(), State::Open, "two slow calls of two");
+}
+
+/// Polls `future` once, outside any runtime: starts a call without finishing
+/// it.
+fn poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+    future.poll(&mut Context::from_waker(Waker::noop()))
+}
+
+/// A breaker tripped by one 500, now eligible for its trial.
+fn eligible_for_a_trial(name: &'static str) -> (Arc<Breaker>, ManualClock) {
+    let clock = ManualClock::new();
+    let breaker = breaker(name, 1, &clock);
+    let _ = breaker.call(|| Err::<(), _>("down"));
+    clock.advance(RECOVERY);
+    assert_eq!(breaker.state(), State::HalfOpen, "eligible");
+    (breaker, clock)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_response_future_gives_the_trial_back() {
+    let (breaker, _clock) = eligible_for_a_trial("tower-dropped");
+    let reached = Hits::new();
+    let service = CircuitBreakerLayer::new(breaker.clone()).layer(hanging(reached.clone()));
+
+    // The trial, on another task, cancelled there while the dependency hangs.
+    let trial = tokio::spawn(service.clone().oneshot(()));
+    reached.reach(1).await;
+    assert_eq!(breaker.snapshot().trials_in_flight, 1);
+    let refused = service.clone().oneshot(()).await.unwrap_err();
+    assert_eq!(
+        refused.downcast_ref::<Rejected>().unwrap().reason(),
+        Reason::TrialsInFlight
+    );
+
+    trial.abort();
+    assert!(trial.await.unwrap_err().is_cancelled());
+    assert_eq!(breaker.snapshot().trials_in_flight, 0, "given back");
+    assert_eq!(
+        breaker.state(),
+        State::HalfOpen,
+        "neither failed nor passed"
+    );
+
+    // The next call is the trial.
+    let mut next = std::pin::pin!(service.clone().oneshot(()));
+    assert!(poll_once(next.as_mut()).is_pending());
+    assert_eq!(reached.get(), 2);
+    assert_eq!(breaker.snapshot().trials_in_flight, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn poll_ready_called_many_times_never_takes_the_trial() {
+    let (breaker, _clock) = eligible_for_a_trial("tower-ready");
+    let reached = Hits::new();
+    let service = CircuitBreakerLayer::new(breaker.clone()).layer(service_fn({
+        let reached = reached.clone();
+        move |()| {
+            reached.hit();
+            async { Ok::<_, Infallible>(Response::new(String::new())) }
+        }
+    }));
+
+    let pollers: Vec<_> = (0..8)
+        .map(|_| {
+            let mut service = service.clone();
+            tokio::spawn(async move {
+                for _ in 0..1_000 {
+                    std::future::poll_fn(|cx| service.poll_ready(cx))
+                        .await
+                        .unwrap();
+                    tokio::task::yield_now().await;
+                }
+            })
+        })
+        .collect();
+    for poller in pollers {
+        poller.await.unwrap();
+    }
+    let snapshot = breaker.snapshot();
+    assert_eq!(snapshot.trials_in_flight, 0, "readiness took no trial");
+    assert_eq!(reached.get(), 0);
+
+    // The trial is still there for the first call.
+    let response = service.clone().oneshot(()).await.expect("admitted");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(reached.get(), 1);
+    assert_eq!(breaker.state(), State::Closed, "the trial passed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_in_the_inner_future_is_a_failure_and_reopens_a_trial() {
+    let clock = ManualClock::new();
+    let breaker = breaker("tower-panic", 2, &clock);
+    let service =
+        CircuitBreakerLayer::new(breaker.clone()).layer(service_fn(|fail: bool| async move {
+            assert!(!fail, "the handler panics");
+            Ok::<_, Infallible>(Response::new(String::new()))
+        }));
+
+    let panicked = tokio::spawn(service.clone().oneshot(true)).await;
+    assert!(panicked.unwrap_err().is_panic());
+    assert_eq!(breaker.snapshot().consecutive_failures, 1);
+    let panicked = tokio::spawn(service.clone().oneshot(true)).await;
+    assert!(panicked.unwrap_err().is_panic());
+    assert_eq!(breaker.state(), State::Open);
+
+    clock.advance(RECOVERY);
+    let panicked = tokio::spawn(service.clone().oneshot(true)).await;
+    assert!(panicked.unwrap_err().is_panic());
+    assert_eq!(breaker.state(), State::Open, "a panicking trial failed");
+    assert_eq!(breaker.snapshot().trials_in_flight, 0);
+}
+
+/// A service whose `call` itself panics, before any future exists.
+#[derive(Clone)]
+struct PanicsInCall;
+
+impl Service<()> for PanicsInCall {
+    type Response = Response<String>;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<Response<String>, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, (): ()) -> Self::Future {
+        panic!("the service panics in call")
+    }
+}
+
+#[test]
+fn a_panic_in_the_inner_call_is_a_failure() {
+    let clock = ManualClock::new();
+    let breaker = breaker("tower-panic-call", 1, &clock);
+    let mut service = CircuitBreakerLayer::new(breaker.clone()).layer(PanicsInCall);
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        drop(service.call(()));
+    }));
+    assert!(caught.is_err());
+    assert_eq!(breaker.state(), State::Open);
+}
