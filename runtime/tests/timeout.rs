@@ -159,3 +159,28 @@ fn a_failed_call_shows_its_error_and_that_errors_source() {
     assert_eq!(failed.to_string(), "upstream down");
     assert_eq!(failed.source().unwrap().to_string(), "connection refused");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_call_dropped_before_its_limit_stays_neutral() {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    let breaker = Breaker::builder()
+        .name("dropped-early")
+        .threshold(1)
+        .build()
+        .unwrap();
+    {
+        let mut call = pin!(breaker.call_timeout(LIMIT, pending::<Result<(), u16>>()));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(matches!(call.as_mut().poll(&mut cx), Poll::Pending));
+        tokio::time::advance(LIMIT / 2).await;
+    }
+    let s = breaker.snapshot();
+    assert_eq!(
+        (s.state, s.failures, s.neutral),
+        (State::Closed, 0, 1),
+        "{s:?}"
+    );
+}
