@@ -153,3 +153,67 @@ mod grpc_errors {
         assert!((1..=60_000).contains(&pushback), "{pushback}");
     }
 }
+
+/// `reject_with`: any error type, with the user's own conversion.
+mod reject_with {
+    use super::circuit_breaker;
+    use std::future::Future as _;
+
+    fn unavailable(rejected: failfast::Rejected) -> String {
+        format!("unavailable: {}", rejected.name())
+    }
+
+    #[circuit_breaker(threshold = 1, reject_with = unavailable, name = "reject_with::sync")]
+    fn lookup(fail: bool) -> Result<u32, String> {
+        if fail {
+            return Err("backend broke".to_owned());
+        }
+        Ok(3)
+    }
+
+    #[test]
+    fn a_sync_function_converts_its_refusals_with_the_given_function() {
+        assert_eq!(lookup(false), Ok(3));
+        assert_eq!(lookup(true), Err("backend broke".to_owned()));
+        assert_eq!(
+            lookup(false),
+            Err("unavailable: reject_with::sync".to_owned())
+        );
+    }
+
+    #[circuit_breaker(
+        threshold = 1,
+        max_concurrent = 1,
+        reject_with = unavailable,
+        name = "reject_with::async"
+    )]
+    async fn fetch(fail: bool) -> Result<u32, String> {
+        tokio::task::yield_now().await;
+        if fail {
+            return Err("backend broke".to_owned());
+        }
+        Ok(4)
+    }
+
+    #[tokio::test]
+    async fn an_async_function_converts_open_and_concurrency_refusals() {
+        // The only slot is held by a pending call: the next one is refused
+        // at the concurrency limit, through `unavailable`.
+        let held = fetch(false);
+        let mut held = Box::pin(held);
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        assert!(held.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(
+            fetch(false).await,
+            Err("unavailable: reject_with::async".to_owned())
+        );
+        assert_eq!(held.await, Ok(4));
+        // Then open.
+        assert_eq!(fetch(true).await, Err("backend broke".to_owned()));
+        assert_eq!(
+            fetch(false).await,
+            Err("unavailable: reject_with::async".to_owned())
+        );
+    }
+}

@@ -100,6 +100,16 @@ fn every_key(sku: &str) -> Result<u32, ApiError> {
     Ok(1)
 }
 
+#[allow(clippy::needless_pass_by_value)]
+fn unavailable(rejected: Rejected) -> String {
+    rejected.to_string()
+}
+
+#[circuit_breaker(threshold = 3, max_concurrent = 2, reject_with = unavailable)]
+fn rejects_with(n: u32) -> Result<u32, String> {
+    Ok(n)
+}
+
 #[circuit_breaker(threshold = 3, recovery = "250ms", counts = |e: &ApiError| e.is_transient())]
 fn closure(sku: &str) -> Result<&str, ApiError> {
     Ok(sku)
@@ -221,6 +231,7 @@ async fn every_shape_compiles_without_warnings_and_runs() {
     }
     assert_eq!(bulkhead_sync(4), Ok(4));
     assert_eq!(every_key("a"), Ok(1));
+    assert_eq!(rejects_with(2), Ok(2));
     assert_eq!(closure("a"), Ok("a"));
     assert_eq!(time_window(2), Ok(2));
     assert!(by_type(false).is_ok());

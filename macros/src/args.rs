@@ -31,6 +31,7 @@ pub(crate) const KEYS: &[&str] = &[
     "counts",
     "ignores",
     "fallback",
+    "reject_with",
     "name",
     "crate",
 ];
@@ -89,6 +90,7 @@ pub struct Args {
     pub counts: Option<Arg<Matcher>>,
     pub ignores: Option<Arg<Matcher>>,
     pub fallback: Option<Arg<Fallback>>,
+    pub reject_with: Option<Arg<ExprPath>>,
     pub name: Option<Arg<LitStr>>,
     pub krate: Option<Arg<Path>>,
     /// Set by `#[retry]` above this breaker, never by a key: the generated
@@ -185,6 +187,7 @@ impl Args {
             "counts" => set(&mut self.counts, &key, span, input.call(Matcher::parse)?),
             "ignores" => set(&mut self.ignores, &key, span, input.call(Matcher::parse)?),
             "fallback" => set(&mut self.fallback, &key, span, fallback(input)?),
+            "reject_with" => set(&mut self.reject_with, &key, span, reject_with(input)?),
             "name" => set(&mut self.name, &key, span, registry_name(input)?),
             "crate" => set(&mut self.krate, &key, span, crate_path(input)?),
             _ => unreachable!("every entry of KEYS has a parser"),
@@ -196,18 +199,18 @@ impl Args {
         self.written.iter().find(|key| key.unraw() == name)
     }
 
+    /// When both keys are written, the one written last: where a
+    /// contradiction between them is reported.
+    fn later_of(&self, a: &str, b: &str) -> Option<&Ident> {
+        let (a, b) = (self.written(a)?, self.written(b)?);
+        let position = |key: &Ident| self.written.iter().position(|k| k == key);
+        Some(if position(a) > position(b) { a } else { b })
+    }
+
     /// Checks between keys: each contradiction is reported once, at the key
     /// that cannot work with what was already said.
     fn validate(&self, errors: &mut Errors) {
-        if let (Some(threshold), Some(rate)) =
-            (self.written("threshold"), self.written("failure_rate"))
-        {
-            let position = |key: &Ident| self.written.iter().position(|k| k == key);
-            let later = if position(threshold) > position(rate) {
-                threshold
-            } else {
-                rate
-            };
+        if let Some(later) = self.later_of("threshold", "failure_rate") {
             errors.push(syn::Error::new(
                 later.span(),
                 "`threshold` and `failure_rate` are two different trip rules; keep one: \
@@ -266,6 +269,14 @@ impl Args {
                     ),
                 ));
             }
+        }
+        if let Some(later) = self.later_of("fallback", "reject_with") {
+            errors.push(syn::Error::new(
+                later.span(),
+                "`fallback` and `reject_with` both answer a refused call; keep one: \
+                 `reject_with` turns the refusal into the function's error, `fallback` \
+                 answers with a value of its own",
+            ));
         }
         if let (None, Some(rate)) = (self.written("slow"), self.written("slow_rate")) {
             errors.push(syn::Error::new(
@@ -655,6 +666,17 @@ fn fallback_path(input: ParseStream) -> syn::Result<ExprPath> {
     Err(syn::Error::new_spanned(&expr, EXPECTED))
 }
 
+/// The path of a `fn(failfast::Rejected) -> E`.
+fn reject_with(input: ParseStream) -> syn::Result<ExprPath> {
+    const EXPECTED: &str = "expected the path of a function from `failfast::Rejected` to the \
+                            function's error type, e.g. `reject_with = unavailable`";
+    let expr: Expr = input.parse()?;
+    match expr {
+        Expr::Path(path) => Ok(path),
+        other => Err(syn::Error::new_spanned(&other, EXPECTED)),
+    }
+}
+
 fn registry_name(input: ParseStream) -> syn::Result<LitStr> {
     if !input.peek(LitStr) {
         let expr: Expr = input.parse()?;
@@ -845,6 +867,14 @@ mod tests {
         assert_eq!(columns_of("threshold = 5, failure_rate = 0.5"), [15]);
         // "failure_rate = 0.5, threshold = 5": `threshold` starts at 20.
         assert_eq!(columns_of("failure_rate = 0.5, threshold = 5"), [20]);
+        // "reject_with = f, fallback = g": `fallback` starts at 17.
+        assert_eq!(columns_of("reject_with = f, fallback = g"), [17]);
+        assert_eq!(columns_of("fallback = g, reject_with = f"), [14]);
+        assert_eq!(
+            errors_of("reject_with = \"f\"")[0],
+            "expected the path of a function from `failfast::Rejected` to the function's \
+             error type, e.g. `reject_with = unavailable`"
+        );
     }
 
     #[test]

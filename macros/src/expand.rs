@@ -659,6 +659,12 @@ impl Report {
         }
     }
 
+    /// Reports a rejection converted by the user's `reject_with`.
+    fn rejection(&self, private: &TokenStream) -> Option<TokenStream> {
+        self.0
+            .then(|| quote!(#private::report(#private::Verdict::Rejected);))
+    }
+
     fn failure(&self, private: &TokenStream) -> Option<TokenStream> {
         self.0
             .then(|| quote!(#private::report(#private::Verdict::Failure(&__FAILFAST_BREAKER));))
@@ -831,8 +837,25 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
             // are reported to the retry loop before returning.
             let on_timeout = convert(quote!(timed_out), &timed_out);
             let report_timeout = report.failure(&private);
+            // `reject_with = path` converts a refusal with the user's
+            // function, spanned at the path: a signature that does not fit
+            // is one error there.
+            let on_reject = match &args.reject_with {
+                Some(path) => {
+                    let path = &path.value;
+                    let report = report.rejection(&private);
+                    let span = path.span();
+                    let argument = located_at(rejected.clone(), span);
+                    let call = quote_spanned!(span=> #path(#argument));
+                    quote!({
+                        #report
+                        return #join(::core::result::Result::Err(#call))
+                    })
+                }
+                None => convert(report.rejected(), &rejected),
+            };
             (
-                convert(report.rejected(), &rejected),
+                on_reject,
                 quote!(return #join(::core::result::Result::Err(#failed))),
                 quote!({ #report_timeout #on_timeout }),
             )

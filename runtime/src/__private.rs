@@ -136,7 +136,7 @@ impl<T, E> ResultParts<T, E> for Result<T, E> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot carry a circuit breaker rejection",
     label = "this error type has no `From<failfast::Rejected>`",
-    note = "implement `From<failfast::Rejected>` for `{Self}`, or give the attribute a `fallback = …` that answers when the breaker refuses"
+    note = "implement `From<failfast::Rejected>` for `{Self}`; or, for an error type you do not own, convert the refusal with `reject_with = path` (a `fn(failfast::Rejected) -> {Self}`); or give the attribute a `fallback = …` that answers when the breaker refuses"
 )]
 pub trait FromRejected {
     /// Converts the rejection.
