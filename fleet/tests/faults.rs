@@ -11,11 +11,7 @@ use support::{eventually, FakeMember, Mode, Proxy, RedisServer};
 const WAIT: Duration = Duration::from_secs(15);
 
 async fn member_of(cfg: FleetConfig) -> (Fleet, Arc<FakeMember>) {
-    let fleet = join(cfg).unwrap();
-    let member = FakeMember::new("dep");
-    fleet.attach(member.clone()).unwrap();
-    eventually(WAIT, "connected", || fleet.stats().connected).await;
-    (fleet, member)
+    support::member_of(cfg, WAIT).await
 }
 
 fn quorum_one(url: &str, instance: &str) -> FleetConfig {

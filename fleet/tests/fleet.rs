@@ -2,7 +2,7 @@
 
 mod support;
 
-use failfast_fleet::{join, Cause, Fleet, FleetConfig, LocalState, Transport};
+use failfast_fleet::{Cause, Fleet, FleetConfig, LocalState, Transport};
 use redis::AsyncCommands;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,11 +11,7 @@ use support::{eventually, raw, FakeMember, RedisServer};
 const WAIT: Duration = Duration::from_secs(10);
 
 async fn member_of(cfg: FleetConfig) -> (Fleet, Arc<FakeMember>) {
-    let fleet = join(cfg).unwrap();
-    let member = FakeMember::new("dep");
-    fleet.attach(member.clone()).unwrap();
-    eventually(WAIT, "connected", || fleet.stats().connected).await;
-    (fleet, member)
+    support::member_of(cfg, WAIT).await
 }
 
 /// An instance that opens the fleet alone (quorum 1) for 20 s.

@@ -172,6 +172,19 @@ pub fn transport(url: &str, instance: &str) -> RedisTransport {
 }
 
 /// Polls `cond` every 10 ms until it holds; panics with `what` after `limit`.
+/// A fleet joined with `cfg` and one fake breaker `dep` attached, once it
+/// reports itself connected (within `wait`).
+pub async fn member_of(
+    cfg: FleetConfig,
+    wait: Duration,
+) -> (failfast_fleet::Fleet, Arc<FakeMember>) {
+    let fleet = failfast_fleet::join(cfg).unwrap();
+    let member = FakeMember::new("dep");
+    fleet.attach(member.clone()).unwrap();
+    eventually(wait, "connected", || fleet.stats().connected).await;
+    (fleet, member)
+}
+
 pub async fn eventually(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !cond() {
