@@ -10,9 +10,10 @@
 //! Slots are handed out on a thread's first call and taken back when it
 //! exits, so a pool that replaces its threads keeps reusing the same slots.
 //! There are `2 × available_parallelism` of them (at least 8, at most 32). A
-//! thread started while every slot is taken shares one with others and counts
-//! with an atomic add instead: still exact, still on lines spread over the
-//! shards, but a read-modify-write.
+//! thread started while every slot is taken counts on one of a few further
+//! *shared* shards with an atomic add instead: still exact, still on lines
+//! spread over several shards, but a read-modify-write. Shared shards are
+//! never anyone's own, so a plain store never races with an atomic add.
 //!
 //! A breaker's shards are allocated on its first counted call: statics built
 //! in `const` context have none until then.
@@ -62,8 +63,21 @@ thread_local! {
 }
 
 static FREE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+/// Owned slots handed out so far (stops at `slots()`; later ones come back
+/// through `FREE`).
 static NEXT: AtomicU32 = AtomicU32::new(0);
+/// Round-robin over the shared shards.
+static ROUND: AtomicU32 = AtomicU32::new(0);
 
+/// Shards after the owned ones, for threads without a slot of their own.
+const SHARED_SHARDS: u32 = 4;
+
+/// The code of a shared shard, picked round-robin.
+fn shared_code() -> u32 {
+    SHARED | (slots() + ROUND.fetch_add(1, Ordering::Relaxed) % SHARED_SHARDS + 1)
+}
+
+/// Owned slots (shards `0..slots()`); the shared shards follow them.
 fn slots() -> u32 {
     static SLOTS: OnceLock<u32> = OnceLock::new();
     *SLOTS.get_or_init(|| {
@@ -79,7 +93,7 @@ impl Drop for Release {
         let code = SLOT.get();
         // Anything this thread counts from now on (other thread-locals'
         // destructors) goes through a shared slot.
-        SLOT.set(SHARED | 1);
+        SLOT.set(shared_code());
         if code != 0 && code & SHARED == 0 {
             FREE.lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -98,8 +112,10 @@ fn assign() -> u32 {
         .unwrap_or_else(PoisonError::into_inner)
         .pop()
         .or_else(|| {
-            let next = NEXT.fetch_add(1, Ordering::Relaxed);
-            (next < n).then_some(next)
+            NEXT.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |next| {
+                (next < n).then_some(next + 1)
+            })
+            .ok()
         });
     // Own slots are given back at exit; without a destructor (the thread is
     // already exiting) keep to a shared one.
@@ -107,9 +123,9 @@ fn assign() -> u32 {
         Some(i) if RELEASE.try_with(|_| ()).is_ok() => i + 1,
         Some(i) => {
             FREE.lock().unwrap_or_else(PoisonError::into_inner).push(i);
-            SHARED | (NEXT.fetch_add(1, Ordering::Relaxed) % n + 1)
+            shared_code()
         }
-        None => SHARED | (NEXT.fetch_add(1, Ordering::Relaxed) % n + 1),
+        None => shared_code(),
     };
     SLOT.set(code);
     code
@@ -147,9 +163,11 @@ impl Totals {
         if code == 0 {
             code = assign();
         }
-        let shards = self
-            .shards
-            .get_or_init(|| (0..slots()).map(|_| Shard::default()).collect());
+        let shards = self.shards.get_or_init(|| {
+            (0..slots() + SHARED_SHARDS)
+                .map(|_| Shard::default())
+                .collect()
+        });
         let counter = &shards[((code & !SHARED) - 1) as usize].0[what];
         if code & SHARED == 0 {
             counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
@@ -223,5 +241,57 @@ impl crate::breaker::Breaker {
                 SystemTime::now().checked_sub(ago).unwrap_or(UNIX_EPOCH)
             }),
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A shared code always names a shard after the owned ones, so an atomic
+    /// add never lands on a line some thread increments with a plain store.
+    #[test]
+    fn shared_codes_never_name_an_owned_slot() {
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..4 * SHARED_SHARDS {
+            let code = shared_code();
+            assert_ne!(code & SHARED, 0);
+            let index = (code & !SHARED) - 1;
+            assert!(
+                (slots()..slots() + SHARED_SHARDS).contains(&index),
+                "{index}"
+            );
+            seen.insert(index);
+        }
+        assert_eq!(seen.len(), SHARED_SHARDS as usize, "round-robin");
+    }
+
+    /// Owned slots stop at `slots()`: later threads get shared codes, and the
+    /// counter handing them out does not creep on.
+    #[test]
+    fn owned_slots_are_never_handed_out_twice() {
+        let n = slots() as usize;
+        let stop = std::sync::Barrier::new(n + 9);
+        let codes: Vec<u32> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..n + 8)
+                .map(|_| {
+                    s.spawn(|| {
+                        let code = assign();
+                        stop.wait();
+                        code
+                    })
+                })
+                .collect();
+            stop.wait();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let owned: Vec<u32> = codes.iter().copied().filter(|c| c & SHARED == 0).collect();
+        let mut distinct = owned.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), owned.len(), "{codes:?}");
+        assert!(owned.len() <= n);
+        assert!(codes.len() - owned.len() >= 8, "{codes:?}");
+        assert!(NEXT.load(Ordering::Relaxed) <= slots());
     }
 }

@@ -61,7 +61,7 @@ fn totals_match_the_calls_made_by_two_threads() {
 #[test]
 fn more_threads_than_slots_and_replaced_threads_count_exactly() {
     const THREADS: u64 = 48;
-    const N: u64 = 5_000;
+    const N: u64 = 40_000;
     let b = Breaker::builder().threshold(10).build().unwrap();
     let start = std::sync::Barrier::new(THREADS as usize);
     std::thread::scope(|s| {
