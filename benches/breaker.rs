@@ -26,7 +26,7 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -109,6 +109,24 @@ fn bare() -> Result<(), Fault> {
 fn bare_fetch_add() -> Result<(), Fault> {
     SHARED.fetch_add(1, Ordering::Relaxed);
     work(arg())
+}
+
+static RUNNING: AtomicU32 = AtomicU32::new(0);
+
+/// The floor of any exact concurrency limit: a slot taken with a
+/// compare-and-swap (only if one is free) and given back with a `fetch_sub`.
+fn bare_enter_leave() -> Result<(), Fault> {
+    let running = RUNNING.load(Ordering::Relaxed);
+    if running >= 64
+        || RUNNING
+            .compare_exchange(running, running + 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+    {
+        return Err(Fault::Unavailable);
+    }
+    let result = work(arg());
+    RUNNING.fetch_sub(1, Ordering::Release);
+    result
 }
 
 /// The same function as `work`, guarded.
@@ -343,10 +361,19 @@ fn closed_consecutive(c: &mut Criterion) {
     g.bench_function("failfast: #[circuit_breaker(max_concurrent)]", |b| {
         each(b, || bulkheaded(arg()))
     });
+    g.bench_function("floor: bare call + slot in and out", |b| {
+        each(b, bare_enter_leave)
+    });
     g.finish();
 
     // The same, in the thread's CPU time.
     let mut g = c.benchmark_group("closed_1_thread_cpu");
+    g.bench_function("floor: bare call + slot in and out", |b| {
+        b.iter_custom(|n| on_cpu(n, bare_enter_leave))
+    });
+    g.bench_function("failfast: #[circuit_breaker(max_concurrent)]", |b| {
+        b.iter_custom(|n| on_cpu(n, || bulkheaded(arg())))
+    });
     g.bench_function("floor: bare call + shared fetch_add", |b| {
         b.iter_custom(|n| on_cpu(n, bare_fetch_add))
     });

@@ -28,6 +28,18 @@ fn state(name: &str) -> State {
         .state()
 }
 
+/// Waits until the breaker `name` admits its half-open trial. The deadline is
+/// checked against a clock the breaker refreshes from a background thread,
+/// which a loaded machine can run late: poll instead of sleeping a fixed
+/// margin past `recovery`.
+fn until_half_open(name: &str) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while state(name) != State::HalfOpen {
+        assert!(Instant::now() < give_up, "`{name}` never left Open");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn wait_for(counter: &AtomicUsize, target: usize) {
     let give_up = Instant::now() + Duration::from_secs(10);
     while counter.load(SeqCst) < target && Instant::now() < give_up {
@@ -115,7 +127,8 @@ fn recovers_in_real_time_without_restart() {
     assert_eq!(state("real_time_recovery"), State::Open);
     HEALTHY.store(true, SeqCst); // the dependency heals while the breaker is open
     assert_eq!(check(), Err(InventoryError::Unavailable(State::Open)));
-    std::thread::sleep(Duration::from_millis(310));
+    std::thread::sleep(Duration::from_millis(300));
+    until_half_open("real_time_recovery");
     assert_eq!(state("real_time_recovery"), State::HalfOpen);
     assert_eq!(
         check(),
@@ -231,7 +244,7 @@ fn panicking_trial_does_not_wedge() {
     }
 
     check().unwrap_err();
-    std::thread::sleep(Duration::from_millis(30));
+    until_half_open("panicking_trial");
     MODE.store(1, SeqCst);
     assert!(catch_unwind(check).is_err(), "the panic resumes unwinding");
     assert_eq!(
@@ -240,7 +253,7 @@ fn panicking_trial_does_not_wedge() {
         "a panic is a failed trial"
     );
     MODE.store(2, SeqCst);
-    std::thread::sleep(Duration::from_millis(30));
+    until_half_open("panicking_trial");
     check().expect("a new trial runs");
     assert_eq!(state("panicking_trial"), State::Closed);
 }
@@ -259,7 +272,7 @@ fn neutral_trial_does_not_wedge() {
     }
 
     check().unwrap_err();
-    std::thread::sleep(Duration::from_millis(30));
+    until_half_open("neutral_trial");
     MODE.store(1, SeqCst);
     assert_eq!(check(), Err(InventoryError::BadSku));
     assert_eq!(state("neutral_trial"), State::HalfOpen);
@@ -282,7 +295,7 @@ async fn cancelled_trial_does_not_wedge() {
     }
 
     check().await.unwrap_err();
-    tokio::time::sleep(Duration::from_millis(30)).await;
+    until_half_open("cancelled_trial");
     MODE.store(1, SeqCst);
     assert!(tokio::time::timeout(Duration::from_millis(10), check())
         .await
@@ -314,7 +327,7 @@ fn reading_state_never_consumes_the_trial() {
     }
 
     check().unwrap_err();
-    std::thread::sleep(Duration::from_millis(30));
+    until_half_open("state_reads");
     let breaker = registry::get("state_reads").unwrap();
     for _ in 0..10_000 {
         assert_eq!(breaker.state(), State::HalfOpen);
