@@ -472,6 +472,17 @@ mod tests {
     }
 
     #[test]
+    fn backoff_bounds_beyond_u64_nanoseconds_saturate() {
+        // 584 years and a bit: more nanoseconds than a u64 holds.
+        let huge = Duration::new(u64::MAX / 1_000_000_000 + 1, 0);
+        let retry = Retry::new(2).backoff(huge, huge);
+        assert_eq!(retry.delay(1), Duration::from_nanos(u64::MAX));
+        let retry = Retry::new(2).backoff(Duration::from_millis(1), huge);
+        assert_eq!(retry.delay(1), Duration::from_millis(1));
+        assert_eq!(retry.delay(100), Duration::from_nanos(u64::MAX));
+    }
+
+    #[test]
     fn delays_double_up_to_the_maximum() {
         let (retry, _) = policy(10);
         let delays: Vec<_> = (1..6).map(|n| retry.delay(n).as_millis()).collect();
@@ -520,6 +531,42 @@ mod tests {
         // 200 calls: 0.2 * 200 + 10 = 50 retries.
         assert_eq!(granted, 50);
         assert_eq!(retry.window(), (200, 50));
+    }
+
+    /// Calls and retries of the earlier seconds of the window count as much
+    /// as this second's.
+    #[test]
+    fn the_budget_counts_every_second_of_its_window() {
+        let (retry, clock) = policy(2);
+        for _ in 0..100 {
+            let _ = retry.begin();
+        }
+        clock.advance(Duration::from_secs(1));
+        let mut granted = 0;
+        for _ in 0..5 {
+            if retry.begin().next_delay().is_some() {
+                granted += 1;
+            }
+        }
+        clock.advance(Duration::from_secs(1));
+        for _ in 0..100 {
+            if retry.begin().next_delay().is_some() {
+                granted += 1;
+            }
+        }
+        // 205 calls over three seconds: 0.2 * 205 + 10 = 51 retries.
+        assert_eq!(granted, 51);
+        assert_eq!(retry.window(), (205, 51));
+    }
+
+    #[test]
+    fn attempts_and_backoff_bounds_are_kept_as_given_or_corrected() {
+        assert_eq!(Retry::new(3).attempts(), 3);
+        assert_eq!(Retry::new(0).attempts(), 1, "at least the call itself");
+        // A maximum below the minimum is the minimum: every delay is 200 ms.
+        let retry = Retry::new(3).backoff(Duration::from_millis(200), Duration::from_millis(100));
+        assert_eq!(retry.delay(1), Duration::from_millis(200));
+        assert_eq!(retry.delay(3), Duration::from_millis(200));
     }
 
     /// Threads racing for the last tokens never take one too many: the
