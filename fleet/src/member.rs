@@ -81,6 +81,13 @@ pub trait FleetMember: Send + Sync + 'static {
         RecentOutcomes::default()
     }
 
+    /// Called by the fleet's task about every 250 ms, e.g. to sample the outcomes
+    /// [`recent_outcomes`](Self::recent_outcomes) reports. Must not block.
+    /// Defaults to doing nothing.
+    fn tick(&self, now: Instant) {
+        let _ = now;
+    }
+
     /// Called once when the breaker joins, with the notifier its transition hook
     /// must call. Defaults to doing nothing (the caller keeps the notifier).
     fn attached(&self, notifier: Notifier) {
