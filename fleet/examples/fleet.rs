@@ -3,7 +3,7 @@
 //! quorums 1, 2 and 3: what each instance's breaker sends to the sick
 //! dependency, and how fast the fleet comes back.
 //!
-//! Run it (about 45 s; it starts its own `redis-server` on a free loopback
+//! Run it (about 50 s; it starts its own `redis-server` on a free loopback
 //! port, so the binary must be on PATH: `apt-get install redis-server`):
 //!
 //! ```text
@@ -15,7 +15,7 @@
 //! `recovery = 2s`), its own fleet task, store connection and identity, and
 //! its own connection to the dependency, a loopback TCP server answering each
 //! one-byte request with `+` (healthy) or `-` (sick). Each instance calls it at
-//! 50 calls/s with Poisson arrivals. Per scenario: 1 s healthy, 6 s sick,
+//! 50 calls/s with Poisson arrivals. Per scenario: 1 s healthy, 7 s sick,
 //! 3 s healthy again; a 21st instance (the late pod) starts 3 s into the
 //! outage, once its fleet is connected.
 
@@ -34,7 +34,7 @@ const INSTANCES: usize = 20;
 const RATE: f64 = 50.0;
 const RECOVERY: Duration = Duration::from_secs(2);
 const HEALTHY: Duration = Duration::from_secs(1);
-const SICK: Duration = Duration::from_secs(6);
+const SICK: Duration = Duration::from_secs(7);
 const LATE_AFTER: Duration = Duration::from_secs(3);
 const TAIL: Duration = Duration::from_secs(3);
 
@@ -159,6 +159,7 @@ async fn calls(
 struct Row {
     scenario: String,
     failing_until_stopped: u64,
+    spread: Option<Duration>,
     probes: u64,
     recovered_in: Option<Duration>,
     late_failures: u64,
@@ -186,6 +187,23 @@ async fn scenario(url: &str, dep: &Dependency, quorum: Option<u32>) -> Row {
 
     tokio::time::sleep_until((start + HEALTHY).into()).await;
     dep.sick.store(true, Ordering::Relaxed);
+    // From the first breaker open to every breaker open.
+    let mut first = None;
+    let mut spread = None;
+    while Instant::now() < start + HEALTHY + LATE_AFTER {
+        let open = instances
+            .iter()
+            .filter(|i| i.breaker.state() != State::Closed)
+            .count();
+        if open > 0 && first.is_none() {
+            first = Some(Instant::now());
+        }
+        if open == INSTANCES {
+            spread = first.map(|f| f.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
     tokio::time::sleep_until((start + HEALTHY + LATE_AFTER).into()).await;
     let late = instance(url, &namespace, quorum, "late".into()).await;
     tasks.push(tokio::spawn(calls(
@@ -225,6 +243,7 @@ async fn scenario(url: &str, dep: &Dependency, quorum: Option<u32>) -> Row {
     Row {
         scenario: label,
         failing_until_stopped: counts.failing_until_stopped.load(Ordering::Relaxed),
+        spread,
         probes,
         recovered_in,
         late_failures: counts.late_failures.load(Ordering::Relaxed),
@@ -237,7 +256,8 @@ async fn main() {
     let server = support::RedisServer::start();
     let url = server.url();
     let dep = Dependency::start().await;
-    let periods = SICK.as_secs_f64() / RECOVERY.as_secs_f64();
+    // Recovery periods that end while the dependency is still sick.
+    let periods = (SICK.as_secs_f64() / RECOVERY.as_secs_f64()).floor();
     println!(
         "{INSTANCES} instances at {RATE} calls/s each, threshold 5, recovery {}s; \
          dependency sick for {}s ({periods} recovery periods)\n",
@@ -251,18 +271,23 @@ async fn main() {
         rows.push(row);
     }
     println!(
-        "| scenario | failing calls until the fleet stopped | probes while sick (per recovery period) \
-         | recovery → every breaker closed | late pod's failing calls | store ops/s |"
+        "| scenario | failing calls until the fleet stopped | first open → all open \
+         | probes while sick (per recovery period) | recovery → every breaker closed \
+         | late pod's failing calls | store ops/s |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     for r in rows {
         let recovered = r.recovered_in.map_or("not within 3 s".to_owned(), |d| {
             format!("{} ms", d.as_millis())
         });
+        let spread = r.spread.map_or("not within 3 s".to_owned(), |d| {
+            format!("{} ms", d.as_millis())
+        });
         println!(
-            "| {} | {} | {} ({:.1}) | {} | {} | {:.1} |",
+            "| {} | {} | {} | {} ({:.1}) | {} | {} | {:.1} |",
             r.scenario,
             r.failing_until_stopped,
+            spread,
             r.probes,
             r.probes as f64 / periods,
             recovered,

@@ -116,14 +116,14 @@ impl FleetMember for BreakerMember {
     }
 
     fn release_remote_open(&self, at: Instant) {
-        let imposed = self
-            .imposed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(open) = imposed {
+        let mut imposed = self.imposed.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(open) = *imposed {
             let within = at.saturating_duration_since(Instant::now());
-            self.breaker.release_remote(open, within);
+            // A token the breaker no longer holds is harmless: both calls
+            // check it against the state word.
+            if let Some(shorter) = self.breaker.release_remote(open, within) {
+                *imposed = Some(shorter);
+            }
         }
     }
 

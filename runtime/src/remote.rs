@@ -26,7 +26,7 @@
 //! assert_eq!(breaker.state(), State::Open);
 //! // A shorter remote open changes nothing; the fleet closes: the open ends now.
 //! assert!(breaker.open_remote(Duration::from_secs(1), Some(open)).is_none());
-//! assert!(breaker.release_remote(open, Duration::ZERO));
+//! assert!(breaker.release_remote(open, Duration::ZERO).is_some());
 //! assert_eq!(breaker.state(), State::HalfOpen);
 //! # Ok::<(), failfast_runtime::ConfigError>(())
 //! ```
@@ -106,27 +106,27 @@ impl Breaker {
 
     /// Ends an open imposed by [`open_remote`](Self::open_remote) no later
     /// than `within` from now (a trial is then admitted as after any open).
+    /// Returns the open as it now stands, for a later `open_remote` or
+    /// `release_remote`.
     ///
-    /// Returns `false`, changing nothing, when the breaker no longer holds
+    /// Returns `None`, changing nothing, when the breaker no longer holds
     /// that open (it moved on, or opened again on its own), or when it would
     /// end no sooner. An open caused by local evidence that `open` extended
     /// still runs to its own deadline.
-    pub fn release_remote(&self, open: RemoteOpen, within: Duration) -> bool {
+    pub fn release_remote(&self, open: RemoteOpen, within: Duration) -> Option<RemoteOpen> {
         let w = self.load();
         if w.mode() != MODE_NORMAL || w.tag() != TAG_OPEN || w.deadline() != open.deadline {
-            return false;
+            return None;
         }
         let at = self.clock.now().saturating_add(duration_nanos(within));
         let deadline = at.max(open.floor);
         if deadline >= open.deadline {
-            return false;
+            return None;
         }
         let new = Word::open(MODE_NORMAL, deadline);
-        if self.cas(w, new).is_err() {
-            return false;
-        }
+        self.cas(w, new).ok()?;
         self.transitioned(w, new, Cause::Remote, 0);
-        true
+        Some(RemoteOpen { deadline, ..open })
     }
 }
 
@@ -208,7 +208,7 @@ mod tests {
             .expect("extended");
         assert_eq!(b.snapshot().retry_after, Some(Duration::from_secs(20)));
         // Released: the local open still runs to its own 10 s.
-        assert!(b.release_remote(longer, Duration::ZERO));
+        assert!(b.release_remote(longer, Duration::ZERO).is_some());
         assert_eq!(b.snapshot().retry_after, Some(Duration::from_secs(10)));
         clock.advance(Duration::from_secs(10));
         let trial = b.acquire().expect("the local trial");
@@ -226,12 +226,20 @@ mod tests {
         let b = breaker(&clock);
         let first = b.open_remote(Duration::from_secs(5), None).unwrap();
         let second = b.open_remote(Duration::from_secs(8), Some(first)).unwrap();
-        assert!(!b.release_remote(first, Duration::ZERO), "no longer held");
-        assert!(b.release_remote(second, Duration::from_secs(1)));
+        assert_eq!(
+            b.release_remote(first, Duration::ZERO),
+            None,
+            "no longer held"
+        );
+        let shorter = b.release_remote(second, Duration::from_secs(2)).unwrap();
+        assert_eq!(b.snapshot().retry_after, Some(Duration::from_secs(2)));
+        // The released open can be released further, never lengthened.
+        assert_eq!(b.release_remote(shorter, Duration::from_secs(3)), None);
+        let shortest = b.release_remote(shorter, Duration::from_secs(1)).unwrap();
         assert_eq!(b.snapshot().retry_after, Some(Duration::from_secs(1)));
         clock.advance(Duration::from_secs(1));
         b.acquire().unwrap().failure(); // reopened on its own evidence
-        assert!(!b.release_remote(second, Duration::ZERO));
+        assert_eq!(b.release_remote(shortest, Duration::ZERO), None);
         assert_eq!(b.state(), State::Open);
     }
 
@@ -243,7 +251,7 @@ mod tests {
         let sink = seen.clone();
         let _s = b.subscribe(move |t| sink.lock().unwrap().push((t.from, t.to, t.reason)));
         let open = b.open_remote(Duration::from_secs(5), None).unwrap();
-        b.release_remote(open, Duration::ZERO);
+        assert!(b.release_remote(open, Duration::ZERO).is_some());
         clock.advance(Duration::from_secs(1));
         b.acquire().unwrap().failure();
         assert_eq!(
