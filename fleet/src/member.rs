@@ -70,8 +70,10 @@ pub trait FleetMember: Send + Sync + 'static {
     /// interrupts a half-open trial already admitted.
     fn apply_remote_open(&self, until: Instant);
 
-    /// The fleet closed: an open imposed by [`apply_remote_open`](Self::apply_remote_open)
-    /// ends no later than `at`. An open caused by local evidence is left alone.
+    /// An open imposed by [`apply_remote_open`](Self::apply_remote_open) ends no
+    /// later than `at`: the fleet closed, or this instance won the probe lease after
+    /// extending its open past the fleet deadline. An open caused by local evidence
+    /// is left alone.
     fn release_remote_open(&self, at: Instant);
 
     /// Recent local outcomes. When at least

@@ -124,15 +124,11 @@ async fn a_remote_open_expires_on_the_local_clock() {
 
     trip(&a.breaker);
     eventually(WAIT, "b opened", || b.breaker.state() == State::Open).await;
-    let opened = Instant::now();
+    // Well before the store's 30 s: WAIT is 10 s.
     eventually(WAIT, "b's remote open ends", || {
         b.breaker.state() == State::HalfOpen
     })
     .await;
-    assert!(
-        opened.elapsed() < Duration::from_secs(5),
-        "b waited out the store's 30 s"
-    );
     let trial = b.breaker.acquire().expect("b admits a trial");
     assert!(trial.is_trial());
     trial.success();

@@ -265,6 +265,49 @@ mod tests {
         );
     }
 
+    /// Threads racing to impose opens of different lengths, one tripping the
+    /// breaker on its own meanwhile: whatever the interleaving, the breaker
+    /// ends up open until the latest deadline asked for.
+    #[test]
+    fn racing_remote_opens_leave_the_latest_deadline() {
+        for round in 0..50u64 {
+            let clock = ManualClock::new();
+            let b = Arc::new(breaker(&clock));
+            let threads: Vec<_> = (1..=4u64)
+                .map(|t| {
+                    let b = b.clone();
+                    std::thread::spawn(move || {
+                        for i in 0..50 {
+                            let secs = (t * 7 + i * 13 + round) % 40 + 1;
+                            let _ = b.open_remote(Duration::from_secs(secs), None);
+                        }
+                    })
+                })
+                .collect();
+            let tripper = {
+                let b = b.clone();
+                std::thread::spawn(move || {
+                    if let Ok(permit) = b.acquire() {
+                        permit.failure(); // 10 s on its own, if still closed
+                    }
+                })
+            };
+            for t in threads {
+                t.join().unwrap();
+            }
+            tripper.join().unwrap();
+            let longest = (1..=4u64)
+                .flat_map(|t| (0..50).map(move |i| (t * 7 + i * 13 + round) % 40 + 1))
+                .max()
+                .unwrap();
+            assert_eq!(
+                b.snapshot().retry_after,
+                Some(Duration::from_secs(longest.max(10))),
+                "round {round}"
+            );
+        }
+    }
+
     #[test]
     fn the_fingerprint_follows_the_trip_rule_not_the_name() {
         let a = Breaker::builder().name("a").threshold(5).build().unwrap();
