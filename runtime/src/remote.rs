@@ -27,7 +27,7 @@
 //! // A shorter remote open changes nothing; the fleet closes: the open ends now.
 //! assert!(breaker.open_remote(Duration::from_secs(1), Some(open)).is_none());
 //! assert!(breaker.release_remote(open, Duration::ZERO).is_some());
-//! assert_eq!(breaker.state(), State::HalfOpen);
+//! assert_eq!(breaker.snapshot().retry_after, Some(Duration::ZERO)); // the next call is a trial
 //! # Ok::<(), failfast_runtime::ConfigError>(())
 //! ```
 
