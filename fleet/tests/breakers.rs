@@ -308,3 +308,38 @@ impl From<failfast::Rejected> for Down {
 fn attribute_breaker_call() -> Result<(), Down> {
     Ok(())
 }
+
+/// The local veto on real breakers: an instance whose calls keep succeeding
+/// does not apply a remote open, while an idle one does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_whose_calls_succeed_vetoes_a_remote_open() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut cfg = support::config(&url, "a");
+    cfg.quorum = 1;
+    cfg.open_base = Duration::from_secs(20);
+    let a = instance(cfg, Duration::from_secs(30)).await;
+    let busy = instance(support::config(&url, "busy"), Duration::from_secs(30)).await;
+    let idle = instance(support::config(&url, "idle"), Duration::from_secs(30)).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let caller = {
+        let (b, stop) = (busy.breaker.clone(), stop.clone());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let _ = b.call(|| Ok::<(), ()>(()));
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    };
+    // Long enough for the outcome samples to cover a second of calls.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    trip(&a.breaker);
+    eventually(WAIT, "the idle instance applies the open", || {
+        idle.breaker.state() == State::Open
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1000)).await; // and read-backs
+    assert_eq!(busy.breaker.state(), State::Closed, "vetoed");
+    stop.store(true, Ordering::Relaxed);
+    caller.await.unwrap();
+}
