@@ -47,6 +47,14 @@ fn trip(b: &Breaker) {
     assert_eq!(b.state(), State::Open);
 }
 
+/// Instance `a`, whose vote alone opens the fleet (quorum 1) for 20 s.
+async fn lone_voter(url: &str) -> Instance {
+    let mut cfg = support::config(url, "a");
+    cfg.quorum = 1;
+    cfg.open_base = Duration::from_secs(20);
+    instance(cfg, Duration::from_secs(30)).await
+}
+
 fn rejects(b: &Breaker) -> bool {
     b.call(|| Ok::<(), ()>(())).is_err_and(|e| e.is_rejected())
 }
@@ -55,10 +63,7 @@ fn rejects(b: &Breaker) -> bool {
 async fn a_local_trip_on_one_instance_opens_the_breaker_of_another() {
     let server = RedisServer::start();
     let url = server.url();
-    let mut cfg = support::config(&url, "a");
-    cfg.quorum = 1;
-    cfg.open_base = Duration::from_secs(20);
-    let a = instance(cfg, Duration::from_secs(30)).await;
+    let a = lone_voter(&url).await;
     let b = instance(support::config(&url, "b"), Duration::from_secs(30)).await;
     assert!(!rejects(&b.breaker));
 
@@ -315,10 +320,7 @@ fn attribute_breaker_call() -> Result<(), Down> {
 async fn an_instance_whose_calls_succeed_vetoes_a_remote_open() {
     let server = RedisServer::start();
     let url = server.url();
-    let mut cfg = support::config(&url, "a");
-    cfg.quorum = 1;
-    cfg.open_base = Duration::from_secs(20);
-    let a = instance(cfg, Duration::from_secs(30)).await;
+    let a = lone_voter(&url).await;
     let busy = instance(support::config(&url, "busy"), Duration::from_secs(30)).await;
     let idle = instance(support::config(&url, "idle"), Duration::from_secs(30)).await;
     let stop = Arc::new(AtomicBool::new(false));
