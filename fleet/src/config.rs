@@ -26,6 +26,7 @@ use std::time::Duration;
 /// | `reconnect_min` / `reconnect_max` | 100 ms / 5 s | backoff between health checks while the store is unreachable |
 /// | `state_ttl` | 1 h | expiry of the generation key (every other key expires sooner) |
 /// | `hmac_key` | none | when set, events are signed with HMAC-SHA256 and unsigned or badly signed events are dropped |
+/// | `breakers` | [`Breakers::All`] | which of the process's registered failfast breakers join by themselves |
 #[derive(Clone)]
 pub struct FleetConfig {
     /// Where the store is, e.g. `redis://127.0.0.1:6379/0` (`rediss://` for TLS).
@@ -71,6 +72,26 @@ pub struct FleetConfig {
     pub state_ttl: Duration,
     /// Optional key for HMAC-SHA256 signatures on events.
     pub hmac_key: Option<Vec<u8>>,
+    /// Which of the process's registered failfast breakers join the fleet by
+    /// themselves, those registered already and those registered later (an
+    /// attribute breaker registers on its first call).
+    pub breakers: Breakers,
+}
+
+/// Which registered failfast breakers join a fleet by themselves; see
+/// [`FleetConfig::breakers`]. Any breaker can also join by hand with
+/// [`Fleet::attach_breaker`](crate::Fleet::attach_breaker).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Breakers {
+    /// Every registered breaker (when several share a name, the first).
+    #[default]
+    All,
+    /// The registered breakers with one of these names.
+    Named(Vec<String>),
+    /// None: breakers join only through `attach_breaker` or `attach` (e.g.
+    /// several instances of a fleet simulated in one process, each with its
+    /// own breakers of the same names).
+    Explicit,
 }
 
 impl fmt::Debug for FleetConfig {
@@ -89,6 +110,7 @@ impl fmt::Debug for FleetConfig {
             .field("max_lost_leases", &self.max_lost_leases)
             .field("command_timeout", &self.command_timeout)
             .field("hmac_key", &self.hmac_key.as_ref().map(|_| "set"))
+            .field("breakers", &self.breakers)
             .finish_non_exhaustive()
     }
 }
@@ -127,6 +149,7 @@ impl FleetConfig {
             reconnect_max: Duration::from_secs(5),
             state_ttl: Duration::from_secs(3600),
             hmac_key: None,
+            breakers: Breakers::All,
         }
     }
 

@@ -35,6 +35,8 @@ const TICK: Duration = Duration::from_millis(25);
 const HEALTH_COMMANDS: u32 = 3;
 /// Most store operations in flight at once; read-backs wait beyond it.
 const MAX_IN_FLIGHT: usize = 256;
+/// How often members are ticked ([`FleetMember::tick`]).
+const MEMBER_TICK: Duration = Duration::from_millis(250);
 
 /// Why the fleet could not start.
 #[derive(Debug)]
@@ -155,12 +157,20 @@ pub struct FleetStats {
 /// A process's membership in a fleet. Dropping it stops the background task; the
 /// joined breakers then run local-only.
 pub struct Fleet {
+    door: Arc<Door>,
+    counters: Arc<Counters>,
+    task: tokio::task::JoinHandle<()>,
+    /// Takes the process's registered breakers along (`FleetConfig::breakers`).
+    watch: Option<failfast_runtime::registry::Watch>,
+}
+
+/// What attaching a breaker needs: shared with the registry watch, which
+/// attaches breakers as they register.
+pub(crate) struct Door {
     tx: mpsc::Sender<Message>,
     control: mpsc::UnboundedSender<Control>,
     next_id: AtomicUsize,
     names: Mutex<HashMap<String, usize>>,
-    counters: Arc<Counters>,
-    task: tokio::task::JoinHandle<()>,
 }
 
 impl fmt::Debug for Fleet {
@@ -173,6 +183,7 @@ impl fmt::Debug for Fleet {
 
 impl Drop for Fleet {
     fn drop(&mut self) {
+        self.watch.take();
         self.task.abort();
     }
 }
@@ -200,6 +211,7 @@ impl Fleet {
         let (tx, rx) = mpsc::channel(QUEUE);
         let (control, control_rx) = mpsc::unbounded_channel();
         let counters = Arc::new(Counters::default());
+        let breakers = config.breakers.clone();
         let task = Task {
             now: Instant::now(),
             seed: fastrand::u64(..),
@@ -214,21 +226,67 @@ impl Fleet {
                 backoff: Duration::ZERO,
                 checking: false,
             },
+            next_member_tick: Instant::now(),
         };
         let task = handle.spawn(task.run(control_rx, rx, events));
-        Ok(Fleet {
+        let door = Arc::new(Door {
             tx,
             control,
             next_id: AtomicUsize::new(0),
             names: Mutex::new(HashMap::new()),
+        });
+        let watch = crate::breaker::watch_registry(&door, breakers);
+        Ok(Fleet {
+            door,
             counters,
             task,
+            watch,
         })
     }
 
     /// Joins `member` to the fleet. The member's [`FleetMember::attached`] receives the
     /// notifier, which is also returned.
     pub fn attach(&self, member: Arc<dyn FleetMember>) -> Result<Notifier, AttachError> {
+        self.door.attach(member)
+    }
+
+    /// Takes the breaker named `name` out of the fleet (a keyed breaker evicted, a
+    /// breaker dropped): the fleet forgets it and applies nothing to it any more.
+    /// Returns whether it was attached. Store keys are left to expire.
+    pub fn detach(&self, name: &str) -> bool {
+        let mut names = self.door.names.lock().unwrap_or_else(|p| p.into_inner());
+        match names.remove(name) {
+            Some(id) => {
+                let _ = self.door.control.send(Control::Detach(id));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Names of the breakers attached, in no particular order.
+    pub fn attached(&self) -> Vec<String> {
+        let names = self.door.names.lock().unwrap_or_else(|p| p.into_inner());
+        names.keys().cloned().collect()
+    }
+
+    /// The task's counters.
+    pub fn stats(&self) -> FleetStats {
+        let c = &self.counters;
+        FleetStats {
+            connected: c.connected.load(Ordering::Acquire),
+            resyncs: c.resyncs.load(Ordering::Relaxed),
+            ops_ok: c.ops_ok.load(Ordering::Relaxed),
+            ops_failed: c.ops_failed.load(Ordering::Relaxed),
+            events: c.events.load(Ordering::Relaxed),
+            events_rejected: c.events_rejected.load(Ordering::Relaxed),
+            slowest_op_micros: c.slowest_op_micros.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Door {
+    pub(crate) fn attach(&self, member: Arc<dyn FleetMember>) -> Result<Notifier, AttachError> {
         let name = member.name().to_owned();
         if !valid_breaker_name(&name) {
             return Err(AttachError::InvalidName(name));
@@ -251,34 +309,6 @@ impl Fleet {
         };
         member.attached(notifier.clone());
         Ok(notifier)
-    }
-
-    /// Takes the breaker named `name` out of the fleet (a keyed breaker evicted, a
-    /// breaker dropped): the fleet forgets it and applies nothing to it any more.
-    /// Returns whether it was attached. Store keys are left to expire.
-    pub fn detach(&self, name: &str) -> bool {
-        let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
-        match names.remove(name) {
-            Some(id) => {
-                let _ = self.control.send(Control::Detach(id));
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// The task's counters.
-    pub fn stats(&self) -> FleetStats {
-        let c = &self.counters;
-        FleetStats {
-            connected: c.connected.load(Ordering::Acquire),
-            resyncs: c.resyncs.load(Ordering::Relaxed),
-            ops_ok: c.ops_ok.load(Ordering::Relaxed),
-            ops_failed: c.ops_failed.load(Ordering::Relaxed),
-            events: c.events.load(Ordering::Relaxed),
-            events_rejected: c.events_rejected.load(Ordering::Relaxed),
-            slowest_op_micros: c.slowest_op_micros.load(Ordering::Relaxed),
-        }
     }
 }
 
@@ -333,6 +363,7 @@ struct Task<T> {
     by_name: HashMap<Arc<str>, usize>,
     in_flight: FuturesUnordered<InFlight>,
     link: Link,
+    next_member_tick: Instant,
 }
 
 /// `base` randomised by ±20 %.
@@ -470,7 +501,14 @@ impl<T: Transport> Task<T> {
         let mut commands = Vec::new();
         let up = matches!(self.link, Link::Up);
         let room = self.in_flight.len() < MAX_IN_FLIGHT;
+        let member_tick = now >= self.next_member_tick;
+        if member_tick {
+            self.next_member_tick = now + MEMBER_TICK;
+        }
         for (&id, slot) in &mut self.slots {
+            if member_tick {
+                slot.member.tick(now);
+            }
             if slot.overflow.swap(false, Ordering::AcqRel) {
                 commands.extend(slot.machine.on_overflow(&*slot.member).map(|c| (id, c)));
             }

@@ -26,16 +26,25 @@
 //! I/O; the store sits behind [`Transport`], implemented for Redis by
 //! [`RedisTransport`] (see its module for the Lua scripts and the client choice).
 //!
+//! failfast's breakers take part as they are: [`join`] attaches every breaker of
+//! the process's registry (builder breakers once registered, `#[circuit_breaker]`
+//! ones on their first call, those registered after the fleet started included),
+//! or only the ones [`FleetConfig::breakers`] names, and
+//! [`Fleet::attach_breaker`] attaches any breaker by hand. Each is driven through
+//! [`BreakerMember`]: remote opens are compare-and-swaps on the breaker's state
+//! word, its transitions reach the fleet through its events listener. Any other
+//! breaker can take part by implementing [`FleetMember`].
+//!
 //! ```no_run
-//! # async fn demo(breaker: std::sync::Arc<dyn failfast_fleet::FleetMember>) -> Result<(), Box<dyn std::error::Error>> {
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut config = failfast_fleet::FleetConfig::new("redis://127.0.0.1:6379/", "payments/prod");
 //! config.quorum = 2;
-//! let fleet = failfast_fleet::join(config)?;
-//! let notifier = fleet.attach(breaker)?; // the breaker's transition hook calls `notifier.notify(..)`
-//! # let _ = notifier; Ok(()) }
+//! let fleet = failfast_fleet::join(config)?; // every registered breaker, now and later
+//! # let _ = fleet; Ok(()) }
 //! ```
 #![warn(missing_docs)]
 
+mod breaker;
 mod config;
 mod fleet;
 pub mod keys;
@@ -45,7 +54,8 @@ pub mod payload;
 mod redis;
 mod transport;
 
-pub use crate::config::{ConfigError, FleetConfig};
+pub use crate::breaker::BreakerMember;
+pub use crate::config::{Breakers, ConfigError, FleetConfig};
 pub use crate::fleet::{join, AttachError, Fleet, FleetError, FleetStats, Notifier};
 pub use crate::member::{Cause, FleetMember, LocalState, RecentOutcomes, Transition};
 pub use crate::redis::RedisTransport;

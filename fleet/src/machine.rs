@@ -13,6 +13,8 @@
 //!   next local trial is the fleet's probe and its result is reported (fenced); a
 //!   loser extends its open to the end of the winner's lease plus jitter, and after
 //!   `max_lost_leases` losses without a result it stops deferring and probes itself;
+//! - the winner's breaker probes at the fleet deadline: an open this machine
+//!   extended beyond it earlier (while it lost a lease) is brought back to it;
 //! - a fleet close is applied after a random delay up to `close_jitter`;
 //! - a store error never opens anything: remote opens already applied simply expire.
 
@@ -70,6 +72,9 @@ pub struct Machine {
     lost: u32,
     voting: bool,
     vetoes: u64,
+    /// Latest end of an open applied to the member since the fleet last
+    /// closed (the member never shortens an open, so this is what it holds).
+    applied: Option<Instant>,
     rng: fastrand::Rng,
 }
 
@@ -82,6 +87,7 @@ impl Machine {
             lost: 0,
             voting: false,
             vetoes: 0,
+            applied: None,
             rng: fastrand::Rng::with_seed(seed),
         }
     }
@@ -121,6 +127,7 @@ impl Machine {
     }
 
     fn forget(&mut self) {
+        self.applied = None;
         self.remote = None;
         self.lease = Lease::Idle;
         self.lost = 0;
@@ -156,6 +163,11 @@ impl Machine {
             generation: open.generation,
             until,
         });
+        self.apply(member, until);
+    }
+
+    fn apply<M: FleetMember + ?Sized>(&mut self, member: &M, until: Instant) {
+        self.applied = Some(self.applied.map_or(until, |a| a.max(until)));
         member.apply_remote_open(until);
     }
 
@@ -249,7 +261,7 @@ impl Machine {
                 let until = now + p.remaining + self.jitter(cfg.lease_jitter);
                 if until > r.until {
                     self.remote = Some(Remote { until, ..r });
-                    member.apply_remote_open(until);
+                    self.apply(member, until);
                 }
             }
             (None, Some(p)) => {
@@ -299,6 +311,12 @@ impl Machine {
                     generation: remote.generation,
                     until: now + lease,
                 };
+                // Extended while losing earlier leases: the probe is due at the
+                // fleet deadline, not at the end of someone else's lease.
+                if self.applied.is_some_and(|a| a > remote.until) {
+                    member.release_remote_open(remote.until.max(now));
+                    self.applied = Some(remote.until);
+                }
             }
             Ok(LeaseOutcome::Lost { remaining }) => {
                 self.lost += 1;
@@ -310,7 +328,7 @@ impl Machine {
                 self.lease = Lease::Idle;
                 if until > remote.until {
                     self.remote = Some(Remote { until, ..remote });
-                    member.apply_remote_open(until);
+                    self.apply(member, until);
                 }
             }
             // Cannot coordinate: the applied open expires and the breaker probes itself.

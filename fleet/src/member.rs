@@ -70,8 +70,10 @@ pub trait FleetMember: Send + Sync + 'static {
     /// interrupts a half-open trial already admitted.
     fn apply_remote_open(&self, until: Instant);
 
-    /// The fleet closed: an open imposed by [`apply_remote_open`](Self::apply_remote_open)
-    /// ends no later than `at`. An open caused by local evidence is left alone.
+    /// An open imposed by [`apply_remote_open`](Self::apply_remote_open) ends no
+    /// later than `at`: the fleet closed, or this instance won the probe lease after
+    /// extending its open past the fleet deadline. An open caused by local evidence
+    /// is left alone.
     fn release_remote_open(&self, at: Instant);
 
     /// Recent local outcomes. When at least
@@ -79,6 +81,13 @@ pub trait FleetMember: Send + Sync + 'static {
     /// a remote open is not applied: the dependency works from here. Defaults to none.
     fn recent_outcomes(&self) -> RecentOutcomes {
         RecentOutcomes::default()
+    }
+
+    /// Called by the fleet's task about every 250 ms, e.g. to sample the outcomes
+    /// [`recent_outcomes`](Self::recent_outcomes) reports. Must not block.
+    /// Defaults to doing nothing.
+    fn tick(&self, now: Instant) {
+        let _ = now;
     }
 
     /// Called once when the breaker joins, with the notifier its transition hook

@@ -328,3 +328,36 @@ fn an_operator_reset_during_the_probe_is_not_reported_as_its_result() {
     );
     assert!(!m.holds_lease());
 }
+
+/// A loser extends its open to the end of the winner's lease; when it wins
+/// the next generation's lease, its breaker must probe at that generation's
+/// deadline, not at the end of the old extension.
+#[test]
+fn a_winner_that_had_extended_its_open_probes_at_the_fleet_deadline() {
+    let cfg = cfg();
+    let member = FakeMember::new("dep");
+    let mut m = Machine::new(1);
+    let now = Instant::now();
+    m.on_snapshot(&cfg, &*member, &open(1, 1000), now);
+    let t1 = now + MS(800);
+    assert_eq!(m.tick(&cfg, t1), Some(Command::Acquire { generation: 1 }));
+    let lost = LeaseOutcome::Lost {
+        remaining: MS(2000),
+    };
+    m.on_lease(&cfg, &*member, Ok(lost), t1);
+    let extended = member.last_open().unwrap();
+    assert!(extended >= t1 + MS(2000));
+
+    // The winner's probe failed: generation 2 ends before the extension.
+    let t2 = now + MS(1100);
+    m.on_snapshot(&cfg, &*member, &open(2, 1500), t2);
+    let deadline = t2 + MS(1500);
+    assert!(deadline < extended);
+    let t3 = deadline - MS(300);
+    assert_eq!(m.tick(&cfg, t3), Some(Command::Acquire { generation: 2 }));
+    assert_eq!(member.release_count(), 0);
+    let won = LeaseOutcome::Won { lease: MS(2000) };
+    m.on_lease(&cfg, &*member, Ok(won), t3);
+    assert!(m.holds_lease());
+    assert_eq!(*member.releases.lock().unwrap(), [deadline]);
+}

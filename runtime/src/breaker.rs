@@ -117,7 +117,7 @@ pub struct Breaker {
     /// Consecutive opens without a healthy pause (growing open time).
     level: AtomicU32,
     rng: AtomicU64,
-    last_transition: AtomicU64,
+    pub(crate) last_transition: AtomicU64,
     pub(crate) window: OnceLock<Window>,
     /// Transition events and per-transition totals (`events` module).
     pub(crate) hook: Hook,
@@ -249,11 +249,11 @@ impl Breaker {
     }
 
     #[inline]
-    fn load(&self) -> Word {
+    pub(crate) fn load(&self) -> Word {
         Word(self.hot.word.load(Ordering::Acquire))
     }
 
-    fn cas(&self, current: Word, new: Word) -> Result<(), Word> {
+    pub(crate) fn cas(&self, current: Word, new: Word) -> Result<(), Word> {
         self.hot
             .word
             .compare_exchange(current.0, new.0, Ordering::AcqRel, Ordering::Acquire)
@@ -627,7 +627,7 @@ impl Breaker {
         self.transitioned(w, Word::open(w.mode(), deadline), cause, period);
     }
 
-    fn clear_window(&self) {
+    pub(crate) fn clear_window(&self) {
         if let Some(window) = self.window.get() {
             window.clear();
         }

@@ -105,6 +105,11 @@ pub enum Reason {
     /// The breaker's configuration was changed while it ran. Reserved for live
     /// reconfiguration; no transition of this version has this reason.
     ConfigChange,
+    /// Closed → Open, or Open → Open with another deadline: an open imposed
+    /// from outside ([`Breaker::open_remote`], a fleet of instances sharing
+    /// their opens), or its end moved ([`Breaker::release_remote`]). Not
+    /// evidence this breaker saw.
+    Remote,
 }
 
 impl Reason {
@@ -120,6 +125,7 @@ impl Reason {
             Reason::TrialsSucceeded => "trials_succeeded",
             Reason::Manual => "manual",
             Reason::ConfigChange => "config_change",
+            Reason::Remote => "remote",
         }
     }
 }
@@ -196,6 +202,8 @@ pub(crate) enum Cause {
     Closed,
     /// Manual control.
     Manual,
+    /// An open imposed from outside, or its end moved (`remote` module).
+    Remote,
 }
 
 type Callback = dyn Fn(&Transition) + Send + Sync;
@@ -518,6 +526,7 @@ impl Breaker {
             Cause::Recovery => Reason::RecoveryElapsed,
             Cause::Closed => Reason::TrialsSucceeded,
             Cause::Manual => Reason::Manual,
+            Cause::Remote => Reason::Remote,
         }
     }
 

@@ -57,6 +57,7 @@ mod http;
 pub mod metrics;
 mod name;
 pub mod registry;
+mod remote;
 pub mod retry;
 #[cfg(feature = "serde")]
 mod serde;
@@ -93,3 +94,4 @@ pub use config::{
 };
 pub use error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
 pub use name::Name;
+pub use remote::RemoteOpen;

@@ -20,9 +20,14 @@
 //!
 //! Registration takes a lock, once per breaker, and costs O(1) amortised, as
 //! does [`get`]; calls through a breaker never touch the registry.
+//!
+//! [`watch`] hands every breaker to a callback, those registered already and
+//! those registered later (an attribute breaker on its first call): what a
+//! fleet of instances uses to take every breaker of the process along.
 
 use std::collections::HashMap;
 use std::ops::Deref;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::breaker::Breaker;
@@ -59,7 +64,11 @@ struct Registry {
     /// Live entries at the last sweep, doubled: the next sweep is due when the
     /// list grows past it.
     sweep_at: usize,
+    /// Callbacks of [`watch`], called for each breaker registered from now on.
+    watchers: Vec<(u64, Arc<Watcher>)>,
 }
+
+type Watcher = dyn Fn(&BreakerRef) + Send + Sync;
 
 impl Registry {
     fn push(&mut self, name: Name, entry: Entry) {
@@ -95,6 +104,21 @@ fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
     f(registry.get_or_insert_with(Registry::default))
 }
 
+/// Adds `entry` and returns the watchers to tell, to be called once the
+/// registry's lock is released (a watcher may look breakers up).
+fn add(name: Name, entry: Entry) -> Vec<Arc<Watcher>> {
+    with_registry(|r| {
+        r.push(name, entry);
+        r.watchers.iter().map(|(_, w)| w.clone()).collect()
+    })
+}
+
+fn tell(watchers: &[Arc<Watcher>], breaker: &BreakerRef) {
+    for watcher in watchers {
+        watcher(breaker);
+    }
+}
+
 /// A handle to a registered breaker: derefs to [`Breaker`], so it has
 /// `name()`, `state()`, `snapshot()`, `reset()`, `force_open()`,
 /// `force_closed()` and `disable()`.
@@ -123,18 +147,20 @@ impl Deref for BreakerRef {
 pub fn register(breaker: &Arc<Breaker>) {
     if breaker.mark_registered() {
         let weak = Arc::downgrade(breaker);
-        with_registry(|r| r.push(breaker.shared_name(), Entry::Shared(weak)));
+        let watchers = add(breaker.shared_name(), Entry::Shared(weak));
         #[cfg(feature = "metrics")]
         crate::metrics::registered(breaker);
+        tell(&watchers, &BreakerRef::Shared(breaker.clone()));
     }
 }
 
 /// Registers a breaker that lives in a `static`.
 pub fn register_static(breaker: &'static Breaker) {
     if breaker.mark_registered() {
-        with_registry(|r| r.push(breaker.shared_name(), Entry::Static(breaker)));
+        let watchers = add(breaker.shared_name(), Entry::Static(breaker));
         #[cfg(feature = "metrics")]
         crate::metrics::registered(breaker);
+        tell(&watchers, &BreakerRef::Static(breaker));
     }
 }
 
@@ -155,12 +181,133 @@ pub fn all() -> Vec<BreakerRef> {
     with_registry(|r| r.entries.iter().filter_map(Entry::upgrade).collect())
 }
 
+static NEXT_WATCH: AtomicU64 = AtomicU64::new(1);
+
+/// Calls `watcher` with every registered breaker, at once for those
+/// registered already and on registration for those to come, until the
+/// returned [`Watch`] is dropped. Each breaker is handed over exactly once,
+/// whatever registrations race with this call.
+///
+/// The callback runs on the registering thread (for an attribute breaker,
+/// the thread of its first call): keep it short.
+///
+/// ```
+/// use failfast_runtime::{registry, Breaker};
+/// use std::sync::{Arc, Mutex};
+///
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = seen.clone();
+/// let _watch = registry::watch(move |b| sink.lock().unwrap().push(b.name().to_owned()));
+/// let late = Arc::new(Breaker::builder().name("registered-later").build()?);
+/// registry::register(&late);
+/// assert!(seen.lock().unwrap().iter().any(|n| n == "registered-later"));
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+pub fn watch(watcher: impl Fn(&BreakerRef) + Send + Sync + 'static) -> Watch {
+    let id = NEXT_WATCH.fetch_add(1, Ordering::Relaxed);
+    let watcher: Arc<Watcher> = Arc::new(watcher);
+    let present = with_registry(|r| {
+        r.watchers.push((id, watcher.clone()));
+        r.entries
+            .iter()
+            .filter_map(Entry::upgrade)
+            .collect::<Vec<_>>()
+    });
+    for breaker in &present {
+        watcher(breaker);
+    }
+    Watch { id }
+}
+
+/// A [`watch`]er's registration: dropping it stops the callback.
+#[derive(Debug)]
+#[must_use = "dropping a watch at once stops its callback"]
+pub struct Watch {
+    id: u64,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let id = self.id;
+        with_registry(|r| r.watchers.retain(|(w, _)| *w != id));
+    }
+}
+
+impl From<Breaker> for BreakerRef {
+    /// A breaker put in an `Arc` (not registered: see
+    /// [`registry::register`](crate::registry::register)).
+    fn from(breaker: Breaker) -> Self {
+        BreakerRef::Shared(Arc::new(breaker))
+    }
+}
+
+impl From<Arc<Breaker>> for BreakerRef {
+    /// The shared breaker itself.
+    fn from(breaker: Arc<Breaker>) -> Self {
+        BreakerRef::Shared(breaker)
+    }
+}
+
+impl From<&'static Breaker> for BreakerRef {
+    /// The breaker in a `static` (or leaked).
+    fn from(breaker: &'static Breaker) -> Self {
+        BreakerRef::Static(breaker)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// Entries of dropped breakers are swept as registrations go on, so the
     /// list stays within twice the live breakers (plus a small floor).
+    /// Breakers registered before the watch and after it, from racing
+    /// threads, each reach the watcher exactly once; none after it is dropped.
+    #[test]
+    fn a_watch_sees_every_breaker_once_and_nothing_after_it_ends() {
+        use std::collections::HashMap;
+        let before = Arc::new(Breaker::builder().name("watch-before").build().unwrap());
+        register(&before);
+        let seen = Arc::new(Mutex::new(HashMap::<String, usize>::new()));
+        let racers: Vec<_> = (0..4)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    (0..50)
+                        .map(|i| {
+                            let b = Arc::new(
+                                Breaker::builder()
+                                    .name(format!("watch-race-{t}-{i}"))
+                                    .build()
+                                    .unwrap(),
+                            );
+                            register(&b);
+                            b
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let sink = seen.clone();
+        let w = watch(move |b| {
+            *sink.lock().unwrap().entry(b.name().to_owned()).or_default() += 1;
+        });
+        let kept: Vec<_> = racers.into_iter().flat_map(|r| r.join().unwrap()).collect();
+        let after = Arc::new(Breaker::builder().name("watch-after").build().unwrap());
+        register(&after);
+        drop(w);
+        let gone = Arc::new(Breaker::builder().name("watch-gone").build().unwrap());
+        register(&gone);
+        let seen = seen.lock().unwrap();
+        for name in kept
+            .iter()
+            .map(|b| b.name())
+            .chain(["watch-before", "watch-after"])
+        {
+            assert_eq!(seen.get(name), Some(&1), "{name}");
+        }
+        assert_eq!(seen.get("watch-gone"), None);
+    }
+
     #[test]
     fn dropped_breakers_are_swept() {
         let keep: Vec<_> = (0..50)

@@ -87,7 +87,6 @@ use std::any::Any;
 use std::future::Future;
 use std::mem;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::header::HeaderValue;
@@ -654,28 +653,6 @@ impl<S, C: Clone, R: Clone> Layer<S> for CircuitBreakerLayer<C, R> {
             classifier: self.classifier.clone(),
             on_rejected: self.on_rejected.clone(),
         }
-    }
-}
-
-impl From<Breaker> for BreakerRef {
-    /// A breaker put in an `Arc` (not registered: see
-    /// [`registry::register`](crate::registry::register)).
-    fn from(breaker: Breaker) -> Self {
-        BreakerRef::Shared(Arc::new(breaker))
-    }
-}
-
-impl From<Arc<Breaker>> for BreakerRef {
-    /// The shared breaker itself.
-    fn from(breaker: Arc<Breaker>) -> Self {
-        BreakerRef::Shared(breaker)
-    }
-}
-
-impl From<&'static Breaker> for BreakerRef {
-    /// The breaker in a `static` (or leaked).
-    fn from(breaker: &'static Breaker) -> Self {
-        BreakerRef::Static(breaker)
     }
 }
 
