@@ -761,6 +761,7 @@ fn config(args: &Args, func: &ItemFn, private: &TokenStream) -> TokenStream {
         let n = int(successes.value);
         chain.extend(quote!(.success_threshold(#n)));
     }
+    chain.extend(crate::consts::setters(args, private));
     chain
 }
 

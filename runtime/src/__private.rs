@@ -15,6 +15,12 @@ pub use crate::timeout::Timeout;
 pub use linkme;
 pub use linkme::distributed_slice;
 
+/// Checks of attribute values given as constants, applied by const
+/// evaluation.
+pub mod consts {
+    pub use crate::checks::*;
+}
+
 /// Admits (or refuses) a call through a `static` breaker, registering it on
 /// first use.
 #[inline]

@@ -47,6 +47,7 @@
 mod body;
 mod breaker;
 mod bulkhead;
+mod checks;
 mod clock;
 mod config;
 mod error;
