@@ -3,33 +3,16 @@
 
 use std::time::Duration;
 
-use failfast::{circuit_breaker, registry, Rejected, State};
+mod support;
+use support::{outcome, Down};
 
-#[derive(Debug, PartialEq)]
-enum Down {
-    Failed,
-    Refused(Option<Duration>),
-}
-
-impl From<Rejected> for Down {
-    fn from(rejected: Rejected) -> Self {
-        Down::Refused(rejected.retry_after())
-    }
-}
+use failfast::{circuit_breaker, registry, State};
 
 mod limits {
     pub const PAYMENTS_THRESHOLD: u32 = 3;
     pub const RATE: f64 = 0.5;
     pub const fn window_minimum() -> u32 {
         4
-    }
-}
-
-fn outcome(fail: bool) -> Result<(), Down> {
-    if fail {
-        Err(Down::Failed)
-    } else {
-        Ok(())
     }
 }
 

@@ -39,6 +39,8 @@
 //! - `tracing`: transitions as `tracing` events.
 //! - `metrics`: breakers through the `metrics` facade (see the `metrics`
 //!   module).
+//! - `testing`: [`testing`], a test kit: breakers on a `ManualClock` or
+//!   tokio's paused clock, resets between tests. For dev-dependencies.
 //! - `serde`: `Serialize` for [`Snapshot`], [`State`], [`Mode`] and events;
 //!   `Config` both ways.
 #![warn(missing_docs)]
@@ -61,6 +63,8 @@ pub mod registry;
 pub mod retry;
 #[cfg(feature = "serde")]
 mod serde;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod timeout;
 #[cfg(feature = "tokio")]
 mod tokio;
