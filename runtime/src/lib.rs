@@ -52,6 +52,7 @@ mod bulkhead;
 mod checks;
 mod clock;
 mod config;
+pub mod configure;
 mod error;
 pub mod events;
 #[cfg(feature = "http")]
@@ -96,5 +97,6 @@ pub use clock::{ManualClock, TICK};
 pub use config::{
     Builder, Config, DEFAULT_MIN_CALLS, DEFAULT_RECOVERY, DEFAULT_THRESHOLD, DEFAULT_WINDOW_CALLS,
 };
+pub use configure::{configure, ConfigPatch, ConfigureError, RunMode};
 pub use error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
 pub use name::Name;

@@ -223,7 +223,7 @@ pub(crate) fn registered(b: &Breaker) {
         }
     });
     let name = label(&b.shared_name());
-    let c = &b.config;
+    let c = b.settings();
     #[allow(clippy::cast_precision_loss)] // nanoseconds below 2^53 (104 days) are exact
     let seconds = |nanos: u64| nanos as f64 / 1e9;
     let set = |metric: &'static str, value: f64| {
