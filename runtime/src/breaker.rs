@@ -735,6 +735,7 @@ impl Breaker {
             neutral: totals.neutral,
             slow: totals.slow,
             rejected: totals.rejected,
+            timeouts: totals.timeouts,
             transitions: totals.transitions,
             opened_at: totals.opened_at,
         }
@@ -928,6 +929,14 @@ impl Permit<'_> {
     }
 
     /// The protected body panicked or ran out of time: a failure, recorded now.
+    /// Cut off at its time limit: a failure, also counted as a timeout.
+    pub(crate) fn timed_out(&mut self) {
+        if self.admitted != PASSIVE {
+            self.breaker.totals.add(crate::totals::TIMEOUT);
+        }
+        self.failed_now();
+    }
+
     pub(crate) fn failed_now(&mut self) {
         let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
         self.breaker
@@ -1055,6 +1064,9 @@ pub struct Snapshot {
     pub slow: u64,
     /// Calls refused without running.
     pub rejected: u64,
+    /// Calls cut off at their time limit (`timeout`); also counted in
+    /// [`failures`](Self::failures).
+    pub timeouts: u64,
     /// State transitions since the breaker was built, manual ones included.
     pub transitions: u64,
     /// When the breaker last opened on its own (trip rule or failed trial),
