@@ -562,8 +562,12 @@ impl Breaker {
     }
 
     fn rate_trips(&self, t: Tally) -> bool {
+        if t.failures == 0 && t.slow == 0 {
+            return false;
+        }
+        // Read only once the window holds something that could trip it.
         let config = self.settings();
-        if (t.failures == 0 && t.slow == 0) || t.calls < u64::from(config.min_calls) {
+        if t.calls < u64::from(config.min_calls) {
             return false;
         }
         // Compare shares, not `rate * calls`: a division is correctly rounded, so
