@@ -45,6 +45,8 @@
 //! - Features `tracing`, `metrics` and `serde`: transitions as `tracing`
 //!   events, breakers as metrics through the `metrics` facade, `Serialize` /
 //!   `Deserialize` for snapshots and configurations.
+//! - `failfast::testing` (feature `testing`, for dev-dependencies): attribute
+//!   breakers on a `ManualClock` or tokio's paused clock, resets between tests.
 //! - `failfast::tower` (feature `tower`): the breaker as a tower `Layer` for
 //!   axum, tonic and any `tower::Service`, with HTTP and gRPC classifiers.
 #![warn(missing_docs)]

@@ -93,6 +93,8 @@ pub struct Args {
     pub reject_with: Option<Arg<ExprPath>>,
     pub name: Option<Arg<LitStr>>,
     pub krate: Option<Arg<Path>>,
+    /// Keys given a constant expression instead of a literal (see `consts`).
+    pub consts: Vec<crate::consts::Const>,
     /// Set by `#[retry]` above this breaker, never by a key: the generated
     /// code reports each call's verdict to the retry loop.
     pub report_to_retry: bool,
@@ -159,6 +161,19 @@ impl Args {
         let (key, name) = parse_key(input, KEYS)?;
         self.written.push(key.clone());
         let span = input.span();
+        if crate::consts::kind(&name).is_some()
+            && self.written.iter().filter(|k| k.unraw() == name).count() > 1
+        {
+            return Err(syn::Error::new(
+                key.span(),
+                format!("`{name}` is set more than once"),
+            ));
+        }
+        if crate::consts::is_const(input, &name) {
+            let expr: Expr = input.parse()?;
+            self.consts.push(crate::consts::Const { key, expr });
+            return Ok(());
+        }
         match name.as_str() {
             "threshold" => set(&mut self.threshold, &key, span, count(input, &name)?),
             "failure_rate" => set(&mut self.failure_rate, &key, span, rate(input, &name)?),
@@ -462,7 +477,10 @@ pub(crate) fn count(input: ParseStream, key: &str) -> syn::Result<u32> {
         )),
         _ => Err(syn::Error::new_spanned(
             &expr,
-            format!("expected a whole number of at least 1, e.g. `{key} = 5`"),
+            format!(
+                "expected a whole number of at least 1, e.g. `{key} = 5`{}",
+                crate::consts::literal_only(key, &expr)
+            ),
         )),
     }
 }
@@ -532,7 +550,10 @@ fn duration_lit(input: ParseStream, key: &str) -> syn::Result<LitStr> {
     let expr: Expr = input.parse()?;
     Err(syn::Error::new_spanned(
         &expr,
-        format!("expected a duration string, e.g. `{key} = \"30s\"` or `{key} = \"250ms\"`"),
+        format!(
+            "expected a duration string, e.g. `{key} = \"30s\"` or `{key} = \"250ms\"`{}",
+            crate::consts::literal_only(key, &expr)
+        ),
     ))
 }
 
@@ -904,6 +925,40 @@ mod tests {
         // A key right after the bad value is found, with or without spaces.
         assert_eq!(errors_of("recovery = \"30x\", threshold=0").len(), 2);
         assert_eq!(errors_of("threshold = 0, name = \"x\"").len(), 1);
+    }
+
+    #[test]
+    fn settings_take_constants_and_a_key_is_still_set_once() {
+        let mut errors = Errors::default();
+        let args = Args::parse(
+            "threshold = limits::T, recovery = RECOVERY, jitter = J / 2.0"
+                .parse()
+                .unwrap(),
+            &mut errors,
+        );
+        assert!(errors.messages().is_empty());
+        let keys: Vec<String> = args.consts.iter().map(|c| c.key.to_string()).collect();
+        assert_eq!(keys, ["threshold", "recovery", "jitter"]);
+        for twice in [
+            "threshold = 5, threshold = T",
+            "threshold = T, threshold = 5",
+        ] {
+            assert_eq!(
+                errors_of(twice),
+                ["`threshold` is set more than once"],
+                "{twice}"
+            );
+        }
+        // Keys that shape the generated code take literals only.
+        for literal_only in [
+            "timeout = LIMIT",
+            "max_concurrent = MAX",
+            "failure_rate = 0.5, window = W",
+        ] {
+            let errors = errors_of(literal_only);
+            assert_eq!(errors.len(), 1, "{literal_only}");
+            assert!(errors[0].contains("is written as a literal"), "{errors:?}");
+        }
     }
 
     #[test]

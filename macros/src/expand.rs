@@ -9,6 +9,8 @@
 //!     fn __failfast_check<E: ?Sized, F: FnOnce(&E) -> bool>(error: &E, predicate: F) -> bool;
 //!     static __FAILFAST_BREAKER: Breaker =
 //!         Breaker::from_config(Config::new(NAME).threshold(5).recovery(..)..);
+//!     // its entry in the link-time list of declared breakers (`declare`)
+//!     static __FAILFAST_DECLARED: Declared = Declared { breaker: &__FAILFAST_BREAKER, .. };
 //!     // with a fallback, what follows is in `let error = 'fallback: { .. };`
 //!     let [mut] __failfast_permit = match acquire(&__FAILFAST_BREAKER) {   // `mut` if async
 //!         Ok(permit) => permit,
@@ -64,7 +66,6 @@
 
 use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};
-use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::{
@@ -692,10 +693,7 @@ fn config(args: &Args, func: &ItemFn, private: &TokenStream) -> TokenStream {
 
     let name = match &args.name {
         Some(name) => name.value.to_token_stream(),
-        None => {
-            let ident = func.sig.ident.unraw().to_string();
-            quote!(::core::concat!(::core::module_path!(), "::", #ident))
-        }
+        None => crate::declare::default_name(func),
     };
     let mut chain = quote!(#private::Config::new(#name));
     match (&args.threshold, &args.failure_rate) {
@@ -763,6 +761,7 @@ fn config(args: &Args, func: &ItemFn, private: &TokenStream) -> TokenStream {
         let n = int(successes.value);
         chain.extend(quote!(.success_threshold(#n)));
     }
+    chain.extend(crate::consts::setters(args, private));
     chain
 }
 
@@ -1033,11 +1032,13 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         None => call,
     };
     let kept = &shape.kept_for_fallback;
+    let declared = crate::declare::registration(func, &private, &allow);
     let guarded = quote! {
         #helper
         #kept
         #allow
         static __FAILFAST_BREAKER: #private::Breaker = #private::Breaker::from_config(#config);
+        #declared
         #bulkhead
         #call
     };

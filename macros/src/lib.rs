@@ -7,6 +7,8 @@
 
 mod args;
 mod classify;
+mod consts;
+mod declare;
 mod expand;
 mod expand_retry;
 #[cfg(test)]

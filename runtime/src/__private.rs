@@ -10,7 +10,16 @@ pub use crate::breaker::{Breaker, Outcome, Permit};
 pub use crate::bulkhead::{Bulkhead, Slot};
 pub use crate::config::Config;
 pub use crate::error::{Error, Rejected, TimedOut};
+pub use crate::registry::{Declared, DECLARED};
 pub use crate::timeout::Timeout;
+pub use linkme;
+pub use linkme::distributed_slice;
+
+/// Checks of attribute values given as constants, applied by const
+/// evaluation.
+pub mod consts {
+    pub use crate::checks::*;
+}
 
 /// Admits (or refuses) a call through a `static` breaker, registering it on
 /// first use.

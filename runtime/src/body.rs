@@ -61,7 +61,7 @@ impl<F> Body<'_, '_, F> {
     pub(crate) fn time_out(self: Pin<&mut Self>) {
         let this = self.project();
         *this.done = true;
-        this.permit.failed_now();
+        this.permit.timed_out();
     }
 
     /// Whether the body has finished (or was timed out).

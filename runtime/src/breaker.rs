@@ -123,6 +123,9 @@ pub struct Breaker {
     pub(crate) hook: Hook,
     /// Calls counted by outcome (`totals` module).
     pub(crate) totals: Totals,
+    /// Settings changed at run time (`configure` module), read only where
+    /// the breaker decides something.
+    pub(crate) tuning: crate::configure::Tuning,
 }
 
 /// Proof that the breaker admitted a call. Resolve it with the call's
@@ -210,6 +213,7 @@ macro_rules! constructors {
                 window: OnceLock::new(),
                 hook: Hook::new(),
                 totals: Totals::new(),
+                tuning: crate::configure::Tuning::new(),
             }
         }
     };
@@ -408,7 +412,7 @@ impl Breaker {
                 (mode, _) => {
                     // Half-open: a free slot, or a new round once every slot is
                     // held past its lease.
-                    let next = if w.in_flight() < self.config.trial_calls {
+                    let next = if w.in_flight() < self.settings().trial_calls {
                         w.with_trials(w.round(), w.in_flight() + 1, w.successes())
                     } else if self.clock.reached(self.lease_until.load(Ordering::Acquire)) {
                         w.with_trials(w.round() + 1, 1, w.successes())
@@ -428,8 +432,10 @@ impl Breaker {
     /// Extends the trial lease to cover a trial starting now; returns now.
     fn take_lease(&self) -> u64 {
         let now = self.clock.now();
-        self.lease_until
-            .fetch_max(now.saturating_add(self.config.lease()), Ordering::Release);
+        self.lease_until.fetch_max(
+            now.saturating_add(self.settings().lease()),
+            Ordering::Release,
+        );
         now
     }
 
@@ -541,7 +547,7 @@ impl Breaker {
                 Outcome::Success => 0,
                 Outcome::Failure => w.payload() + 1,
             };
-            if failures >= self.config.threshold {
+            if failures >= self.settings().threshold {
                 self.trip(admitted, Cause::Threshold);
                 return;
             }
@@ -556,7 +562,12 @@ impl Breaker {
     }
 
     fn rate_trips(&self, t: Tally) -> bool {
-        if (t.failures == 0 && t.slow == 0) || t.calls < u64::from(self.config.min_calls) {
+        if t.failures == 0 && t.slow == 0 {
+            return false;
+        }
+        // Read only once the window holds something that could trip it.
+        let config = self.settings();
+        if t.calls < u64::from(config.min_calls) {
             return false;
         }
         // Compare shares, not `rate * calls`: a division is correctly rounded, so
@@ -564,8 +575,8 @@ impl Breaker {
         // 0.07 * 100.0 is 7.000000000000001 and 7 failures would not trip.
         #[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
         let share = |n: u64| n as f64 / t.calls as f64;
-        (self.config.failure_rate > 0.0 && share(t.failures) >= self.config.failure_rate)
-            || (self.config.slow != 0 && share(t.slow) >= self.config.slow_rate)
+        (config.failure_rate > 0.0 && share(t.failures) >= config.failure_rate)
+            || (config.slow != 0 && share(t.slow) >= config.slow_rate)
     }
 
     fn finish_trial(&self, admitted: Word, outcome: Outcome) {
@@ -586,7 +597,7 @@ impl Breaker {
             let in_flight = w.in_flight().saturating_sub(1);
             let next = if outcome == Outcome::Neutral {
                 w.with_trials(w.round(), in_flight, w.successes())
-            } else if w.successes() + 1 >= self.config.success_threshold {
+            } else if w.successes() + 1 >= self.settings().success_threshold {
                 Word::closed(w.mode(), self.next_generation(), 0)
             } else {
                 w.with_trials(w.round(), in_flight, w.successes() + 1)
@@ -641,10 +652,11 @@ impl Breaker {
     /// `max_recovery`) and raises the level; each full `recovery` spent closed
     /// before a trip lowers it by one.
     fn open_period(&self, now: u64, from_trial: bool) -> (u64, u32) {
-        let base = self.config.recovery;
+        let config = self.settings();
+        let base = config.recovery;
         let mut period = base;
         let mut level = self.level.load(Ordering::Relaxed);
-        if self.config.max_recovery != 0 {
+        if config.max_recovery != 0 {
             if !from_trial {
                 let closed_for = now.saturating_sub(self.last_transition.load(Ordering::Relaxed));
                 let healthy = u32::try_from(closed_for / base).unwrap_or(u32::MAX);
@@ -653,15 +665,13 @@ impl Breaker {
             period = base
                 .checked_shl(level)
                 .filter(|p| p >> level == base)
-                .map_or(self.config.max_recovery, |p| {
-                    p.min(self.config.max_recovery)
-                });
-            if period < self.config.max_recovery {
+                .map_or(config.max_recovery, |p| p.min(config.max_recovery));
+            if period < config.max_recovery {
                 level += 1;
             }
         }
-        if self.config.jitter > 0.0 {
-            period = self.jittered(period);
+        if config.jitter > 0.0 {
+            period = self.jittered(period, config.jitter);
         }
         (period, level)
     }
@@ -671,7 +681,7 @@ impl Breaker {
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss
     )] // durations in f64 lose only sub-nanosecond precision below 2^53 ns (104 days)
-    fn jittered(&self, period: u64) -> u64 {
+    fn jittered(&self, period: u64, jitter: f64) -> u64 {
         let mut seed = self.rng.load(Ordering::Relaxed);
         if seed == 0 {
             seed = crate::clock::system_now()
@@ -682,7 +692,7 @@ impl Breaker {
         self.rng.store(next, Ordering::Relaxed);
         // Uniform in [-jitter, +jitter).
         let unit = (random >> 11) as f64 / (1u64 << 53) as f64;
-        let factor = 1.0 + self.config.jitter * (2.0 * unit - 1.0);
+        let factor = 1.0 + jitter * (2.0 * unit - 1.0);
         (period as f64 * factor).max(1.0) as u64
     }
 
@@ -729,6 +739,7 @@ impl Breaker {
             neutral: totals.neutral,
             slow: totals.slow,
             rejected: totals.rejected,
+            timeouts: totals.timeouts,
             transitions: totals.transitions,
             opened_at: totals.opened_at,
         }
@@ -922,6 +933,14 @@ impl Permit<'_> {
     }
 
     /// The protected body panicked or ran out of time: a failure, recorded now.
+    /// Cut off at its time limit: a failure, also counted as a timeout.
+    pub(crate) fn timed_out(&mut self) {
+        if self.admitted != PASSIVE {
+            self.breaker.totals.add(crate::totals::TIMEOUT);
+        }
+        self.failed_now();
+    }
+
     pub(crate) fn failed_now(&mut self) {
         let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
         self.breaker
@@ -1049,6 +1068,9 @@ pub struct Snapshot {
     pub slow: u64,
     /// Calls refused without running.
     pub rejected: u64,
+    /// Calls cut off at their time limit (`timeout`); also counted in
+    /// [`failures`](Self::failures).
+    pub timeouts: u64,
     /// State transitions since the breaker was built, manual ones included.
     pub transitions: u64,
     /// When the breaker last opened on its own (trip rule or failed trial),

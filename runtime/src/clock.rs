@@ -77,6 +77,12 @@ impl ManualClock {
             });
     }
 
+    /// Whether `other` is a clone of this clock.
+    #[cfg(feature = "testing")]
+    pub(crate) fn same(&self, other: &ManualClock) -> bool {
+        Arc::ptr_eq(&self.nanos, &other.nanos)
+    }
+
     /// The time elapsed since the clock was created, as advanced so far.
     #[must_use]
     pub fn now(&self) -> Duration {
@@ -96,7 +102,13 @@ impl Clock {
     #[inline]
     pub(crate) fn now(&self) -> u64 {
         match self {
-            Clock::System => system_now(),
+            Clock::System => {
+                #[cfg(feature = "testing")]
+                if let Some(now) = crate::testing::now() {
+                    return now;
+                }
+                system_now()
+            }
             Clock::Manual(m) => m.nanos.load(Ordering::SeqCst),
         }
     }
@@ -107,6 +119,10 @@ impl Clock {
     pub(crate) fn reached(&self, deadline: u64) -> bool {
         match self {
             Clock::System => {
+                #[cfg(feature = "testing")]
+                if let Some(now) = crate::testing::now() {
+                    return now >= deadline;
+                }
                 let coarse = COARSE.load(Ordering::Relaxed);
                 if coarse != 0 && coarse.saturating_add(TICK_NANOS) < deadline {
                     return false;
@@ -120,6 +136,10 @@ impl Clock {
     /// Tells the ticker that someone will be comparing against `deadline`.
     pub(crate) fn watch(&self, deadline: u64) {
         if let Clock::System = self {
+            #[cfg(feature = "testing")]
+            if crate::testing::now().is_some() {
+                return;
+            }
             Ticker::watch(deadline);
         }
     }
@@ -127,7 +147,13 @@ impl Clock {
     /// When, in the caller's terms, `deadline` falls.
     pub(crate) fn retry_at(&self, deadline: u64) -> RetryAt {
         match self {
-            Clock::System => RetryAt::System(deadline),
+            Clock::System => {
+                #[cfg(feature = "testing")]
+                if let Some(now) = crate::testing::now() {
+                    return RetryAt::After(Duration::from_nanos(deadline.saturating_sub(now)));
+                }
+                RetryAt::System(deadline)
+            }
             Clock::Manual(m) => {
                 let now = m.nanos.load(Ordering::SeqCst);
                 RetryAt::After(Duration::from_nanos(deadline.saturating_sub(now)))

@@ -471,6 +471,11 @@ impl ConfigError {
         }
     }
 
+    /// What is wrong with it.
+    pub(crate) fn problem(&self) -> &str {
+        &self.problem
+    }
+
     /// The builder setting at fault, named like the attribute key (`threshold`,
     /// `failure_rate`, …).
     #[must_use]

@@ -516,7 +516,8 @@ impl Breaker {
                 let tally = self.window.get().map(|w| w.tally(now)).unwrap_or_default();
                 #[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
                 let failures = tally.failures as f64 / tally.calls.max(1) as f64;
-                if self.config.failure_rate > 0.0 && failures >= self.config.failure_rate {
+                let rate = self.settings().failure_rate;
+                if rate > 0.0 && failures >= rate {
                     Reason::FailureRate
                 } else {
                     Reason::SlowCallRate

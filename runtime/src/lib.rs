@@ -39,6 +39,8 @@
 //! - `tracing`: transitions as `tracing` events.
 //! - `metrics`: breakers through the `metrics` facade (see the `metrics`
 //!   module).
+//! - `testing`: [`testing`], a test kit: breakers on a `ManualClock` or
+//!   tokio's paused clock, resets between tests. For dev-dependencies.
 //! - `serde`: `Serialize` for [`Snapshot`], [`State`], [`Mode`] and events;
 //!   `Config` both ways.
 #![warn(missing_docs)]
@@ -47,8 +49,10 @@
 mod body;
 mod breaker;
 mod bulkhead;
+mod checks;
 mod clock;
 mod config;
+pub mod configure;
 mod error;
 pub mod events;
 #[cfg(feature = "http")]
@@ -61,6 +65,8 @@ mod remote;
 pub mod retry;
 #[cfg(feature = "serde")]
 mod serde;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod timeout;
 #[cfg(feature = "tokio")]
 mod tokio;
@@ -92,6 +98,7 @@ pub use clock::{ManualClock, TICK};
 pub use config::{
     Builder, Config, DEFAULT_MIN_CALLS, DEFAULT_RECOVERY, DEFAULT_THRESHOLD, DEFAULT_WINDOW_CALLS,
 };
+pub use configure::{configure, ConfigPatch, ConfigureError, RunMode};
 pub use error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
 pub use name::Name;
 pub use remote::RemoteOpen;

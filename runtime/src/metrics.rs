@@ -4,7 +4,7 @@
 //!
 //! | metric | kind | labels | value |
 //! |---|---|---|---|
-//! | `failfast_calls_total` | counter | `breaker`, `outcome` = `success`, `failure`, `neutral`, `slow`, `rejected` | calls by outcome, as in [`Snapshot`](crate::Snapshot) (`slow` calls are also counted as a success or failure) |
+//! | `failfast_calls_total` | counter | `breaker`, `outcome` = `success`, `failure`, `neutral`, `slow`, `rejected`, `timeout` | calls by outcome, as in [`Snapshot`](crate::Snapshot) (`slow` calls are also counted as a success or failure, `timeout`s as failures) |
 //! | `failfast_state` | gauge | `breaker` | 0 closed, 1 open, 2 half-open |
 //! | `failfast_transitions_total` | counter | `breaker`, `from`, `to` (`closed`, `open`, `half_open`) | state transitions |
 //! | `failfast_threshold` | gauge | `breaker` | consecutive failures that trip (consecutive rule) |
@@ -141,13 +141,15 @@ static METADATA: Metadata<'static> =
 #[derive(Debug)]
 pub(crate) struct Keys {
     /// `failfast_calls_total` by outcome, in the order of `OUTCOMES`.
-    calls: [Key; 5],
+    calls: [Key; 6],
     state: Key,
     /// `failfast_transitions_total`, indexed by `pair(from, to)`.
     transitions: [Key; 9],
 }
 
-const OUTCOMES: [&str; 5] = ["success", "failure", "neutral", "slow", "rejected"];
+const OUTCOMES: [&str; 6] = [
+    "success", "failure", "neutral", "slow", "rejected", "timeout",
+];
 const STATES: [State; 3] = [State::Closed, State::Open, State::HalfOpen];
 
 const fn pair(from: State, to: State) -> usize {
@@ -185,11 +187,14 @@ fn export_breaker(b: &Breaker) {
     let s = b.snapshot();
     let keys = keys(b);
     with_recorder(|r| {
-        for (key, value) in
-            keys.calls
-                .iter()
-                .zip([s.successes, s.failures, s.neutral, s.slow, s.rejected])
-        {
+        for (key, value) in keys.calls.iter().zip([
+            s.successes,
+            s.failures,
+            s.neutral,
+            s.slow,
+            s.rejected,
+            s.timeouts,
+        ]) {
             r.register_counter(key, &METADATA).absolute(value);
         }
         r.register_gauge(&keys.state, &METADATA)
@@ -223,7 +228,7 @@ pub(crate) fn registered(b: &Breaker) {
         }
     });
     let name = label(&b.shared_name());
-    let c = &b.config;
+    let c = b.settings();
     #[allow(clippy::cast_precision_loss)] // nanoseconds below 2^53 (104 days) are exact
     let seconds = |nanos: u64| nanos as f64 / 1e9;
     let set = |metric: &'static str, value: f64| {

@@ -1,7 +1,8 @@
 //! Every breaker, reachable by name.
 //!
-//! Breakers declared by `#[circuit_breaker]` register themselves on their first
-//! call (a breaker whose function has never run has nothing to report).
+//! Breakers declared by `#[circuit_breaker]` are listed from program start,
+//! before their first call: each adds itself at link time to a slice the
+//! registry reads the first time it is used (see [Declared breakers](#declared-breakers)).
 //! Breakers built with [`Breaker::builder`] are registered with [`register`].
 //!
 //! ```
@@ -24,6 +25,28 @@
 //! [`watch`] hands every breaker to a callback, those registered already and
 //! those registered later (an attribute breaker on its first call): what a
 //! fleet of instances uses to take every breaker of the process along.
+//!
+//! # Declared breakers
+//!
+//! Every `#[circuit_breaker]` puts a reference to its breaker in a
+//! [`linkme`](https://docs.rs/linkme) distributed slice: the linker gathers
+//! the entries of every crate of the program into one array, so nothing runs
+//! before `main` and nothing is registered by hand. The first use of the
+//! registry (a lookup, [`all`], a `register`, or any attribute breaker's
+//! first call) adds every declared breaker, so [`get`] finds a breaker whose
+//! function has never run, and `force_open()` before any traffic works.
+//! (`linkme` rather than `inventory`: a static array filled by the linker
+//! costs nothing at start-up and runs no code before `main`, where
+//! `inventory` runs one constructor per entry at load time. It supports
+//! Linux, macOS, Windows, the BSDs and illumos.)
+//!
+//! Names are unique among declared breakers. Two `#[circuit_breaker]`s given
+//! the same `name = "…"` (or functions whose default names meet, see the
+//! attribute's `name` key) are a programming error, reported when the
+//! registry is first used: that use panics with both names' declaration
+//! sites, on every run, so the first test that touches a breaker shows it.
+//! Breakers built at run time may share a name with each other; [`get`]
+//! returns the first registered that still exists.
 
 use std::collections::HashMap;
 use std::ops::Deref;
@@ -98,10 +121,70 @@ impl Registry {
 
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
 
+/// A breaker declared by `#[circuit_breaker]`, and where.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Declared {
+    /// The function's breaker.
+    pub breaker: &'static Breaker,
+    /// `file:line` of the function.
+    pub at: &'static str,
+}
+
+/// Every breaker declared by `#[circuit_breaker]` in the program, gathered
+/// by the linker.
+#[doc(hidden)]
+#[linkme::distributed_slice]
+pub static DECLARED: [Declared];
+
+impl Registry {
+    /// The registry holding every declared breaker, or the message naming
+    /// two declared breakers that share a name.
+    fn with_declared() -> Registry {
+        let mut seen: HashMap<&str, &str> = HashMap::new();
+        for declared in DECLARED.iter() {
+            if let Some(first) = seen.insert(declared.breaker.name(), declared.at) {
+                panic!(
+                    "two #[circuit_breaker] functions are named `{}` (at {first} and at {}): \
+                     a name picks one breaker in the registry, in metrics and in events; give \
+                     one of them another `name = \"…\"`",
+                    declared.breaker.name(),
+                    declared.at,
+                );
+            }
+        }
+        let mut registry = Registry::default();
+        for declared in DECLARED.iter() {
+            if declared.breaker.mark_registered() {
+                registry.push(
+                    declared.breaker.shared_name(),
+                    Entry::Static(declared.breaker),
+                );
+            }
+        }
+        registry
+    }
+}
+
 fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
-    // The registry holds no invariant a panic could break halfway.
+    // The registry holds no invariant a panic could break halfway; a
+    // duplicate declared name panics before anything is stored, so every
+    // use reports it again.
     let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
-    f(registry.get_or_insert_with(Registry::default))
+    let fresh = registry.is_none();
+    let result = f(registry.get_or_insert_with(Registry::with_declared));
+    drop(registry);
+    // The declared breakers' series, outside the lock: a recorder may look
+    // breakers up.
+    #[cfg(feature = "metrics")]
+    if fresh {
+        for declared in DECLARED.iter() {
+            crate::metrics::registered(declared.breaker);
+        }
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = fresh;
+    result
 }
 
 /// Adds `entry` and returns the watchers to tell, to be called once the

@@ -31,7 +31,9 @@ pub(crate) const FAILURE: usize = 1;
 pub(crate) const NEUTRAL: usize = 2;
 pub(crate) const SLOW: usize = 3;
 pub(crate) const REJECTED: usize = 4;
-const COUNTERS: usize = 5;
+/// Calls cut off at their time limit (also counted as failures).
+pub(crate) const TIMEOUT: usize = 5;
+const COUNTERS: usize = 6;
 
 /// One slot's counters, on a line of its own (two lines: adjacent-line
 /// prefetchers pair them, as for the breaker's hot word).
@@ -219,6 +221,7 @@ pub(crate) struct Running {
     pub(crate) neutral: u64,
     pub(crate) slow: u64,
     pub(crate) rejected: u64,
+    pub(crate) timeouts: u64,
     pub(crate) transitions: u64,
     pub(crate) opened_at: Option<SystemTime>,
 }
@@ -226,7 +229,7 @@ pub(crate) struct Running {
 impl crate::breaker::Breaker {
     /// The running totals of a snapshot taken at `now`.
     pub(crate) fn running_totals(&self, now: u64) -> Running {
-        let [successes, failures, neutral, slow, rejected] = self.totals.sums().counts;
+        let [successes, failures, neutral, slow, rejected, timeouts] = self.totals.sums().counts;
         let opened = self.hook.opened_at.load(Ordering::Relaxed);
         Running {
             calls: successes + failures + neutral + rejected,
@@ -235,6 +238,7 @@ impl crate::breaker::Breaker {
             neutral,
             slow,
             rejected,
+            timeouts,
             transitions: self.hook.transitions.load(Ordering::Relaxed),
             opened_at: (opened != 0).then(|| {
                 let ago = Duration::from_nanos(now.saturating_sub(opened));

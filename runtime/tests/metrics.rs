@@ -62,7 +62,9 @@ impl Reading {
     }
 }
 
-const OUTCOMES: [&str; 5] = ["success", "failure", "neutral", "slow", "rejected"];
+const OUTCOMES: [&str; 6] = [
+    "success", "failure", "neutral", "slow", "rejected", "timeout",
+];
 
 #[test]
 fn every_series_exists_at_registration_and_follows_calls_and_transitions() {

@@ -184,3 +184,55 @@ async fn a_call_dropped_before_its_limit_stays_neutral() {
         "{s:?}"
     );
 }
+
+/// A timeout is counted as a failure and, on its own, as a timeout: in the
+/// snapshot, and (feature `metrics`) as `outcome="timeout"`.
+#[tokio::test]
+async fn timeouts_are_counted_apart_as_well_as_failures() {
+    let breaker = std::sync::Arc::new(
+        Breaker::builder()
+            .name("timeout-totals")
+            .threshold(10)
+            .build()
+            .unwrap(),
+    );
+    failfast_runtime::registry::register(&breaker);
+    for _ in 0..2 {
+        let _ = breaker
+            .call_timeout(LIMIT, pending::<Result<(), u16>>())
+            .await;
+    }
+    let _ = breaker
+        .call_timeout(LIMIT, async { Err::<(), u16>(500) })
+        .await;
+    let s = breaker.snapshot();
+    assert_eq!((s.timeouts, s.failures, s.calls), (2, 3, 3));
+
+    #[cfg(feature = "metrics")]
+    {
+        use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        metrics::with_local_recorder(&recorder, failfast_runtime::metrics::export);
+        let timeouts =
+            snapshotter
+                .snapshot()
+                .into_vec()
+                .into_iter()
+                .find_map(|(key, _, _, value)| {
+                    let key = key.key();
+                    let labels: Vec<(String, String)> = key
+                        .labels()
+                        .map(|l| (l.key().to_owned(), l.value().to_owned()))
+                        .collect();
+                    (key.name() == "failfast_calls_total"
+                        && labels.contains(&("breaker".into(), "timeout-totals".into()))
+                        && labels.contains(&("outcome".into(), "timeout".into())))
+                    .then_some(value)
+                });
+        assert!(
+            matches!(timeouts, Some(DebugValue::Counter(2))),
+            "{timeouts:?}"
+        );
+    }
+}

@@ -3,6 +3,7 @@
 use failfast::{Rejected, TimedOut};
 
 /// The upstream's own error, or what the breaker said instead of calling it.
+#[allow(dead_code)] // not every test binary uses every item
 #[derive(Debug)]
 pub enum Fault<U> {
     Upstream(U),
@@ -19,5 +20,29 @@ impl<U> From<TimedOut> for Fault<U> {
 impl<U> From<Rejected> for Fault<U> {
     fn from(rejected: Rejected) -> Self {
         Fault::Rejected(rejected)
+    }
+}
+
+/// A call that failed, or was refused with the time until the next trial.
+#[allow(dead_code)] // not every test binary uses every item
+#[derive(Debug, PartialEq)]
+pub enum Down {
+    Failed,
+    Refused(Option<std::time::Duration>),
+}
+
+impl From<Rejected> for Down {
+    fn from(rejected: Rejected) -> Self {
+        Down::Refused(rejected.retry_after())
+    }
+}
+
+/// `Err(Down::Failed)` when `fail`, else `Ok(())`.
+#[allow(dead_code)]
+pub fn outcome(fail: bool) -> Result<(), Down> {
+    if fail {
+        Err(Down::Failed)
+    } else {
+        Ok(())
     }
 }

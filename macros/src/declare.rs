@@ -1,0 +1,80 @@
+//! What makes a breaker known before its first call: its default name, and
+//! its entry in the runtime's link-time list of declared breakers.
+//!
+//! ```text
+//! // default name, a free function (no receiver, no `Self` in the signature):
+//! concat!(module_path!(), "::", "fetch")
+//! // default name, a method or an associated function of an impl:
+//! concat!(module_path!(), "::", "fetch", "@", line!(), ":", column!())
+//!
+//! #[CRATE::__private::distributed_slice(CRATE::__private::DECLARED)]
+//! #[linkme(crate = CRATE::__private::linkme)]
+//! static __FAILFAST_DECLARED: Declared = Declared {
+//!     breaker: &__FAILFAST_BREAKER,
+//!     at: concat!(file!(), ":", line!()),
+//! };
+//! ```
+
+use proc_macro2::{TokenStream, TokenTree};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::ext::IdentExt;
+use syn::{FnArg, ItemFn};
+
+/// The registry name of a breaker without `name = "…"`.
+///
+/// An attribute sees only the function, not the `impl` around it, so a
+/// method cannot be named after its type: `A::fetch` and `B::fetch` in one
+/// module would both be `module::fetch`. A function that is certainly in an
+/// `impl` or a trait (it has a receiver or mentions `Self`) has its line
+/// and column added, which tells them apart; a name chosen with `name = "…"`
+/// reads better and does not move when the code does.
+pub(crate) fn default_name(func: &ItemFn) -> TokenStream {
+    let ident = func.sig.ident.unraw().to_string();
+    if !in_impl(func) {
+        return quote!(::core::concat!(::core::module_path!(), "::", #ident));
+    }
+    // `line!()` and `column!()` report where their tokens are: the
+    // function's name.
+    let span = func.sig.ident.span();
+    let line = quote_spanned!(span=> ::core::line!());
+    let column = quote_spanned!(span=> ::core::column!());
+    quote!(::core::concat!(::core::module_path!(), "::", #ident, "@", #line, ":", #column))
+}
+
+/// Whether the signature shows the function is a method or an associated
+/// function: a receiver, or `Self` anywhere in it.
+fn in_impl(func: &ItemFn) -> bool {
+    fn mentions_self(tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|tree| match tree {
+            TokenTree::Ident(ident) => ident == "Self",
+            TokenTree::Group(group) => mentions_self(group.stream()),
+            _ => false,
+        })
+    }
+    let sig = &func.sig;
+    sig.inputs
+        .iter()
+        .any(|input| matches!(input, FnArg::Receiver(_)))
+        || mentions_self(sig.to_token_stream())
+}
+
+/// The breaker's entry in the program's list of declared breakers, so the
+/// registry lists it from the start.
+pub(crate) fn registration(
+    func: &ItemFn,
+    private: &TokenStream,
+    allow: &TokenStream,
+) -> TokenStream {
+    let span = func.sig.ident.span();
+    let line = quote_spanned!(span=> ::core::line!());
+    let file = quote_spanned!(span=> ::core::file!());
+    quote! {
+        #allow
+        #[#private::distributed_slice(#private::DECLARED)]
+        #[linkme(crate = #private::linkme)]
+        static __FAILFAST_DECLARED: #private::Declared = #private::Declared {
+            breaker: &__FAILFAST_BREAKER,
+            at: ::core::concat!(#file, ":", #line),
+        };
+    }
+}

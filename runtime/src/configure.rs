@@ -1,0 +1,605 @@
+//! Settings changed while the program runs: overrides by name before
+//! traffic ([`configure`], [`from_env`], and with the `serde` feature a
+//! [`ConfigPatch`] per breaker read from a TOML or YAML section), and live
+//! changes of a running breaker ([`Breaker::reconfigure`], also on a
+//! [`registry::get`] handle).
+//!
+//! ```
+//! use failfast_runtime::{configure, registry, Breaker, ConfigPatch};
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! let payments = Arc::new(Breaker::builder().name("payments::charge").threshold(5).build()?);
+//! registry::register(&payments);
+//!
+//! configure::configure(
+//!     "payments::charge",
+//!     ConfigPatch::new().threshold(10).recovery(Duration::from_secs(60)),
+//! )?;
+//! assert_eq!(payments.current_config().threshold_value(), 10);
+//!
+//! // A patch that cannot work is refused whole, naming breaker, key and reason.
+//! let refused = payments.reconfigure(&ConfigPatch::new().recovery(Duration::from_secs(5)).threshold(0));
+//! assert_eq!(refused.unwrap_err().to_string(), "breaker `payments::charge`: `threshold` must be at least 1");
+//! assert_eq!(payments.current_config().threshold_value(), 10);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What can change
+//!
+//! The values of the rules the breaker was declared with: `threshold`,
+//! `failure_rate`, `min_calls`, `slow_rate`, `recovery`, `max_recovery`,
+//! `jitter`, `trial_calls`, `success_threshold`, and the `mode`
+//! (`observe_only`: calls always pass while the rules keep running, so
+//! events, `state()` and snapshots show what the breaker would have done;
+//! `normal`: back to normal operation, closed). Which rules are in force
+//! (consecutive failures, failure rate, slow calls), the `slow` duration and
+//! the window's shape are part of how calls are counted and stay as
+//! declared: a patch changing them is refused. A changed value applies from
+//! the next decision that reads it: a new `threshold` at the next failure, a
+//! new `recovery` at the next opening, a new `trial_calls` at the next
+//! half-open admission.
+//!
+//! # Cost
+//!
+//! The closed-call path never reads an override: the values above are read
+//! where a breaker decides something (a failure, a trip, a trial), and there
+//! a breaker never reconfigured pays one relaxed atomic load; a reconfigured
+//! one takes a read lock.
+//!
+//! # Environment variables
+//!
+//! [`from_env`] reads `FAILFAST__<BREAKER>__<KEY>=<value>`: `<BREAKER>` is
+//! the breaker's name in upper case with every run of characters other than
+//! letters and digits written `_` (`payments::charge` →
+//! `PAYMENTS_CHARGE`), `<KEY>` the key in upper case (`THRESHOLD`,
+//! `FAILURE_RATE`, `RECOVERY`, `MODE`, …), durations written as in the
+//! attribute (`30s`, `250ms`, `1m 30s`):
+//!
+//! ```text
+//! FAILFAST__PAYMENTS_CHARGE__THRESHOLD=10
+//! FAILFAST__PAYMENTS_CHARGE__RECOVERY=1m
+//! FAILFAST__INVENTORY__MODE=observe_only
+//! ```
+//!
+//! Every variable is checked before any is applied: an unknown breaker or
+//! key, a value that does not parse or does not fit, and nothing changes.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use crate::breaker::Breaker;
+use crate::config::Config;
+use crate::name::Name;
+use crate::registry;
+use crate::sync::{AtomicBool, Ordering};
+
+/// How a breaker runs, as a patch sets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Deserialize, serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum RunMode {
+    /// Closed, normal operation ([`Breaker::reset`]).
+    Normal,
+    /// Every call passes; the rules keep running, so events and snapshots
+    /// say what the breaker would have done ([`Breaker::disable`]).
+    ObserveOnly,
+}
+
+/// Changes to a breaker's settings: only what is set changes.
+///
+/// With the `serde` feature it is `Deserialize`, with the attribute's key
+/// names and durations as strings, so a configuration file can hold one per
+/// breaker name (see [`apply`]):
+///
+/// ```toml
+/// [failfast."payments::charge"]
+/// threshold = 10
+/// recovery = "1m"
+/// mode = "observe_only"
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+pub struct ConfigPatch {
+    threshold: Option<u32>,
+    failure_rate: Option<f64>,
+    min_calls: Option<u32>,
+    slow_rate: Option<f64>,
+    #[cfg_attr(feature = "serde", serde(default, with = "humantime_option"))]
+    recovery: Option<Duration>,
+    #[cfg_attr(feature = "serde", serde(default, with = "humantime_option"))]
+    max_recovery: Option<Duration>,
+    jitter: Option<f64>,
+    trial_calls: Option<u32>,
+    success_threshold: Option<u32>,
+    mode: Option<RunMode>,
+}
+
+#[cfg(feature = "serde")]
+mod humantime_option {
+    use serde::{de::Error as _, Deserialize, Deserializer};
+    use std::time::Duration;
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        let Some(text) = Option::<String>::deserialize(d)? else {
+            return Ok(None);
+        };
+        super::parse_duration(&text)
+            .map(Some)
+            .map_err(D::Error::custom)
+    }
+}
+
+macro_rules! setters {
+    ($($key:ident: $ty:ty, $doc:literal;)*) => {
+        impl ConfigPatch {
+            $(
+                #[doc = $doc]
+                #[must_use]
+                pub fn $key(mut self, value: $ty) -> Self {
+                    self.$key = Some(value);
+                    self
+                }
+            )*
+        }
+    };
+}
+
+setters! {
+    threshold: u32, "Consecutive counted failures that trip (consecutive rule).";
+    failure_rate: f64, "Share of failed calls that trips (failure-rate rule).";
+    min_calls: u32, "Calls the window must hold before a rate trips.";
+    slow_rate: f64, "Share of slow calls that trips (slow-call rule).";
+    recovery: Duration, "Open time before a trial.";
+    max_recovery: Duration, "Cap of a growing open time.";
+    jitter: f64, "Random spread of each open period, in `[0, 1)`.";
+    trial_calls: u32, "Trial calls admitted at once in half-open.";
+    success_threshold: u32, "Successful trials needed to close.";
+    mode: RunMode, "Normal operation, or observe only.";
+}
+
+impl ConfigPatch {
+    /// A patch that changes nothing.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `config` with this patch applied, checked, or the first key at fault.
+    fn applied_to(&self, config: &Config) -> Result<Config, (&'static str, String)> {
+        let mut next = config.clone();
+        let rule = |key: &'static str, on: bool, rule: &str| {
+            if on {
+                Ok(())
+            } else {
+                Err((
+                    key,
+                    format!(
+                        "the breaker does not use the {rule}; which rules a breaker uses is \
+                         set where it is declared"
+                    ),
+                ))
+            }
+        };
+        if let Some(n) = self.threshold {
+            rule(
+                "threshold",
+                config.uses_consecutive(),
+                "consecutive-failure rule",
+            )?;
+            next.threshold = n;
+        }
+        if let Some(r) = self.failure_rate {
+            rule(
+                "failure_rate",
+                config.failure_rate > 0.0,
+                "failure-rate rule",
+            )?;
+            if !(r > 0.0 && r <= 1.0) {
+                return Err(("failure_rate", format!("{r} is outside (0, 1]")));
+            }
+            next.failure_rate = r;
+        }
+        if let Some(n) = self.min_calls {
+            rule("min_calls", config.uses_window(), "a rate rule")?;
+            next.min_calls = n;
+        }
+        if let Some(r) = self.slow_rate {
+            rule("slow_rate", config.slow != 0, "slow-call rule")?;
+            next.slow_rate = r;
+        }
+        if let Some(d) = self.recovery {
+            next = next.recovery(d);
+        }
+        if let Some(d) = self.max_recovery {
+            next = next.max_recovery(d);
+        }
+        if let Some(j) = self.jitter {
+            next.jitter = j;
+        }
+        if let Some(n) = self.trial_calls {
+            next.trial_calls = n;
+        }
+        if let Some(n) = self.success_threshold {
+            next.success_threshold = n;
+        }
+        next.validate()
+            .map_err(|e| (e.setting(), e.problem().to_owned()))?;
+        Ok(next)
+    }
+}
+
+/// An override refused: which breaker, which key, why. Nothing of the
+/// patch (or of the set of overrides) was applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigureError {
+    breaker: String,
+    key: String,
+    reason: String,
+}
+
+impl ConfigureError {
+    fn new(breaker: &str, key: &str, reason: impl Into<String>) -> Self {
+        Self {
+            breaker: breaker.to_owned(),
+            key: key.to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The breaker's name (as written in the override).
+    #[must_use]
+    pub fn breaker(&self) -> &str {
+        &self.breaker
+    }
+
+    /// The key at fault (`threshold`, `recovery`, …; `name` for a breaker
+    /// that does not exist).
+    #[must_use]
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Why it was refused.
+    #[must_use]
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
+impl fmt::Display for ConfigureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "breaker `{}`: `{}` {}",
+            self.breaker, self.key, self.reason
+        )
+    }
+}
+
+impl std::error::Error for ConfigureError {}
+
+/// A breaker's settings as changed at run time: read only where the breaker
+/// decides something, never on the closed-call path.
+#[derive(Debug)]
+pub(crate) struct Tuning {
+    set: AtomicBool,
+    config: RwLock<Option<Arc<Config>>>,
+}
+
+impl Tuning {
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> Self {
+        Self {
+            set: AtomicBool::new(false),
+            config: RwLock::new(None),
+        }
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn new() -> Self {
+        Self {
+            set: AtomicBool::new(false),
+            config: RwLock::new(None),
+        }
+    }
+}
+
+/// The settings in force: as declared, or as reconfigured.
+pub(crate) enum Settings<'a> {
+    Declared(&'a Config),
+    Tuned(Arc<Config>),
+}
+
+impl std::ops::Deref for Settings<'_> {
+    type Target = Config;
+
+    fn deref(&self) -> &Config {
+        match self {
+            Settings::Declared(c) => c,
+            Settings::Tuned(c) => c,
+        }
+    }
+}
+
+impl Breaker {
+    /// The settings in force.
+    #[inline]
+    pub(crate) fn settings(&self) -> Settings<'_> {
+        if !self.tuning.set.load(Ordering::Acquire) {
+            return Settings::Declared(&self.config);
+        }
+        let tuned = self
+            .tuning
+            .config
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        tuned.map_or(Settings::Declared(&self.config), Settings::Tuned)
+    }
+
+    /// The settings in force: as declared ([`config`](Self::config)), with
+    /// any change made by [`reconfigure`](Self::reconfigure) applied.
+    #[must_use]
+    pub fn current_config(&self) -> Config {
+        self.settings().clone()
+    }
+
+    /// Changes the settings of this breaker while it runs: checked whole,
+    /// applied whole or not at all. See [the module](mod@crate::configure) for
+    /// what can change and when it takes effect.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigureError`] naming the breaker, the key and the reason; the
+    /// breaker is left as it was.
+    pub fn reconfigure(&self, patch: &ConfigPatch) -> Result<(), ConfigureError> {
+        let mut slot = self
+            .tuning
+            .config
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let current = slot.clone();
+        let current = current.as_deref().unwrap_or(&self.config);
+        let next = patch
+            .applied_to(current)
+            .map_err(|(key, reason)| ConfigureError::new(self.name(), key, reason))?;
+        *slot = Some(Arc::new(next));
+        self.tuning.set.store(true, Ordering::Release);
+        drop(slot);
+        // The settings' gauges show the new values.
+        #[cfg(feature = "metrics")]
+        if self.is_registered() {
+            crate::metrics::registered(self);
+        }
+        match patch.mode {
+            Some(RunMode::ObserveOnly) => self.disable(),
+            Some(RunMode::Normal) => self.reset(),
+            None => {}
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// Consecutive counted failures that trip (consecutive rule).
+    #[must_use]
+    pub fn threshold_value(&self) -> u32 {
+        self.threshold
+    }
+
+    /// Open time before a trial (the first one, when it grows).
+    #[must_use]
+    pub fn recovery_value(&self) -> Duration {
+        Duration::from_nanos(self.recovery)
+    }
+}
+
+/// Overrides the settings of the breaker registered under `name` (every
+/// `#[circuit_breaker]` is, from program start): checked whole, applied
+/// whole or not at all.
+///
+/// # Errors
+///
+/// [`ConfigureError`]: no breaker of that name (key `name`), or a value that
+/// cannot work.
+pub fn configure(name: &str, patch: ConfigPatch) -> Result<(), ConfigureError> {
+    let breaker = registry::get(name)
+        .ok_or_else(|| ConfigureError::new(name, "name", "is not a registered breaker"))?;
+    breaker.reconfigure(&patch)
+}
+
+/// Applies one patch per breaker name, all or nothing: every patch is
+/// checked against its breaker first, and only when all fit are they
+/// applied. With the `serde` feature, read the map from a configuration
+/// file's section:
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use failfast_runtime::{configure, registry, Breaker, ConfigPatch};
+/// use std::collections::BTreeMap;
+/// use std::sync::Arc;
+///
+/// let inventory = Arc::new(Breaker::builder().name("inventory").build().unwrap());
+/// registry::register(&inventory);
+///
+/// // e.g. `toml::from_str` of the `[failfast]` table of the service's file.
+/// let section: BTreeMap<String, ConfigPatch> = serde_json::from_str(
+///     r#"{ "inventory": { "threshold": 3, "recovery": "10s" } }"#,
+/// ).unwrap();
+/// configure::apply(&section).unwrap();
+/// assert_eq!(inventory.current_config().threshold_value(), 3);
+/// # }
+/// ```
+///
+/// # Errors
+///
+/// Every override refused, each with its breaker, key and reason; then
+/// nothing was applied.
+pub fn apply(patches: &BTreeMap<String, ConfigPatch>) -> Result<(), Vec<ConfigureError>> {
+    let mut errors = Vec::new();
+    let mut targets = Vec::new();
+    for (name, patch) in patches {
+        match registry::get(name) {
+            None => errors.push(ConfigureError::new(
+                name,
+                "name",
+                "is not a registered breaker",
+            )),
+            Some(breaker) => match patch.applied_to(&breaker.settings()) {
+                Ok(_) => targets.push((breaker, patch)),
+                Err((key, reason)) => errors.push(ConfigureError::new(name, key, reason)),
+            },
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    for (breaker, patch) in targets {
+        // Checked above; a concurrent change in between is reported here.
+        if let Err(error) = breaker.reconfigure(patch) {
+            errors.push(error);
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// Reads `FAILFAST__<BREAKER>__<KEY>` overrides from the environment and
+/// applies them, all or nothing (see [the scheme](self#environment-variables)).
+/// Returns how many breakers were changed.
+///
+/// # Errors
+///
+/// Every variable refused (unknown breaker or key, unparsable value, a value
+/// that cannot work), each with its breaker, key and reason; then nothing
+/// was applied.
+pub fn from_env() -> Result<usize, Vec<ConfigureError>> {
+    from_vars(std::env::vars())
+}
+
+/// [`from_env`] over the given variables (`(name, value)` pairs); those not
+/// starting with `FAILFAST__` are ignored.
+///
+/// # Errors
+///
+/// As [`from_env`].
+pub fn from_vars(
+    vars: impl IntoIterator<Item = (String, String)>,
+) -> Result<usize, Vec<ConfigureError>> {
+    let breakers: Vec<(String, Name)> = registry::all()
+        .iter()
+        .map(|b| (env_name(b.name()), b.shared_name()))
+        .collect();
+    let mut patches: BTreeMap<String, ConfigPatch> = BTreeMap::new();
+    let mut errors = Vec::new();
+    for (var, value) in vars {
+        let Some(rest) = var.strip_prefix("FAILFAST__") else {
+            continue;
+        };
+        let Some((breaker, key)) = rest.rsplit_once("__") else {
+            errors.push(ConfigureError::new(
+                rest,
+                "",
+                format!("`{var}` is not `FAILFAST__<BREAKER>__<KEY>`"),
+            ));
+            continue;
+        };
+        let Some((_, name)) = breakers.iter().find(|(env, _)| env == breaker) else {
+            errors.push(ConfigureError::new(
+                breaker,
+                "name",
+                format!("(from `{var}`) is not a registered breaker"),
+            ));
+            continue;
+        };
+        let key = key.to_ascii_lowercase();
+        let patch = patches.entry(name.to_string()).or_default();
+        if let Err(reason) = set_from_text(patch, &key, value.trim()) {
+            errors.push(ConfigureError::new(name, &key, reason));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    apply(&patches).map(|()| patches.len())
+}
+
+/// A breaker's name as written in environment variables: upper case, every
+/// run of characters other than ASCII letters and digits as one `_`.
+#[must_use]
+pub fn env_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_uppercase());
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_matches('_').to_owned()
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| {
+        format!("`{text}` is not a duration ({e}); write it like \"30s\", \"250ms\" or \"1m 30s\"")
+    })
+}
+
+fn set_from_text(patch: &mut ConfigPatch, key: &str, text: &str) -> Result<(), String> {
+    fn number<T: std::str::FromStr>(text: &str) -> Result<T, String> {
+        text.parse()
+            .map_err(|_| format!("`{text}` is not a number of the expected kind"))
+    }
+    match key {
+        "threshold" => patch.threshold = Some(number(text)?),
+        "failure_rate" => patch.failure_rate = Some(number(text)?),
+        "min_calls" => patch.min_calls = Some(number(text)?),
+        "slow_rate" => patch.slow_rate = Some(number(text)?),
+        "recovery" => patch.recovery = Some(parse_duration(text)?),
+        "max_recovery" => patch.max_recovery = Some(parse_duration(text)?),
+        "jitter" => patch.jitter = Some(number(text)?),
+        "trial_calls" => patch.trial_calls = Some(number(text)?),
+        "success_threshold" => patch.success_threshold = Some(number(text)?),
+        "mode" => {
+            patch.mode = Some(match text {
+                "normal" => RunMode::Normal,
+                "observe_only" => RunMode::ObserveOnly,
+                _ => {
+                    return Err(format!(
+                        "`{text}` is not a mode; write `normal` or `observe_only`"
+                    ))
+                }
+            });
+        }
+        _ => {
+            return Err(
+                "is not a key that can change at run time; expected one of `threshold`, \
+                 `failure_rate`, `min_calls`, `slow_rate`, `recovery`, `max_recovery`, \
+                 `jitter`, `trial_calls`, `success_threshold`, `mode`"
+                    .to_owned(),
+            )
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_names_collapse_separators() {
+        assert_eq!(env_name("payments::charge"), "PAYMENTS_CHARGE");
+        assert_eq!(env_name("payments@host-3"), "PAYMENTS_HOST_3");
+        assert_eq!(env_name("inventory"), "INVENTORY");
+    }
+}

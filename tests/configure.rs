@@ -1,0 +1,225 @@
+//! Overrides by name before traffic (environment variables, a TOML
+//! section), live reconfiguration, and observe-only mode, on attribute
+//! breakers. Each test uses its own breakers.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+mod support;
+use support::Down;
+
+use failfast::configure::{self, from_vars};
+use failfast::{circuit_breaker, events, registry, ConfigPatch, Mode, RunMode, State};
+
+fn failing() -> Result<(), Down> {
+    Err(Down::Failed)
+}
+
+fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+fn threshold(name: &str) -> u32 {
+    registry::get(name)
+        .unwrap()
+        .current_config()
+        .threshold_value()
+}
+
+fn state(name: &str) -> State {
+    registry::get(name).unwrap().state()
+}
+
+#[circuit_breaker(threshold = 5, name = "payments::charge")]
+fn charge() -> Result<(), Down> {
+    failing()
+}
+
+#[test]
+fn an_environment_override_applies_before_the_first_call() {
+    let changed = from_vars(vars(&[
+        ("FAILFAST__PAYMENTS_CHARGE__THRESHOLD", "2"),
+        ("FAILFAST__PAYMENTS_CHARGE__RECOVERY", "1m"),
+        ("PATH", "/usr/bin"),
+    ]))
+    .unwrap();
+    assert_eq!(changed, 1);
+    let config = registry::get("payments::charge").unwrap().current_config();
+    assert_eq!(config.recovery_value(), Duration::from_secs(60));
+    assert_eq!(charge(), Err(Down::Failed));
+    assert_eq!(state("payments::charge"), State::Closed);
+    assert_eq!(charge(), Err(Down::Failed));
+    assert_eq!(
+        state("payments::charge"),
+        State::Open,
+        "tripped at 2, not 5"
+    );
+}
+
+#[circuit_breaker(threshold = 4, name = "env::whole")]
+fn whole() -> Result<(), Down> {
+    failing()
+}
+
+#[test]
+fn invalid_environment_overrides_are_reported_and_nothing_is_applied() {
+    let errors = from_vars(vars(&[
+        ("FAILFAST__ENV_WHOLE__THRESHOLD", "9"),
+        ("FAILFAST__ENV_WHOLE__RECOVERY", "0s"),
+        ("FAILFAST__NO_SUCH_BREAKER__THRESHOLD", "3"),
+        ("FAILFAST__ENV_WHOLE__TRESHOLD", "3"),
+    ]))
+    .unwrap_err();
+    let found: Vec<(String, String)> = errors
+        .iter()
+        .map(|e| (e.breaker().to_owned(), e.key().to_owned()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("NO_SUCH_BREAKER".to_owned(), "name".to_owned()),
+            ("env::whole".to_owned(), "treshold".to_owned()),
+        ],
+        "{errors:?}"
+    );
+    // Once the names and keys are right, the value is checked: still whole.
+    let errors = from_vars(vars(&[
+        ("FAILFAST__ENV_WHOLE__THRESHOLD", "9"),
+        ("FAILFAST__ENV_WHOLE__RECOVERY", "0s"),
+    ]))
+    .unwrap_err();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(
+        errors[0].to_string(),
+        "breaker `env::whole`: `recovery` must be longer than zero"
+    );
+    assert_eq!(threshold("env::whole"), 4, "nothing applied");
+    let _ = whole();
+}
+
+#[circuit_breaker(failure_rate = 0.5, window = 10, name = "toml::search")]
+fn search() -> Result<(), Down> {
+    Ok(())
+}
+
+#[circuit_breaker(threshold = 5, name = "toml::quote")]
+fn quote() -> Result<(), Down> {
+    Ok(())
+}
+
+#[test]
+fn a_toml_section_configures_every_breaker_it_names_or_none() {
+    #[derive(serde::Deserialize)]
+    struct File {
+        failfast: std::collections::BTreeMap<String, ConfigPatch>,
+    }
+    let file: File = toml::from_str(
+        r#"
+        [failfast."toml::quote"]
+        threshold = 8
+        recovery = "45s"
+
+        [failfast."toml::search"]
+        threshold = 3
+        "#,
+    )
+    .unwrap();
+    // `toml::search` trips on a failure rate: a threshold is another rule.
+    let errors = configure::apply(&file.failfast).unwrap_err();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(
+        (errors[0].breaker(), errors[0].key()),
+        ("toml::search", "threshold")
+    );
+    assert_eq!(threshold("toml::quote"), 5, "nothing applied");
+
+    let file: File = toml::from_str(
+        r#"
+        [failfast."toml::quote"]
+        threshold = 8
+        recovery = "45s"
+
+        [failfast."toml::search"]
+        failure_rate = 0.25
+        "#,
+    )
+    .unwrap();
+    configure::apply(&file.failfast).unwrap();
+    assert_eq!(threshold("toml::quote"), 8);
+    let quote_config = registry::get("toml::quote").unwrap().current_config();
+    assert_eq!(quote_config.recovery_value(), Duration::from_secs(45));
+    quote().unwrap();
+    search().unwrap();
+}
+
+#[circuit_breaker(threshold = 5, name = "live::threshold")]
+fn live() -> Result<(), Down> {
+    failing()
+}
+
+#[test]
+fn a_live_threshold_change_takes_effect_on_the_next_failure() {
+    let _ = live();
+    let _ = live();
+    assert_eq!(state("live::threshold"), State::Closed);
+    registry::get("live::threshold")
+        .unwrap()
+        .reconfigure(&ConfigPatch::new().threshold(3))
+        .unwrap();
+    assert_eq!(state("live::threshold"), State::Closed);
+    assert_eq!(live(), Err(Down::Failed));
+    assert_eq!(
+        state("live::threshold"),
+        State::Open,
+        "the third failure trips"
+    );
+    assert!(matches!(live(), Err(Down::Refused(_))));
+}
+
+static SHADOW_CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+#[circuit_breaker(threshold = 2, name = "shadow::rollout")]
+fn shadow() -> Result<(), Down> {
+    SHADOW_CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    failing()
+}
+
+#[test]
+fn observe_only_never_rejects_and_reports_what_it_would_have_done() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let _subscription = events::subscribe_to("shadow::rollout", move |t| {
+        sink.lock().unwrap().push((t.to, t.mode));
+    });
+    configure::configure(
+        "shadow::rollout",
+        ConfigPatch::new().mode(RunMode::ObserveOnly),
+    )
+    .unwrap();
+    for _ in 0..10 {
+        assert_eq!(shadow(), Err(Down::Failed), "never refused");
+    }
+    assert_eq!(SHADOW_CALLS.load(std::sync::atomic::Ordering::SeqCst), 10);
+    // Would reject: the rules ran, and the breaker says it is open.
+    assert_eq!(state("shadow::rollout"), State::Open);
+    let seen = seen.lock().unwrap();
+    assert!(
+        seen.contains(&(State::Open, Mode::Disabled)),
+        "an event says it would have opened: {seen:?}"
+    );
+    drop(seen);
+    configure::configure("shadow::rollout", ConfigPatch::new().mode(RunMode::Normal)).unwrap();
+    assert_eq!(state("shadow::rollout"), State::Closed);
+}
+
+#[test]
+fn configuring_an_unknown_breaker_names_it() {
+    let error = configure::configure("nope", ConfigPatch::new().threshold(2)).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "breaker `nope`: `name` is not a registered breaker"
+    );
+}

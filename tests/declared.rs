@@ -1,0 +1,137 @@
+//! Every `#[circuit_breaker]` breaker is in the registry from program start,
+//! before its function first runs, under a name no other breaker has.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use failfast::{circuit_breaker, registry, Rejected, State};
+
+#[derive(Debug, PartialEq)]
+enum Down {
+    Failed,
+    Refused(State),
+}
+
+impl From<Rejected> for Down {
+    fn from(rejected: Rejected) -> Self {
+        Down::Refused(rejected.state())
+    }
+}
+
+#[circuit_breaker(name = "declared::never_called")]
+fn never_called() -> Result<(), Down> {
+    Ok(())
+}
+
+static FORCED_RAN: AtomicU32 = AtomicU32::new(0);
+
+#[circuit_breaker(name = "declared::forced")]
+fn forced() -> Result<(), Down> {
+    FORCED_RAN.fetch_add(1, Ordering::SeqCst);
+    Ok(())
+}
+
+#[test]
+fn a_breaker_whose_function_never_ran_is_listed_and_found() {
+    let names: Vec<String> = registry::all()
+        .iter()
+        .map(|b| b.name().to_owned())
+        .collect();
+    assert!(
+        names.iter().any(|n| n == "declared::never_called"),
+        "{names:?}"
+    );
+    let breaker = registry::get("declared::never_called").expect("declared");
+    assert_eq!(breaker.state(), State::Closed);
+    assert_eq!(breaker.snapshot().calls, 0);
+    // Its first call goes through the same breaker, registered once.
+    never_called().unwrap();
+    assert_eq!(breaker.snapshot().calls, 1);
+    let listed = registry::all()
+        .iter()
+        .filter(|b| b.name() == "declared::never_called")
+        .count();
+    assert_eq!(listed, 1);
+}
+
+#[test]
+fn force_open_before_any_traffic_refuses_the_first_call() {
+    registry::get("declared::forced")
+        .expect("declared")
+        .force_open();
+    assert_eq!(forced(), Err(Down::Refused(State::Open)));
+    assert_eq!(FORCED_RAN.load(Ordering::SeqCst), 0, "the body never ran");
+    registry::get("declared::forced").unwrap().reset();
+    forced().unwrap();
+    assert_eq!(FORCED_RAN.load(Ordering::SeqCst), 1);
+}
+
+mod methods {
+    use super::*;
+
+    pub struct A;
+    pub struct B;
+
+    impl A {
+        #[circuit_breaker(threshold = 1)]
+        pub fn fetch(&self) -> Result<u32, Down> {
+            Err(Down::Failed)
+        }
+    }
+
+    impl B {
+        #[circuit_breaker(threshold = 1)]
+        pub fn fetch(&self) -> Result<u32, Down> {
+            Ok(2)
+        }
+    }
+
+    fn fetch_breakers() -> Vec<registry::BreakerRef> {
+        let prefix = concat!(module_path!(), "::fetch@");
+        registry::all()
+            .into_iter()
+            .filter(|b| b.name().starts_with(prefix))
+            .collect()
+    }
+
+    /// The attribute cannot see `impl A`, so a method's default name is the
+    /// module path, the method and where it is written.
+    #[test]
+    fn same_named_methods_of_two_types_get_two_default_names() {
+        let breakers = fetch_breakers();
+        assert_eq!(breakers.len(), 2, "{breakers:?}");
+        assert_ne!(breakers[0].name(), breakers[1].name());
+        for b in &breakers {
+            let (_, at) = b.name().split_once('@').unwrap();
+            let (line, column) = at.split_once(':').unwrap();
+            assert!(line.parse::<u32>().unwrap() > 0, "{}", b.name());
+            assert!(column.parse::<u32>().unwrap() > 0, "{}", b.name());
+        }
+    }
+
+    /// Two names, two breakers: A tripping leaves B closed.
+    #[test]
+    fn tripping_one_method_leaves_the_other_closed() {
+        assert_eq!(A.fetch(), Err(Down::Failed));
+        assert_eq!(A.fetch(), Err(Down::Refused(State::Open)));
+        assert_eq!(B.fetch(), Ok(2));
+        let states: Vec<State> = fetch_breakers().iter().map(|b| b.state()).collect();
+        assert!(states.contains(&State::Open) && states.contains(&State::Closed));
+    }
+}
+
+/// A free function keeps the plain `module::function` default.
+mod free {
+    use super::*;
+
+    #[circuit_breaker]
+    fn lookup() -> Result<(), Down> {
+        Ok(())
+    }
+
+    #[test]
+    fn a_free_function_is_named_module_and_function() {
+        let name = concat!(module_path!(), "::lookup");
+        assert!(registry::get(name).is_some(), "{name} is declared");
+        lookup().unwrap();
+    }
+}
