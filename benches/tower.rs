@@ -38,7 +38,7 @@ mod cpu_time;
 use cpu_time::thread_cpu_time;
 use failfast::tower::CircuitBreakerLayer;
 use failfast::Breaker;
-use tower::{service_fn, Layer, Service};
+use tower::{service_fn, Layer, Service, ServiceExt};
 
 type Response = http::Response<()>;
 
@@ -133,6 +133,18 @@ fn arc_breaker() -> Arc<Breaker> {
     )
 }
 
+/// A layer that does nothing but what every layer in a `BoxError` stack
+/// does: its own response future around the inner one, the error boxed.
+fn pass_through<S>(
+    inner: S,
+) -> impl Service<u64, Response = Response, Error: std::fmt::Debug, Future: Send> + Clone + Send
+where
+    S: Service<u64, Response = Response, Error = Infallible> + Clone + Send,
+    S::Future: Send,
+{
+    inner.map_err(|e: Infallible| -> tower::BoxError { match e {} })
+}
+
 fn tower_resilience<S>(
     inner: S,
 ) -> impl Service<u64, Response = Response, Error: std::fmt::Debug, Future: Send> + Clone + Send
@@ -153,6 +165,9 @@ fn group(c: &mut Criterion, name: &str, threads: usize) {
     let mut g = c.benchmark_group(name);
     g.bench_function("floor: bare service_fn", |b| {
         b.iter_custom(|iters| on_threads(threads, ok_service(), iters))
+    });
+    g.bench_function("floor: pass-through layer (map_err to BoxError)", |b| {
+        b.iter_custom(|iters| on_threads(threads, pass_through(ok_service()), iters))
     });
     g.bench_function("failfast: layer, &'static Breaker", |b| {
         b.iter_custom(|iters| {
