@@ -47,6 +47,8 @@
 mod body;
 mod breaker;
 mod bulkhead;
+#[cfg(feature = "http")]
+pub mod classify;
 mod clock;
 mod config;
 mod error;
