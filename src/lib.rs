@@ -39,6 +39,8 @@
 //! - [`retry`](macro@retry): retries above the breaker, with backoff and a
 //!   budget; never retries a rejection.
 //! - [`Breaker`]: the breaker as a plain value, with a builder.
+//! - [`Family`] (feature `keyed`, on by default): one breaker per key (host,
+//!   tenant, shard), bounded, behind the attribute's `key = expr`.
 //! - [`registry`]: every breaker by name, with snapshots and manual control.
 //! - [`events`]: every state change, delivered to listeners as it happens;
 //!   running totals are in every [`Snapshot`].

@@ -10,6 +10,8 @@ pub use crate::breaker::{Breaker, Outcome, Permit};
 pub use crate::bulkhead::{Bulkhead, Slot};
 pub use crate::config::Config;
 pub use crate::error::{Error, Rejected, TimedOut};
+#[cfg(feature = "keyed")]
+pub use crate::keyed::{Family, Key, Member, Slot as KeyedSlot};
 pub use crate::timeout::Timeout;
 
 /// Admits (or refuses) a call through a `static` breaker, registering it on
