@@ -128,10 +128,10 @@ impl Key for String {
         self.clone()
     }
     fn matches(&self, owned: &String) -> bool {
-        self.as_str().matches(owned)
+        Key::matches(self.as_str(), owned)
     }
     fn label(&self, out: &mut String) {
-        self.as_str().label(out);
+        Key::label(self.as_str(), out);
     }
 }
 
