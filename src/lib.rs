@@ -52,6 +52,27 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+/// Declares a breaker once, for several functions to share with
+/// `#[circuit_breaker(breaker = NAME, …)]`; see
+/// [Shared breakers](macro@circuit_breaker#shared-breakers-breaker--name).
+///
+/// ```
+/// failfast::breaker!(static PAYMENTS = threshold = 5, recovery = "30s");
+///
+/// #[failfast::circuit_breaker(breaker = PAYMENTS)]
+/// fn charge(cents: u64) -> Result<u64, std::io::Error> {
+///     Ok(cents)
+/// }
+///
+/// #[failfast::circuit_breaker(breaker = PAYMENTS)]
+/// fn refund(cents: u64) -> Result<u64, std::io::Error> {
+///     Ok(cents)
+/// }
+///
+/// assert_eq!(charge(500).unwrap() + refund(200).unwrap(), 700);
+/// assert_eq!(PAYMENTS.snapshot().successes, 2);
+/// ```
+pub use failfast_macros::breaker;
 #[doc = include_str!("../docs/attribute.md")]
 pub use failfast_macros::circuit_breaker;
 #[doc = include_str!("../docs/retry.md")]
