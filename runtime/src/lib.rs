@@ -28,6 +28,8 @@
 //! - `tokio`: time limits on async calls with tokio's timer
 //!   (`Breaker::call_timeout`, the attribute's `timeout = "3s"`). Without
 //!   it the crate depends on no async runtime.
+//! - `keyed`: [`Family`], one breaker per key (host, tenant, shard),
+//!   bounded, with a lock-free lookup (see [`keyed`]).
 //! - `anyhow`: `counts = SomeType` looks through `anyhow::Error` chains.
 //! - `http`: rejections and timeouts convert into `http::StatusCode` and
 //!   `http::Response<B>` (503 with `Retry-After`, 504).
@@ -55,6 +57,8 @@ mod error;
 pub mod events;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "keyed")]
+pub mod keyed;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 mod name;
@@ -94,4 +98,6 @@ pub use config::{
     Builder, Config, DEFAULT_MIN_CALLS, DEFAULT_RECOVERY, DEFAULT_THRESHOLD, DEFAULT_WINDOW_CALLS,
 };
 pub use error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
+#[cfg(feature = "keyed")]
+pub use keyed::{Family, FamilyBuilder, Key, Member};
 pub use name::Name;
