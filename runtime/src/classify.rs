@@ -87,7 +87,7 @@ impl<B, E> Classify<http::Response<B>, E> for HttpClassifier {
 }
 
 #[inline]
-fn status_outcome(status: http::StatusCode) -> Outcome {
+pub(crate) fn status_outcome(status: http::StatusCode) -> Outcome {
     if status.is_server_error() {
         Outcome::Failure
     } else if status.is_client_error() {

@@ -63,6 +63,8 @@ pub mod keyed;
 pub mod metrics;
 mod name;
 pub mod registry;
+#[cfg(feature = "reqwest-middleware")]
+pub mod reqwest_middleware;
 pub mod retry;
 #[cfg(feature = "serde")]
 mod serde;

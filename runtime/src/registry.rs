@@ -129,6 +129,28 @@ impl Deref for BreakerRef {
     }
 }
 
+impl From<Breaker> for BreakerRef {
+    /// A breaker put in an `Arc` (not registered: see
+    /// [`registry::register`](crate::registry::register)).
+    fn from(breaker: Breaker) -> Self {
+        BreakerRef::Shared(Arc::new(breaker))
+    }
+}
+
+impl From<Arc<Breaker>> for BreakerRef {
+    /// The shared breaker itself.
+    fn from(breaker: Arc<Breaker>) -> Self {
+        BreakerRef::Shared(breaker)
+    }
+}
+
+impl From<&'static Breaker> for BreakerRef {
+    /// The breaker in a `static` (or leaked).
+    fn from(breaker: &'static Breaker) -> Self {
+        BreakerRef::Static(breaker)
+    }
+}
+
 /// Registers a breaker built at run time, so [`get`] and [`all`] find it. The
 /// registry holds it weakly: once every `Arc` is dropped it disappears.
 /// Registering the same breaker twice has no effect.

@@ -86,7 +86,6 @@
 use std::future::Future;
 use std::mem;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 pub use crate::classify::{Classify, GrpcClassifier, HttpClassifier};
@@ -485,28 +484,6 @@ impl<S, C: Clone, R: Clone> Layer<S> for CircuitBreakerLayer<C, R> {
             classifier: self.classifier.clone(),
             on_rejected: self.on_rejected.clone(),
         }
-    }
-}
-
-impl From<Breaker> for BreakerRef {
-    /// A breaker put in an `Arc` (not registered: see
-    /// [`registry::register`](crate::registry::register)).
-    fn from(breaker: Breaker) -> Self {
-        BreakerRef::Shared(Arc::new(breaker))
-    }
-}
-
-impl From<Arc<Breaker>> for BreakerRef {
-    /// The shared breaker itself.
-    fn from(breaker: Arc<Breaker>) -> Self {
-        BreakerRef::Shared(breaker)
-    }
-}
-
-impl From<&'static Breaker> for BreakerRef {
-    /// The breaker in a `static` (or leaked).
-    fn from(breaker: &'static Breaker) -> Self {
-        BreakerRef::Static(breaker)
     }
 }
 
