@@ -49,6 +49,8 @@
 //!   `Deserialize` for snapshots and configurations.
 //! - `failfast::tower` (feature `tower`): the breaker as a tower `Layer` for
 //!   axum, tonic and any `tower::Service`, with HTTP and gRPC classifiers.
+//! - `failfast::reqwest_middleware` (feature `reqwest-middleware`): a
+//!   `reqwest_middleware::Middleware` with one breaker per host.
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
