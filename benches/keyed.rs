@@ -70,7 +70,7 @@ thread_local! {
 }
 
 /// The next key of `keys`, in turn.
-fn next<'k>(keys: &'k [String]) -> &'k str {
+fn next(keys: &[String]) -> &str {
     let n = NTH.get().wrapping_add(1);
     NTH.set(n);
     &keys[n % keys.len()]

@@ -56,7 +56,7 @@
 
 /// Declares a breaker once, for several functions to share with
 /// `#[circuit_breaker(breaker = NAME, …)]`; see
-/// [Shared breakers](macro@circuit_breaker#shared-breakers-breaker--name).
+/// [`breaker`](macro@circuit_breaker#breaker).
 ///
 /// ```
 /// failfast::breaker!(static PAYMENTS = threshold = 5, recovery = "30s");

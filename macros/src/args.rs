@@ -191,7 +191,23 @@ impl Args {
     /// [`BREAKER_KEYS`] only.
     pub fn parse_declaration(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Args {
         let mut args = Args::default();
-        parse_arguments(tokens, errors, |input| args.parse_one(input, BREAKER_KEYS));
+        parse_arguments(tokens, errors, |input| {
+            if let Ok(key) = input.fork().call(Ident::parse_any) {
+                let name = key.unraw().to_string();
+                if KEYS.contains(&name.as_str()) && !BREAKER_KEYS.contains(&name.as_str()) {
+                    input.call(Ident::parse_any)?;
+                    return Err(syn::Error::new(
+                        key.span(),
+                        format!(
+                            "`{name}` is set by each function that uses the breaker, not where \
+                             it is declared: write it in `#[circuit_breaker(breaker = NAME, \
+                             {name} = …)]`"
+                        ),
+                    ));
+                }
+            }
+            args.parse_one(input, BREAKER_KEYS)
+        });
         args.validate(errors);
         args
     }

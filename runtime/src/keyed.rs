@@ -10,7 +10,8 @@
 //! # Cost
 //!
 //! Looking up an existing key is lock-free and allocates nothing: one probe
-//! of a concurrent hash map (papaya's, with foldhash) under an epoch guard,
+//! of a concurrent hash map (scc's `HashIndex`, with foldhash) under an
+//! epoch guard,
 //! and, at most once between two insertions, a relaxed store of the key's
 //! recency stamp. [`Family::with`] lends the member for the duration of a
 //! closure; [`Family::get`] hands out an [`Arc`] (one reference-count
@@ -99,7 +100,7 @@ pub const DEFAULT_MAX_KEYS: usize = 1024;
 pub trait Key: Hash {
     /// What the family stores: `String` for a `str`, the value itself for
     /// an integer.
-    type Owned: Hash + Eq + Send + Sync + 'static;
+    type Owned: Clone + Hash + Eq + Send + Sync + 'static;
     /// The owned key, made once per key, when its breaker is created.
     fn to_key(&self) -> Self::Owned;
     /// Whether `self` is the key `owned`.
@@ -219,7 +220,7 @@ impl<Q: Key + ?Sized> Hash for Lookup<'_, Q> {
     }
 }
 
-impl<Q: Key + ?Sized> papaya::Equivalent<Q::Owned> for Lookup<'_, Q> {
+impl<Q: Key + ?Sized> scc::Equivalent<Q::Owned> for Lookup<'_, Q> {
     fn equivalent(&self, owned: &Q::Owned) -> bool {
         self.0.matches(owned)
     }
@@ -258,7 +259,7 @@ impl Deref for Member {
     }
 }
 
-type Map<K> = papaya::HashMap<K, Arc<Member>, foldhash::fast::RandomState>;
+type Map<K> = scc::HashIndex<K, Arc<Member>, foldhash::fast::RandomState>;
 
 /// Counts kept by a family, read by [`Family::created`], [`Family::evicted`]
 /// and [`Family::unstored`].
@@ -324,7 +325,7 @@ pub struct FamilyBuilder<K> {
     _key: std::marker::PhantomData<fn() -> K>,
 }
 
-impl<K: Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
+impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     /// At most this many breakers are kept (default [`DEFAULT_MAX_KEYS`]);
     /// see the [module docs](self) for what happens when the family is full.
     pub fn max_keys(mut self, n: usize) -> Self {
@@ -358,7 +359,7 @@ impl<K: Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     }
 }
 
-impl<K: Hash + Eq + Send + Sync + 'static> Family<K> {
+impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
     /// A builder taking the members' settings (and the family's name) from
     /// `breaker`.
     pub fn builder(breaker: Builder) -> FamilyBuilder<K> {
@@ -384,9 +385,7 @@ impl<K: Hash + Eq + Send + Sync + 'static> Family<K> {
         max_keys: usize,
         max_concurrent: Option<u32>,
     ) -> Self {
-        let map = papaya::HashMap::builder()
-            .hasher(foldhash::fast::RandomState::default())
-            .build();
+        let map = scc::HashIndex::with_hasher(foldhash::fast::RandomState::default());
         Self {
             inner: Arc::new(Inner {
                 config,
@@ -439,8 +438,8 @@ impl<K: Hash + Eq + Send + Sync + 'static> Family<K> {
         f: impl FnOnce(&Arc<Member>) -> R,
     ) -> R {
         let inner = &*self.inner;
-        let guard = inner.map.guard();
-        if let Some(member) = inner.map.get(&Lookup(key), &guard) {
+        let guard = scc::Guard::new();
+        if let Some(member) = inner.map.peek(&Lookup(key), &guard) {
             inner.touch(member);
             return f(member);
         }
@@ -458,8 +457,8 @@ impl<K: Hash + Eq + Send + Sync + 'static> Family<K> {
             .inserting
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let guard = inner.map.guard();
-        if let Some(member) = inner.map.get(&Lookup(key), &guard) {
+        let guard = scc::Guard::new();
+        if let Some(member) = inner.map.peek(&Lookup(key), &guard) {
             inner.touch(member);
             return Arc::clone(member);
         }
@@ -484,7 +483,8 @@ impl<K: Hash + Eq + Send + Sync + 'static> Family<K> {
         }
         let stamp = inner.stamp.fetch_add(1, Ordering::Relaxed) + 1;
         let member = Arc::new(inner.member(key, stamp));
-        inner.map.insert(key.to_key(), Arc::clone(&member), &guard);
+        // The key is not there: insertions hold the lock.
+        let _ = inner.map.insert_sync(key.to_key(), Arc::clone(&member));
         *stored += 1;
         inner.counters.created.fetch_add(1, Ordering::Relaxed);
         member
@@ -542,7 +542,7 @@ impl<K: Hash + Eq + Send + Sync + 'static> Family<K> {
     }
 }
 
-impl<K: Hash + Eq + Send + Sync + 'static> Inner<K> {
+impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
     /// Marks `member` as used since the last insertion. Written at most once
     /// per insertion, so threads sharing a hot key do not keep writing its
     /// cache line.
@@ -571,16 +571,16 @@ impl<K: Hash + Eq + Send + Sync + 'static> Inner<K> {
 
     /// Removes the least recently used Closed breaker; `false` when every
     /// breaker is Open or HalfOpen. Called with the insertion lock held.
-    fn evict(&self, guard: &impl papaya::Guard) -> bool {
+    fn evict(&self, guard: &scc::Guard) -> bool {
         let victim = self
             .map
             .iter(guard)
             .filter(|(_, m)| m.state() == State::Closed)
             .min_by_key(|(_, m)| m.used.load(Ordering::Relaxed))
-            .map(|(k, _)| k);
+            .map(|(k, _)| k.clone());
         match victim {
             Some(key) => {
-                self.map.remove(key, guard);
+                self.map.remove_sync(&key);
                 self.counters.evicted.fetch_add(1, Ordering::Relaxed);
                 true
             }
@@ -589,7 +589,7 @@ impl<K: Hash + Eq + Send + Sync + 'static> Inner<K> {
     }
 
     fn members(&self) -> Vec<Arc<Member>> {
-        let guard = self.map.guard();
+        let guard = scc::Guard::new();
         self.map.iter(&guard).map(|(_, m)| Arc::clone(m)).collect()
     }
 }
@@ -604,7 +604,7 @@ pub(crate) trait Listing: Send + Sync {
     fn mark_registered(&self) -> bool;
 }
 
-impl<K: Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
+impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
     fn name(&self) -> Name {
         self.config.name.clone()
     }
@@ -654,7 +654,7 @@ impl Slot {
         }
     }
 
-    fn build<K: Hash + Eq + Send + Sync + 'static>(&self) -> Family<K> {
+    fn build<K: Clone + Hash + Eq + Send + Sync + 'static>(&self) -> Family<K> {
         let family = Family::from_config(self.config.clone(), self.max_keys, self.max_concurrent);
         family.register();
         family
@@ -662,7 +662,9 @@ impl Slot {
 
     /// The family for keys of type `K`.
     #[inline]
-    pub fn family<K: Hash + Eq + Send + Sync + 'static>(&'static self) -> &'static Family<K> {
+    pub fn family<K: Clone + Hash + Eq + Send + Sync + 'static>(
+        &'static self,
+    ) -> &'static Family<K> {
         let first = self.first.get_or_init(|| Box::new(self.build::<K>()));
         match first.downcast_ref() {
             Some(family) => family,
@@ -671,7 +673,7 @@ impl Slot {
     }
 
     #[cold]
-    fn other<K: Hash + Eq + Send + Sync + 'static>(&'static self) -> &'static Family<K> {
+    fn other<K: Clone + Hash + Eq + Send + Sync + 'static>(&'static self) -> &'static Family<K> {
         let mut others = self.others.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(family) = others.iter().find_map(|f| f.downcast_ref()) {
             return family;
