@@ -343,9 +343,14 @@ pub fn error_response<B: From<String>>(error: BoxError) -> http::Response<B> {
 /// # let _ = service;
 /// # Ok::<(), failfast_runtime::ConfigError>(())
 /// ```
+///
+/// The breaker is one [`BreakerRef`] by default; with
+/// [`per_key`](CircuitBreakerLayer::per_key) or
+/// [`per_authority`](CircuitBreakerLayer::per_authority) it is a keyed
+/// family's breaker of each request's key (`B` is then [`PerKey`]).
 #[derive(Clone, Debug)]
-pub struct CircuitBreakerLayer<C = HttpClassifier, R = RefuseWithError> {
-    breaker: BreakerRef,
+pub struct CircuitBreakerLayer<C = HttpClassifier, R = RefuseWithError, B = BreakerRef> {
+    breaker: B,
     classifier: C,
     on_rejected: R,
 }
@@ -379,7 +384,7 @@ impl CircuitBreakerLayer {
     }
 }
 
-impl<C, R> CircuitBreakerLayer<C, R> {
+impl<C, R, B> CircuitBreakerLayer<C, R, B> {
     /// The same layer, deciding outcomes with `classifier`: a
     /// [`GrpcClassifier`], or a closure `Fn(&Result<Res, E>) -> Outcome`.
     ///
@@ -392,7 +397,7 @@ impl<C, R> CircuitBreakerLayer<C, R> {
     /// # let _ = layer;
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
-    pub fn classifier<C2>(self, classifier: C2) -> CircuitBreakerLayer<C2, R> {
+    pub fn classifier<C2>(self, classifier: C2) -> CircuitBreakerLayer<C2, R, B> {
         CircuitBreakerLayer {
             breaker: self.breaker,
             classifier,
@@ -424,7 +429,7 @@ impl<C, R> CircuitBreakerLayer<C, R> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn refuse_with_response(self) -> CircuitBreakerLayer<C, RefuseWithResponse> {
+    pub fn refuse_with_response(self) -> CircuitBreakerLayer<C, RefuseWithResponse, B> {
         self.on_rejected(RefuseWithResponse)
     }
 
@@ -445,20 +450,22 @@ impl<C, R> CircuitBreakerLayer<C, R> {
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
     #[cfg(feature = "tonic")]
-    pub fn refuse_with_status(self) -> CircuitBreakerLayer<C, RefuseWithStatus> {
+    pub fn refuse_with_status(self) -> CircuitBreakerLayer<C, RefuseWithStatus, B> {
         self.on_rejected(RefuseWithStatus)
     }
 
     /// The same layer, answering refusals with `on_rejected` (see
     /// [`OnRejected`] for an example).
-    pub fn on_rejected<R2>(self, on_rejected: R2) -> CircuitBreakerLayer<C, R2> {
+    pub fn on_rejected<R2>(self, on_rejected: R2) -> CircuitBreakerLayer<C, R2, B> {
         CircuitBreakerLayer {
             breaker: self.breaker,
             classifier: self.classifier,
             on_rejected,
         }
     }
+}
 
+impl<C, R> CircuitBreakerLayer<C, R> {
     /// The breaker this layer guards with.
     ///
     /// ```
@@ -474,7 +481,7 @@ impl<C, R> CircuitBreakerLayer<C, R> {
     }
 }
 
-impl<S, C: Clone, R: Clone> Layer<S> for CircuitBreakerLayer<C, R> {
+impl<S, C: Clone, R: Clone> Layer<S> for CircuitBreakerLayer<C, R, BreakerRef> {
     type Service = CircuitBreaker<S, C, R>;
 
     fn layer(&self, inner: S) -> Self::Service {
@@ -573,11 +580,7 @@ where
     /// [module documentation](self#readiness-never-takes-a-trial)).
     #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        match self.inner.poll_ready(cx) {
-            Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
-            Poll::Ready(Err(e)) => Poll::Ready(Err(self.on_rejected.error(e))),
-            Poll::Pending => Poll::Pending,
-        }
+        inner_ready(&mut self.inner, &self.on_rejected, cx)
     }
 
     #[inline]
@@ -607,35 +610,67 @@ where
     }
 }
 
+/// The inner service's readiness, its error answered by `on_rejected`.
+#[inline]
+fn inner_ready<S, Req, R>(
+    inner: &mut S,
+    on_rejected: &R,
+    cx: &mut Context<'_>,
+) -> Poll<Result<(), R::Error>>
+where
+    S: Service<Req>,
+    R: OnRejected<S::Response, S::Error>,
+{
+    match inner.poll_ready(cx) {
+        Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
+        Poll::Ready(Err(e)) => Poll::Ready(Err(on_rejected.error(e))),
+        Poll::Pending => Poll::Pending,
+    }
+}
+
+/// A handle to a breaker that a response future can own: a [`BreakerRef`],
+/// or a keyed family's `Arc<Member>` (feature `keyed`).
+pub trait BreakerHandle {
+    /// The breaker.
+    fn breaker(&self) -> &Breaker;
+}
+
+impl BreakerHandle for BreakerRef {
+    #[inline]
+    fn breaker(&self) -> &Breaker {
+        self
+    }
+}
+
 /// A permit owned together with a handle to its breaker, so a `'static`
 /// future can hold it. Dropped unresolved, it is an abandoned call.
 #[derive(Debug)]
-struct OwnedPermit {
-    breaker: BreakerRef,
+struct OwnedPermit<H: BreakerHandle> {
+    breaker: H,
     detached: Option<Detached>,
 }
 
-impl OwnedPermit {
+impl<H: BreakerHandle> OwnedPermit<H> {
     #[inline]
     fn record(&mut self, outcome: Outcome) {
         if let Some(detached) = self.detached.take() {
-            detached.attach(&self.breaker).record(outcome);
+            detached.attach(self.breaker.breaker()).record(outcome);
         }
     }
 
     /// The inner future panicked: a failure, recorded now.
     fn failed_now(&mut self) {
         if let Some(detached) = self.detached.take() {
-            detached.attach(&self.breaker).failed_now();
+            detached.attach(self.breaker.breaker()).failed_now();
         }
     }
 }
 
-impl Drop for OwnedPermit {
+impl<H: BreakerHandle> Drop for OwnedPermit<H> {
     #[inline]
     fn drop(&mut self) {
         if let Some(detached) = self.detached.take() {
-            detached.attach(&self.breaker).abandoned();
+            detached.attach(self.breaker.breaker()).abandoned();
         }
     }
 }
@@ -661,10 +696,10 @@ pin_project_lite::pin_project! {
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
     #[must_use = "futures do nothing unless awaited"]
-    pub struct ResponseFuture<F, C, R> {
+    pub struct ResponseFuture<F, C, R, H: BreakerHandle = BreakerRef> {
         #[pin]
         kind: Kind<F>,
-        state: State,
+        state: State<H>,
         classifier: C,
         on_rejected: R,
     }
@@ -684,12 +719,12 @@ pin_project_lite::pin_project! {
 /// the permit too cost the `benches/tower.rs` loop about 3 ns more per call
 /// in copies of the response.
 #[derive(Debug)]
-enum State {
-    Admitted(OwnedPermit),
+enum State<H: BreakerHandle> {
+    Admitted(OwnedPermit<H>),
     Refused(Option<Rejected>),
 }
 
-impl<F, C, R> std::fmt::Debug for ResponseFuture<F, C, R> {
+impl<F, C, R, H: BreakerHandle> std::fmt::Debug for ResponseFuture<F, C, R, H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = match &self.state {
             State::Admitted(permit) if permit.detached.is_some() => "admitted",
@@ -702,8 +737,9 @@ impl<F, C, R> std::fmt::Debug for ResponseFuture<F, C, R> {
     }
 }
 
-impl<F, C, R, Res, E> Future for ResponseFuture<F, C, R>
+impl<F, C, R, H, Res, E> Future for ResponseFuture<F, C, R, H>
 where
+    H: BreakerHandle,
     F: Future<Output = Result<Res, E>>,
     C: Classify<Res, E>,
     R: OnRejected<Res, E>,
@@ -738,11 +774,272 @@ where
 }
 
 /// Dropped only while a poll of the inner future unwinds.
-struct PanicGuard<'a>(&'a mut OwnedPermit);
+struct PanicGuard<'a, H: BreakerHandle>(&'a mut OwnedPermit<H>);
 
-impl Drop for PanicGuard<'_> {
+impl<H: BreakerHandle> Drop for PanicGuard<'_, H> {
     fn drop(&mut self) {
         self.0.failed_now();
+    }
+}
+
+#[cfg(feature = "keyed")]
+pub use per_key::{ByAuthority, KeyOf, KeyedCircuitBreaker, PerKey};
+
+/// A breaker per key of the request (feature `keyed`).
+#[cfg(feature = "keyed")]
+mod per_key {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{Family, Key, Member};
+
+    impl BreakerHandle for Arc<Member> {
+        #[inline]
+        fn breaker(&self) -> &Breaker {
+            Member::breaker(self)
+        }
+    }
+
+    /// Finds the breaker of a request in a [`Family`]: the key function of
+    /// a [`CircuitBreakerLayer::per_key`] layer.
+    ///
+    /// Implemented by [`ByAuthority`] and by every closure `Fn(&Req) -> K`
+    /// returning an owned key (a `String`, an integer, a tuple of them).
+    pub trait KeyOf<Req, K> {
+        /// The breaker of `request`'s key in `family`, made if the key is
+        /// new.
+        fn member(&self, family: &Family<K>, request: &Req) -> Arc<Member>;
+    }
+
+    impl<Req, K, F> KeyOf<Req, K> for F
+    where
+        F: Fn(&Req) -> K,
+        K: Key<Owned = K> + Clone + Eq + Send + Sync + 'static,
+    {
+        #[inline]
+        fn member(&self, family: &Family<K>, request: &Req) -> Arc<Member> {
+            family.get(&self(request))
+        }
+    }
+
+    /// Keys an `http::Request` by its authority, `host` or `host:port` as the
+    /// request names it: the URI's (a client's absolute-form request, or
+    /// HTTP/2's `:authority`), else the `Host` header, else `""`. User
+    /// information (`user:password@`) is left out, so it never reaches a
+    /// breaker's name. Looked up without allocating.
+    ///
+    /// ```
+    /// use failfast_runtime::tower::{ByAuthority, KeyOf};
+    /// use failfast_runtime::{Breaker, Family};
+    ///
+    /// let hosts: Family<String> = Family::builder(Breaker::builder().name("upstream")).build()?;
+    /// let request = http::Request::get("http://user:secret@inventory:8080/stock").body(())?;
+    /// assert_eq!(ByAuthority.member(&hosts, &request).name(), "upstream[inventory:8080]");
+    /// let request = http::Request::get("/stock").header("host", "search").body(())?;
+    /// assert_eq!(ByAuthority.member(&hosts, &request).name(), "upstream[search]");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct ByAuthority;
+
+    impl<B> KeyOf<http::Request<B>, String> for ByAuthority {
+        fn member(&self, family: &Family<String>, request: &http::Request<B>) -> Arc<Member> {
+            let authority = match request.uri().authority() {
+                Some(authority) => authority.as_str(),
+                None => request
+                    .headers()
+                    .get(http::header::HOST)
+                    .and_then(|host| host.to_str().ok())
+                    .unwrap_or(""),
+            };
+            let host = authority.rsplit('@').next().unwrap_or(authority);
+            family.get(host)
+        }
+    }
+
+    /// The breakers of a [`CircuitBreakerLayer::per_key`] layer: a family
+    /// and the key function that picks a request's member.
+    #[derive(Debug)]
+    pub struct PerKey<K, KF> {
+        family: Family<K>,
+        key: KF,
+    }
+
+    impl<K, KF: Clone> Clone for PerKey<K, KF> {
+        fn clone(&self) -> Self {
+            PerKey {
+                family: self.family.clone(),
+                key: self.key.clone(),
+            }
+        }
+    }
+
+    impl CircuitBreakerLayer {
+        /// A layer guarding each request with the breaker of its key in
+        /// `family`, found by `key` (a closure `Fn(&Req) -> K`, or
+        /// [`ByAuthority`]); a key's breaker is made on its first request.
+        ///
+        /// ```
+        /// use failfast_runtime::tower::CircuitBreakerLayer;
+        /// use failfast_runtime::{Breaker, Family};
+        ///
+        /// // One breaker per tenant, named "search[TENANT]".
+        /// let tenants: Family<String> = Family::builder(Breaker::builder().name("search"))
+        ///     .max_keys(256)
+        ///     .build()?;
+        /// let layer = CircuitBreakerLayer::per_key(tenants, |request: &http::Request<String>| {
+        ///     let tenant = request.headers().get("x-tenant").and_then(|t| t.to_str().ok());
+        ///     tenant.unwrap_or("anonymous").to_owned()
+        /// });
+        /// # let _ = layer;
+        /// # Ok::<(), failfast_runtime::ConfigError>(())
+        /// ```
+        pub fn per_key<K, KF>(
+            family: Family<K>,
+            key: KF,
+        ) -> CircuitBreakerLayer<HttpClassifier, RefuseWithError, PerKey<K, KF>> {
+            CircuitBreakerLayer {
+                breaker: PerKey { family, key },
+                classifier: HttpClassifier,
+                on_rejected: RefuseWithError,
+            }
+        }
+
+        /// A layer guarding each request with the breaker of its authority
+        /// ([`ByAuthority`]) in `family`: one breaker per upstream host of a
+        /// client stack, or per virtual host of a server, named
+        /// `family[host:port]`.
+        ///
+        /// ```
+        /// use failfast_runtime::tower::CircuitBreakerLayer;
+        /// use failfast_runtime::{Breaker, Family};
+        /// use std::time::Duration;
+        /// use tower::ServiceBuilder;
+        ///
+        /// let hosts = Family::builder(Breaker::builder().name("upstream").threshold(5)).build()?;
+        /// let client = ServiceBuilder::new()
+        ///     .layer(CircuitBreakerLayer::per_authority(hosts))
+        ///     .timeout(Duration::from_secs(2))
+        ///     .service_fn(|_: http::Request<()>| async {
+        ///         Ok::<_, std::io::Error>(http::Response::new(()))
+        ///     });
+        /// # let _ = client;
+        /// # Ok::<(), failfast_runtime::ConfigError>(())
+        /// ```
+        pub fn per_authority(
+            family: Family<String>,
+        ) -> CircuitBreakerLayer<HttpClassifier, RefuseWithError, PerKey<String, ByAuthority>>
+        {
+            Self::per_key(family, ByAuthority)
+        }
+    }
+
+    impl<C, R, K, KF> CircuitBreakerLayer<C, R, PerKey<K, KF>> {
+        /// The family whose breakers this layer guards with.
+        ///
+        /// ```
+        /// use failfast_runtime::tower::CircuitBreakerLayer;
+        /// use failfast_runtime::{Breaker, Family};
+        ///
+        /// let hosts = Family::builder(Breaker::builder().name("upstream")).build()?;
+        /// let layer = CircuitBreakerLayer::per_authority(hosts);
+        /// assert_eq!(layer.family().name(), "upstream");
+        /// # Ok::<(), failfast_runtime::ConfigError>(())
+        /// ```
+        pub fn family(&self) -> &Family<K> {
+            &self.breaker.family
+        }
+    }
+
+    impl<S, C: Clone, R: Clone, K, KF: Clone> Layer<S> for CircuitBreakerLayer<C, R, PerKey<K, KF>> {
+        type Service = KeyedCircuitBreaker<S, K, KF, C, R>;
+
+        fn layer(&self, inner: S) -> Self::Service {
+            KeyedCircuitBreaker {
+                inner,
+                breakers: self.breaker.clone(),
+                classifier: self.classifier.clone(),
+                on_rejected: self.on_rejected.clone(),
+            }
+        }
+    }
+
+    /// A service guarded by the breaker of each request's key; made by
+    /// [`CircuitBreakerLayer::per_key`] and
+    /// [`CircuitBreakerLayer::per_authority`].
+    #[derive(Clone, Debug)]
+    pub struct KeyedCircuitBreaker<S, K, KF, C = HttpClassifier, R = RefuseWithError> {
+        inner: S,
+        breakers: PerKey<K, KF>,
+        classifier: C,
+        on_rejected: R,
+    }
+
+    impl<S, K, KF, C, R> KeyedCircuitBreaker<S, K, KF, C, R> {
+        /// The family whose breakers guard this service.
+        ///
+        /// ```
+        /// use failfast_runtime::tower::CircuitBreakerLayer;
+        /// use failfast_runtime::{Breaker, Family};
+        /// use tower::{service_fn, Layer};
+        ///
+        /// let hosts = Family::builder(Breaker::builder().name("upstream")).build()?;
+        /// let service = CircuitBreakerLayer::per_authority(hosts)
+        ///     .layer(service_fn(|_: http::Request<()>| async { Ok::<_, std::io::Error>(http::Response::new(())) }));
+        /// assert!(service.family().is_empty());
+        /// # Ok::<(), failfast_runtime::ConfigError>(())
+        /// ```
+        pub fn family(&self) -> &Family<K> {
+            &self.breakers.family
+        }
+    }
+
+    impl<S, Req, K, KF, C, R> Service<Req> for KeyedCircuitBreaker<S, K, KF, C, R>
+    where
+        S: Service<Req>,
+        KF: KeyOf<Req, K>,
+        C: Classify<S::Response, S::Error> + Clone,
+        R: OnRejected<S::Response, S::Error> + Clone,
+    {
+        type Response = S::Response;
+        type Error = R::Error;
+        type Future = ResponseFuture<S::Future, C, R, Arc<Member>>;
+
+        /// The inner service's readiness; no breaker is asked (see the
+        /// [module documentation](super#readiness-never-takes-a-trial)).
+        #[inline]
+        fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            inner_ready(&mut self.inner, &self.on_rejected, cx)
+        }
+
+        fn call(&mut self, request: Req) -> Self::Future {
+            let member = self.breakers.key.member(&self.breakers.family, &request);
+            let detached = match member.breaker().acquire() {
+                Ok(permit) => permit.detach(),
+                Err(rejected) => {
+                    return ResponseFuture {
+                        kind: Kind::Refused,
+                        state: State::Refused(Some(rejected)),
+                        classifier: self.classifier.clone(),
+                        on_rejected: self.on_rejected.clone(),
+                    }
+                }
+            };
+            let mut permit = OwnedPermit {
+                breaker: member,
+                detached: Some(detached),
+            };
+            // A panic in the inner `call` is a failure.
+            let guard = PanicGuard(&mut permit);
+            let future = self.inner.call(request);
+            mem::forget(guard);
+            ResponseFuture {
+                kind: Kind::Admitted { future },
+                state: State::Admitted(permit),
+                classifier: self.classifier.clone(),
+                on_rejected: self.on_rejected.clone(),
+            }
+        }
     }
 }
 
