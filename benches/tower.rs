@@ -11,7 +11,10 @@
 //! not ready yet (tower-resilience's `tokio::sync::Mutex` under contention)
 //! is polled again at once. The inner service is a `tower::service_fn`
 //! answering `200 OK` at once (an empty `http::Response<()>`), so the
-//! figures are the layers' own cost.
+//! figures are the layers' own cost. Beside the layer on one breaker
+//! (`&'static` and `Arc`), `per_key` looks each request's breaker up in a
+//! keyed `Family` (one key here: a hit every time), and a pass-through
+//! layer (`map_err` boxing the error) is a second floor.
 //!
 //! Two-thread cases run that loop on two threads, each with its own clone of
 //! the service, sharing one breaker. The time per call is each thread's own
@@ -183,6 +186,19 @@ fn group(c: &mut Criterion, name: &str, threads: usize) {
             on_threads(
                 threads,
                 CircuitBreakerLayer::new(shared.clone()).layer(ok_service()),
+                iters,
+            )
+        })
+    });
+    let family: failfast::Family<u64> =
+        failfast::Family::builder(Breaker::builder().name("bench-tower-keyed"))
+            .build()
+            .expect("valid");
+    g.bench_function("failfast: per_key layer, one key", |b| {
+        b.iter_custom(|iters| {
+            on_threads(
+                threads,
+                CircuitBreakerLayer::per_key(family.clone(), |_: &u64| 7_u64).layer(ok_service()),
                 iters,
             )
         })
