@@ -31,8 +31,17 @@
 //! new key's call runs through a fresh breaker that is not stored: it is
 //! counted by [`Family::unstored`] (and, with the `tracing` feature, logged
 //! at `WARN`, target `failfast`), and that key gets no memory of its calls
-//! until a slot frees up. A key's memory is about 1 KiB (its breaker, its
-//! name, its entry in the map); see `benches/README.md` for the figure.
+//! until a slot frees up. A key's memory is about 1.3 KiB (its breaker, its
+//! name, its entry in the map), measured in `benches/keyed.rs`.
+//!
+//! # Why scc's `HashIndex`
+//!
+//! Its reads take no lock and write nothing shared: an epoch guard
+//! (thread-local) and a probe. Measured beside papaya's `HashMap` (also
+//! lock-free for reads) in `benches/keyed.rs`, it looked keys up faster on
+//! one thread and as fast on two (figures in `benches/README.md`). Writes
+//! take a bucket lock, which only the insertion path (already serialised
+//! here) uses.
 //!
 //! ```
 //! use failfast_runtime::{Breaker, Family, State};
@@ -572,13 +581,16 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
     /// Removes the least recently used Closed breaker; `false` when every
     /// breaker is Open or HalfOpen. Called with the insertion lock held.
     fn evict(&self, guard: &scc::Guard) -> bool {
-        let victim = self
-            .map
-            .iter(guard)
-            .filter(|(_, m)| m.state() == State::Closed)
-            .min_by_key(|(_, m)| m.used.load(Ordering::Relaxed))
-            .map(|(k, _)| k.clone());
-        match victim {
+        // A member's state is read only when it would be the oldest so far:
+        // its breaker's cache line is left alone otherwise.
+        let mut victim: Option<(&K, u64)> = None;
+        for (key, member) in self.map.iter(guard) {
+            let used = member.used.load(Ordering::Relaxed);
+            if victim.is_none_or(|(_, oldest)| used < oldest) && member.state() == State::Closed {
+                victim = Some((key, used));
+            }
+        }
+        match victim.map(|(key, _)| key.clone()) {
             Some(key) => {
                 self.map.remove_sync(&key);
                 self.counters.evicted.fetch_add(1, Ordering::Relaxed);
