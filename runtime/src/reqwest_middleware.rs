@@ -106,8 +106,8 @@ impl fmt::Display for Host {
     }
 }
 
-/// Hashes as the borrowed host of a request's URL does, so that the lookup
-/// finds the key.
+/// Hashes as the borrowed host of a request's URL does, so that the
+/// family's lookup of a request's host finds its key.
 impl Hash for Host {
     fn hash<H: Hasher>(&self, state: &mut H) {
         HostRef {
@@ -115,19 +115,6 @@ impl Hash for Host {
             port: self.port,
         }
         .hash(state);
-    }
-}
-
-impl Key for Host {
-    type Owned = Host;
-    fn to_key(&self) -> Host {
-        self.clone()
-    }
-    fn matches(&self, owned: &Host) -> bool {
-        self == owned
-    }
-    fn label(&self, out: &mut String) {
-        out.push_str(&self.to_string());
     }
 }
 

@@ -82,6 +82,12 @@
 //! clones the handle into its response future: free for a `&'static
 //! Breaker` (a `static`, or a leaked `Box`), one reference-count increment
 //! for an `Arc`.
+//!
+//! With the `keyed` feature, a layer can also guard each request with the
+//! breaker of its key in a [`Family`](crate::Family):
+//! [`CircuitBreakerLayer::per_authority`] keys requests by authority (one
+//! breaker per upstream host), [`CircuitBreakerLayer::per_key`] by a
+//! function of the request. A sick host's breaker then opens alone.
 
 use std::future::Future;
 use std::mem;
