@@ -11,7 +11,10 @@
 //! not ready yet (tower-resilience's `tokio::sync::Mutex` under contention)
 //! is polled again at once. The inner service is a `tower::service_fn`
 //! answering `200 OK` at once (an empty `http::Response<()>`), so the
-//! figures are the layers' own cost.
+//! figures are the layers' own cost. Beside the layer on one breaker
+//! (`&'static` and `Arc`), `per_key` looks each request's breaker up in a
+//! keyed `Family` (one key here: a hit every time), and a pass-through
+//! layer (`map_err` boxing the error) is a second floor.
 //!
 //! Two-thread cases run that loop on two threads, each with its own clone of
 //! the service, sharing one breaker. The time per call is each thread's own
@@ -38,7 +41,7 @@ mod cpu_time;
 use cpu_time::thread_cpu_time;
 use failfast::tower::CircuitBreakerLayer;
 use failfast::Breaker;
-use tower::{service_fn, Layer, Service};
+use tower::{service_fn, Layer, Service, ServiceExt};
 
 type Response = http::Response<()>;
 
@@ -133,6 +136,18 @@ fn arc_breaker() -> Arc<Breaker> {
     )
 }
 
+/// A layer that does nothing but what every layer in a `BoxError` stack
+/// does: its own response future around the inner one, the error boxed.
+fn pass_through<S>(
+    inner: S,
+) -> impl Service<u64, Response = Response, Error: std::fmt::Debug, Future: Send> + Clone + Send
+where
+    S: Service<u64, Response = Response, Error = Infallible> + Clone + Send,
+    S::Future: Send,
+{
+    inner.map_err(|e: Infallible| -> tower::BoxError { match e {} })
+}
+
 fn tower_resilience<S>(
     inner: S,
 ) -> impl Service<u64, Response = Response, Error: std::fmt::Debug, Future: Send> + Clone + Send
@@ -154,6 +169,9 @@ fn group(c: &mut Criterion, name: &str, threads: usize) {
     g.bench_function("floor: bare service_fn", |b| {
         b.iter_custom(|iters| on_threads(threads, ok_service(), iters))
     });
+    g.bench_function("floor: pass-through layer (map_err to BoxError)", |b| {
+        b.iter_custom(|iters| on_threads(threads, pass_through(ok_service()), iters))
+    });
     g.bench_function("failfast: layer, &'static Breaker", |b| {
         b.iter_custom(|iters| {
             on_threads(
@@ -168,6 +186,19 @@ fn group(c: &mut Criterion, name: &str, threads: usize) {
             on_threads(
                 threads,
                 CircuitBreakerLayer::new(shared.clone()).layer(ok_service()),
+                iters,
+            )
+        })
+    });
+    let family: failfast::Family<u64> =
+        failfast::Family::builder(Breaker::builder().name("bench-tower-keyed"))
+            .build()
+            .expect("valid");
+    g.bench_function("failfast: per_key layer, one key", |b| {
+        b.iter_custom(|iters| {
+            on_threads(
+                threads,
+                CircuitBreakerLayer::per_key(family.clone(), |_: &u64| 7_u64).layer(ok_service()),
                 iters,
             )
         })

@@ -39,6 +39,8 @@
 //! - [`retry`](macro@retry): retries above the breaker, with backoff and a
 //!   budget; never retries a rejection.
 //! - [`Breaker`]: the breaker as a plain value, with a builder.
+//! - [`Family`] (feature `keyed`, on by default): one breaker per key (host,
+//!   tenant, shard), bounded, behind the attribute's `key = expr`.
 //! - [`registry`]: every breaker by name, with snapshots and manual control.
 //! - [`events`]: every state change, delivered to listeners as it happens;
 //!   running totals are in every [`Snapshot`].
@@ -49,9 +51,32 @@
 //!   breakers on a `ManualClock` or tokio's paused clock, resets between tests.
 //! - `failfast::tower` (feature `tower`): the breaker as a tower `Layer` for
 //!   axum, tonic and any `tower::Service`, with HTTP and gRPC classifiers.
+//! - `failfast::reqwest_middleware` (feature `reqwest-middleware`): a
+//!   `reqwest_middleware::Middleware` with one breaker per host.
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+/// Declares a breaker once, for several functions to share with
+/// `#[circuit_breaker(breaker = NAME, …)]`; see
+/// [`breaker`](macro@circuit_breaker#breaker).
+///
+/// ```
+/// failfast::breaker!(static PAYMENTS = threshold = 5, recovery = "30s");
+///
+/// #[failfast::circuit_breaker(breaker = PAYMENTS)]
+/// fn charge(cents: u64) -> Result<u64, std::io::Error> {
+///     Ok(cents)
+/// }
+///
+/// #[failfast::circuit_breaker(breaker = PAYMENTS)]
+/// fn refund(cents: u64) -> Result<u64, std::io::Error> {
+///     Ok(cents)
+/// }
+///
+/// assert_eq!(charge(500).unwrap() + refund(200).unwrap(), 700);
+/// assert_eq!(PAYMENTS.snapshot().successes, 2);
+/// ```
+pub use failfast_macros::breaker;
 #[doc = include_str!("../docs/attribute.md")]
 pub use failfast_macros::circuit_breaker;
 #[doc = include_str!("../docs/retry.md")]

@@ -686,3 +686,65 @@ mod retry {
         }
     }
 }
+
+/// One breaker per key: a call through an existing key's breaker allocates
+/// nothing, with `Family` and with `key = …` (the key is looked up as the
+/// `&str` it is, never turned into a `String`), sync and async, in every
+/// state.
+#[cfg(feature = "keyed")]
+mod keyed {
+    use super::*;
+    use failfast::Family;
+
+    #[test]
+    fn family_hit() {
+        let hosts: Family<String> = Family::builder(Breaker::builder().threshold(1_000_000))
+            .build()
+            .unwrap();
+        let _ = hosts.get("10.0.0.1");
+        per_call("Family::with, existing key", || {
+            assert!(hosts.with("10.0.0.1", |m| m.call(ok)).is_ok());
+        });
+        per_call("Family::get, existing key", || {
+            assert!(hosts.get("10.0.0.1").call(ok).is_ok());
+        });
+        let shards: Family<(String, u16)> = Family::builder(Breaker::builder()).build().unwrap();
+        let _ = shards.get(&("eu", 3u16));
+        per_call("Family::with, tuple key", || {
+            assert!(shards.with(&("eu", 3u16), |m| m.call(ok)).is_ok());
+        });
+    }
+
+    #[circuit_breaker(key = host, threshold = 1, recovery = "1h", max_concurrent = 4)]
+    fn by_host(host: &str, fail: bool) -> Result<u32, Fault> {
+        if fail {
+            down()
+        } else {
+            ok()
+        }
+    }
+
+    #[circuit_breaker(key = (host, port), threshold = 1_000_000)]
+    async fn by_host_async(host: &str, port: u16) -> Result<u32, Fault> {
+        let _ = (host, port);
+        ok()
+    }
+
+    #[test]
+    fn attribute_hit() {
+        per_call("key = host, existing key, success", || {
+            assert!(by_host("a", false).is_ok());
+        });
+        per_call("key = (host, port), async, existing key", || {
+            assert!(block_on(by_host_async("a", 443)).is_ok());
+        });
+        start_coarse_clock();
+        let _ = by_host("sick", true);
+        per_call("key = host, existing key, open: rejected", || {
+            assert!(matches!(by_host("sick", false), Err(Fault::Rejected(_))));
+        });
+        per_call("key = host, the healthy key beside it", || {
+            assert!(by_host("a", false).is_ok());
+        });
+    }
+}

@@ -429,3 +429,92 @@ fn a_panic_in_the_inner_call_is_a_failure() {
     assert!(caught.is_err());
     assert_eq!(breaker.state(), State::Open);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_authority_only_the_sick_hosts_breaker_opens_and_recovers_alone() {
+    let clock = ManualClock::new();
+    let hosts = failfast::Family::builder(
+        Breaker::builder()
+            .name("tower-hosts")
+            .threshold(2)
+            .recovery(RECOVERY)
+            .clock(clock.clone()),
+    )
+    .build()
+    .unwrap();
+    let sick_hits = Hits::new();
+    let healthy_hits = Hits::new();
+    let sick_is_sick = Arc::new(AtomicBool::new(true));
+    let service = {
+        let (sick_hits, healthy_hits) = (sick_hits.clone(), healthy_hits.clone());
+        let sick_is_sick = sick_is_sick.clone();
+        CircuitBreakerLayer::per_authority(hosts.clone()).layer(service_fn(
+            move |request: Request<()>| {
+                let sick = request.uri().host() == Some("sick.internal")
+                    || request
+                        .headers()
+                        .get("host")
+                        .is_some_and(|h| h == "sick.internal");
+                let status = if sick {
+                    sick_hits.hit();
+                    if sick_is_sick.load(SeqCst) {
+                        503
+                    } else {
+                        200
+                    }
+                } else {
+                    healthy_hits.hit();
+                    200
+                };
+                let response = Response::builder().status(status).body(()).unwrap();
+                async move { Ok::<_, Infallible>(response) }
+            },
+        ))
+    };
+    let call = |uri: &str| {
+        let request = Request::get(uri).body(()).unwrap();
+        service.clone().oneshot(request)
+    };
+
+    for _ in 0..2 {
+        let answer = call("http://sick.internal/stock").await.unwrap();
+        assert_eq!(answer.status(), 503);
+        let answer = call("http://stock.internal:8080/stock").await.unwrap();
+        assert_eq!(answer.status(), 200);
+    }
+    assert_eq!(hosts.len(), 2, "one breaker per authority");
+    let sick = hosts.get("sick.internal");
+    let healthy = hosts.get("stock.internal:8080");
+    assert_eq!(
+        sick.state(),
+        State::Open,
+        "two 503s trip the sick host's breaker"
+    );
+    assert_eq!(healthy.state(), State::Closed);
+    assert_eq!(sick.name(), "tower-hosts[sick.internal]");
+
+    // Refused by the sick host's breaker, by URI or by `Host` header; the
+    // healthy host is still called.
+    for uri in ["http://sick.internal/stock", "/stock"] {
+        let request = Request::get(uri)
+            .header("host", "sick.internal")
+            .body(())
+            .unwrap();
+        let refused: BoxError = service.clone().oneshot(request).await.unwrap_err();
+        let refused = refused.downcast_ref::<Rejected>().expect("a Rejected");
+        assert_eq!(refused.name(), "tower-hosts[sick.internal]");
+        assert_eq!(refused.retry_after(), Some(RECOVERY));
+        let answer = call("http://stock.internal:8080/stock").await.unwrap();
+        assert_eq!(answer.status(), 200);
+    }
+    assert_eq!(sick_hits.get(), 2, "refused requests never reached it");
+    assert_eq!(healthy_hits.get(), 4);
+
+    // Healed: after `recovery` one trial goes through and closes it.
+    sick_is_sick.store(false, SeqCst);
+    clock.advance(RECOVERY);
+    let answer = call("http://sick.internal/stock").await.unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(sick.state(), State::Closed);
+    assert_eq!(sick_hits.get(), 3);
+}

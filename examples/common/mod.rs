@@ -1,9 +1,11 @@
 //! Code shared by the examples (and by the tests that replay them): the flaky
-//! inventory service, a plain HTTP client for it, and output helpers.
+//! inventory service, a plain HTTP client for it, a gRPC ledger service and
+//! its client, and output helpers.
 //! Each example uses a part of it.
 #![allow(dead_code)]
 
 pub mod client;
+pub mod grpc;
 pub mod service;
 
 use std::time::Duration;

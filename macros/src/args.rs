@@ -28,6 +28,9 @@ pub(crate) const KEYS: &[&str] = &[
     "jitter",
     "trial_calls",
     "success_threshold",
+    "key",
+    "max_keys",
+    "breaker",
     "counts",
     "ignores",
     "fallback",
@@ -35,6 +38,29 @@ pub(crate) const KEYS: &[&str] = &[
     "name",
     "crate",
 ];
+
+/// The keys that configure a breaker itself: what `failfast::breaker!`
+/// declares, and what a function using a shared breaker (`breaker = NAME`)
+/// may not set.
+pub(crate) const BREAKER_KEYS: &[&str] = &[
+    "threshold",
+    "failure_rate",
+    "window",
+    "min_calls",
+    "slow",
+    "slow_rate",
+    "recovery",
+    "jitter",
+    "trial_calls",
+    "success_threshold",
+    "max_keys",
+    "name",
+    "crate",
+];
+
+/// How many breakers a keyed family keeps unless `max_keys` says otherwise
+/// (the runtime's `DEFAULT_MAX_KEYS`).
+pub const DEFAULT_MAX_KEYS: u32 = 1024;
 
 /// A key's value and where it was written, so that checks between keys can
 /// point at the value.
@@ -91,6 +117,11 @@ pub struct Args {
     pub ignores: Option<Arg<Matcher>>,
     pub fallback: Option<Arg<Fallback>>,
     pub reject_with: Option<Arg<ExprPath>>,
+    /// `key = expr`: one breaker per value of `expr`.
+    pub key: Option<Arg<Expr>>,
+    pub max_keys: Option<Arg<u32>>,
+    /// `breaker = PATH`: a breaker declared with `failfast::breaker!`.
+    pub breaker: Option<Arg<Path>>,
     pub name: Option<Arg<LitStr>>,
     pub krate: Option<Arg<Path>>,
     /// Keys given a constant expression instead of a literal (see `consts`).
@@ -152,13 +183,39 @@ impl Args {
     /// recorded in `errors` and parsing goes on with the next `key = value`.
     pub fn parse(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Args {
         let mut args = Args::default();
-        parse_arguments(tokens, errors, |input| args.parse_one(input));
+        parse_arguments(tokens, errors, |input| args.parse_one(input, KEYS));
+        args.validate(errors);
+        args.validate_keyed(errors);
+        args
+    }
+
+    /// Parses the settings of `failfast::breaker!`: the keys of
+    /// [`BREAKER_KEYS`] only.
+    pub fn parse_declaration(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Args {
+        let mut args = Args::default();
+        parse_arguments(tokens, errors, |input| {
+            if let Ok(key) = input.fork().call(Ident::parse_any) {
+                let name = key.unraw().to_string();
+                if KEYS.contains(&name.as_str()) && !BREAKER_KEYS.contains(&name.as_str()) {
+                    input.call(Ident::parse_any)?;
+                    return Err(syn::Error::new(
+                        key.span(),
+                        format!(
+                            "`{name}` is set by each function that uses the breaker, not where \
+                             it is declared: write it in `#[circuit_breaker(breaker = NAME, \
+                             {name} = …)]`"
+                        ),
+                    ));
+                }
+            }
+            args.parse_one(input, BREAKER_KEYS)
+        });
         args.validate(errors);
         args
     }
 
-    fn parse_one(&mut self, input: ParseStream) -> syn::Result<()> {
-        let (key, name) = parse_key(input, KEYS)?;
+    fn parse_one(&mut self, input: ParseStream, keys: &[&str]) -> syn::Result<()> {
+        let (key, name) = parse_key(input, keys)?;
         self.written.push(key.clone());
         let span = input.span();
         if crate::consts::kind(&name).is_some()
@@ -203,6 +260,9 @@ impl Args {
             "ignores" => set(&mut self.ignores, &key, span, input.call(Matcher::parse)?),
             "fallback" => set(&mut self.fallback, &key, span, fallback(input)?),
             "reject_with" => set(&mut self.reject_with, &key, span, reject_with(input)?),
+            "key" => set(&mut self.key, &key, span, input.parse()?),
+            "max_keys" => set(&mut self.max_keys, &key, span, count(input, &name)?),
+            "breaker" => set(&mut self.breaker, &key, span, shared_breaker(input)?),
             "name" => set(&mut self.name, &key, span, registry_name(input)?),
             "crate" => set(&mut self.krate, &key, span, crate_path(input)?),
             _ => unreachable!("every entry of KEYS has a parser"),
@@ -300,6 +360,59 @@ impl Args {
                  e.g. `slow = \"2s\"`",
             ));
         }
+    }
+}
+
+impl Args {
+    /// Checks of `key`, `max_keys` and `breaker`: a family's bound needs a
+    /// key, and a shared breaker is configured where it is declared.
+    fn validate_keyed(&self, errors: &mut Errors) {
+        if let (Some(max_keys), None, None) = (
+            self.written("max_keys"),
+            self.written("key"),
+            self.written("breaker"),
+        ) {
+            errors.push(syn::Error::new(
+                max_keys.span(),
+                "`max_keys` bounds a family of breakers, one per key; add `key = …` (the \
+                 value that picks the breaker, e.g. `key = self.host.as_str()`), or drop \
+                 `max_keys`",
+            ));
+        }
+        if self.written("breaker").is_some() {
+            for key in self
+                .written
+                .iter()
+                .filter(|key| BREAKER_KEYS.contains(&key.unraw().to_string().as_str()))
+                .filter(|key| key.unraw() != "crate")
+            {
+                errors.push(syn::Error::new(
+                    key.span(),
+                    format!(
+                        "`{}` configures the breaker, and this function uses a shared one: \
+                         configure the shared breaker where it is declared \
+                         (`failfast::breaker!`); next to `breaker = …` only the function's \
+                         own keys are allowed: `key`, `counts`, `ignores`, `fallback`, \
+                         `reject_with`, `timeout`, `max_concurrent`",
+                        key.unraw()
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// `breaker = PAYMENTS`: the path of a breaker declared with
+/// `failfast::breaker!`.
+fn shared_breaker(input: ParseStream) -> syn::Result<Path> {
+    let expr: Expr = input.parse()?;
+    match expr {
+        Expr::Path(path) if path.qself.is_none() => Ok(path.path),
+        other => Err(syn::Error::new_spanned(
+            &other,
+            "expected the path of a breaker declared with `failfast::breaker!`, e.g. \
+             `breaker = PAYMENTS`",
+        )),
     }
 }
 

@@ -15,7 +15,7 @@
 //! };
 //! ```
 
-use proc_macro2::{TokenStream, TokenTree};
+use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::ext::IdentExt;
 use syn::{FnArg, ItemFn};
@@ -58,14 +58,15 @@ fn in_impl(func: &ItemFn) -> bool {
         || mentions_self(sig.to_token_stream())
 }
 
-/// The breaker's entry in the program's list of declared breakers, so the
-/// registry lists it from the start.
+/// The entry of `breaker` (a `static` `Breaker`, declared at `span`) in the
+/// program's list of declared breakers, so the registry lists it from the
+/// start.
 pub(crate) fn registration(
-    func: &ItemFn,
+    breaker: &TokenStream,
+    span: Span,
     private: &TokenStream,
     allow: &TokenStream,
 ) -> TokenStream {
-    let span = func.sig.ident.span();
     let line = quote_spanned!(span=> ::core::line!());
     let file = quote_spanned!(span=> ::core::file!());
     quote! {
@@ -73,7 +74,7 @@ pub(crate) fn registration(
         #[#private::distributed_slice(#private::DECLARED)]
         #[linkme(crate = #private::linkme)]
         static __FAILFAST_DECLARED: #private::Declared = #private::Declared {
-            breaker: &__FAILFAST_BREAKER,
+            breaker: &#breaker,
             at: ::core::concat!(#file, ":", #line),
         };
     }

@@ -75,6 +75,7 @@ use syn::{
 
 use crate::args::{Args, Errors, Fallback, Window};
 use crate::classify::Matcher;
+use crate::source::Source;
 
 pub fn circuit_breaker(args: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
@@ -668,7 +669,7 @@ impl Report {
 
     fn failure(&self, private: &TokenStream) -> Option<TokenStream> {
         self.0
-            .then(|| quote!(#private::report(#private::Verdict::Failure(&__FAILFAST_BREAKER));))
+            .then(|| quote!(#private::report(#private::failure(__failfast_breaker));))
     }
 
     fn neutral(&self, private: &TokenStream) -> Option<TokenStream> {
@@ -687,13 +688,15 @@ pub(crate) fn duration(d: std::time::Duration) -> TokenStream {
     quote!(::core::time::Duration::new(#secs, #nanos))
 }
 
-fn config(args: &Args, func: &ItemFn, private: &TokenStream) -> TokenStream {
+/// The breaker's settings as a `const` `Config` expression, named `name`
+/// or, by default, `default_name` (see `declare::default_name`).
+pub(crate) fn config(args: &Args, default_name: TokenStream, private: &TokenStream) -> TokenStream {
     let int = proc_macro2::Literal::u32_unsuffixed;
     let float = proc_macro2::Literal::f64_unsuffixed;
 
     let name = match &args.name {
         Some(name) => name.value.to_token_stream(),
-        None => crate::declare::default_name(func),
+        None => default_name,
     };
     let mut chain = quote!(#private::Config::new(#name));
     match (&args.threshold, &args.failure_rate) {
@@ -769,7 +772,7 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     let krate = runtime(args.krate.as_ref());
     let private = quote!(#krate::__private);
     let allow = allow();
-    let config = config(args, func, &private);
+    let source = Source::new(args, crate::declare::default_name(func), &private, &allow);
     let is_async = !matches!(shape.body, Body::Sync(_));
     let report = Report(args.report_to_retry);
 
@@ -885,7 +888,6 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
                 match #private::timeout(
                     #timer,
                     &mut __failfast_permit,
-                    __FAILFAST_BREAKER.name(),
                     #limit,
                     #future,
                 ).await {
@@ -936,34 +938,27 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     // it) and held until the function returns, unwinds or is dropped; a full
     // bulkhead refuses like the breaker does: the permit's admission is given
     // back and the call counted as rejected.
-    let (bulkhead, enter) = match &args.max_concurrent {
-        Some(max) => {
-            let max = proc_macro2::Literal::u32_unsuffixed(max.value);
-            (
-                Some(quote! {
-                    #allow
-                    static __FAILFAST_BULKHEAD: #private::Bulkhead = #private::Bulkhead::new(#max);
-                }),
-                Some(quote! {
-                    #allow
-                    let __failfast_slot = match #private::enter(&__FAILFAST_BULKHEAD) {
-                        ::core::option::Option::Some(__failfast_slot) => __failfast_slot,
-                        ::core::option::Option::None => {
-                            let __failfast_rejected = #private::concurrency_limit(
-                                &__FAILFAST_BREAKER,
-                                &mut __failfast_permit,
-                            );
-                            #on_reject
-                        }
-                    };
-                }),
-            )
+    let enter = args.max_concurrent.as_ref().map(|_| {
+        let enter = source.enter();
+        quote! {
+            #allow
+            let __failfast_slot = match #enter {
+                ::core::option::Option::Some(__failfast_slot) => __failfast_slot,
+                ::core::option::Option::None => {
+                    let __failfast_rejected = #private::concurrency_limit(
+                        __failfast_breaker,
+                        &mut __failfast_permit,
+                    );
+                    #on_reject
+                }
+            };
         }
-        None => (None, None),
-    };
+    });
+    let (lookup, acquire) = (source.lookup(), source.acquire());
     let call = quote! {
+        #lookup
         #allow
-        let #mut_ __failfast_permit = match #private::acquire(&__FAILFAST_BREAKER) {
+        let #mut_ __failfast_permit = match #acquire {
             ::core::result::Result::Ok(__failfast_permit) => __failfast_permit,
             ::core::result::Result::Err(__failfast_rejected) => #on_reject,
         };
@@ -1032,14 +1027,21 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         None => call,
     };
     let kept = &shape.kept_for_fallback;
-    let declared = crate::declare::registration(func, &private, &allow);
+    let statics = source.statics();
+    // A breaker of its own is listed in the registry from the start.
+    let declared = source.is_own().then(|| {
+        crate::declare::registration(
+            &quote!(__FAILFAST_BREAKER),
+            func.sig.ident.span(),
+            &private,
+            &allow,
+        )
+    });
     let guarded = quote! {
         #helper
         #kept
-        #allow
-        static __FAILFAST_BREAKER: #private::Breaker = #private::Breaker::from_config(#config);
+        #statics
         #declared
-        #bulkhead
         #call
     };
     with_body(func, shape, &guarded)

@@ -421,7 +421,7 @@ mod tests {
         assert!(looped < breaker, "{out}");
         assert!(out.contains("rejected_reported"), "{out}");
         assert!(
-            out.contains("Verdict :: Failure (& __FAILFAST_BREAKER)"),
+            out.contains("report (:: failfast :: __private :: failure (__failfast_breaker))"),
             "{out}"
         );
         assert!(out.contains("take_verdict ()"), "{out}");

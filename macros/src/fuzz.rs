@@ -191,6 +191,9 @@ const VALID: &[(&str, &[&str])] = &[
             "{ let kept = id; move |e| cached(kept, e) }",
         ],
     ),
+    ("key", &["id", "self.host.as_str()", "(region, shard)"]),
+    ("max_keys", &["1", "256"]),
+    ("breaker", &["PAYMENTS", "shared::GATEWAY"]),
     ("name", &["\"inventory\"", "r\"x\""]),
     ("crate", &["::failfast", "my::ff", "\"::failfast\""]),
 ];
@@ -383,7 +386,14 @@ fn check(args: &TokenStream, item: &str) -> Result<bool, String> {
     if func.sig.to_token_stream().to_string() != original.sig.to_token_stream().to_string() {
         return Err(format!("the signature changed: {text}"));
     }
-    if !text.contains("static __FAILFAST_BREAKER") {
+    if ![
+        "static __FAILFAST_BREAKER",
+        "static __FAILFAST_FAMILY",
+        "__private :: breaker (& ",
+    ]
+    .iter()
+    .any(|breaker| text.contains(breaker))
+    {
         return Err(format!("no breaker: {text}"));
     }
     Ok(true)

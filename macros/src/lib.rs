@@ -15,6 +15,8 @@ mod expand_retry;
 mod fuzz;
 mod moves;
 mod retry_args;
+mod shared;
+mod source;
 
 use proc_macro::TokenStream;
 
@@ -36,4 +38,15 @@ pub fn circuit_breaker(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
     expand_retry::retry(args.into(), item.into()).into()
+}
+
+/// Declares a breaker once, for several functions to share with
+/// `#[circuit_breaker(breaker = NAME, …)]`: `failfast::breaker!(static
+/// PAYMENTS = threshold = 5, recovery = "30s");`. The settings are the
+/// attribute's keys that configure a breaker, checked the same way; with
+/// `max_keys = N` it is a keyed family, and each function gives its `key`.
+/// The full reference lives in the facade's `docs/attribute.md`.
+#[proc_macro]
+pub fn breaker(input: TokenStream) -> TokenStream {
+    shared::breaker(input.into()).into()
 }

@@ -11,6 +11,8 @@ pub use crate::bulkhead::{Bulkhead, Slot};
 pub use crate::config::Config;
 pub use crate::error::{Error, Rejected, TimedOut};
 pub use crate::registry::{Declared, DECLARED};
+#[cfg(feature = "keyed")]
+pub use crate::keyed::{Family, Key, Member, Slot as KeyedSlot};
 pub use crate::timeout::Timeout;
 pub use linkme;
 pub use linkme::distributed_slice;
@@ -69,6 +71,97 @@ pub trait TokioFeature {}
 #[cfg(feature = "tokio")]
 impl TokioFeature for Tokio {}
 
+/// The breaker a function uses: its own `static`, or one declared with
+/// `failfast::breaker!` (`breaker = NAME`).
+#[inline]
+pub fn breaker<B: SharedBreaker>(breaker: &'static B) -> &'static Breaker {
+    breaker.breaker()
+}
+
+/// What `breaker = NAME` can name without `key`: a breaker declared with
+/// `failfast::breaker!` without `max_keys`.
+#[diagnostic::on_unimplemented(
+    message = "`breaker = …` names a breaker declared with `failfast::breaker!`, but this is a `{Self}`",
+    label = "not a single shared breaker",
+    note = "declare it with `failfast::breaker!(static NAME = threshold = 5, recovery = \"30s\");`; a family declared with `max_keys` needs `key = …` next to `breaker = …`"
+)]
+pub trait SharedBreaker: Sync {
+    /// The breaker.
+    fn breaker(&'static self) -> &'static Breaker;
+}
+
+impl SharedBreaker for Breaker {
+    #[inline]
+    fn breaker(&'static self) -> &'static Breaker {
+        self
+    }
+}
+
+/// Admits (or refuses) a call through one key's breaker: the family
+/// registered itself when it was built.
+#[cfg(feature = "keyed")]
+#[inline]
+pub fn acquire_member(member: &Member) -> Result<Permit<'_>, Rejected> {
+    member.breaker().acquire()
+}
+
+/// The breaker of `key` in `family`: a function's own family (`key = …`)
+/// or one declared with `failfast::breaker!(… max_keys = N …)`.
+#[cfg(feature = "keyed")]
+#[inline]
+pub fn member<S: SharedFamily, Q: Key + ?Sized>(
+    family: &'static S,
+    key: &Q,
+) -> std::sync::Arc<Member> {
+    family.slot().family::<Q::Owned>().get(key)
+}
+
+/// Takes a place in `member`'s own bulkhead (`max_concurrent` with `key`).
+#[cfg(feature = "keyed")]
+#[inline]
+pub fn enter_member(member: &Member) -> Option<Slot<'_>> {
+    member.bulkhead().and_then(Bulkhead::try_enter)
+}
+
+/// What `breaker = NAME` can name with `key`: a family declared with
+/// `failfast::breaker!(… max_keys = N …)`.
+#[cfg(feature = "keyed")]
+#[diagnostic::on_unimplemented(
+    message = "`breaker = …` with `key` names a keyed family declared with `failfast::breaker!(… max_keys = N …)`, but this is a `{Self}`",
+    label = "not a keyed family of breakers",
+    note = "declare the family with `max_keys`: `failfast::breaker!(static NAME = max_keys = 256, threshold = 5);`, or drop `key` to use a single shared breaker"
+)]
+pub trait SharedFamily: Sync {
+    /// The family's slot.
+    fn slot(&'static self) -> &'static KeyedSlot;
+}
+
+#[cfg(feature = "keyed")]
+impl SharedFamily for KeyedSlot {
+    #[inline]
+    fn slot(&'static self) -> &'static KeyedSlot {
+        self
+    }
+}
+
+/// `KeyedSlot`, once failfast's `keyed` feature is on.
+#[diagnostic::on_unimplemented(
+    message = "`key` needs failfast's `keyed` feature: a family of breakers is kept in a concurrent map",
+    label = "one breaker per value of this key",
+    note = "enable it where failfast is a dependency: `failfast = {{ version = \"0.1\", features = [\"keyed\"] }}` (it is on by default)"
+)]
+pub trait KeyedFeature {}
+
+/// The marker of the `keyed` feature.
+pub struct Keyed;
+
+#[cfg(feature = "keyed")]
+impl KeyedFeature for Keyed {}
+
+/// Checks that the `keyed` feature is on, at the `key` the user wrote.
+#[inline]
+pub fn keyed<T: KeyedFeature>(_marker: T) {}
+
 /// Polls `future` as the protected body, as [`body`] does, for at most
 /// `limit`: past it the body is dropped, a failure is recorded on `permit`,
 /// and the output is `Err(TimedOut)`.
@@ -76,11 +169,11 @@ impl TokioFeature for Tokio {}
 pub fn timeout<'p, 'b, T: TokioFeature, F: Future>(
     _timer: T,
     permit: &'p mut Permit<'b>,
-    name: &'static str,
     limit: Duration,
     future: F,
 ) -> Timeout<'p, 'b, F> {
-    Timeout::new(permit, crate::Name::from(name), limit, future)
+    let name = permit.breaker().shared_name();
+    Timeout::new(permit, name, limit, future)
 }
 
 /// Error types a timeout can be turned into.
@@ -324,8 +417,9 @@ pub enum Verdict {
     /// report (never retried).
     #[default]
     Unreported,
-    /// A counted failure, recorded on this breaker.
-    Failure(&'static Breaker),
+    /// A counted failure; the breaker's state right after it: `Some(time
+    /// until the next trial)` if it is open. See [`failure`].
+    Failure(Option<Option<Duration>>),
     /// An error that `counts`/`ignores` left neutral.
     Neutral,
     /// The breaker refused the call: the body did not run.
@@ -334,6 +428,12 @@ pub enum Verdict {
 
 thread_local! {
     static VERDICT: std::cell::Cell<Verdict> = const { std::cell::Cell::new(Verdict::Unreported) };
+}
+
+/// The verdict of a counted failure just recorded on `breaker`.
+#[cold]
+pub fn failure(breaker: &Breaker) -> Verdict {
+    Verdict::Failure(crate::retry::open_for(breaker))
 }
 
 /// Leaves the verdict for the retry loop around this breaker call.
@@ -361,7 +461,7 @@ pub fn rejected_reported<E: FromRejected>(rejected: Rejected) -> E {
 #[inline]
 pub fn next_delay(attempts: &mut Attempts<'_>, verdict: Verdict) -> Option<std::time::Duration> {
     match verdict {
-        Verdict::Failure(breaker) => attempts.next_delay_through(breaker),
+        Verdict::Failure(open) => attempts.next_delay_if_open(open),
         // Every `Err` path of the breaker's code reports; an error that was
         // not reported is not known to be a failure, and is not retried.
         Verdict::Unreported | Verdict::Neutral | Verdict::Rejected => None,
@@ -444,7 +544,7 @@ mod tests {
             assert_eq!(next_delay(&mut attempts, verdict), None, "{verdict:?}");
         }
         assert_eq!(
-            next_delay(&mut attempts, Verdict::Failure(&BREAKER)),
+            next_delay(&mut attempts, failure(&BREAKER)),
             Some(Duration::from_nanos(1))
         );
     }

@@ -980,6 +980,13 @@ pub(crate) struct Detached {
     started: u64,
 }
 
+impl<'b> Permit<'b> {
+    /// The breaker that admitted the call.
+    pub(crate) fn breaker(&self) -> &'b Breaker {
+        self.breaker
+    }
+}
+
 #[cfg(feature = "tower")]
 impl Permit<'_> {
     /// The permit's record, leaving the breaker to be named again by

@@ -489,6 +489,14 @@ impl Builder {
         Ok(Breaker::with_clock(self.checked()?, clock))
     }
 
+    /// The settings and the clock, checked as [`build`](Self::build) checks
+    /// them.
+    #[cfg_attr(not(feature = "keyed"), allow(dead_code))]
+    pub(crate) fn checked_with_clock(self) -> Result<(Config, Clock), ConfigError> {
+        let clock = self.clock.clone();
+        Ok((self.checked()?, clock))
+    }
+
     /// The settings, checked as [`build`](Self::build) checks them.
     pub(crate) fn checked(mut self) -> Result<Config, ConfigError> {
         if self.threshold_set && self.rate_rule {

@@ -28,6 +28,8 @@
 //! - `tokio`: time limits on async calls with tokio's timer
 //!   (`Breaker::call_timeout`, the attribute's `timeout = "3s"`). Without
 //!   it the crate depends on no async runtime.
+//! - `keyed`: [`Family`], one breaker per key (host, tenant, shard),
+//!   bounded, with a lock-free lookup (see [`keyed`]).
 //! - `anyhow`: `counts = SomeType` looks through `anyhow::Error` chains.
 //! - `http`: rejections and timeouts convert into `http::StatusCode` and
 //!   `http::Response<B>` (503 with `Retry-After`, 504).
@@ -50,6 +52,8 @@ mod body;
 mod breaker;
 mod bulkhead;
 mod checks;
+#[cfg(feature = "http")]
+pub mod classify;
 mod clock;
 mod config;
 pub mod configure;
@@ -57,11 +61,15 @@ mod error;
 pub mod events;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "keyed")]
+pub mod keyed;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 mod name;
 pub mod registry;
 mod remote;
+#[cfg(feature = "reqwest-middleware")]
+pub mod reqwest_middleware;
 pub mod retry;
 #[cfg(feature = "serde")]
 mod serde;
@@ -100,5 +108,7 @@ pub use config::{
 };
 pub use configure::{configure, ConfigPatch, ConfigureError, RunMode};
 pub use error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
+#[cfg(feature = "keyed")]
+pub use keyed::{Family, FamilyBuilder, Key, Member};
 pub use name::Name;
 pub use remote::RemoteOpen;

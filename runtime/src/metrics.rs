@@ -18,6 +18,13 @@
 //! Label values are bounded by the breakers a program declares: one series
 //! per breaker name (and outcome or state pair).
 //!
+//! The members of a keyed family (`key = …`, `Family`) carry the key in
+//! their name, `family[key]`: they are reported on their transitions (not
+//! on registration or [`export`], where the family is one entry), so a
+//! family adds at most `max_keys` values of `breaker` that are live at
+//! once, its cardinality cap; an evicted key's series stay with the
+//! recorder until it forgets them.
+//!
 //! # When values reach the recorder
 //!
 //! - On registration ([`registry::register`], and

@@ -47,6 +47,11 @@
 //! sites, on every run, so the first test that touches a breaker shows it.
 //! Breakers built at run time may share a name with each other; [`get`]
 //! returns the first registered that still exists.
+//!
+//! A keyed family (`Family`, feature `keyed`) is one entry, listed by
+//! [`families`] with its members; [`all`] does not list members one by one
+//! (a family may hold thousands), but [`get`] finds a member by its name,
+//! `family[key]`.
 
 use std::collections::HashMap;
 use std::ops::Deref;
@@ -83,6 +88,8 @@ impl Entry {
 #[derive(Default)]
 struct Registry {
     entries: Vec<Entry>,
+    #[cfg(feature = "keyed")]
+    families: Vec<std::sync::Weak<dyn crate::keyed::Listing>>,
     by_name: HashMap<Name, Vec<usize>>,
     /// Live entries at the last sweep, doubled: the next sweep is due when the
     /// list grows past it.
@@ -211,6 +218,9 @@ pub enum BreakerRef {
     Static(&'static Breaker),
     /// A breaker built at run time and [`register`]ed.
     Shared(Arc<Breaker>),
+    /// One key's breaker in a keyed family.
+    #[cfg(feature = "keyed")]
+    Member(Arc<crate::keyed::Member>),
 }
 
 impl Deref for BreakerRef {
@@ -220,7 +230,31 @@ impl Deref for BreakerRef {
         match self {
             BreakerRef::Static(b) => b,
             BreakerRef::Shared(b) => b,
+            #[cfg(feature = "keyed")]
+            BreakerRef::Member(m) => m.breaker(),
         }
+    }
+}
+
+impl From<Breaker> for BreakerRef {
+    /// A breaker put in an `Arc` (not registered: see
+    /// [`registry::register`](crate::registry::register)).
+    fn from(breaker: Breaker) -> Self {
+        BreakerRef::Shared(Arc::new(breaker))
+    }
+}
+
+impl From<Arc<Breaker>> for BreakerRef {
+    /// The shared breaker itself.
+    fn from(breaker: Arc<Breaker>) -> Self {
+        BreakerRef::Shared(breaker)
+    }
+}
+
+impl From<&'static Breaker> for BreakerRef {
+    /// The breaker in a `static` (or leaked).
+    fn from(breaker: &'static Breaker) -> Self {
+        BreakerRef::Static(breaker)
     }
 }
 
@@ -249,13 +283,112 @@ pub fn register_static(breaker: &'static Breaker) {
 
 /// The breaker registered under `name`. When several share a name (two
 /// functions given the same `name = "…"`), the first registered that still
-/// exists.
+/// exists. A name `family[key]` also finds the member of a registered
+/// keyed family.
 #[must_use]
 pub fn get(name: &str) -> Option<BreakerRef> {
-    with_registry(|r| {
+    let found = with_registry(|r| {
         let positions = r.by_name.get(name)?;
         positions.iter().find_map(|&i| r.entries[i].upgrade())
+    });
+    #[cfg(feature = "keyed")]
+    let found = found.or_else(|| member(name));
+    found
+}
+
+#[cfg(feature = "keyed")]
+fn member(name: &str) -> Option<BreakerRef> {
+    let (family, _) = name.strip_suffix(']')?.split_once('[')?;
+    families()
+        .into_iter()
+        .filter(|f| f.name() == family)
+        .find_map(|f| f.members().into_iter().find(|m| m.name() == name))
+        .map(BreakerRef::Member)
+}
+
+/// A registered keyed family: its name, its members, and what it counted.
+#[cfg(feature = "keyed")]
+#[derive(Clone)]
+pub struct FamilyRef(Arc<dyn crate::keyed::Listing>);
+
+#[cfg(feature = "keyed")]
+impl std::fmt::Debug for FamilyRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FamilyRef")
+            .field("name", &self.0.name())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(feature = "keyed")]
+impl FamilyRef {
+    /// The family's name; its members are named `name[key]`.
+    #[must_use]
+    pub fn name(&self) -> crate::Name {
+        self.0.name()
+    }
+
+    /// The breakers the family holds now, in no particular order.
+    #[must_use]
+    pub fn members(&self) -> Vec<Arc<crate::keyed::Member>> {
+        self.0.members()
+    }
+
+    /// The most breakers the family keeps.
+    #[must_use]
+    pub fn max_keys(&self) -> usize {
+        self.0.max_keys()
+    }
+
+    /// Breakers created and stored so far.
+    #[must_use]
+    pub fn created(&self) -> u64 {
+        self.0.counts().0
+    }
+
+    /// Closed breakers evicted to make room for new keys.
+    #[must_use]
+    pub fn evicted(&self) -> u64 {
+        self.0.counts().1
+    }
+
+    /// Calls that found every breaker Open or HalfOpen and ran through a
+    /// breaker that was not kept.
+    #[must_use]
+    pub fn unstored(&self) -> u64 {
+        self.0.counts().2
+    }
+}
+
+#[cfg(feature = "keyed")]
+pub(crate) fn register_family(family: &Arc<dyn crate::keyed::Listing>) {
+    if family.mark_registered() {
+        let weak = Arc::downgrade(family);
+        with_registry(|r| {
+            r.families.retain(|f| f.strong_count() > 0);
+            r.families.push(weak);
+        });
+    }
+}
+
+/// Every registered keyed family, in order of registration.
+#[cfg(feature = "keyed")]
+#[must_use]
+pub fn families() -> Vec<FamilyRef> {
+    with_registry(|r| {
+        r.families
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .map(FamilyRef)
+            .collect()
     })
+}
+
+/// The registered keyed family named `name`.
+#[cfg(feature = "keyed")]
+#[must_use]
+pub fn family(name: &str) -> Option<FamilyRef> {
+    families().into_iter().find(|f| f.name() == name)
 }
 
 /// Every registered breaker, in order of registration.
@@ -313,28 +446,6 @@ impl Drop for Watch {
     fn drop(&mut self) {
         let id = self.id;
         with_registry(|r| r.watchers.retain(|(w, _)| *w != id));
-    }
-}
-
-impl From<Breaker> for BreakerRef {
-    /// A breaker put in an `Arc` (not registered: see
-    /// [`registry::register`](crate::registry::register)).
-    fn from(breaker: Breaker) -> Self {
-        BreakerRef::Shared(Arc::new(breaker))
-    }
-}
-
-impl From<Arc<Breaker>> for BreakerRef {
-    /// The shared breaker itself.
-    fn from(breaker: Arc<Breaker>) -> Self {
-        BreakerRef::Shared(breaker)
-    }
-}
-
-impl From<&'static Breaker> for BreakerRef {
-    /// The breaker in a `static` (or leaked).
-    fn from(breaker: &'static Breaker) -> Self {
-        BreakerRef::Static(breaker)
     }
 }
 

@@ -406,6 +406,12 @@ fn jittered(nanos: u64, jitter: f64) -> u64 {
     (nanos as f64 * (1.0 - jitter * unit)) as u64
 }
 
+/// `Some(time until the next trial)` when `breaker` is open, `None` when
+/// it is not.
+pub(crate) fn open_for(breaker: &Breaker) -> Option<Option<Duration>> {
+    (breaker.state() == State::Open).then(|| breaker.snapshot().retry_after)
+}
+
 /// The attempts of one call; see [`Retry::begin`].
 #[derive(Debug)]
 pub struct Attempts<'r> {
@@ -437,12 +443,22 @@ impl Attempts<'_> {
     /// admit a trial before the delay has passed (the next attempt would
     /// only be rejected), or is forced open.
     pub fn next_delay_through(&mut self, breaker: &Breaker) -> Option<Duration> {
+        self.next_delay_if_open(open_for(breaker))
+    }
+
+    /// [`next_delay_through`](Self::next_delay_through) for a breaker that
+    /// was open (`Some`, with the time until its next trial if known) or not
+    /// (`None`) right after the failure.
+    pub(crate) fn next_delay_if_open(
+        &mut self,
+        open: Option<Option<Duration>>,
+    ) -> Option<Duration> {
         if self.made >= self.retry.attempts {
             return None;
         }
         let delay = self.retry.delay(self.made);
-        if breaker.state() == State::Open {
-            match breaker.snapshot().retry_after {
+        if let Some(retry_after) = open {
+            match retry_after {
                 Some(after) if after <= delay => {}
                 _ => return None,
             }

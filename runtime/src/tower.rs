@@ -82,14 +82,19 @@
 //! clones the handle into its response future: free for a `&'static
 //! Breaker` (a `static`, or a leaked `Box`), one reference-count increment
 //! for an `Arc`.
+//!
+//! With the `keyed` feature, a layer can also guard each request with the
+//! breaker of its key in a [`Family`](crate::Family):
+//! [`CircuitBreakerLayer::per_authority`] keys requests by authority (one
+//! breaker per upstream host), [`CircuitBreakerLayer::per_key`] by a
+//! function of the request. A sick host's breaker then opens alone.
 
-use std::any::Any;
 use std::future::Future;
 use std::mem;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use http::header::HeaderValue;
+pub use crate::classify::{Classify, GrpcClassifier, HttpClassifier};
 pub use tower_layer::Layer;
 pub use tower_service::Service;
 
@@ -111,174 +116,6 @@ use crate::Rejected;
 /// # Ok::<(), failfast_runtime::ConfigError>(())
 /// ```
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// Decides the [`Outcome`] of a call from what the inner service produced.
-///
-/// Implemented by [`HttpClassifier`], [`GrpcClassifier`], and every closure
-/// `Fn(&Result<Res, E>) -> Outcome`, so that a neutral outcome (an error
-/// that is the caller's fault) is as easy to say as a failure:
-///
-/// ```
-/// use failfast_runtime::tower::{CircuitBreakerLayer, Classify};
-/// use failfast_runtime::{Breaker, Outcome};
-///
-/// #[derive(Debug)]
-/// enum DbError { Connection, Constraint }
-///
-/// let classify = |result: &Result<u64, DbError>| match result {
-///     Ok(_) => Outcome::Success,
-///     Err(DbError::Connection) => Outcome::Failure,
-///     Err(DbError::Constraint) => Outcome::Neutral,
-/// };
-/// assert_eq!(classify.classify(&Err(DbError::Constraint)), Outcome::Neutral);
-/// let layer = CircuitBreakerLayer::new(Breaker::builder().build()?).classifier(classify);
-/// # let _ = layer;
-/// # Ok::<(), failfast_runtime::ConfigError>(())
-/// ```
-pub trait Classify<Res, E> {
-    /// The outcome of a call that produced `result`.
-    fn classify(&self, result: &Result<Res, E>) -> Outcome;
-}
-
-impl<F, Res, E> Classify<Res, E> for F
-where
-    F: Fn(&Result<Res, E>) -> Outcome,
-{
-    #[inline]
-    fn classify(&self, result: &Result<Res, E>) -> Outcome {
-        self(result)
-    }
-}
-
-/// The default classifier, for services answering `http::Response<B>`:
-///
-/// | result | outcome |
-/// |---|---|
-/// | `Err(_)`: a transport error, a tower timeout, … | failure |
-/// | 5xx | failure |
-/// | 429 and every other 4xx | neutral: the caller's fault, or a limit on the caller |
-/// | 1xx, 2xx, 3xx | success |
-///
-/// ```
-/// use failfast_runtime::tower::{Classify, HttpClassifier};
-/// use failfast_runtime::Outcome;
-///
-/// let answer = |status: u16| http::Response::builder().status(status).body(()).unwrap();
-/// let outcome = |r: Result<http::Response<()>, &str>| HttpClassifier.classify(&r);
-/// assert_eq!(outcome(Ok(answer(200))), Outcome::Success);
-/// assert_eq!(outcome(Ok(answer(429))), Outcome::Neutral);
-/// assert_eq!(outcome(Ok(answer(503))), Outcome::Failure);
-/// assert_eq!(outcome(Err("connection reset")), Outcome::Failure);
-/// ```
-#[derive(Clone, Copy, Debug, Default)]
-pub struct HttpClassifier;
-
-impl<B, E> Classify<http::Response<B>, E> for HttpClassifier {
-    #[inline]
-    fn classify(&self, result: &Result<http::Response<B>, E>) -> Outcome {
-        match result {
-            Ok(response) => status_outcome(response.status()),
-            Err(_) => Outcome::Failure,
-        }
-    }
-}
-
-fn status_outcome(status: http::StatusCode) -> Outcome {
-    if status.is_server_error() {
-        Outcome::Failure
-    } else if status.is_client_error() {
-        Outcome::Neutral
-    } else {
-        Outcome::Success
-    }
-}
-
-/// A classifier for gRPC: the codes that say the server is sick or
-/// overloaded are failures, the rest of the errors neutral.
-///
-/// | code | outcome |
-/// |---|---|
-/// | `OK` | success |
-/// | `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `RESOURCE_EXHAUSTED`, `INTERNAL`, `UNKNOWN` | failure |
-/// | every other code (`INVALID_ARGUMENT`, `NOT_FOUND`, …) | neutral |
-///
-/// The code is read from the `grpc-status` header of an `http::Response`
-/// (a tonic `Channel` or server route): a call that fails before any message
-/// is sent answers with its status in the headers ("trailers-only"). A
-/// response without `grpc-status` is judged by its HTTP status as
-/// [`HttpClassifier`] does (a proxy's 502 is a failure). An error that is a
-/// `tonic::Status` (with the `tonic` feature; also inside a [`BoxError`]) is
-/// judged by its code; any other error (transport, timeout) is a failure.
-///
-/// ```
-/// use failfast_runtime::tower::{Classify, GrpcClassifier};
-/// use failfast_runtime::Outcome;
-///
-/// let answer = |code: &str| {
-///     http::Response::builder().header("grpc-status", code).body(()).unwrap()
-/// };
-/// let outcome = |r: Result<http::Response<()>, std::io::Error>| GrpcClassifier.classify(&r);
-/// assert_eq!(outcome(Ok(answer("0"))), Outcome::Success);
-/// assert_eq!(outcome(Ok(answer("14"))), Outcome::Failure); // UNAVAILABLE
-/// assert_eq!(outcome(Ok(answer("3"))), Outcome::Neutral); // INVALID_ARGUMENT
-/// ```
-#[derive(Clone, Copy, Debug, Default)]
-pub struct GrpcClassifier;
-
-impl<B, E: 'static> Classify<http::Response<B>, E> for GrpcClassifier {
-    fn classify(&self, result: &Result<http::Response<B>, E>) -> Outcome {
-        match result {
-            Ok(response) => match response.headers().get("grpc-status") {
-                Some(code) => grpc_code_outcome(code),
-                None => status_outcome(response.status()),
-            },
-            Err(error) => grpc_error_outcome(error),
-        }
-    }
-}
-
-/// `UNKNOWN`, `DEADLINE_EXCEEDED`, `RESOURCE_EXHAUSTED`, `INTERNAL`,
-/// `UNAVAILABLE`.
-const GRPC_FAILURES: [i32; 5] = [2, 4, 8, 13, 14];
-
-fn grpc_number_outcome(code: i32) -> Outcome {
-    if code == 0 {
-        Outcome::Success
-    } else if GRPC_FAILURES.contains(&code) {
-        Outcome::Failure
-    } else {
-        Outcome::Neutral
-    }
-}
-
-fn grpc_code_outcome(code: &HeaderValue) -> Outcome {
-    match code
-        .to_str()
-        .ok()
-        .and_then(|c| c.trim().parse::<i32>().ok())
-    {
-        Some(code) => grpc_number_outcome(code),
-        // Unreadable: gRPC says to take it as UNKNOWN.
-        None => Outcome::Failure,
-    }
-}
-
-fn grpc_error_outcome<E: 'static>(error: &E) -> Outcome {
-    #[cfg(feature = "tonic")]
-    {
-        let any: &dyn Any = error;
-        let status = any.downcast_ref::<tonic::Status>().or_else(|| {
-            any.downcast_ref::<BoxError>()
-                .and_then(|e| e.downcast_ref::<tonic::Status>())
-        });
-        if let Some(status) = status {
-            return grpc_number_outcome(status.code() as i32);
-        }
-    }
-    #[cfg(not(feature = "tonic"))]
-    let _: &dyn Any = error;
-    Outcome::Failure
-}
 
 /// What a [`CircuitBreaker`] answers when the breaker refuses a call, and
 /// the error type that comes with it.
@@ -512,9 +349,14 @@ pub fn error_response<B: From<String>>(error: BoxError) -> http::Response<B> {
 /// # let _ = service;
 /// # Ok::<(), failfast_runtime::ConfigError>(())
 /// ```
+///
+/// The breaker is one [`BreakerRef`] by default; with
+/// [`per_key`](CircuitBreakerLayer::per_key) or
+/// [`per_authority`](CircuitBreakerLayer::per_authority) it is a keyed
+/// family's breaker of each request's key (`B` is then [`PerKey`]).
 #[derive(Clone, Debug)]
-pub struct CircuitBreakerLayer<C = HttpClassifier, R = RefuseWithError> {
-    breaker: BreakerRef,
+pub struct CircuitBreakerLayer<C = HttpClassifier, R = RefuseWithError, B = BreakerRef> {
+    breaker: B,
     classifier: C,
     on_rejected: R,
 }
@@ -548,7 +390,7 @@ impl CircuitBreakerLayer {
     }
 }
 
-impl<C, R> CircuitBreakerLayer<C, R> {
+impl<C, R, B> CircuitBreakerLayer<C, R, B> {
     /// The same layer, deciding outcomes with `classifier`: a
     /// [`GrpcClassifier`], or a closure `Fn(&Result<Res, E>) -> Outcome`.
     ///
@@ -561,7 +403,7 @@ impl<C, R> CircuitBreakerLayer<C, R> {
     /// # let _ = layer;
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
-    pub fn classifier<C2>(self, classifier: C2) -> CircuitBreakerLayer<C2, R> {
+    pub fn classifier<C2>(self, classifier: C2) -> CircuitBreakerLayer<C2, R, B> {
         CircuitBreakerLayer {
             breaker: self.breaker,
             classifier,
@@ -593,7 +435,7 @@ impl<C, R> CircuitBreakerLayer<C, R> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn refuse_with_response(self) -> CircuitBreakerLayer<C, RefuseWithResponse> {
+    pub fn refuse_with_response(self) -> CircuitBreakerLayer<C, RefuseWithResponse, B> {
         self.on_rejected(RefuseWithResponse)
     }
 
@@ -614,20 +456,22 @@ impl<C, R> CircuitBreakerLayer<C, R> {
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
     #[cfg(feature = "tonic")]
-    pub fn refuse_with_status(self) -> CircuitBreakerLayer<C, RefuseWithStatus> {
+    pub fn refuse_with_status(self) -> CircuitBreakerLayer<C, RefuseWithStatus, B> {
         self.on_rejected(RefuseWithStatus)
     }
 
     /// The same layer, answering refusals with `on_rejected` (see
     /// [`OnRejected`] for an example).
-    pub fn on_rejected<R2>(self, on_rejected: R2) -> CircuitBreakerLayer<C, R2> {
+    pub fn on_rejected<R2>(self, on_rejected: R2) -> CircuitBreakerLayer<C, R2, B> {
         CircuitBreakerLayer {
             breaker: self.breaker,
             classifier: self.classifier,
             on_rejected,
         }
     }
+}
 
+impl<C, R> CircuitBreakerLayer<C, R> {
     /// The breaker this layer guards with.
     ///
     /// ```
@@ -643,7 +487,7 @@ impl<C, R> CircuitBreakerLayer<C, R> {
     }
 }
 
-impl<S, C: Clone, R: Clone> Layer<S> for CircuitBreakerLayer<C, R> {
+impl<S, C: Clone, R: Clone> Layer<S> for CircuitBreakerLayer<C, R, BreakerRef> {
     type Service = CircuitBreaker<S, C, R>;
 
     fn layer(&self, inner: S) -> Self::Service {
@@ -742,72 +586,97 @@ where
     /// [module documentation](self#readiness-never-takes-a-trial)).
     #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        match self.inner.poll_ready(cx) {
-            Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
-            Poll::Ready(Err(e)) => Poll::Ready(Err(self.on_rejected.error(e))),
-            Poll::Pending => Poll::Pending,
-        }
+        inner_ready(&mut self.inner, &self.on_rejected, cx)
     }
 
     #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
-        let kind = match self.breaker.acquire() {
-            Ok(permit) => {
-                // A panic in the inner `call` drops `permit` while unwinding:
-                // a failure.
-                let future = self.inner.call(request);
-                let permit = OwnedPermit {
+        match self.breaker.acquire() {
+            // The inner future is built in its place in the response future,
+            // and the permit lives while the inner `call` runs: a panic there
+            // drops it while unwinding, a failure.
+            Ok(permit) => ResponseFuture {
+                kind: Kind::Admitted {
+                    future: self.inner.call(request),
+                },
+                state: State::Admitted(OwnedPermit {
                     breaker: self.breaker.clone(),
                     detached: Some(permit.detach()),
-                };
-                return ResponseFuture {
-                    kind: Kind::Admitted { future },
-                    permit: Some(permit),
-                    classifier: self.classifier.clone(),
-                    on_rejected: self.on_rejected.clone(),
-                };
-            }
-            Err(rejected) => Kind::Refused {
-                rejected: Some(rejected),
+                }),
+                classifier: self.classifier.clone(),
+                on_rejected: self.on_rejected.clone(),
             },
-        };
-        ResponseFuture {
-            kind,
-            permit: None,
-            classifier: self.classifier.clone(),
-            on_rejected: self.on_rejected.clone(),
+            Err(rejected) => ResponseFuture {
+                kind: Kind::Refused,
+                state: State::Refused(Some(rejected)),
+                classifier: self.classifier.clone(),
+                on_rejected: self.on_rejected.clone(),
+            },
         }
+    }
+}
+
+/// The inner service's readiness, its error answered by `on_rejected`.
+#[inline]
+fn inner_ready<S, Req, R>(
+    inner: &mut S,
+    on_rejected: &R,
+    cx: &mut Context<'_>,
+) -> Poll<Result<(), R::Error>>
+where
+    S: Service<Req>,
+    R: OnRejected<S::Response, S::Error>,
+{
+    match inner.poll_ready(cx) {
+        Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
+        Poll::Ready(Err(e)) => Poll::Ready(Err(on_rejected.error(e))),
+        Poll::Pending => Poll::Pending,
+    }
+}
+
+/// A handle to a breaker that a response future can own: a [`BreakerRef`],
+/// or a keyed family's `Arc<Member>` (feature `keyed`).
+pub trait BreakerHandle {
+    /// The breaker.
+    fn breaker(&self) -> &Breaker;
+}
+
+impl BreakerHandle for BreakerRef {
+    #[inline]
+    fn breaker(&self) -> &Breaker {
+        self
     }
 }
 
 /// A permit owned together with a handle to its breaker, so a `'static`
 /// future can hold it. Dropped unresolved, it is an abandoned call.
 #[derive(Debug)]
-struct OwnedPermit {
-    breaker: BreakerRef,
+struct OwnedPermit<H: BreakerHandle> {
+    breaker: H,
     detached: Option<Detached>,
 }
 
-impl OwnedPermit {
+impl<H: BreakerHandle> OwnedPermit<H> {
     #[inline]
-    fn record(mut self, outcome: Outcome) {
+    fn record(&mut self, outcome: Outcome) {
         if let Some(detached) = self.detached.take() {
-            detached.attach(&self.breaker).record(outcome);
+            detached.attach(self.breaker.breaker()).record(outcome);
         }
     }
 
     /// The inner future panicked: a failure, recorded now.
-    fn failed_now(mut self) {
+    fn failed_now(&mut self) {
         if let Some(detached) = self.detached.take() {
-            detached.attach(&self.breaker).failed_now();
+            detached.attach(self.breaker.breaker()).failed_now();
         }
     }
 }
 
-impl Drop for OwnedPermit {
+impl<H: BreakerHandle> Drop for OwnedPermit<H> {
+    #[inline]
     fn drop(&mut self) {
         if let Some(detached) = self.detached.take() {
-            detached.attach(&self.breaker).abandoned();
+            detached.attach(self.breaker.breaker()).abandoned();
         }
     }
 }
@@ -833,10 +702,10 @@ pin_project_lite::pin_project! {
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
     #[must_use = "futures do nothing unless awaited"]
-    pub struct ResponseFuture<F, C, R> {
+    pub struct ResponseFuture<F, C, R, H: BreakerHandle = BreakerRef> {
         #[pin]
         kind: Kind<F>,
-        permit: Option<OwnedPermit>,
+        state: State<H>,
         classifier: C,
         on_rejected: R,
     }
@@ -846,16 +715,27 @@ pin_project_lite::pin_project! {
     #[project = KindProj]
     enum Kind<F> {
         Admitted { #[pin] future: F },
-        Refused { rejected: Option<Rejected> },
+        Refused,
     }
 }
 
-impl<F, C, R> std::fmt::Debug for ResponseFuture<F, C, R> {
+/// The call's permit, or the refusal to answer with. Kept apart from the
+/// inner future (rather than in `Kind`'s variants): with the inner future
+/// alone in `Kind`, the compiler builds it in place, where a variant holding
+/// the permit too cost the `benches/tower.rs` loop about 3 ns more per call
+/// in copies of the response.
+#[derive(Debug)]
+enum State<H: BreakerHandle> {
+    Admitted(OwnedPermit<H>),
+    Refused(Option<Rejected>),
+}
+
+impl<F, C, R, H: BreakerHandle> std::fmt::Debug for ResponseFuture<F, C, R, H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = match self.kind {
-            Kind::Admitted { .. } if self.permit.is_some() => "admitted",
-            Kind::Admitted { .. } => "finished",
-            Kind::Refused { .. } => "refused",
+        let state = match &self.state {
+            State::Admitted(permit) if permit.detached.is_some() => "admitted",
+            State::Admitted(_) => "finished",
+            State::Refused(_) => "refused",
         };
         f.debug_struct("ResponseFuture")
             .field("state", &state)
@@ -863,8 +743,9 @@ impl<F, C, R> std::fmt::Debug for ResponseFuture<F, C, R> {
     }
 }
 
-impl<F, C, R, Res, E> Future for ResponseFuture<F, C, R>
+impl<F, C, R, H, Res, E> Future for ResponseFuture<F, C, R, H>
 where
+    H: BreakerHandle,
     F: Future<Output = Result<Res, E>>,
     C: Classify<Res, E>,
     R: OnRejected<Res, E>,
@@ -874,36 +755,296 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        match this.kind.project() {
-            KindProj::Admitted { future } => {
-                let guard = PanicGuard(&mut *this.permit);
+        match (this.kind.project(), this.state) {
+            (KindProj::Admitted { future }, State::Admitted(permit)) => {
+                let guard = PanicGuard(&mut *permit);
                 let polled = future.poll(cx);
                 mem::forget(guard);
                 let Poll::Ready(result) = polled else {
                     return Poll::Pending;
                 };
-                if let Some(permit) = this.permit.take() {
-                    permit.record(this.classifier.classify(&result));
-                }
+                permit.record(this.classifier.classify(&result));
                 Poll::Ready(result.map_err(|e| this.on_rejected.error(e)))
             }
-            KindProj::Refused { rejected } => {
+            (_, State::Refused(rejected)) => {
                 let rejected = rejected
                     .take()
                     .expect("a refused ResponseFuture polled after it finished");
                 Poll::Ready(this.on_rejected.rejected(rejected))
+            }
+            (KindProj::Refused, State::Admitted(_)) => {
+                unreachable!("a refused call holds no permit")
             }
         }
     }
 }
 
 /// Dropped only while a poll of the inner future unwinds.
-struct PanicGuard<'a>(&'a mut Option<OwnedPermit>);
+struct PanicGuard<'a, H: BreakerHandle>(&'a mut OwnedPermit<H>);
 
-impl Drop for PanicGuard<'_> {
+impl<H: BreakerHandle> Drop for PanicGuard<'_, H> {
     fn drop(&mut self) {
-        if let Some(permit) = self.0.take() {
-            permit.failed_now();
+        self.0.failed_now();
+    }
+}
+
+#[cfg(feature = "keyed")]
+pub use per_key::{ByAuthority, KeyOf, KeyedCircuitBreaker, PerKey};
+
+/// A breaker per key of the request (feature `keyed`).
+#[cfg(feature = "keyed")]
+mod per_key {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{Family, Key, Member};
+
+    impl BreakerHandle for Arc<Member> {
+        #[inline]
+        fn breaker(&self) -> &Breaker {
+            Member::breaker(self)
+        }
+    }
+
+    /// Finds the breaker of a request in a [`Family`]: the key function of
+    /// a [`CircuitBreakerLayer::per_key`] layer.
+    ///
+    /// Implemented by [`ByAuthority`] and by every closure `Fn(&Req) -> K`
+    /// returning an owned key (a `String`, an integer, a tuple of them).
+    pub trait KeyOf<Req, K> {
+        /// The breaker of `request`'s key in `family`, made if the key is
+        /// new.
+        fn member(&self, family: &Family<K>, request: &Req) -> Arc<Member>;
+    }
+
+    impl<Req, K, F> KeyOf<Req, K> for F
+    where
+        F: Fn(&Req) -> K,
+        K: Key<Owned = K> + Clone + Eq + Send + Sync + 'static,
+    {
+        #[inline]
+        fn member(&self, family: &Family<K>, request: &Req) -> Arc<Member> {
+            family.get(&self(request))
+        }
+    }
+
+    /// Keys an `http::Request` by its authority, `host` or `host:port` as the
+    /// request names it: the URI's (a client's absolute-form request, or
+    /// HTTP/2's `:authority`), else the `Host` header, else `""`. User
+    /// information (`user:password@`) is left out, so it never reaches a
+    /// breaker's name. Looked up without allocating.
+    ///
+    /// ```
+    /// use failfast_runtime::tower::{ByAuthority, KeyOf};
+    /// use failfast_runtime::{Breaker, Family};
+    ///
+    /// let hosts: Family<String> = Family::builder(Breaker::builder().name("upstream")).build()?;
+    /// let request = http::Request::get("http://user:secret@inventory:8080/stock").body(())?;
+    /// assert_eq!(ByAuthority.member(&hosts, &request).name(), "upstream[inventory:8080]");
+    /// let request = http::Request::get("/stock").header("host", "search").body(())?;
+    /// assert_eq!(ByAuthority.member(&hosts, &request).name(), "upstream[search]");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct ByAuthority;
+
+    impl<B> KeyOf<http::Request<B>, String> for ByAuthority {
+        fn member(&self, family: &Family<String>, request: &http::Request<B>) -> Arc<Member> {
+            let authority = match request.uri().authority() {
+                Some(authority) => authority.as_str(),
+                None => request
+                    .headers()
+                    .get(http::header::HOST)
+                    .and_then(|host| host.to_str().ok())
+                    .unwrap_or(""),
+            };
+            let host = authority.rsplit('@').next().unwrap_or(authority);
+            family.get(host)
+        }
+    }
+
+    /// The breakers of a [`CircuitBreakerLayer::per_key`] layer: a family
+    /// and the key function that picks a request's member.
+    #[derive(Debug)]
+    pub struct PerKey<K, KF> {
+        family: Family<K>,
+        key: KF,
+    }
+
+    impl<K, KF: Clone> Clone for PerKey<K, KF> {
+        fn clone(&self) -> Self {
+            PerKey {
+                family: self.family.clone(),
+                key: self.key.clone(),
+            }
+        }
+    }
+
+    impl CircuitBreakerLayer {
+        /// A layer guarding each request with the breaker of its key in
+        /// `family`, found by `key` (a closure `Fn(&Req) -> K`, or
+        /// [`ByAuthority`]); a key's breaker is made on its first request.
+        ///
+        /// ```
+        /// use failfast_runtime::tower::CircuitBreakerLayer;
+        /// use failfast_runtime::{Breaker, Family};
+        ///
+        /// // One breaker per tenant, named "search[TENANT]".
+        /// let tenants: Family<String> = Family::builder(Breaker::builder().name("search"))
+        ///     .max_keys(256)
+        ///     .build()?;
+        /// let layer = CircuitBreakerLayer::per_key(tenants, |request: &http::Request<String>| {
+        ///     let tenant = request.headers().get("x-tenant").and_then(|t| t.to_str().ok());
+        ///     tenant.unwrap_or("anonymous").to_owned()
+        /// });
+        /// # let _ = layer;
+        /// # Ok::<(), failfast_runtime::ConfigError>(())
+        /// ```
+        pub fn per_key<K, KF>(
+            family: Family<K>,
+            key: KF,
+        ) -> CircuitBreakerLayer<HttpClassifier, RefuseWithError, PerKey<K, KF>> {
+            CircuitBreakerLayer {
+                breaker: PerKey { family, key },
+                classifier: HttpClassifier,
+                on_rejected: RefuseWithError,
+            }
+        }
+
+        /// A layer guarding each request with the breaker of its authority
+        /// ([`ByAuthority`]) in `family`: one breaker per upstream host of a
+        /// client stack, or per virtual host of a server, named
+        /// `family[host:port]`.
+        ///
+        /// ```
+        /// use failfast_runtime::tower::CircuitBreakerLayer;
+        /// use failfast_runtime::{Breaker, Family};
+        /// use std::time::Duration;
+        /// use tower::ServiceBuilder;
+        ///
+        /// let hosts = Family::builder(Breaker::builder().name("upstream").threshold(5)).build()?;
+        /// let client = ServiceBuilder::new()
+        ///     .layer(CircuitBreakerLayer::per_authority(hosts))
+        ///     .timeout(Duration::from_secs(2))
+        ///     .service_fn(|_: http::Request<()>| async {
+        ///         Ok::<_, std::io::Error>(http::Response::new(()))
+        ///     });
+        /// # let _ = client;
+        /// # Ok::<(), failfast_runtime::ConfigError>(())
+        /// ```
+        pub fn per_authority(
+            family: Family<String>,
+        ) -> CircuitBreakerLayer<HttpClassifier, RefuseWithError, PerKey<String, ByAuthority>>
+        {
+            Self::per_key(family, ByAuthority)
+        }
+    }
+
+    impl<C, R, K, KF> CircuitBreakerLayer<C, R, PerKey<K, KF>> {
+        /// The family whose breakers this layer guards with.
+        ///
+        /// ```
+        /// use failfast_runtime::tower::CircuitBreakerLayer;
+        /// use failfast_runtime::{Breaker, Family};
+        ///
+        /// let hosts = Family::builder(Breaker::builder().name("upstream")).build()?;
+        /// let layer = CircuitBreakerLayer::per_authority(hosts);
+        /// assert_eq!(layer.family().name(), "upstream");
+        /// # Ok::<(), failfast_runtime::ConfigError>(())
+        /// ```
+        pub fn family(&self) -> &Family<K> {
+            &self.breaker.family
+        }
+    }
+
+    impl<S, C: Clone, R: Clone, K, KF: Clone> Layer<S> for CircuitBreakerLayer<C, R, PerKey<K, KF>> {
+        type Service = KeyedCircuitBreaker<S, K, KF, C, R>;
+
+        fn layer(&self, inner: S) -> Self::Service {
+            KeyedCircuitBreaker {
+                inner,
+                breakers: self.breaker.clone(),
+                classifier: self.classifier.clone(),
+                on_rejected: self.on_rejected.clone(),
+            }
+        }
+    }
+
+    /// A service guarded by the breaker of each request's key; made by
+    /// [`CircuitBreakerLayer::per_key`] and
+    /// [`CircuitBreakerLayer::per_authority`].
+    #[derive(Clone, Debug)]
+    pub struct KeyedCircuitBreaker<S, K, KF, C = HttpClassifier, R = RefuseWithError> {
+        inner: S,
+        breakers: PerKey<K, KF>,
+        classifier: C,
+        on_rejected: R,
+    }
+
+    impl<S, K, KF, C, R> KeyedCircuitBreaker<S, K, KF, C, R> {
+        /// The family whose breakers guard this service.
+        ///
+        /// ```
+        /// use failfast_runtime::tower::CircuitBreakerLayer;
+        /// use failfast_runtime::{Breaker, Family};
+        /// use tower::{service_fn, Layer};
+        ///
+        /// let hosts = Family::builder(Breaker::builder().name("upstream")).build()?;
+        /// let service = CircuitBreakerLayer::per_authority(hosts)
+        ///     .layer(service_fn(|_: http::Request<()>| async { Ok::<_, std::io::Error>(http::Response::new(())) }));
+        /// assert!(service.family().is_empty());
+        /// # Ok::<(), failfast_runtime::ConfigError>(())
+        /// ```
+        pub fn family(&self) -> &Family<K> {
+            &self.breakers.family
+        }
+    }
+
+    impl<S, Req, K, KF, C, R> Service<Req> for KeyedCircuitBreaker<S, K, KF, C, R>
+    where
+        S: Service<Req>,
+        KF: KeyOf<Req, K>,
+        C: Classify<S::Response, S::Error> + Clone,
+        R: OnRejected<S::Response, S::Error> + Clone,
+    {
+        type Response = S::Response;
+        type Error = R::Error;
+        type Future = ResponseFuture<S::Future, C, R, Arc<Member>>;
+
+        /// The inner service's readiness; no breaker is asked (see the
+        /// [module documentation](super#readiness-never-takes-a-trial)).
+        #[inline]
+        fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            inner_ready(&mut self.inner, &self.on_rejected, cx)
+        }
+
+        fn call(&mut self, request: Req) -> Self::Future {
+            let member = self.breakers.key.member(&self.breakers.family, &request);
+            let detached = match member.breaker().acquire() {
+                Ok(permit) => permit.detach(),
+                Err(rejected) => {
+                    return ResponseFuture {
+                        kind: Kind::Refused,
+                        state: State::Refused(Some(rejected)),
+                        classifier: self.classifier.clone(),
+                        on_rejected: self.on_rejected.clone(),
+                    }
+                }
+            };
+            let mut permit = OwnedPermit {
+                breaker: member,
+                detached: Some(detached),
+            };
+            // A panic in the inner `call` is a failure.
+            let guard = PanicGuard(&mut permit);
+            let future = self.inner.call(request);
+            mem::forget(guard);
+            ResponseFuture {
+                kind: Kind::Admitted { future },
+                state: State::Admitted(permit),
+                classifier: self.classifier.clone(),
+                on_rejected: self.on_rejected.clone(),
+            }
         }
     }
 }
@@ -911,86 +1052,6 @@ impl Drop for PanicGuard<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn grpc(code: &str) -> Outcome {
-        let response = http::Response::builder()
-            .header("grpc-status", code)
-            .body(())
-            .unwrap();
-        GrpcClassifier.classify(&Ok::<_, std::io::Error>(response))
-    }
-
-    #[test]
-    fn grpc_codes_that_say_the_server_is_sick_are_failures_the_rest_neutral() {
-        assert_eq!(grpc("0"), Outcome::Success);
-        for sick in ["2", "4", "8", "13", "14"] {
-            assert_eq!(grpc(sick), Outcome::Failure, "code {sick}");
-        }
-        for neutral in ["1", "3", "5", "6", "7", "9", "10", "11", "12", "15", "16"] {
-            assert_eq!(grpc(neutral), Outcome::Neutral, "code {neutral}");
-        }
-        assert_eq!(grpc("not a number"), Outcome::Failure, "read as UNKNOWN");
-    }
-
-    #[test]
-    fn a_grpc_response_without_a_status_is_judged_by_its_http_status() {
-        let answer = |status: u16| {
-            let response = http::Response::builder().status(status).body(()).unwrap();
-            GrpcClassifier.classify(&Ok::<_, std::io::Error>(response))
-        };
-        assert_eq!(answer(200), Outcome::Success);
-        assert_eq!(answer(502), Outcome::Failure);
-        assert_eq!(answer(404), Outcome::Neutral);
-        let transport = Err::<http::Response<()>, _>(std::io::Error::other("reset"));
-        assert_eq!(GrpcClassifier.classify(&transport), Outcome::Failure);
-    }
-
-    #[cfg(feature = "tonic")]
-    #[test]
-    fn tonic_status_errors_are_judged_by_their_code_also_inside_a_box_error() {
-        let status = |s: tonic::Status| GrpcClassifier.classify(&Err::<http::Response<()>, _>(s));
-        assert_eq!(status(tonic::Status::unavailable("down")), Outcome::Failure);
-        assert_eq!(status(tonic::Status::internal("bug")), Outcome::Failure);
-        assert_eq!(
-            status(tonic::Status::invalid_argument("bad")),
-            Outcome::Neutral
-        );
-        assert_eq!(status(tonic::Status::not_found("gone")), Outcome::Neutral);
-
-        let boxed = |s: tonic::Status| {
-            let error: BoxError = Box::new(s);
-            GrpcClassifier.classify(&Err::<http::Response<()>, _>(error))
-        };
-        assert_eq!(
-            boxed(tonic::Status::deadline_exceeded("slow")),
-            Outcome::Failure
-        );
-        assert_eq!(
-            boxed(tonic::Status::permission_denied("no")),
-            Outcome::Neutral
-        );
-    }
-
-    #[test]
-    fn http_statuses_split_into_success_neutral_and_failure() {
-        let answer = |status: u16| {
-            let response = http::Response::builder().status(status).body(()).unwrap();
-            HttpClassifier.classify(&Ok::<_, Infallible>(response))
-        };
-        for (status, outcome) in [
-            (101, Outcome::Success),
-            (204, Outcome::Success),
-            (304, Outcome::Success),
-            (400, Outcome::Neutral),
-            (429, Outcome::Neutral),
-            (499, Outcome::Neutral),
-            (500, Outcome::Failure),
-            (503, Outcome::Failure),
-            (599, Outcome::Failure),
-        ] {
-            assert_eq!(answer(status), outcome, "status {status}");
-        }
-    }
 
     #[cfg(feature = "tonic")]
     #[tokio::test]

@@ -1,0 +1,196 @@
+//! Where a guarded function's breaker comes from, and the code that finds
+//! it on each call:
+//!
+//! ```text
+//! // its own breaker (no `key`, no `breaker`):
+//! static __FAILFAST_BREAKER: Breaker = Breaker::from_config(CONFIG);
+//! let __failfast_breaker: &'static Breaker = breaker(&__FAILFAST_BREAKER);
+//! .. acquire(__failfast_breaker) ..
+//!
+//! // its own family (`key = expr`):
+//! static __FAILFAST_FAMILY: KeyedSlot = KeyedSlot::new(CONFIG, MAX_KEYS, MAX_CONCURRENT);
+//! let __failfast_member = member(&__FAILFAST_FAMILY, &(expr));   // at `expr`: Key
+//! let __failfast_breaker: &Breaker = __failfast_member.breaker();
+//! .. acquire_member(&__failfast_member) ..
+//!
+//! // a shared breaker (`breaker = PAYMENTS`), or family (with `key`):
+//! let __failfast_breaker: &'static Breaker = breaker(&PAYMENTS);  // at `PAYMENTS`
+//! let __failfast_member = member(&PAYMENTS, &(expr));            // at `PAYMENTS`
+//! ```
+//!
+//! With `max_concurrent`, a function's own family gives each key its own
+//! bulkhead; otherwise the function has one, in
+//! `static __FAILFAST_BULKHEAD: Bulkhead`.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::{Expr, Ident, Path};
+
+use crate::args::{Args, DEFAULT_MAX_KEYS};
+use crate::expand::{config, respan};
+
+enum Breaker<'a> {
+    /// The function's own `static` breaker, with these settings.
+    Own(TokenStream),
+    /// The function's own family, with these settings.
+    OwnFamily(TokenStream, &'a Expr),
+    /// `breaker = PATH`, without and with `key`.
+    Shared(&'a Path),
+    SharedFamily(&'a Path, &'a Expr),
+}
+
+pub(crate) struct Source<'a> {
+    breaker: Breaker<'a>,
+    private: &'a TokenStream,
+    allow: &'a TokenStream,
+    max_keys: u32,
+    max_concurrent: Option<u32>,
+    /// Where a missing `keyed` feature is reported: the `key` as written.
+    key_span: proc_macro2::Span,
+}
+
+impl<'a> Source<'a> {
+    pub(crate) fn new(
+        args: &'a Args,
+        default_name: TokenStream,
+        private: &'a TokenStream,
+        allow: &'a TokenStream,
+    ) -> Self {
+        let key = args.key.as_ref().map(|key| &key.value);
+        let breaker = match (&args.breaker, key) {
+            (Some(shared), None) => Breaker::Shared(&shared.value),
+            (Some(shared), Some(key)) => Breaker::SharedFamily(&shared.value, key),
+            (None, None) => Breaker::Own(config(args, default_name, private)),
+            (None, Some(key)) => Breaker::OwnFamily(config(args, default_name, private), key),
+        };
+        Source {
+            breaker,
+            private,
+            allow,
+            max_keys: args.max_keys.as_ref().map_or(DEFAULT_MAX_KEYS, |n| n.value),
+            max_concurrent: args.max_concurrent.as_ref().map(|n| n.value),
+            key_span: args
+                .written("key")
+                .map_or_else(proc_macro2::Span::call_site, Ident::span),
+        }
+    }
+
+    /// The statics the function declares: its breaker or family, and its
+    /// bulkhead unless each key has one.
+    pub(crate) fn statics(&self) -> TokenStream {
+        let (private, allow) = (self.private, self.allow);
+        let breaker = match &self.breaker {
+            Breaker::Own(config) => quote! {
+                #allow
+                static __FAILFAST_BREAKER: #private::Breaker = #private::Breaker::from_config(#config);
+            },
+            Breaker::OwnFamily(config, _) => {
+                let max_keys = proc_macro2::Literal::usize_unsuffixed(self.max_keys as usize);
+                let max_concurrent = match self.max_concurrent {
+                    Some(n) => {
+                        let n = proc_macro2::Literal::u32_unsuffixed(n);
+                        quote!(::core::option::Option::Some(#n))
+                    }
+                    None => quote!(::core::option::Option::None),
+                };
+                quote! {
+                    #allow
+                    static __FAILFAST_FAMILY: #private::KeyedSlot =
+                        #private::KeyedSlot::new(#config, #max_keys, #max_concurrent);
+                }
+            }
+            Breaker::Shared(_) | Breaker::SharedFamily(..) => TokenStream::new(),
+        };
+        let bulkhead = self.function_bulkhead().then(|| {
+            let max = proc_macro2::Literal::u32_unsuffixed(self.max_concurrent.unwrap_or(0));
+            quote! {
+                #allow
+                static __FAILFAST_BULKHEAD: #private::Bulkhead = #private::Bulkhead::new(#max);
+            }
+        });
+        quote!(#breaker #bulkhead)
+    }
+
+    /// Whether the function has a breaker of its own (no `key`, no
+    /// `breaker`), in `__FAILFAST_BREAKER`.
+    pub(crate) fn is_own(&self) -> bool {
+        matches!(self.breaker, Breaker::Own(_))
+    }
+
+    /// With `max_concurrent`, whether the function has one bulkhead for all
+    /// its calls (not one per key of its own family).
+    fn function_bulkhead(&self) -> bool {
+        self.max_concurrent.is_some() && !matches!(self.breaker, Breaker::OwnFamily(..))
+    }
+
+    /// Statements run first on each call: `__failfast_breaker` (and
+    /// `__failfast_member` when keyed) bound.
+    pub(crate) fn lookup(&self) -> TokenStream {
+        let (private, allow) = (self.private, self.allow);
+        let member = |family: TokenStream, key: &Expr| {
+            // The key's type is checked at the expression: `Key` is
+            // reported there, once.
+            let span = key.span();
+            let key = quote_spanned!(span=> &(#key));
+            let feature = respan(quote!(#private::Keyed), self.key_span);
+            quote! {
+                #allow
+                #private::keyed(#feature);
+                #allow
+                let __failfast_member = #private::member(#family, #key);
+                #allow
+                let __failfast_breaker: &#private::Breaker = __failfast_member.breaker();
+            }
+        };
+        match &self.breaker {
+            Breaker::Own(_) => quote! {
+                #allow
+                let __failfast_breaker: &'static #private::Breaker =
+                    #private::breaker(&__FAILFAST_BREAKER);
+            },
+            Breaker::Shared(path) => {
+                let call = shared_call(private, "breaker", path);
+                quote! {
+                    #allow
+                    let __failfast_breaker: &'static #private::Breaker = #call;
+                }
+            }
+            Breaker::OwnFamily(_, key) => member(quote!(&__FAILFAST_FAMILY), key),
+            Breaker::SharedFamily(path, key) => {
+                let span = path.span();
+                member(quote_spanned!(span=> &#path), key)
+            }
+        }
+    }
+
+    /// The expression asking for a permit.
+    pub(crate) fn acquire(&self) -> TokenStream {
+        let private = self.private;
+        match &self.breaker {
+            Breaker::Own(_) | Breaker::Shared(_) => quote!(#private::acquire(__failfast_breaker)),
+            Breaker::OwnFamily(..) | Breaker::SharedFamily(..) => {
+                quote!(#private::acquire_member(&__failfast_member))
+            }
+        }
+    }
+
+    /// The expression asking for a place in the bulkhead (`max_concurrent`).
+    pub(crate) fn enter(&self) -> TokenStream {
+        let private = self.private;
+        if self.function_bulkhead() {
+            quote!(#private::enter(&__FAILFAST_BULKHEAD))
+        } else {
+            quote!(#private::enter_member(&__failfast_member))
+        }
+    }
+}
+
+/// `private::function(&PATH)`, at `PATH`: a path that is not what the
+/// function expects is reported there.
+fn shared_call(private: &TokenStream, function: &str, path: &Path) -> TokenStream {
+    let span = path.span();
+    let function = Ident::new(function, span);
+    let path = path.to_token_stream();
+    quote_spanned!(span=> #private::#function(&#path))
+}

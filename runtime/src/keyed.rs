@@ -1,0 +1,697 @@
+//! One breaker per key: a bounded family of breakers built from one
+//! configuration (feature `keyed`).
+//!
+//! A client talking to three replicas wants three breakers, not one: a sick
+//! replica must not refuse calls to the healthy two. A [`Family`] creates the
+//! breaker of a key (a host, a tenant, a `(region, shard)` pair) on the first
+//! call with that key, from the family's settings, and names it
+//! `family[key]`.
+//!
+//! # Cost
+//!
+//! Looking up an existing key is lock-free and allocates nothing: one probe
+//! of a concurrent hash map (scc's `HashIndex`, with foldhash) under an
+//! epoch guard,
+//! and, at most once between two insertions, a relaxed store of the key's
+//! recency stamp. [`Family::with`] lends the member for the duration of a
+//! closure; [`Family::get`] hands out an [`Arc`] (one reference-count
+//! increment, the only write to memory threads share on a hit). A new key
+//! takes the family's insertion lock, so that each key's breaker is built
+//! exactly once however many threads ask for it at the same moment.
+//!
+//! # Bounded
+//!
+//! A family holds at most `max_keys` breakers (default [`DEFAULT_MAX_KEYS`]).
+//! When it is full, a new key evicts the least recently used breaker that is
+//! **Closed**: an Open or HalfOpen breaker is never evicted, since forgetting
+//! it would forget that its dependency is sick. Recency is kept as a stamp
+//! that advances with each insertion, so keys used since the last insertion
+//! tie; the scan for the victim is O(`max_keys`) and happens only on an
+//! insertion into a full family. When every breaker is Open or HalfOpen, the
+//! new key's call runs through a fresh breaker that is not stored: it is
+//! counted by [`Family::unstored`] (and, with the `tracing` feature, logged
+//! at `WARN`, target `failfast`), and that key gets no memory of its calls
+//! until a slot frees up. A key's memory is about 1.3 KiB (its breaker, its
+//! name, its entry in the map), measured in `benches/keyed.rs`.
+//!
+//! # Why scc's `HashIndex`
+//!
+//! Its reads take no lock and write nothing shared: an epoch guard
+//! (thread-local) and a probe. Measured beside papaya's `HashMap` (also
+//! lock-free for reads) in `benches/keyed.rs`, it looked keys up faster on
+//! one thread and as fast on two (figures in `benches/README.md`). Writes
+//! take a bucket lock, which only the insertion path (already serialised
+//! here) uses.
+//!
+//! ```
+//! use failfast_runtime::{Breaker, Family, State};
+//!
+//! let hosts: Family<String> = Family::builder(Breaker::builder().name("upstream").threshold(2))
+//!     .max_keys(64)
+//!     .build()?;
+//!
+//! for _ in 0..2 {
+//!     let _ = hosts.get("10.0.0.3").call(|| Err::<(), _>("connection refused"));
+//! }
+//! assert_eq!(hosts.get("10.0.0.3").state(), State::Open);
+//! assert_eq!(hosts.get("10.0.0.1").state(), State::Closed);
+//! assert_eq!(hosts.get("10.0.0.3").name(), "upstream[10.0.0.3]");
+//! # Ok::<(), failfast_runtime::ConfigError>(())
+//! ```
+
+use std::fmt::{self, Write as _};
+use std::hash::{Hash, Hasher};
+use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::breaker::Breaker;
+use crate::bulkhead::Bulkhead;
+use crate::clock::Clock;
+use crate::config::{Builder, Config};
+use crate::error::{ConfigError, State};
+use crate::name::Name;
+
+/// How many breakers a family holds unless told otherwise.
+pub const DEFAULT_MAX_KEYS: usize = 1024;
+
+/// A value a [`Family`] can be keyed by: hashed and compared as it is,
+/// turned into an owned key ([`Key::Owned`]) only when its breaker is
+/// created.
+///
+/// Implemented for `str` and `String` (owned as `String`), the integers,
+/// `bool`, `char`, `IpAddr`, `SocketAddr`, references to any of them, and
+/// tuples of up to four of them (`(&str, u16)` is owned as `(String, u16)`).
+/// A type of your own implements it in a few lines:
+///
+/// ```
+/// use failfast_runtime::Key;
+///
+/// #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+/// enum Region { Eu, Us }
+///
+/// impl Key for Region {
+///     type Owned = Region;
+///     fn to_key(&self) -> Region { *self }
+///     fn matches(&self, owned: &Region) -> bool { self == owned }
+///     fn label(&self, out: &mut String) { out.push_str(match self { Region::Eu => "eu", Region::Us => "us" }) }
+/// }
+/// ```
+///
+/// The one rule: a value and its owned key hash alike (as `str` and
+/// `String` do), since the family looks up the value without turning it
+/// into an owned key.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot key a family of breakers",
+    label = "this key has type `{Self}`",
+    note = "a key is a string, an integer, a `bool`, a `char`, an `IpAddr`/`SocketAddr`, a reference to one or a tuple of them, e.g. `key = self.host.as_str()`; for a type of your own, implement `failfast::Key`"
+)]
+pub trait Key: Hash {
+    /// What the family stores: `String` for a `str`, the value itself for
+    /// an integer.
+    type Owned: Clone + Hash + Eq + Send + Sync + 'static;
+    /// The owned key, made once per key, when its breaker is created.
+    fn to_key(&self) -> Self::Owned;
+    /// Whether `self` is the key `owned`.
+    fn matches(&self, owned: &Self::Owned) -> bool;
+    /// Writes the key as it appears in the breaker's name, `family[label]`.
+    fn label(&self, out: &mut String);
+}
+
+impl Key for str {
+    type Owned = String;
+    fn to_key(&self) -> String {
+        self.to_owned()
+    }
+    fn matches(&self, owned: &String) -> bool {
+        self == owned
+    }
+    fn label(&self, out: &mut String) {
+        out.push_str(self);
+    }
+}
+
+/// Hashes as `str` does, so a `String` finds the key a `&str` made.
+impl Key for String {
+    type Owned = String;
+    fn to_key(&self) -> String {
+        self.clone()
+    }
+    fn matches(&self, owned: &String) -> bool {
+        Key::matches(self.as_str(), owned)
+    }
+    fn label(&self, out: &mut String) {
+        Key::label(self.as_str(), out);
+    }
+}
+
+impl<T: Key + ?Sized> Key for &T {
+    type Owned = T::Owned;
+    fn to_key(&self) -> T::Owned {
+        (**self).to_key()
+    }
+    fn matches(&self, owned: &T::Owned) -> bool {
+        (**self).matches(owned)
+    }
+    fn label(&self, out: &mut String) {
+        (**self).label(out);
+    }
+}
+
+macro_rules! owned_as_itself {
+    ($($t:ty),*) => {$(
+        impl Key for $t {
+            type Owned = $t;
+            fn to_key(&self) -> $t {
+                *self
+            }
+            fn matches(&self, owned: &$t) -> bool {
+                self == owned
+            }
+            fn label(&self, out: &mut String) {
+                let _ = write!(out, "{self}");
+            }
+        }
+    )*};
+}
+
+owned_as_itself!(
+    u8,
+    u16,
+    u32,
+    u64,
+    u128,
+    usize,
+    i8,
+    i16,
+    i32,
+    i64,
+    i128,
+    isize,
+    bool,
+    char,
+    std::net::IpAddr,
+    std::net::Ipv4Addr,
+    std::net::Ipv6Addr,
+    std::net::SocketAddr
+);
+
+macro_rules! tuples {
+    ($(($($t:ident $i:tt),+)),*) => {$(
+        impl<$($t: Key),+> Key for ($($t,)+) {
+            type Owned = ($($t::Owned,)+);
+            fn to_key(&self) -> Self::Owned {
+                ($(self.$i.to_key(),)+)
+            }
+            fn matches(&self, owned: &Self::Owned) -> bool {
+                $(self.$i.matches(&owned.$i))&&+
+            }
+            fn label(&self, out: &mut String) {
+                $(
+                    if $i > 0 {
+                        out.push_str(", ");
+                    }
+                    self.$i.label(out);
+                )+
+            }
+        }
+    )*};
+}
+
+tuples!((A 0, B 1), (A 0, B 1, C 2), (A 0, B 1, C 2, D 3));
+
+/// A borrowed key looked up in the map of owned keys.
+struct Lookup<'a, Q: ?Sized>(&'a Q);
+
+impl<Q: Key + ?Sized> Hash for Lookup<'_, Q> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
+
+impl<Q: Key + ?Sized> scc::Equivalent<Q::Owned> for Lookup<'_, Q> {
+    fn equivalent(&self, owned: &Q::Owned) -> bool {
+        self.0.matches(owned)
+    }
+}
+
+/// One key's breaker in a [`Family`], with its concurrency limit when the
+/// family has one. Derefs to its [`Breaker`].
+#[derive(Debug)]
+pub struct Member {
+    breaker: Breaker,
+    bulkhead: Option<Bulkhead>,
+    /// The family's insertion stamp when this key was last used.
+    used: AtomicU64,
+}
+
+impl Member {
+    /// The key's breaker.
+    #[must_use]
+    pub fn breaker(&self) -> &Breaker {
+        &self.breaker
+    }
+
+    /// The key's concurrency limit, when the family was given
+    /// [`max_concurrent`](FamilyBuilder::max_concurrent).
+    #[must_use]
+    pub fn bulkhead(&self) -> Option<&Bulkhead> {
+        self.bulkhead.as_ref()
+    }
+}
+
+impl Deref for Member {
+    type Target = Breaker;
+
+    fn deref(&self) -> &Breaker {
+        &self.breaker
+    }
+}
+
+type Map<K> = scc::HashIndex<K, Arc<Member>, foldhash::fast::RandomState>;
+
+/// Counts kept by a family, read by [`Family::created`], [`Family::evicted`]
+/// and [`Family::unstored`].
+#[derive(Debug, Default)]
+struct Counters {
+    created: AtomicU64,
+    evicted: AtomicU64,
+    unstored: AtomicU64,
+}
+
+struct Inner<K> {
+    /// The members' settings; each member's name is `name[key]`.
+    config: Config,
+    clock: Clock,
+    max_keys: usize,
+    max_concurrent: Option<u32>,
+    map: Map<K>,
+    /// Advances on each insertion; a member used since holds the current
+    /// value.
+    stamp: AtomicU64,
+    /// Held while a key is added: each key's breaker is built once, and the
+    /// count of stored keys (guarded here) never passes `max_keys`.
+    inserting: Mutex<usize>,
+    counters: Counters,
+    registered: AtomicBool,
+}
+
+/// A bounded family of breakers, one per key, built from one
+/// configuration; see the [module docs](self) for eviction and costs.
+///
+/// Cloning a family is cheap and shares its breakers. `K` is the owned key
+/// type (`String`, `u64`, `(String, u16)`); look keys up by any value whose
+/// [`Key::Owned`] is `K` (`&str` for `Family<String>`).
+pub struct Family<K> {
+    inner: Arc<Inner<K>>,
+}
+
+impl<K> Clone for Family<K> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<K> fmt::Debug for Family<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Family")
+            .field("name", &self.inner.config.name)
+            .field("max_keys", &self.inner.max_keys)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Family`]: the members' settings come from a breaker
+/// [`Builder`], whose name becomes the family's.
+#[derive(Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct FamilyBuilder<K> {
+    breaker: Builder,
+    max_keys: usize,
+    max_concurrent: Option<u32>,
+    _key: std::marker::PhantomData<fn() -> K>,
+}
+
+impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
+    /// At most this many breakers are kept (default [`DEFAULT_MAX_KEYS`]);
+    /// see the [module docs](self) for what happens when the family is full.
+    pub fn max_keys(mut self, n: usize) -> Self {
+        self.max_keys = n;
+        self
+    }
+
+    /// Each key also gets a [`Bulkhead`] of `n` concurrent calls.
+    pub fn max_concurrent(mut self, n: u32) -> Self {
+        self.max_concurrent = Some(n);
+        self
+    }
+
+    /// The family, once the breaker settings are valid and `max_keys` is at
+    /// least 1.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the setting that cannot work.
+    pub fn build(self) -> Result<Family<K>, ConfigError> {
+        if self.max_keys == 0 {
+            return Err(ConfigError::new("max_keys", "must be at least 1"));
+        }
+        let (config, clock) = self.breaker.checked_with_clock()?;
+        Ok(Family::with_parts(
+            config,
+            clock,
+            self.max_keys,
+            self.max_concurrent,
+        ))
+    }
+}
+
+impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
+    /// A builder taking the members' settings (and the family's name) from
+    /// `breaker`.
+    pub fn builder(breaker: Builder) -> FamilyBuilder<K> {
+        FamilyBuilder {
+            breaker,
+            max_keys: DEFAULT_MAX_KEYS,
+            max_concurrent: None,
+            _key: std::marker::PhantomData,
+        }
+    }
+
+    /// A family of breakers with `config`, which was checked at compile time
+    /// by `#[circuit_breaker]`. `max_keys` must be at least 1.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn from_config(config: Config, max_keys: usize, max_concurrent: Option<u32>) -> Self {
+        Self::with_parts(config, Clock::System, max_keys.max(1), max_concurrent)
+    }
+
+    fn with_parts(
+        config: Config,
+        clock: Clock,
+        max_keys: usize,
+        max_concurrent: Option<u32>,
+    ) -> Self {
+        let map = scc::HashIndex::with_hasher(foldhash::fast::RandomState::default());
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                clock,
+                max_keys,
+                max_concurrent,
+                map,
+                stamp: AtomicU64::new(0),
+                inserting: Mutex::new(0),
+                counters: Counters::default(),
+                registered: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// The family's name; its members are named `name[key]`.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.inner.config.name
+    }
+
+    /// The settings every member is built with (under its own name).
+    #[must_use]
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// The most breakers the family keeps.
+    #[must_use]
+    pub fn max_keys(&self) -> usize {
+        self.inner.max_keys
+    }
+
+    /// The breaker of `key`, created from the family's settings if the key
+    /// is new. For an existing key: lock-free, no allocation, one
+    /// reference-count increment (use [`with`](Self::with) to avoid even
+    /// that).
+    #[inline]
+    pub fn get<Q: Key<Owned = K> + ?Sized>(&self, key: &Q) -> Arc<Member> {
+        self.with(key, Arc::clone)
+    }
+
+    /// Runs `f` with the breaker of `key` (created if the key is new), lent
+    /// for the duration of `f`: for an existing key, no lock, no allocation
+    /// and no write to memory other threads read.
+    #[inline]
+    pub fn with<Q: Key<Owned = K> + ?Sized, R>(
+        &self,
+        key: &Q,
+        f: impl FnOnce(&Arc<Member>) -> R,
+    ) -> R {
+        let inner = &*self.inner;
+        let guard = scc::Guard::new();
+        if let Some(member) = inner.map.peek(&Lookup(key), &guard) {
+            inner.touch(member);
+            return f(member);
+        }
+        drop(guard);
+        f(&self.insert(key))
+    }
+
+    /// Adds `key`'s breaker, unless another thread just did.
+    #[cold]
+    #[inline(never)]
+    fn insert<Q: Key<Owned = K> + ?Sized>(&self, key: &Q) -> Arc<Member> {
+        let inner = &*self.inner;
+        // Nothing guarded here is left half-updated by a panic.
+        let mut stored = inner
+            .inserting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let guard = scc::Guard::new();
+        if let Some(member) = inner.map.peek(&Lookup(key), &guard) {
+            inner.touch(member);
+            return Arc::clone(member);
+        }
+        if *stored >= inner.max_keys {
+            if inner.evict(&guard) {
+                *stored -= 1;
+            } else {
+                inner.counters.unstored.fetch_add(1, Ordering::Relaxed);
+                let member = Arc::new(inner.member(key, 0));
+                #[cfg(feature = "tracing")]
+                ::tracing::warn!(
+                    target: "failfast",
+                    family = %inner.config.name,
+                    breaker = member.name(),
+                    max_keys = inner.max_keys,
+                    "every breaker of family `{}` is open or half-open: `{}` runs through a breaker that is not kept",
+                    inner.config.name,
+                    member.name(),
+                );
+                return member;
+            }
+        }
+        let stamp = inner.stamp.fetch_add(1, Ordering::Relaxed) + 1;
+        let member = Arc::new(inner.member(key, stamp));
+        // The key is not there: insertions hold the lock.
+        let _ = inner.map.insert_sync(key.to_key(), Arc::clone(&member));
+        *stored += 1;
+        inner.counters.created.fetch_add(1, Ordering::Relaxed);
+        member
+    }
+
+    /// Breakers stored now.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        *self
+            .inner
+            .inserting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether no key has been used yet (or every breaker was evicted).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every stored breaker, in no particular order.
+    #[must_use]
+    pub fn members(&self) -> Vec<Arc<Member>> {
+        self.inner.members()
+    }
+
+    /// Breakers created and stored so far (each key once, unless it was
+    /// evicted and came back).
+    #[must_use]
+    pub fn created(&self) -> u64 {
+        self.inner.counters.created.load(Ordering::Relaxed)
+    }
+
+    /// Closed breakers evicted so far to make room for new keys.
+    #[must_use]
+    pub fn evicted(&self) -> u64 {
+        self.inner.counters.evicted.load(Ordering::Relaxed)
+    }
+
+    /// Calls so far that found the family full of Open and HalfOpen
+    /// breakers and ran through a breaker that was not kept.
+    #[must_use]
+    pub fn unstored(&self) -> u64 {
+        self.inner.counters.unstored.load(Ordering::Relaxed)
+    }
+
+    /// Makes the family findable through [`registry::families`](crate::registry::families),
+    /// and its members through [`registry::get`](crate::registry::get) by
+    /// their names (`family[key]`). Held weakly; registering twice has no
+    /// effect.
+    pub fn register(&self) {
+        let listing: Arc<dyn Listing> = self.inner.clone();
+        crate::registry::register_family(&listing);
+    }
+}
+
+impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
+    /// Marks `member` as used since the last insertion. Written at most once
+    /// per insertion, so threads sharing a hot key do not keep writing its
+    /// cache line.
+    #[inline]
+    fn touch(&self, member: &Member) {
+        let now = self.stamp.load(Ordering::Relaxed);
+        if member.used.load(Ordering::Relaxed) != now {
+            member.used.store(now, Ordering::Relaxed);
+        }
+    }
+
+    fn member<Q: Key + ?Sized>(&self, key: &Q, stamp: u64) -> Member {
+        let mut name = String::with_capacity(self.config.name.len() + 16);
+        name.push_str(&self.config.name);
+        name.push('[');
+        key.label(&mut name);
+        name.push(']');
+        let mut config = self.config.clone();
+        config.name = Name::from(name);
+        Member {
+            breaker: Breaker::with_clock(config, self.clock.clone()),
+            bulkhead: self.max_concurrent.map(Bulkhead::new),
+            used: AtomicU64::new(stamp),
+        }
+    }
+
+    /// Removes the least recently used Closed breaker; `false` when every
+    /// breaker is Open or HalfOpen. Called with the insertion lock held.
+    fn evict(&self, guard: &scc::Guard) -> bool {
+        // A member's state is read only when it would be the oldest so far:
+        // its breaker's cache line is left alone otherwise.
+        let mut victim: Option<(&K, u64)> = None;
+        for (key, member) in self.map.iter(guard) {
+            let used = member.used.load(Ordering::Relaxed);
+            if victim.is_none_or(|(_, oldest)| used < oldest) && member.state() == State::Closed {
+                victim = Some((key, used));
+            }
+        }
+        match victim.map(|(key, _)| key.clone()) {
+            Some(key) => {
+                self.map.remove_sync(&key);
+                self.counters.evicted.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn members(&self) -> Vec<Arc<Member>> {
+        let guard = scc::Guard::new();
+        self.map.iter(&guard).map(|(_, m)| Arc::clone(m)).collect()
+    }
+}
+
+/// A family as the registry sees it, whatever its key type.
+pub(crate) trait Listing: Send + Sync {
+    fn name(&self) -> Name;
+    fn members(&self) -> Vec<Arc<Member>>;
+    fn max_keys(&self) -> usize;
+    fn counts(&self) -> (u64, u64, u64);
+    /// Marks the family registered; `true` the first time.
+    fn mark_registered(&self) -> bool;
+}
+
+impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
+    fn name(&self) -> Name {
+        self.config.name.clone()
+    }
+    fn members(&self) -> Vec<Arc<Member>> {
+        Inner::members(self)
+    }
+    fn max_keys(&self) -> usize {
+        self.max_keys
+    }
+    fn counts(&self) -> (u64, u64, u64) {
+        let c = &self.counters;
+        (
+            c.created.load(Ordering::Relaxed),
+            c.evicted.load(Ordering::Relaxed),
+            c.unstored.load(Ordering::Relaxed),
+        )
+    }
+    fn mark_registered(&self) -> bool {
+        !self.registered.swap(true, Ordering::Relaxed)
+    }
+}
+
+/// The family of a function with `key = …`, in a `static` in the function's
+/// body: built on the first call, when the key's type is known.
+#[doc(hidden)]
+pub struct Slot {
+    config: Config,
+    max_keys: usize,
+    max_concurrent: Option<u32>,
+    /// The family of the key type the function was first called with.
+    first: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
+    /// Families of other key types: a generic function whose key type
+    /// depends on its type parameters has one per key type.
+    others: Mutex<Vec<&'static (dyn std::any::Any + Send + Sync)>>,
+}
+
+impl Slot {
+    /// A slot for a family with these settings, checked at compile time.
+    #[must_use]
+    pub const fn new(config: Config, max_keys: usize, max_concurrent: Option<u32>) -> Self {
+        Self {
+            config,
+            max_keys,
+            max_concurrent,
+            first: std::sync::OnceLock::new(),
+            others: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn build<K: Clone + Hash + Eq + Send + Sync + 'static>(&self) -> Family<K> {
+        let family = Family::from_config(self.config.clone(), self.max_keys, self.max_concurrent);
+        family.register();
+        family
+    }
+
+    /// The family for keys of type `K`.
+    #[inline]
+    pub fn family<K: Clone + Hash + Eq + Send + Sync + 'static>(
+        &'static self,
+    ) -> &'static Family<K> {
+        let first = self.first.get_or_init(|| Box::new(self.build::<K>()));
+        match first.downcast_ref() {
+            Some(family) => family,
+            None => self.other(),
+        }
+    }
+
+    #[cold]
+    fn other<K: Clone + Hash + Eq + Send + Sync + 'static>(&'static self) -> &'static Family<K> {
+        let mut others = self.others.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(family) = others.iter().find_map(|f| f.downcast_ref()) {
+            return family;
+        }
+        let family: &'static Family<K> = Box::leak(Box::new(self.build()));
+        others.push(family);
+        family
+    }
+}

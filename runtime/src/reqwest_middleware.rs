@@ -1,0 +1,430 @@
+//! A circuit breaker per host for a `reqwest` client, as a
+//! [`reqwest_middleware::Middleware`] (feature `reqwest-middleware`).
+//!
+//! [`CircuitBreakerMiddleware`] asks a breaker before every request; a
+//! refused request is not sent, and the outcome of a sent one is decided by
+//! a classifier ([`Classify`]) from the `Result<reqwest::Response,
+//! reqwest_middleware::Error>` the rest of the chain produced. By default:
+//!
+//! - **one breaker per host**: a [`Family`] keyed by the request URL's host
+//!   and port ([`Host`]), so a sick host does not refuse calls to the
+//!   healthy ones; members are named `NAME[host:port]`;
+//! - **the HTTP classifier** ([`HttpClassifier`]): 5xx and errors
+//!   (connection refused, timeouts, …) are failures, 429 and the other 4xx
+//!   neutral, the rest successes.
+//!
+//! A refusal is a [`reqwest_middleware::Error::Middleware`] holding the
+//! [`Rejected`]: find it with [`rejected`] (or
+//! `anyhow::Error::downcast_ref::<Rejected>()` on the variant's error).
+//!
+//! ```no_run
+//! use failfast_runtime::reqwest_middleware::{rejected, CircuitBreakerMiddleware};
+//! use failfast_runtime::Breaker;
+//! use std::time::Duration;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let breakers = CircuitBreakerMiddleware::per_host(
+//!     Breaker::builder().name("upstream").threshold(5).recovery(Duration::from_secs(30)),
+//! )?;
+//! let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+//!     .with(breakers)
+//!     .build();
+//!
+//! match client.get("http://inventory.internal/stock/SKU-1").send().await {
+//!     Ok(response) => println!("{}", response.status()),
+//!     Err(error) => match rejected(&error) {
+//!         Some(refused) => println!("not sent: {refused}, next trial in {:?}", refused.retry_after()),
+//!         None => println!("failed: {error}"),
+//!     },
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The permit is held while the rest of the chain runs: a request future
+//! dropped before it finished (a caller's timeout, a cancelled task) gives a
+//! half-open trial back and is neutral, or a slow call once it ran longer
+//! than the breaker's `slow`; a panic further down the chain is a failure.
+//! When the family was built with
+//! [`max_concurrent`](crate::FamilyBuilder::max_concurrent), each host's
+//! concurrency limit is applied too, and a request over it is refused the
+//! same way.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use http::Extensions;
+use reqwest::{Request, Response};
+use reqwest_middleware::{Middleware, Next};
+
+pub use crate::classify::{Classify, HttpClassifier};
+use crate::keyed::Member;
+use crate::registry::BreakerRef;
+use crate::{Breaker, Builder, ConfigError, Family, Key, Permit, Rejected};
+
+/// A host a [`CircuitBreakerMiddleware`] keeps a breaker for: the request
+/// URL's host and port (the scheme's default port when the URL names none).
+/// Shown as `host:port`, which is how the member breakers are named.
+///
+/// ```
+/// use failfast_runtime::reqwest_middleware::Host;
+///
+/// let url = reqwest::Url::parse("https://api.example.com/v1/items").unwrap();
+/// assert_eq!(Host::of(&url).unwrap().to_string(), "api.example.com:443");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Host {
+    host: String,
+    port: u16,
+}
+
+impl Host {
+    /// The host of `url`, or `None` for a URL without one (`data:`,
+    /// `file:`), which the middleware passes through unguarded.
+    #[must_use]
+    pub fn of(url: &reqwest::Url) -> Option<Host> {
+        Some(HostRef::of(url)?.to_key())
+    }
+
+    /// The host name or address (`[::1]` for IPv6).
+    #[must_use]
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The port.
+    #[must_use]
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+impl fmt::Display for Host {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
+}
+
+/// Hashes as the borrowed host of a request's URL does, so that the
+/// family's lookup of a request's host finds its key.
+impl Hash for Host {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        HostRef {
+            host: &self.host,
+            port: self.port,
+        }
+        .hash(state);
+    }
+}
+
+/// A request's host, borrowed from its URL: the lookup allocates nothing.
+#[derive(Hash)]
+struct HostRef<'a> {
+    host: &'a str,
+    port: u16,
+}
+
+impl<'a> HostRef<'a> {
+    fn of(url: &'a reqwest::Url) -> Option<Self> {
+        Some(HostRef {
+            host: url.host_str()?,
+            port: url.port_or_known_default()?,
+        })
+    }
+}
+
+impl Key for HostRef<'_> {
+    type Owned = Host;
+    fn to_key(&self) -> Host {
+        Host {
+            host: self.host.to_owned(),
+            port: self.port,
+        }
+    }
+    fn matches(&self, owned: &Host) -> bool {
+        self.host == owned.host && self.port == owned.port
+    }
+    fn label(&self, out: &mut String) {
+        out.push_str(self.host);
+        out.push(':');
+        out.push_str(&self.port.to_string());
+    }
+}
+
+/// Which breaker guards a request.
+#[derive(Clone, Debug)]
+enum Breakers {
+    /// One per host.
+    PerHost(Family<Host>),
+    /// One for every request.
+    One(BreakerRef),
+}
+
+/// The breaker a request goes through, held for the request's duration.
+enum Guard {
+    Member(Arc<Member>),
+    One(BreakerRef),
+}
+
+impl Guard {
+    fn breaker(&self) -> &Breaker {
+        match self {
+            Guard::Member(member) => member,
+            Guard::One(breaker) => breaker,
+        }
+    }
+}
+
+/// A [`reqwest_middleware::Middleware`] that guards requests with circuit
+/// breakers: one per host by default. See the [module docs](self).
+#[derive(Clone, Debug)]
+pub struct CircuitBreakerMiddleware<C = HttpClassifier> {
+    breakers: Breakers,
+    classifier: C,
+}
+
+impl CircuitBreakerMiddleware {
+    /// One breaker per host, each built from `breaker`'s settings and named
+    /// `NAME[host:port]` after `breaker`'s name; at most
+    /// [`DEFAULT_MAX_KEYS`](crate::keyed::DEFAULT_MAX_KEYS) hosts (see
+    /// [`Family`] for what happens past that). Classifies with
+    /// [`HttpClassifier`].
+    ///
+    /// ```
+    /// use failfast_runtime::reqwest_middleware::CircuitBreakerMiddleware;
+    /// use failfast_runtime::Breaker;
+    ///
+    /// let middleware = CircuitBreakerMiddleware::per_host(Breaker::builder().name("upstream"))?;
+    /// let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+    ///     .with(middleware)
+    ///     .build();
+    /// # let _ = client;
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] when the settings cannot work.
+    pub fn per_host(breaker: Builder) -> Result<Self, ConfigError> {
+        Ok(Self::family(Family::builder(breaker).build()?))
+    }
+
+    /// One breaker per host, from `family` (built with
+    /// [`Family::builder`], e.g. with `max_keys` or `max_concurrent`).
+    ///
+    /// ```
+    /// use failfast_runtime::reqwest_middleware::{CircuitBreakerMiddleware, Host};
+    /// use failfast_runtime::{Breaker, Family};
+    ///
+    /// let hosts: Family<Host> = Family::builder(Breaker::builder().name("upstream"))
+    ///     .max_keys(16)
+    ///     .max_concurrent(32)
+    ///     .build()?;
+    /// let middleware = CircuitBreakerMiddleware::family(hosts.clone());
+    /// assert_eq!(hosts.len(), 0); // a host's breaker is made on its first request
+    /// # let _ = middleware;
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn family(family: Family<Host>) -> Self {
+        Self {
+            breakers: Breakers::PerHost(family),
+            classifier: HttpClassifier,
+        }
+    }
+
+    /// One breaker for every request, whatever its host (a [`Breaker`],
+    /// `Arc<Breaker>`, `&'static Breaker` or [`BreakerRef`]).
+    ///
+    /// ```
+    /// use failfast_runtime::reqwest_middleware::CircuitBreakerMiddleware;
+    /// use failfast_runtime::Breaker;
+    ///
+    /// let middleware = CircuitBreakerMiddleware::single(Breaker::builder().name("payments").build()?);
+    /// # let _ = middleware;
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn single(breaker: impl Into<BreakerRef>) -> Self {
+        Self {
+            breakers: Breakers::One(breaker.into()),
+            classifier: HttpClassifier,
+        }
+    }
+}
+
+impl<C> CircuitBreakerMiddleware<C> {
+    /// The same middleware, deciding outcomes with `classifier`, a closure
+    /// `Fn(&Result<reqwest::Response, reqwest_middleware::Error>) -> Outcome`
+    /// or any [`Classify`].
+    ///
+    /// ```
+    /// use failfast_runtime::reqwest_middleware::CircuitBreakerMiddleware;
+    /// use failfast_runtime::{Breaker, Outcome};
+    ///
+    /// // 429 is a failure here too: this upstream throttles when it is overloaded.
+    /// let middleware = CircuitBreakerMiddleware::per_host(Breaker::builder().name("search"))?
+    ///     .classifier(|result: &Result<reqwest::Response, reqwest_middleware::Error>| match result {
+    ///         Ok(r) if r.status().is_server_error() || r.status() == 429 => Outcome::Failure,
+    ///         Ok(r) if r.status().is_client_error() => Outcome::Neutral,
+    ///         Ok(_) => Outcome::Success,
+    ///         Err(_) => Outcome::Failure,
+    ///     });
+    /// # let _ = middleware;
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn classifier<C2>(self, classifier: C2) -> CircuitBreakerMiddleware<C2> {
+        CircuitBreakerMiddleware {
+            breakers: self.breakers,
+            classifier,
+        }
+    }
+
+    /// The family of per-host breakers, unless the middleware guards with a
+    /// [`single`](CircuitBreakerMiddleware::single) breaker.
+    ///
+    /// ```
+    /// use failfast_runtime::reqwest_middleware::CircuitBreakerMiddleware;
+    /// use failfast_runtime::Breaker;
+    ///
+    /// let middleware = CircuitBreakerMiddleware::per_host(Breaker::builder().name("upstream"))?;
+    /// assert_eq!(middleware.hosts().unwrap().name(), "upstream");
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn hosts(&self) -> Option<&Family<Host>> {
+        match &self.breakers {
+            Breakers::PerHost(family) => Some(family),
+            Breakers::One(_) => None,
+        }
+    }
+
+    /// The breaker a request to `url` goes through: its host's (made now if
+    /// it is the host's first), or the single breaker. `None` for a URL
+    /// without a host under per-host breakers.
+    ///
+    /// ```
+    /// use failfast_runtime::reqwest_middleware::CircuitBreakerMiddleware;
+    /// use failfast_runtime::{Breaker, State};
+    ///
+    /// let middleware = CircuitBreakerMiddleware::per_host(Breaker::builder().name("upstream"))?;
+    /// let url = reqwest::Url::parse("http://10.0.0.3:8080/health").unwrap();
+    /// let breaker = middleware.breaker_for(&url).unwrap();
+    /// assert_eq!(breaker.name(), "upstream[10.0.0.3:8080]");
+    /// assert_eq!(breaker.state(), State::Closed);
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn breaker_for(
+        &self,
+        url: &reqwest::Url,
+    ) -> Option<impl std::ops::Deref<Target = Breaker>> {
+        self.guard(url).map(GuardRef)
+    }
+
+    fn guard(&self, url: &reqwest::Url) -> Option<Guard> {
+        match &self.breakers {
+            Breakers::PerHost(family) => Some(Guard::Member(family.get(&HostRef::of(url)?))),
+            Breakers::One(breaker) => Some(Guard::One(breaker.clone())),
+        }
+    }
+}
+
+/// A [`Guard`] shown as its breaker.
+struct GuardRef(Guard);
+
+impl std::ops::Deref for GuardRef {
+    type Target = Breaker;
+
+    fn deref(&self) -> &Breaker {
+        self.0.breaker()
+    }
+}
+
+/// The [`Rejected`] inside a [`reqwest_middleware::Error`], when the error is
+/// a refusal of a [`CircuitBreakerMiddleware`] (or of another middleware
+/// that returned a `Rejected`).
+///
+/// ```
+/// use failfast_runtime::reqwest_middleware::rejected;
+/// use failfast_runtime::Breaker;
+///
+/// let breaker = Breaker::builder().name("upstream").build()?;
+/// breaker.force_open();
+/// let error = reqwest_middleware::Error::middleware(breaker.acquire().unwrap_err());
+/// assert_eq!(rejected(&error).unwrap().name(), "upstream");
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+#[must_use]
+pub fn rejected(error: &reqwest_middleware::Error) -> Option<&Rejected> {
+    match error {
+        reqwest_middleware::Error::Middleware(error) => error.downcast_ref::<Rejected>(),
+        reqwest_middleware::Error::Reqwest(_) => None,
+    }
+}
+
+/// Resolves a permit held across the rest of the chain: recorded when the
+/// chain answers; dropped before that, an abandoned call (neutral, or slow
+/// past `slow`), or a failure when the chain panicked.
+struct Held<'a>(Option<Permit<'a>>);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if let Some(mut permit) = self.0.take() {
+            if !std::thread::panicking() {
+                permit.abandoned();
+            }
+            // Dropped while unwinding, the permit records a failure.
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl<C> Middleware for CircuitBreakerMiddleware<C>
+where
+    C: Classify<Response, reqwest_middleware::Error> + Send + Sync + 'static,
+{
+    async fn handle(
+        &self,
+        request: Request,
+        extensions: &mut Extensions,
+        next: Next<'_>,
+    ) -> reqwest_middleware::Result<Response> {
+        let Some(guard) = self.guard(request.url()) else {
+            return next.run(request, extensions).await;
+        };
+        let breaker = guard.breaker();
+        let mut permit = breaker
+            .acquire()
+            .map_err(reqwest_middleware::Error::middleware)?;
+        let bulkhead = match &guard {
+            Guard::Member(member) => member.bulkhead(),
+            Guard::One(_) => None,
+        };
+        let _slot = match bulkhead {
+            Some(bulkhead) => Some(
+                bulkhead
+                    .enter(breaker, &mut permit)
+                    .map_err(reqwest_middleware::Error::middleware)?,
+            ),
+            None => None,
+        };
+        let mut held = Held(Some(permit));
+        let result = next.run(request, extensions).await;
+        if let Some(permit) = held.0.take() {
+            permit.record(self.classifier.classify(&result));
+        }
+        result
+    }
+}
+
+impl<E> Classify<Response, E> for HttpClassifier {
+    /// As for an `http::Response`: 5xx and errors fail, 4xx are neutral.
+    #[inline]
+    fn classify(&self, result: &Result<Response, E>) -> crate::Outcome {
+        match result {
+            Ok(response) => crate::classify::status_outcome(response.status()),
+            Err(_) => crate::Outcome::Failure,
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! Keyed families: one breaker per key, bounded, built once per key.
+
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use failfast_runtime::{registry, Breaker, Error, Family, ManualClock, State};
+
+fn family(name: &'static str, max_keys: usize) -> Family<String> {
+    Family::builder(Breaker::builder().name(name).threshold(2))
+        .max_keys(max_keys)
+        .build()
+        .unwrap()
+}
+
+fn trip(family: &Family<String>, key: &str) {
+    for _ in 0..2 {
+        let _ = family.get(key).call(|| Err::<(), _>("down"));
+    }
+    assert_eq!(family.get(key).state(), State::Open, "{key}");
+}
+
+#[test]
+fn one_sick_host_opens_only_its_own_breaker() {
+    let hosts = family("keyed.hosts", 16);
+    trip(&hosts, "host-2");
+    for host in ["host-1", "host-3"] {
+        let answer = hosts.get(host).call(|| Ok::<_, &str>(host.len()));
+        assert_eq!(answer.ok(), Some(6), "{host} keeps flowing");
+    }
+    let refused = hosts.get("host-2").call(|| Ok::<_, &str>(0));
+    match refused {
+        Err(Error::Rejected(r)) => assert_eq!(r.name(), "keyed.hosts[host-2]"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_least_recently_used_closed_breaker_is_evicted() {
+    let keys = family("keyed.lru", 3);
+    for k in ["a", "b", "c"] {
+        let _ = keys.get(k);
+    }
+    let _ = keys.get("a"); // "b" is now the least recently used
+    let _ = keys.get("d");
+    let names: Vec<String> = keys.members().iter().map(|m| m.name().to_owned()).collect();
+    assert_eq!(keys.len(), 3);
+    assert!(!names.contains(&"keyed.lru[b]".to_owned()), "{names:?}");
+    assert_eq!(keys.evicted(), 1);
+}
+
+#[test]
+fn eviction_never_forgets_an_open_breaker() {
+    let keys = family("keyed.open-kept", 4);
+    trip(&keys, "sick");
+    let sick = keys.get("sick");
+    // Far more keys than slots: the Closed ones make room, "sick" stays.
+    for i in 0..100 {
+        let _ = keys.get(&format!("healthy-{i}"));
+    }
+    assert_eq!(keys.len(), 4);
+    assert_eq!(keys.evicted(), 97);
+    assert!(
+        Arc::ptr_eq(&sick, &keys.get("sick")),
+        "the open breaker was kept"
+    );
+    assert_eq!(keys.get("sick").state(), State::Open);
+    assert_eq!(keys.created(), 101);
+}
+
+#[test]
+fn a_family_full_of_open_breakers_gives_new_keys_an_unstored_breaker() {
+    let clock = ManualClock::new();
+    let keys: Family<String> = Family::builder(
+        Breaker::builder()
+            .name("keyed.all-open")
+            .threshold(1)
+            .recovery(Duration::from_secs(30))
+            .clock(clock.clone()),
+    )
+    .max_keys(2)
+    .build()
+    .unwrap();
+    for k in ["x", "y"] {
+        let _ = keys.get(k).call(|| Err::<(), _>("down"));
+        assert_eq!(keys.get(k).state(), State::Open);
+    }
+    let first = keys.get("z");
+    let second = keys.get("z");
+    assert!(!Arc::ptr_eq(&first, &second), "not stored");
+    assert_eq!(first.name(), "keyed.all-open[z]");
+    assert_eq!((keys.len(), keys.unstored(), keys.evicted()), (2, 2, 0));
+    // Once a breaker closes again, it can make room.
+    clock.advance(Duration::from_secs(30));
+    let _ = keys.get("x").call(|| Ok::<_, ()>(()));
+    assert_eq!(keys.get("x").state(), State::Closed);
+    let z = keys.get("z");
+    assert!(Arc::ptr_eq(&z, &keys.get("z")));
+    assert_eq!((keys.len(), keys.unstored(), keys.evicted()), (2, 2, 1));
+}
+
+#[test]
+fn two_threads_over_a_thousand_keys_build_each_breaker_once() {
+    let keys = family("keyed.once", 2048);
+    let barrier = Arc::new(Barrier::new(2));
+    let seen: Vec<Vec<Arc<failfast_runtime::Member>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2)
+            .map(|t| {
+                let keys = keys.clone();
+                let barrier = Arc::clone(&barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    let mut order: Vec<u32> = (0..1000).collect();
+                    if t == 1 {
+                        order.reverse();
+                    }
+                    let mut got: Vec<_> = order
+                        .into_iter()
+                        .map(|i| (i, keys.get(&format!("key-{i}"))))
+                        .collect();
+                    got.sort_by_key(|(i, _)| *i);
+                    got.into_iter().map(|(_, m)| m).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(keys.created(), 1000);
+    assert_eq!(keys.len(), 1000);
+    for (a, b) in seen[0].iter().zip(&seen[1]) {
+        assert!(Arc::ptr_eq(a, b), "{} built twice", a.name());
+    }
+}
+
+#[test]
+fn tuple_and_integer_keys_are_looked_up_without_owning_them() {
+    let shards: Family<(String, u16)> = Family::builder(Breaker::builder().name("keyed.shards"))
+        .build()
+        .unwrap();
+    let a = shards.get(&("eu", 3u16));
+    let b = shards.get(&(String::from("eu"), 3u16));
+    assert!(Arc::ptr_eq(&a, &b));
+    assert_eq!(a.name(), "keyed.shards[eu, 3]");
+    let ports: Family<u16> = Family::builder(Breaker::builder().name("keyed.ports"))
+        .build()
+        .unwrap();
+    assert_eq!(ports.get(&8080u16).name(), "keyed.ports[8080]");
+    assert_eq!(shards.created() + ports.created(), 2);
+}
+
+#[test]
+fn a_registered_family_is_one_entry_with_its_members() {
+    let keys = family("keyed.registered", 8);
+    keys.register();
+    keys.register();
+    trip(&keys, "db-1");
+    let _ = keys.get("db-2");
+    let found = registry::family("keyed.registered").expect("registered once");
+    let mut names: Vec<String> = found
+        .members()
+        .iter()
+        .map(|m| m.name().to_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["keyed.registered[db-1]", "keyed.registered[db-2]"]);
+    assert_eq!(
+        registry::families()
+            .iter()
+            .filter(|f| f.name() == "keyed.registered")
+            .count(),
+        1
+    );
+    let member = registry::get("keyed.registered[db-1]").expect("member by name");
+    assert_eq!(member.state(), State::Open);
+    assert!(registry::all()
+        .iter()
+        .all(|b| !b.name().starts_with("keyed.registered")));
+    assert!(registry::get("keyed.registered[db-9]").is_none());
+}
+
+#[test]
+fn max_keys_of_zero_is_refused() {
+    let refused = Family::<String>::builder(Breaker::builder())
+        .max_keys(0)
+        .build();
+    assert!(refused.unwrap_err().to_string().contains("max_keys"));
+}
+
+#[test]
+fn each_key_gets_its_own_concurrency_limit() {
+    let keys: Family<String> = Family::builder(Breaker::builder().name("keyed.bulkheads"))
+        .max_concurrent(1)
+        .build()
+        .unwrap();
+    let a = keys.get("a");
+    let held = a.bulkhead().unwrap().try_enter().unwrap();
+    assert!(a.bulkhead().unwrap().try_enter().is_none());
+    assert!(keys.get("b").bulkhead().unwrap().try_enter().is_some());
+    drop(held);
+}

@@ -1,0 +1,12 @@
+// The declaration has the attribute's checks: one error per mistake, and
+// keys of a function (`fallback`) are not keys of a breaker.
+failfast::breaker!(static PAYMENTS = threshold = 0, recovery = "30x", fallback = cached);
+
+#[failfast::circuit_breaker(breaker = PAYMENTS)]
+fn charge(cents: u64) -> std::io::Result<u64> {
+    Ok(cents)
+}
+
+fn main() {
+    let _ = charge(1);
+}
