@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use common::client::{InventoryClient, InventoryError, Stock};
 use common::service::InventoryService;
 use common::{human, state_name};
-use failfast::{circuit_breaker, registry};
+use failfast::{circuit_breaker, registry, State};
 
 /// One replica of the inventory service, as the client sees it.
 struct Upstream {
@@ -57,8 +57,17 @@ impl Upstream {
     }
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// What the scenario left behind, per replica: its breaker and its load.
+pub struct Replica {
+    pub host: String,
+    pub sick: bool,
+    pub state: State,
+    pub hits: u64,
+}
+
+/// Starts three replicas, makes the second sick, makes 18 calls spread over
+/// them (printing each), and returns each replica's breaker state and hits.
+pub async fn run() -> Result<Vec<Replica>, Box<dyn std::error::Error>> {
     let mut replicas = Vec::new();
     for _ in 0..3 {
         replicas.push(InventoryService::start(Duration::from_millis(200)).await?);
@@ -116,8 +125,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     println!();
-    for (upstream, replica) in upstreams.iter().zip(&replicas) {
+    let mut seen = Vec::new();
+    for (i, (upstream, replica)) in upstreams.iter().zip(&replicas).enumerate() {
         println!("  {} was called {} times", upstream.host, replica.hits());
+        let name = format!("per_host::stock[{}]", upstream.host);
+        seen.push(Replica {
+            host: upstream.host.clone(),
+            sick: i == 1,
+            state: registry::get(&name).map_or(State::Closed, |b| b.state()),
+            hits: replica.hits(),
+        });
     }
-    Ok(())
+    Ok(seen)
+}
+
+#[tokio::main]
+#[allow(dead_code)]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    run().await.map(drop)
 }

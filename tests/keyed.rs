@@ -187,6 +187,31 @@ fn a_keyed_family_shared_by_two_functions() {
     assert_eq!(family.members().len(), 2);
 }
 
+/// A generic function whose key type depends on its type parameter: one
+/// family per key type, each registered under the function's name.
+#[circuit_breaker(key = id, threshold = 1, recovery = "1h", name = "keyed.generic")]
+fn by_id<K: failfast::Key + std::fmt::Debug>(id: K, fail: bool) -> Result<String, CallError> {
+    if fail {
+        Err(CallError::Down)
+    } else {
+        Ok(format!("{id:?}"))
+    }
+}
+
+#[test]
+fn a_generic_function_keeps_one_family_per_key_type() {
+    assert!(matches!(by_id(7u32, true), Err(CallError::Down)));
+    assert!(matches!(by_id(7u32, false), Err(CallError::Refused(_))));
+    // The string "7" is another key type: its own family, its own breaker.
+    assert_eq!(by_id("7", false).unwrap(), "\"7\"");
+    assert_eq!(by_id(8u32, false).unwrap(), "8");
+    let families: Vec<_> = registry::families()
+        .into_iter()
+        .filter(|f| f.name() == "keyed.generic")
+        .collect();
+    assert_eq!(families.len(), 2);
+}
+
 static FLAKY_RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 #[failfast::retry(attempts = 5, backoff = "1ms")]

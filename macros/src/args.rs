@@ -882,6 +882,44 @@ mod tests {
     }
 
     #[test]
+    fn keyed_and_shared_keys_are_checked_once_each() {
+        assert!(errors_of("key = self.host.as_str(), max_keys = 8, threshold = 2").is_empty());
+        let errors = errors_of("max_keys = 8");
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0].starts_with("`max_keys` bounds a family"),
+            "{errors:?}"
+        );
+        assert_eq!(
+            errors_of("key = id, max_keys = 0"),
+            ["`max_keys` must be at least 1"]
+        );
+        // Next to `breaker`, each key of the breaker is one error, `max_keys`
+        // included (not also "without `key`"); the function's own keys pass.
+        let errors = errors_of("breaker = PAYMENTS, threshold = 2, max_keys = 8, name = \"x\"");
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors
+            .iter()
+            .all(|e| e.contains("configure the shared breaker where it is declared")));
+        assert!(errors_of(
+            "breaker = PAYMENTS, key = host, counts = E::A, timeout = \"1s\", max_concurrent = 2, \
+             crate = ::failfast"
+        )
+        .is_empty());
+        assert_eq!(errors_of("breaker = \"PAYMENTS\"").len(), 1);
+        let declared = |tokens: &str| {
+            let mut errors = Errors::default();
+            Args::parse_declaration(tokens.parse().unwrap(), &mut errors);
+            errors.messages()
+        };
+        assert!(declared("threshold = 5, max_keys = 64, name = \"gateway\"").is_empty());
+        let errors = declared("counts = E::A, key = id, threshold = 0");
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors[0].starts_with("`counts` is set by each function"));
+        assert!(errors[1].starts_with("`key` is set by each function"));
+    }
+
+    #[test]
     fn slow_is_shorter_than_timeout() {
         for (slow, timeout) in [("3s", "3s"), ("5s", "3s")] {
             let errors = errors_of(&format!("slow = \"{slow}\", timeout = \"{timeout}\""));

@@ -12,7 +12,10 @@
 //!     // its entry in the link-time list of declared breakers (`declare`)
 //!     static __FAILFAST_DECLARED: Declared = Declared { breaker: &__FAILFAST_BREAKER, .. };
 //!     // with a fallback, what follows is in `let error = 'fallback: { .. };`
-//!     let [mut] __failfast_permit = match acquire(&__FAILFAST_BREAKER) {   // `mut` if async
+//!     // (with `key` or `breaker = NAME`, the static and these two lines
+//!     // differ: see `source`)
+//!     let __failfast_breaker: &'static Breaker = breaker(&__FAILFAST_BREAKER);
+//!     let [mut] __failfast_permit = match acquire(__failfast_breaker) {   // `mut` if async
 //!         Ok(permit) => permit,
 //!         Err(rejected) => return join::<Ret>(Err(rejected(rejected))), // at E; FromRejected
 //!         // with a fallback: break 'fallback Error::Rejected(rejected)
@@ -21,13 +24,13 @@
 //!     // Bulkhead = Bulkhead::new(N);` beside the breaker):
 //!     let __failfast_slot = match enter(&__FAILFAST_BULKHEAD) {
 //!         Some(slot) => slot,
-//!         None => { let rejected = concurrency_limit(&__FAILFAST_BREAKER, &permit); /* as above */ }
+//!         None => { let rejected = concurrency_limit(__failfast_breaker, &permit); /* as above */ }
 //!     };
 //!     let __failfast_result: Ret = run(move || -> Ret { body });        // sync
 //!     let __failfast_result: Ret =                                        // async
 //!         body(&mut __failfast_permit, async move { <fake return>; body }).await;
 //!     let __failfast_result: Ret = match timeout(Tokio, &mut __failfast_permit,  // `timeout`
-//!         __FAILFAST_BREAKER.name(), LIMIT, async move { .. }).await {
+//!         LIMIT, async move { .. }).await {
 //!         Ok(result) => result,
 //!         // the failure is already recorded
 //!         Err(timed_out) => return join::<Ret>(Err(timed_out(timed_out))), // at E; FromTimedOut

@@ -390,6 +390,7 @@ fn check(args: &TokenStream, item: &str) -> Result<bool, String> {
         "static __FAILFAST_BREAKER",
         "static __FAILFAST_FAMILY",
         "__private :: breaker (& ",
+        "__private :: member (& ",
     ]
     .iter()
     .any(|breaker| text.contains(breaker))

@@ -214,7 +214,7 @@ pub fn run<R>(f: impl FnOnce() -> R) -> R {
 #[diagnostic::on_unimplemented(
     message = "`#[circuit_breaker]` and `#[retry]` guard functions that return a `Result`, but this one returns `{Self}`",
     label = "not a `Result<T, E>`",
-    note = "an `Err` is how a call tells the breaker (or the retries) it failed: return `Result<T, E>` or an alias of it (`std::io::Result<T>`, `type ApiResult<T> = Result<T, ApiError>`)"
+    note = "an `Err` is how a call tells the breaker (or the retries) it failed: return `Result<T, E>` or an alias of it under any name (`std::io::Result<T>`, `type Outcome<T> = Result<T, ApiError>`)"
 )]
 pub trait ResultParts<T, E>: Sized {
     /// The value as a plain `Result`.
