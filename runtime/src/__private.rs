@@ -10,9 +10,9 @@ pub use crate::breaker::{Breaker, Outcome, Permit};
 pub use crate::bulkhead::{Bulkhead, Slot};
 pub use crate::config::Config;
 pub use crate::error::{Error, Rejected, TimedOut};
-pub use crate::registry::{Declared, DECLARED};
 #[cfg(feature = "keyed")]
 pub use crate::keyed::{Family, Key, Member, Slot as KeyedSlot};
+pub use crate::registry::{Declared, DECLARED};
 pub use crate::timeout::Timeout;
 pub use linkme;
 pub use linkme::distributed_slice;
