@@ -172,6 +172,8 @@ mod tests {
     use crate::{ManualClock, State};
     use std::sync::{Arc, Mutex};
 
+    const PINNED: u64 = 14_004_745_945_460_312_066;
+
     fn breaker(clock: &ManualClock) -> Breaker {
         Breaker::builder()
             .name("remote-tests")
@@ -323,5 +325,50 @@ mod tests {
         assert_eq!(f(&a), f(&b));
         assert_ne!(f(&a), f(&c));
         assert_ne!(f(&a), f(&d));
+    }
+
+    #[test]
+    fn over_a_breaker_that_reopened_on_its_own_the_local_deadline_is_the_floor() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock);
+        let first = b.open_remote(Duration::from_secs(5), None).unwrap();
+        clock.advance(Duration::from_secs(5));
+        b.acquire().expect("the trial").failure(); // open on its own until 15 s
+        let again = b
+            .open_remote(Duration::from_secs(20), Some(first))
+            .expect("extended");
+        // Released at once: the breaker's own open still runs to 15 s.
+        assert!(b.release_remote(again, Duration::ZERO).is_some());
+        assert_eq!(b.snapshot().retry_after, Some(Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn a_remote_open_of_a_closed_breaker_is_a_transition_now() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock);
+        clock.advance(Duration::from_secs(7));
+        assert_eq!(b.snapshot().since_transition, Duration::from_secs(7));
+        b.open_remote(Duration::from_secs(3), None).unwrap();
+        assert_eq!(b.snapshot().since_transition, Duration::ZERO);
+    }
+
+    #[test]
+    fn release_leaves_a_breaker_forced_open_alone() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock);
+        let open = b.open_remote(Duration::from_secs(5), None).unwrap();
+        b.force_open();
+        assert_eq!(b.release_remote(open, Duration::ZERO), None);
+        assert_eq!(b.mode(), crate::Mode::ForcedOpen);
+        clock.advance(Duration::from_secs(60));
+        assert!(b.acquire().is_err(), "still forced open");
+    }
+
+    /// Instances of different builds compare fingerprints, so the value of
+    /// a given configuration must never change (FNV-1a over the settings).
+    #[test]
+    fn the_fingerprint_of_a_configuration_is_stable() {
+        let b = Breaker::builder().name("any").threshold(5).build().unwrap();
+        assert_eq!(b.config().fingerprint(), PINNED);
     }
 }

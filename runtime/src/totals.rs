@@ -270,10 +270,28 @@ mod tests {
         assert_eq!(seen.len(), SHARED_SHARDS as usize, "round-robin");
     }
 
+    /// Tests that hand out slots run one at a time.
+    static SLOTS_TEST: Mutex<()> = Mutex::new(());
+
+    /// A thread that exits gives its slot back: a pool that replaces its
+    /// threads one by one, far more of them than there are slots, still
+    /// counts on slots of its own.
+    #[test]
+    fn a_thread_that_exits_gives_its_slot_to_the_next() {
+        let _one_at_a_time = SLOTS_TEST.lock().unwrap_or_else(PoisonError::into_inner);
+        for _ in 0..3 * slots() {
+            std::thread::spawn(assign).join().unwrap();
+        }
+        let code = std::thread::spawn(assign).join().unwrap();
+        assert_eq!(code & SHARED, 0, "an owned slot, not a shared one");
+        assert!(code <= slots());
+    }
+
     /// Owned slots stop at `slots()`: later threads get shared codes, and the
     /// counter handing them out does not creep on.
     #[test]
     fn owned_slots_are_never_handed_out_twice() {
+        let _one_at_a_time = SLOTS_TEST.lock().unwrap_or_else(PoisonError::into_inner);
         let n = slots() as usize;
         let stop = std::sync::Barrier::new(n + 9);
         let codes: Vec<u32> = std::thread::scope(|s| {
