@@ -545,12 +545,13 @@ impl Breaker {
                 Outcome::Neutral => return,
                 Outcome::Success if w.payload() == 0 => return,
                 Outcome::Success => 0,
+                // The settings are read only where they can decide a trip.
+                Outcome::Failure if w.payload() + 1 >= self.settings().threshold => {
+                    self.trip(admitted, Cause::Threshold);
+                    return;
+                }
                 Outcome::Failure => w.payload() + 1,
             };
-            if failures >= self.settings().threshold {
-                self.trip(admitted, Cause::Threshold);
-                return;
-            }
             match self.cas(w, w.with_payload(failures)) {
                 Ok(()) => return,
                 Err(actual) => w = actual,
