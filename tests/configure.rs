@@ -205,6 +205,12 @@ fn observe_only_never_rejects_and_reports_what_it_would_have_done() {
     assert_eq!(SHADOW_CALLS.load(std::sync::atomic::Ordering::SeqCst), 10);
     // Would reject: the rules ran, and the breaker says it is open.
     assert_eq!(state("shadow::rollout"), State::Open);
+    let snapshot = registry::get("shadow::rollout").unwrap().snapshot();
+    assert_eq!(
+        (snapshot.would_reject, snapshot.rejected),
+        (8, 0),
+        "the 8 calls after the trip would have been refused"
+    );
     let seen = seen.lock().unwrap();
     assert!(
         seen.contains(&(State::Open, Mode::Disabled)),

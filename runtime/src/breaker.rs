@@ -54,8 +54,13 @@ pub enum Mode {
     ForcedOpen,
     /// Every call passes and no outcome is recorded until [`Breaker::reset`].
     ForcedClosed,
-    /// Every call passes; outcomes are still recorded and the state still moves,
-    /// so [`Breaker::snapshot`] shows what the breaker would have done.
+    /// Observe-only: every call passes; outcomes are still recorded and the
+    /// state still moves, so events, [`Breaker::snapshot`] and metrics show
+    /// what the breaker would have done. A call it would have refused is
+    /// counted in [`Snapshot::would_reject`] (and in the `metrics` feature's
+    /// `failfast_calls_total{outcome="would_reject"}`) and let through
+    /// unrecorded. Set by [`Breaker::disable`] or
+    /// [`RunMode::ObserveOnly`](crate::RunMode::ObserveOnly).
     Disabled,
 }
 
@@ -441,6 +446,7 @@ impl Breaker {
 
     fn refuse(&self, mode: u64, state: State, retry: RetryAt) -> Result<Permit<'_>, Rejected> {
         if mode == MODE_DISABLED {
+            self.totals.add(crate::totals::WOULD_REJECT);
             Ok(self.passive())
         } else {
             Err(self.rejection(state, retry))
@@ -741,6 +747,7 @@ impl Breaker {
             slow: totals.slow,
             rejected: totals.rejected,
             timeouts: totals.timeouts,
+            would_reject: totals.would_reject,
             transitions: totals.transitions,
             opened_at: totals.opened_at,
         }
@@ -1079,6 +1086,10 @@ pub struct Snapshot {
     /// Calls cut off at their time limit (`timeout`); also counted in
     /// [`failures`](Self::failures).
     pub timeouts: u64,
+    /// Calls an observe-only breaker ([`Mode::Disabled`]) let through that
+    /// it would have rejected: open, or half-open with its trials taken. Not
+    /// in [`calls`](Self::calls); 0 in any other mode.
+    pub would_reject: u64,
     /// State transitions since the breaker was built, manual ones included.
     pub transitions: u64,
     /// When the breaker last opened on its own (trip rule or failed trial),

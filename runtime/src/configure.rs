@@ -84,7 +84,10 @@ pub enum RunMode {
     /// Closed, normal operation ([`Breaker::reset`]).
     Normal,
     /// Every call passes; the rules keep running, so events and snapshots
-    /// say what the breaker would have done ([`Breaker::disable`]).
+    /// say what the breaker would have done ([`Breaker::disable`]): its
+    /// transitions carry [`Mode::Disabled`](crate::Mode::Disabled), and the
+    /// calls it would have refused are counted in
+    /// [`Snapshot::would_reject`](crate::Snapshot::would_reject).
     ObserveOnly,
 }
 

@@ -4,7 +4,7 @@
 //!
 //! | metric | kind | labels | value |
 //! |---|---|---|---|
-//! | `failfast_calls_total` | counter | `breaker`, `outcome` = `success`, `failure`, `neutral`, `slow`, `rejected`, `timeout` | calls by outcome, as in [`Snapshot`](crate::Snapshot) (`slow` calls are also counted as a success or failure, `timeout`s as failures) |
+//! | `failfast_calls_total` | counter | `breaker`, `outcome` = `success`, `failure`, `neutral`, `slow`, `rejected`, `timeout`, `would_reject` | calls by outcome, as in [`Snapshot`](crate::Snapshot) (`slow` calls are also counted as a success or failure, `timeout`s as failures; `would_reject` counts the calls an observe-only breaker let through that it would have refused) |
 //! | `failfast_state` | gauge | `breaker` | 0 closed, 1 open, 2 half-open |
 //! | `failfast_transitions_total` | counter | `breaker`, `from`, `to` (`closed`, `open`, `half_open`) | state transitions |
 //! | `failfast_threshold` | gauge | `breaker` | consecutive failures that trip (consecutive rule) |
@@ -148,14 +148,20 @@ static METADATA: Metadata<'static> =
 #[derive(Debug)]
 pub(crate) struct Keys {
     /// `failfast_calls_total` by outcome, in the order of `OUTCOMES`.
-    calls: [Key; 6],
+    calls: [Key; 7],
     state: Key,
     /// `failfast_transitions_total`, indexed by `pair(from, to)`.
     transitions: [Key; 9],
 }
 
-const OUTCOMES: [&str; 6] = [
-    "success", "failure", "neutral", "slow", "rejected", "timeout",
+const OUTCOMES: [&str; 7] = [
+    "success",
+    "failure",
+    "neutral",
+    "slow",
+    "rejected",
+    "timeout",
+    "would_reject",
 ];
 const STATES: [State; 3] = [State::Closed, State::Open, State::HalfOpen];
 
@@ -201,6 +207,7 @@ fn export_breaker(b: &Breaker) {
             s.slow,
             s.rejected,
             s.timeouts,
+            s.would_reject,
         ]) {
             r.register_counter(key, &METADATA).absolute(value);
         }

@@ -33,7 +33,10 @@ pub(crate) const SLOW: usize = 3;
 pub(crate) const REJECTED: usize = 4;
 /// Calls cut off at their time limit (also counted as failures).
 pub(crate) const TIMEOUT: usize = 5;
-const COUNTERS: usize = 6;
+/// Calls an observe-only ([`Mode::Disabled`](crate::Mode::Disabled))
+/// breaker let through that it would have rejected.
+pub(crate) const WOULD_REJECT: usize = 6;
+const COUNTERS: usize = 7;
 
 /// One slot's counters, on a line of its own (two lines: adjacent-line
 /// prefetchers pair them, as for the breaker's hot word).
@@ -222,6 +225,7 @@ pub(crate) struct Running {
     pub(crate) slow: u64,
     pub(crate) rejected: u64,
     pub(crate) timeouts: u64,
+    pub(crate) would_reject: u64,
     pub(crate) transitions: u64,
     pub(crate) opened_at: Option<SystemTime>,
 }
@@ -229,7 +233,8 @@ pub(crate) struct Running {
 impl crate::breaker::Breaker {
     /// The running totals of a snapshot taken at `now`.
     pub(crate) fn running_totals(&self, now: u64) -> Running {
-        let [successes, failures, neutral, slow, rejected, timeouts] = self.totals.sums().counts;
+        let [successes, failures, neutral, slow, rejected, timeouts, would_reject] =
+            self.totals.sums().counts;
         let opened = self.hook.opened_at.load(Ordering::Relaxed);
         Running {
             calls: successes + failures + neutral + rejected,
@@ -239,6 +244,7 @@ impl crate::breaker::Breaker {
             slow,
             rejected,
             timeouts,
+            would_reject,
             transitions: self.hook.transitions.load(Ordering::Relaxed),
             opened_at: (opened != 0).then(|| {
                 let ago = Duration::from_nanos(now.saturating_sub(opened));

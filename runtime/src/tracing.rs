@@ -10,6 +10,7 @@
 //! | `from`, `to` | `closed`, `open`, `half-open` |
 //! | `reason` | [`Reason::as_str`](crate::events::Reason::as_str): `threshold_reached`, `failure_rate`, … |
 //! | `mode` | manual control in force: `Normal`, `ForcedOpen`, `ForcedClosed`, `Disabled` |
+//! | `observe_only` | `true` when the mode is `Disabled` (observe-only): the breaker moved, but calls still pass; the message says so too |
 //! | `consecutive_failures`, `window_calls`, `window_failures`, `window_slow`, `trial_successes` | the counts that decided it ([`Counts`](crate::events::Counts)) |
 //! | `open_for_secs` | the open time chosen, in seconds, when it opened on its own |
 //! | `seq` | the breaker's transition number |
@@ -20,6 +21,7 @@
 
 use ::tracing::{event, Level};
 
+use crate::breaker::Mode;
 use crate::error::State;
 use crate::events::Transition;
 
@@ -35,6 +37,7 @@ macro_rules! emit {
             to = t.to.as_str(),
             reason = t.reason.as_str(),
             mode = ?t.mode,
+            observe_only = t.mode == Mode::Disabled,
             consecutive_failures = c.consecutive_failures,
             window_calls = c.window_calls,
             window_failures = c.window_failures,
@@ -42,11 +45,16 @@ macro_rules! emit {
             trial_successes = c.trial_successes,
             open_for_secs = t.open_for.map(|d| d.as_secs_f64()),
             seq = t.seq,
-            "circuit breaker `{}` {} → {} ({})",
+            "circuit breaker `{}` {} → {} ({}){}",
             t.name,
             t.from,
             t.to,
             t.reason,
+            if t.mode == Mode::Disabled {
+                "; observe only, calls still pass"
+            } else {
+                ""
+            },
         )
     }};
 }

@@ -62,9 +62,29 @@ impl Reading {
     }
 }
 
-const OUTCOMES: [&str; 6] = [
-    "success", "failure", "neutral", "slow", "rejected", "timeout",
+const OUTCOMES: [&str; 7] = [
+    "success",
+    "failure",
+    "neutral",
+    "slow",
+    "rejected",
+    "timeout",
+    "would_reject",
 ];
+
+/// A breaker with threshold 2 and 30 s of recovery, in the registry.
+fn registered(name: &'static str) -> Arc<Breaker> {
+    let b = Arc::new(
+        Breaker::builder()
+            .name(name)
+            .threshold(2)
+            .recovery(Duration::from_secs(30))
+            .build()
+            .unwrap(),
+    );
+    registry::register(&b);
+    b
+}
 
 #[test]
 fn every_series_exists_at_registration_and_follows_calls_and_transitions() {
@@ -73,15 +93,7 @@ fn every_series_exists_at_registration_and_follows_calls_and_transitions() {
     let name = "metrics-payments";
     let breaker = |outcome: &'static str| [("breaker", name), ("outcome", outcome)];
     metrics::with_local_recorder(&recorder, || {
-        let b = Arc::new(
-            Breaker::builder()
-                .name(name)
-                .threshold(2)
-                .recovery(Duration::from_secs(30))
-                .build()
-                .unwrap(),
-        );
-        registry::register(&b);
+        let b = registered(name);
 
         // Before any call: zero-valued series, thresholds as gauges.
         let r = read(&s);
@@ -146,5 +158,32 @@ fn every_series_exists_at_registration_and_follows_calls_and_transitions() {
         let labels = [("breaker", name), ("from", "open"), ("to", "closed")];
         assert_eq!(r.counter("failfast_transitions_total", &labels), 1);
         assert_eq!(r.counter("failfast_calls_total", &breaker("rejected")), 4);
+    });
+}
+
+#[test]
+fn an_observe_only_breaker_reports_the_calls_it_would_have_rejected() {
+    let recorder = DebuggingRecorder::new();
+    let s = recorder.snapshotter();
+    let name = "metrics-shadow";
+    let breaker = |outcome: &'static str| [("breaker", name), ("outcome", outcome)];
+    metrics::with_local_recorder(&recorder, || {
+        let b = registered(name);
+        b.disable();
+        for _ in 0..2 {
+            b.acquire().unwrap().record(Outcome::Failure);
+        }
+        for _ in 0..5 {
+            drop(b.acquire().expect("observe-only: never refused"));
+        }
+        failfast_runtime::metrics::export();
+        let r = read(&s);
+        assert_eq!(r.gauge("failfast_state", &[("breaker", name)]), 1.0);
+        assert_eq!(
+            r.counter("failfast_calls_total", &breaker("would_reject")),
+            5
+        );
+        assert_eq!(r.counter("failfast_calls_total", &breaker("rejected")), 0);
+        assert_eq!(r.counter("failfast_calls_total", &breaker("failure")), 2);
     });
 }

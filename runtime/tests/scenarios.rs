@@ -426,7 +426,24 @@ fn manual_control() {
     b.disable();
     let _ = fail(&b);
     assert_eq!(b.state(), State::Open, "disabled: the rule still runs");
+    let before = b.snapshot();
     assert!(fail(&b).unwrap_err().is_failed(), "but calls still pass");
+    assert!(succeed(&b).is_ok());
+    let after = b.snapshot();
+    assert_eq!(
+        (after.would_reject, after.rejected, after.calls),
+        (before.would_reject + 2, before.rejected, before.calls),
+        "a call it would have refused is counted as such, and only as such"
+    );
+    clock.advance(RECOVERY * 10);
+    assert!(succeed(&b).is_ok(), "its trial");
+    assert_eq!(b.state(), State::Closed, "disabled: recovers by itself too");
+    assert!(succeed(&b).is_ok());
+    assert_eq!(
+        b.snapshot().would_reject,
+        after.would_reject,
+        "closed: nothing it would refuse"
+    );
 
     b.reset();
     assert_eq!(b.mode(), Mode::Normal);

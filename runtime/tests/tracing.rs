@@ -95,6 +95,7 @@ fn each_transition_is_one_event_at_its_level_with_its_fields() {
     assert_eq!(open["consecutive_failures"], "2");
     assert_eq!(open["open_for_secs"], "30.0");
     assert_eq!(open["mode"], "Normal");
+    assert_eq!(open["observe_only"], "false");
     assert_eq!(open["seq"], "1");
     assert_eq!(
         open["message"],
@@ -102,4 +103,29 @@ fn each_transition_is_one_event_at_its_level_with_its_fields() {
     );
     assert_eq!(events[2].2["reason"], "trials_succeeded");
     assert_eq!(events[2].2["trial_successes"], "1");
+}
+
+#[test]
+fn an_observe_only_breaker_says_calls_still_pass() {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    let b = Breaker::builder()
+        .name("tracing-shadow")
+        .threshold(1)
+        .build()
+        .unwrap();
+    b.disable();
+    tracing::subscriber::with_default(subscriber, || {
+        b.acquire().unwrap().record(Outcome::Failure);
+    });
+    let events = capture.0.lock().unwrap().clone();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let (level, _, open) = &events[0];
+    assert_eq!(*level, Level::WARN);
+    assert_eq!(open["mode"], "Disabled");
+    assert_eq!(open["observe_only"], "true");
+    assert_eq!(
+        open["message"],
+        "circuit breaker `tracing-shadow` closed → open (threshold_reached); observe only, calls still pass"
+    );
 }
