@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
 use failfast::reqwest_middleware::{rejected, CircuitBreakerMiddleware};
-use failfast::{Breaker, Reason, State};
+use failfast::{Breaker, ManualClock, Reason, State};
 use reqwest_middleware::ClientWithMiddleware;
 
 /// A host answering every request with the status it is set to, counting
@@ -167,4 +167,47 @@ async fn a_connection_refused_is_a_failure() {
     assert_eq!(breaker.state(), State::Open);
     let error = client.get(&url).send().await.unwrap_err();
     assert!(rejected(&error).is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_dropped_in_flight_is_neutral_and_gives_its_trial_back() {
+    let app = Router::new()
+        .route("/fail", get(|| async { StatusCode::SERVICE_UNAVAILABLE }))
+        .route("/hang", get(std::future::pending::<StatusCode>))
+        .route("/ok", get(|| async { StatusCode::OK }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let clock = ManualClock::new();
+    let middleware = CircuitBreakerMiddleware::per_host(
+        Breaker::builder()
+            .name("reqwest-dropped")
+            .threshold(1)
+            .recovery(Duration::from_secs(30))
+            .clock(clock.clone()),
+    )
+    .unwrap();
+    let client = client(middleware.clone());
+
+    let answer = client.get(format!("{base}/fail")).send().await.unwrap();
+    assert_eq!(answer.status(), 503);
+    let breaker = middleware.breaker_for(&base.parse().unwrap()).unwrap();
+    assert_eq!(breaker.state(), State::Open);
+    clock.advance(Duration::from_secs(30));
+
+    // The trial hangs; the caller gives up on it and drops the request.
+    let hung = client.get(format!("{base}/hang")).send();
+    let gave_up = tokio::time::timeout(Duration::from_millis(200), hung).await;
+    assert!(gave_up.is_err(), "the upstream never answers /hang");
+    let s = breaker.snapshot();
+    assert_eq!(
+        (s.state, s.trials_in_flight, s.neutral, s.failures),
+        (State::HalfOpen, 0, 1, 1),
+        "dropped in flight: neutral, and the trial slot is free again"
+    );
+
+    // So the next request is the trial, and closes the breaker.
+    let answer = client.get(format!("{base}/ok")).send().await.unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(breaker.state(), State::Closed);
 }
