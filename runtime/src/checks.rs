@@ -127,6 +127,36 @@ mod tests {
         assert_eq!(jitter(0.0), 0.0);
         assert_eq!(recovery(Duration::from_secs(1)), Duration::from_secs(1));
         assert_eq!(min_calls_within(10, 10), 10);
+        assert_eq!(min_calls_within(3, 10), 3);
+        assert_eq!(jitter(0.25), 0.25);
+        assert_eq!(jitter(0.999), 0.999);
+        assert_eq!(slow_rate(0.01), 0.01);
+    }
+
+    #[test]
+    fn each_bound_is_where_the_rules_put_it() {
+        let refused = |f: fn()| std::panic::catch_unwind(f).is_err();
+        assert!(refused(|| {
+            let _ = jitter(1.0);
+        }));
+        assert!(refused(|| {
+            let _ = jitter(-0.01);
+        }));
+        assert!(refused(|| {
+            let _ = jitter(f64::NAN);
+        }));
+        assert!(refused(|| {
+            let _ = min_calls_within(11, 10);
+        }));
+        assert!(refused(|| {
+            let _ = failure_rate(0.0);
+        }));
+        assert!(refused(|| {
+            let _ = slow_under_timeout(Duration::from_secs(1), Duration::from_secs(1));
+        }));
+        assert!(!refused(|| {
+            let _ = slow_under_timeout(Duration::from_millis(999), Duration::from_secs(1));
+        }));
     }
 
     #[test]

@@ -108,3 +108,20 @@ fn trial_is_admitted_promptly_under_a_stream_of_calls() {
 fn trial_is_admitted_promptly_under_sparse_calls() {
     check("caller every 100 µs", || sleep(Duration::from_micros(100)));
 }
+
+#[test]
+fn a_long_open_elsewhere_does_not_delay_a_short_one() {
+    // This breaker's 20 s open keeps the ticker running past every deadline
+    // below, so their checks read a coarse time that has passed them (a
+    // check that trusted it the wrong way would wait those 20 s, and fail).
+    let long = Breaker::builder()
+        .name("open-transition-long")
+        .threshold(1)
+        .recovery(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let _ = long.call(|| Err::<(), _>("down"));
+    assert_eq!(long.state(), State::Open);
+    check("another breaker open for 20 s", spin_loop);
+    assert_eq!(long.state(), State::Open, "and that one stays open");
+}
