@@ -576,3 +576,24 @@ impl TryFrom<Config> for Breaker {
         Ok(Breaker::from_config(config))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_keeps_its_name() {
+        let b = Breaker::builder().name("payments::charge").build().unwrap();
+        assert_eq!(b.config().name(), "payments::charge");
+    }
+
+    #[test]
+    fn durations_past_u64_nanoseconds_saturate_instead_of_wrapping() {
+        assert_eq!(nanos(Duration::MAX), u64::MAX);
+        // 2^64 ns + 1 ns would wrap to 1 ns.
+        let past = Duration::from_nanos(u64::MAX) + Duration::from_nanos(2);
+        assert_eq!(nanos(past), u64::MAX);
+        assert_eq!(nanos(Duration::from_nanos(u64::MAX)), u64::MAX);
+        assert_eq!(nanos(Duration::from_secs(3)), 3_000_000_000);
+    }
+}
