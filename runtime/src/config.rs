@@ -596,4 +596,25 @@ mod tests {
         assert_eq!(nanos(Duration::from_nanos(u64::MAX)), u64::MAX);
         assert_eq!(nanos(Duration::from_secs(3)), 3_000_000_000);
     }
+
+    #[test]
+    fn the_largest_values_are_accepted_and_one_more_is_refused() {
+        let largest = || {
+            Breaker::builder()
+                .threshold(MAX_THRESHOLD)
+                .trial_calls(MAX_TRIALS)
+                .success_threshold(MAX_TRIALS)
+        };
+        assert!(largest().build().is_ok());
+        let rate = || Breaker::builder().failure_rate(0.5).min_calls(1);
+        assert!(rate().window_calls(MAX_WINDOW_CALLS).build().is_ok());
+        let key = |b: Builder| b.build().unwrap_err().setting();
+        assert_eq!(key(largest().trial_calls(MAX_TRIALS + 1)), "trial_calls");
+        assert_eq!(
+            key(largest().success_threshold(MAX_TRIALS + 1)),
+            "success_threshold"
+        );
+        assert_eq!(key(largest().threshold(MAX_THRESHOLD + 1)), "threshold");
+        assert_eq!(key(rate().window_calls(MAX_WINDOW_CALLS + 1)), "window");
+    }
 }
