@@ -12,9 +12,9 @@
 //! `python3 benches/scaling_table.py` then prints the tables of
 //! `benches/README.md` ("Scaling").
 //!
-//! What is not a criterion timing is measured once at setup and written,
-//! with the path of the criterion results beside it, to
-//! `criterion/scaling_setup.tsv`:
+//! What is not a criterion timing is measured once at setup and written to
+//! `scaling_setup.tsv`, beside criterion's results (`criterion/` under
+//! `$CARGO_TARGET_DIR`, else `target`):
 //!
 //! - the heap each window shape takes, measured with the counting allocator
 //!   below (a breaker built, boxed, and called once so that its window and
@@ -152,9 +152,9 @@ fn rate_breaker(window: impl FnOnce(failfast::Builder) -> failfast::Builder) -> 
         .unwrap()
 }
 
-/// Heap taken by a breaker built by `build` once it has recorded a failure
-/// (its window and this thread's totals then exist), recorded with its
-/// inline size.
+/// Records the heap a breaker built by `build` takes besides its inline size
+/// once it has recorded a failure (its window and this thread's totals then
+/// exist).
 fn window_memory(case: &str, build: impl FnOnce() -> Breaker) {
     let before = live();
     let breaker = Box::new(build());
