@@ -538,6 +538,30 @@ fn async_call(c: &mut Criterion) {
         b.iter_custom(|n| looped(&rt, n, || ff.call_async(plain_async(arg()))))
     });
     g.finish();
+
+    /// `looped`, timed in the thread's CPU time (the runtime is current-thread:
+    /// every poll runs on this thread).
+    fn looped_on_cpu<F: Future>(
+        rt: &tokio::runtime::Runtime,
+        iters: u64,
+        call: impl Fn() -> F,
+    ) -> Duration {
+        rt.block_on(async {
+            let cpu = thread_cpu_time();
+            for _ in 0..iters {
+                black_box(&call().await);
+            }
+            thread_cpu_time() - cpu
+        })
+    }
+    let mut g = c.benchmark_group("async_current_thread_cpu");
+    g.bench_function("plain async fn", |b| {
+        b.iter_custom(|n| looped_on_cpu(&rt, n, || plain_async(arg())))
+    });
+    g.bench_function("failfast: #[circuit_breaker] async fn", |b| {
+        b.iter_custom(|n| looped_on_cpu(&rt, n, || guarded_async(arg())))
+    });
+    g.finish();
 }
 
 /// Last: opening a breaker starts the coarse clock's ticker, which then runs for

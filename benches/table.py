@@ -24,10 +24,15 @@ GROUPS = [
     "rate_2_threads_cpu",
     "open_rejected",
     "async_current_thread",
+    "async_current_thread_cpu",
     "timeout_current_thread",
 ]
 PEERS = ["failsafe", "recloser"]
-BASE = {"async_current_thread": "plain async fn", "timeout_current_thread": "plain async fn"}
+BASE = {
+    "async_current_thread": "plain async fn",
+    "async_current_thread_cpu": "plain async fn",
+    "timeout_current_thread": "plain async fn",
+}
 # Cases with failures in the window compare with the floor fed the same inputs.
 SOME_FAILING = ", 1 in 64 failing"
 
@@ -48,11 +53,16 @@ def order(item):
     return (rank, case)
 
 
-def main():
+def criterion_dir():
+    """The directory given as the first argument, else criterion's under
+    $CARGO_TARGET_DIR or target."""
     if len(sys.argv) > 1:
-        root = Path(sys.argv[1])
-    else:
-        root = Path(os.environ.get("CARGO_TARGET_DIR", "target")) / "criterion"
+        return Path(sys.argv[1])
+    return Path(os.environ.get("CARGO_TARGET_DIR", "target")) / "criterion"
+
+
+def main():
+    root = criterion_dir()
     found = medians(root)
     if not found:
         sys.exit(f"no criterion results under {root}; run `cargo bench --bench breaker` first")
