@@ -495,3 +495,98 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error with a cause, as a protected call might return.
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+
+    impl fmt::Display for Outer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("charge failed")
+        }
+    }
+
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    fn name() -> Name {
+        Name::new_static("payments")
+    }
+
+    fn timed_out() -> TimedOut {
+        TimedOut::new(name(), Duration::from_millis(250))
+    }
+
+    #[test]
+    fn each_variant_answers_only_its_own_question() {
+        let failed: Error<&str> = Error::Failed("down");
+        let timeout: Error<&str> = Error::Timeout(timed_out());
+        let rejected: Error<&str> =
+            Error::Rejected(Rejected::new(name(), State::Open, RetryAt::Unknown));
+        assert_eq!(
+            [
+                failed.is_failed(),
+                timeout.is_failed(),
+                rejected.is_failed()
+            ],
+            [true, false, false]
+        );
+        assert_eq!(
+            [
+                failed.is_timeout(),
+                timeout.is_timeout(),
+                rejected.is_timeout()
+            ],
+            [false, true, false]
+        );
+        assert_eq!(failed.failed(), Some(&"down"));
+        assert_eq!(timeout.failed(), None);
+        assert_eq!(timeout.timed_out(), Some(&timed_out()));
+        assert_eq!(failed.timed_out(), None);
+        assert_eq!(rejected.timed_out(), None);
+    }
+
+    #[test]
+    fn a_timeout_names_its_breaker_and_limit() {
+        let t = timed_out();
+        assert_eq!(t.name(), "payments");
+        assert_eq!(t.limit(), Duration::from_millis(250));
+        assert_eq!(
+            t.to_string(),
+            "call through circuit breaker `payments` timed out after 250ms"
+        );
+        let e: Error<Outer> = Error::Timeout(t);
+        assert_eq!(
+            e.to_string(),
+            "call through circuit breaker `payments` timed out after 250ms"
+        );
+    }
+
+    #[test]
+    fn a_failure_displays_and_chains_as_the_error_inside() {
+        let e: Error<Outer> = Error::Failed(Outer(std::io::Error::other("connection reset")));
+        assert_eq!(e.to_string(), "charge failed");
+        let source = std::error::Error::source(&e).expect("the inner error's cause");
+        assert_eq!(source.to_string(), "connection reset");
+        let timeout: Error<Outer> = Error::Timeout(timed_out());
+        assert!(std::error::Error::source(&timeout).is_none());
+    }
+
+    #[test]
+    fn a_config_error_says_what_is_wrong() {
+        let e = ConfigError::new("jitter", "1.5 is outside [0, 1)");
+        assert_eq!(e.setting(), "jitter");
+        assert_eq!(e.problem(), "1.5 is outside [0, 1)");
+        assert_eq!(
+            e.to_string(),
+            "invalid circuit breaker setting `jitter`: 1.5 is outside [0, 1)"
+        );
+    }
+}

@@ -155,3 +155,22 @@ impl serde::Serialize for Name {
         serializer.serialize_str(self.as_str())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn static_and_owned_names_read_and_compare_alike() {
+        let fixed = Name::new_static("payments[host-3]");
+        let owned = Name::from(String::from("payments[host-3]"));
+        assert_eq!(fixed.as_static(), Some("payments[host-3]"));
+        assert_eq!(owned.as_static(), None);
+        for name in [&fixed, &owned] {
+            assert_eq!(AsRef::<str>::as_ref(name), "payments[host-3]");
+            assert!(*name == *"payments[host-3]");
+            assert!(*name != *"payments[host-4]");
+        }
+        assert_eq!(fixed, owned);
+    }
+}
