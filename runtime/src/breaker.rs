@@ -457,6 +457,10 @@ impl Breaker {
         if outcome == Outcome::Success && self.config.slow == 0 && word.tag() == TAG_CLOSED {
             self.totals.add(crate::totals::SUCCESS);
             if self.config.failure_rate != 0.0 {
+                // A window that a success cannot change: read, not written.
+                if self.load().same_period(word) && self.window.get().is_some_and(Window::quiet) {
+                    return;
+                }
                 return self.closed_success_rate(word, started);
             }
             // No slow-call rule and no failure rate: the consecutive rule alone.

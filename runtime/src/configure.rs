@@ -591,6 +591,64 @@ fn set_from_text(patch: &mut ConfigPatch, key: &str, text: &str) -> Result<(), S
 mod tests {
     use super::*;
 
+    /// Two threads deciding on a breaker (failures read the threshold, a
+    /// check reads the whole settings) while it is reconfigured again and
+    /// again: every reading is one published whole, and the latest one
+    /// decides the next trip.
+    #[test]
+    fn reconfiguring_while_two_threads_call() {
+        use crate::error::State;
+        use std::sync::atomic::{AtomicBool, AtomicU64};
+        const HIGH: u32 = 1_000_000;
+        let b = Breaker::builder()
+            .threshold(HIGH)
+            .recovery(Duration::from_secs(u64::from(HIGH)))
+            .clock(crate::ManualClock::new())
+            .build()
+            .unwrap();
+        let stop = AtomicBool::new(false);
+        let readings = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                let (b, stop, readings) = (&b, &stop, &readings);
+                s.spawn(move || {
+                    let mut last = HIGH;
+                    while !stop.load(Ordering::Relaxed) {
+                        let c = b.settings();
+                        // Published together: threshold n, recovery n seconds.
+                        assert_eq!(
+                            u64::from(c.threshold_value()),
+                            c.recovery_value().as_secs(),
+                            "a torn reading"
+                        );
+                        assert!(c.threshold_value() <= last, "went back in time");
+                        last = c.threshold_value();
+                        let _ = b.call(|| Err::<(), _>(()));
+                        let _ = b.call(|| Ok::<_, ()>(()));
+                        readings.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+            for n in (HIGH - 2000..HIGH).rev() {
+                let patch = ConfigPatch::new()
+                    .threshold(n)
+                    .recovery(Duration::from_secs(u64::from(n)));
+                b.reconfigure(&patch).unwrap();
+            }
+            while readings.load(Ordering::Relaxed) < 1000 {
+                std::thread::yield_now();
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert_eq!(b.state(), State::Closed);
+        b.reconfigure(&ConfigPatch::new().threshold(2)).unwrap();
+        let _ = b.call(|| Err::<(), _>(()));
+        assert_eq!(b.state(), State::Closed);
+        let _ = b.call(|| Err::<(), _>(()));
+        assert_eq!(b.state(), State::Open, "the latest threshold decides");
+        assert_eq!(b.tuning.published.lock().unwrap().len(), 2001);
+    }
+
     #[test]
     fn env_names_collapse_separators() {
         assert_eq!(env_name("payments::charge"), "PAYMENTS_CHARGE");

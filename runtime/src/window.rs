@@ -7,13 +7,16 @@
 //!   N slots, plus running totals of the set bits. A plain success writes
 //!   nothing here. Calls are numbered by the breaker's running totals, which
 //!   every thread already counts on a line of its own (`totals` module): the
-//!   breaker passes "successes and failures counted so far" in, and the window
-//!   keeps `base`, that count when it was last cleared (plus the outcomes the
-//!   window must not hold). An event's position is that count less `base`; it
-//!   claims its slot and clears the slots of the successes since the previous
-//!   event (they hold events N or more calls old), so after an event the bits
-//!   are exactly the last N calls. A snapshot leaves out, the same way, the
-//!   events that the successes since the last event pushed out.
+//!   breaker passes "successes and failures counted so far" in, less the
+//!   outcomes the window must not hold (`adjust`), and that number is the
+//!   call's *position*. An event takes the next position after the latest
+//!   event's if its own is not beyond it (positions only grow), claims its
+//!   slot and clears the slots of the successes since the previous event
+//!   (they hold events N or more calls old), so after an event the bits are
+//!   exactly the last N calls. A snapshot leaves out, the same way, the
+//!   events that the successes since the last event pushed out. A clear
+//!   notes the position it happened at (`start`): the window holds the calls
+//!   after it.
 //!
 //!   So calls sharing a breaker write no shared line unless they fail or are
 //!   slow: a success only reads the event totals (and, while the window fills
@@ -27,11 +30,12 @@
 //! On one thread the count window is exact: its verdicts are those of a ring
 //! that every call writes. Under concurrency it is a bounded approximation:
 //! an event's position is the count as its thread reads it, which may miss
-//! the calls other threads are finishing at that moment, so an event can be
-//! placed up to (threads − 1) calls early, and is then kept that many calls
-//! less (events racing for one position take the next free one). With two
-//! threads and a window of N, the share of failures a verdict sees is within
-//! 1/N of the share among the last N calls. A call recorded while the window
+//! the calls other threads are finishing at that moment, and events racing
+//! for one position take the next free one, so an event can be placed up to
+//! (threads − 1) positions from where a ring written by every call would put
+//! it, and leaves the window that many calls early or late. With two threads
+//! and a window of N, a verdict sees the share of failures among the last N
+//! calls give or take one call, 1/N. A call recorded while the window
 //! is being cleared (on a state change) may be lost or land in the fresh
 //! window; the rules only ever look at rates, and one call out of a window of
 //! many does not change a verdict in practice.
@@ -44,7 +48,10 @@
 //! bits again. Time-window counters are 64-bit and cannot overflow in
 //! practice.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicU32, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 
 use crate::config::{Window as Shape, TIME_BUCKETS};
 
@@ -115,11 +122,18 @@ impl Window {
         }
     }
 
+    /// Whether a plain success would change nothing: a count window holding
+    /// no event, or one that has held `min_calls` calls since it was cleared.
+    #[inline]
+    pub(crate) fn quiet(&self) -> bool {
+        matches!(self, Window::Count(w) if w.quiet())
+    }
+
     /// A success or failure the breaker counted that is not the window's
     /// (a permit of an earlier period): it does not take a call slot.
     pub(crate) fn skip(&self) {
         if let Window::Count(w) = self {
-            w.base.fetch_add(1, Relaxed);
+            w.adjust.fetch_add(1, Relaxed);
         }
     }
 
@@ -127,7 +141,7 @@ impl Window {
     /// or failure (an abandoned slow call): it takes a call slot.
     pub(crate) fn extra(&self) {
         if let Window::Count(w) = self {
-            w.base.fetch_sub(1, Relaxed);
+            w.adjust.fetch_sub(1, Relaxed);
         }
     }
 
@@ -163,12 +177,14 @@ struct Events {
 #[derive(Debug)]
 pub(crate) struct CountWindow {
     events: Padded<Events>,
-    /// Position of the latest event: calls since the clear, including it.
+    /// Position of the latest event (or clear): only ever grows.
     last: Padded<AtomicU64>,
-    /// The breaker's count of successes and failures at the clear, plus
-    /// those skipped since, less the extra calls: a call's position is the
-    /// count less `base`. Wraps rather than underflows.
-    base: AtomicU64,
+    /// Position of the latest clear: the window holds the calls after it.
+    start: AtomicU64,
+    /// Outcomes the breaker counted that are not the window's, less calls
+    /// the window holds that the breaker did not count: a call's position is
+    /// the breaker's count less this. Wraps rather than underflows.
+    adjust: AtomicU64,
     failed_bits: Box<[AtomicU64]>,
     slow_bits: Box<[AtomicU64]>,
     size: u32,
@@ -181,7 +197,8 @@ impl CountWindow {
         Self {
             events: Padded(Events::default()),
             last: Padded(AtomicU64::new(0)),
-            base: AtomicU64::new(0),
+            start: AtomicU64::new(0),
+            adjust: AtomicU64::new(0),
             failed_bits: bits(),
             slow_bits: bits(),
             size,
@@ -193,15 +210,24 @@ impl CountWindow {
         (position % u64::from(self.size)) as u32
     }
 
-    /// Calls since the clear, the breaker having counted `calls`.
-    fn position(&self, calls: u64) -> u64 {
-        let since = calls.wrapping_sub(self.base.load(Relaxed));
-        // Below zero for an instant while a skip races a clear.
-        if since > u64::MAX / 2 {
-            0
+    /// The position of a call, the breaker having counted `calls`, or
+    /// `after` when that is behind it (a count read while other threads'
+    /// counts are not yet seen, or a skip counted before its call).
+    fn position(&self, calls: u64, after: u64) -> u64 {
+        let position = calls.wrapping_sub(self.adjust.load(Relaxed));
+        #[allow(clippy::cast_possible_wrap)] // a difference of two positions
+        if (position.wrapping_sub(after) as i64) > 0 {
+            position
         } else {
-            since
+            after
         }
+    }
+
+    /// Calls in the window once a call at `position` was recorded.
+    fn held(&self, position: u64) -> u64 {
+        position
+            .saturating_sub(self.start.load(Relaxed))
+            .min(u64::from(self.size))
     }
 
     /// Whether a success can bring no verdict: the window holds no event,
@@ -225,23 +251,25 @@ impl CountWindow {
         trips: impl FnOnce(Tally) -> bool,
     ) -> bool {
         let size = u64::from(self.size);
-        let position = self.position(calls());
-        if position >= min_calls().min(size) {
+        let last = self.last.0.load(Acquire);
+        let since = self
+            .position(calls(), last)
+            .saturating_sub(self.start.load(Relaxed));
+        if since >= min_calls().min(size) {
             self.events.0.settled.store(true, Relaxed);
         }
-        position <= size && trips(self.tally_at(position))
+        since <= size && trips(self.tally_at(since))
     }
 
     /// Records a failed or slow call, the breaker having counted `calls`.
     fn event(&self, failed: bool, slow: bool, calls: u64) -> Tally {
-        let mut previous = self.last.0.load(Relaxed);
-        let position = self.position(calls);
+        let mut previous = self.last.0.load(Acquire);
         let position = loop {
-            let position = position.max(previous + 1);
+            let position = self.position(calls, previous.wrapping_add(1));
             match self
                 .last
                 .0
-                .compare_exchange_weak(previous, position, Relaxed, Relaxed)
+                .compare_exchange_weak(previous, position, Relaxed, Acquire)
             {
                 Ok(_) => break position,
                 Err(actual) => previous = actual,
@@ -267,7 +295,7 @@ impl CountWindow {
             &self.events.0.failures,
         );
         flip(&self.slow_bits[word], mask, slow, &self.events.0.slow);
-        self.tally_at(position)
+        self.tally_at(self.held(position))
     }
 
     fn bits_and_totals(&self) -> [(&[AtomicU64], &AtomicU32); 2] {
@@ -309,10 +337,9 @@ impl CountWindow {
         }
     }
 
-    /// The totals once the latest event was at `position`, clamped as the
+    /// The totals when the window holds `calls` calls, clamped as the
     /// module docs say.
-    fn tally_at(&self, position: u64) -> Tally {
-        let calls = position.min(u64::from(self.size));
+    fn tally_at(&self, calls: u64) -> Tally {
         let clamp = |total: &AtomicU32| u64::from(signed(total.load(Relaxed))).min(calls);
         Tally {
             calls,
@@ -324,15 +351,15 @@ impl CountWindow {
     /// The totals now, the breaker having counted `calls`: the bits less the
     /// events that the successes since the latest event pushed out.
     fn tally(&self, calls: u64) -> Tally {
-        let last = self.last.0.load(Relaxed);
-        let position = self.position(calls).max(last);
+        let last = self.last.0.load(Acquire);
+        let position = self.position(calls, last);
         let mut out = [0u64; 2];
         self.each_word(last + 1, position - last, |index, mask| {
             for (n, (bits, _)) in out.iter_mut().zip(self.bits_and_totals()) {
                 *n += u64::from((bits[index].load(Relaxed) & mask).count_ones());
             }
         });
-        let tally = self.tally_at(position);
+        let tally = self.tally_at(self.held(position));
         Tally {
             failures: tally.failures.saturating_sub(out[0]),
             slow: tally.slow.saturating_sub(out[1]),
@@ -341,8 +368,11 @@ impl CountWindow {
     }
 
     fn clear(&self, calls: u64) {
-        self.base.store(calls, Relaxed);
-        self.last.0.store(0, Relaxed);
+        let position = self.position(calls, self.last.0.load(Relaxed));
+        self.start.store(position, Relaxed);
+        // Published with the start: an event that sees this position sees
+        // the start too.
+        self.last.0.fetch_max(position, Release);
         self.events.0.settled.store(false, Relaxed);
         for (bits, total) in self.bits_and_totals() {
             for word in bits {
@@ -647,8 +677,10 @@ mod tests {
         let c = w.count();
         assert_eq!(c.events.0.failures.load(Relaxed), popcount(&c.failed_bits));
         assert_eq!(c.events.0.slow.load(Relaxed), popcount(&c.slow_bits));
-        // A full window of successes leaves nothing behind, without wrapping.
-        for _ in 0..100 {
+        // A full window of successes leaves nothing behind, without
+        // wrapping, once the (threads - 1) positions an event can have been
+        // placed late by are also past.
+        for _ in 0..100 + 2 {
             w.record(false, false);
         }
         assert_eq!(
