@@ -4,8 +4,11 @@
 //! Every change is one compare-and-swap on the word. A successful call in Closed
 //! under the consecutive rule reads the word twice and writes nothing unless a
 //! failure count needs clearing, so threads sharing a healthy breaker do not
-//! contend on its cache line. An open breaker rejects on one reading of the
-//! word: the deadline is in it.
+//! contend on its cache line. Under a rate rule over a count window a success
+//! likewise only reads: the window's event totals, and while the window fills
+//! up after holding a failure, the per-thread call counts (see `window`); only
+//! failed and slow calls write the window. An open breaker rejects on one
+//! reading of the word: the deadline is in it.
 //!
 //! Beside the word, on the same cache line, the generation counter hands out a
 //! fresh generation to every Closed and HalfOpen period. Off the hot line: the
