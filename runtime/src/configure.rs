@@ -649,6 +649,12 @@ mod tests {
         assert_eq!(b.tuning.published.lock().unwrap().len(), 2001);
     }
 
+    /// The memory each reconfiguration keeps, as the module docs state it.
+    #[test]
+    fn a_published_config_is_under_128_bytes() {
+        assert!(std::mem::size_of::<Config>() < 128);
+    }
+
     #[test]
     fn env_names_collapse_separators() {
         assert_eq!(env_name("payments::charge"), "PAYMENTS_CHARGE");
