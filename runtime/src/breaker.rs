@@ -460,10 +460,6 @@ impl Breaker {
         if outcome == Outcome::Success && self.config.slow == 0 && word.tag() == TAG_CLOSED {
             self.totals.add(crate::totals::SUCCESS);
             if self.config.failure_rate != 0.0 {
-                // A window that a success cannot change: read, not written.
-                if self.load().same_period(word) && self.window.get().is_some_and(Window::quiet) {
-                    return;
-                }
                 return self.closed_success_rate(word, started);
             }
             // No slow-call rule and no failure rate: the consecutive rule alone.
@@ -483,6 +479,16 @@ impl Breaker {
     /// bring a verdict) is only read.
     #[inline(never)]
     fn closed_success_rate(&self, admitted: Word, counter: u64) {
+        // A window that a success cannot change: read, not written.
+        if self.load().same_period(admitted) && self.window.get().is_some_and(Window::quiet) {
+            return;
+        }
+        self.closed_success_rate_slow(admitted, counter);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn closed_success_rate_slow(&self, admitted: Word, counter: u64) {
         // Recording a success of a permit that is stale by 2^36 generations
         // only records a real outcome; the trip below checks in full.
         if !self.load().same_period(admitted) {
