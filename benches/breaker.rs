@@ -482,6 +482,94 @@ fn closed_rate(c: &mut Criterion) {
     }
 }
 
+/// A protected function as a user's code holds it: behind a trait object.
+type Protected = std::sync::Arc<dyn Fn() -> Result<(), Fault> + Send + Sync>;
+
+/// The caller a user writes: not inlined, calling through the trait object,
+/// so each breaker's whole call path is paid on every call, as it is in an
+/// application.
+#[inline(never)]
+fn through(f: &Protected) -> Result<(), Fault> {
+    f()
+}
+
+/// The closed paths of both rules and the peers, each called through a
+/// `Protected` from `through`.
+fn trait_object(c: &mut Criterion) {
+    let fs = std::sync::Arc::new(failsafe_consecutive(5, Duration::from_secs(30)));
+    let rc = std::sync::Arc::new(Recloser::default());
+    let consecutive_breaker = std::sync::Arc::new(failfast_consecutive());
+    let rate_breaker = std::sync::Arc::new(failfast_rate());
+    let failing_breaker = std::sync::Arc::new(failfast_rate());
+    let cases: Vec<(&str, Protected)> = vec![
+        ("floor: bare call", std::sync::Arc::new(bare)),
+        (
+            "failsafe",
+            std::sync::Arc::new(move || fs.call(|| work(arg())).map_err(|_| Fault::Unavailable)),
+        ),
+        (
+            "recloser",
+            std::sync::Arc::new(move || rc.call(|| work(arg())).map_err(|_| Fault::Unavailable)),
+        ),
+        (
+            "failfast: Breaker::call, consecutive",
+            std::sync::Arc::new(move || {
+                consecutive_breaker
+                    .call(|| work(arg()))
+                    .map_err(|_| Fault::Unavailable)
+            }),
+        ),
+        (
+            "failfast: #[circuit_breaker], consecutive",
+            std::sync::Arc::new(|| consecutive(arg())),
+        ),
+        (
+            "failfast: Breaker::call, rate",
+            std::sync::Arc::new(move || {
+                rate_breaker
+                    .call(|| work(arg()))
+                    .map_err(|_| Fault::Unavailable)
+            }),
+        ),
+        (
+            "failfast: #[circuit_breaker], rate",
+            std::sync::Arc::new(|| rate(arg())),
+        ),
+        (
+            "failfast: Breaker::call, rate, 1 in 64 failing",
+            std::sync::Arc::new(move || {
+                failing_breaker
+                    .call(|| work(arg_1_in_64()))
+                    .map_err(|_| Fault::Unavailable)
+            }),
+        ),
+        (
+            "failfast: #[circuit_breaker], rate, 1 in 64 failing",
+            std::sync::Arc::new(|| rate_some_failing(arg_1_in_64())),
+        ),
+    ];
+
+    let mut g = c.benchmark_group("dyn_1_thread");
+    for (name, f) in &cases {
+        g.bench_function(*name, |b| each(b, || through(f)));
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("dyn_1_thread_cpu");
+    for (name, f) in &cases {
+        g.bench_function(*name, |b| b.iter_custom(|n| on_cpu(n, || through(f))));
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("dyn_2_threads_cpu");
+    for (name, f) in &cases {
+        g.bench_function(*name, |b| {
+            b.iter_custom(|n| two_threads(Clock::Cpu, n, || through(f)))
+        });
+    }
+    g.finish();
+}
+
 /// `iters` awaits of `call()` inside one `block_on`.
 fn looped<F: Future>(rt: &tokio::runtime::Runtime, iters: u64, call: impl Fn() -> F) -> Duration {
     rt.block_on(async {
@@ -687,6 +775,7 @@ criterion_group!(
     benches,
     closed_consecutive,
     closed_rate,
+    trait_object,
     async_call,
     timeout,
     open_rejected,

@@ -4,8 +4,11 @@
 //! Every change is one compare-and-swap on the word. A successful call in Closed
 //! under the consecutive rule reads the word twice and writes nothing unless a
 //! failure count needs clearing, so threads sharing a healthy breaker do not
-//! contend on its cache line. An open breaker rejects on one reading of the
-//! word: the deadline is in it.
+//! contend on its cache line. Under a rate rule over a count window a success
+//! likewise only reads: the window's event totals, and while the window fills
+//! up after holding a failure, the per-thread call counts (see `window`); only
+//! failed and slow calls write the window. An open breaker rejects on one
+//! reading of the word: the deadline is in it.
 //!
 //! Beside the word, on the same cache line, the generation counter hands out a
 //! fresh generation to every Closed and HalfOpen period. Off the hot line: the
@@ -478,19 +481,70 @@ impl Breaker {
 
     /// A success in Closed under the failure-rate rule alone: what
     /// `finish_closed` does for it, in a function small enough to be cheap.
+    /// A count window holding no event (or full enough that a success cannot
+    /// bring a verdict) is only read.
     #[inline(never)]
     fn closed_success_rate(&self, admitted: Word, counter: u64) {
+        // A window that a success cannot change: read, not written.
+        if self.load().same_period(admitted) && self.window.get().is_some_and(Window::quiet) {
+            return;
+        }
+        self.closed_success_rate_slow(admitted, counter);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn closed_success_rate_slow(&self, admitted: Word, counter: u64) {
         // Recording a success of a permit that is stale by 2^36 generations
         // only records a real outcome; the trip below checks in full.
         if !self.load().same_period(admitted) {
-            return;
+            return self.not_recorded();
         }
-        let window = self.window.get_or_init(|| Window::new(self.config.window));
-        // A success can still trip the rule: the call that brings the window to
-        // `min_calls` may find the failures already above the rate.
-        if window.record(false, false, || self.clock.now(), |t| self.rate_trips(t)) {
+        if self.window().record(false, false, self.rule()) {
             self.trip(Word(with_epoch(admitted.0, counter)), Cause::Rate);
         }
+    }
+
+    /// The rate rules' window, made on the first call that needs it.
+    #[inline]
+    fn window(&self) -> &Window {
+        self.window.get_or_init(|| Window::new(self.config.window))
+    }
+
+    /// What the window asks of the breaker to record a call.
+    #[inline]
+    fn rule(
+        &self,
+    ) -> crate::window::Rule<
+        impl FnOnce() -> u64 + '_,
+        impl FnOnce() -> u64 + '_,
+        impl FnOnce() -> u64 + '_,
+        impl FnOnce(Tally) -> bool + '_,
+    > {
+        crate::window::Rule {
+            now: || self.clock.now(),
+            calls: || self.totals.recorded(),
+            min_calls: || u64::from(self.settings().min_calls),
+            trips: |t| self.rate_trips(t),
+        }
+    }
+
+    /// A success or failure counted in the totals that the window does not
+    /// hold (a trial, or a permit of an earlier period): the window's call
+    /// positions must leave it out.
+    #[cold]
+    fn not_recorded(&self) {
+        if self.config.uses_window() {
+            self.window().skip();
+        }
+    }
+
+    /// The rate rules' window's totals now.
+    pub(crate) fn window_tally(&self, now: u64) -> Tally {
+        self.window
+            .get()
+            .map(|w| w.tally(now, self.totals.recorded()))
+            .unwrap_or_default()
     }
 
     /// Counts and records every outcome but the common success.
@@ -524,6 +578,11 @@ impl Breaker {
         if admitted.tag() == TAG_CLOSED {
             self.finish_closed(admitted, outcome, slow);
         } else {
+            // Trials are not the window's: a closing one's count is in the
+            // base the fresh window starts from.
+            if outcome != Outcome::Neutral {
+                self.not_recorded();
+            }
             // A slow trial is a failed trial when the slow-call rule is on.
             let outcome = if slow { Outcome::Failure } else { outcome };
             self.finish_trial(admitted, outcome);
@@ -533,12 +592,18 @@ impl Breaker {
     fn finish_closed(&self, admitted: Word, outcome: Outcome, slow: bool) {
         let mut w = self.load();
         if !self.still_current(admitted, w) {
+            if outcome != Outcome::Neutral {
+                self.not_recorded();
+            }
             return;
         }
         if self.config.uses_window() && (outcome != Outcome::Neutral || slow) {
-            let window = self.window.get_or_init(|| Window::new(self.config.window));
+            let window = self.window();
+            if outcome == Outcome::Neutral {
+                window.extra();
+            }
             let failed = outcome == Outcome::Failure;
-            if window.record(failed, slow, || self.clock.now(), |t| self.rate_trips(t)) {
+            if window.record(failed, slow, self.rule()) {
                 self.trip(admitted, Cause::Rate);
                 return;
             }
@@ -647,7 +712,7 @@ impl Breaker {
 
     pub(crate) fn clear_window(&self) {
         if let Some(window) = self.window.get() {
-            window.clear();
+            window.clear(self.totals.recorded());
         }
     }
 
@@ -709,11 +774,7 @@ impl Breaker {
         let w = self.load();
         let now = self.clock.now();
         let state = self.state_of(w);
-        let tally = self
-            .window
-            .get()
-            .map(|win| win.tally(now))
-            .unwrap_or_default();
+        let tally = self.window_tally(now);
         let (consecutive_failures, trials_in_flight, trial_successes) = match w.tag() {
             TAG_CLOSED => (w.payload(), 0, 0),
             TAG_HALF_OPEN => (0, w.in_flight(), w.successes()),

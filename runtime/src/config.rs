@@ -415,6 +415,9 @@ impl Builder {
 
     /// Trip when this share (0 < rate ≤ 1) of the window's calls failed. Replaces
     /// the consecutive rule; cannot be combined with [`threshold`](Self::threshold).
+    /// Over a count window the share is exact on one thread and within one
+    /// call per extra thread sharing the breaker (see
+    /// [`window_calls`](Self::window_calls)).
     pub fn failure_rate(mut self, rate: f64) -> Self {
         self.config = self.config.failure_rate(rate);
         self.rate_rule = true;
@@ -422,6 +425,14 @@ impl Builder {
     }
 
     /// A sliding window of the last `n` calls (default 100).
+    ///
+    /// Only failed and slow calls are stored, numbered by the calls each
+    /// thread counts on a line of its own, so a successful call writes
+    /// nothing shared. Exact on one thread; with threads sharing the breaker
+    /// a failure can be placed up to (threads − 1) calls from its true place
+    /// (the `window` module of the source says how), so it leaves the window
+    /// that many calls early or late: with two threads the share of failures
+    /// a verdict sees is within one call of the share among the last `n`.
     pub fn window_calls(mut self, n: u32) -> Self {
         self.config = self.config.window_calls(n);
         self.window_set = true;

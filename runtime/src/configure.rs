@@ -44,8 +44,10 @@
 //!
 //! The closed-call path never reads an override: the values above are read
 //! where a breaker decides something (a failure, a trip, a trial), and there
-//! a breaker never reconfigured pays one relaxed atomic load; a reconfigured
-//! one takes a read lock.
+//! every breaker, reconfigured or not, pays one Acquire load of a pointer and
+//! writes nothing: each reconfiguration publishes an immutable copy of the
+//! settings, kept until the breaker drops (one `Config`, under 128 bytes, per
+//! successful reconfiguration).
 //!
 //! # Environment variables
 //!
@@ -67,14 +69,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::breaker::Breaker;
 use crate::config::Config;
 use crate::name::Name;
 use crate::registry;
-use crate::sync::{AtomicBool, Ordering};
+use crate::sync::{AtomicPtr, Ordering};
 
 /// How a breaker runs, as a patch sets it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -289,61 +291,54 @@ impl std::error::Error for ConfigureError {}
 
 /// A breaker's settings as changed at run time: read only where the breaker
 /// decides something, never on the closed-call path.
+///
+/// Every published `Config` is immutable and boxed, and stays alive until the
+/// breaker drops: a reader follows one pointer read with a single Acquire
+/// load and writes nothing (no lock, no reference count), so threads deciding
+/// on the same reconfigured breaker do not contend. The price is memory: each
+/// successful reconfiguration keeps one `Config` more (`size_of::<Config>()`,
+/// under 128 bytes; its name is shared, not copied) for the breaker's
+/// lifetime, a bound set by how often a program reconfigures by hand.
 #[derive(Debug)]
 pub(crate) struct Tuning {
-    set: AtomicBool,
-    config: RwLock<Option<Arc<Config>>>,
+    /// The latest published `Config`, or null while the breaker runs as
+    /// declared. Only ever points into `published`.
+    current: AtomicPtr<Config>,
+    /// Every `Config` published so far; also serialises reconfigurations.
+    /// Boxed: a box's contents stay put when the vector grows.
+    #[allow(clippy::vec_box)]
+    published: Mutex<Vec<Box<Config>>>,
 }
 
 impl Tuning {
     #[cfg(not(loom))]
     pub(crate) const fn new() -> Self {
         Self {
-            set: AtomicBool::new(false),
-            config: RwLock::new(None),
+            current: AtomicPtr::new(std::ptr::null_mut()),
+            published: Mutex::new(Vec::new()),
         }
     }
 
     #[cfg(loom)]
     pub(crate) fn new() -> Self {
         Self {
-            set: AtomicBool::new(false),
-            config: RwLock::new(None),
-        }
-    }
-}
-
-/// The settings in force: as declared, or as reconfigured.
-pub(crate) enum Settings<'a> {
-    Declared(&'a Config),
-    Tuned(Arc<Config>),
-}
-
-impl std::ops::Deref for Settings<'_> {
-    type Target = Config;
-
-    fn deref(&self) -> &Config {
-        match self {
-            Settings::Declared(c) => c,
-            Settings::Tuned(c) => c,
+            current: AtomicPtr::new(std::ptr::null_mut()),
+            published: Mutex::new(Vec::new()),
         }
     }
 }
 
 impl Breaker {
-    /// The settings in force.
+    /// The settings in force: one Acquire load, no write.
     #[inline]
-    pub(crate) fn settings(&self) -> Settings<'_> {
-        if !self.tuning.set.load(Ordering::Acquire) {
-            return Settings::Declared(&self.config);
-        }
-        let tuned = self
-            .tuning
-            .config
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        tuned.map_or(Settings::Declared(&self.config), Settings::Tuned)
+    #[allow(unsafe_code)] // a borrow of a box that lives as long as `self`
+    pub(crate) fn settings(&self) -> &Config {
+        let tuned = self.tuning.current.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer was taken from a `Box` in
+        // `tuning.published`, stored with Release after the box was filled;
+        // boxes are never dropped or mutated before the breaker itself drops,
+        // which `&self` rules out for the returned borrow.
+        unsafe { tuned.as_ref() }.unwrap_or(&self.config)
     }
 
     /// The settings in force: as declared ([`config`](Self::config)), with
@@ -362,19 +357,19 @@ impl Breaker {
     /// [`ConfigureError`] naming the breaker, the key and the reason; the
     /// breaker is left as it was.
     pub fn reconfigure(&self, patch: &ConfigPatch) -> Result<(), ConfigureError> {
-        let mut slot = self
+        let mut published = self
             .tuning
-            .config
-            .write()
+            .published
+            .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let current = slot.clone();
-        let current = current.as_deref().unwrap_or(&self.config);
         let next = patch
-            .applied_to(current)
+            .applied_to(published.last().map_or(&self.config, |c| c))
             .map_err(|(key, reason)| ConfigureError::new(self.name(), key, reason))?;
-        *slot = Some(Arc::new(next));
-        self.tuning.set.store(true, Ordering::Release);
-        drop(slot);
+        let mut next = Box::new(next);
+        let pointer: *mut Config = &mut *next;
+        published.push(next);
+        self.tuning.current.store(pointer, Ordering::Release);
+        drop(published);
         // The settings' gauges show the new values.
         #[cfg(feature = "metrics")]
         if self.is_registered() {
@@ -454,7 +449,7 @@ pub fn apply(patches: &BTreeMap<String, ConfigPatch>) -> Result<(), Vec<Configur
                 "name",
                 "is not a registered breaker",
             )),
-            Some(breaker) => match patch.applied_to(&breaker.settings()) {
+            Some(breaker) => match patch.applied_to(breaker.settings()) {
                 Ok(_) => targets.push((breaker, patch)),
                 Err((key, reason)) => errors.push(ConfigureError::new(name, key, reason)),
             },
@@ -598,6 +593,70 @@ fn set_from_text(patch: &mut ConfigPatch, key: &str, text: &str) -> Result<(), S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two threads deciding on a breaker (failures read the threshold, a
+    /// check reads the whole settings) while it is reconfigured again and
+    /// again: every reading is one published whole, and the latest one
+    /// decides the next trip.
+    #[test]
+    fn reconfiguring_while_two_threads_call() {
+        use crate::error::State;
+        use std::sync::atomic::{AtomicBool, AtomicU64};
+        const HIGH: u32 = 1_000_000;
+        let b = Breaker::builder()
+            .threshold(HIGH)
+            .recovery(Duration::from_secs(u64::from(HIGH)))
+            .clock(crate::ManualClock::new())
+            .build()
+            .unwrap();
+        let stop = AtomicBool::new(false);
+        let readings = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                let (b, stop, readings) = (&b, &stop, &readings);
+                s.spawn(move || {
+                    let mut last = HIGH;
+                    while !stop.load(Ordering::Relaxed) {
+                        let c = b.settings();
+                        // Published together: threshold n, recovery n seconds.
+                        assert_eq!(
+                            u64::from(c.threshold_value()),
+                            c.recovery_value().as_secs(),
+                            "a torn reading"
+                        );
+                        assert!(c.threshold_value() <= last, "went back in time");
+                        last = c.threshold_value();
+                        let _ = b.call(|| Err::<(), _>(()));
+                        let _ = b.call(|| Ok::<_, ()>(()));
+                        readings.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+            for n in (HIGH - 2000..HIGH).rev() {
+                let patch = ConfigPatch::new()
+                    .threshold(n)
+                    .recovery(Duration::from_secs(u64::from(n)));
+                b.reconfigure(&patch).unwrap();
+            }
+            while readings.load(Ordering::Relaxed) < 1000 {
+                std::thread::yield_now();
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert_eq!(b.state(), State::Closed);
+        b.reconfigure(&ConfigPatch::new().threshold(2)).unwrap();
+        let _ = b.call(|| Err::<(), _>(()));
+        assert_eq!(b.state(), State::Closed);
+        let _ = b.call(|| Err::<(), _>(()));
+        assert_eq!(b.state(), State::Open, "the latest threshold decides");
+        assert_eq!(b.tuning.published.lock().unwrap().len(), 2001);
+    }
+
+    /// The memory each reconfiguration keeps, as the module docs state it.
+    #[test]
+    fn a_published_config_is_under_128_bytes() {
+        assert!(std::mem::size_of::<Config>() < 128);
+    }
 
     #[test]
     fn env_names_collapse_separators() {

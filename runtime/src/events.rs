@@ -513,7 +513,7 @@ impl Breaker {
         match cause {
             Cause::Threshold => Reason::ThresholdReached,
             Cause::Rate => {
-                let tally = self.window.get().map(|w| w.tally(now)).unwrap_or_default();
+                let tally = self.window_tally(now);
                 #[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
                 let failures = tally.failures as f64 / tally.calls.max(1) as f64;
                 let rate = self.settings().failure_rate;
@@ -536,7 +536,7 @@ impl Breaker {
         match (cause, from.tag()) {
             (Cause::Threshold, _) => counts.consecutive_failures = from.payload() + 1,
             (Cause::Rate, _) => {
-                let tally = self.window.get().map(|w| w.tally(now)).unwrap_or_default();
+                let tally = self.window_tally(now);
                 counts.window_calls = tally.calls;
                 counts.window_failures = tally.failures;
                 counts.window_slow = tally.slow;

@@ -191,6 +191,20 @@ impl Totals {
         });
     }
 
+    /// Successes and failures so far, summed over the shards: the calls a
+    /// rate window numbers (see the `window` module). Counts made while this
+    /// runs may or may not be in it; this thread's own always are.
+    pub(crate) fn recorded(&self) -> u64 {
+        self.shards
+            .get()
+            .into_iter()
+            .flat_map(|s| s.iter())
+            .fold(0, |sum, shard| {
+                sum + shard.0[SUCCESS].load(Ordering::Relaxed)
+                    + shard.0[FAILURE].load(Ordering::Relaxed)
+            })
+    }
+
     /// The totals so far: each counter summed over the shards. Counts made
     /// while this runs may or may not be in it.
     pub(crate) fn sums(&self) -> Sums {

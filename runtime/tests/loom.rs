@@ -289,3 +289,49 @@ fn a_bulkhead_never_admits_more_than_its_max() {
         assert_eq!(bulkhead.running(), 0);
     });
 }
+
+/// A reconfiguration racing two failures: whichever threshold each failure
+/// reads is one published whole (the old 3 or the new 2), so two failures
+/// trip the breaker exactly when the second one reads the new threshold, and
+/// afterwards the new threshold is in force.
+#[test]
+fn a_reconfiguration_racing_failures_publishes_whole_settings() {
+    model(|| {
+        let b = Arc::new(
+            Breaker::builder()
+                .threshold(3)
+                .recovery(RECOVERY)
+                .clock(ManualClock::new())
+                .build()
+                .unwrap(),
+        );
+        let changer = {
+            let b = b.clone();
+            thread::spawn(move || {
+                let patch = failfast_runtime::ConfigPatch::new()
+                    .threshold(2)
+                    .recovery(RECOVERY * 2);
+                b.reconfigure(&patch).unwrap();
+            })
+        };
+        let caller = {
+            let b = b.clone();
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    let _ = b.call(|| Err::<(), _>("down"));
+                }
+                let c = b.current_config();
+                // Read together: never the new threshold with the old recovery.
+                assert_eq!(c.recovery_value(), RECOVERY * (4 - c.threshold_value()));
+            })
+        };
+        changer.join().unwrap();
+        caller.join().unwrap();
+        assert_eq!(b.current_config().threshold_value(), 2);
+        if b.state() == State::Closed {
+            assert_eq!(b.snapshot().consecutive_failures, 2);
+            let _ = b.call(|| Err::<(), _>("down"));
+        }
+        assert_eq!(b.state(), State::Open);
+    });
+}

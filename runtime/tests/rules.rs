@@ -781,3 +781,62 @@ fn rejected_debug_shows_the_breaker_state_and_time_to_the_trial() {
         r#"Rejected { breaker: "payments", state: Open, reason: Open, retry_after: Some(20s) }"#
     );
 }
+
+// ------------------------------------------- failure rate, threads sharing one
+
+/// Two threads each call `calls` times, failing `failing` of every 20 calls,
+/// through one breaker with a 0.5 failure rate over the last 1000 calls;
+/// returns the breaker once both are done or it opened.
+fn two_threads_failing(failing: u32, calls: u32) -> Breaker {
+    let b = Breaker::builder()
+        .failure_rate(0.5)
+        .window_calls(1000)
+        .min_calls(1000)
+        .recovery(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    let start = std::sync::Barrier::new(2);
+    std::thread::scope(|s| {
+        for offset in 0..2 {
+            let (b, start) = (&b, &start);
+            s.spawn(move || {
+                start.wait();
+                for i in 0..calls {
+                    let fails = (i + offset * 7) % 20 < failing;
+                    let r = b.call(|| if fails { Err(()) } else { Ok(()) });
+                    if matches!(r, Err(ref e) if e.is_rejected()) {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    b
+}
+
+/// Whatever the interleaving, every 1000 consecutive calls of two threads
+/// failing 11 of every 20 hold 550 ± 2 failures: above the rate, so the
+/// breaker opens; with 9 of 20, 450 ± 2: below it, so it stays closed and
+/// its window shows the threads' share.
+#[test]
+fn two_threads_sharing_a_rate_breaker_trip_above_the_rate_and_not_below() {
+    let b = two_threads_failing(11, 200_000);
+    assert_eq!(b.state(), State::Open, "55% failing trips a 50% rule");
+    let s = b.snapshot();
+    assert!(
+        s.calls < 20_000,
+        "it opened as soon as the window was full: {} calls",
+        s.calls
+    );
+
+    let b = two_threads_failing(9, 200_000);
+    assert_eq!(
+        b.state(),
+        State::Closed,
+        "45% failing does not trip a 50% rule"
+    );
+    let s = b.snapshot();
+    assert_eq!(s.window_calls, 1000);
+    let rate = s.failure_rate().unwrap();
+    assert!((0.44..=0.46).contains(&rate), "window failure rate {rate}");
+}
