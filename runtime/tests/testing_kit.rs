@@ -1,0 +1,36 @@
+//! Feature `testing`: breakers on the system clock follow an installed
+//! `ManualClock` to the nanosecond, and one test binary has one test clock.
+#![cfg(feature = "testing")]
+
+use std::panic::catch_unwind;
+use std::time::Duration;
+
+use failfast_runtime::{testing, Breaker, ManualClock, State};
+
+#[test]
+fn an_installed_clock_decides_the_open_deadline_to_the_nanosecond() {
+    let clock = ManualClock::new();
+    testing::install_clock(&clock);
+    testing::install_clock(&clock.clone()); // the same clock again: nothing happens
+    let recovery = Duration::from_secs(30);
+    let b = Breaker::builder()
+        .name("kit-deadline")
+        .threshold(1)
+        .recovery(recovery)
+        .build()
+        .unwrap();
+    let _ = b.call(|| Err::<(), _>("down"));
+    assert_eq!(b.state(), State::Open);
+    clock.advance(recovery - Duration::from_nanos(1));
+    assert_eq!(b.state(), State::Open, "a nanosecond early");
+    assert!(b.acquire().is_err());
+    clock.advance(Duration::from_nanos(1));
+    assert_eq!(b.state(), State::HalfOpen, "at the deadline");
+    assert!(b.acquire().is_ok(), "the trial");
+
+    let other = ManualClock::new();
+    assert!(
+        catch_unwind(|| testing::install_clock(&other)).is_err(),
+        "a second, different clock in one binary is refused"
+    );
+}
