@@ -48,6 +48,7 @@ mod breaker;
 mod config;
 mod fleet;
 pub mod keys;
+mod lane;
 pub mod machine;
 mod member;
 pub mod payload;
