@@ -3,7 +3,7 @@
 //! quorums 1, 2 and 3: what each instance's breaker sends to the sick
 //! dependency, and how fast the fleet comes back.
 //!
-//! Run it (about 50 s per run; it starts its own `redis-server` on a free
+//! Run it (about a minute per run; it starts its own `redis-server` on a free
 //! loopback port, so the binary must be on PATH: `apt-get install
 //! redis-server`):
 //!
@@ -19,7 +19,7 @@
 //! its own connection to the dependency, a loopback TCP server answering each
 //! one-byte request with `+` (healthy) or `-` (sick). Each instance calls it at
 //! 50 calls/s with Poisson arrivals. Per scenario: 1 s healthy, 7 s sick,
-//! 3 s healthy again; a 21st instance (the late pod) starts 3 s into the
+//! 5 s healthy again; a 21st instance (the late pod) starts 3 s into the
 //! outage, once its fleet is connected.
 //!
 //! `--processes` runs each instance as a process of its own instead: this
@@ -47,7 +47,7 @@ const RECOVERY: Duration = Duration::from_secs(2);
 const HEALTHY: Duration = Duration::from_secs(1);
 const SICK: Duration = Duration::from_secs(7);
 const LATE_AFTER: Duration = Duration::from_secs(3);
-const TAIL: Duration = Duration::from_secs(3);
+const TAIL: Duration = Duration::from_secs(5);
 
 /// The dependency: answers `+` or `-` depending on its health.
 struct Dependency {
@@ -462,7 +462,7 @@ async fn scenario_processes(url: &str, dep: &Dependency, quorum: Option<u32>, ru
 fn summary(values: &[Option<f64>], unit: &str, decimals: usize) -> String {
     let mut v: Vec<f64> = values.iter().flatten().copied().collect();
     if v.is_empty() {
-        return "none within 3 s".to_owned();
+        return format!("none within {} s", TAIL.as_secs());
     }
     v.sort_by(f64::total_cmp);
     let median = if v.len() % 2 == 1 {
@@ -471,7 +471,7 @@ fn summary(values: &[Option<f64>], unit: &str, decimals: usize) -> String {
         (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
     };
     let missing = values.len() - v.len();
-    let mut out = if v.len() == 1 {
+    let mut out = if v[0] == v[v.len() - 1] {
         format!("{median:.decimals$}{unit}")
     } else {
         format!(
@@ -481,7 +481,10 @@ fn summary(values: &[Option<f64>], unit: &str, decimals: usize) -> String {
         )
     };
     if missing > 0 {
-        out.push_str(&format!(", {missing} run(s) not within 3 s"));
+        out.push_str(&format!(
+            ", {missing} run(s) not within {} s",
+            TAIL.as_secs()
+        ));
     }
     out
 }
@@ -530,7 +533,7 @@ async fn main() {
     }
     println!(
         "| scenario | failing calls until the fleet stopped | first open → all open \
-         | probes while sick (per recovery period) | recovery → every breaker closed \
+         | probes per recovery period while sick | recovery → every breaker closed \
          | late pod's failing calls | store ops/s |"
     );
     println!("|---|---|---|---|---|---|---|");
@@ -540,10 +543,9 @@ async fn main() {
             summary(&rows.iter().map(f).collect::<Vec<_>>(), unit, decimals)
         };
         println!(
-            "| {label} | {} | {} | {} ({}) | {} | {} | {} |",
+            "| {label} | {} | {} | {} | {} | {} | {} |",
             col(&|r| Some(r.failing_until_stopped as f64), "", 0),
             col(&|r| ms(r.spread), " ms", 0),
-            col(&|r| Some(r.probes as f64), "", 0),
             col(&|r| Some(r.probes as f64 / periods), "", 1),
             col(&|r| ms(r.recovered_in), " ms", 0),
             col(&|r| Some(r.late_failures as f64), "", 0),
