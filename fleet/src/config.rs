@@ -36,7 +36,7 @@ pub struct FleetConfig {
     ///   the `default` user). Give the fleet a user limited to its
     ///   namespace's keys and channel, e.g. `ACL SETUSER fleet on >secret
     ///   ~failfast:{payments/prod/* &failfast:{payments/prod}:* +@read
-    ///   +@write +@scripting +@pubsub +ping`. `Debug` hides the password.
+    ///   +@write +@scripting +@pubsub +ping +time` (`TIME`, which the vote script calls, is in no read or write category). `Debug` hides the password.
     /// - **TLS**: `rediss://user:password@host:6380/0` with this crate's `tls`
     ///   feature (rustls, the system's root certificates); without the
     ///   feature a `rediss://` URL is refused by [`crate::join`].

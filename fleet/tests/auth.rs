@@ -26,8 +26,7 @@ async fn acl_user(url: &str) {
             "+@scripting",
             "+@pubsub",
             "+ping",
-            "+hello",
-            "+client",
+            "+time",
         ])
         .query_async(&mut admin)
         .await
