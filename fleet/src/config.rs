@@ -36,10 +36,13 @@ pub struct FleetConfig {
     ///   the `default` user). Give the fleet a user limited to its
     ///   namespace's keys and channel, e.g. `ACL SETUSER fleet on >secret
     ///   ~failfast:{payments/prod/* &failfast:{payments/prod}:* +@read
-    ///   +@write +@scripting +@pubsub +ping +time` (`TIME`, which the vote script calls, is in no read or write category). `Debug` hides the password.
+    ///   +@write +@scripting +@pubsub +ping +time` (`TIME`, the vote
+    ///   script's clock, is in no read or write category). `Debug` hides
+    ///   the password.
     /// - **TLS**: `rediss://user:password@host:6380/0` with this crate's `tls`
-    ///   feature (rustls, the system's root certificates); without the
-    ///   feature a `rediss://` URL is refused by [`crate::join`].
+    ///   feature (rustls; the system's root certificates, or those
+    ///   `SSL_CERT_FILE` / `SSL_CERT_DIR` name); without the feature a
+    ///   `rediss://` URL is refused by [`crate::join`].
     pub url: String,
     /// Service and environment this fleet belongs to, e.g. `payments/prod`.
     /// Characters allowed: ASCII letters, digits and `._-:/`; at most 64.
