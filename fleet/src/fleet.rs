@@ -436,14 +436,30 @@ impl<T: Transport> Task<T> {
                 _ = drain.tick() => if inbox.take() {
                     self.on_lanes();
                 },
+                // Local transitions first, as they happened before what
+                // arrives now: a store reply must not meet a machine that has
+                // not seen its breaker's trial end.
                 incoming = events.recv() => match incoming {
-                    Some(incoming) => self.on_incoming(incoming),
+                    Some(incoming) => {
+                        if inbox.take() {
+                            self.on_lanes();
+                        }
+                        self.on_incoming(incoming);
+                    }
                     None => return,
                 },
                 Some((id, reply, took)) = self.in_flight.next(), if !self.in_flight.is_empty() => {
+                    if inbox.take() {
+                        self.on_lanes();
+                    }
                     self.on_reply(id, reply, took);
                 }
-                _ = ticker.tick() => self.on_tick(),
+                _ = ticker.tick() => {
+                    if inbox.take() {
+                        self.on_lanes();
+                    }
+                    self.on_tick();
+                }
             }
         }
     }

@@ -20,7 +20,9 @@
 //!   not start where the previous one ended) and catches up from the
 //!   breaker's state, as after a drop.
 //! - **Polled, not woken.** The task looks at its inbox flag every
-//!   [`DRAIN`]. Waking a Tokio task from a thread outside its runtime
+//!   [`DRAIN`], and before it handles any store reply, event or tick (so a
+//!   reply never meets a machine that has not seen the transitions made
+//!   before it arrived). Waking a Tokio task from a thread outside its runtime
 //!   (`Waker::wake`, which `futures`' `AtomicWaker` and `tokio::sync::mpsc`
 //!   call) pushes it onto the runtime's injection queue under a mutex and
 //!   unparks a worker: a lock and a system call on the breaker's thread. A
