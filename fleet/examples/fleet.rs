@@ -3,32 +3,43 @@
 //! quorums 1, 2 and 3: what each instance's breaker sends to the sick
 //! dependency, and how fast the fleet comes back.
 //!
-//! Run it (about 50 s; it starts its own `redis-server` on a free loopback
-//! port, so the binary must be on PATH: `apt-get install redis-server`):
+//! Run it (about a minute per run; it starts its own `redis-server` on a free
+//! loopback port, so the binary must be on PATH: `apt-get install
+//! redis-server`):
 //!
 //! ```text
 //! cargo run --release -p failfast-fleet --example fleet
+//! cargo run --release -p failfast-fleet --example fleet -- --runs 3
+//! cargo run --release -p failfast-fleet --example fleet -- --processes --runs 3
 //! ```
 //!
-//! All instances live in this one process, but share nothing but the
-//! dependency and Redis: each has its own breaker (`threshold = 5`,
+//! By default all instances live in this one process, but share nothing but
+//! the dependency and Redis: each has its own breaker (`threshold = 5`,
 //! `recovery = 2s`), its own fleet task, store connection and identity, and
 //! its own connection to the dependency, a loopback TCP server answering each
 //! one-byte request with `+` (healthy) or `-` (sick). Each instance calls it at
 //! 50 calls/s with Poisson arrivals. Per scenario: 1 s healthy, 7 s sick,
-//! 3 s healthy again; a 21st instance (the late pod) starts 3 s into the
+//! 5 s healthy again; a 21st instance (the late pod) starts 3 s into the
 //! outage, once its fleet is connected.
+//!
+//! `--processes` runs each instance as a process of its own instead: this
+//! binary starts copies of itself (`std::env::current_exe`), each with its own
+//! runtime, fleet, connections and identity; they report their breaker's
+//! state changes and their counts to this one on their standard output.
+//! `--runs N` runs each scenario N times and prints the median and the range
+//! of each figure.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
 use failfast_fleet::{Breakers, Fleet, FleetConfig};
 use failfast_runtime::{Breaker, State};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::process::{ChildStdin, Command};
 
 const INSTANCES: usize = 20;
 const RATE: f64 = 50.0;
@@ -36,7 +47,7 @@ const RECOVERY: Duration = Duration::from_secs(2);
 const HEALTHY: Duration = Duration::from_secs(1);
 const SICK: Duration = Duration::from_secs(7);
 const LATE_AFTER: Duration = Duration::from_secs(3);
-const TAIL: Duration = Duration::from_secs(3);
+const TAIL: Duration = Duration::from_secs(5);
 
 /// The dependency: answers `+` or `-` depending on its health.
 struct Dependency {
@@ -118,23 +129,17 @@ async fn instance(url: &str, namespace: &str, quorum: Option<u32>, name: String)
     Instance { breaker, fleet }
 }
 
-/// Poisson calls at `RATE` until `end`.
-async fn calls(
-    breaker: Arc<Breaker>,
-    port: u16,
-    sick: Arc<AtomicBool>,
-    counts: Arc<Counts>,
-    late: bool,
-    end: Instant,
-) {
+/// Poisson calls at `RATE` until `end`. A refused call after a failed one
+/// means the instance stopped calling the sick dependency.
+async fn calls(breaker: Arc<Breaker>, port: u16, counts: Arc<Counts>, late: bool, end: Instant) {
     let mut conn = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     conn.set_nodelay(true).unwrap();
-    let mut stopped = false;
+    let (mut failed, mut stopped) = (false, false);
     while Instant::now() < end {
         let gap = -(1.0 - fastrand::f64()).ln() / RATE;
         tokio::time::sleep(Duration::from_secs_f64(gap)).await;
         let Ok(permit) = breaker.acquire() else {
-            stopped |= sick.load(Ordering::Relaxed);
+            stopped |= failed;
             continue;
         };
         let trial = permit.is_trial();
@@ -146,6 +151,7 @@ async fn calls(
             continue;
         }
         permit.failure();
+        failed = true;
         if trial {
             counts.probes.fetch_add(1, Ordering::Relaxed);
         } else if late {
@@ -157,7 +163,6 @@ async fn calls(
 }
 
 struct Row {
-    scenario: String,
     failing_until_stopped: u64,
     spread: Option<Duration>,
     probes: u64,
@@ -166,9 +171,54 @@ struct Row {
     store_ops_per_s: f64,
 }
 
-async fn scenario(url: &str, dep: &Dependency, quorum: Option<u32>) -> Row {
-    let label = quorum.map_or("no sharing".to_owned(), |k| format!("fleet, quorum {k}"));
-    let namespace = format!("fleet-example/k{}", quorum.unwrap_or(0));
+fn label(quorum: Option<u32>) -> String {
+    quorum.map_or("no sharing".to_owned(), |k| format!("fleet, quorum {k}"))
+}
+
+/// Where the instances of one scenario stand, as the scenario follows them.
+trait Fleetwide {
+    /// How many instances (the late pod included once it runs) are not Closed.
+    fn not_closed(&self) -> usize;
+}
+
+/// From the first breaker open to every breaker open, within `LATE_AFTER` of
+/// the dependency falling sick at `sick_at`.
+async fn spread(sick_at: Instant, fleet: &impl Fleetwide) -> Option<Duration> {
+    let mut first = None;
+    while Instant::now() < sick_at + LATE_AFTER {
+        let open = fleet.not_closed();
+        if open > 0 && first.is_none() {
+            first = Some(Instant::now());
+        }
+        if open == INSTANCES {
+            return first.map(|f| f.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    None
+}
+
+/// From the dependency's recovery at `healed` to every breaker closed.
+async fn recovery(healed: Instant, end: Instant, fleet: &impl Fleetwide) -> Option<Duration> {
+    while Instant::now() < end {
+        if fleet.not_closed() == 0 {
+            return Some(healed.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    None
+}
+
+impl Fleetwide for Vec<Instance> {
+    fn not_closed(&self) -> usize {
+        self.iter()
+            .filter(|i| i.breaker.state() != State::Closed)
+            .count()
+    }
+}
+
+async fn scenario(url: &str, dep: &Dependency, quorum: Option<u32>, run: usize) -> Row {
+    let namespace = format!("fleet-example/k{}/r{run}", quorum.unwrap_or(0));
     let mut instances = Vec::new();
     for i in 0..INSTANCES {
         instances.push(instance(url, &namespace, quorum, format!("pod{i}")).await);
@@ -180,68 +230,39 @@ async fn scenario(url: &str, dep: &Dependency, quorum: Option<u32>) -> Row {
     let mut tasks: Vec<_> = instances
         .iter()
         .map(|i| {
-            let (b, s, c) = (i.breaker.clone(), dep.sick.clone(), counts.clone());
-            tokio::spawn(calls(b, dep.port, s, c, false, end))
+            let (b, c) = (i.breaker.clone(), counts.clone());
+            tokio::spawn(calls(b, dep.port, c, false, end))
         })
         .collect();
 
     tokio::time::sleep_until((start + HEALTHY).into()).await;
     dep.sick.store(true, Ordering::Relaxed);
-    // From the first breaker open to every breaker open.
-    let mut first = None;
-    let mut spread = None;
-    while Instant::now() < start + HEALTHY + LATE_AFTER {
-        let open = instances
-            .iter()
-            .filter(|i| i.breaker.state() != State::Closed)
-            .count();
-        if open > 0 && first.is_none() {
-            first = Some(Instant::now());
-        }
-        if open == INSTANCES {
-            spread = first.map(|f| f.elapsed());
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    let spread = spread(start + HEALTHY, &instances).await;
     tokio::time::sleep_until((start + HEALTHY + LATE_AFTER).into()).await;
     let late = instance(url, &namespace, quorum, "late".into()).await;
     tasks.push(tokio::spawn(calls(
         late.breaker.clone(),
         dep.port,
-        dep.sick.clone(),
         counts.clone(),
         true,
         end,
     )));
+    instances.push(late);
 
     let healed = start + HEALTHY + SICK;
     tokio::time::sleep_until(healed.into()).await;
     let probes = counts.probes.load(Ordering::Relaxed);
     dep.sick.store(false, Ordering::Relaxed);
-    let mut recovered_in = None;
-    while Instant::now() < end {
-        let closed = instances
-            .iter()
-            .chain([&late])
-            .all(|i| i.breaker.state() == State::Closed);
-        if closed {
-            recovered_in = Some(healed.elapsed());
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    let recovered_in = recovery(healed, end, &instances).await;
     for t in tasks {
         t.await.unwrap();
     }
     let ops: u64 = instances
         .iter()
-        .chain([&late])
         .filter_map(|i| i.fleet.as_ref())
         .map(|f| f.stats().ops_ok + f.stats().ops_failed)
         .sum();
     Row {
-        scenario: label,
         failing_until_stopped: counts.failing_until_stopped.load(Ordering::Relaxed),
         spread,
         probes,
@@ -251,48 +272,284 @@ async fn scenario(url: &str, dep: &Dependency, quorum: Option<u32>) -> Row {
     }
 }
 
+/// A copy of this program running one instance (`--child`): the
+/// arguments say where the dependency and the store are, who it is and how
+/// long to call; it prints `ready` once its fleet is connected, starts calling
+/// on a line from its standard input, prints `state open|closed|half_open`
+/// on every change of its breaker's state and, at the end,
+/// `done <failing until stopped> <probes> <late failures> <store ops>`.
+async fn child(args: &[String]) {
+    let arg = |name: &str| {
+        let at = args.iter().position(|a| a == name).expect(name);
+        args[at + 1].clone()
+    };
+    let quorum: u32 = arg("--quorum").parse().unwrap();
+    let late = args.iter().any(|a| a == "--late");
+    let me = instance(
+        &arg("--redis"),
+        &arg("--namespace"),
+        (quorum > 0).then_some(quorum),
+        arg("--name"),
+    )
+    .await;
+    println!("ready");
+    let mut go = String::new();
+    BufReader::new(tokio::io::stdin())
+        .read_line(&mut go)
+        .await
+        .unwrap();
+    let end = Instant::now() + Duration::from_millis(arg("--millis").parse().unwrap());
+    let counts = Arc::new(Counts::default());
+    let port = arg("--port").parse().unwrap();
+    let calling = tokio::spawn(calls(me.breaker.clone(), port, counts.clone(), late, end));
+    let mut last = State::Closed;
+    while !calling.is_finished() {
+        let now = me.breaker.state();
+        if now != last {
+            println!("state {now}");
+            last = now;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let ops = me
+        .fleet
+        .as_ref()
+        .map_or(0, |f| f.stats().ops_ok + f.stats().ops_failed);
+    println!(
+        "done {} {} {} {ops}",
+        counts.failing_until_stopped.load(Ordering::Relaxed),
+        counts.probes.load(Ordering::Relaxed),
+        counts.late_failures.load(Ordering::Relaxed),
+    );
+}
+
+/// The instances of a scenario run as processes: whether each one's breaker
+/// is Closed (0) or not (1), as they last reported; absent ones are Closed.
+struct Processes {
+    states: Arc<Vec<AtomicU8>>,
+}
+
+impl Fleetwide for Processes {
+    fn not_closed(&self) -> usize {
+        self.states
+            .iter()
+            .filter(|s| s.load(Ordering::Relaxed) != 0)
+            .count()
+    }
+}
+
+/// Starts instance `index` as a process; returns its standard input once it
+/// is ready, and a task that follows its reports and ends with its counts.
+async fn spawn(
+    args: Vec<String>,
+    index: usize,
+    states: Arc<Vec<AtomicU8>>,
+) -> (ChildStdin, tokio::task::JoinHandle<[u64; 4]>) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .arg("--child")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start an instance");
+    let stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let ready = lines.next_line().await.unwrap();
+    assert_eq!(ready.as_deref(), Some("ready"), "instance {index}");
+    let follow = tokio::spawn(async move {
+        let mut done = [0; 4];
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(state) = line.strip_prefix("state ") {
+                states[index].store(u8::from(state != "closed"), Ordering::Relaxed);
+            } else if let Some(counts) = line.strip_prefix("done ") {
+                for (slot, n) in done.iter_mut().zip(counts.split(' ')) {
+                    *slot = n.parse().unwrap();
+                }
+            }
+        }
+        let _ = child.wait().await;
+        done
+    });
+    (stdin, follow)
+}
+
+/// One scenario with every instance a process of its own.
+async fn scenario_processes(url: &str, dep: &Dependency, quorum: Option<u32>, run: usize) -> Row {
+    let namespace = format!("fleet-example/p{}/r{run}", quorum.unwrap_or(0));
+    let states = Arc::new(
+        (0..=INSTANCES)
+            .map(|_| AtomicU8::new(0))
+            .collect::<Vec<_>>(),
+    );
+    let args = |name: String, millis: Duration, late: bool| {
+        let mut a = vec![
+            "--redis".to_owned(),
+            url.to_owned(),
+            "--namespace".into(),
+            namespace.clone(),
+            "--quorum".into(),
+            quorum.unwrap_or(0).to_string(),
+            "--name".into(),
+            name,
+            "--port".into(),
+            dep.port.to_string(),
+            "--millis".into(),
+            millis.as_millis().to_string(),
+        ];
+        if late {
+            a.push("--late".into());
+        }
+        a
+    };
+    let total = HEALTHY + SICK + TAIL;
+    let mut inputs = Vec::new();
+    let mut follows = Vec::new();
+    for i in 0..INSTANCES {
+        let (stdin, follow) = spawn(args(format!("pod{i}"), total, false), i, states.clone()).await;
+        inputs.push(stdin);
+        follows.push(follow);
+    }
+    dep.sick.store(false, Ordering::Relaxed);
+    let start = Instant::now();
+    let end = start + total;
+    for stdin in &mut inputs {
+        stdin.write_all(b"go\n").await.unwrap();
+        stdin.flush().await.unwrap();
+    }
+    let fleet = Processes { states };
+
+    tokio::time::sleep_until((start + HEALTHY).into()).await;
+    dep.sick.store(true, Ordering::Relaxed);
+    let spread = spread(start + HEALTHY, &fleet).await;
+    tokio::time::sleep_until((start + HEALTHY + LATE_AFTER).into()).await;
+    let (mut stdin, follow) = spawn(
+        args(
+            "late".into(),
+            end.saturating_duration_since(Instant::now()),
+            true,
+        ),
+        INSTANCES,
+        fleet.states.clone(),
+    )
+    .await;
+    stdin.write_all(b"go\n").await.unwrap();
+    stdin.flush().await.unwrap();
+    inputs.push(stdin);
+    follows.push(follow);
+
+    let healed = start + HEALTHY + SICK;
+    tokio::time::sleep_until(healed.into()).await;
+    dep.sick.store(false, Ordering::Relaxed);
+    let recovered_in = recovery(healed, end, &fleet).await;
+    let mut totals = [0; 4];
+    for follow in follows {
+        for (t, n) in totals.iter_mut().zip(follow.await.unwrap()) {
+            *t += n;
+        }
+    }
+    Row {
+        failing_until_stopped: totals[0],
+        spread,
+        probes: totals[1],
+        recovered_in,
+        late_failures: totals[2],
+        store_ops_per_s: totals[3] as f64 / start.elapsed().as_secs_f64(),
+    }
+}
+
+/// `median (min–max)` of `values`, or how many runs had none.
+fn summary(values: &[Option<f64>], unit: &str, decimals: usize) -> String {
+    let mut v: Vec<f64> = values.iter().flatten().copied().collect();
+    if v.is_empty() {
+        return format!("none within {} s", TAIL.as_secs());
+    }
+    v.sort_by(f64::total_cmp);
+    let median = if v.len() % 2 == 1 {
+        v[v.len() / 2]
+    } else {
+        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+    };
+    let missing = values.len() - v.len();
+    let mut out = if v[0] == v[v.len() - 1] {
+        format!("{median:.decimals$}{unit}")
+    } else {
+        format!(
+            "{median:.decimals$}{unit} ({:.decimals$}–{:.decimals$})",
+            v[0],
+            v[v.len() - 1]
+        )
+    };
+    if missing > 0 {
+        out.push_str(&format!(
+            ", {missing} run(s) not within {} s",
+            TAIL.as_secs()
+        ));
+    }
+    out
+}
+
 #[tokio::main]
 async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a == "--child") {
+        return child(&args[1..]).await;
+    }
+    let processes = args.iter().any(|a| a == "--processes");
+    let runs: usize = args
+        .iter()
+        .position(|a| a == "--runs")
+        .map_or(1, |at| args[at + 1].parse().expect("--runs N"));
     let server = support::RedisServer::start();
     let url = server.url();
     let dep = Dependency::start().await;
     // Recovery periods that end while the dependency is still sick.
     let periods = (SICK.as_secs_f64() / RECOVERY.as_secs_f64()).floor();
     println!(
-        "{INSTANCES} instances at {RATE} calls/s each, threshold 5, recovery {}s; \
-         dependency sick for {}s ({periods} recovery periods)\n",
+        "{INSTANCES} instances ({}) at {RATE} calls/s each, threshold 5, recovery {}s; \
+         dependency sick for {}s ({periods} recovery periods); {runs} run(s) per scenario{}\n",
+        if processes {
+            "one process each"
+        } else {
+            "in one process"
+        },
         RECOVERY.as_secs(),
-        SICK.as_secs()
+        SICK.as_secs(),
+        if runs > 1 { ": median (min–max)" } else { "" },
     );
-    let mut rows = Vec::new();
+    let mut table = Vec::new();
     for quorum in [None, Some(1), Some(2), Some(3)] {
-        let row = scenario(&url, &dep, quorum).await;
-        eprintln!("{} done", row.scenario);
-        rows.push(row);
+        let mut rows = Vec::new();
+        for run in 0..runs {
+            let row = if processes {
+                scenario_processes(&url, &dep, quorum, run).await
+            } else {
+                scenario(&url, &dep, quorum, run).await
+            };
+            eprintln!("{} run {} done", label(quorum), run + 1);
+            rows.push(row);
+        }
+        table.push((label(quorum), rows));
     }
     println!(
         "| scenario | failing calls until the fleet stopped | first open → all open \
-         | probes while sick (per recovery period) | recovery → every breaker closed \
+         | probes per recovery period while sick | recovery → every breaker closed \
          | late pod's failing calls | store ops/s |"
     );
     println!("|---|---|---|---|---|---|---|");
-    for r in rows {
-        let recovered = r.recovered_in.map_or("not within 3 s".to_owned(), |d| {
-            format!("{} ms", d.as_millis())
-        });
-        let spread = r.spread.map_or("not within 3 s".to_owned(), |d| {
-            format!("{} ms", d.as_millis())
-        });
+    let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
+    for (label, rows) in table {
+        let col = |f: &dyn Fn(&Row) -> Option<f64>, unit: &str, decimals: usize| {
+            summary(&rows.iter().map(f).collect::<Vec<_>>(), unit, decimals)
+        };
         println!(
-            "| {} | {} | {} | {} ({:.1}) | {} | {} | {:.1} |",
-            r.scenario,
-            r.failing_until_stopped,
-            spread,
-            r.probes,
-            r.probes as f64 / periods,
-            recovered,
-            r.late_failures,
-            r.store_ops_per_s
+            "| {label} | {} | {} | {} | {} | {} | {} |",
+            col(&|r| Some(r.failing_until_stopped as f64), "", 0),
+            col(&|r| ms(r.spread), " ms", 0),
+            col(&|r| Some(r.probes as f64 / periods), "", 1),
+            col(&|r| ms(r.recovered_in), " ms", 0),
+            col(&|r| Some(r.late_failures as f64), "", 0),
+            col(&|r| Some(r.store_ops_per_s), "", 1),
         );
     }
 }

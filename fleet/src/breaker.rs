@@ -6,15 +6,21 @@
 //! [`Breaker::open_remote`](failfast_runtime::Breaker::open_remote), one
 //! compare-and-swap on its state word, and a fleet close is
 //! [`release_remote`](failfast_runtime::Breaker::release_remote). Its
-//! transitions reach the fleet through a per-breaker events listener that
-//! hands them to the [`Notifier`] (a `try_send`, never a wait); transitions with
-//! [`Reason::Remote`] are the fleet's own and are not voted (no echo).
+//! transitions reach the fleet through the runtime's process-wide transition
+//! hook ([`failfast_runtime::hook`]), which writes them to the breaker's lane:
+//! no lock and no wait on the transitioning thread, whatever the fleet's task
+//! is doing. Transitions with [`Reason::Remote`] are the fleet's own and are
+//! not voted (no echo). Should another crate have installed the runtime's hook
+//! first (or the breaker have joined another fleet of this process), the
+//! member listens to the breaker's events instead, which may wait briefly to
+//! keep them in order (see [`failfast_runtime::events`]).
 //!
 //! Nothing is added to a call's path: the breaker does not know it is in a
-//! fleet, apart from the listener its transitions are delivered to.
+//! fleet.
 
 use crate::config::Breakers;
 use crate::fleet::Door;
+use crate::lane::{self, local, Lane};
 use crate::member::{Cause, FleetMember, LocalState, RecentOutcomes, Transition};
 use crate::Notifier;
 use failfast_runtime::events::{self, Reason};
@@ -37,7 +43,9 @@ pub struct BreakerMember {
     fingerprint: u64,
     /// The open this member imposed last, to extend or release it.
     imposed: Mutex<Option<RemoteOpen>>,
-    /// The events listener that feeds the notifier; dropped with the member.
+    /// The lane the runtime's hook writes the breaker's transitions to.
+    routed: Mutex<Option<Arc<Lane>>>,
+    /// Without the hook: the events listener that feeds the notifier.
     listening: Mutex<Option<events::Subscription>>,
     /// `(when, successes, failures)` of the breaker's running totals.
     samples: Mutex<Vec<(Instant, u64, u64)>>,
@@ -60,6 +68,7 @@ impl BreakerMember {
             fingerprint: breaker.config().fingerprint(),
             breaker,
             imposed: Mutex::new(None),
+            routed: Mutex::new(None),
             listening: Mutex::new(None),
             samples: Mutex::new(Vec::with_capacity(SAMPLES + 1)),
         })
@@ -71,27 +80,27 @@ impl BreakerMember {
     }
 }
 
-fn local(state: State) -> LocalState {
-    match state {
-        State::Closed => LocalState::Closed,
-        State::Open => LocalState::Open,
-        State::HalfOpen => LocalState::HalfOpen,
+impl Drop for BreakerMember {
+    fn drop(&mut self) {
+        let routed = self
+            .routed
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(lane) = routed.take() {
+            lane::unroute(&self.breaker, &lane);
+        }
     }
 }
 
-/// A runtime transition as the fleet sees it.
+/// A runtime event as the fleet sees it.
 fn transition(t: &events::Transition) -> Transition {
-    let cause = match t.reason {
-        Reason::Remote => Cause::Fleet,
-        _ if t.mode != Mode::Normal => Cause::Manual,
-        Reason::Manual | Reason::ConfigChange => Cause::Manual,
-        _ => Cause::LocalEvidence,
-    };
-    Transition {
-        from: local(t.from),
-        to: local(t.to),
-        cause,
-    }
+    lane::transition(
+        t.from,
+        t.to,
+        t.mode,
+        t.reason == Reason::Remote,
+        matches!(t.reason, Reason::Manual | Reason::ConfigChange),
+    )
 }
 
 impl FleetMember for BreakerMember {
@@ -155,14 +164,19 @@ impl FleetMember for BreakerMember {
     }
 
     fn attached(&self, notifier: Notifier) {
-        let to_fleet = notifier.clone();
-        let listening = self
-            .breaker
-            .subscribe(move |t| to_fleet.notify(transition(t)));
-        *self
-            .listening
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(listening);
+        if lane::route(&self.breaker, notifier.lane()) {
+            *self.routed.lock().unwrap_or_else(PoisonError::into_inner) =
+                Some(notifier.lane().clone());
+        } else {
+            let to_fleet = notifier.clone();
+            let listening = self
+                .breaker
+                .subscribe(move |t| to_fleet.notify(transition(t)));
+            *self
+                .listening
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(listening);
+        }
         // Already open on its own evidence when it joined: that is a vote.
         if self.breaker.mode() == Mode::Normal && self.breaker.state() == State::Open {
             notifier.notify(Transition {
@@ -221,5 +235,147 @@ impl crate::Fleet {
         breaker: impl Into<BreakerRef>,
     ) -> Result<Notifier, crate::AttachError> {
         self.attach(BreakerMember::new(breaker))
+    }
+}
+
+/// How often the registered keyed families are looked through for members
+/// created or evicted since.
+#[cfg(feature = "keyed")]
+pub(crate) const FAMILY_SCAN: Duration = Duration::from_millis(250);
+
+/// The keyed families whose members join a fleet: the registered ones
+/// [`FleetConfig::breakers`](crate::FleetConfig::breakers) selects, and those
+/// given to [`Fleet::attach_family`](crate::Fleet::attach_family).
+#[cfg(feature = "keyed")]
+pub(crate) struct Families {
+    which: Breakers,
+    /// `members()` of each family attached by hand.
+    attached: Mutex<Vec<MemberList>>,
+}
+
+#[cfg(feature = "keyed")]
+type MemberList = Arc<dyn Fn() -> Vec<Arc<failfast_runtime::Member>> + Send + Sync>;
+
+#[cfg(feature = "keyed")]
+impl Families {
+    pub(crate) fn new(which: Breakers) -> Arc<Self> {
+        Arc::new(Families {
+            which,
+            attached: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Every member of every family this fleet takes along, now.
+    fn members(&self) -> Vec<Arc<failfast_runtime::Member>> {
+        let mut members = Vec::new();
+        if self.which != Breakers::Explicit {
+            for family in registry::families() {
+                let wanted = match &self.which {
+                    Breakers::Named(names) => names.iter().any(|n| *n == *family.name()),
+                    _ => true,
+                };
+                if wanted {
+                    members.extend(family.members());
+                }
+            }
+        }
+        let attached = self.attached.lock().unwrap_or_else(PoisonError::into_inner);
+        for list in attached.iter() {
+            members.extend(list());
+        }
+        members
+    }
+}
+
+/// Attaches the members of the families `families` names as the families
+/// create them, and detaches those they evict, every [`FAMILY_SCAN`], for as
+/// long as the returned task runs. A member joins under its own name,
+/// `family[key]`.
+///
+/// Only members that exist here take part: a remote open for a key this
+/// process has not created is ignored (no breaker is created for it, so a
+/// peer cannot fill this family up to `max_keys`); the key's open stays in
+/// the store until it expires, and a member created for that key before then
+/// reads it when it joins.
+#[cfg(feature = "keyed")]
+pub(crate) fn watch_families(
+    handle: &tokio::runtime::Handle,
+    door: &Arc<Door>,
+    families: &Arc<Families>,
+) -> tokio::task::JoinHandle<()> {
+    let door = Arc::downgrade(door);
+    let families = Arc::downgrade(families);
+    handle.spawn(async move {
+        let mut joined = std::collections::HashMap::new();
+        let mut ticker = tokio::time::interval(FAMILY_SCAN);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticker.tick().await;
+            let (Some(door), Some(families)) = (door.upgrade(), families.upgrade()) else {
+                return;
+            };
+            scan_families(&door, &families.members(), &mut joined);
+        }
+    })
+}
+
+/// Attaches the members not attached yet and detaches those gone: `joined`
+/// holds the members this watch attached, by name.
+#[cfg(feature = "keyed")]
+fn scan_families(
+    door: &Door,
+    members: &[Arc<failfast_runtime::Member>],
+    joined: &mut std::collections::HashMap<String, Arc<failfast_runtime::Member>>,
+) {
+    let mut present = std::collections::HashSet::new();
+    for member in members {
+        let name = member.name().to_owned();
+        let known = joined.get(&name).map(|m| Arc::ptr_eq(m, member));
+        if known == Some(false) {
+            // Evicted, then created again: a new breaker under the old name.
+            door.detach(&name);
+        }
+        if known != Some(true) {
+            let joining = BreakerMember::new(BreakerRef::Member(member.clone()));
+            if door.attach(joining).is_ok() {
+                joined.insert(name.clone(), member.clone());
+            } else {
+                joined.remove(&name);
+            }
+        }
+        present.insert(name);
+    }
+    joined.retain(|name, _| {
+        let keep = present.contains(name);
+        if !keep {
+            door.detach(name);
+        }
+        keep
+    });
+}
+
+#[cfg(feature = "keyed")]
+impl crate::Fleet {
+    /// Joins the members of a keyed family to the fleet, as the family
+    /// creates them (each under its own name, `family[key]`), whether the
+    /// family is registered or not; members the family evicts leave. The
+    /// fleet keeps the family alive. Registered families join by themselves
+    /// unless [`FleetConfig::breakers`](crate::FleetConfig::breakers) is
+    /// [`Breakers::Explicit`] (or names other breakers).
+    ///
+    /// Members are looked for every 250 ms: a key's first calls, before its
+    /// member joined, are local-only. A remote open for a key this process
+    /// has not created is ignored; a member created while it is in force
+    /// reads it when it joins.
+    pub fn attach_family<K: Clone + std::hash::Hash + Eq + Send + Sync + 'static>(
+        &self,
+        family: &failfast_runtime::Family<K>,
+    ) {
+        let family = family.clone();
+        self.families()
+            .attached
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Arc::new(move || family.members()));
     }
 }

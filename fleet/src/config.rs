@@ -29,7 +29,20 @@ use std::time::Duration;
 /// | `breakers` | [`Breakers::All`] | which of the process's registered failfast breakers join by themselves |
 #[derive(Clone)]
 pub struct FleetConfig {
-    /// Where the store is, e.g. `redis://127.0.0.1:6379/0` (`rediss://` for TLS).
+    /// Where the store is, e.g. `redis://127.0.0.1:6379/0`.
+    ///
+    /// - **ACL user**: `redis://user:password@host:6379/0` logs in as `user`
+    ///   on every connection and reconnection (`redis://:password@host/`:
+    ///   the `default` user). Give the fleet a user limited to its
+    ///   namespace's keys and channel, e.g. `ACL SETUSER fleet on >secret
+    ///   ~failfast:{payments/prod/* &failfast:{payments/prod}:* +@read
+    ///   +@write +@scripting +@pubsub +ping +time` (`TIME`, the vote
+    ///   script's clock, is in no read or write category). `Debug` hides
+    ///   the password.
+    /// - **TLS**: `rediss://user:password@host:6380/0` with this crate's `tls`
+    ///   feature (rustls; the system's root certificates, or those
+    ///   `SSL_CERT_FILE` / `SSL_CERT_DIR` name); without the feature a
+    ///   `rediss://` URL is refused by [`crate::join`].
     pub url: String,
     /// Service and environment this fleet belongs to, e.g. `payments/prod`.
     /// Characters allowed: ASCII letters, digits and `._-:/`; at most 64.

@@ -1,8 +1,9 @@
 //! The one background task per process that does all of the fleet's I/O.
 //!
-//! Breakers never wait for it: they hand transitions to a bounded queue with
-//! `try_send` (a full queue sets a flag and the task catches up from the breaker's
-//! state), and the task applies remote effects through [`FleetMember`]'s
+//! Breakers never wait for it: they hand transitions to a bounded lane of their
+//! own without a lock or a wait (see the `lane` module: when the task falls
+//! behind, the oldest are dropped, counted, and the task catches up from the
+//! breaker's state), and the task applies remote effects through [`FleetMember`]'s
 //! non-blocking methods. Store operations run concurrently inside the task, each
 //! bounded by the command timeout. The first timeout or connection error puts the
 //! process in local-only mode: no store operation is attempted except a health
@@ -11,6 +12,7 @@
 
 use crate::config::{ConfigError, FleetConfig};
 use crate::keys::valid_breaker_name;
+use crate::lane::{Inbox, Lane, DRAIN};
 use crate::machine::{Command, Machine};
 use crate::member::{FleetMember, Transition};
 use crate::transport::{
@@ -27,8 +29,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
-/// Capacity of the queue from breakers to the task.
-const QUEUE: usize = 4096;
 /// How often the task looks at its clocks.
 const TICK: Duration = Duration::from_millis(25);
 /// Commands in a health check: `ping`, then `resume` (subscribe, load scripts).
@@ -90,19 +90,15 @@ impl std::error::Error for AttachError {}
 
 /// Joining and leaving: rare, never lost (unbounded).
 enum Control {
-    Attach(usize, Arc<dyn FleetMember>, Arc<AtomicBool>),
+    Attach(usize, Arc<dyn FleetMember>, Arc<Lane>),
     Detach(usize),
 }
-
-/// A local transition: frequent, bounded, dropped (then caught up) when full.
-struct Message(usize, Transition);
 
 /// The handle a breaker's transition hook calls. Cheap to clone, never blocks.
 #[derive(Clone)]
 pub struct Notifier {
     id: usize,
-    tx: mpsc::Sender<Message>,
-    overflow: Arc<AtomicBool>,
+    lane: Arc<Lane>,
 }
 
 impl fmt::Debug for Notifier {
@@ -114,12 +110,18 @@ impl fmt::Debug for Notifier {
 }
 
 impl Notifier {
-    /// Tells the fleet of a local transition. Never blocks: when the queue is full the
-    /// transition is dropped and the task catches up from the breaker's state.
+    /// Tells the fleet of a local transition: a `fetch_add` and two stores, no
+    /// lock, no wait, whatever the fleet's task is doing. The task reads it
+    /// within 5 ms; when it has fallen more than 32 transitions of this breaker
+    /// behind, the oldest are dropped (counted in
+    /// [`FleetStats::transitions_dropped`]) and the task catches up from the
+    /// breaker's state.
     pub fn notify(&self, transition: Transition) {
-        if self.tx.try_send(Message(self.id, transition)).is_err() {
-            self.overflow.store(true, Ordering::Release);
-        }
+        self.lane.push(transition);
+    }
+
+    pub(crate) fn lane(&self) -> &Arc<Lane> {
+        &self.lane
     }
 }
 
@@ -133,6 +135,9 @@ struct Counters {
     events: AtomicU64,
     events_rejected: AtomicU64,
     slowest_op_micros: AtomicU64,
+    transitions: AtomicU64,
+    transitions_dropped: AtomicU64,
+    transitions_unordered: AtomicU64,
 }
 
 /// A copy of the task's counters.
@@ -152,6 +157,17 @@ pub struct FleetStats {
     pub events_rejected: u64,
     /// Longest store operation seen, in microseconds, timeouts included.
     pub slowest_op_micros: u64,
+    /// Local transitions the task read from the breakers' lanes.
+    pub transitions: u64,
+    /// Local transitions dropped because the task fell a whole lane (32
+    /// transitions of one breaker) behind; it then caught up from the
+    /// breaker's state.
+    pub transitions_dropped: u64,
+    /// Local transitions read that did not start where the breaker's previous
+    /// one ended (two threads changed its state at the same instant and
+    /// numbered their transitions in the other order); the task then caught
+    /// up from the breaker's state.
+    pub transitions_unordered: u64,
 }
 
 /// A process's membership in a fleet. Dropping it stops the background task; the
@@ -162,12 +178,17 @@ pub struct Fleet {
     task: tokio::task::JoinHandle<()>,
     /// Takes the process's registered breakers along (`FleetConfig::breakers`).
     watch: Option<failfast_runtime::registry::Watch>,
+    /// Takes the members of the process's registered keyed families along.
+    #[cfg(feature = "keyed")]
+    families: Arc<crate::breaker::Families>,
+    #[cfg(feature = "keyed")]
+    scan: tokio::task::JoinHandle<()>,
 }
 
 /// What attaching a breaker needs: shared with the registry watch, which
 /// attaches breakers as they register.
 pub(crate) struct Door {
-    tx: mpsc::Sender<Message>,
+    inbox: Arc<Inbox>,
     control: mpsc::UnboundedSender<Control>,
     next_id: AtomicUsize,
     names: Mutex<HashMap<String, usize>>,
@@ -184,6 +205,8 @@ impl fmt::Debug for Fleet {
 impl Drop for Fleet {
     fn drop(&mut self) {
         self.watch.take();
+        #[cfg(feature = "keyed")]
+        self.scan.abort();
         self.task.abort();
     }
 }
@@ -208,7 +231,7 @@ impl Fleet {
                 .ok_or(FleetError::Transport(TransportError::Protocol(
                     "event stream already taken".into(),
                 )))?;
-        let (tx, rx) = mpsc::channel(QUEUE);
+        let inbox = Arc::new(Inbox::default());
         let (control, control_rx) = mpsc::unbounded_channel();
         let counters = Arc::new(Counters::default());
         let breakers = config.breakers.clone();
@@ -228,19 +251,27 @@ impl Fleet {
             },
             next_member_tick: Instant::now(),
         };
-        let task = handle.spawn(task.run(control_rx, rx, events));
+        let task = handle.spawn(task.run(control_rx, inbox.clone(), events));
         let door = Arc::new(Door {
-            tx,
+            inbox,
             control,
             next_id: AtomicUsize::new(0),
             names: Mutex::new(HashMap::new()),
         });
+        #[cfg(feature = "keyed")]
+        let families = crate::breaker::Families::new(breakers.clone());
+        #[cfg(feature = "keyed")]
+        let scan = crate::breaker::watch_families(&handle, &door, &families);
         let watch = crate::breaker::watch_registry(&door, breakers);
         Ok(Fleet {
             door,
             counters,
             task,
             watch,
+            #[cfg(feature = "keyed")]
+            families,
+            #[cfg(feature = "keyed")]
+            scan,
         })
     }
 
@@ -254,20 +285,18 @@ impl Fleet {
     /// breaker dropped): the fleet forgets it and applies nothing to it any more.
     /// Returns whether it was attached. Store keys are left to expire.
     pub fn detach(&self, name: &str) -> bool {
-        let mut names = self.door.names.lock().unwrap_or_else(|p| p.into_inner());
-        match names.remove(name) {
-            Some(id) => {
-                let _ = self.door.control.send(Control::Detach(id));
-                true
-            }
-            None => false,
-        }
+        self.door.detach(name)
     }
 
     /// Names of the breakers attached, in no particular order.
     pub fn attached(&self) -> Vec<String> {
         let names = self.door.names.lock().unwrap_or_else(|p| p.into_inner());
         names.keys().cloned().collect()
+    }
+
+    #[cfg(feature = "keyed")]
+    pub(crate) fn families(&self) -> &crate::breaker::Families {
+        &self.families
     }
 
     /// The task's counters.
@@ -281,11 +310,25 @@ impl Fleet {
             events: c.events.load(Ordering::Relaxed),
             events_rejected: c.events_rejected.load(Ordering::Relaxed),
             slowest_op_micros: c.slowest_op_micros.load(Ordering::Relaxed),
+            transitions: c.transitions.load(Ordering::Relaxed),
+            transitions_dropped: c.transitions_dropped.load(Ordering::Relaxed),
+            transitions_unordered: c.transitions_unordered.load(Ordering::Relaxed),
         }
     }
 }
 
 impl Door {
+    pub(crate) fn detach(&self, name: &str) -> bool {
+        let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        match names.remove(name) {
+            Some(id) => {
+                let _ = self.control.send(Control::Detach(id));
+                true
+            }
+            None => false,
+        }
+    }
+
     pub(crate) fn attach(&self, member: Arc<dyn FleetMember>) -> Result<Notifier, AttachError> {
         let name = member.name().to_owned();
         if !valid_breaker_name(&name) {
@@ -296,17 +339,13 @@ impl Door {
             return Err(AttachError::DuplicateName(name));
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let overflow = Arc::new(AtomicBool::new(false));
+        let lane = Arc::new(Lane::new(self.inbox.clone()));
         self.control
-            .send(Control::Attach(id, member.clone(), overflow.clone()))
+            .send(Control::Attach(id, member.clone(), lane.clone()))
             .map_err(|_| AttachError::Unavailable)?;
         names.insert(name, id);
         drop(names);
-        let notifier = Notifier {
-            id,
-            tx: self.tx.clone(),
-            overflow,
-        };
+        let notifier = Notifier { id, lane };
         member.attached(notifier.clone());
         Ok(notifier)
     }
@@ -316,7 +355,11 @@ struct Slot {
     member: Arc<dyn FleetMember>,
     name: Arc<str>,
     machine: Machine,
-    overflow: Arc<AtomicBool>,
+    lane: Arc<Lane>,
+    /// The lane's transitions read so far.
+    read: u64,
+    /// Where the last transition read left the breaker.
+    last: Option<crate::member::LocalState>,
     next_poll: Instant,
     reading: bool,
     read_again: bool,
@@ -375,11 +418,13 @@ impl<T: Transport> Task<T> {
     async fn run(
         mut self,
         mut control: mpsc::UnboundedReceiver<Control>,
-        mut rx: mpsc::Receiver<Message>,
+        inbox: Arc<Inbox>,
         mut events: mpsc::Receiver<Incoming>,
     ) {
         let mut ticker = tokio::time::interval(TICK);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut drain = tokio::time::interval(DRAIN);
+        drain.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 // A breaker's attach is handled before the transitions it sent after.
@@ -388,18 +433,33 @@ impl<T: Transport> Task<T> {
                     Some(command) => self.on_control(command),
                     None => return,
                 },
-                message = rx.recv() => match message {
-                    Some(message) => self.on_message(message),
-                    None => return,
+                _ = drain.tick() => if inbox.take() {
+                    self.on_lanes();
                 },
+                // Local transitions first, as they happened before what
+                // arrives now: a store reply must not meet a machine that has
+                // not seen its breaker's trial end.
                 incoming = events.recv() => match incoming {
-                    Some(incoming) => self.on_incoming(incoming),
+                    Some(incoming) => {
+                        if inbox.take() {
+                            self.on_lanes();
+                        }
+                        self.on_incoming(incoming);
+                    }
                     None => return,
                 },
                 Some((id, reply, took)) = self.in_flight.next(), if !self.in_flight.is_empty() => {
+                    if inbox.take() {
+                        self.on_lanes();
+                    }
                     self.on_reply(id, reply, took);
                 }
-                _ = ticker.tick() => self.on_tick(),
+                _ = ticker.tick() => {
+                    if inbox.take() {
+                        self.on_lanes();
+                    }
+                    self.on_tick();
+                }
             }
         }
     }
@@ -407,7 +467,7 @@ impl<T: Transport> Task<T> {
     fn on_control(&mut self, command: Control) {
         self.now = Instant::now();
         match command {
-            Control::Attach(id, member, overflow) => {
+            Control::Attach(id, member, lane) => {
                 let name: Arc<str> = member.name().into();
                 self.seed = self.seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
                 self.by_name.insert(name.clone(), id);
@@ -417,7 +477,9 @@ impl<T: Transport> Task<T> {
                         member,
                         name,
                         machine: Machine::new(self.seed),
-                        overflow,
+                        lane,
+                        read: 0,
+                        last: None,
                         next_poll: self.now,
                         reading: false,
                         read_again: false,
@@ -432,14 +494,39 @@ impl<T: Transport> Task<T> {
         }
     }
 
-    fn on_message(&mut self, Message(id, transition): Message) {
+    /// Reads every lane: each transition goes to its machine in order; a lane
+    /// that lost some, or whose transitions do not follow one another (two
+    /// threads numbered theirs in the other order), is caught up from the
+    /// breaker's state.
+    fn on_lanes(&mut self) {
         self.now = Instant::now();
         let now = self.now;
-        let command = match self.slots.get_mut(&id) {
-            Some(slot) => slot.machine.on_local(transition, now),
-            None => None,
-        };
-        if let Some(command) = command {
+        let mut commands = Vec::new();
+        let (mut read, mut dropped, mut unordered) = (0, 0, 0);
+        for (&id, slot) in &mut self.slots {
+            let mut unchained = false;
+            let (machine, last) = (&mut slot.machine, &mut slot.last);
+            let lost = slot.lane.drain(&mut slot.read, |t, gap| {
+                read += 1;
+                if !gap && last.is_some_and(|l| l != t.from) {
+                    unchained = true;
+                    unordered += 1;
+                }
+                *last = Some(t.to);
+                commands.extend(machine.on_local(t, now).map(|c| (id, c)));
+            });
+            dropped += lost;
+            if lost > 0 || unchained {
+                slot.last = Some(slot.member.state());
+                commands.extend(slot.machine.on_overflow(&*slot.member).map(|c| (id, c)));
+            }
+        }
+        let c = &self.counters;
+        c.transitions.fetch_add(read, Ordering::Relaxed);
+        c.transitions_dropped.fetch_add(dropped, Ordering::Relaxed);
+        c.transitions_unordered
+            .fetch_add(unordered, Ordering::Relaxed);
+        for (id, command) in commands {
             self.execute(id, command);
         }
     }
@@ -508,9 +595,6 @@ impl<T: Transport> Task<T> {
         for (&id, slot) in &mut self.slots {
             if member_tick {
                 slot.member.tick(now);
-            }
-            if slot.overflow.swap(false, Ordering::AcqRel) {
-                commands.extend(slot.machine.on_overflow(&*slot.member).map(|c| (id, c)));
             }
             commands.extend(slot.machine.tick(&self.cfg, now).map(|c| (id, c)));
             if up && room && now >= slot.next_poll && !slot.reading {

@@ -32,8 +32,16 @@
 //! or only the ones [`FleetConfig::breakers`] names, and
 //! [`Fleet::attach_breaker`] attaches any breaker by hand. Each is driven through
 //! [`BreakerMember`]: remote opens are compare-and-swaps on the breaker's state
-//! word, its transitions reach the fleet through its events listener. Any other
-//! breaker can take part by implementing [`FleetMember`].
+//! word, its transitions reach the fleet through the runtime's transition hook
+//! ([`failfast_runtime::hook`]) without a lock or a wait. Members of keyed
+//! families join as their family creates them ([`Fleet::attach_family`]). Any
+//! other breaker can take part by implementing [`FleetMember`].
+//!
+//! # Features
+//!
+//! - `keyed` (default): members of keyed families join the fleet.
+//! - `tls`: `rediss://` URLs (rustls); see [`FleetConfig::url`] for TLS and
+//!   ACL users.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -48,6 +56,7 @@ mod breaker;
 mod config;
 mod fleet;
 pub mod keys;
+mod lane;
 pub mod machine;
 mod member;
 pub mod payload;

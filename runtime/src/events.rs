@@ -63,6 +63,10 @@
 //! kept in a copy-on-write list, so subscribing takes a lock but delivering
 //! only clones an `Arc`. With the `tracing` or `metrics` feature, those are
 //! listeners too: every transition builds its event.
+//!
+//! For a consumer that must never make a transition wait (a fleet handing
+//! transitions to a background task), see [`hook`](crate::hook): one
+//! process-wide function, called without a lock before the listeners.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -490,6 +494,18 @@ impl Breaker {
         if to.tag() == TAG_OPEN && open_for != 0 {
             hook.opened_at.store(now.max(1), Ordering::Relaxed);
         }
+        // Before anything that may wait: the hook never does.
+        crate::hook::call(
+            self,
+            state(from),
+            state(to),
+            mode(to),
+            match cause {
+                Cause::Manual => crate::hook::Cause::Manual,
+                Cause::Remote => crate::hook::Cause::Remote,
+                _ => crate::hook::Cause::Calls,
+            },
+        );
         if !wanted() {
             hook.transitions.fetch_add(1, Ordering::Relaxed);
             hook.published.store(period(to), Ordering::Release);

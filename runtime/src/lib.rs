@@ -19,7 +19,8 @@
 //! ```
 //!
 //! See [`Breaker`] for the state machine, [`registry`] for finding breakers by
-//! name, [`events`] for listening to state changes, [`ManualClock`] for
+//! name, [`events`] for listening to state changes, [`hook`] for the one
+//! process-wide transition hook that never waits, [`ManualClock`] for
 //! testing time-dependent behaviour, and [`Bulkhead`] for a limit on
 //! concurrent calls.
 //!
@@ -59,6 +60,7 @@ mod config;
 pub mod configure;
 mod error;
 pub mod events;
+pub mod hook;
 #[cfg(feature = "http")]
 mod http;
 #[cfg(feature = "keyed")]

@@ -32,15 +32,20 @@ pub struct RedisServer {
 
 impl RedisServer {
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// A server with more command-line options (a TLS listener, say).
+    pub fn start_with(extra: &[String]) -> Self {
         for _ in 0..5 {
-            if let Some(server) = Self::try_start(free_port()) {
+            if let Some(server) = Self::try_start(free_port(), extra) {
                 return server;
             }
         }
         panic!("redis-server did not answer PING on any of 5 ports");
     }
 
-    fn try_start(port: u16) -> Option<Self> {
+    fn try_start(port: u16, extra: &[String]) -> Option<Self> {
         let child = Command::new("redis-server")
             .args([
                 "--port",
@@ -53,6 +58,7 @@ impl RedisServer {
                 "no",
             ])
             .args(["--dir", &std::env::temp_dir().to_string_lossy()])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn();
@@ -102,7 +108,7 @@ impl RedisServer {
         self.kill9();
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            if let Some(server) = Self::try_start(self.port) {
+            if let Some(server) = Self::try_start(self.port, &[]) {
                 *self = server;
                 return;
             }
