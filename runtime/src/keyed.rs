@@ -59,10 +59,13 @@
 //! # Ok::<(), failfast_runtime::ConfigError>(())
 //! ```
 
+use std::cell::Cell;
 use std::fmt::{self, Write as _};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher as _, Hash, Hasher};
+use std::marker::PhantomData;
 use std::ops::Deref;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::breaker::Breaker;
@@ -74,6 +77,9 @@ use crate::name::Name;
 
 /// How many breakers a family holds unless told otherwise.
 pub const DEFAULT_MAX_KEYS: usize = 1024;
+
+/// How many members a full family samples to pick the one a new key evicts.
+const SAMPLE: usize = 8;
 
 /// A value a [`Family`] can be keyed by: hashed and compared as it is,
 /// turned into an owned key ([`Key::Owned`]) only when its breaker is
@@ -235,6 +241,16 @@ impl<Q: Key + ?Sized> scc::Equivalent<Q::Owned> for Lookup<'_, Q> {
     }
 }
 
+/// Threads spread their leases over this many counters per member, each
+/// on its own cache line, so that two threads calling through one key do
+/// not write the same line.
+const STRIPES: usize = 4;
+
+/// One of a member's lease counters, alone on its cache line.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct Stripe(AtomicUsize);
+
 /// One key's breaker in a [`Family`], with its concurrency limit when the
 /// family has one. Derefs to its [`Breaker`].
 #[derive(Debug)]
@@ -243,6 +259,10 @@ pub struct Member {
     bulkhead: Option<Bulkhead>,
     /// The family's insertion stamp when this key was last used.
     used: AtomicU64,
+    /// [`Lease`]s of this member not yet dropped, counted on the stripe of
+    /// the thread that took each one: an evicted member is freed once every
+    /// stripe reads zero.
+    leases: [Stripe; STRIPES],
 }
 
 impl Member {
@@ -258,6 +278,14 @@ impl Member {
     pub fn bulkhead(&self) -> Option<&Bulkhead> {
         self.bulkhead.as_ref()
     }
+
+    /// Whether no lease of this member is out. Only meaningful once no new
+    /// lease can be taken (the member is out of the map for good).
+    fn unleased(&self) -> bool {
+        self.leases
+            .iter()
+            .all(|stripe| stripe.0.load(Ordering::Acquire) == 0)
+    }
 }
 
 impl Deref for Member {
@@ -265,6 +293,121 @@ impl Deref for Member {
 
     fn deref(&self) -> &Breaker {
         &self.breaker
+    }
+}
+
+thread_local! {
+    /// The lease stripe of this thread, `usize::MAX` until its first lease.
+    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// Hands out stripes to threads in turn.
+static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+
+/// The calling thread's lease stripe.
+#[inline]
+fn stripe() -> usize {
+    STRIPE.with(|stripe| match stripe.get() {
+        usize::MAX => {
+            let mine = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES;
+            stripe.set(mine);
+            mine
+        }
+        mine => mine,
+    })
+}
+
+/// One key's member, held for as long as a call runs through it: what
+/// `#[circuit_breaker(key = …)]` keeps for the call, across `.await`s too
+/// (it is `Send` and `Sync`). Derefs to the [`Member`].
+///
+/// Taking one for an existing key writes only a counter on the calling
+/// thread's own cache line (one of the member's [`STRIPES`] stripes), and
+/// dropping it decrements that counter: threads sharing a key do not write
+/// shared memory, unlike cloning an [`Arc`]. An evicted member's memory is
+/// freed only once its last lease is dropped.
+#[must_use = "a lease is the breaker of its key; drop it once the call is over"]
+pub struct Lease<'f> {
+    held: Held,
+    _family: PhantomData<&'f ()>,
+}
+
+impl Lease<'_> {
+    /// Counts a lease of `member`, found in the map under an epoch guard
+    /// that is still held (or just inserted, under the insertion lock).
+    #[inline]
+    fn stored(member: &Arc<Member>) -> Self {
+        let stripe = stripe();
+        // Ordered before the guard's release, which the map's freeing of
+        // its copy of `member` waits for.
+        member.leases[stripe].0.fetch_add(1, Ordering::Relaxed);
+        Lease {
+            held: Held::Stored(NonNull::from(&**member), stripe),
+            _family: PhantomData,
+        }
+    }
+}
+
+/// What an insertion gives back.
+enum Inserted {
+    Stored(Arc<Member>),
+    Unstored(Arc<Member>),
+}
+
+enum Held {
+    /// A stored member and the stripe this lease counted itself on.
+    Stored(NonNull<Member>, usize),
+    /// The breaker of a key that found the family full of Open and HalfOpen
+    /// breakers: kept by nobody else.
+    Unstored(Arc<Member>),
+}
+
+// SAFETY: a `Lease` gives out only `&Member`, and `Member` is `Sync`; the
+// member it points to stays allocated until the lease's count is dropped
+// (see `Inner::reclaim`), from whichever thread.
+#[allow(unsafe_code)]
+unsafe impl Send for Lease<'_> {}
+// SAFETY: as above: shared access to a `Sync` member.
+#[allow(unsafe_code)]
+unsafe impl Sync for Lease<'_> {}
+
+impl Deref for Lease<'_> {
+    type Target = Member;
+
+    #[inline]
+    fn deref(&self) -> &Member {
+        match &self.held {
+            // SAFETY: the member was found in the map and this lease counted
+            // itself on the member's stripe before the map's epoch guard was
+            // released; the family frees an evicted member only once the map
+            // holds no copy of it and every stripe reads zero, which cannot
+            // happen before this lease is dropped.
+            #[allow(unsafe_code)]
+            Held::Stored(member, _) => unsafe { member.as_ref() },
+            Held::Unstored(member) => member,
+        }
+    }
+}
+
+impl Drop for Lease<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Held::Stored(member, stripe) = &self.held {
+            // SAFETY: as in `deref`: still counted, so still allocated. After
+            // this decrement the member is not touched again.
+            #[allow(unsafe_code)]
+            let member = unsafe { member.as_ref() };
+            member.leases[*stripe].0.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
+
+impl fmt::Debug for Lease<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lease")
+            .field("member", &self.name())
+            .field("stored", &matches!(self.held, Held::Stored(..)))
+            .finish()
     }
 }
 
@@ -279,6 +422,31 @@ struct Counters {
     unstored: AtomicU64,
 }
 
+/// The stored members in a dense array, the eviction sampler's state and
+/// the evicted members not yet freed; guarded by the insertion lock.
+struct Slots<K> {
+    /// Every stored key and its member (the map holds the same ones).
+    stored: Vec<(K, Arc<Member>)>,
+    /// Evicted members a lease or the map may still reach.
+    retired: Vec<Arc<Member>>,
+    /// Where the sweep for a Closed member resumes when no sampled member
+    /// is Closed.
+    hand: usize,
+    /// xorshift64 state picking the sampled slots.
+    random: u64,
+}
+
+impl<K> Slots<K> {
+    fn next_random(&mut self) -> u64 {
+        let mut x = self.random;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.random = x;
+        x
+    }
+}
+
 struct Inner<K> {
     /// The members' settings; each member's name is `name[key]`.
     config: Config,
@@ -290,8 +458,8 @@ struct Inner<K> {
     /// value.
     stamp: AtomicU64,
     /// Held while a key is added: each key's breaker is built once, and the
-    /// count of stored keys (guarded here) never passes `max_keys`.
-    inserting: Mutex<usize>,
+    /// stored keys (listed here) never pass `max_keys`.
+    slots: Mutex<Slots<K>>,
     counters: Counters,
     registered: AtomicBool,
 }
@@ -403,7 +571,13 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
                 max_concurrent,
                 map,
                 stamp: AtomicU64::new(0),
-                inserting: Mutex::new(0),
+                slots: Mutex::new(Slots {
+                    stored: Vec::new(),
+                    retired: Vec::new(),
+                    hand: 0,
+                    // Any nonzero seed will do; foldhash's is random.
+                    random: foldhash::fast::RandomState::default().hash_one(max_keys) | 1,
+                }),
                 counters: Counters::default(),
                 registered: AtomicBool::new(false),
             }),
@@ -430,16 +604,43 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
 
     /// The breaker of `key`, created from the family's settings if the key
     /// is new. For an existing key: lock-free, no allocation, one
-    /// reference-count increment (use [`with`](Self::with) to avoid even
-    /// that).
+    /// reference-count increment, on a count every thread using this key
+    /// writes (use [`lease`](Self::lease) or [`with`](Self::with) to avoid
+    /// it).
     #[inline]
     pub fn get<Q: Key<Owned = K> + ?Sized>(&self, key: &Q) -> Arc<Member> {
         self.with(key, Arc::clone)
     }
 
+    /// The breaker of `key` (created if the key is new), held until the
+    /// [`Lease`] is dropped, which may be on another thread (a lease is
+    /// `Send`). For an existing key: lock-free, no allocation, and the only
+    /// writes are to a counter of the calling thread's own (see [`Lease`]).
+    /// This is what `#[circuit_breaker(key = …)]` holds for each call.
+    #[inline]
+    pub fn lease<Q: Key<Owned = K> + ?Sized>(&self, key: &Q) -> Lease<'_> {
+        let inner = &*self.inner;
+        let guard = scc::Guard::new();
+        if let Some(member) = inner.map.peek(&Lookup(key), &guard) {
+            inner.touch(member);
+            return Lease::stored(member);
+        }
+        drop(guard);
+        match self.insert(key) {
+            Inserted::Stored(member) => Lease::stored(&member),
+            Inserted::Unstored(member) => Lease {
+                held: Held::Unstored(member),
+                _family: PhantomData,
+            },
+        }
+    }
+
     /// Runs `f` with the breaker of `key` (created if the key is new), lent
     /// for the duration of `f`: for an existing key, no lock, no allocation
-    /// and no write to memory other threads read.
+    /// and no write to memory other threads read. The map's epoch guard is
+    /// held while `f` runs, which delays the freeing of memory other
+    /// threads retire from scc's containers: keep `f` short, or take a
+    /// [`lease`](Self::lease).
     #[inline]
     pub fn with<Q: Key<Owned = K> + ?Sized, R>(
         &self,
@@ -453,60 +654,59 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
             return f(member);
         }
         drop(guard);
-        f(&self.insert(key))
+        match self.insert(key) {
+            Inserted::Stored(member) | Inserted::Unstored(member) => f(&member),
+        }
     }
 
     /// Adds `key`'s breaker, unless another thread just did.
     #[cold]
     #[inline(never)]
-    fn insert<Q: Key<Owned = K> + ?Sized>(&self, key: &Q) -> Arc<Member> {
+    fn insert<Q: Key<Owned = K> + ?Sized>(&self, key: &Q) -> Inserted {
         let inner = &*self.inner;
-        // Nothing guarded here is left half-updated by a panic.
-        let mut stored = inner
-            .inserting
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut slots = inner.lock();
         let guard = scc::Guard::new();
         if let Some(member) = inner.map.peek(&Lookup(key), &guard) {
             inner.touch(member);
-            return Arc::clone(member);
+            return Inserted::Stored(Arc::clone(member));
         }
-        if *stored >= inner.max_keys {
-            if inner.evict(&guard) {
-                *stored -= 1;
-            } else {
-                inner.counters.unstored.fetch_add(1, Ordering::Relaxed);
-                let member = Arc::new(inner.member(key, 0));
-                #[cfg(feature = "tracing")]
-                ::tracing::warn!(
-                    target: "failfast",
-                    family = %inner.config.name,
-                    breaker = member.name(),
-                    max_keys = inner.max_keys,
-                    "every breaker of family `{}` is open or half-open: `{}` runs through a breaker that is not kept",
-                    inner.config.name,
-                    member.name(),
-                );
-                return member;
-            }
-        }
+        drop(guard);
+        inner.reclaim(&mut slots);
         let stamp = inner.stamp.fetch_add(1, Ordering::Relaxed) + 1;
         let member = Arc::new(inner.member(key, stamp));
+        let entry = (key.to_key(), Arc::clone(&member));
+        if slots.stored.len() < inner.max_keys {
+            slots.stored.push(entry);
+        } else if let Some(victim) = inner.victim(&mut slots) {
+            let (old_key, old) = std::mem::replace(&mut slots.stored[victim], entry);
+            inner.map.remove_sync(&old_key);
+            slots.retired.push(old);
+            inner.counters.evicted.fetch_add(1, Ordering::Relaxed);
+        } else {
+            drop(slots);
+            inner.counters.unstored.fetch_add(1, Ordering::Relaxed);
+            #[cfg(feature = "tracing")]
+            ::tracing::warn!(
+                target: "failfast",
+                family = %inner.config.name,
+                breaker = member.name(),
+                max_keys = inner.max_keys,
+                "every breaker of family `{}` is open or half-open: `{}` runs through a breaker that is not kept",
+                inner.config.name,
+                member.name(),
+            );
+            return Inserted::Unstored(member);
+        }
         // The key is not there: insertions hold the lock.
         let _ = inner.map.insert_sync(key.to_key(), Arc::clone(&member));
-        *stored += 1;
         inner.counters.created.fetch_add(1, Ordering::Relaxed);
-        member
+        Inserted::Stored(member)
     }
 
     /// Breakers stored now.
     #[must_use]
     pub fn len(&self) -> usize {
-        *self
-            .inner
-            .inserting
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.inner.lock().stored.len()
     }
 
     /// Whether no key has been used yet (or every breaker was evicted).
@@ -563,6 +763,12 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         }
     }
 
+    /// The insertion lock. Nothing it guards is left half-updated by a
+    /// panic.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slots<K>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn member<Q: Key + ?Sized>(&self, key: &Q, stamp: u64) -> Member {
         let mut name = String::with_capacity(self.config.name.len() + 16);
         name.push_str(&self.config.name);
@@ -575,34 +781,70 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
             breaker: Breaker::with_clock(config, self.clock.clone()),
             bulkhead: self.max_concurrent.map(Bulkhead::new),
             used: AtomicU64::new(stamp),
+            leases: Default::default(),
         }
     }
 
-    /// Removes the least recently used Closed breaker; `false` when every
-    /// breaker is Open or HalfOpen. Called with the insertion lock held.
-    fn evict(&self, guard: &scc::Guard) -> bool {
-        // A member's state is read only when it would be the oldest so far:
-        // its breaker's cache line is left alone otherwise.
-        let mut victim: Option<(&K, u64)> = None;
-        for (key, member) in self.map.iter(guard) {
-            let used = member.used.load(Ordering::Relaxed);
-            if victim.is_none_or(|(_, oldest)| used < oldest) && member.state() == State::Closed {
-                victim = Some((key, used));
+    /// The slot of the member to evict from a full family: the least
+    /// recently used Closed member among [`SAMPLE`] slots picked at random
+    /// (all of them in a family of at most `SAMPLE`); when none of those is
+    /// Closed, the first Closed member the sweeping hand reaches; `None`
+    /// when every member is Open or HalfOpen.
+    fn victim(&self, slots: &mut Slots<K>) -> Option<usize> {
+        let len = slots.stored.len();
+        let closed = |slots: &Slots<K>, i: usize| slots.stored[i].1.state() == State::Closed;
+        let used = |slots: &Slots<K>, i: usize| slots.stored[i].1.used.load(Ordering::Relaxed);
+        let mut victim: Option<(usize, u64)> = None;
+        for n in 0..SAMPLE.min(len) {
+            let i = if len <= SAMPLE {
+                n
+            } else {
+                // The modulo's bias is below one in 2^40 for any `max_keys`
+                // a family can hold.
+                (slots.next_random() % len as u64) as usize
+            };
+            // A member's state is read only when it would be the oldest so
+            // far: its breaker's cache line is left alone otherwise.
+            let stamp = used(slots, i);
+            if victim.is_none_or(|(_, oldest)| stamp < oldest) && closed(slots, i) {
+                victim = Some((i, stamp));
             }
         }
-        match victim.map(|(key, _)| key.clone()) {
-            Some(key) => {
-                self.map.remove_sync(&key);
-                self.counters.evicted.fetch_add(1, Ordering::Relaxed);
-                true
-            }
-            None => false,
+        if let Some((i, _)) = victim {
+            return Some(i);
         }
+        let start = slots.hand;
+        (0..len).map(|n| (start + n) % len).find(|&i| {
+            let found = closed(slots, i);
+            if found {
+                slots.hand = (i + 1) % len;
+            }
+            found
+        })
+    }
+
+    /// Frees the evicted members that nothing can reach any more: the map
+    /// has dropped its copies (every epoch guard that could have found one
+    /// has ended, after its lease, if any, was counted) and every lease
+    /// taken on them has been dropped.
+    fn reclaim(&self, slots: &mut Slots<K>) {
+        slots.retired.retain(|member| {
+            if Arc::strong_count(member) > 1 {
+                return true;
+            }
+            // Pairs with the release of the map's last copy: the leases
+            // counted before it are visible.
+            fence(Ordering::Acquire);
+            !member.unleased()
+        });
     }
 
     fn members(&self) -> Vec<Arc<Member>> {
-        let guard = scc::Guard::new();
-        self.map.iter(&guard).map(|(_, m)| Arc::clone(m)).collect()
+        self.lock()
+            .stored
+            .iter()
+            .map(|(_, m)| Arc::clone(m))
+            .collect()
     }
 }
 
