@@ -65,7 +65,7 @@ use std::hash::{BuildHasher as _, Hash, Hasher};
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::breaker::Breaker;
@@ -263,6 +263,9 @@ pub struct Member {
     /// the thread that took each one: an evicted member is freed once every
     /// stripe reads zero.
     leases: [Stripe; STRIPES],
+    /// Set once the member is out of the map and every epoch guard that
+    /// could have found it there has ended: no new lease can be taken.
+    unlinked: AtomicBool,
 }
 
 impl Member {
@@ -334,7 +337,7 @@ pub struct Lease<'f> {
 
 impl Lease<'_> {
     /// Counts a lease of `member`, found in the map under an epoch guard
-    /// that is still held (or just inserted, under the insertion lock).
+    /// that is still held, or under the insertion lock.
     #[inline]
     fn stored(member: &Arc<Member>) -> Self {
         let stripe = stripe();
@@ -346,12 +349,6 @@ impl Lease<'_> {
             _family: PhantomData,
         }
     }
-}
-
-/// What an insertion gives back.
-enum Inserted {
-    Stored(Arc<Member>),
-    Unstored(Arc<Member>),
 }
 
 enum Held {
@@ -626,13 +623,10 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
             return Lease::stored(member);
         }
         drop(guard);
-        match self.insert(key) {
-            Inserted::Stored(member) => Lease::stored(&member),
-            Inserted::Unstored(member) => Lease {
-                held: Held::Unstored(member),
-                _family: PhantomData,
-            },
-        }
+        self.insert(key, Lease::stored, |member| Lease {
+            held: Held::Unstored(member),
+            _family: PhantomData,
+        })
     }
 
     /// Runs `f` with the breaker of `key` (created if the key is new), lent
@@ -654,21 +648,27 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
             return f(member);
         }
         drop(guard);
-        match self.insert(key) {
-            Inserted::Stored(member) | Inserted::Unstored(member) => f(&member),
-        }
+        f(&self.insert(key, Arc::clone, |member| member))
     }
 
-    /// Adds `key`'s breaker, unless another thread just did.
+    /// Adds `key`'s breaker, unless another thread just did, and gives it
+    /// to `stored` while the insertion lock is held (so that it cannot be
+    /// evicted and freed before a lease of it is counted); a breaker that
+    /// the family cannot keep goes to `unstored`.
     #[cold]
     #[inline(never)]
-    fn insert<Q: Key<Owned = K> + ?Sized>(&self, key: &Q) -> Inserted {
+    fn insert<Q: Key<Owned = K> + ?Sized, R>(
+        &self,
+        key: &Q,
+        stored: impl FnOnce(&Arc<Member>) -> R,
+        unstored: impl FnOnce(Arc<Member>) -> R,
+    ) -> R {
         let inner = &*self.inner;
         let mut slots = inner.lock();
         let guard = scc::Guard::new();
         if let Some(member) = inner.map.peek(&Lookup(key), &guard) {
             inner.touch(member);
-            return Inserted::Stored(Arc::clone(member));
+            return stored(member);
         }
         drop(guard);
         inner.reclaim(&mut slots);
@@ -680,6 +680,13 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         } else if let Some(victim) = inner.victim(&mut slots) {
             let (old_key, old) = std::mem::replace(&mut slots.stored[victim], entry);
             inner.map.remove_sync(&old_key);
+            // Runs once every guard that could have found `old` in the map
+            // (and counted a lease of it) has ended.
+            let unlinking = Arc::clone(&old);
+            let guard = scc::Guard::new();
+            guard.defer_execute(move || unlinking.unlinked.store(true, Ordering::Release));
+            guard.accelerate();
+            drop(guard);
             slots.retired.push(old);
             inner.counters.evicted.fetch_add(1, Ordering::Relaxed);
         } else {
@@ -695,12 +702,12 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
                 inner.config.name,
                 member.name(),
             );
-            return Inserted::Unstored(member);
+            return unstored(member);
         }
         // The key is not there: insertions hold the lock.
         let _ = inner.map.insert_sync(key.to_key(), Arc::clone(&member));
         inner.counters.created.fetch_add(1, Ordering::Relaxed);
-        Inserted::Stored(member)
+        stored(&member)
     }
 
     /// Breakers stored now.
@@ -782,6 +789,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
             bulkhead: self.max_concurrent.map(Bulkhead::new),
             used: AtomicU64::new(stamp),
             leases: Default::default(),
+            unlinked: AtomicBool::new(false),
         }
     }
 
@@ -823,20 +831,17 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         })
     }
 
-    /// Frees the evicted members that nothing can reach any more: the map
-    /// has dropped its copies (every epoch guard that could have found one
-    /// has ended, after its lease, if any, was counted) and every lease
-    /// taken on them has been dropped.
+    /// Lets go of the evicted members that no lease can reach any more:
+    /// unlinked (every epoch guard that could have found one in the map has
+    /// ended, after counting its lease, if any) and with every lease
+    /// dropped. The map may still hold a copy for a while; the member is
+    /// freed with the last.
     fn reclaim(&self, slots: &mut Slots<K>) {
-        slots.retired.retain(|member| {
-            if Arc::strong_count(member) > 1 {
-                return true;
-            }
-            // Pairs with the release of the map's last copy: the leases
-            // counted before it are visible.
-            fence(Ordering::Acquire);
-            !member.unleased()
-        });
+        // The acquire pairs with the release of `unlinked`, which follows
+        // the end of the guards under which the leases were counted.
+        slots
+            .retired
+            .retain(|member| !(member.unlinked.load(Ordering::Acquire) && member.unleased()));
     }
 
     fn members(&self) -> Vec<Arc<Member>> {
