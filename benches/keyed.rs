@@ -220,6 +220,14 @@ fn hits(c: &mut Criterion) {
     let hand = by_hand(&[host.to_owned()]);
     let single = Breaker::builder().build().unwrap();
     let floor = || single.call(|| work(black_box(1))).is_ok();
+    // What sharing one counter costs when both threads do run at once: if
+    // this row is not slower on two threads than on one, the machine did
+    // not run the two threads together enough for the run to show it.
+    let shared = AtomicU64::new(0);
+    let floor_shared = || {
+        shared.fetch_add(1, Ordering::Relaxed);
+        single.call(|| work(black_box(1))).is_ok()
+    };
     let attribute = || unkeyed(black_box(1)).is_ok();
     let attribute_keyed = || keyed(black_box(host), black_box(1)).is_ok();
     let lease = || {
@@ -234,6 +242,9 @@ fn hits(c: &mut Criterion) {
     let mut g = c.benchmark_group("keyed_hit_1_thread_cpu");
     g.bench_function("floor: one breaker, no key", |b| {
         b.iter_custom(|n| on_cpu(n, floor))
+    });
+    g.bench_function("floor + a shared fetch_add", |b| {
+        b.iter_custom(|n| on_cpu(n, floor_shared))
     });
     g.bench_function("#[circuit_breaker]", |b| {
         b.iter_custom(|n| on_cpu(n, attribute))
@@ -254,6 +265,9 @@ fn hits(c: &mut Criterion) {
     let mut g = c.benchmark_group("keyed_hit_2_threads_cpu");
     g.bench_function("floor: one breaker, no key", |b| {
         b.iter_custom(|n| on_two_threads(n, floor))
+    });
+    g.bench_function("floor + a shared fetch_add", |b| {
+        b.iter_custom(|n| on_two_threads(n, floor_shared))
     });
     g.bench_function("#[circuit_breaker]", |b| {
         b.iter_custom(|n| on_two_threads(n, attribute))
