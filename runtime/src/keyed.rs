@@ -331,32 +331,32 @@ fn stripe() -> usize {
 /// freed only once its last lease is dropped.
 #[must_use = "a lease is the breaker of its key; drop it once the call is over"]
 pub struct Lease<'f> {
-    held: Held,
+    member: NonNull<Member>,
+    /// The stripe of `member` this lease counted itself on.
+    stripe: NonNull<AtomicUsize>,
+    /// Owns the breaker of a key that found the family full of Open and
+    /// HalfOpen breakers, kept by nobody else.
+    unstored: Option<Arc<Member>>,
     _family: PhantomData<&'f ()>,
 }
 
 impl Lease<'_> {
-    /// Counts a lease of `member`, found in the map under an epoch guard
-    /// that is still held, or under the insertion lock.
+    /// Counts a lease of `member`: a stored member found in the map under
+    /// an epoch guard that is still held, or under the insertion lock; or
+    /// an unstored one, which the lease then owns.
     #[inline]
-    fn stored(member: &Arc<Member>) -> Self {
-        let stripe = stripe();
-        // Ordered before the guard's release, which the map's freeing of
-        // its copy of `member` waits for.
-        member.leases[stripe].0.fetch_add(1, Ordering::Relaxed);
+    fn new(member: &Arc<Member>, unstored: Option<Arc<Member>>) -> Self {
+        let stripe = &member.leases[stripe()].0;
+        // Ordered before the guard's release, which the unlinking of an
+        // evicted member waits for.
+        stripe.fetch_add(1, Ordering::Relaxed);
         Lease {
-            held: Held::Stored(NonNull::from(&**member), stripe),
+            member: NonNull::from(&**member),
+            stripe: NonNull::from(stripe),
+            unstored,
             _family: PhantomData,
         }
     }
-}
-
-enum Held {
-    /// A stored member and the stripe this lease counted itself on.
-    Stored(NonNull<Member>, usize),
-    /// The breaker of a key that found the family full of Open and HalfOpen
-    /// breakers: kept by nobody else.
-    Unstored(Arc<Member>),
 }
 
 // SAFETY: a `Lease` gives out only `&Member`, and `Member` is `Sync`; the
@@ -373,15 +373,16 @@ impl Deref for Lease<'_> {
 
     #[inline]
     fn deref(&self) -> &Member {
-        match &self.held {
-            // SAFETY: the member was found in the map and this lease counted
-            // itself on the member's stripe before the map's epoch guard was
-            // released; the family frees an evicted member only once the map
-            // holds no copy of it and every stripe reads zero, which cannot
-            // happen before this lease is dropped.
-            #[allow(unsafe_code)]
-            Held::Stored(member, _) => unsafe { member.as_ref() },
-            Held::Unstored(member) => member,
+        // SAFETY: a stored member was found in the map, and this lease
+        // counted itself on one of the member's stripes before the map's
+        // epoch guard was released (or under the insertion lock); the
+        // family lets go of an evicted member only once it is unlinked (no
+        // guard that could have found it is left) and every stripe reads
+        // zero, which cannot happen before this lease is dropped. An
+        // unstored member is owned by the lease.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.member.as_ref()
         }
     }
 }
@@ -389,13 +390,12 @@ impl Deref for Lease<'_> {
 impl Drop for Lease<'_> {
     #[inline]
     fn drop(&mut self) {
-        if let Held::Stored(member, stripe) = &self.held {
-            // SAFETY: as in `deref`: still counted, so still allocated. After
-            // this decrement the member is not touched again.
-            #[allow(unsafe_code)]
-            let member = unsafe { member.as_ref() };
-            member.leases[*stripe].0.fetch_sub(1, Ordering::Release);
-        }
+        // SAFETY: as in `deref`: still counted, so still allocated. After
+        // this decrement the member is not touched again (an unstored one
+        // is dropped with `self.unstored`).
+        #[allow(unsafe_code)]
+        let stripe = unsafe { self.stripe.as_ref() };
+        stripe.fetch_sub(1, Ordering::Release);
     }
 }
 
@@ -403,7 +403,7 @@ impl fmt::Debug for Lease<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lease")
             .field("member", &self.name())
-            .field("stored", &matches!(self.held, Held::Stored(..)))
+            .field("stored", &self.unstored.is_none())
             .finish()
     }
 }
@@ -620,13 +620,14 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         let guard = scc::Guard::new();
         if let Some(member) = inner.map.peek(&Lookup(key), &guard) {
             inner.touch(member);
-            return Lease::stored(member);
+            return Lease::new(member, None);
         }
         drop(guard);
-        self.insert(key, Lease::stored, |member| Lease {
-            held: Held::Unstored(member),
-            _family: PhantomData,
-        })
+        self.insert(
+            key,
+            |member| Lease::new(member, None),
+            |member| Lease::new(&member, Some(Arc::clone(&member))),
+        )
     }
 
     /// Runs `f` with the breaker of `key` (created if the key is new), lent
