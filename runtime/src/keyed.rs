@@ -11,37 +11,66 @@
 //!
 //! Looking up an existing key is lock-free and allocates nothing: one probe
 //! of a concurrent hash map (scc's `HashIndex`, with foldhash) under an
-//! epoch guard,
-//! and, at most once between two insertions, a relaxed store of the key's
-//! recency stamp. [`Family::with`] lends the member for the duration of a
-//! closure; [`Family::get`] hands out an [`Arc`] (one reference-count
-//! increment, the only write to memory threads share on a hit). A new key
-//! takes the family's insertion lock, so that each key's breaker is built
-//! exactly once however many threads ask for it at the same moment.
+//! epoch guard, and, at most once between two insertions, a relaxed store of
+//! the key's recency stamp. Three ways to hold the member found:
+//!
+//! - [`Family::lease`] (what `#[circuit_breaker(key = …)]` uses) returns a
+//!   [`Lease`], `Send` and `Sync`, held for the call, across `.await`s too.
+//!   Taking and dropping it increments and decrements a counter on the
+//!   calling thread's own cache line (each member has [`STRIPES`] of them,
+//!   threads take them in turn), so threads sharing a key do not write a
+//!   line the other reads.
+//! - [`Family::with`] lends the member to a closure, under the map's epoch
+//!   guard: nothing written at all, but the guard, held while the closure
+//!   runs, delays the freeing of what other threads remove from scc's
+//!   containers; for short closures.
+//! - [`Family::get`] hands out an [`Arc`]: one reference-count increment
+//!   and decrement on a count every thread using the key writes.
+//!
+//! A new key takes the family's insertion lock, so that each key's breaker is
+//! built exactly once however many threads ask for it at the same moment.
 //!
 //! # Bounded
 //!
 //! A family holds at most `max_keys` breakers (default [`DEFAULT_MAX_KEYS`]).
-//! When it is full, a new key evicts the least recently used breaker that is
-//! **Closed**: an Open or HalfOpen breaker is never evicted, since forgetting
-//! it would forget that its dependency is sick. Recency is kept as a stamp
-//! that advances with each insertion, so keys used since the last insertion
-//! tie; the scan for the victim is O(`max_keys`) and happens only on an
-//! insertion into a full family. When every breaker is Open or HalfOpen, the
-//! new key's call runs through a fresh breaker that is not stored: it is
-//! counted by [`Family::unstored`] (and, with the `tracing` feature, logged
-//! at `WARN`, target `failfast`), and that key gets no memory of its calls
-//! until a slot frees up. A key's memory is about 1.3 KiB (its breaker, its
-//! name, its entry in the map), measured in `benches/keyed.rs`.
+//! An Open or HalfOpen breaker is never evicted, since forgetting it would
+//! forget that its dependency is sick. When the family is full, a new key
+//! takes the place of the member picked this way:
+//!
+//! 1. [`SAMPLE`] (8) members are drawn at random (with replacement; every
+//!    member, in order, when the family holds at most 8), and the least
+//!    recently used **Closed** one among them is evicted. Recency is a stamp
+//!    that advances with each insertion, so keys used since the last
+//!    insertion tie.
+//! 2. If none of the sampled members is Closed, a hand sweeps the family from
+//!    where its last sweep stopped and evicts the first Closed member it
+//!    reaches.
+//! 3. If the sweep finds none, every member is Open or HalfOpen: the new
+//!    key's call runs through a fresh breaker that is not stored. It is
+//!    counted by [`Family::unstored`] (and, with the `tracing` feature,
+//!    logged at `WARN`, target `failfast`), and that key gets no memory of
+//!    its calls until a slot frees up.
+//!
+//! So a miss into a full family reads 8 members when one of them is Closed
+//! (O(1), whatever `max_keys`), and up to every member only when most of them
+//! are Open or HalfOpen. Like Redis's sampled LRU, the victim is one of the
+//! least recently used rather than the very least: with 8 samples it is
+//! older than about 9 in 10 of the Closed members.
+//!
+//! An evicted member leaves the map at once; its memory is freed once no
+//! epoch guard that could have found it remains and every lease of it has
+//! been dropped (checked on each insertion). A key's memory is about
+//! 1.7 KiB (its breaker, its lease stripes, its name, its entry in the
+//! map), measured in `benches/keyed.rs`.
 //!
 //! # Why scc's `HashIndex`
 //!
 //! Its reads take no lock and write nothing shared: an epoch guard
 //! (thread-local) and a probe. Measured beside papaya's `HashMap` (also
 //! lock-free for reads) in `benches/keyed.rs`, it looked keys up faster on
-//! one thread and as fast on two (figures in `benches/README.md`). Writes
-//! take a bucket lock, which only the insertion path (already serialised
-//! here) uses.
+//! one thread and on two (figures in `benches/README.md`). Writes take a
+//! bucket lock, which only the insertion path (already serialised here)
+//! uses.
 //!
 //! ```
 //! use failfast_runtime::{Breaker, Family, State};
@@ -79,7 +108,7 @@ use crate::name::Name;
 pub const DEFAULT_MAX_KEYS: usize = 1024;
 
 /// How many members a full family samples to pick the one a new key evicts.
-const SAMPLE: usize = 8;
+pub const SAMPLE: usize = 8;
 
 /// A value a [`Family`] can be keyed by: hashed and compared as it is,
 /// turned into an owned key ([`Key::Owned`]) only when its breaker is
@@ -243,8 +272,9 @@ impl<Q: Key + ?Sized> scc::Equivalent<Q::Owned> for Lookup<'_, Q> {
 
 /// Threads spread their leases over this many counters per member, each
 /// on its own cache line, so that two threads calling through one key do
-/// not write the same line.
-const STRIPES: usize = 4;
+/// not write the same line (threads take them in turn: the fifth thread
+/// shares the first one's).
+pub const STRIPES: usize = 4;
 
 /// One of a member's lease counters, alone on its cache line.
 #[derive(Debug, Default)]
