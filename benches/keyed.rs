@@ -1,28 +1,42 @@
-//! The keyed path: a call through the breaker of an existing key (hit), and
-//! through a new key's breaker in a full family (miss: one Closed breaker
-//! evicted, one built), on one and two threads.
+//! The keyed path, every figure in the calling thread's CPU time (time spent
+//! descheduled on a busy machine is left out; two-thread rows are each
+//! thread's CPU time per call, averaged over the two):
 //!
-//! First the two lock-free concurrent maps `Family` could stand on, papaya's
-//! `HashMap` and scc's `HashIndex`, measured on the lookup alone (1,024 short
-//! string keys, foldhash, a value behind an `Arc`), beside the
-//! `RwLock<HashMap>` a user writes by hand. Then the whole call: `Family::with`
-//! and `Family::get` against that hand-made map of `Arc<Breaker>` and a single
-//! breaker's `call` (the floor: one breaker, no lookup).
+//! - `keyed_hit_*_cpu`: a call through the breaker of an existing short
+//!   string key (`"10.0.0.1"`), on one thread and on two threads sharing the
+//!   key: `#[circuit_breaker(key = host)]` beside the same function without
+//!   `key` and a single breaker's `call` (the floor), then `Family::lease`
+//!   (what the attribute holds for a call), `Family::with`, `Family::get`
+//!   (an `Arc` clone per call) and the `RwLock<HashMap<String, Arc<Breaker>>>`
+//!   a user writes by hand.
+//! - `keyed_scaling_*_cpu/N keys`: `Family::lease` over families of 1, 1,000
+//!   and 100,000 keys: a hit (the keys in turn), and a miss (a key the
+//!   family has never seen, into a full family: one Closed member evicted,
+//!   one built).
+//! - `keyed_map_hit_*_cpu`: the lookup alone in the two lock-free maps
+//!   `Family` could stand on, papaya's `HashMap` and scc's `HashIndex`
+//!   (1,000 keys, foldhash, a value behind an `Arc`).
 //!
-//! Run with `cargo bench --bench keyed`; the memory one key takes is measured
-//! once at the start (bytes allocated for 1,024 keys, divided by 1,024) and
-//! printed.
+//! The memory a key takes is measured once at the start with a counting
+//! allocator (bytes held by a family of N keys, over N) and printed.
+//!
+//! Run with `cargo bench --bench keyed -- --warm-up-time 1 --measurement-time 3`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use failfast::{Breaker, Family};
+use failfast::{circuit_breaker, Breaker, Family, Rejected};
+
+#[path = "support/cpu_time.rs"]
+mod cpu_time;
+use cpu_time::thread_cpu_time;
 
 /// Counts the bytes held, to measure the memory of a key.
 struct Counting;
@@ -45,10 +59,17 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-const KEYS: usize = 1024;
+/// The family sizes of the scaling rows.
+const SIZES: [usize; 3] = [1, 1_000, 100_000];
 
 #[derive(Debug, Clone, Copy)]
 pub struct Fault;
+
+impl From<Rejected> for Fault {
+    fn from(_: Rejected) -> Self {
+        Fault
+    }
+}
 
 #[inline(never)]
 fn work(x: u64) -> Result<(), Fault> {
@@ -59,14 +80,31 @@ fn work(x: u64) -> Result<(), Fault> {
     }
 }
 
-fn hosts() -> Vec<String> {
-    (0..KEYS)
-        .map(|i| format!("10.0.{}.{}", i / 256, i % 256))
+/// The same function as `work`, guarded by one breaker.
+#[inline(never)]
+#[circuit_breaker(threshold = 5, recovery = "30s")]
+fn unkeyed(x: u64) -> Result<(), Fault> {
+    work(x)
+}
+
+/// The same function as `work`, guarded by the breaker of `host`.
+#[inline(never)]
+#[circuit_breaker(key = host, threshold = 5, recovery = "30s")]
+fn keyed(host: &str, x: u64) -> Result<(), Fault> {
+    let _ = host;
+    work(x)
+}
+
+/// `n` keys of at most 11 bytes, like `"10.1.134.159"`.
+fn hosts(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255))
         .collect()
 }
 
 thread_local! {
     static NTH: Cell<usize> = const { Cell::new(0) };
+    static FRESH: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
 /// The next key of `keys`, in turn.
@@ -76,11 +114,32 @@ fn next(keys: &[String]) -> &str {
     &keys[n % keys.len()]
 }
 
+/// Keys no family has seen yet.
+static FRESH_KEYS: AtomicU64 = AtomicU64::new(0);
+
+/// Runs `f` with a key never used before (written into a reused buffer).
+fn fresh<R>(f: impl FnOnce(&str) -> R) -> R {
+    FRESH.with_borrow_mut(|key| {
+        key.clear();
+        let _ = write!(key, "f-{}", FRESH_KEYS.fetch_add(1, Ordering::Relaxed));
+        f(key.as_str())
+    })
+}
+
 fn family(max_keys: usize) -> Family<String> {
     Family::builder(Breaker::builder().name("bench.keyed"))
         .max_keys(max_keys)
         .build()
         .unwrap()
+}
+
+/// A family holding a breaker for each of `keys`.
+fn filled(keys: &[String]) -> Family<String> {
+    let f = family(keys.len());
+    for k in keys {
+        drop(f.lease(k.as_str()));
+    }
+    f
 }
 
 /// The map a user writes by hand.
@@ -99,160 +158,196 @@ fn by_hand_call(map: &ByHand, key: &str) -> bool {
     breaker.call(|| work(black_box(1))).is_ok()
 }
 
-/// Runs `call` `iters` times on each of two threads released together; the
-/// wall time from the first start to the last finish, per thread's call.
+/// `iters` calls on this thread; its CPU time.
+fn on_cpu<R>(iters: u64, mut call: impl FnMut() -> R) -> Duration {
+    let cpu = thread_cpu_time();
+    for _ in 0..iters {
+        black_box(&call());
+    }
+    thread_cpu_time() - cpu
+}
+
+/// `iters` calls on each of two threads released together; each thread's
+/// CPU time, averaged.
 fn on_two_threads<R>(iters: u64, call: impl Fn() -> R + Sync) -> Duration {
     let start = Barrier::new(2);
-    let (began, ended) = std::thread::scope(|s| {
-        let spans: Vec<(Instant, Instant)> = (0..2)
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2)
             .map(|_| {
                 s.spawn(|| {
                     start.wait();
-                    let began = Instant::now();
-                    for _ in 0..iters {
-                        black_box(&call());
-                    }
-                    (began, Instant::now())
+                    on_cpu(iters, &call)
                 })
             })
-            .collect::<Vec<_>>()
+            .collect();
+        workers
             .into_iter()
             .map(|w| w.join().expect("bench thread"))
-            .collect();
-        (
-            spans.iter().map(|s| s.0).min().unwrap(),
-            spans.iter().map(|s| s.1).max().unwrap(),
-        )
-    });
-    ended - began
+            .sum::<Duration>()
+            / 2
+    })
 }
 
-/// Bytes held after `make` minus before, over `KEYS`.
-fn bytes_per_key(make: impl FnOnce() -> Box<dyn std::any::Any>) -> isize {
+/// Bytes held after `make` minus before, over `n`.
+fn bytes_per_key(n: usize, make: impl FnOnce() -> Box<dyn std::any::Any>) -> isize {
     let before = HELD.load(Ordering::Relaxed);
     let kept = make();
-    let per_key = (HELD.load(Ordering::Relaxed) - before) / KEYS as isize;
+    let per_key = (HELD.load(Ordering::Relaxed) - before) / n as isize;
     drop(kept);
     per_key
 }
 
 fn memory() {
-    let keys = hosts();
-    let family_bytes = bytes_per_key(|| {
-        let f = family(KEYS);
-        for k in &keys {
-            let _ = f.get(k.as_str());
-        }
-        Box::new(f)
+    for n in SIZES {
+        let keys = hosts(n);
+        let family_bytes = bytes_per_key(n, || Box::new(filled(&keys)));
+        let hand_bytes = bytes_per_key(n, || Box::new(by_hand(&keys)));
+        println!(
+            "memory per key ({n} keys like \"10.0.3.255\"): Family {family_bytes} bytes, \
+             hand-made RwLock<HashMap<String, Arc<Breaker>>> {hand_bytes} bytes \
+             (size_of Breaker = {}, Member = {})",
+            std::mem::size_of::<Breaker>(),
+            std::mem::size_of::<failfast::Member>(),
+        );
+    }
+}
+
+fn hits(c: &mut Criterion) {
+    memory();
+    let host = "10.0.0.1";
+    let one = family(16);
+    drop(one.lease(host));
+    let hand = by_hand(&[host.to_owned()]);
+    let single = Breaker::builder().build().unwrap();
+    let floor = || single.call(|| work(black_box(1))).is_ok();
+    // What sharing one counter costs when both threads do run at once: if
+    // this row is not slower on two threads than on one, the machine did
+    // not run the two threads together enough for the run to show it.
+    let shared = AtomicU64::new(0);
+    let floor_shared = || {
+        shared.fetch_add(1, Ordering::Relaxed);
+        single.call(|| work(black_box(1))).is_ok()
+    };
+    let attribute = || unkeyed(black_box(1)).is_ok();
+    let attribute_keyed = || keyed(black_box(host), black_box(1)).is_ok();
+    let lease = || {
+        one.lease(black_box(host))
+            .call(|| work(black_box(1)))
+            .is_ok()
+    };
+    let with = || one.with(black_box(host), |m| m.call(|| work(black_box(1))).is_ok());
+    let get = || one.get(black_box(host)).call(|| work(black_box(1))).is_ok();
+    let hand_call = || by_hand_call(&hand, black_box(host));
+
+    let mut g = c.benchmark_group("keyed_hit_1_thread_cpu");
+    g.bench_function("floor: one breaker, no key", |b| {
+        b.iter_custom(|n| on_cpu(n, floor))
     });
-    let hand_bytes = bytes_per_key(|| Box::new(by_hand(&keys)));
-    println!(
-        "memory per key ({KEYS} keys like \"10.0.3.255\"): Family {family_bytes} bytes, \
-         hand-made RwLock<HashMap<String, Arc<Breaker>>> {hand_bytes} bytes \
-         (size_of Breaker = {})",
-        std::mem::size_of::<Breaker>()
-    );
+    g.bench_function("floor + a shared fetch_add", |b| {
+        b.iter_custom(|n| on_cpu(n, floor_shared))
+    });
+    g.bench_function("#[circuit_breaker]", |b| {
+        b.iter_custom(|n| on_cpu(n, attribute))
+    });
+    g.bench_function("#[circuit_breaker(key = host)]", |b| {
+        b.iter_custom(|n| on_cpu(n, attribute_keyed))
+    });
+    g.bench_function("Family::lease", |b| b.iter_custom(|n| on_cpu(n, lease)));
+    g.bench_function("Family::with", |b| b.iter_custom(|n| on_cpu(n, with)));
+    g.bench_function("Family::get (Arc clone)", |b| {
+        b.iter_custom(|n| on_cpu(n, get))
+    });
+    g.bench_function("by hand: RwLock<HashMap<String, Arc<Breaker>>>", |b| {
+        b.iter_custom(|n| on_cpu(n, hand_call))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("keyed_hit_2_threads_cpu");
+    g.bench_function("floor: one breaker, no key", |b| {
+        b.iter_custom(|n| on_two_threads(n, floor))
+    });
+    g.bench_function("floor + a shared fetch_add", |b| {
+        b.iter_custom(|n| on_two_threads(n, floor_shared))
+    });
+    g.bench_function("#[circuit_breaker]", |b| {
+        b.iter_custom(|n| on_two_threads(n, attribute))
+    });
+    g.bench_function("#[circuit_breaker(key = host)]", |b| {
+        b.iter_custom(|n| on_two_threads(n, attribute_keyed))
+    });
+    g.bench_function("Family::lease", |b| {
+        b.iter_custom(|n| on_two_threads(n, lease))
+    });
+    g.bench_function("Family::with", |b| {
+        b.iter_custom(|n| on_two_threads(n, with))
+    });
+    g.bench_function("Family::get (Arc clone)", |b| {
+        b.iter_custom(|n| on_two_threads(n, get))
+    });
+    g.bench_function("by hand: RwLock<HashMap<String, Arc<Breaker>>>", |b| {
+        b.iter_custom(|n| on_two_threads(n, hand_call))
+    });
+    g.finish();
+}
+
+fn scaling(c: &mut Criterion) {
+    for n in SIZES {
+        let keys = hosts(n);
+        let full = filled(&keys);
+        let label = format!("{n} keys");
+        let hit = || full.lease(next(&keys)).call(|| work(black_box(1))).is_ok();
+        // Each miss evicts one of the keys above, so later hits in this
+        // family would miss: the hit rows run first.
+        let miss = || fresh(|key| full.lease(key).call(|| work(black_box(1))).is_ok());
+
+        let mut g = c.benchmark_group("keyed_scaling_hit_1_thread_cpu");
+        g.bench_function(&label, |b| b.iter_custom(|n| on_cpu(n, hit)));
+        g.finish();
+        let mut g = c.benchmark_group("keyed_scaling_hit_2_threads_cpu");
+        g.bench_function(&label, |b| b.iter_custom(|n| on_two_threads(n, hit)));
+        g.finish();
+        let mut g = c.benchmark_group("keyed_scaling_miss_1_thread_cpu");
+        g.bench_function(&label, |b| b.iter_custom(|n| on_cpu(n, miss)));
+        g.finish();
+        let mut g = c.benchmark_group("keyed_scaling_miss_2_threads_cpu");
+        g.bench_function(&label, |b| b.iter_custom(|n| on_two_threads(n, miss)));
+        g.finish();
+    }
 }
 
 fn maps(c: &mut Criterion) {
-    memory();
-    let keys = hosts();
+    let keys = hosts(1_000);
     let papaya: papaya::HashMap<String, Arc<u64>, foldhash::fast::RandomState> =
         papaya::HashMap::builder()
             .hasher(foldhash::fast::RandomState::default())
             .build();
     let scc: scc::HashIndex<String, Arc<u64>, foldhash::fast::RandomState> =
         scc::HashIndex::with_hasher(foldhash::fast::RandomState::default());
-    let std: RwLock<HashMap<String, Arc<u64>, foldhash::fast::RandomState>> =
-        RwLock::new(HashMap::default());
     for (i, k) in keys.iter().enumerate() {
         papaya.pin().insert(k.clone(), Arc::new(i as u64));
         let _ = scc.insert_sync(k.clone(), Arc::new(i as u64));
-        std.write().unwrap().insert(k.clone(), Arc::new(i as u64));
     }
-    for (label, n) in [("3 keys", 3), ("1024 keys", KEYS)] {
-        let keys = &keys[..n];
-        let papaya_get = || {
-            let guard = papaya.guard();
-            **papaya.get(next(keys), &guard).unwrap()
-        };
-        let scc_get = || scc.peek_with(next(keys), |_, v| **v).unwrap();
-        let std_get = || **std.read().unwrap().get(next(keys)).unwrap();
+    let papaya_get = || {
+        let guard = papaya.guard();
+        **papaya.get(next(&keys), &guard).unwrap()
+    };
+    let scc_get = || scc.peek_with(next(&keys), |_, v| **v).unwrap();
 
-        let mut g = c.benchmark_group(format!("keyed_map_hit_1_thread/{label}"));
-        g.bench_function("papaya HashMap", |b| b.iter(papaya_get));
-        g.bench_function("scc HashIndex", |b| b.iter(scc_get));
-        g.bench_function("std RwLock<HashMap>", |b| b.iter(std_get));
-        g.finish();
-
-        let mut g = c.benchmark_group(format!("keyed_map_hit_2_threads/{label}"));
-        g.bench_function("papaya HashMap", |b| {
-            b.iter_custom(|n| on_two_threads(n, papaya_get))
-        });
-        g.bench_function("scc HashIndex", |b| {
-            b.iter_custom(|n| on_two_threads(n, scc_get))
-        });
-        g.bench_function("std RwLock<HashMap>", |b| {
-            b.iter_custom(|n| on_two_threads(n, std_get))
-        });
-        g.finish();
-    }
-}
-
-fn calls(c: &mut Criterion) {
-    let keys = hosts();
-    let hits = family(KEYS);
-    for k in &keys {
-        let _ = hits.get(k.as_str());
-    }
-    let hand = by_hand(&keys);
-    let single = Breaker::builder().build().unwrap();
-    let floor = || single.call(|| work(black_box(1))).is_ok();
-
-    for (label, n) in [("3 keys", 3), ("1024 keys", KEYS)] {
-        let keys = &keys[..n];
-        let with = || hits.with(next(keys), |m| m.call(|| work(black_box(1))).is_ok());
-        let get = || hits.get(next(keys)).call(|| work(black_box(1))).is_ok();
-        let hand_call = || by_hand_call(&hand, next(keys));
-
-        let mut g = c.benchmark_group(format!("keyed_hit_1_thread/{label}"));
-        g.bench_function("floor: one breaker, no key", |b| b.iter(floor));
-        g.bench_function("Family::with", |b| b.iter(with));
-        g.bench_function("Family::get", |b| b.iter(get));
-        g.bench_function("by hand: RwLock<HashMap<String, Arc<Breaker>>>", |b| {
-            b.iter(hand_call)
-        });
-        g.finish();
-
-        let mut g = c.benchmark_group(format!("keyed_hit_2_threads/{label}"));
-        g.bench_function("floor: one breaker, no key", |b| {
-            b.iter_custom(|n| on_two_threads(n, floor))
-        });
-        g.bench_function("Family::with", |b| {
-            b.iter_custom(|n| on_two_threads(n, with))
-        });
-        g.bench_function("Family::get", |b| b.iter_custom(|n| on_two_threads(n, get)));
-        g.bench_function("by hand: RwLock<HashMap<String, Arc<Breaker>>>", |b| {
-            b.iter_custom(|n| on_two_threads(n, hand_call))
-        });
-        g.finish();
-    }
-
-    // Misses: every call a key the family has not seen, the family full of
-    // Closed breakers, so each call evicts one and builds one.
-    let full = family(KEYS);
-    for k in &keys {
-        let _ = full.get(k.as_str());
-    }
-    let fresh: Vec<String> = (0..1 << 16).map(|i| format!("fresh-{i}")).collect();
-    let miss = || full.with(next(&fresh), |m| m.call(|| work(black_box(1))).is_ok());
-    let mut g = c.benchmark_group("keyed_miss");
-    g.bench_function("1 thread, full family of 1024", |b| b.iter(miss));
-    g.bench_function("2 threads, full family of 1024", |b| {
-        b.iter_custom(|n| on_two_threads(n, miss))
+    let mut g = c.benchmark_group("keyed_map_hit_1_thread_cpu");
+    g.bench_function("papaya HashMap", |b| {
+        b.iter_custom(|n| on_cpu(n, papaya_get))
+    });
+    g.bench_function("scc HashIndex", |b| b.iter_custom(|n| on_cpu(n, scc_get)));
+    g.finish();
+    let mut g = c.benchmark_group("keyed_map_hit_2_threads_cpu");
+    g.bench_function("papaya HashMap", |b| {
+        b.iter_custom(|n| on_two_threads(n, papaya_get))
+    });
+    g.bench_function("scc HashIndex", |b| {
+        b.iter_custom(|n| on_two_threads(n, scc_get))
     });
     g.finish();
 }
 
-criterion_group!(benches, maps, calls);
+criterion_group!(benches, hits, scaling, maps);
 criterion_main!(benches);

@@ -708,10 +708,16 @@ mod keyed {
         per_call("Family::get, existing key", || {
             assert!(hosts.get("10.0.0.1").call(ok).is_ok());
         });
+        per_call("Family::lease, existing key", || {
+            assert!(hosts.lease("10.0.0.1").call(ok).is_ok());
+        });
         let shards: Family<(String, u16)> = Family::builder(Breaker::builder()).build().unwrap();
         let _ = shards.get(&("eu", 3u16));
         per_call("Family::with, tuple key", || {
             assert!(shards.with(&("eu", 3u16), |m| m.call(ok)).is_ok());
+        });
+        per_call("Family::lease, tuple key", || {
+            assert!(shards.lease(&("eu", 3u16)).call(ok).is_ok());
         });
     }
 

@@ -300,4 +300,39 @@ mod with_tokio {
         assert_eq!(refused, 1, "{a:?} {b:?}");
         assert_eq!(c.unwrap(), "r3");
     }
+
+    #[circuit_breaker(key = host, threshold = 2, recovery = "1h", name = "keyed.spawned")]
+    async fn spawned(host: String, fail: bool) -> Result<String, CallError> {
+        // The key's breaker is held across this await, on whichever worker
+        // thread the task resumes on.
+        tokio::task::yield_now().await;
+        if fail {
+            Err(CallError::Down)
+        } else {
+            Ok(host)
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_keyed_async_call_is_send_across_awaits() {
+        let sick = (0..2).map(|_| tokio::spawn(spawned("s1".to_owned(), true)));
+        for call in sick {
+            assert!(matches!(call.await.unwrap(), Err(CallError::Down)));
+        }
+        let calls: Vec<_> = (0..64)
+            .map(|i| tokio::spawn(spawned(["s1", "s2"][i % 2].to_owned(), false)))
+            .collect();
+        let mut served = 0;
+        for call in calls {
+            match call.await.unwrap() {
+                Ok(host) => {
+                    assert_eq!(host, "s2");
+                    served += 1;
+                }
+                Err(CallError::Refused(r)) => assert_eq!(r.name(), "keyed.spawned[s1]"),
+                Err(other) => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(served, 32);
+    }
 }

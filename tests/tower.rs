@@ -518,3 +518,62 @@ async fn per_authority_only_the_sick_hosts_breaker_opens_and_recovers_alone() {
     assert_eq!(sick.state(), State::Closed);
     assert_eq!(sick_hits.get(), 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_authority_honours_the_familys_max_concurrent_per_host() {
+    let hosts = failfast::Family::builder(Breaker::builder().name("tower-limited"))
+        .max_concurrent(1)
+        .build()
+        .unwrap();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let entered = Arc::new(AtomicBool::new(false));
+    let service = {
+        let (release, entered) = (release.clone(), entered.clone());
+        CircuitBreakerLayer::per_authority(hosts.clone()).layer(service_fn(
+            move |request: Request<()>| {
+                let release = release.clone();
+                let hangs = request.uri().host() == Some("slow.internal");
+                if hangs {
+                    entered.store(true, SeqCst);
+                }
+                async move {
+                    if hangs {
+                        release.notified().await;
+                    }
+                    Ok::<_, Infallible>(Response::new(()))
+                }
+            },
+        ))
+    };
+    let call = |uri: &str| {
+        let request = Request::get(uri).body(()).unwrap();
+        service.clone().oneshot(request)
+    };
+    // One request to the slow host holds its only place.
+    let held = tokio::spawn(call("http://slow.internal/a"));
+    while !entered.load(SeqCst) {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(hosts.get("slow.internal").bulkhead().unwrap().running(), 1);
+    // Refused at once, not left waiting behind the held request.
+    let second = std::pin::pin!(call("http://slow.internal/b"));
+    let refused: BoxError = match poll_once(second) {
+        Poll::Ready(Err(refused)) => refused,
+        Poll::Ready(Ok(_)) => panic!("the second request was let through"),
+        Poll::Pending => panic!("the second request was let through and waits"),
+    };
+    let refused = refused.downcast_ref::<Rejected>().expect("a Rejected");
+    assert_eq!(refused.reason(), Reason::ConcurrencyLimit);
+    assert_eq!(refused.name(), "tower-limited[slow.internal]");
+    // Another host has a place of its own.
+    let answer = call("http://fast.internal/a").await.unwrap();
+    assert_eq!(answer.status(), 200);
+    // The place comes back once the held request is answered.
+    release.notify_one();
+    assert_eq!(held.await.unwrap().unwrap().status(), 200);
+    assert_eq!(hosts.get("slow.internal").bulkhead().unwrap().running(), 0);
+    release.notify_one();
+    assert_eq!(call("http://slow.internal/c").await.unwrap().status(), 200);
+    let slow = hosts.get("slow.internal").snapshot();
+    assert_eq!((slow.rejected, slow.state), (1, State::Closed));
+}

@@ -9,7 +9,7 @@
 //!
 //! // its own family (`key = expr`):
 //! static __FAILFAST_FAMILY: KeyedSlot = KeyedSlot::new(CONFIG, MAX_KEYS, MAX_CONCURRENT);
-//! let __failfast_member = member(&__FAILFAST_FAMILY, &(expr));   // at `expr`: Key
+//! let __failfast_member = member(&__FAILFAST_FAMILY, &(expr));   // at `expr`: Key; a Lease, held for the call
 //! let __failfast_breaker: &Breaker = __failfast_member.breaker();
 //! .. acquire_member(&__failfast_member) ..
 //!

@@ -112,8 +112,8 @@ pub fn acquire_member(member: &Member) -> Result<Permit<'_>, Rejected> {
 pub fn member<S: SharedFamily, Q: Key + ?Sized>(
     family: &'static S,
     key: &Q,
-) -> std::sync::Arc<Member> {
-    family.slot().family::<Q::Owned>().get(key)
+) -> crate::keyed::Lease<'static> {
+    family.slot().family::<Q::Owned>().lease(key)
 }
 
 /// Takes a place in `member`'s own bulkhead (`max_concurrent` with `key`).

@@ -154,6 +154,22 @@ pub(crate) fn concurrency_limit(breaker: &Breaker, permit: &mut Permit<'_>) -> R
     Rejected::concurrency_limit(breaker.shared_name(), state)
 }
 
+impl Slot<'_> {
+    /// Keeps the place taken after the slot is gone: for an owner that
+    /// cannot borrow the bulkhead, which gives it back with
+    /// [`Bulkhead::leave`].
+    pub(crate) fn keep(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Bulkhead {
+    /// Gives back a place kept by [`Slot::keep`].
+    pub(crate) fn leave(&self) {
+        self.running.fetch_sub(1, Ordering::Release);
+    }
+}
+
 impl Drop for Slot<'_> {
     #[inline]
     fn drop(&mut self) {

@@ -11,37 +11,66 @@
 //!
 //! Looking up an existing key is lock-free and allocates nothing: one probe
 //! of a concurrent hash map (scc's `HashIndex`, with foldhash) under an
-//! epoch guard,
-//! and, at most once between two insertions, a relaxed store of the key's
-//! recency stamp. [`Family::with`] lends the member for the duration of a
-//! closure; [`Family::get`] hands out an [`Arc`] (one reference-count
-//! increment, the only write to memory threads share on a hit). A new key
-//! takes the family's insertion lock, so that each key's breaker is built
-//! exactly once however many threads ask for it at the same moment.
+//! epoch guard, and, at most once between two insertions, a relaxed store of
+//! the key's recency stamp. Three ways to hold the member found:
+//!
+//! - [`Family::lease`] (what `#[circuit_breaker(key = …)]` uses) returns a
+//!   [`Lease`], `Send` and `Sync`, held for the call, across `.await`s too.
+//!   Taking and dropping it increments and decrements a counter on the
+//!   calling thread's own cache line (each member has [`STRIPES`] of them,
+//!   threads take them in turn), so threads sharing a key do not write a
+//!   line the other reads.
+//! - [`Family::with`] lends the member to a closure, under the map's epoch
+//!   guard: nothing written at all, but the guard, held while the closure
+//!   runs, delays the freeing of what other threads remove from scc's
+//!   containers; for short closures.
+//! - [`Family::get`] hands out an [`Arc`]: one reference-count increment
+//!   and decrement on a count every thread using the key writes.
+//!
+//! A new key takes the family's insertion lock, so that each key's breaker is
+//! built exactly once however many threads ask for it at the same moment.
 //!
 //! # Bounded
 //!
 //! A family holds at most `max_keys` breakers (default [`DEFAULT_MAX_KEYS`]).
-//! When it is full, a new key evicts the least recently used breaker that is
-//! **Closed**: an Open or HalfOpen breaker is never evicted, since forgetting
-//! it would forget that its dependency is sick. Recency is kept as a stamp
-//! that advances with each insertion, so keys used since the last insertion
-//! tie; the scan for the victim is O(`max_keys`) and happens only on an
-//! insertion into a full family. When every breaker is Open or HalfOpen, the
-//! new key's call runs through a fresh breaker that is not stored: it is
-//! counted by [`Family::unstored`] (and, with the `tracing` feature, logged
-//! at `WARN`, target `failfast`), and that key gets no memory of its calls
-//! until a slot frees up. A key's memory is about 1.3 KiB (its breaker, its
-//! name, its entry in the map), measured in `benches/keyed.rs`.
+//! An Open or HalfOpen breaker is never evicted, since forgetting it would
+//! forget that its dependency is sick. When the family is full, a new key
+//! takes the place of the member picked this way:
+//!
+//! 1. [`SAMPLE`] (8) members are drawn at random (with replacement; every
+//!    member, in order, when the family holds at most 8), and the least
+//!    recently used **Closed** one among them is evicted. Recency is a stamp
+//!    that advances with each insertion, so keys used since the last
+//!    insertion tie.
+//! 2. If none of the sampled members is Closed, a hand sweeps the family from
+//!    where its last sweep stopped and evicts the first Closed member it
+//!    reaches.
+//! 3. If the sweep finds none, every member is Open or HalfOpen: the new
+//!    key's call runs through a fresh breaker that is not stored. It is
+//!    counted by [`Family::unstored`] (and, with the `tracing` feature,
+//!    logged at `WARN`, target `failfast`), and that key gets no memory of
+//!    its calls until a slot frees up.
+//!
+//! So a miss into a full family reads 8 members when one of them is Closed
+//! (O(1), whatever `max_keys`), and up to every member only when most of them
+//! are Open or HalfOpen. Like Redis's sampled LRU, the victim is one of the
+//! least recently used rather than the very least: with 8 samples it is
+//! older than about 9 in 10 of the Closed members.
+//!
+//! An evicted member leaves the map at once; its memory is freed once no
+//! epoch guard that could have found it remains and every lease of it has
+//! been dropped (checked on each insertion). A key's memory is about
+//! 1.7 KiB (its breaker, its lease stripes, its name, its entry in the
+//! map), measured in `benches/keyed.rs`.
 //!
 //! # Why scc's `HashIndex`
 //!
 //! Its reads take no lock and write nothing shared: an epoch guard
 //! (thread-local) and a probe. Measured beside papaya's `HashMap` (also
 //! lock-free for reads) in `benches/keyed.rs`, it looked keys up faster on
-//! one thread and as fast on two (figures in `benches/README.md`). Writes
-//! take a bucket lock, which only the insertion path (already serialised
-//! here) uses.
+//! one thread and on two (figures in `benches/README.md`). Writes take a
+//! bucket lock, which only the insertion path (already serialised here)
+//! uses.
 //!
 //! ```
 //! use failfast_runtime::{Breaker, Family, State};
@@ -59,10 +88,13 @@
 //! # Ok::<(), failfast_runtime::ConfigError>(())
 //! ```
 
+use std::cell::Cell;
 use std::fmt::{self, Write as _};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher as _, Hash, Hasher};
+use std::marker::PhantomData;
 use std::ops::Deref;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::breaker::Breaker;
@@ -74,6 +106,9 @@ use crate::name::Name;
 
 /// How many breakers a family holds unless told otherwise.
 pub const DEFAULT_MAX_KEYS: usize = 1024;
+
+/// How many members a full family samples to pick the one a new key evicts.
+pub const SAMPLE: usize = 8;
 
 /// A value a [`Family`] can be keyed by: hashed and compared as it is,
 /// turned into an owned key ([`Key::Owned`]) only when its breaker is
@@ -235,6 +270,17 @@ impl<Q: Key + ?Sized> scc::Equivalent<Q::Owned> for Lookup<'_, Q> {
     }
 }
 
+/// Threads spread their leases over this many counters per member, each
+/// on its own cache line, so that two threads calling through one key do
+/// not write the same line (threads take them in turn: the fifth thread
+/// shares the first one's).
+pub const STRIPES: usize = 4;
+
+/// One of a member's lease counters, alone on its cache line.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct Stripe(AtomicUsize);
+
 /// One key's breaker in a [`Family`], with its concurrency limit when the
 /// family has one. Derefs to its [`Breaker`].
 #[derive(Debug)]
@@ -243,6 +289,13 @@ pub struct Member {
     bulkhead: Option<Bulkhead>,
     /// The family's insertion stamp when this key was last used.
     used: AtomicU64,
+    /// [`Lease`]s of this member not yet dropped, counted on the stripe of
+    /// the thread that took each one: an evicted member is freed once every
+    /// stripe reads zero.
+    leases: [Stripe; STRIPES],
+    /// Set once the member is out of the map and every epoch guard that
+    /// could have found it there has ended: no new lease can be taken.
+    unlinked: AtomicBool,
 }
 
 impl Member {
@@ -258,6 +311,14 @@ impl Member {
     pub fn bulkhead(&self) -> Option<&Bulkhead> {
         self.bulkhead.as_ref()
     }
+
+    /// Whether no lease of this member is out. Only meaningful once no new
+    /// lease can be taken (the member is out of the map for good).
+    fn unleased(&self) -> bool {
+        self.leases
+            .iter()
+            .all(|stripe| stripe.0.load(Ordering::Acquire) == 0)
+    }
 }
 
 impl Deref for Member {
@@ -265,6 +326,115 @@ impl Deref for Member {
 
     fn deref(&self) -> &Breaker {
         &self.breaker
+    }
+}
+
+thread_local! {
+    /// The lease stripe of this thread, `usize::MAX` until its first lease.
+    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// Hands out stripes to threads in turn.
+static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+
+/// The calling thread's lease stripe.
+#[inline]
+fn stripe() -> usize {
+    STRIPE.with(|stripe| match stripe.get() {
+        usize::MAX => {
+            let mine = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES;
+            stripe.set(mine);
+            mine
+        }
+        mine => mine,
+    })
+}
+
+/// One key's member, held for as long as a call runs through it: what
+/// `#[circuit_breaker(key = …)]` keeps for the call, across `.await`s too
+/// (it is `Send` and `Sync`). Derefs to the [`Member`].
+///
+/// Taking one for an existing key writes only a counter on the calling
+/// thread's own cache line (one of the member's [`STRIPES`] stripes), and
+/// dropping it decrements that counter: threads sharing a key do not write
+/// shared memory, unlike cloning an [`Arc`]. An evicted member's memory is
+/// freed only once its last lease is dropped.
+#[must_use = "a lease is the breaker of its key; drop it once the call is over"]
+pub struct Lease<'f> {
+    member: NonNull<Member>,
+    /// The stripe of `member` this lease counted itself on.
+    stripe: NonNull<AtomicUsize>,
+    /// Owns the breaker of a key that found the family full of Open and
+    /// HalfOpen breakers, kept by nobody else.
+    unstored: Option<Arc<Member>>,
+    _family: PhantomData<&'f ()>,
+}
+
+impl Lease<'_> {
+    /// Counts a lease of `member`: a stored member found in the map under
+    /// an epoch guard that is still held, or under the insertion lock; or
+    /// an unstored one, which the lease then owns.
+    #[inline]
+    fn new(member: &Arc<Member>, unstored: Option<Arc<Member>>) -> Self {
+        let stripe = &member.leases[stripe()].0;
+        // Ordered before the guard's release, which the unlinking of an
+        // evicted member waits for.
+        stripe.fetch_add(1, Ordering::Relaxed);
+        Lease {
+            member: NonNull::from(&**member),
+            stripe: NonNull::from(stripe),
+            unstored,
+            _family: PhantomData,
+        }
+    }
+}
+
+// SAFETY: a `Lease` gives out only `&Member`, and `Member` is `Sync`; the
+// member it points to stays allocated until the lease's count is dropped
+// (see `Inner::reclaim`), from whichever thread.
+#[allow(unsafe_code)]
+unsafe impl Send for Lease<'_> {}
+// SAFETY: as above: shared access to a `Sync` member.
+#[allow(unsafe_code)]
+unsafe impl Sync for Lease<'_> {}
+
+impl Deref for Lease<'_> {
+    type Target = Member;
+
+    #[inline]
+    fn deref(&self) -> &Member {
+        // SAFETY: a stored member was found in the map, and this lease
+        // counted itself on one of the member's stripes before the map's
+        // epoch guard was released (or under the insertion lock); the
+        // family lets go of an evicted member only once it is unlinked (no
+        // guard that could have found it is left) and every stripe reads
+        // zero, which cannot happen before this lease is dropped. An
+        // unstored member is owned by the lease.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.member.as_ref()
+        }
+    }
+}
+
+impl Drop for Lease<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: as in `deref`: still counted, so still allocated. After
+        // this decrement the member is not touched again (an unstored one
+        // is dropped with `self.unstored`).
+        #[allow(unsafe_code)]
+        let stripe = unsafe { self.stripe.as_ref() };
+        stripe.fetch_sub(1, Ordering::Release);
+    }
+}
+
+impl fmt::Debug for Lease<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lease")
+            .field("member", &self.name())
+            .field("stored", &self.unstored.is_none())
+            .finish()
     }
 }
 
@@ -279,6 +449,31 @@ struct Counters {
     unstored: AtomicU64,
 }
 
+/// The stored members in a dense array, the eviction sampler's state and
+/// the evicted members not yet freed; guarded by the insertion lock.
+struct Slots<K> {
+    /// Every stored key and its member (the map holds the same ones).
+    stored: Vec<(K, Arc<Member>)>,
+    /// Evicted members a lease or the map may still reach.
+    retired: Vec<Arc<Member>>,
+    /// Where the sweep for a Closed member resumes when no sampled member
+    /// is Closed.
+    hand: usize,
+    /// xorshift64 state picking the sampled slots.
+    random: u64,
+}
+
+impl<K> Slots<K> {
+    fn next_random(&mut self) -> u64 {
+        let mut x = self.random;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.random = x;
+        x
+    }
+}
+
 struct Inner<K> {
     /// The members' settings; each member's name is `name[key]`.
     config: Config,
@@ -290,8 +485,8 @@ struct Inner<K> {
     /// value.
     stamp: AtomicU64,
     /// Held while a key is added: each key's breaker is built once, and the
-    /// count of stored keys (guarded here) never passes `max_keys`.
-    inserting: Mutex<usize>,
+    /// stored keys (listed here) never pass `max_keys`.
+    slots: Mutex<Slots<K>>,
     counters: Counters,
     registered: AtomicBool,
 }
@@ -403,7 +598,13 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
                 max_concurrent,
                 map,
                 stamp: AtomicU64::new(0),
-                inserting: Mutex::new(0),
+                slots: Mutex::new(Slots {
+                    stored: Vec::new(),
+                    retired: Vec::new(),
+                    hand: 0,
+                    // Any nonzero seed will do; foldhash's is random.
+                    random: foldhash::fast::RandomState::default().hash_one(max_keys) | 1,
+                }),
                 counters: Counters::default(),
                 registered: AtomicBool::new(false),
             }),
@@ -430,16 +631,41 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
 
     /// The breaker of `key`, created from the family's settings if the key
     /// is new. For an existing key: lock-free, no allocation, one
-    /// reference-count increment (use [`with`](Self::with) to avoid even
-    /// that).
+    /// reference-count increment, on a count every thread using this key
+    /// writes (use [`lease`](Self::lease) or [`with`](Self::with) to avoid
+    /// it).
     #[inline]
     pub fn get<Q: Key<Owned = K> + ?Sized>(&self, key: &Q) -> Arc<Member> {
         self.with(key, Arc::clone)
     }
 
+    /// The breaker of `key` (created if the key is new), held until the
+    /// [`Lease`] is dropped, which may be on another thread (a lease is
+    /// `Send`). For an existing key: lock-free, no allocation, and the only
+    /// writes are to a counter of the calling thread's own (see [`Lease`]).
+    /// This is what `#[circuit_breaker(key = …)]` holds for each call.
+    #[inline]
+    pub fn lease<Q: Key<Owned = K> + ?Sized>(&self, key: &Q) -> Lease<'_> {
+        let inner = &*self.inner;
+        let guard = scc::Guard::new();
+        if let Some(member) = inner.map.peek(&Lookup(key), &guard) {
+            inner.touch(member);
+            return Lease::new(member, None);
+        }
+        drop(guard);
+        self.insert(
+            key,
+            |member| Lease::new(member, None),
+            |member| Lease::new(&member, Some(Arc::clone(&member))),
+        )
+    }
+
     /// Runs `f` with the breaker of `key` (created if the key is new), lent
     /// for the duration of `f`: for an existing key, no lock, no allocation
-    /// and no write to memory other threads read.
+    /// and no write to memory other threads read. The map's epoch guard is
+    /// held while `f` runs, which delays the freeing of memory other
+    /// threads retire from scc's containers: keep `f` short, or take a
+    /// [`lease`](Self::lease).
     #[inline]
     pub fn with<Q: Key<Owned = K> + ?Sized, R>(
         &self,
@@ -453,60 +679,72 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
             return f(member);
         }
         drop(guard);
-        f(&self.insert(key))
+        f(&self.insert(key, Arc::clone, |member| member))
     }
 
-    /// Adds `key`'s breaker, unless another thread just did.
+    /// Adds `key`'s breaker, unless another thread just did, and gives it
+    /// to `stored` while the insertion lock is held (so that it cannot be
+    /// evicted and freed before a lease of it is counted); a breaker that
+    /// the family cannot keep goes to `unstored`.
     #[cold]
     #[inline(never)]
-    fn insert<Q: Key<Owned = K> + ?Sized>(&self, key: &Q) -> Arc<Member> {
+    fn insert<Q: Key<Owned = K> + ?Sized, R>(
+        &self,
+        key: &Q,
+        stored: impl FnOnce(&Arc<Member>) -> R,
+        unstored: impl FnOnce(Arc<Member>) -> R,
+    ) -> R {
         let inner = &*self.inner;
-        // Nothing guarded here is left half-updated by a panic.
-        let mut stored = inner
-            .inserting
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut slots = inner.lock();
         let guard = scc::Guard::new();
         if let Some(member) = inner.map.peek(&Lookup(key), &guard) {
             inner.touch(member);
-            return Arc::clone(member);
+            return stored(member);
         }
-        if *stored >= inner.max_keys {
-            if inner.evict(&guard) {
-                *stored -= 1;
-            } else {
-                inner.counters.unstored.fetch_add(1, Ordering::Relaxed);
-                let member = Arc::new(inner.member(key, 0));
-                #[cfg(feature = "tracing")]
-                ::tracing::warn!(
-                    target: "failfast",
-                    family = %inner.config.name,
-                    breaker = member.name(),
-                    max_keys = inner.max_keys,
-                    "every breaker of family `{}` is open or half-open: `{}` runs through a breaker that is not kept",
-                    inner.config.name,
-                    member.name(),
-                );
-                return member;
-            }
-        }
+        drop(guard);
+        inner.reclaim(&mut slots);
         let stamp = inner.stamp.fetch_add(1, Ordering::Relaxed) + 1;
         let member = Arc::new(inner.member(key, stamp));
+        let entry = (key.to_key(), Arc::clone(&member));
+        if slots.stored.len() < inner.max_keys {
+            slots.stored.push(entry);
+        } else if let Some(victim) = inner.victim(&mut slots) {
+            let (old_key, old) = std::mem::replace(&mut slots.stored[victim], entry);
+            inner.map.remove_sync(&old_key);
+            // Runs once every guard that could have found `old` in the map
+            // (and counted a lease of it) has ended.
+            let unlinking = Arc::clone(&old);
+            let guard = scc::Guard::new();
+            guard.defer_execute(move || unlinking.unlinked.store(true, Ordering::Release));
+            guard.accelerate();
+            drop(guard);
+            slots.retired.push(old);
+            inner.counters.evicted.fetch_add(1, Ordering::Relaxed);
+        } else {
+            drop(slots);
+            inner.counters.unstored.fetch_add(1, Ordering::Relaxed);
+            #[cfg(feature = "tracing")]
+            ::tracing::warn!(
+                target: "failfast",
+                family = %inner.config.name,
+                breaker = member.name(),
+                max_keys = inner.max_keys,
+                "every breaker of family `{}` is open or half-open: `{}` runs through a breaker that is not kept",
+                inner.config.name,
+                member.name(),
+            );
+            return unstored(member);
+        }
         // The key is not there: insertions hold the lock.
         let _ = inner.map.insert_sync(key.to_key(), Arc::clone(&member));
-        *stored += 1;
         inner.counters.created.fetch_add(1, Ordering::Relaxed);
-        member
+        stored(&member)
     }
 
     /// Breakers stored now.
     #[must_use]
     pub fn len(&self) -> usize {
-        *self
-            .inner
-            .inserting
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.inner.lock().stored.len()
     }
 
     /// Whether no key has been used yet (or every breaker was evicted).
@@ -563,6 +801,12 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         }
     }
 
+    /// The insertion lock. Nothing it guards is left half-updated by a
+    /// panic.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slots<K>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn member<Q: Key + ?Sized>(&self, key: &Q, stamp: u64) -> Member {
         let mut name = String::with_capacity(self.config.name.len() + 16);
         name.push_str(&self.config.name);
@@ -575,34 +819,68 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
             breaker: Breaker::with_clock(config, self.clock.clone()),
             bulkhead: self.max_concurrent.map(Bulkhead::new),
             used: AtomicU64::new(stamp),
+            leases: Default::default(),
+            unlinked: AtomicBool::new(false),
         }
     }
 
-    /// Removes the least recently used Closed breaker; `false` when every
-    /// breaker is Open or HalfOpen. Called with the insertion lock held.
-    fn evict(&self, guard: &scc::Guard) -> bool {
-        // A member's state is read only when it would be the oldest so far:
-        // its breaker's cache line is left alone otherwise.
-        let mut victim: Option<(&K, u64)> = None;
-        for (key, member) in self.map.iter(guard) {
-            let used = member.used.load(Ordering::Relaxed);
-            if victim.is_none_or(|(_, oldest)| used < oldest) && member.state() == State::Closed {
-                victim = Some((key, used));
+    /// The slot of the member to evict from a full family: the least
+    /// recently used Closed member among [`SAMPLE`] slots picked at random
+    /// (all of them in a family of at most `SAMPLE`); when none of those is
+    /// Closed, the first Closed member the sweeping hand reaches; `None`
+    /// when every member is Open or HalfOpen.
+    fn victim(&self, slots: &mut Slots<K>) -> Option<usize> {
+        let len = slots.stored.len();
+        let closed = |slots: &Slots<K>, i: usize| slots.stored[i].1.state() == State::Closed;
+        let used = |slots: &Slots<K>, i: usize| slots.stored[i].1.used.load(Ordering::Relaxed);
+        let mut victim: Option<(usize, u64)> = None;
+        for n in 0..SAMPLE.min(len) {
+            let i = if len <= SAMPLE {
+                n
+            } else {
+                // The modulo's bias is below one in 2^40 for any `max_keys`
+                // a family can hold.
+                (slots.next_random() % len as u64) as usize
+            };
+            // A member's state is read only when it would be the oldest so
+            // far: its breaker's cache line is left alone otherwise.
+            let stamp = used(slots, i);
+            if victim.is_none_or(|(_, oldest)| stamp < oldest) && closed(slots, i) {
+                victim = Some((i, stamp));
             }
         }
-        match victim.map(|(key, _)| key.clone()) {
-            Some(key) => {
-                self.map.remove_sync(&key);
-                self.counters.evicted.fetch_add(1, Ordering::Relaxed);
-                true
-            }
-            None => false,
+        if let Some((i, _)) = victim {
+            return Some(i);
         }
+        let start = slots.hand;
+        (0..len).map(|n| (start + n) % len).find(|&i| {
+            let found = closed(slots, i);
+            if found {
+                slots.hand = (i + 1) % len;
+            }
+            found
+        })
+    }
+
+    /// Lets go of the evicted members that no lease can reach any more:
+    /// unlinked (every epoch guard that could have found one in the map has
+    /// ended, after counting its lease, if any) and with every lease
+    /// dropped. The map may still hold a copy for a while; the member is
+    /// freed with the last.
+    fn reclaim(&self, slots: &mut Slots<K>) {
+        // The acquire pairs with the release of `unlinked`, which follows
+        // the end of the guards under which the leases were counted.
+        slots
+            .retired
+            .retain(|member| !(member.unlinked.load(Ordering::Acquire) && member.unleased()));
     }
 
     fn members(&self) -> Vec<Arc<Member>> {
-        let guard = scc::Guard::new();
-        self.map.iter(&guard).map(|(_, m)| Arc::clone(m)).collect()
+        self.lock()
+            .stored
+            .iter()
+            .map(|(_, m)| Arc::clone(m))
+            .collect()
     }
 }
 

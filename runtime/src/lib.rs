@@ -111,6 +111,6 @@ pub use config::{
 pub use configure::{configure, ConfigPatch, ConfigureError, RunMode};
 pub use error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
 #[cfg(feature = "keyed")]
-pub use keyed::{Family, FamilyBuilder, Key, Member};
+pub use keyed::{Family, FamilyBuilder, Key, Lease, Member};
 pub use name::Name;
 pub use remote::RemoteOpen;

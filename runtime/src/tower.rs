@@ -87,7 +87,14 @@
 //! breaker of its key in a [`Family`](crate::Family):
 //! [`CircuitBreakerLayer::per_authority`] keys requests by authority (one
 //! breaker per upstream host), [`CircuitBreakerLayer::per_key`] by a
-//! function of the request. A sick host's breaker then opens alone.
+//! function of the request. A sick host's breaker then opens alone. A family
+//! built with [`max_concurrent`](crate::FamilyBuilder::max_concurrent) limits
+//! each key's requests in flight: past the limit a request is refused like an
+//! open breaker's ([`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit)),
+//! and its place is given back when its response future is dropped. The
+//! layer holds the key's member by an `Arc` (one reference-count increment
+//! per request, shared by the requests of that key), since the layer owns its
+//! family rather than borrowing a `'static` one.
 
 use std::future::Future;
 use std::mem;
@@ -635,7 +642,7 @@ where
 }
 
 /// A handle to a breaker that a response future can own: a [`BreakerRef`],
-/// or a keyed family's `Arc<Member>` (feature `keyed`).
+/// or a keyed family's `Arc<Member>` or [`MemberSlot`] (feature `keyed`).
 pub trait BreakerHandle {
     /// The breaker.
     fn breaker(&self) -> &Breaker;
@@ -789,7 +796,7 @@ impl<H: BreakerHandle> Drop for PanicGuard<'_, H> {
 }
 
 #[cfg(feature = "keyed")]
-pub use per_key::{ByAuthority, KeyOf, KeyedCircuitBreaker, PerKey};
+pub use per_key::{ByAuthority, KeyOf, KeyedCircuitBreaker, MemberSlot, PerKey};
 
 /// A breaker per key of the request (feature `keyed`).
 #[cfg(feature = "keyed")]
@@ -797,12 +804,38 @@ mod per_key {
     use std::sync::Arc;
 
     use super::*;
-    use crate::{Family, Key, Member};
+    use crate::{Bulkhead, Family, Key, Member};
 
     impl BreakerHandle for Arc<Member> {
         #[inline]
         fn breaker(&self) -> &Breaker {
             Member::breaker(self)
+        }
+    }
+
+    /// A key's member owned by a keyed layer's response future, with the
+    /// place the call holds in the member's bulkhead when the family has
+    /// [`max_concurrent`](crate::FamilyBuilder::max_concurrent), given back
+    /// when the future is dropped.
+    #[derive(Debug)]
+    pub struct MemberSlot {
+        member: Arc<Member>,
+        /// Whether a place in `member`'s bulkhead is held.
+        holds_slot: bool,
+    }
+
+    impl BreakerHandle for MemberSlot {
+        #[inline]
+        fn breaker(&self) -> &Breaker {
+            self.member.breaker()
+        }
+    }
+
+    impl Drop for MemberSlot {
+        fn drop(&mut self) {
+            if let (true, Some(bulkhead)) = (self.holds_slot, self.member.bulkhead()) {
+                bulkhead.leave();
+            }
         }
     }
 
@@ -1009,7 +1042,7 @@ mod per_key {
     {
         type Response = S::Response;
         type Error = R::Error;
-        type Future = ResponseFuture<S::Future, C, R, Arc<Member>>;
+        type Future = ResponseFuture<S::Future, C, R, MemberSlot>;
 
         /// The inner service's readiness; no breaker is asked (see the
         /// [module documentation](super#readiness-never-takes-a-trial)).
@@ -1019,20 +1052,36 @@ mod per_key {
         }
 
         fn call(&mut self, request: Req) -> Self::Future {
+            let refused = |rejected| ResponseFuture {
+                kind: Kind::Refused,
+                state: State::Refused(Some(rejected)),
+                classifier: self.classifier.clone(),
+                on_rejected: self.on_rejected.clone(),
+            };
             let member = self.breakers.key.member(&self.breakers.family, &request);
-            let detached = match member.breaker().acquire() {
-                Ok(permit) => permit.detach(),
-                Err(rejected) => {
-                    return ResponseFuture {
-                        kind: Kind::Refused,
-                        state: State::Refused(Some(rejected)),
-                        classifier: self.classifier.clone(),
-                        on_rejected: self.on_rejected.clone(),
-                    }
+            let mut admitted = match member.breaker().acquire() {
+                Ok(permit) => permit,
+                Err(rejected) => return refused(rejected),
+            };
+            // The family's `max_concurrent`, per key: a place in the key's
+            // bulkhead once the breaker has admitted the call, held until
+            // the response future is dropped.
+            let holds_slot = match member.bulkhead().map(Bulkhead::try_enter) {
+                None => false,
+                Some(Some(slot)) => {
+                    slot.keep();
+                    true
+                }
+                Some(None) => {
+                    let rejected =
+                        crate::bulkhead::concurrency_limit(member.breaker(), &mut admitted);
+                    drop(admitted);
+                    return refused(rejected);
                 }
             };
+            let detached = admitted.detach();
             let mut permit = OwnedPermit {
-                breaker: member,
+                breaker: MemberSlot { member, holds_slot },
                 detached: Some(detached),
             };
             // A panic in the inner `call` is a failure.

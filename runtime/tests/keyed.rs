@@ -197,3 +197,142 @@ fn each_key_gets_its_own_concurrency_limit() {
     assert!(keys.get("b").bulkhead().unwrap().try_enter().is_some());
     drop(held);
 }
+
+#[test]
+fn a_large_full_family_evicts_only_closed_breakers() {
+    // Past the sample size: the victim is sampled, and with two thirds of
+    // the family open most samples hold open breakers.
+    let keys = family("keyed.sampled", 96);
+    for i in 0..64 {
+        trip(&keys, &format!("sick-{i}"));
+    }
+    let sick: Vec<_> = (0..64).map(|i| keys.get(&format!("sick-{i}"))).collect();
+    for i in 0..1000 {
+        let _ = keys.lease(&format!("healthy-{i}"));
+    }
+    assert_eq!(keys.len(), 96);
+    assert_eq!(keys.unstored(), 0, "a Closed breaker was always found");
+    assert_eq!(keys.evicted(), 1000 - 32);
+    for (i, member) in sick.iter().enumerate() {
+        let now = keys.get(&format!("sick-{i}"));
+        assert!(Arc::ptr_eq(member, &now), "sick-{i} was evicted");
+        assert_eq!(now.state(), State::Open);
+    }
+    assert_eq!(keys.created(), 64 + 1000);
+}
+
+#[test]
+fn the_sampled_victim_is_the_oldest_of_its_sample() {
+    // With keys used again and again, the recently used ones survive far
+    // more often than the ones left alone.
+    let keys = family("keyed.sampled-lru", 64);
+    for i in 0..64 {
+        let _ = keys.get(&format!("old-{i}"));
+    }
+    let hot: Vec<String> = (0..32).map(|i| format!("old-{i}")).collect();
+    for round in 0..16 {
+        for k in &hot {
+            let _ = keys.lease(k.as_str());
+        }
+        let _ = keys.lease(&format!("new-{round}"));
+    }
+    let names: Vec<String> = keys.members().iter().map(|m| m.name().to_owned()).collect();
+    let hot_kept = hot
+        .iter()
+        .filter(|k| names.contains(&format!("keyed.sampled-lru[{k}]")))
+        .count();
+    // 16 evictions out of 64: picking blindly would evict about 8 hot keys.
+    assert!(hot_kept >= 30, "{hot_kept} of 32 hot keys kept: {names:?}");
+}
+
+#[test]
+fn a_lease_keeps_an_evicted_member_alive_until_it_is_dropped() {
+    let keys = family("keyed.lease", 2);
+    let lease = keys.lease("held");
+    let weak = Arc::downgrade(&keys.get("held"));
+    // "held" is the oldest Closed breaker: the next key evicts it.
+    let _ = keys.lease("a");
+    let _ = keys.lease("a");
+    let _ = keys.lease("b");
+    assert_eq!(keys.evicted(), 1);
+    assert!(!keys
+        .members()
+        .iter()
+        .any(|m| m.name() == "keyed.lease[held]"));
+    // Insertions free what they can; the leased member is not freed.
+    for i in 0..5000 {
+        let _ = keys.lease(&format!("churn-{i}"));
+        assert!(weak.upgrade().is_some(), "freed under a live lease");
+    }
+    // Still a working breaker, from another thread too.
+    let lease = std::thread::scope(|s| {
+        s.spawn(move || {
+            assert_eq!(lease.call(|| Ok::<_, ()>(7)).ok(), Some(7));
+            lease
+        })
+        .join()
+        .unwrap()
+    });
+    assert_eq!(lease.name(), "keyed.lease[held]");
+    drop(lease);
+    let mut freed = false;
+    for i in 0..100_000 {
+        let _ = keys.lease(&format!("after-{i}"));
+        if weak.upgrade().is_none() {
+            freed = true;
+            break;
+        }
+    }
+    assert!(freed, "an evicted member with no lease left is freed");
+}
+
+#[test]
+fn leases_on_two_threads_sharing_keys_while_a_third_evicts() {
+    let keys = family("keyed.race", 8);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for t in 0..2 {
+            let (keys, stop) = (&keys, &stop);
+            s.spawn(move || {
+                let mut calls = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) || calls < 10_000 {
+                    let key = ["x", "y", "z"][(calls % 3) as usize];
+                    let lease = keys.lease(key);
+                    assert_eq!(lease.name(), format!("keyed.race[{key}]"), "thread {t}");
+                    assert!(lease.call(|| Ok::<_, ()>(())).is_ok());
+                    calls += 1;
+                }
+            });
+        }
+        for i in 0..20_000 {
+            let _ = keys.lease(&format!("churn-{i}"));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    assert!(keys.evicted() > 0);
+}
+
+#[test]
+fn a_lease_is_send_and_sync() {
+    fn shareable<T: Send + Sync>(_: &T) {}
+    let keys = family("keyed.send", 4);
+    let lease = keys.lease("k");
+    shareable(&lease);
+    let unstored = {
+        let all_open: Family<String> = Family::builder(
+            Breaker::builder()
+                .name("keyed.send-unstored")
+                .threshold(1)
+                .recovery(Duration::from_secs(3600)),
+        )
+        .max_keys(1)
+        .build()
+        .unwrap();
+        let _ = all_open.get("a").call(|| Err::<(), _>("down"));
+        let lease = all_open.lease("b");
+        assert_eq!(all_open.unstored(), 1);
+        assert_eq!(lease.name(), "keyed.send-unstored[b]");
+        lease.state()
+    };
+    assert_eq!(unstored, State::Closed);
+}
