@@ -154,6 +154,7 @@ pub(crate) fn concurrency_limit(breaker: &Breaker, permit: &mut Permit<'_>) -> R
     Rejected::concurrency_limit(breaker.shared_name(), state)
 }
 
+#[cfg(all(feature = "tower", feature = "keyed"))]
 impl Slot<'_> {
     /// Keeps the place taken after the slot is gone: for an owner that
     /// cannot borrow the bulkhead, which gives it back with
@@ -163,6 +164,7 @@ impl Slot<'_> {
     }
 }
 
+#[cfg(all(feature = "tower", feature = "keyed"))]
 impl Bulkhead {
     /// Gives back a place kept by [`Slot::keep`].
     pub(crate) fn leave(&self) {

@@ -170,6 +170,12 @@ mod tests {
             assert_eq!(AsRef::<str>::as_ref(name), "payments[host-3]");
             assert!(*name == *"payments[host-3]");
             assert!(*name != *"payments[host-4]");
+            assert!(*name == "payments[host-3]");
+            assert!(*name != "payments[host-4]");
+            assert!("payments[host-3]" == *name);
+            assert!("payments[host-4]" != *name);
+            assert!(*"payments[host-3]" == *name);
+            assert!(*"payments[host-4]" != *name);
         }
         assert_eq!(fixed, owned);
     }
