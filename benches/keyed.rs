@@ -28,15 +28,14 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, RwLock};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use failfast::{circuit_breaker, Breaker, Family, Rejected};
 
-#[path = "support/cpu_time.rs"]
-mod cpu_time;
-use cpu_time::thread_cpu_time;
+#[path = "support/mod.rs"]
+mod support;
+use support::threads::{on_cpu, two_threads_on_cpu as on_two_threads};
 
 /// Counts the bytes held, to measure the memory of a key.
 struct Counting;
@@ -156,36 +155,6 @@ fn by_hand(keys: &[String]) -> ByHand {
 fn by_hand_call(map: &ByHand, key: &str) -> bool {
     let breaker = Arc::clone(map.read().unwrap().get(key).unwrap());
     breaker.call(|| work(black_box(1))).is_ok()
-}
-
-/// `iters` calls on this thread; its CPU time.
-fn on_cpu<R>(iters: u64, mut call: impl FnMut() -> R) -> Duration {
-    let cpu = thread_cpu_time();
-    for _ in 0..iters {
-        black_box(&call());
-    }
-    thread_cpu_time() - cpu
-}
-
-/// `iters` calls on each of two threads released together; each thread's
-/// CPU time, averaged.
-fn on_two_threads<R>(iters: u64, call: impl Fn() -> R + Sync) -> Duration {
-    let start = Barrier::new(2);
-    std::thread::scope(|s| {
-        let workers: Vec<_> = (0..2)
-            .map(|_| {
-                s.spawn(|| {
-                    start.wait();
-                    on_cpu(iters, &call)
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("bench thread"))
-            .sum::<Duration>()
-            / 2
-    })
 }
 
 /// Bytes held after `make` minus before, over `n`.
