@@ -10,9 +10,15 @@
 //! - a remote open is applied as `now + min(remaining, max_remote_open)`, on the local
 //!   monotonic clock, unless the local veto holds;
 //! - shortly before the fleet deadline it asks for the probe lease; the winner's
-//!   next local trial is the fleet's probe and its result is reported (fenced); a
-//!   loser extends its open to the end of the winner's lease plus jitter, and after
-//!   `max_lost_leases` losses without a result it stops deferring and probes itself;
+//!   next local trial is the fleet's probe and its result is reported (fenced), and
+//!   it asks for nothing more until the report's reply says what follows; a loser
+//!   extends its open to the end of the winner's lease plus jitter plus
+//!   `probe_lead`, so it asks again only once that lease is over (each loss is a
+//!   different lease), and after `max_lost_leases` losses without a result it stops
+//!   deferring and probes itself;
+//! - a lease asked for a generation the store has already left behind is refused
+//!   ([`LeaseOutcome::Stale`]): the machine probes locally until it reads the newer
+//!   generation;
 //! - the winner's breaker probes at the fleet deadline: an open this machine
 //!   extended beyond it earlier (while it lost a lease) is brought back to it;
 //! - a fleet close is applied after a random delay up to `close_jitter`;
@@ -54,6 +60,8 @@ enum Lease {
         generation: u64,
         until: Instant,
     },
+    /// The probe failed and was reported: the reply brings the next generation.
+    Reported,
     /// Too many leases lost, or the store unreachable: this generation is probed locally.
     GaveUp,
 }
@@ -200,7 +208,10 @@ impl Machine {
         match transition.to {
             LocalState::Open => {
                 if let Some(generation) = held {
-                    self.lease = Lease::Idle;
+                    // Not Idle: the fleet deadline has passed, and asking for this
+                    // generation's lease again before the reply would win a lease
+                    // nobody reports on, which every other instance then loses.
+                    self.lease = Lease::Reported;
                     return Some(Command::Report {
                         generation,
                         success: false,
@@ -258,7 +269,7 @@ impl Machine {
             (Some(r), _) if snapshot.closed >= r.generation => self.close(cfg, member, now),
             (Some(r), Some(p)) if self.lease == Lease::Idle => {
                 // A probe is running elsewhere: wait for its result.
-                let until = now + p.remaining + self.jitter(cfg.lease_jitter);
+                let until = self.after_lease(cfg, now, p.remaining);
                 if until > r.until {
                     self.remote = Some(Remote { until, ..r });
                     self.apply(member, until);
@@ -266,7 +277,7 @@ impl Machine {
             }
             (None, Some(p)) => {
                 // Started (or reconnected) while the fleet probes: wait for its result.
-                let wait = p.remaining + self.jitter(cfg.lease_jitter);
+                let wait = self.after_lease(cfg, now, p.remaining) - now;
                 let open = RemoteOpen {
                     generation: p.generation,
                     remaining: wait,
@@ -288,6 +299,13 @@ impl Machine {
         if let Ok(VoteOutcome::Opened(open) | VoteOutcome::AlreadyOpen(open)) = outcome {
             self.adopt(cfg, member, open, true, now);
         }
+    }
+
+    /// When to stop deferring to a lease that has `remaining` left: after it, plus
+    /// jitter, plus `probe_lead`, since the lease is asked for `probe_lead` before
+    /// the deadline and asking while that lease still runs can only lose.
+    fn after_lease(&mut self, cfg: &FleetConfig, now: Instant, remaining: Duration) -> Instant {
+        now + remaining.min(cfg.probe_lease) + self.jitter(cfg.lease_jitter) + cfg.probe_lead
     }
 
     /// Reply to [`Command::Acquire`].
@@ -324,13 +342,17 @@ impl Machine {
                     self.lease = Lease::GaveUp;
                     return;
                 }
-                let until = now + remaining.min(cfg.probe_lease) + self.jitter(cfg.lease_jitter);
+                let until = self.after_lease(cfg, now, remaining);
                 self.lease = Lease::Idle;
                 if until > remote.until {
                     self.remote = Some(Remote { until, ..remote });
                     self.apply(member, until);
                 }
             }
+            // The store has opened again since: probe locally until the newer
+            // generation is read (adopting it starts over), which the event or
+            // the next read-back brings.
+            Ok(LeaseOutcome::Stale) => self.lease = Lease::GaveUp,
             // Cannot coordinate: the applied open expires and the breaker probes itself.
             Err(_) => self.lease = Lease::GaveUp,
         }
@@ -344,8 +366,15 @@ impl Machine {
         outcome: TransportResult<ReportOutcome>,
         now: Instant,
     ) {
-        if let Ok(ReportOutcome::Reopened(open)) = outcome {
-            self.adopt(cfg, member, open, true, now);
+        match outcome {
+            Ok(ReportOutcome::Reopened(open)) => self.adopt(cfg, member, open, true, now),
+            // Fenced out (the lease lapsed or the fleet moved on): compete again
+            // like everyone else, or catch up when the newer generation arrives.
+            Ok(ReportOutcome::Refused) if self.lease == Lease::Reported => {
+                self.lease = Lease::Idle;
+            }
+            Err(_) if self.lease == Lease::Reported => self.lease = Lease::GaveUp,
+            _ => {}
         }
     }
 

@@ -87,9 +87,26 @@ if redis.call('TYPE', KEYS[3]).ok == 'hash' then closed = redis.call('HGET', KEY
 return {opttl, oval, pptl, pval, closed}
 ";
 
-/// KEYS: probe. ARGV: `instance:generation`, lease ms. Reply: {1 won | 0 lost, pttl}.
+/// KEYS: probe, gen. ARGV: `instance:generation`, lease ms, generation.
+/// Reply: {1 won | 0 lost | 2 stale, pttl}.
+///
+/// A lease is only for the newest generation: asking for an older one is
+/// refused (stale), and a lease still held for an older one is void (its
+/// report would be refused) and is taken over.
 const ACQUIRE: &str = r"
-if redis.call('PTTL', KEYS[1]) == -1 then redis.call('DEL', KEYS[1]) end
+local current = 0
+if redis.call('TYPE', KEYS[2]).ok == 'hash' then
+  current = num(redis.call('HGET', KEYS[2], 'gen'), 0, 9007199254740991)
+end
+local asked = num(ARGV[3], 0, 9007199254740991)
+if asked < current then return {2, 0} end
+clean(KEYS[1], 'string')
+local pttl, holder = str(KEYS[1])
+if pttl == -1 then redis.call('DEL', KEYS[1]) end
+if holder then
+  local held = tonumber(string.match(holder, ':(%d+)$'))
+  if held == nil or held < current then redis.call('DEL', KEYS[1]) end
+end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, tonumber(ARGV[2])} end
 return {0, redis.call('PTTL', KEYS[1])}
 ";
@@ -100,8 +117,9 @@ return {0, redis.call('PTTL', KEYS[1])}
 const REPORT: &str = r"
 local _, lease = str(KEYS[1])
 if lease ~= ARGV[1] then return {0, false, 0} end
-local _, current = str(KEYS[2])
-if current and current ~= ARGV[3] then return {0, false, 0} end
+if redis.call('TYPE', KEYS[3]).ok ~= 'hash' or redis.call('HGET', KEYS[3], 'gen') ~= ARGV[3] then
+  return {0, false, 0}
+end
 redis.call('DEL', KEYS[1])
 if ARGV[2] == '1' then
   redis.call('DEL', KEYS[2], KEYS[4])
@@ -374,8 +392,10 @@ impl Transport for RedisTransport {
         let k = BreakerKeys::new(&self.namespace, breaker);
         let mut inv = self.scripts[2].prepare_invoke();
         inv.key(&k.probe)
+            .key(&k.gen)
             .arg(self.lease_value(generation))
-            .arg(millis(self.probe_lease));
+            .arg(millis(self.probe_lease))
+            .arg(generation);
         let reply = self
             .run(|mut c| async move { inv.invoke_async::<Value>(&mut c).await })
             .await?;
@@ -385,6 +405,7 @@ impl Transport for RedisTransport {
             1 => LeaseOutcome::Won {
                 lease: self.probe_lease,
             },
+            2 => LeaseOutcome::Stale,
             _ => LeaseOutcome::Lost { remaining },
         })
     }

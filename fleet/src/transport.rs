@@ -68,6 +68,10 @@ pub enum LeaseOutcome {
         /// Time left on the winner's lease (clamped).
         remaining: Duration,
     },
+    /// The generation asked for is over: the fleet has opened again since, so
+    /// no lease was taken (a lease nobody would report on would make every
+    /// other instance lose until it expired).
+    Stale,
 }
 
 /// Answer to a fenced probe report.
@@ -147,7 +151,10 @@ pub trait Transport: Send + Sync + 'static {
     /// Reads `breaker`'s fleet state.
     fn snapshot(&self, breaker: &str) -> impl Future<Output = TransportResult<Snapshot>> + Send;
 
-    /// Asks for the single-probe lease of `generation` (`SET NX PX`).
+    /// Asks for the single-probe lease of `generation` (`SET NX PX`). The lease is
+    /// only for the store's newest generation: for an older one the answer is
+    /// [`LeaseOutcome::Stale`] and nothing is taken, and a lease still held for an
+    /// older one is void and taken over.
     fn acquire_probe(
         &self,
         breaker: &str,
@@ -155,7 +162,7 @@ pub trait Transport: Send + Sync + 'static {
     ) -> impl Future<Output = TransportResult<LeaseOutcome>> + Send;
 
     /// Reports the probe's result, accepted only while the lease is still this
-    /// instance's for `generation`.
+    /// instance's for `generation` and `generation` is the store's newest.
     fn report_probe(
         &self,
         breaker: &str,

@@ -180,9 +180,17 @@ fn a_loser_waits_for_the_winner_and_after_three_losses_probes_itself() {
         if loss < cfg.max_lost_leases {
             let until = member.last_open().unwrap();
             assert_eq!(member.open_count(), opens + 1);
+            // The end of the lease it lost to, plus jitter, plus the lead
+            // with which it asks again: it asks only once that lease is over.
+            let earliest = now + MS(1500) + cfg.probe_lead;
             assert!(
-                until >= now + MS(1500) && until <= now + MS(1500) + cfg.lease_jitter,
+                until >= earliest && until <= earliest + cfg.lease_jitter,
                 "loss {loss}"
+            );
+            assert_eq!(
+                m.tick(&cfg, now + MS(1500) - MS(1)),
+                None,
+                "loss {loss}: asks again while the lease it lost to still runs"
             );
         } else {
             assert_eq!(member.open_count(), opens, "no more deferring");
@@ -243,7 +251,10 @@ fn a_pod_started_during_a_probe_waits_for_its_result() {
     let until = member
         .last_open()
         .expect("held open while the fleet probes");
-    assert!(until >= now + MS(1200) && until <= now + MS(1200) + cfg.lease_jitter);
+    // After the lease, plus jitter, plus the lead with which it would ask again.
+    let earliest = now + MS(1200) + cfg.probe_lead;
+    assert!(until >= earliest && until <= earliest + cfg.lease_jitter);
+    assert_eq!(m.tick(&cfg, now + MS(1200) - MS(1)), None);
     // Its own lease, seen back, is not a reason to wait.
     let mut mine = Machine::new(2);
     let own = Snapshot {
@@ -360,4 +371,115 @@ fn a_winner_that_had_extended_its_open_probes_at_the_fleet_deadline() {
     m.on_lease(&cfg, &*member, Ok(won), t3);
     assert!(m.holds_lease());
     assert_eq!(*member.releases.lock().unwrap(), [deadline]);
+}
+
+/// The prober's trial fails at the fleet deadline. Until the report's reply
+/// brings the next generation it asks for nothing: a lease taken now for the
+/// generation just reported would be one nobody reports on, and every other
+/// instance would lose it until it expired, then give up and probe on its own.
+#[test]
+fn a_reported_failure_asks_for_no_lease_until_its_reply() {
+    let cfg = cfg();
+    let member = FakeMember::new("dep");
+    let mut m = Machine::new(1);
+    let now = Instant::now();
+    m.on_snapshot(&cfg, &*member, &open(2, 1500), now);
+    let at = now + MS(1500) - cfg.probe_lead;
+    assert_eq!(m.tick(&cfg, at), Some(Command::Acquire { generation: 2 }));
+    let won = LeaseOutcome::Won {
+        lease: cfg.probe_lease,
+    };
+    m.on_lease(&cfg, &*member, Ok(won), at);
+    use LocalState::*;
+    let deadline = now + MS(1500);
+    m.on_local(t(Open, HalfOpen, Cause::LocalEvidence), deadline);
+    assert_eq!(
+        m.on_local(t(HalfOpen, Open, Cause::LocalEvidence), deadline),
+        Some(Command::Report {
+            generation: 2,
+            success: false
+        })
+    );
+    for late in [0, 5, 50, 500] {
+        assert_eq!(m.tick(&cfg, deadline + MS(late)), None, "{late} ms on");
+    }
+    let reopened = RemoteOpen {
+        generation: 3,
+        remaining: MS(1500),
+    };
+    let replied = deadline + MS(600);
+    m.on_report(
+        &cfg,
+        &*member,
+        Ok(ReportOutcome::Reopened(reopened)),
+        replied,
+    );
+    assert_eq!(m.remote_generation(), Some(3));
+    assert_eq!(m.tick(&cfg, replied), None);
+    assert_eq!(
+        m.tick(&cfg, replied + MS(1500) - cfg.probe_lead),
+        Some(Command::Acquire { generation: 3 })
+    );
+}
+
+/// A report that is refused (the lease lapsed) or not answered leaves the
+/// prober competing again, or probing locally: never waiting for nothing.
+#[test]
+fn a_refused_or_failed_report_does_not_leave_the_prober_waiting() {
+    let cfg = cfg();
+    for reply in [Ok(ReportOutcome::Refused), Err(TransportError::Timeout)] {
+        let member = FakeMember::new("dep");
+        let mut m = Machine::new(1);
+        let now = Instant::now();
+        m.on_snapshot(&cfg, &*member, &open(2, 1000), now);
+        let at = now + MS(1000) - cfg.probe_lead;
+        assert_eq!(m.tick(&cfg, at), Some(Command::Acquire { generation: 2 }));
+        let won = LeaseOutcome::Won {
+            lease: cfg.probe_lease,
+        };
+        m.on_lease(&cfg, &*member, Ok(won), at);
+        use LocalState::*;
+        let deadline = now + MS(1000);
+        m.on_local(t(Open, HalfOpen, Cause::LocalEvidence), deadline);
+        assert!(m
+            .on_local(t(HalfOpen, Open, Cause::LocalEvidence), deadline)
+            .is_some());
+        let failed = reply.is_err();
+        m.on_report(&cfg, &*member, reply, deadline + MS(10));
+        if failed {
+            assert!(m.probes_locally());
+            assert_eq!(m.tick(&cfg, deadline + MS(20)), None);
+        } else {
+            assert!(!m.probes_locally());
+            assert_eq!(
+                m.tick(&cfg, deadline + MS(20)),
+                Some(Command::Acquire { generation: 2 })
+            );
+        }
+    }
+}
+
+/// The store has opened a newer generation than the one this machine asks
+/// the lease of: no lease, local probing, until the newer generation is read,
+/// which starts the lease round over.
+#[test]
+fn a_stale_lease_request_probes_locally_until_the_newer_generation_arrives() {
+    let cfg = cfg();
+    let member = FakeMember::new("dep");
+    let mut m = Machine::new(1);
+    let now = Instant::now();
+    m.on_snapshot(&cfg, &*member, &open(4, 1000), now);
+    let at = now + MS(1000) - cfg.probe_lead;
+    assert_eq!(m.tick(&cfg, at), Some(Command::Acquire { generation: 4 }));
+    m.on_lease(&cfg, &*member, Ok(LeaseOutcome::Stale), at);
+    assert!(m.probes_locally());
+    assert!(!m.holds_lease());
+    assert_eq!(m.lost_leases(), 0, "not a lost lease");
+    assert_eq!(m.tick(&cfg, at + MS(100)), None);
+    m.on_snapshot(&cfg, &*member, &open(5, 2000), at + MS(50));
+    assert!(!m.probes_locally());
+    assert_eq!(
+        m.tick(&cfg, at + MS(50) + MS(2000) - cfg.probe_lead),
+        Some(Command::Acquire { generation: 5 })
+    );
 }

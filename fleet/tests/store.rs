@@ -156,7 +156,7 @@ async fn exactly_one_of_many_concurrent_contenders_wins_the_probe_lease() {
                     assert!(remaining > Duration::ZERO);
                     losers += 1;
                 }
-                Err(e) => panic!("round {round}: {e}"),
+                other => panic!("round {round}: {other:?}"),
             }
         }
         assert_eq!(
@@ -379,4 +379,65 @@ async fn forged_and_malformed_publishes_are_dropped() {
     }
     let _: () = c.publish(chan, signed.encode(&notice)).await.unwrap();
     assert_eq!(next_incoming(&mut events).await, Incoming::Notice(notice));
+}
+
+/// The probe lease is only ever for the newest generation: asking for an
+/// older one takes nothing, a lease still held for an older one is taken
+/// over, and a report under an older generation is refused even once the
+/// open it belonged to has expired.
+#[tokio::test]
+async fn the_probe_lease_and_its_report_belong_to_the_newest_generation_only() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let (a, b) = (transport(&url, "a"), transport(&url, "b"));
+    a.vote("dep", FP).await.unwrap();
+    b.vote("dep", FP).await.unwrap();
+    assert!(matches!(
+        a.acquire_probe("dep", 1).await,
+        Ok(LeaseOutcome::Won { .. })
+    ));
+    let Ok(ReportOutcome::Reopened(again)) = a.report_probe("dep", 1, false).await else {
+        panic!("reopened")
+    };
+    assert_eq!(again.generation, 2);
+
+    // Generation 1 is over: no lease is taken for it.
+    assert_eq!(a.acquire_probe("dep", 1).await, Ok(LeaseOutcome::Stale));
+    assert_eq!(a.snapshot("dep").await.unwrap().probe, None);
+    assert!(matches!(
+        b.acquire_probe("dep", 2).await,
+        Ok(LeaseOutcome::Won { .. })
+    ));
+
+    // A lease left over from generation 1 (or an unreadable one) does not
+    // block generation 2's.
+    let mut c = raw(&url).await;
+    let probe = "failfast:{test/env/dep}:probe";
+    for leftover in ["a:1", "garbage"] {
+        let _: () = c.set_ex(probe, leftover, 60).await.unwrap();
+        assert!(
+            matches!(
+                b.acquire_probe("dep", 2).await,
+                Ok(LeaseOutcome::Won { .. })
+            ),
+            "{leftover}"
+        );
+        let holder = a.snapshot("dep").await.unwrap().probe.unwrap();
+        assert_eq!((holder.instance.as_str(), holder.generation), ("b", 2));
+    }
+    // A lease of the current generation is not taken over.
+    assert!(matches!(
+        a.acquire_probe("dep", 2).await,
+        Ok(LeaseOutcome::Lost { .. })
+    ));
+
+    // A stalled prober of generation 1 whose lease was written back cannot
+    // report once the open has expired either.
+    let _: () = c.set_ex(probe, "a:1", 60).await.unwrap();
+    let _: () = c.del("failfast:{test/env/dep}:open").await.unwrap();
+    assert_eq!(
+        a.report_probe("dep", 1, true).await,
+        Ok(ReportOutcome::Refused)
+    );
+    assert_eq!(a.snapshot("dep").await.unwrap().closed, 0);
 }
