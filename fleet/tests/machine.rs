@@ -373,6 +373,37 @@ fn a_winner_that_had_extended_its_open_probes_at_the_fleet_deadline() {
     assert_eq!(*member.releases.lock().unwrap(), [deadline]);
 }
 
+/// A machine that follows fleet open `generation` of `ms`, won its lease
+/// `probe_lead` before the deadline, and whose trial then failed at the
+/// deadline: returns it with the deadline, once the failure was reported.
+fn prober_whose_trial_failed(
+    cfg: &FleetConfig,
+    member: &FakeMember,
+    generation: u64,
+    ms: u64,
+) -> (Machine, Instant) {
+    let mut m = Machine::new(1);
+    let now = Instant::now();
+    m.on_snapshot(cfg, member, &open(generation, ms), now);
+    let deadline = now + MS(ms);
+    let at = deadline - cfg.probe_lead;
+    assert_eq!(m.tick(cfg, at), Some(Command::Acquire { generation }));
+    let won = LeaseOutcome::Won {
+        lease: cfg.probe_lease,
+    };
+    m.on_lease(cfg, member, Ok(won), at);
+    use LocalState::*;
+    m.on_local(t(Open, HalfOpen, Cause::LocalEvidence), deadline);
+    assert_eq!(
+        m.on_local(t(HalfOpen, Open, Cause::LocalEvidence), deadline),
+        Some(Command::Report {
+            generation,
+            success: false
+        })
+    );
+    (m, deadline)
+}
+
 /// The prober's trial fails at the fleet deadline. Until the report's reply
 /// brings the next generation it asks for nothing: a lease taken now for the
 /// generation just reported would be one nobody reports on, and every other
@@ -381,25 +412,7 @@ fn a_winner_that_had_extended_its_open_probes_at_the_fleet_deadline() {
 fn a_reported_failure_asks_for_no_lease_until_its_reply() {
     let cfg = cfg();
     let member = FakeMember::new("dep");
-    let mut m = Machine::new(1);
-    let now = Instant::now();
-    m.on_snapshot(&cfg, &*member, &open(2, 1500), now);
-    let at = now + MS(1500) - cfg.probe_lead;
-    assert_eq!(m.tick(&cfg, at), Some(Command::Acquire { generation: 2 }));
-    let won = LeaseOutcome::Won {
-        lease: cfg.probe_lease,
-    };
-    m.on_lease(&cfg, &*member, Ok(won), at);
-    use LocalState::*;
-    let deadline = now + MS(1500);
-    m.on_local(t(Open, HalfOpen, Cause::LocalEvidence), deadline);
-    assert_eq!(
-        m.on_local(t(HalfOpen, Open, Cause::LocalEvidence), deadline),
-        Some(Command::Report {
-            generation: 2,
-            success: false
-        })
-    );
+    let (mut m, deadline) = prober_whose_trial_failed(&cfg, &member, 2, 1500);
     for late in [0, 5, 50, 500] {
         assert_eq!(m.tick(&cfg, deadline + MS(late)), None, "{late} ms on");
     }
@@ -429,21 +442,7 @@ fn a_refused_or_failed_report_does_not_leave_the_prober_waiting() {
     let cfg = cfg();
     for reply in [Ok(ReportOutcome::Refused), Err(TransportError::Timeout)] {
         let member = FakeMember::new("dep");
-        let mut m = Machine::new(1);
-        let now = Instant::now();
-        m.on_snapshot(&cfg, &*member, &open(2, 1000), now);
-        let at = now + MS(1000) - cfg.probe_lead;
-        assert_eq!(m.tick(&cfg, at), Some(Command::Acquire { generation: 2 }));
-        let won = LeaseOutcome::Won {
-            lease: cfg.probe_lease,
-        };
-        m.on_lease(&cfg, &*member, Ok(won), at);
-        use LocalState::*;
-        let deadline = now + MS(1000);
-        m.on_local(t(Open, HalfOpen, Cause::LocalEvidence), deadline);
-        assert!(m
-            .on_local(t(HalfOpen, Open, Cause::LocalEvidence), deadline)
-            .is_some());
+        let (mut m, deadline) = prober_whose_trial_failed(&cfg, &member, 2, 1000);
         let failed = reply.is_err();
         m.on_report(&cfg, &*member, reply, deadline + MS(10));
         if failed {
