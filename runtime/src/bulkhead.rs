@@ -205,4 +205,19 @@ mod tests {
         assert!(caught.is_err());
         assert_eq!(bulkhead.running(), 0);
     }
+
+    #[cfg(all(feature = "tower", feature = "keyed"))]
+    #[test]
+    fn a_kept_place_stays_taken_until_it_is_left() {
+        let bulkhead = Bulkhead::new(1);
+        bulkhead.try_enter().unwrap().keep();
+        assert_eq!(bulkhead.running(), 1);
+        assert!(
+            bulkhead.try_enter().is_none(),
+            "the kept place is still taken"
+        );
+        bulkhead.leave();
+        assert_eq!(bulkhead.running(), 0);
+        assert!(bulkhead.try_enter().is_some());
+    }
 }

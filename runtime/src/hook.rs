@@ -140,3 +140,23 @@ pub(crate) fn call(breaker: &Breaker, from: State, to: State, mode: Mode, cause:
         let _ = catch_unwind(AssertUnwindSafe(|| hook(&change)));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The library's own tests never install a hook, so none is reported
+    /// (the installing side is `tests/hook.rs`, a process of its own).
+    #[test]
+    fn no_hook_is_reported_until_one_is_installed() {
+        assert!(!installed());
+    }
+
+    #[test]
+    fn the_refusal_says_what_happened() {
+        assert_eq!(
+            AlreadyInstalled.to_string(),
+            "a transition hook is installed already"
+        );
+    }
+}
