@@ -1139,5 +1139,28 @@ mod tests {
         );
     }
 
+    /// The place a keyed call holds in its member's bulkhead comes back when
+    /// its response future is done with, so the next call to that key passes.
+    #[cfg(feature = "keyed")]
+    #[tokio::test]
+    async fn a_keyed_call_gives_its_place_back_when_it_is_done() {
+        use tower::{service_fn, ServiceExt};
+
+        let hosts = crate::Family::builder(Breaker::builder().name("tower-places"))
+            .max_concurrent(1)
+            .build()
+            .unwrap();
+        let service = CircuitBreakerLayer::per_authority(hosts.clone()).layer(service_fn(
+            |_: http::Request<()>| async { Ok::<_, Infallible>(http::Response::new(())) },
+        ));
+        for call in 0..3 {
+            let request = http::Request::get("http://db-1/").body(()).unwrap();
+            let answered = service.clone().oneshot(request).await;
+            assert!(answered.is_ok(), "call {call} was refused");
+            let place = hosts.get("db-1");
+            assert_eq!(place.bulkhead().unwrap().running(), 0, "call {call}");
+        }
+    }
+
     use std::convert::Infallible;
 }
