@@ -13,18 +13,19 @@
 //! Beside the word, on the same cache line, the generation counter hands out a
 //! fresh generation to every Closed and HalfOpen period. Off the hot line: the
 //! trial lease (the time after which unresolved trial permits are presumed
-//! lost), the growing open time's level, the jitter generator and the window.
+//! lost), the growing open time's level, the jitter generator and the window
+//! (behind a pointer, replaced when a reconfiguration changes its shape).
 
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::future::Future;
 use std::mem::ManuallyDrop;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::clock::{Clock, RetryAt};
 use crate::config::Config;
 use crate::error::{Error, Rejected, State};
 use crate::events::{Cause, Hook};
+use crate::kept::Kept;
 use crate::name::Name;
 use crate::totals::Totals;
 use crate::window::{Tally, Window};
@@ -126,7 +127,9 @@ pub struct Breaker {
     level: AtomicU32,
     rng: AtomicU64,
     pub(crate) last_transition: AtomicU64,
-    pub(crate) window: OnceLock<Window>,
+    /// The rate rules' window, made on first use; replaced by a fresh one
+    /// when a reconfiguration changes its shape (`configure` module).
+    pub(crate) window: Kept<Window>,
     /// Transition events and per-transition totals (`events` module).
     pub(crate) hook: Hook,
     /// Calls counted by outcome (`totals` module).
@@ -218,7 +221,7 @@ macro_rules! constructors {
                 level: AtomicU32::new(0),
                 rng: AtomicU64::new(0),
                 last_transition: AtomicU64::new(0),
-                window: OnceLock::new(),
+                window: Kept::new(),
                 hook: Hook::new(),
                 totals: Totals::new(),
                 tuning: crate::configure::Tuning::new(),
@@ -505,10 +508,16 @@ impl Breaker {
         }
     }
 
-    /// The rate rules' window, made on the first call that needs it.
+    /// The rate rules' window, made on the first call that needs it, of
+    /// the shape the settings in force give.
     #[inline]
     fn window(&self) -> &Window {
-        self.window.get_or_init(|| Window::new(self.config.window))
+        match self.window.get() {
+            Some(window) => window,
+            None => self
+                .window
+                .get_or_publish(|| Window::new(self.settings().window)),
+        }
     }
 
     /// What the window asks of the breaker to record a call.

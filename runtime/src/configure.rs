@@ -32,13 +32,52 @@
 //! `jitter`, `trial_calls`, `success_threshold`, and the `mode`
 //! (`observe_only`: calls always pass while the rules keep running, so
 //! events, `state()` and snapshots show what the breaker would have done;
-//! `normal`: back to normal operation, closed). Which rules are in force
-//! (consecutive failures, failure rate, slow calls), the `slow` duration and
-//! the window's shape are part of how calls are counted and stay as
-//! declared: a patch changing them is refused. A changed value applies from
-//! the next decision that reads it: a new `threshold` at the next failure, a
-//! new `recovery` at the next opening, a new `trial_calls` at the next
-//! half-open admission.
+//! `normal`: back to normal operation, closed); and, for a breaker with a
+//! rate rule, the `window`'s shape (below). Which rules are in force
+//! (consecutive failures, failure rate, slow calls) and the `slow` duration
+//! are part of how calls are counted and stay as declared: a patch changing
+//! them is refused (so is a `window` for a breaker without a rate rule). A
+//! changed value applies from the next decision that reads it: a new
+//! `threshold` at the next failure, a new `recovery` at the next opening, a
+//! new `trial_calls` at the next half-open admission.
+//!
+//! # The window's shape
+//!
+//! A patch that changes the window's shape (a count window's size, a time
+//! window's length, or a count window for a time window or the other way)
+//! resets the window: the breaker starts a fresh, empty window of the new
+//! shape, so the rate verdict starts again from zero calls and needs
+//! `min_calls` new calls before it can trip. Nothing else is reset: the
+//! state, the consecutive count and the running totals of
+//! [`Snapshot`](crate::Snapshot) (`calls`, `failures`, …) go on. A patch
+//! giving the shape the window already has changes nothing. A count window
+//! smaller than `min_calls` could never trip and is refused, unless the same
+//! patch lowers `min_calls` to fit.
+//!
+//! ```
+//! use failfast_runtime::{Breaker, ConfigPatch, State};
+//! use std::time::Duration;
+//!
+//! let b = Breaker::builder().failure_rate(0.5).window_calls(100).min_calls(10).build()?;
+//! for _ in 0..5 {
+//!     let _ = b.call(|| Err::<(), _>("down"));
+//! }
+//! assert_eq!(b.snapshot().window_failures, 5);
+//! b.reconfigure(&ConfigPatch::new().window_time(Duration::from_secs(60)).min_calls(4))?;
+//! let s = b.snapshot();
+//! assert_eq!((s.window_calls, s.window_failures, s.failures), (0, 0, 5));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The new window and the settings that describe it are published one
+//! after the other, the window first. A call that read the window just
+//! before the swap records into the old one: its outcome is counted in the
+//! totals but lost to the new window (and a verdict it brings is taken on
+//! the old window with whichever settings it reads). A call is never lost
+//! to the totals, and no call is recorded twice. The old window is kept,
+//! not freed, until the breaker drops (a count window of N calls takes
+//! about N / 4 + 512 bytes, a time window about 1 KiB), so a thread still
+//! recording into it is safe.
 //!
 //! # Cost
 //!
@@ -47,7 +86,9 @@
 //! every breaker, reconfigured or not, pays one Acquire load of a pointer and
 //! writes nothing: each reconfiguration publishes an immutable copy of the
 //! settings, kept until the breaker drops (one `Config`, under 128 bytes, per
-//! successful reconfiguration).
+//! successful reconfiguration). The window sits behind a pointer of the same
+//! kind, read with one Acquire load by every call of a rate rule, whether
+//! its shape ever changed or not.
 //!
 //! # Environment variables
 //!
@@ -55,8 +96,9 @@
 //! the breaker's name in upper case with every run of characters other than
 //! letters and digits written `_` (`payments::charge` →
 //! `PAYMENTS_CHARGE`), `<KEY>` the key in upper case (`THRESHOLD`,
-//! `FAILURE_RATE`, `RECOVERY`, `MODE`, …), durations written as in the
-//! attribute (`30s`, `250ms`, `1m 30s`):
+//! `FAILURE_RATE`, `RECOVERY`, `WINDOW`, `MODE`, …), durations written as
+//! in the attribute (`30s`, `250ms`, `1m 30s`; a `WINDOW` is a number of
+//! calls or a duration):
 //!
 //! ```text
 //! FAILFAST__PAYMENTS_CHARGE__THRESHOLD=10
@@ -69,14 +111,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::breaker::Breaker;
-use crate::config::Config;
+use crate::config::{Config, Window};
+use crate::kept::Kept;
 use crate::name::Name;
 use crate::registry;
-use crate::sync::{AtomicPtr, Ordering};
 
 /// How a breaker runs, as a patch sets it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,6 +153,11 @@ pub struct ConfigPatch {
     threshold: Option<u32>,
     failure_rate: Option<f64>,
     min_calls: Option<u32>,
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, deserialize_with = "crate::serde::window_option")
+    )]
+    window: Option<Window>,
     slow_rate: Option<f64>,
     #[cfg_attr(feature = "serde", serde(default, with = "humantime_option"))]
     recovery: Option<Duration>,
@@ -175,6 +221,25 @@ impl ConfigPatch {
         Self::default()
     }
 
+    /// A window of the last `n` calls (rate rules). A new shape starts a
+    /// fresh, empty window: see [the module](mod@crate::configure#the-windows-shape).
+    #[must_use]
+    pub fn window_calls(mut self, n: u32) -> Self {
+        self.window = Some(Window::Calls(n));
+        self
+    }
+
+    /// A window of the calls that ended in the last `d` (rate rules). A new
+    /// shape starts a fresh, empty window: see
+    /// [the module](mod@crate::configure#the-windows-shape).
+    #[must_use]
+    pub fn window_time(mut self, d: Duration) -> Self {
+        self.window = Some(Window::Time(
+            u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
+        ));
+        self
+    }
+
     /// `config` with this patch applied, checked, or the first key at fault.
     fn applied_to(&self, config: &Config) -> Result<Config, (&'static str, String)> {
         let mut next = config.clone();
@@ -214,6 +279,10 @@ impl ConfigPatch {
             rule("min_calls", config.uses_window(), "a rate rule")?;
             next.min_calls = n;
         }
+        if let Some(shape) = self.window {
+            rule("window", config.uses_window(), "a rate rule")?;
+            next.window = shape;
+        }
         if let Some(r) = self.slow_rate {
             rule("slow_rate", config.slow != 0, "slow-call rule")?;
             next.slow_rate = r;
@@ -235,6 +304,24 @@ impl ConfigPatch {
         }
         next.validate()
             .map_err(|e| (e.setting(), e.problem().to_owned()))?;
+        // As when building: a count window never holds more than its size.
+        if let Window::Calls(size) = next.window {
+            if next.min_calls > size && (self.window.is_some() || self.min_calls.is_some()) {
+                let key = if self.min_calls.is_some() {
+                    "min_calls"
+                } else {
+                    "window"
+                };
+                return Err((
+                    key,
+                    format!(
+                        "of {size} calls holds fewer than `min_calls` ({}), so the rate rule \
+                         could never trip; set `min_calls` to at most {size}",
+                        next.min_calls
+                    ),
+                ));
+            }
+        }
         Ok(next)
     }
 }
@@ -290,55 +377,16 @@ impl fmt::Display for ConfigureError {
 impl std::error::Error for ConfigureError {}
 
 /// A breaker's settings as changed at run time: read only where the breaker
-/// decides something, never on the closed-call path.
-///
-/// Every published `Config` is immutable and boxed, and stays alive until the
-/// breaker drops: a reader follows one pointer read with a single Acquire
-/// load and writes nothing (no lock, no reference count), so threads deciding
-/// on the same reconfigured breaker do not contend. The price is memory: each
-/// successful reconfiguration keeps one `Config` more (`size_of::<Config>()`,
-/// under 128 bytes; its name is shared, not copied) for the breaker's
-/// lifetime, a bound set by how often a program reconfigures by hand.
-#[derive(Debug)]
-pub(crate) struct Tuning {
-    /// The latest published `Config`, or null while the breaker runs as
-    /// declared. Only ever points into `published`.
-    current: AtomicPtr<Config>,
-    /// Every `Config` published so far; also serialises reconfigurations.
-    /// Boxed: a box's contents stay put when the vector grows.
-    #[allow(clippy::vec_box)]
-    published: Mutex<Vec<Box<Config>>>,
-}
-
-impl Tuning {
-    #[cfg(not(loom))]
-    pub(crate) const fn new() -> Self {
-        Self {
-            current: AtomicPtr::new(std::ptr::null_mut()),
-            published: Mutex::new(Vec::new()),
-        }
-    }
-
-    #[cfg(loom)]
-    pub(crate) fn new() -> Self {
-        Self {
-            current: AtomicPtr::new(std::ptr::null_mut()),
-            published: Mutex::new(Vec::new()),
-        }
-    }
-}
+/// decides something, never on the closed-call path. Each published
+/// `Config` (`size_of::<Config>()`, under 128 bytes; its name is shared, not
+/// copied) is kept for the breaker's lifetime (see `kept`).
+pub(crate) type Tuning = Kept<Config>;
 
 impl Breaker {
     /// The settings in force: one Acquire load, no write.
     #[inline]
-    #[allow(unsafe_code)] // a borrow of a box that lives as long as `self`
     pub(crate) fn settings(&self) -> &Config {
-        let tuned = self.tuning.current.load(Ordering::Acquire);
-        // SAFETY: a non-null pointer was taken from a `Box` in
-        // `tuning.published`, stored with Release after the box was filled;
-        // boxes are never dropped or mutated before the breaker itself drops,
-        // which `&self` rules out for the returned borrow.
-        unsafe { tuned.as_ref() }.unwrap_or(&self.config)
+        self.tuning.get().unwrap_or(&self.config)
     }
 
     /// The settings in force: as declared ([`config`](Self::config)), with
@@ -357,19 +405,18 @@ impl Breaker {
     /// [`ConfigureError`] naming the breaker, the key and the reason; the
     /// breaker is left as it was.
     pub fn reconfigure(&self, patch: &ConfigPatch) -> Result<(), ConfigureError> {
-        let mut published = self
-            .tuning
-            .published
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut tuning = self.tuning.publisher();
+        let current = tuning.latest().unwrap_or(&self.config);
         let next = patch
-            .applied_to(published.last().map_or(&self.config, |c| c))
+            .applied_to(current)
             .map_err(|(key, reason)| ConfigureError::new(self.name(), key, reason))?;
-        let mut next = Box::new(next);
-        let pointer: *mut Config = &mut *next;
-        published.push(next);
-        self.tuning.current.store(pointer, Ordering::Release);
-        drop(published);
+        if next.window != current.window {
+            // A new shape: a fresh, empty window, published before the
+            // settings that describe it (see the module docs on races).
+            self.reshape(next.window);
+        }
+        tuning.publish(next);
+        drop(tuning);
         // The settings' gauges show the new values.
         #[cfg(feature = "metrics")]
         if self.is_registered() {
@@ -381,6 +428,18 @@ impl Breaker {
             None => {}
         }
         Ok(())
+    }
+}
+
+impl Breaker {
+    /// Publishes a fresh, empty window of `shape`, holding the calls from
+    /// now on. The window it replaces is kept until the breaker drops (see
+    /// `kept`): a call still recording into it is safe, and lost to the new
+    /// window.
+    fn reshape(&self, shape: Window) {
+        let fresh = crate::window::Window::new(shape);
+        fresh.clear(self.totals.recorded());
+        self.window.publisher().publish(fresh);
     }
 }
 
@@ -561,6 +620,12 @@ fn set_from_text(patch: &mut ConfigPatch, key: &str, text: &str) -> Result<(), S
         "threshold" => patch.threshold = Some(number(text)?),
         "failure_rate" => patch.failure_rate = Some(number(text)?),
         "min_calls" => patch.min_calls = Some(number(text)?),
+        "window" => {
+            *patch = match text.parse::<u32>() {
+                Ok(n) => std::mem::take(patch).window_calls(n),
+                Err(_) => std::mem::take(patch).window_time(parse_duration(text)?),
+            };
+        }
         "slow_rate" => patch.slow_rate = Some(number(text)?),
         "recovery" => patch.recovery = Some(parse_duration(text)?),
         "max_recovery" => patch.max_recovery = Some(parse_duration(text)?),
@@ -581,7 +646,7 @@ fn set_from_text(patch: &mut ConfigPatch, key: &str, text: &str) -> Result<(), S
         _ => {
             return Err(
                 "is not a key that can change at run time; expected one of `threshold`, \
-                 `failure_rate`, `min_calls`, `slow_rate`, `recovery`, `max_recovery`, \
+                 `failure_rate`, `min_calls`, `window`, `slow_rate`, `recovery`, `max_recovery`, \
                  `jitter`, `trial_calls`, `success_threshold`, `mode`"
                     .to_owned(),
             )
@@ -601,7 +666,7 @@ mod tests {
     #[test]
     fn reconfiguring_while_two_threads_call() {
         use crate::error::State;
-        use std::sync::atomic::{AtomicBool, AtomicU64};
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
         const HIGH: u32 = 1_000_000;
         let b = Breaker::builder()
             .threshold(HIGH)
@@ -649,7 +714,7 @@ mod tests {
         assert_eq!(b.state(), State::Closed);
         let _ = b.call(|| Err::<(), _>(()));
         assert_eq!(b.state(), State::Open, "the latest threshold decides");
-        assert_eq!(b.tuning.published.lock().unwrap().len(), 2001);
+        assert_eq!(b.tuning.published(), 2001);
     }
 
     /// The memory each reconfiguration keeps, as the module docs state it.

@@ -63,6 +63,7 @@ pub mod events;
 pub mod hook;
 #[cfg(feature = "http")]
 mod http;
+mod kept;
 #[cfg(feature = "keyed")]
 pub mod keyed;
 #[cfg(feature = "metrics")]
@@ -95,8 +96,12 @@ mod word;
 mod sync {
     #[cfg(loom)]
     pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+    #[cfg(loom)]
+    pub(crate) use loom::sync::{Mutex, MutexGuard};
     #[cfg(not(loom))]
     pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+    #[cfg(not(loom))]
+    pub(crate) use std::sync::{Mutex, MutexGuard};
 }
 
 #[doc(hidden)]

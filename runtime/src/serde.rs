@@ -68,6 +68,15 @@ enum WindowRepr {
     Time(Span),
 }
 
+/// An optional window, as written in a `ConfigPatch`: a number of calls or
+/// a duration string.
+pub(crate) fn window_option<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Window>, D::Error> {
+    Ok(Option::<WindowRepr>::deserialize(d)?.map(|w| match w {
+        WindowRepr::Calls(n) => Window::Calls(n),
+        WindowRepr::Time(t) => Window::Time(u64::try_from(t.0.as_nanos()).unwrap_or(u64::MAX)),
+    }))
+}
+
 /// The serialized form: the attribute's keys, only those of the rules in use.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -335,3 +335,43 @@ fn a_reconfiguration_racing_failures_publishes_whole_settings() {
         assert_eq!(b.state(), State::Open);
     });
 }
+
+/// A change of the window's shape racing a failure: the failure is recorded
+/// in the old window (two failures of two: it trips) or in the fresh one
+/// (one call: below `min_calls`), never lost to both, and afterwards the
+/// fresh window decides.
+#[test]
+fn a_window_reshape_racing_a_failure_lands_it_in_one_window() {
+    model(|| {
+        let b = Arc::new(
+            Breaker::builder()
+                .failure_rate(1.0)
+                .window_calls(4)
+                .min_calls(2)
+                .clock(ManualClock::new())
+                .build()
+                .unwrap(),
+        );
+        let _ = b.call(|| Err::<(), _>("down"));
+        let reshaper = {
+            let b = b.clone();
+            thread::spawn(move || {
+                let patch = failfast_runtime::ConfigPatch::new().window_calls(2);
+                b.reconfigure(&patch).unwrap();
+            })
+        };
+        let caller = {
+            let b = b.clone();
+            thread::spawn(move || {
+                let _ = b.call(|| Err::<(), _>("down"));
+            })
+        };
+        reshaper.join().unwrap();
+        caller.join().unwrap();
+        if b.state() == State::Closed {
+            assert_eq!(b.snapshot().window_calls, 1, "in the fresh window");
+            let _ = b.call(|| Err::<(), _>("down"));
+        }
+        assert_eq!(b.state(), State::Open);
+    });
+}
