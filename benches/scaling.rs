@@ -280,6 +280,12 @@ macro_rules! paths {
         g.bench_function("rate, 1 in 64 failing", |b| {
             b.iter_custom(|n| $time(n, || p.failing.call(|| work(arg_1_in_64()))))
         });
+        g.bench_function("closed success, time-window rate", |b| {
+            b.iter_custom(|n| $time(n, || p.timed.call(|| work(black_box(1)))))
+        });
+        g.bench_function("time-window rate, 1 in 64 failing", |b| {
+            b.iter_custom(|n| $time(n, || p.timed_failing.call(|| work(arg_1_in_64()))))
+        });
         g.bench_function("open rejection", |b| {
             b.iter_custom(|n| $time(n, || p.open.call(|| work(black_box(1)))))
         });
@@ -297,6 +303,8 @@ struct Paths<'a> {
     consecutive: &'a Breaker,
     rate: &'a Breaker,
     failing: &'a Breaker,
+    timed: &'a Breaker,
+    timed_failing: &'a Breaker,
     open: &'a Breaker,
     half_open: &'a Breaker,
 }
@@ -312,6 +320,8 @@ fn threads(c: &mut Criterion) {
         .unwrap();
     let rate = rate_breaker(|b| b.window_calls(100));
     let failing = rate_breaker(|b| b.window_calls(100));
+    let timed = rate_breaker(|b| b.window_time(Duration::from_secs(60)));
+    let timed_failing = rate_breaker(|b| b.window_time(Duration::from_secs(60)));
 
     let an_hour = Duration::from_secs(3600);
     let open = Breaker::builder()
@@ -342,6 +352,8 @@ fn threads(c: &mut Criterion) {
         consecutive: &consecutive,
         rate: &rate,
         failing: &failing,
+        timed: &timed,
+        timed_failing: &timed_failing,
         open: &open,
         half_open: &half_open,
     };
@@ -359,6 +371,8 @@ fn threads(c: &mut Criterion) {
     assert_eq!(consecutive.state(), State::Closed);
     assert_eq!(rate.state(), State::Closed);
     assert_eq!(failing.state(), State::Closed);
+    assert_eq!(timed.state(), State::Closed);
+    assert_eq!(timed_failing.state(), State::Closed);
     drop(trial);
 }
 

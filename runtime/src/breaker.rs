@@ -7,7 +7,9 @@
 //! contend on its cache line. Under a rate rule over a count window a success
 //! likewise only reads: the window's event totals, and while the window fills
 //! up after holding a failure, the per-thread call counts (see `window`); only
-//! failed and slow calls write the window. An open breaker rejects on one
+//! failed and slow calls write the window. Over a time window a success also
+//! reads the clock and writes only when it is the first call of its bucket's
+//! period. An open breaker rejects on one
 //! reading of the word: the deadline is in it.
 //!
 //! Beside the word, on the same cache line, the generation counter hands out a

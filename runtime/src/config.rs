@@ -439,7 +439,17 @@ impl Builder {
         self
     }
 
-    /// A sliding window of the calls that ended within the last `d`.
+    /// A sliding window of the calls that ended within the last `d`, in 20
+    /// buckets of `d / 20` (a call leaves it between `d − d/20` and `d`
+    /// after it ended).
+    ///
+    /// Like a count window it stores only the calls that failed (or were
+    /// slow): a success writes nothing shared, except the first call of each
+    /// bucket's period, which notes where the bucket starts. The calls in the
+    /// window are counted from the per-thread counts: exact on one thread;
+    /// with threads sharing the breaker a reading can miss the calls other
+    /// threads are finishing at that moment, so it is off by at most
+    /// (threads − 1) calls.
     pub fn window_time(mut self, d: Duration) -> Self {
         self.config = self.config.window_time(d);
         self.window_set = true;

@@ -22,13 +22,37 @@
 //!   slow: a success only reads the event totals (and, while the window fills
 //!   up to `min_calls` after holding an event, sums the per-thread counts to
 //!   bring a verdict at the call that reaches `min_calls`).
-//! - A **time window** of length T is [`TIME_BUCKETS`] buckets of T / 20; a call
-//!   increments its bucket, and a bucket whose epoch has passed is reset by the
-//!   first call that lands in it again. Calls fall out of the window between
-//!   T − T/20 and T after they ended.
+//! - A **time window** of length T is [`TIME_BUCKETS`] buckets of T / 20.
+//!   It too stores only events: a failed or slow call adds to its bucket's
+//!   counters, a success writes nothing. Calls are counted the count
+//!   window's way: the first call of a period starts its bucket (a bucket
+//!   whose period has passed is reset by the first call that lands in it
+//!   again) and notes the call's position there as the bucket's *base*, one
+//!   write per bucket per period; the calls in the window are the position
+//!   now less the earliest base among the live buckets. Calls fall out of
+//!   the window between T − T/20 and T after they ended. A success needs
+//!   no verdict once a call of the same period found the window holding no
+//!   event, or a verdict in it found `min_calls` calls (no call leaves the
+//!   window before the period ends, so a success can only lower the
+//!   shares); then it reads only its bucket's period and that mark.
+//!   Otherwise it also reads the buckets and sums the per-thread counts.
+//!   Every event brings its own verdict and sets the mark again. (A success
+//!   that found no event while an event was being recorded may set the mark
+//!   after that event's verdict cleared it: successes then bring no verdict
+//!   until the next event or period, T/20 at most. A `min_calls` or rate
+//!   changed at run time applies to successes from the next event or
+//!   period on.)
 //!
-//! On one thread the count window is exact: its verdicts are those of a ring
-//! that every call writes. Under concurrency it is a bounded approximation:
+//! On one thread both windows are exact: the count window's verdicts are
+//! those of a ring that every call writes, the time window's those of
+//! buckets that count every call. Under concurrency they are bounded
+//! approximations. A time window's call count is read from the per-thread
+//! counts, which may miss the calls other threads are finishing at that
+//! moment: with T threads a base or a reading can be off by up to T − 1
+//! calls, and so can the calls in the window. A bucket being started is
+//! out of the window for that instant (never read with its new period and
+//! its old base or events), and an event racing the start of its bucket
+//! may be lost, as it always could. For the count window:
 //! an event's position is the count as its thread reads it, which may miss
 //! the calls other threads are finishing at that moment, and events racing
 //! for one position take the next free one, so an event can be placed up to
@@ -46,7 +70,7 @@
 //! with a clear a total can be read one call early or late, so readings are
 //! clamped to `[0, calls]`; once the racing calls are done, totals equal the
 //! bits again. Time-window counters are 64-bit and cannot overflow in
-//! practice.
+//! practice; their events are clamped to the calls read with them.
 
 use std::sync::atomic::{
     AtomicBool, AtomicU32, AtomicU64,
@@ -118,7 +142,9 @@ impl Window {
                 !w.quiet() && w.success(rule.calls, rule.min_calls, rule.trips)
             }
             Window::Count(w) => (rule.trips)(w.event(failed, slow, (rule.calls)())),
-            Window::Time(w) => (rule.trips)(w.record(failed, slow, (rule.now)())),
+            Window::Time(w) => w
+                .record(failed, slow, (rule.now)(), rule.calls, rule.min_calls)
+                .is_some_and(rule.trips),
         }
     }
 
@@ -132,16 +158,22 @@ impl Window {
     /// A success or failure the breaker counted that is not the window's
     /// (a permit of an earlier period): it does not take a call slot.
     pub(crate) fn skip(&self) {
-        if let Window::Count(w) = self {
-            w.adjust.fetch_add(1, Relaxed);
-        }
+        self.adjust().fetch_add(1, Relaxed);
     }
 
     /// A call the window records that the breaker did not count as a success
     /// or failure (an abandoned slow call): it takes a call slot.
     pub(crate) fn extra(&self) {
-        if let Window::Count(w) = self {
-            w.adjust.fetch_sub(1, Relaxed);
+        self.adjust().fetch_sub(1, Relaxed);
+    }
+
+    /// Outcomes the breaker counted that are not the window's, less calls
+    /// the window holds that the breaker did not count: a call's position
+    /// is the breaker's count less this. Wraps rather than underflows.
+    fn adjust(&self) -> &AtomicU64 {
+        match self {
+            Window::Count(w) => &w.adjust,
+            Window::Time(w) => &w.adjust,
         }
     }
 
@@ -150,7 +182,7 @@ impl Window {
     pub(crate) fn tally(&self, now: u64, calls: u64) -> Tally {
         match self {
             Window::Count(w) => w.tally(calls),
-            Window::Time(w) => w.tally(w.epoch(now)),
+            Window::Time(w) => w.tally(w.epoch(now), w.position(calls)),
         }
     }
 
@@ -181,9 +213,7 @@ pub(crate) struct CountWindow {
     last: Padded<AtomicU64>,
     /// Position of the latest clear: the window holds the calls after it.
     start: AtomicU64,
-    /// Outcomes the breaker counted that are not the window's, less calls
-    /// the window holds that the breaker did not count: a call's position is
-    /// the breaker's count less this. Wraps rather than underflows.
+    /// See `Window::adjust`.
     adjust: AtomicU64,
     failed_bits: Box<[AtomicU64]>,
     slow_bits: Box<[AtomicU64]>,
@@ -411,11 +441,16 @@ fn flip(bits: &AtomicU64, mask: u64, on: bool, count: &AtomicU32) {
     }
 }
 
+/// A bucket's tag while a call starts it for a new period.
+const STARTING: u64 = u64::MAX;
+
 #[derive(Debug, Default)]
 struct Bucket {
     /// Which period of `width` nanoseconds this bucket counts, plus one (0 = empty).
     epoch: AtomicU64,
-    calls: AtomicU64,
+    /// The window's position just before the bucket's first call: written
+    /// once per period, by the call that starts it.
+    base: AtomicU64,
     failures: AtomicU64,
     slow: AtomicU64,
 }
@@ -424,6 +459,22 @@ struct Bucket {
 pub(crate) struct TimeWindow {
     buckets: Box<[Bucket]>,
     width: u64,
+    /// See `Window::adjust`.
+    adjust: AtomicU64,
+    /// The tag of a period whose successes need no verdict (0: none): the
+    /// latest verdict in it found the window holding `min_calls` calls, or
+    /// the window held no event. Until the period ends no call leaves the
+    /// window, so a success, which only adds a call, cannot raise a share;
+    /// the next event brings its own verdict and sets this again.
+    settled: AtomicU64,
+}
+
+/// What the live buckets hold.
+struct Scan {
+    failures: u64,
+    slow: u64,
+    /// The earliest base of a live bucket, if any is live.
+    base: Option<u64>,
 }
 
 impl TimeWindow {
@@ -431,6 +482,8 @@ impl TimeWindow {
         Self {
             buckets: (0..TIME_BUCKETS).map(|_| Bucket::default()).collect(),
             width: (length / u64::from(TIME_BUCKETS)).max(1),
+            adjust: AtomicU64::new(0),
+            settled: AtomicU64::new(0),
         }
     }
 
@@ -440,55 +493,130 @@ impl TimeWindow {
         &self.buckets[index]
     }
 
-    /// The period of `width` nanoseconds that `now` falls in, kept one below
-    /// `u64::MAX` so that its tag (`epoch + 1`) exists.
+    /// The period of `width` nanoseconds that `now` falls in, kept two below
+    /// `u64::MAX` so that its tag (`epoch + 1`) exists and is not `STARTING`.
     fn epoch(&self, now: u64) -> u64 {
-        (now / self.width).min(u64::MAX - 1)
+        (now / self.width).min(u64::MAX - 2)
     }
 
-    fn record(&self, failed: bool, slow: bool, now: u64) -> Tally {
+    /// A call's position, the breaker having counted `calls`.
+    fn position(&self, calls: u64) -> u64 {
+        calls.wrapping_sub(self.adjust.load(Relaxed))
+    }
+
+    /// Records a call ending at `now`, the breaker having counted `calls`
+    /// (this call included): the window's totals after it, or `None` when
+    /// they cannot bring a verdict (no event in the window, or a success
+    /// in a settled period). `calls` is read at most once: when the call
+    /// starts a bucket, and for a verdict.
+    fn record(
+        &self,
+        failed: bool,
+        slow: bool,
+        now: u64,
+        calls: impl FnOnce() -> u64,
+        min_calls: impl FnOnce() -> u64,
+    ) -> Option<Tally> {
         let epoch = self.epoch(now);
-        let bucket = self.bucket(epoch);
         let tag = epoch + 1;
+        let bucket = self.bucket(epoch);
+        let mut calls = Some(calls);
+        let mut read = None;
+        let mut position =
+            || *read.get_or_insert_with(|| self.position(calls.take().map_or(0, |calls| calls())));
         let seen = bucket.epoch.load(Relaxed);
-        if seen < tag
-            && bucket
-                .epoch
-                .compare_exchange(seen, tag, Relaxed, Relaxed)
-                .is_ok()
-        {
-            bucket.calls.store(0, Relaxed);
-            bucket.failures.store(0, Relaxed);
-            bucket.slow.store(0, Relaxed);
+        if seen < tag {
+            self.start(bucket, seen, tag, position());
         }
-        bucket.calls.fetch_add(1, Relaxed);
         if failed {
             bucket.failures.fetch_add(1, Relaxed);
         }
         if slow {
             bucket.slow.fetch_add(1, Relaxed);
         }
-        self.tally(epoch)
+        if !failed && !slow && self.settled.load(Relaxed) == tag {
+            return None;
+        }
+        let scan = self.scan(epoch);
+        if scan.failures == 0 && scan.slow == 0 {
+            self.settle(tag, true);
+            return None;
+        }
+        let tally = Self::tally_of(&scan, position());
+        self.settle(tag, tally.calls >= min_calls());
+        Some(tally)
     }
 
-    fn tally(&self, epoch: u64) -> Tally {
-        let oldest = (epoch + 1).saturating_sub(u64::from(TIME_BUCKETS) - 1);
-        let mut tally = Tally::default();
+    /// Notes whether the successes of the period tagged `tag` need a
+    /// verdict (a write only when that changes).
+    fn settle(&self, tag: u64, settled: bool) {
+        let value = if settled { tag } else { 0 };
+        if self.settled.load(Relaxed) != value {
+            self.settled.store(value, Relaxed);
+        }
+    }
+
+    /// Starts `bucket` for the period tagged `tag`, unless another call
+    /// did since it was `seen`; `position` is the starting call's.
+    #[cold]
+    #[inline(never)]
+    fn start(&self, bucket: &Bucket, seen: u64, tag: u64, position: u64) {
+        // Out of every window while it changes: no reading sees the new
+        // period with the old base or events.
+        if bucket
+            .epoch
+            .compare_exchange(seen, STARTING, Acquire, Relaxed)
+            .is_ok()
+        {
+            bucket.base.store(position.wrapping_sub(1), Relaxed);
+            bucket.failures.store(0, Relaxed);
+            bucket.slow.store(0, Relaxed);
+            bucket.epoch.store(tag, Release);
+        }
+    }
+
+    /// The events of the buckets live at `epoch`, and their earliest base.
+    fn scan(&self, epoch: u64) -> Scan {
+        // Tag 0 is an empty bucket: never live.
+        let oldest = (epoch + 1)
+            .saturating_sub(u64::from(TIME_BUCKETS) - 1)
+            .max(1);
+        let mut scan = Scan {
+            failures: 0,
+            slow: 0,
+            base: None,
+        };
         for bucket in &*self.buckets {
-            let tag = bucket.epoch.load(Relaxed);
+            let tag = bucket.epoch.load(Acquire);
             if tag >= oldest && tag <= epoch + 1 {
-                tally.calls = tally.calls.saturating_add(bucket.calls.load(Relaxed));
-                tally.failures = tally.failures.saturating_add(bucket.failures.load(Relaxed));
-                tally.slow = tally.slow.saturating_add(bucket.slow.load(Relaxed));
+                scan.failures = scan.failures.saturating_add(bucket.failures.load(Relaxed));
+                scan.slow = scan.slow.saturating_add(bucket.slow.load(Relaxed));
+                let base = bucket.base.load(Relaxed);
+                scan.base = Some(scan.base.map_or(base, |b| b.min(base)));
             }
         }
-        tally
+        scan
+    }
+
+    /// The totals of `scan` at `position`: the calls since the earliest
+    /// live bucket began, events clamped to them (see the module docs).
+    fn tally_of(scan: &Scan, position: u64) -> Tally {
+        let calls = scan.base.map_or(0, |base| position.saturating_sub(base));
+        Tally {
+            calls,
+            failures: scan.failures.min(calls),
+            slow: scan.slow.min(calls),
+        }
+    }
+
+    fn tally(&self, epoch: u64, position: u64) -> Tally {
+        Self::tally_of(&self.scan(epoch), position)
     }
 
     fn clear(&self) {
+        self.settled.store(0, Relaxed);
         for bucket in &*self.buckets {
             bucket.epoch.store(0, Relaxed);
-            bucket.calls.store(0, Relaxed);
             bucket.failures.store(0, Relaxed);
             bucket.slow.store(0, Relaxed);
         }
@@ -622,9 +750,44 @@ mod tests {
         assert_eq!(w.tally().calls, 2);
     }
 
+    /// A time window fed as the breaker feeds it: every call counted, then
+    /// recorded.
+    struct Timed {
+        window: TimeWindow,
+        calls: AtomicU64,
+    }
+
+    impl Timed {
+        fn new(length: u64) -> Self {
+            Self {
+                window: TimeWindow::new(length),
+                calls: AtomicU64::new(0),
+            }
+        }
+
+        /// Counts and records a call ending at `now`: the verdict's tally,
+        /// if the window brings one (with a `min_calls` never reached, so
+        /// that a verdict is never settled).
+        fn seen(&self, failed: bool, slow: bool, now: u64) -> Option<Tally> {
+            let calls = self.calls.fetch_add(1, Relaxed) + 1;
+            self.window.record(failed, slow, now, || calls, || u64::MAX)
+        }
+
+        /// Counts and records a call ending at `now`: the totals after it.
+        fn record(&self, failed: bool, slow: bool, now: u64) -> Tally {
+            self.seen(failed, slow, now);
+            self.tally(now)
+        }
+
+        fn tally(&self, now: u64) -> Tally {
+            let position = self.window.position(self.calls.load(Relaxed));
+            self.window.tally(self.window.epoch(now), position)
+        }
+    }
+
     #[test]
     fn time_window_forgets_old_buckets() {
-        let w = TimeWindow::new(20_000); // 20 buckets of 1000 ns
+        let w = Timed::new(20_000); // 20 buckets of 1000 ns
         w.record(true, false, 0);
         w.record(true, false, 500);
         assert_eq!(w.tally(0).failures, 2);
@@ -695,10 +858,11 @@ mod tests {
 
     #[test]
     fn time_window_counts_past_u32() {
-        let w = TimeWindow::new(3_600_000_000_000); // an hour
-        let bucket = w.bucket(0);
+        let w = Timed::new(3_600_000_000_000); // an hour
+        let bucket = w.window.bucket(0);
         bucket.epoch.store(1, Relaxed);
-        bucket.calls.store(u64::from(u32::MAX), Relaxed);
+        bucket.base.store(0, Relaxed);
+        w.calls.store(u64::from(u32::MAX), Relaxed);
         for _ in 0..64 {
             w.record(false, false, 0);
         }
@@ -709,10 +873,131 @@ mod tests {
 
     #[test]
     fn time_window_at_the_end_of_time() {
-        let w = TimeWindow::new(20); // buckets of 1 ns
+        let w = Timed::new(20); // buckets of 1 ns
         w.record(true, false, u64::MAX - 1);
         let t = w.record(true, false, u64::MAX);
         assert_eq!((t.calls, t.failures), (2, 2));
-        assert_eq!(Window::Time(w).tally(u64::MAX, 0).failures, 2);
+        assert_eq!(Window::Time(w.window).tally(u64::MAX, 2).failures, 2);
+    }
+
+    /// Once a verdict found `min_calls` calls, or a call found no event,
+    /// the successes of the same period bring none (and read no count); the
+    /// next period's first success, or an event, does.
+    #[test]
+    fn time_window_successes_of_a_settled_period_need_no_verdict() {
+        let w = TimeWindow::new(20_000);
+        let record = |failed: bool, now: u64, calls: u64| {
+            let read = std::cell::Cell::new(false);
+            let t = w.record(
+                failed,
+                false,
+                now,
+                || {
+                    read.set(true);
+                    calls
+                },
+                || 3,
+            );
+            (t.map(|t| (t.calls, t.failures)), read.get())
+        };
+        assert_eq!(record(false, 0, 1), (None, true), "starts its bucket");
+        assert_eq!(record(true, 0, 2), (Some((2, 1)), true));
+        assert_eq!(
+            record(false, 0, 3),
+            (Some((3, 1)), true),
+            "reaches min_calls"
+        );
+        assert_eq!(record(false, 999, 4), (None, false), "settled");
+        assert_eq!(record(false, 1000, 5), (Some((5, 1)), true), "a new period");
+        assert_eq!(record(false, 1001, 6), (None, false));
+        assert_eq!(record(true, 1002, 7), (Some((7, 2)), true), "events always");
+        w.clear();
+        assert_eq!(record(true, 1003, 8), (Some((1, 1)), true), "cleared");
+        assert_eq!(
+            record(false, 1004, 9),
+            (Some((2, 1)), true),
+            "below min_calls"
+        );
+        w.clear();
+        assert_eq!(record(false, 1005, 10), (None, true), "starts its bucket");
+        assert_eq!(record(false, 1006, 11), (None, false), "no event");
+        assert_eq!(record(true, 1007, 12), (Some((3, 1)), true));
+        assert_eq!(record(false, 1008, 13), (None, false), "min_calls reached");
+    }
+
+    /// Against buckets that count every call, on one thread: the calls
+    /// derived from the running count equal the calls of the live periods,
+    /// after each call and at any later time, across gaps shorter than a
+    /// bucket, of several buckets and longer than the window, with calls
+    /// the window must leave out (a trial) or add (an abandoned slow call),
+    /// and clears.
+    #[test]
+    fn time_window_calls_match_buckets_that_count_every_call() {
+        let w = Timed::new(20_000); // 20 buckets of 1000 ns
+        let mut log = std::collections::VecDeque::new();
+        let expected = |log: &std::collections::VecDeque<(u64, bool, bool)>, now: u64| {
+            let epoch = now / 1000;
+            let live: Vec<_> = log.iter().filter(|c| c.0 + 19 >= epoch).collect();
+            Tally {
+                calls: live.len() as u64,
+                failures: live.iter().filter(|c| c.1).count() as u64,
+                slow: live.iter().filter(|c| c.2).count() as u64,
+            }
+        };
+        let (mut now, mut state) = (0u64, 7u64);
+        for _ in 0..30_000 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            now += match state >> 59 {
+                0 => 25_000,
+                1..=4 => (state >> 20) % 5_000,
+                _ => (state >> 20) % 300,
+            };
+            let (failed, slow) = (state >> 40 & 7 == 0, state >> 44 & 15 == 0);
+            let seen = match state >> 50 & 63 {
+                2 => {
+                    // A state change empties the window.
+                    w.window.clear();
+                    log.clear();
+                    continue;
+                }
+                0 => {
+                    // Counted by the breaker, not the window's.
+                    w.calls.fetch_add(1, Relaxed);
+                    w.window.adjust.fetch_add(1, Relaxed); // as `Window::skip`
+                    continue;
+                }
+                1 => {
+                    // The window's, not counted by the breaker.
+                    w.window.adjust.fetch_sub(1, Relaxed); // as `Window::extra`
+                    let calls = w.calls.load(Relaxed);
+                    w.window.record(false, true, now, || calls, || u64::MAX)
+                }
+                _ => w.seen(failed, slow, now),
+            };
+            let (failed, slow) = if state >> 50 & 63 == 1 {
+                (false, true)
+            } else {
+                (failed, slow)
+            };
+            log.push_back((now / 1000, failed, slow));
+            while log.front().is_some_and(|c| c.0 + 40 < now / 1000) {
+                log.pop_front();
+            }
+            let now_expected = expected(&log, now);
+            if let Some(seen) = seen {
+                assert_eq!(seen, now_expected, "at {now}");
+            } else {
+                assert_eq!(
+                    (now_expected.failures, now_expected.slow),
+                    (0, 0),
+                    "no verdict only without events, at {now}"
+                );
+            }
+            assert_eq!(w.tally(now), now_expected, "at {now}");
+            let later = now + (state >> 30) % 25_000;
+            assert_eq!(w.tally(later), expected(&log, later), "at {later}");
+        }
     }
 }

@@ -795,13 +795,28 @@ fn two_threads_failing(failing: u32, calls: u32) -> Breaker {
         .recovery(Duration::from_secs(3600))
         .build()
         .unwrap();
+    two_threads_calling(b, failing, calls, || {})
+}
+
+/// Two threads each call `b` `calls` times, failing `failing` of every 20
+/// calls and running `every_50` every 50 calls; returns `b` once both are
+/// done or it opened.
+fn two_threads_calling(
+    b: Breaker,
+    failing: u32,
+    calls: u32,
+    every_50: impl Fn() + Sync,
+) -> Breaker {
     let start = std::sync::Barrier::new(2);
     std::thread::scope(|s| {
         for offset in 0..2 {
-            let (b, start) = (&b, &start);
+            let (b, start, every_50) = (&b, &start, &every_50);
             s.spawn(move || {
                 start.wait();
                 for i in 0..calls {
+                    if i % 50 == 0 {
+                        every_50();
+                    }
                     let fails = (i + offset * 7) % 20 < failing;
                     let r = b.call(|| if fails { Err(()) } else { Ok(()) });
                     if matches!(r, Err(ref e) if e.is_rejected()) {
@@ -837,6 +852,57 @@ fn two_threads_sharing_a_rate_breaker_trip_above_the_rate_and_not_below() {
     );
     let s = b.snapshot();
     assert_eq!(s.window_calls, 1000);
+    let rate = s.failure_rate().unwrap();
+    assert!((0.44..=0.46).contains(&rate), "window failure rate {rate}");
+}
+
+/// The same over a time window whose buckets the threads move on as they
+/// call (each moves the clock 1 ms every 50 calls: a window of 1 s holds
+/// 47,500 to 50,000 calls): the window counts only failures, and the calls it
+/// holds are read from the per-thread totals, so every reading is off by at
+/// most a call or two. 55% failing opens the breaker as soon as `min_calls`
+/// are in the window; 45% failing never does, and its window shows the
+/// threads' share.
+#[test]
+fn two_threads_sharing_a_time_window_rate_breaker_trip_above_the_rate_and_not_below() {
+    let timed = |failing: u32| {
+        let clock = ManualClock::new();
+        let b = Breaker::builder()
+            .failure_rate(0.5)
+            .window_time(Duration::from_secs(1))
+            .min_calls(1000)
+            .recovery(Duration::from_secs(3600))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let b = two_threads_calling(b, failing, 200_000, || {
+            clock.advance(Duration::from_millis(1));
+        });
+        (b, clock)
+    };
+    let (b, _) = timed(11);
+    assert_eq!(b.state(), State::Open, "55% failing trips a 50% rule");
+    let s = b.snapshot();
+    assert!(
+        s.calls < 20_000,
+        "it opened as soon as the window held min_calls: {} calls",
+        s.calls
+    );
+
+    let (b, clock) = timed(9);
+    assert_eq!(
+        b.state(),
+        State::Closed,
+        "45% failing does not trip a 50% rule"
+    );
+    let s = b.snapshot();
+    // 400,000 calls over 8 s: the last 1 s, less up to one bucket of 50 ms.
+    assert!(
+        (47_000..=50_500).contains(&s.window_calls),
+        "{} calls in the window at {:?}",
+        s.window_calls,
+        clock.now()
+    );
     let rate = s.failure_rate().unwrap();
     assert!((0.44..=0.46).contains(&rate), "window failure rate {rate}");
 }
