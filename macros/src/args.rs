@@ -1209,4 +1209,27 @@ mod tests {
             errors_of("failure_rate = 0.5, min_calls = 4294967295, window = \"1m\"").is_empty()
         );
     }
+
+    #[test]
+    fn each_mistake_has_its_own_message() {
+        assert_eq!(
+            errors_of("threshold = -3"),
+            ["`threshold` must be a whole number of at least 1, not a negative number"]
+        );
+        for recovery in [r#""30s..""#, r#""..5m""#, r#"" .. ""#] {
+            let errors = errors_of(&format!("recovery = {recovery}"));
+            assert_eq!(errors.len(), 1, "{recovery}: {errors:?}");
+            assert!(
+                errors[0].starts_with("a growing `recovery` needs both ends"),
+                "{recovery}: {errors:?}"
+            );
+        }
+        // A qualified path is not a breaker declared with `failfast::breaker!`.
+        let errors = errors_of("breaker = <T>::PAYMENTS");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with("expected the path of a breaker declared with"),
+            "{errors:?}"
+        );
+    }
 }

@@ -122,7 +122,8 @@ fn classify_path(path: Path) -> Matcher {
         .iter()
         .rev()
         .skip(1)
-        .all(|s| is_snake_case(&s.ident.to_string()) || is_path_keyword(&s.ident.to_string()));
+        // Modules, `crate`, `self` and `super` included, are snake case.
+        .all(|s| is_snake_case(&s.ident.to_string()));
     if !has_arguments && modules_then_type && is_type_name(&last) {
         Matcher::Type(path)
     } else {
@@ -132,10 +133,6 @@ fn classify_path(path: Path) -> Matcher {
             path,
         }))
     }
-}
-
-fn is_path_keyword(segment: &str) -> bool {
-    matches!(segment, "crate" | "self" | "super")
 }
 
 fn is_snake_case(ident: &str) -> bool {
@@ -192,6 +189,7 @@ mod tests {
         assert_eq!(kind("mut e"), "pattern");
         assert_eq!(kind("e @ Error::Timeout"), "pattern");
         assert_eq!(kind("<E as Trait>::Timeout"), "pattern");
+        assert_eq!(kind("<E>::Timeout"), "pattern");
         assert_eq!(kind("|| true"), "predicate");
         // Paths through `crate`, `self` and `super` to a type.
         assert_eq!(kind("crate::Timeout"), "type");

@@ -61,7 +61,9 @@ impl Finder {
 /// `req`, `(req)` or `self`, as a whole expression.
 fn bare_name(expr: &Expr) -> Option<String> {
     match expr {
-        Expr::Path(path) if path.qself.is_none() => path.path.get_ident().map(ToString::to_string),
+        // A qualified path (`<T>::req`) has a leading `::` or more than one
+        // segment: never a bare name.
+        Expr::Path(path) => path.path.get_ident().map(ToString::to_string),
         Expr::Paren(inner) => bare_name(&inner.expr),
         Expr::Group(inner) => bare_name(&inner.expr),
         _ => None,

@@ -119,3 +119,44 @@ pub fn breaker(input: TokenStream) -> TokenStream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(tokens: &str) -> Result<Declaration, String> {
+        syn::parse_str::<Declaration>(tokens).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_declaration_is_one_static_with_its_settings() {
+        for tokens in [
+            r#"static PAYMENTS = threshold = 5, recovery = "30s";"#,
+            r#"pub static PAYMENTS = threshold = 5"#,
+            r#"/// Docs. 
+               pub(crate) static PAYMENTS = threshold = 5;"#,
+        ] {
+            let declaration = parsed(tokens).unwrap_or_else(|e| panic!("{tokens}: {e}"));
+            assert_eq!(declaration.ident, "PAYMENTS");
+            assert!(declaration
+                .settings
+                .to_string()
+                .starts_with("threshold = 5"));
+        }
+        let missing = parsed("PAYMENTS = threshold = 5").err().unwrap();
+        assert!(
+            missing.starts_with("expected `static NAME = settings`"),
+            "{missing}"
+        );
+        let two = parsed("static A = threshold = 5; static B = threshold = 3;").err();
+        assert_eq!(two.as_deref(), Some("one breaker per `failfast::breaker!`"));
+    }
+
+    #[test]
+    fn the_expansion_declares_the_static() {
+        let tokens = breaker(r#"static PAYMENTS = threshold = 5;"#.parse().unwrap()).to_string();
+        assert!(tokens.contains("static PAYMENTS"), "{tokens}");
+        let error = breaker("PAYMENTS".parse().unwrap()).to_string();
+        assert!(error.contains("compile_error"), "{error}");
+    }
+}
