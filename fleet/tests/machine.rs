@@ -318,11 +318,7 @@ fn an_unreachable_store_means_local_probing_and_a_resync_votes_again() {
 fn an_operator_reset_during_the_probe_is_not_reported_as_its_result() {
     let cfg = cfg();
     let member = FakeMember::new("dep");
-    let mut m = Machine::new(1);
-    let now = Instant::now();
-    m.on_snapshot(&cfg, &*member, &open(5, 1000), now);
-    let at = now + MS(1000) - cfg.probe_lead;
-    assert_eq!(m.tick(&cfg, at), Some(Command::Acquire { generation: 5 }));
+    let (mut m, at, _) = asking_for_the_lease(&cfg, &member, 5, 1000);
     let won = LeaseOutcome::Won {
         lease: cfg.probe_lease,
     };
@@ -373,6 +369,24 @@ fn a_winner_that_had_extended_its_open_probes_at_the_fleet_deadline() {
     assert_eq!(*member.releases.lock().unwrap(), [deadline]);
 }
 
+/// A machine that follows fleet open `generation` of `ms` and has just
+/// asked for its lease, `probe_lead` before the deadline: returns it with
+/// the time it asked and the deadline.
+fn asking_for_the_lease(
+    cfg: &FleetConfig,
+    member: &FakeMember,
+    generation: u64,
+    ms: u64,
+) -> (Machine, Instant, Instant) {
+    let mut m = Machine::new(1);
+    let now = Instant::now();
+    m.on_snapshot(cfg, member, &open(generation, ms), now);
+    let deadline = now + MS(ms);
+    let at = deadline - cfg.probe_lead;
+    assert_eq!(m.tick(cfg, at), Some(Command::Acquire { generation }));
+    (m, at, deadline)
+}
+
 /// A machine that follows fleet open `generation` of `ms`, won its lease
 /// `probe_lead` before the deadline, and whose trial then failed at the
 /// deadline: returns it with the deadline, once the failure was reported.
@@ -382,12 +396,7 @@ fn prober_whose_trial_failed(
     generation: u64,
     ms: u64,
 ) -> (Machine, Instant) {
-    let mut m = Machine::new(1);
-    let now = Instant::now();
-    m.on_snapshot(cfg, member, &open(generation, ms), now);
-    let deadline = now + MS(ms);
-    let at = deadline - cfg.probe_lead;
-    assert_eq!(m.tick(cfg, at), Some(Command::Acquire { generation }));
+    let (mut m, at, deadline) = asking_for_the_lease(cfg, member, generation, ms);
     let won = LeaseOutcome::Won {
         lease: cfg.probe_lease,
     };
@@ -465,11 +474,7 @@ fn a_refused_or_failed_report_does_not_leave_the_prober_waiting() {
 fn a_stale_lease_request_probes_locally_until_the_newer_generation_arrives() {
     let cfg = cfg();
     let member = FakeMember::new("dep");
-    let mut m = Machine::new(1);
-    let now = Instant::now();
-    m.on_snapshot(&cfg, &*member, &open(4, 1000), now);
-    let at = now + MS(1000) - cfg.probe_lead;
-    assert_eq!(m.tick(&cfg, at), Some(Command::Acquire { generation: 4 }));
+    let (mut m, at, _) = asking_for_the_lease(&cfg, &member, 4, 1000);
     m.on_lease(&cfg, &*member, Ok(LeaseOutcome::Stale), at);
     assert!(m.probes_locally());
     assert!(!m.holds_lease());
