@@ -403,7 +403,7 @@ impl Breaker {
     fn admit(&self, mut w: Word) -> Result<Permit<'_>, Rejected> {
         loop {
             match (w.mode(), w.tag()) {
-                (MODE_FORCED_OPEN, _) => return Err(self.rejection(State::Open, RetryAt::Unknown)),
+                (MODE_FORCED_OPEN, _) => return Err(self.rejection(State::Open, RetryAt::UNKNOWN)),
                 (MODE_FORCED_CLOSED, _) => return Ok(self.passive()),
                 (_, TAG_CLOSED) => return Ok(self.permit(w)),
                 (mode, TAG_OPEN) => {
@@ -430,7 +430,7 @@ impl Breaker {
                     } else if self.clock.reached(self.lease_until.load(Ordering::Acquire)) {
                         w.with_trials(w.round() + 1, 1, w.successes())
                     } else {
-                        return self.refuse(mode, State::HalfOpen, RetryAt::Unknown);
+                        return self.refuse(mode, State::HalfOpen, RetryAt::UNKNOWN);
                     };
                     self.take_lease();
                     match self.cas(w, next) {

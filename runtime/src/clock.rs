@@ -150,39 +150,60 @@ impl Clock {
             Clock::System => {
                 #[cfg(feature = "testing")]
                 if let Some(now) = crate::testing::now() {
-                    return RetryAt::After(Duration::from_nanos(deadline.saturating_sub(now)));
+                    return RetryAt::after(deadline.saturating_sub(now));
                 }
-                RetryAt::System(deadline)
+                RetryAt::system(deadline)
             }
             Clock::Manual(m) => {
                 let now = m.nanos.load(Ordering::SeqCst);
-                RetryAt::After(Duration::from_nanos(deadline.saturating_sub(now)))
+                RetryAt::after(deadline.saturating_sub(now))
             }
         }
     }
 }
 
-/// The next trial's time as carried by a [`Rejected`](crate::Rejected).
+/// The next trial's time as carried by a [`Rejected`](crate::Rejected), in
+/// one word: a deadline on the system clock (nanoseconds since the origin,
+/// kept raw so a rejection does no clock arithmetic and `retry_after()` is
+/// exact whenever it is asked), a remaining time measured on a manual
+/// clock (marked by the top bit), or `UNKNOWN` (forced open, or trials in
+/// flight).
+///
+/// One word with no padding, because rejections are returned through
+/// memory and copied by callers: a wider load over a narrower store (an
+/// enum holding a `Duration`'s `u32` beside padding) cannot be forwarded
+/// from the store buffer, and that stall cost more than the rest of a
+/// refusal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RetryAt {
-    /// Not known (forced open, or trials in flight).
-    Unknown,
-    /// A deadline on the system clock, in nanoseconds since the origin:
-    /// `retry_after()` is exact whenever it is asked. Kept raw so a rejection
-    /// does no clock arithmetic.
-    System(u64),
-    /// A manual clock: the remaining time when the call was rejected.
-    After(Duration),
-}
+pub(crate) struct RetryAt(u64);
 
 impl RetryAt {
+    /// Marks a remaining time measured on a manual clock.
+    const AFTER: u64 = 1 << 63;
+    /// No known time.
+    pub(crate) const UNKNOWN: RetryAt = RetryAt(u64::MAX);
+
+    /// A deadline on the system clock.
+    pub(crate) fn system(deadline: u64) -> Self {
+        RetryAt(deadline.min(Self::AFTER - 1))
+    }
+
+    /// A remaining time, measured when the call was rejected.
+    pub(crate) fn after(nanos: u64) -> Self {
+        RetryAt(nanos.min(Self::AFTER - 2) | Self::AFTER)
+    }
+
+    pub(crate) fn is_unknown(self) -> bool {
+        self == Self::UNKNOWN
+    }
+
     pub(crate) fn remaining(self) -> Option<Duration> {
-        match self {
-            RetryAt::Unknown => None,
-            RetryAt::System(deadline) => {
-                Some(Duration::from_nanos(deadline.saturating_sub(system_now())))
-            }
-            RetryAt::After(d) => Some(d),
+        if self.is_unknown() {
+            None
+        } else if self.0 & Self::AFTER != 0 {
+            Some(Duration::from_nanos(self.0 & !Self::AFTER))
+        } else {
+            Some(Duration::from_nanos(self.0.saturating_sub(system_now())))
         }
     }
 }

@@ -114,7 +114,7 @@ impl Rejected {
     pub(crate) fn new(name: Name, state: State, retry_at: RetryAt) -> Self {
         let reason = match (state, retry_at) {
             (State::HalfOpen, _) => Reason::TrialsInFlight,
-            (_, RetryAt::Unknown) => Reason::ForcedOpen,
+            (_, RetryAt::UNKNOWN) => Reason::ForcedOpen,
             _ => Reason::Open,
         };
         Self {
@@ -131,7 +131,7 @@ impl Rejected {
             name,
             state,
             reason: Reason::ConcurrencyLimit,
-            retry_at: RetryAt::Unknown,
+            retry_at: RetryAt::UNKNOWN,
         }
     }
 
@@ -529,7 +529,7 @@ mod tests {
         let failed: Error<&str> = Error::Failed("down");
         let timeout: Error<&str> = Error::Timeout(timed_out());
         let rejected: Error<&str> =
-            Error::Rejected(Rejected::new(name(), State::Open, RetryAt::Unknown));
+            Error::Rejected(Rejected::new(name(), State::Open, RetryAt::UNKNOWN));
         assert_eq!(
             [
                 failed.is_failed(),
