@@ -136,6 +136,23 @@ fn assign() -> u32 {
     code
 }
 
+#[cfg(not(loom))]
+/// This thread's slot index (its shard), assigning it on first use: threads
+/// that own a slot each have a different one.
+#[inline]
+pub(crate) fn thread_slot() -> usize {
+    let mut code = SLOT.get();
+    if code == 0 {
+        code = assign();
+    }
+    ((code & !SHARED) - 1) as usize
+}
+
+/// How many slot indexes `thread_slot` can give (owned and shared).
+pub(crate) fn thread_slots() -> usize {
+    (slots() + SHARED_SHARDS) as usize
+}
+
 impl Totals {
     pub(crate) const fn new() -> Self {
         Self {

@@ -259,34 +259,55 @@ fn manual_control_racing_a_trial_never_wedges() {
     });
 }
 
+/// `threads` threads entering a bulkhead of `max` `rounds` times each: never
+/// more than `max` inside at once, and every place comes back.
+fn bulkhead_model(max: u32, threads: usize, rounds: usize) -> Arc<failfast_runtime::Bulkhead> {
+    use loom::sync::atomic::{AtomicU32, Ordering::SeqCst};
+
+    let bulkhead = Arc::new(failfast_runtime::Bulkhead::new(max));
+    let inside = Arc::new(AtomicU32::new(0));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (bulkhead, inside) = (bulkhead.clone(), inside.clone());
+            thread::spawn(move || {
+                for _ in 0..rounds {
+                    if let Some(slot) = bulkhead.try_enter() {
+                        assert!(inside.fetch_add(1, SeqCst) < max);
+                        inside.fetch_sub(1, SeqCst);
+                        drop(slot);
+                    }
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    assert_eq!(bulkhead.running(), 0);
+    bulkhead
+}
+
 /// A bulkhead of one, two threads each entering twice: never two inside at
 /// once, and every slot comes back.
 #[test]
 fn a_bulkhead_never_admits_more_than_its_max() {
-    use failfast_runtime::Bulkhead;
-    use loom::sync::atomic::{AtomicU32, Ordering::SeqCst};
-
     model(|| {
-        let bulkhead = Arc::new(Bulkhead::new(1));
-        let inside = Arc::new(AtomicU32::new(0));
-        let handles: Vec<_> = (0..2)
-            .map(|_| {
-                let (bulkhead, inside) = (bulkhead.clone(), inside.clone());
-                thread::spawn(move || {
-                    for _ in 0..2 {
-                        if let Some(slot) = bulkhead.try_enter() {
-                            assert_eq!(inside.fetch_add(1, SeqCst), 0);
-                            inside.fetch_sub(1, SeqCst);
-                            drop(slot);
-                        }
-                    }
-                })
-            })
-            .collect();
-        for handle in handles {
-            handle.join().unwrap();
-        }
-        assert_eq!(bulkhead.running(), 0);
+        bulkhead_model(1, 2, 2);
+    });
+}
+
+/// A bulkhead of two, three threads entering once each and the main thread
+/// after them: never three inside at once, whichever counter (the central
+/// one, or a thread's stripe) each place is taken from and given back to;
+/// afterwards both places are found again.
+#[test]
+fn a_striped_bulkhead_never_admits_more_than_its_max() {
+    model(|| {
+        let bulkhead = bulkhead_model(2, 3, 1);
+        let first = bulkhead.try_enter().expect("a place");
+        let second = bulkhead.try_enter().expect("a second place");
+        assert!(bulkhead.try_enter().is_none());
+        drop((first, second));
     });
 }
 
