@@ -111,6 +111,19 @@ fn bare_fetch_add() -> Result<(), Fault> {
     work(arg())
 }
 
+thread_local! {
+    /// A count on this thread's own line: what the breaker's running totals
+    /// do per call.
+    static COUNTED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The floor of counting every call exactly without a shared write: one
+/// increment of a counter this thread alone writes.
+fn bare_counted() -> Result<(), Fault> {
+    COUNTED.set(COUNTED.get() + 1);
+    work(arg())
+}
+
 static RUNNING: AtomicU32 = AtomicU32::new(0);
 
 /// The floor of any exact concurrency limit: a slot taken with a
@@ -344,6 +357,9 @@ fn closed_consecutive(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("closed_1_thread");
     g.bench_function("floor: bare call", |b| each(b, bare));
+    g.bench_function("floor: bare call + a count on this thread's line", |b| {
+        each(b, bare_counted)
+    });
     g.bench_function("floor: bare call + shared fetch_add", |b| {
         each(b, bare_fetch_add)
     });
@@ -428,6 +444,9 @@ fn closed_rate(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("rate_1_thread");
     g.bench_function("floor: bare call", |b| each(b, bare));
+    g.bench_function("floor: bare call + a count on this thread's line", |b| {
+        each(b, bare_counted)
+    });
     g.bench_function("floor: bare call + shared fetch_add", |b| {
         each(b, bare_fetch_add)
     });
