@@ -196,18 +196,23 @@ impl Window {
     }
 }
 
-/// Read by every call: whether the window holds an event.
+/// The window's events; read by a success only while the window is not
+/// settled, written by every event.
 #[derive(Debug, Default)]
 struct Events {
     failures: AtomicU32,
     slow: AtomicU32,
-    /// Successes need no verdict: the window has held `min_calls` calls
-    /// since it was cleared (a success then only lowers the shares).
-    settled: AtomicBool,
 }
 
 #[derive(Debug)]
 pub(crate) struct CountWindow {
+    /// Successes need no verdict: the window has held `min_calls` calls
+    /// since it was cleared (a success then only lowers the shares). Read
+    /// first by every success, written only when the window is cleared or
+    /// settles: on a line of its own, so that threads recording events
+    /// (which write `events`) do not take it away from threads recording
+    /// successes.
+    settled: Padded<AtomicBool>,
     events: Padded<Events>,
     /// Position of the latest event (or clear): only ever grows.
     last: Padded<AtomicU64>,
@@ -225,6 +230,7 @@ impl CountWindow {
         let words = size.div_ceil(64) as usize;
         let bits = || (0..words).map(|_| AtomicU64::new(0)).collect();
         Self {
+            settled: Padded(AtomicBool::new(false)),
             events: Padded(Events::default()),
             last: Padded(AtomicU64::new(0)),
             start: AtomicU64::new(0),
@@ -265,7 +271,7 @@ impl CountWindow {
     #[inline]
     fn quiet(&self) -> bool {
         let e = &self.events.0;
-        (e.failures.load(Relaxed) == 0 && e.slow.load(Relaxed) == 0) || e.settled.load(Relaxed)
+        self.settled.0.load(Relaxed) || (e.failures.load(Relaxed) == 0 && e.slow.load(Relaxed) == 0)
     }
 
     /// A success while the window fills up after holding an event: the call
@@ -286,7 +292,7 @@ impl CountWindow {
             .position(calls(), last)
             .saturating_sub(self.start.load(Relaxed));
         if since >= min_calls().min(size) {
-            self.events.0.settled.store(true, Relaxed);
+            self.settled.0.store(true, Relaxed);
         }
         since <= size && trips(self.tally_at(since))
     }
@@ -403,7 +409,7 @@ impl CountWindow {
         // Published with the start: an event that sees this position sees
         // the start too.
         self.last.0.fetch_max(position, Release);
-        self.events.0.settled.store(false, Relaxed);
+        self.settled.0.store(false, Relaxed);
         for (bits, total) in self.bits_and_totals() {
             for word in bits {
                 let cleared = word.swap(0, Relaxed).count_ones();
