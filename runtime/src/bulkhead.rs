@@ -369,6 +369,31 @@ mod tests {
         assert_eq!(bulkhead.running(), 0);
     }
 
+    /// More threads alive at once than there are thread slots: the later
+    /// ones share slots whose index is past the last stripe, and still map
+    /// onto a stripe.
+    #[test]
+    fn threads_beyond_the_stripes_share_them() {
+        let bulkhead = striped(1024);
+        let threads = crate::totals::thread_slots() + 4;
+        let start = std::sync::Barrier::new(threads);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    start.wait();
+                    // Every thread reaches the second wait, so that a panic
+                    // here fails the test instead of stranding the others.
+                    let entered = std::panic::catch_unwind(|| bulkhead.try_enter());
+                    start.wait();
+                    let slot = entered.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                    drop(slot.expect("room for all"));
+                });
+            }
+        });
+        assert_eq!(bulkhead.running(), 0);
+        assert_eq!(take_all(&bulkhead).len(), 1024);
+    }
+
     #[test]
     fn a_bulkhead_of_one_never_stripes() {
         let bulkhead = Bulkhead::new(1);

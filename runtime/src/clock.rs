@@ -316,6 +316,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_retry_time_at_the_ends_of_its_range_keeps_its_kind() {
+        let century = Duration::from_secs(100 * 365 * 86_400);
+        // A deadline too far to have its own bit is still a deadline.
+        let far = RetryAt::system(u64::MAX);
+        assert!(!far.is_unknown());
+        assert!(far.remaining().unwrap() > century);
+        // A remaining time too long for the word saturates, short of the
+        // value that means "unknown".
+        let long = RetryAt::after(u64::MAX);
+        assert!(!long.is_unknown());
+        assert_eq!(long.remaining(), Some(Duration::from_nanos((1 << 63) - 2)));
+        assert_eq!(RetryAt::after(5).remaining(), Some(Duration::from_nanos(5)));
+        assert_eq!(RetryAt::after(0).remaining(), Some(Duration::ZERO));
+        assert_eq!(RetryAt::UNKNOWN.remaining(), None);
+    }
+
+    #[test]
     fn manual_clock_clones_share_time() {
         let a = ManualClock::new();
         let b = a.clone();
