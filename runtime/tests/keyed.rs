@@ -35,6 +35,16 @@ fn one_sick_host_opens_only_its_own_breaker() {
 }
 
 #[test]
+fn a_family_is_empty_until_its_first_key() {
+    let keys = family("keyed.empty", 4);
+    assert!(keys.is_empty());
+    assert_eq!(keys.len(), 0);
+    let _ = keys.get("a");
+    assert!(!keys.is_empty());
+    assert_eq!(keys.len(), 1);
+}
+
+#[test]
 fn the_least_recently_used_closed_breaker_is_evicted() {
     let keys = family("keyed.lru", 3);
     for k in ["a", "b", "c"] {
