@@ -106,6 +106,19 @@ fn a_family_full_of_open_breakers_gives_new_keys_an_unstored_breaker() {
     let z = keys.get("z");
     assert!(Arc::ptr_eq(&z, &keys.get("z")));
     assert_eq!((keys.len(), keys.unstored(), keys.evicted()), (2, 2, 1));
+    // The registry's handle reports the same counts.
+    keys.register();
+    let listed = registry::family("keyed.all-open").expect("registered");
+    assert_eq!(
+        (
+            listed.created(),
+            listed.evicted(),
+            listed.unstored(),
+            listed.max_keys()
+        ),
+        (3, 1, 2, 2)
+    );
+    assert_eq!(keys.created(), 3);
 }
 
 #[test]
