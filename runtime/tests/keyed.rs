@@ -201,6 +201,20 @@ fn a_registered_family_is_one_entry_with_its_members() {
 }
 
 #[test]
+fn registering_a_family_keeps_those_registered_before() {
+    let first = family("keyed.registered-first", 4);
+    let second = family("keyed.registered-second", 4);
+    first.register();
+    second.register();
+    for name in ["keyed.registered-first", "keyed.registered-second"] {
+        assert!(registry::family(name).is_some(), "{name}");
+    }
+    drop(first);
+    assert!(registry::family("keyed.registered-first").is_none());
+    assert!(registry::family("keyed.registered-second").is_some());
+}
+
+#[test]
 fn max_keys_of_zero_is_refused() {
     let refused = Family::<String>::builder(Breaker::builder())
         .max_keys(0)
