@@ -428,3 +428,34 @@ impl<E> Classify<Response, E> for HttpClassifier {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(text: &str) -> reqwest::Url {
+        reqwest::Url::parse(text).unwrap()
+    }
+
+    /// Requests to one host find the breaker its first request made, whatever
+    /// their path; another port is another host.
+    #[test]
+    fn a_host_keeps_one_breaker_across_requests() {
+        let middleware =
+            CircuitBreakerMiddleware::per_host(Breaker::builder().name("upstream")).unwrap();
+        let first = middleware
+            .breaker_for(&url("http://10.0.0.3:8080/a"))
+            .unwrap();
+        let again = middleware
+            .breaker_for(&url("http://10.0.0.3:8080/b?q=1"))
+            .unwrap();
+        assert!(std::ptr::eq(&*first, &*again), "{}", again.name());
+        let other = middleware
+            .breaker_for(&url("http://10.0.0.3:8081/a"))
+            .unwrap();
+        assert!(!std::ptr::eq(&*first, &*other));
+        assert_eq!(other.name(), "upstream[10.0.0.3:8081]");
+        let hosts = middleware.hosts().unwrap();
+        assert_eq!((hosts.len(), hosts.created()), (2, 2));
+    }
+}

@@ -1162,5 +1162,31 @@ mod tests {
         }
     }
 
+    /// The layer is ready when the service it wraps is: a concurrency limit
+    /// inside it holds a second caller back until the first is answered.
+    #[tokio::test]
+    async fn readiness_is_the_inner_services() {
+        use std::task::{Context, Waker};
+        use tower::limit::ConcurrencyLimit;
+        use tower::{service_fn, ServiceExt};
+
+        let breaker = Breaker::builder().name("tower-ready").build().unwrap();
+        let service = CircuitBreakerLayer::new(breaker).layer(ConcurrencyLimit::new(
+            service_fn(|n: u32| async move { Ok::<_, Infallible>(http::Response::new(n)) }),
+            1,
+        ));
+        let mut first = service.clone();
+        let mut second = service;
+        first.ready().await.unwrap();
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(
+            second.poll_ready(&mut cx).is_pending(),
+            "the limit is taken"
+        );
+        assert_eq!(first.call(7).await.unwrap().into_body(), 7);
+        second.ready().await.unwrap();
+        assert_eq!(second.call(8).await.unwrap().into_body(), 8);
+    }
+
     use std::convert::Infallible;
 }

@@ -313,6 +313,24 @@ fn subscriptions_by_name_and_for_all_see_only_what_they_asked_for_until_dropped(
     assert!(all.take().is_empty());
 }
 
+/// A kept subscription listens for the rest of the program: the handle is
+/// gone, the listener stays.
+#[test]
+fn a_kept_subscription_keeps_listening() {
+    let clock = ManualClock::new();
+    let b = builder(&clock)
+        .name("events-kept")
+        .threshold(1)
+        .build()
+        .unwrap();
+    let log = Log::default();
+    log.listen(&b).keep();
+    fail(&b);
+    assert_eq!(log.one().to, State::Open);
+    b.reset();
+    assert_eq!(log.one().to, State::Closed);
+}
+
 /// Two threads drive one breaker through every state as fast as they can,
 /// moving the clock as they go: the events of that breaker come numbered
 /// 1, 2, 3, … and each starts in the state the previous one entered.

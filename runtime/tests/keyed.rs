@@ -35,6 +35,16 @@ fn one_sick_host_opens_only_its_own_breaker() {
 }
 
 #[test]
+fn a_family_is_empty_until_its_first_key() {
+    let keys = family("keyed.empty", 4);
+    assert!(keys.is_empty());
+    assert_eq!(keys.len(), 0);
+    let _ = keys.get("a");
+    assert!(!keys.is_empty());
+    assert_eq!(keys.len(), 1);
+}
+
+#[test]
 fn the_least_recently_used_closed_breaker_is_evicted() {
     let keys = family("keyed.lru", 3);
     for k in ["a", "b", "c"] {
@@ -96,6 +106,19 @@ fn a_family_full_of_open_breakers_gives_new_keys_an_unstored_breaker() {
     let z = keys.get("z");
     assert!(Arc::ptr_eq(&z, &keys.get("z")));
     assert_eq!((keys.len(), keys.unstored(), keys.evicted()), (2, 2, 1));
+    // The registry's handle reports the same counts.
+    keys.register();
+    let listed = registry::family("keyed.all-open").expect("registered");
+    assert_eq!(
+        (
+            listed.created(),
+            listed.evicted(),
+            listed.unstored(),
+            listed.max_keys()
+        ),
+        (3, 1, 2, 2)
+    );
+    assert_eq!(keys.created(), 3);
 }
 
 #[test]
@@ -175,6 +198,20 @@ fn a_registered_family_is_one_entry_with_its_members() {
         .iter()
         .all(|b| !b.name().starts_with("keyed.registered")));
     assert!(registry::get("keyed.registered[db-9]").is_none());
+}
+
+#[test]
+fn registering_a_family_keeps_those_registered_before() {
+    let first = family("keyed.registered-first", 4);
+    let second = family("keyed.registered-second", 4);
+    first.register();
+    second.register();
+    for name in ["keyed.registered-first", "keyed.registered-second"] {
+        assert!(registry::family(name).is_some(), "{name}");
+    }
+    drop(first);
+    assert!(registry::family("keyed.registered-first").is_none());
+    assert!(registry::family("keyed.registered-second").is_some());
 }
 
 #[test]

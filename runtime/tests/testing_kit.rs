@@ -34,3 +34,22 @@ fn an_installed_clock_decides_the_open_deadline_to_the_nanosecond() {
         "a second, different clock in one binary is refused"
     );
 }
+
+#[test]
+fn reset_by_name_closes_that_breaker_and_says_whether_there_was_one() {
+    let b = std::sync::Arc::new(
+        Breaker::builder()
+            .name("kit-reset")
+            .threshold(1)
+            // Longer than the other test moves the installed clock.
+            .recovery(Duration::from_secs(3600))
+            .build()
+            .unwrap(),
+    );
+    failfast_runtime::registry::register(&b);
+    let _ = b.call(|| Err::<(), _>("down"));
+    assert_eq!(b.state(), State::Open);
+    assert!(testing::reset("kit-reset"));
+    assert_eq!(b.state(), State::Closed);
+    assert!(!testing::reset("kit-no-such-breaker"));
+}
