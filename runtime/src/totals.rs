@@ -136,16 +136,26 @@ fn assign() -> u32 {
     code
 }
 
-#[cfg(not(loom))]
+/// This thread's slot code, assigning one on first use.
+#[inline]
+fn thread_code() -> u32 {
+    match SLOT.get() {
+        0 => assign(),
+        code => code,
+    }
+}
+
+/// The shard index of a slot code.
+fn shard_index(code: u32) -> usize {
+    ((code & !SHARED) - 1) as usize
+}
+
 /// This thread's slot index (its shard), assigning it on first use: threads
 /// that own a slot each have a different one.
+#[cfg(not(loom))]
 #[inline]
 pub(crate) fn thread_slot() -> usize {
-    let mut code = SLOT.get();
-    if code == 0 {
-        code = assign();
-    }
-    ((code & !SHARED) - 1) as usize
+    shard_index(thread_code())
 }
 
 /// How many slot indexes `thread_slot` can give (owned and shared).
@@ -181,16 +191,13 @@ impl Totals {
     #[cold]
     #[inline(never)]
     fn add_slow(&self, what: usize) {
-        let mut code = SLOT.get();
-        if code == 0 {
-            code = assign();
-        }
+        let code = thread_code();
         let shards = self.shards.get_or_init(|| {
             (0..slots() + SHARED_SHARDS)
                 .map(|_| Shard::default())
                 .collect()
         });
-        let counter = &shards[((code & !SHARED) - 1) as usize].0[what];
+        let counter = &shards[shard_index(code)].0[what];
         if code & SHARED == 0 {
             counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         } else {
