@@ -15,7 +15,7 @@
 //!     // (with `key` or `breaker = NAME`, the static and these two lines
 //!     // differ: see `source`)
 //!     let __failfast_breaker: &'static Breaker = breaker(&__FAILFAST_BREAKER);
-//!     let [mut] __failfast_permit = match acquire(__failfast_breaker) {   // `mut` if async
+//!     let [mut] __failfast_permit = match acquire(__failfast_breaker) {   // `mut` with max_concurrent
 //!         Ok(permit) => permit,
 //!         Err(rejected) => return join::<Ret>(Err(rejected(rejected))), // at E; FromRejected
 //!         // with a fallback: break 'fallback Error::Rejected(rejected)
@@ -27,11 +27,12 @@
 //!         None => { let rejected = concurrency_limit(__failfast_breaker, &permit); /* as above */ }
 //!     };
 //!     let __failfast_result: Ret = run(move || -> Ret { body });        // sync
-//!     let __failfast_result: Ret =                                        // async
-//!         body(&mut __failfast_permit, async move { <fake return>; body }).await;
-//!     let __failfast_result: Ret = match timeout(Tokio, &mut __failfast_permit,  // `timeout`
-//!         LIMIT, async move { .. }).await {
-//!         Ok(result) => result,
+//!     // async: the body owns the permit while it runs and gives it back
+//!     let (__failfast_result, __failfast_permit): (Ret, _) =
+//!         body(__failfast_permit, async move { <fake return>; body }).await;
+//!     let (__failfast_result, __failfast_permit): (Ret, _) =       // `timeout`
+//!         match timeout(Tokio, __failfast_permit, LIMIT, async move { .. }).await {
+//!         Ok(result_and_permit) => result_and_permit,
 //!         // the failure is already recorded
 //!         Err(timed_out) => return join::<Ret>(Err(timed_out(timed_out))), // at E; FromTimedOut
 //!         // with a fallback: break 'fallback Error::Timeout(timed_out)
@@ -882,7 +883,7 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     // failure itself when the limit passes; the timer's marker sits at the
     // key, where a missing `tokio` feature is reported.
     let await_body = |future: TokenStream| match &args.timeout {
-        None => quote!(#private::body(&mut __failfast_permit, #future).await),
+        None => quote!(#private::body(__failfast_permit, #future).await),
         Some(timeout) => {
             let limit = duration(timeout.value);
             let key = args.written("timeout").map_or(timeout.span, Ident::span);
@@ -890,7 +891,7 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
             quote! {
                 match #private::timeout(
                     #timer,
-                    &mut __failfast_permit,
+                    __failfast_permit,
                     #limit,
                     #future,
                 ).await {
@@ -933,9 +934,17 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
             }
         },
     };
-    // An async body is polled through `body`, which borrows the permit: only
-    // a panic raised while the body itself is polled counts as its failure.
-    let mut_ = (is_async || args.max_concurrent.is_some()).then(|| quote!(mut));
+    // An async body is polled through `body`, which owns the permit while the
+    // body runs and gives it back with the body's output (see `Body` in the
+    // runtime): only a panic raised while the body itself is polled counts as
+    // its failure, and the function's future holds no permit of its own
+    // across the `.await`.
+    let mut_ = args.max_concurrent.is_some().then(|| quote!(mut));
+    let result = if is_async {
+        quote!((__failfast_result, __failfast_permit): (#output, _))
+    } else {
+        quote!(__failfast_result: #output)
+    };
     // With `max_concurrent`, a place in the bulkhead is taken once the
     // breaker has admitted the call (an open breaker refuses without touching
     // it) and held until the function returns, unwinds or is dropped; a full
@@ -966,7 +975,7 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
             ::core::result::Result::Err(__failfast_rejected) => #on_reject,
         };
         #enter
-        let __failfast_result: #output = #run;
+        let #result = #run;
         #allow
         match #split(__failfast_result) {
             ::core::result::Result::Ok(__failfast_value) => {
@@ -1204,13 +1213,15 @@ mod tests {
         let (_, _, output) = async_trait_body(&func).expect("recognised");
         assert_eq!(quote!(#output).to_string(), "Result < u32 , E >");
         let out = expand("", &quote!(#func).to_string());
-        let (outer, inner) = out.split_once("let __failfast_result").unwrap();
+        let (outer, inner) = out
+            .split_once("let (__failfast_result , __failfast_permit)")
+            .unwrap();
         assert!(outer.contains("Box :: pin (async move {"), "{out}");
         assert!(outer.contains("static __FAILFAST_BREAKER"), "{out}");
         assert!(
             inner.starts_with(
-                " : Result < u32 , E > = :: failfast :: __private :: body \
-                 (& mut __failfast_permit , async move { let __self = self ;"
+                " : (Result < u32 , E > , _) = :: failfast :: __private :: body \
+                 (__failfast_permit , async move { let __self = self ;"
             ),
             "{out}"
         );

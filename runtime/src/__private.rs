@@ -33,11 +33,12 @@ pub fn acquire(breaker: &'static Breaker) -> Result<Permit<'static>, Rejected> {
     breaker.acquire()
 }
 
-/// Polls `future` as the protected body: a panic raised while `future` is
-/// being polled records a failure on `permit` at once; afterwards the permit's
-/// drop is neutral, whatever else is panicking.
+/// Polls `future` as the protected body, which owns `permit` while it runs
+/// and gives it back with its output: a panic raised while `future` is being
+/// polled records a failure on `permit` at once; afterwards the permit's drop
+/// is neutral, whatever else is panicking.
 #[inline]
-pub fn body<'p, 'b, F: Future>(permit: &'p mut Permit<'b>, future: F) -> Body<'p, 'b, F> {
+pub fn body<'b, F: Future>(permit: Permit<'b>, future: F) -> Body<'b, F> {
     Body::new(permit, future)
 }
 
@@ -164,14 +165,15 @@ pub fn keyed<T: KeyedFeature>(_marker: T) {}
 
 /// Polls `future` as the protected body, as [`body`] does, for at most
 /// `limit`: past it the body is dropped, a failure is recorded on `permit`,
-/// and the output is `Err(TimedOut)`.
+/// and the output is `Err(TimedOut)`; before it, `Ok` with the body's output
+/// and the permit.
 #[inline]
-pub fn timeout<'p, 'b, T: TokioFeature, F: Future>(
+pub fn timeout<'b, T: TokioFeature, F: Future>(
     _timer: T,
-    permit: &'p mut Permit<'b>,
+    permit: Permit<'b>,
     limit: Duration,
     future: F,
-) -> Timeout<'p, 'b, F> {
+) -> Timeout<'b, F> {
     let name = permit.breaker().shared_name();
     Timeout::new(permit, name, limit, future)
 }

@@ -364,11 +364,18 @@ impl Breaker {
                 started: counter,
             }
         } else {
-            Permit {
-                breaker: self,
-                admitted: with_epoch(admitted.0 & !MODE_BITS, counter),
-                started: self.clock.now(),
-            }
+            self.timed_permit(admitted, counter)
+        }
+    }
+
+    /// `permit` under the slow-call rule, which reads the clock: out of
+    /// line, so that the common permit stays small where it is inlined.
+    #[inline(never)]
+    fn timed_permit(&self, admitted: Word, counter: u64) -> Permit<'_> {
+        Permit {
+            breaker: self,
+            admitted: with_epoch(admitted.0 & !MODE_BITS, counter),
+            started: self.clock.now(),
         }
     }
 
@@ -936,8 +943,8 @@ impl Breaker {
         C: FnOnce(&E) -> bool,
         Fut: Future<Output = Result<T, E>>,
     {
-        let mut permit = self.acquire()?;
-        let result = crate::body::Body::new(&mut permit, future).await;
+        let permit = self.acquire()?;
+        let (result, permit) = crate::body::Body::new(permit, future).await;
         permit.resolve(&result, counts);
         result.map_err(Error::Failed)
     }
@@ -1004,12 +1011,12 @@ impl Permit<'_> {
         self.admitted != PASSIVE && Word(self.admitted).tag() == TAG_HALF_OPEN
     }
 
-    /// From now on a panic while this permit is dropped is not the protected
-    /// body's: its polls are watched instead.
+    /// From now on the protected body's polls are watched: a panic while this
+    /// permit is dropped is not the body's, and a drop without an outcome is
+    /// an abandoned call. (`PASSIVE` has every bit set, `TRACKED` included.)
+    #[inline]
     pub(crate) fn track_body(&mut self) {
-        if self.admitted != PASSIVE {
-            self.admitted |= TRACKED;
-        }
+        self.admitted |= TRACKED;
     }
 
     /// The protected body panicked or ran out of time: a failure, recorded now.
@@ -1093,13 +1100,24 @@ impl Detached {
 }
 
 impl Drop for Permit<'_> {
+    /// Dropped without an outcome. A permit whose body is watched
+    /// (`track_body`) was abandoned: neutral, or slow past `slow`, whatever
+    /// else is panicking (its body's own panic was recorded when it was
+    /// raised). Any other permit is a failure while the thread panics
+    /// (the protected code unwound through it), neutral otherwise.
     fn drop(&mut self) {
-        let outcome = if self.admitted & TRACKED == 0 && std::thread::panicking() {
+        let tracked = self.admitted & TRACKED != 0;
+        let outcome = if !tracked && std::thread::panicking() {
             Outcome::Failure
         } else {
             Outcome::Neutral
         };
-        self.breaker.finish(self.admitted, self.started, outcome);
+        self.breaker.finish_timed(
+            self.admitted,
+            self.started,
+            outcome,
+            tracked || outcome == Outcome::Failure,
+        );
     }
 }
 

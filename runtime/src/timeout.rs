@@ -31,15 +31,15 @@ pin_project_lite::pin_project! {
     /// The protected body of a call admitted by a [`Permit`], with a time
     /// limit; see [`__private::timeout`](crate::__private::timeout).
     #[must_use = "futures do nothing unless awaited"]
-    pub struct Timeout<'p, 'b, F> {
+    pub struct Timeout<'b, F> {
         #[pin]
-        body: Body<'p, 'b, F>,
+        body: Body<'b, F>,
         #[pin]
         sleep: Sleep,
         timed_out: TimedOut,
     }
 
-    impl<'p, 'b, F> PinnedDrop for Timeout<'p, 'b, F> {
+    impl<'b, F> PinnedDrop for Timeout<'b, F> {
         fn drop(this: Pin<&mut Self>) {
             // Dropped from outside after the limit passed, before this future
             // was polled again to notice: the call timed out all the same.
@@ -51,9 +51,9 @@ pin_project_lite::pin_project! {
     }
 }
 
-impl<'p, 'b, F: Future> Timeout<'p, 'b, F> {
+impl<'b, F: Future> Timeout<'b, F> {
     /// Starts the clock on `future` (for `name`'s breaker) now.
-    pub(crate) fn new(permit: &'p mut Permit<'b>, name: Name, limit: Duration, future: F) -> Self {
+    pub(crate) fn new(permit: Permit<'b>, name: Name, limit: Duration, future: F) -> Self {
         Self {
             body: Body::new(permit, future),
             sleep: sleep(limit),
@@ -62,8 +62,8 @@ impl<'p, 'b, F: Future> Timeout<'p, 'b, F> {
     }
 }
 
-impl<F: Future> Future for Timeout<'_, '_, F> {
-    type Output = Result<F::Output, TimedOut>;
+impl<'b, F: Future> Future for Timeout<'b, F> {
+    type Output = Result<(F::Output, Permit<'b>), TimedOut>;
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {

@@ -81,9 +81,9 @@ impl Breaker {
         C: FnOnce(&E) -> bool,
         Fut: Future<Output = Result<T, E>>,
     {
-        let mut permit = self.acquire()?;
-        match Timeout::new(&mut permit, self.shared_name(), limit, future).await {
-            Ok(result) => {
+        let permit = self.acquire()?;
+        match Timeout::new(permit, self.shared_name(), limit, future).await {
+            Ok((result, permit)) => {
                 permit.resolve(&result, counts);
                 result.map_err(Error::Failed)
             }
