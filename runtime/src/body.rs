@@ -28,7 +28,8 @@ use std::mem::ManuallyDrop;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::breaker::Permit;
+use crate::breaker::{Breaker, Permit};
+use crate::error::Error;
 
 pin_project_lite::pin_project! {
     /// The protected body of a call admitted by a [`Permit`]; see
@@ -95,10 +96,107 @@ impl<'b, F: Future> Future for Body<'b, F> {
     }
 }
 
+pin_project_lite::pin_project! {
+    /// The future of [`Breaker::call_async_with`]: admitted on its first
+    /// poll, then the body's polls watched as [`Body`] watches them. The
+    /// caller's future stays where it was put when the call was made, so it
+    /// is never copied once it runs (an `async fn` would copy it into its
+    /// state at the first poll, a copy that costs a store-forwarding stall
+    /// when the future is small).
+    #[must_use = "futures do nothing unless awaited"]
+    pub(crate) struct Call<'b, C, F> {
+        breaker: &'b Breaker,
+        // Admitted and running; `None` before the first poll and once done.
+        permit: Option<Permit<'b>>,
+        // `None` once the call has finished.
+        counts: Option<C>,
+        #[pin]
+        future: F,
+    }
+}
+
+impl<'b, C, F> Call<'b, C, F> {
+    pub(crate) fn new(breaker: &'b Breaker, counts: C, future: F) -> Self {
+        Self {
+            breaker,
+            permit: None,
+            counts: Some(counts),
+            future,
+        }
+    }
+}
+
+impl<'b, T, E, C, F> Future for Call<'b, C, F>
+where
+    C: FnOnce(&E) -> bool,
+    F: Future<Output = Result<T, E>>,
+{
+    type Output = Result<T, Error<E>>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if this.permit.is_some() {
+            return watch(this.permit, this.counts, this.future, cx);
+        }
+        if this.counts.is_none() {
+            finished();
+        }
+        // The first poll: the permit lives here, in registers, unless the
+        // body has to wait. Stored in the future at once and read back as
+        // it finishes, its three words would be loaded with one wider load
+        // that cannot be forwarded from the three stores.
+        let mut permit = match this.breaker.acquire() {
+            Ok(mut permit) => {
+                permit.track_body();
+                Some(permit)
+            }
+            Err(rejected) => {
+                *this.counts = None;
+                return Poll::Ready(Err(Error::Rejected(rejected)));
+            }
+        };
+        let polled = watch(&mut permit, this.counts, this.future, cx);
+        if polled.is_pending() {
+            *this.permit = permit;
+        }
+        polled
+    }
+}
+
+/// One poll of `future` under `permit`, recording the outcome with `counts`
+/// once it is ready.
+#[inline(always)]
+fn watch<T, E, C, F>(
+    permit: &mut Option<Permit<'_>>,
+    counts: &mut Option<C>,
+    future: Pin<&mut F>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<T, Error<E>>>
+where
+    C: FnOnce(&E) -> bool,
+    F: Future<Output = Result<T, E>>,
+{
+    let guard = PanicGuard(permit);
+    let polled = future.poll(cx);
+    // Not dropped: the poll returned.
+    let mut guard = ManuallyDrop::new(guard);
+    match polled {
+        Poll::Ready(result) => match (guard.0.take(), counts.take()) {
+            (Some(permit), Some(counts)) => {
+                permit.resolve(&result, counts);
+                Poll::Ready(result.map_err(Error::Failed))
+            }
+            _ => finished(),
+        },
+        Poll::Pending => Poll::Pending,
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn finished() -> ! {
-    panic!("a protected body was polled after it finished")
+    panic!("a protected call was polled after it finished")
 }
 
 /// Dropped only while a poll of the body unwinds.

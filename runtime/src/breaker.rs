@@ -918,18 +918,22 @@ impl Breaker {
         result.map_err(Error::Failed)
     }
 
-    /// Awaits `future` through the breaker; every `Err` counts as a failure. If the
-    /// returned future is dropped before it finishes, the call is neutral; a panic
-    /// while `future` is polled is a failure.
+    /// Awaits `future` through the breaker; every `Err` counts as a failure. The
+    /// call is admitted when the returned future is first polled. If it is
+    /// dropped before it finishes, the call is neutral (a slow call once it ran
+    /// longer than `slow`); a panic while `future` is polled is a failure.
     ///
     /// # Errors
     ///
     /// As [`call`](Self::call).
-    pub async fn call_async<T, E, Fut>(&self, future: Fut) -> Result<T, Error<E>>
+    pub fn call_async<T, E, Fut>(
+        &self,
+        future: Fut,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, Fut>
     where
         Fut: Future<Output = Result<T, E>>,
     {
-        self.call_async_with(|_| true, future).await
+        self.call_async_with(|_: &E| true, future)
     }
 
     /// Awaits `future` through the breaker, classifying errors with `counts` as
@@ -938,15 +942,16 @@ impl Breaker {
     /// # Errors
     ///
     /// As [`call`](Self::call).
-    pub async fn call_async_with<T, E, C, Fut>(&self, counts: C, future: Fut) -> Result<T, Error<E>>
+    pub fn call_async_with<T, E, C, Fut>(
+        &self,
+        counts: C,
+        future: Fut,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, C, Fut>
     where
         C: FnOnce(&E) -> bool,
         Fut: Future<Output = Result<T, E>>,
     {
-        let permit = self.acquire()?;
-        let (result, permit) = crate::body::Body::new(permit, future).await;
-        permit.resolve(&result, counts);
-        result.map_err(Error::Failed)
+        crate::body::Call::new(self, counts, future)
     }
 }
 
@@ -1050,6 +1055,7 @@ impl Permit<'_> {
 
     /// The protected body was dropped before it finished: neutral, but a
     /// slow call when it ran longer than `slow` (a slow trial fails).
+    #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
     pub(crate) fn abandoned(&mut self) {
         let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
         self.breaker
