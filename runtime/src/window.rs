@@ -196,12 +196,15 @@ impl Window {
     }
 }
 
-/// The window's events; read by a success only while the window is not
-/// settled, written by every event.
+/// The window's events and the position of the latest; read by a success
+/// only while the window is not settled, written by every event. On one
+/// line: an event on another thread moves one line for all three.
 #[derive(Debug, Default)]
 struct Events {
     failures: AtomicU32,
     slow: AtomicU32,
+    /// Position of the latest event (or clear): only ever grows.
+    last: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -214,31 +217,32 @@ pub(crate) struct CountWindow {
     /// successes.
     settled: Padded<AtomicBool>,
     events: Padded<Events>,
-    /// Position of the latest event (or clear): only ever grows.
-    last: Padded<AtomicU64>,
     /// Position of the latest clear: the window holds the calls after it.
     start: AtomicU64,
     /// See `Window::adjust`.
     adjust: AtomicU64,
-    failed_bits: Box<[AtomicU64]>,
-    slow_bits: Box<[AtomicU64]>,
+    /// The failed calls' bits, then the slow calls' bits, in one allocation:
+    /// for a window of up to 512 calls an event writes one line of them.
+    bits: Box<[AtomicU64]>,
     size: u32,
 }
 
 impl CountWindow {
     fn new(size: u32) -> Self {
         let words = size.div_ceil(64) as usize;
-        let bits = || (0..words).map(|_| AtomicU64::new(0)).collect();
         Self {
             settled: Padded(AtomicBool::new(false)),
             events: Padded(Events::default()),
-            last: Padded(AtomicU64::new(0)),
             start: AtomicU64::new(0),
             adjust: AtomicU64::new(0),
-            failed_bits: bits(),
-            slow_bits: bits(),
+            bits: (0..2 * words).map(|_| AtomicU64::new(0)).collect(),
             size,
         }
+    }
+
+    /// The failed calls' bits and the slow calls' bits.
+    fn bitsets(&self) -> (&[AtomicU64], &[AtomicU64]) {
+        self.bits.split_at(self.bits.len() / 2)
     }
 
     #[allow(clippy::cast_possible_truncation)] // the remainder is below `size`
@@ -287,7 +291,7 @@ impl CountWindow {
         trips: impl FnOnce(Tally) -> bool,
     ) -> bool {
         let size = u64::from(self.size);
-        let last = self.last.0.load(Acquire);
+        let last = self.events.0.last.load(Acquire);
         let since = self
             .position(calls(), last)
             .saturating_sub(self.start.load(Relaxed));
@@ -299,12 +303,13 @@ impl CountWindow {
 
     /// Records a failed or slow call, the breaker having counted `calls`.
     fn event(&self, failed: bool, slow: bool, calls: u64) -> Tally {
-        let mut previous = self.last.0.load(Acquire);
+        let mut previous = self.events.0.last.load(Acquire);
         let position = loop {
             let position = self.position(calls, previous.wrapping_add(1));
             match self
-                .last
+                .events
                 .0
+                .last
                 .compare_exchange_weak(previous, position, Relaxed, Acquire)
             {
                 Ok(_) => break position,
@@ -324,20 +329,17 @@ impl CountWindow {
         });
         let slot = self.slot(position);
         let (word, mask) = ((slot / 64) as usize, 1u64 << (slot % 64));
-        flip(
-            &self.failed_bits[word],
-            mask,
-            failed,
-            &self.events.0.failures,
-        );
-        flip(&self.slow_bits[word], mask, slow, &self.events.0.slow);
+        let (failed_bits, slow_bits) = self.bitsets();
+        flip(&failed_bits[word], mask, failed, &self.events.0.failures);
+        flip(&slow_bits[word], mask, slow, &self.events.0.slow);
         self.tally_at(self.held(position))
     }
 
     fn bits_and_totals(&self) -> [(&[AtomicU64], &AtomicU32); 2] {
+        let (failed_bits, slow_bits) = self.bitsets();
         [
-            (&self.failed_bits, &self.events.0.failures),
-            (&self.slow_bits, &self.events.0.slow),
+            (failed_bits, &self.events.0.failures),
+            (slow_bits, &self.events.0.slow),
         ]
     }
 
@@ -387,7 +389,7 @@ impl CountWindow {
     /// The totals now, the breaker having counted `calls`: the bits less the
     /// events that the successes since the latest event pushed out.
     fn tally(&self, calls: u64) -> Tally {
-        let last = self.last.0.load(Acquire);
+        let last = self.events.0.last.load(Acquire);
         let position = self.position(calls, last);
         let mut out = [0u64; 2];
         self.each_word(last + 1, position - last, |index, mask| {
@@ -404,11 +406,11 @@ impl CountWindow {
     }
 
     fn clear(&self, calls: u64) {
-        let position = self.position(calls, self.last.0.load(Relaxed));
+        let position = self.position(calls, self.events.0.last.load(Relaxed));
         self.start.store(position, Relaxed);
         // Published with the start: an event that sees this position sees
         // the start too.
-        self.last.0.fetch_max(position, Release);
+        self.events.0.last.fetch_max(position, Release);
         self.settled.0.store(false, Relaxed);
         for (bits, total) in self.bits_and_totals() {
             for word in bits {
@@ -844,8 +846,8 @@ mod tests {
                 .sum::<u32>()
         };
         let c = w.count();
-        assert_eq!(c.events.0.failures.load(Relaxed), popcount(&c.failed_bits));
-        assert_eq!(c.events.0.slow.load(Relaxed), popcount(&c.slow_bits));
+        assert_eq!(c.events.0.failures.load(Relaxed), popcount(c.bitsets().0));
+        assert_eq!(c.events.0.slow.load(Relaxed), popcount(c.bitsets().1));
         // A full window of successes leaves nothing behind, without
         // wrapping, once the (threads - 1) positions an event can have been
         // placed late by are also past.
