@@ -364,18 +364,11 @@ impl Breaker {
                 started: counter,
             }
         } else {
-            self.timed_permit(admitted, counter)
-        }
-    }
-
-    /// `permit` under the slow-call rule, which reads the clock: out of
-    /// line, so that the common permit stays small where it is inlined.
-    #[inline(never)]
-    fn timed_permit(&self, admitted: Word, counter: u64) -> Permit<'_> {
-        Permit {
-            breaker: self,
-            admitted: with_epoch(admitted.0 & !MODE_BITS, counter),
-            started: self.clock.now(),
+            Permit {
+                breaker: self,
+                admitted: with_epoch(admitted.0 & !MODE_BITS, counter),
+                started: self.clock.now(),
+            }
         }
     }
 
