@@ -63,16 +63,12 @@ impl<'b, F: Future> Body<'b, F> {
 
 impl<F> Body<'_, F> {
     /// The body ran out of time: a failure, recorded now; dropping the body
-    /// afterwards records nothing more.
+    /// afterwards records nothing more. Nothing, once the body has finished
+    /// (its permit handed back) or was timed out already.
     pub(crate) fn time_out(self: Pin<&mut Self>) {
         if let Some(mut permit) = self.project().permit.take() {
             permit.timed_out();
         }
-    }
-
-    /// Whether the body has finished (or was timed out).
-    pub(crate) fn is_done(&self) -> bool {
-        self.permit.is_none()
     }
 }
 

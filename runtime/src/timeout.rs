@@ -42,9 +42,10 @@ pin_project_lite::pin_project! {
     impl<'b, F> PinnedDrop for Timeout<'b, F> {
         fn drop(this: Pin<&mut Self>) {
             // Dropped from outside after the limit passed, before this future
-            // was polled again to notice: the call timed out all the same.
+            // was polled again to notice: the call timed out all the same
+            // (unless the body had finished: then there is nothing to time out).
             let this = this.project();
-            if !this.body.is_done() && elapsed(&this.sleep) {
+            if elapsed(&this.sleep) {
                 this.body.time_out();
             }
         }
