@@ -165,7 +165,9 @@ where
 }
 
 /// One poll of `future` under `permit`, recording the outcome with `counts`
-/// once it is ready.
+/// once it is ready. `Body`'s poll with the record added, written out: built
+/// on `Body`'s, handing the permit back in a tuple and taking it apart
+/// again, `Breaker::call_async` read 12.4 ns against 8.2.
 #[inline(always)]
 fn watch<T, E, C, F>(
     permit: &mut Option<Permit<'_>>,
