@@ -611,6 +611,9 @@ pub(crate) fn allow() -> TokenStream {
             // `fallback = |error| cached(error)` is the error-only form;
             // `fallback = cached` would mean the form with the arguments.
             clippy::redundant_closure,
+            // A constant given as a block (`slow_rate = { RATE * 2.0 }`) is
+            // passed on as written, braces and all.
+            unused_braces,
         )]
     }
 }
