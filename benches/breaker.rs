@@ -647,13 +647,8 @@ fn async_call(c: &mut Criterion) {
     g.finish();
 
     /// `looped`, timed in the thread's CPU time (the runtime is current-thread:
-    /// every poll runs on this thread). With `DYN`, each future is polled
-    /// through `Pin<&mut dyn Future>`: its poll is a call through a vtable,
-    /// which the awaiting loop cannot inline, as for an `async fn` whose body
-    /// does real work. Without it the plain `async fn` is inlined into the
-    /// loop and never exists in memory, which no annotated function's future
-    /// matches.
-    fn looped_on_cpu<const DYN: bool, F: Future>(
+    /// every poll runs on this thread).
+    fn looped_on_cpu<F: Future>(
         rt: &tokio::runtime::Runtime,
         iters: u64,
         call: impl Fn() -> F,
@@ -661,31 +656,46 @@ fn async_call(c: &mut Criterion) {
         rt.block_on(async {
             let cpu = thread_cpu_time();
             for _ in 0..iters {
-                if DYN {
-                    let future = std::pin::pin!(call());
-                    let future: std::pin::Pin<&mut dyn Future<Output = F::Output>> = future;
-                    black_box(&future.await);
-                } else {
-                    black_box(&call().await);
-                }
+                black_box(&call().await);
             }
             thread_cpu_time() - cpu
         })
     }
     let mut g = c.benchmark_group("async_current_thread_cpu");
     g.bench_function("plain async fn", |b| {
-        b.iter_custom(|n| looped_on_cpu::<false, _>(&rt, n, || plain_async(arg())))
+        b.iter_custom(|n| looped_on_cpu(&rt, n, || plain_async(arg())))
     });
     g.bench_function("failfast: #[circuit_breaker] async fn", |b| {
-        b.iter_custom(|n| looped_on_cpu::<false, _>(&rt, n, || guarded_async(arg())))
+        b.iter_custom(|n| looped_on_cpu(&rt, n, || guarded_async(arg())))
     });
     g.finish();
+
+    /// `looped_on_cpu`, each future polled through `Pin<&mut dyn Future>`:
+    /// its poll is a call through a vtable, which the awaiting loop cannot
+    /// inline, as for an `async fn` whose body does real work. The plain
+    /// `async fn` above is otherwise inlined into the loop and never exists
+    /// in memory, which no annotated function's future matches.
+    fn looped_dyn_on_cpu<F: Future>(
+        rt: &tokio::runtime::Runtime,
+        iters: u64,
+        call: impl Fn() -> F,
+    ) -> Duration {
+        rt.block_on(async {
+            let cpu = thread_cpu_time();
+            for _ in 0..iters {
+                let future = std::pin::pin!(call());
+                let future: std::pin::Pin<&mut dyn Future<Output = F::Output>> = future;
+                black_box(&future.await);
+            }
+            thread_cpu_time() - cpu
+        })
+    }
     let mut g = c.benchmark_group("async_dyn_cpu");
     g.bench_function("plain async fn", |b| {
-        b.iter_custom(|n| looped_on_cpu::<true, _>(&rt, n, || plain_async(arg())))
+        b.iter_custom(|n| looped_dyn_on_cpu(&rt, n, || plain_async(arg())))
     });
     g.bench_function("failfast: #[circuit_breaker] async fn", |b| {
-        b.iter_custom(|n| looped_on_cpu::<true, _>(&rt, n, || guarded_async(arg())))
+        b.iter_custom(|n| looped_dyn_on_cpu(&rt, n, || guarded_async(arg())))
     });
     g.finish();
 }
