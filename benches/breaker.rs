@@ -674,7 +674,9 @@ fn async_call(c: &mut Criterion) {
     /// its poll is a call through a vtable, which the awaiting loop cannot
     /// inline, as for an `async fn` whose body does real work. The plain
     /// `async fn` above is otherwise inlined into the loop and never exists
-    /// in memory, which no annotated function's future matches.
+    /// in memory, which no annotated function's future matches. Kept apart
+    /// from `looped_on_cpu`: one function for both (a `const DYN: bool`)
+    /// changed the code of the plain loop and moved its floor.
     fn looped_dyn_on_cpu<F: Future>(
         rt: &tokio::runtime::Runtime,
         iters: u64,
