@@ -4,13 +4,16 @@
 //! Every change is one compare-and-swap on the word. A successful call in Closed
 //! under the consecutive rule reads the word twice and writes nothing unless a
 //! failure count needs clearing, so threads sharing a healthy breaker do not
-//! contend on its cache line. Under a rate rule over a count window a success
-//! likewise only reads: the window's event totals, and while the window fills
-//! up after holding a failure, the per-thread call counts (see `window`); only
-//! failed and slow calls write the window. Over a time window a success also
-//! reads the clock and writes only when it is the first call of its bucket's
-//! period. An open breaker rejects on one
-//! reading of the word: the deadline is in it.
+//! contend on its cache line. Under the failure-rate rule, which keeps no
+//! failure count, the word's payload says instead whether a success must
+//! consult the window (`Breaker::closed_payload`): a count window only while
+//! it fills up after holding a failure (then a success reads the window and
+//! the per-thread call counts, see `window`), so a success in a settled or
+//! eventless count window costs what it costs under the consecutive rule;
+//! a time window always (a success reads the clock and writes only when it
+//! is the first call of its bucket's period). Only failed and slow calls
+//! write the window. An open breaker rejects on one reading of the word: the
+//! deadline is in it.
 //!
 //! Beside the word, on the same cache line, the generation counter hands out a
 //! fresh generation to every Closed and HalfOpen period. Off the hot line: the
@@ -211,9 +214,10 @@ macro_rules! constructors {
         }
 
         pub(crate) $($const)? fn with_clock(config: Config, clock: Clock) -> Self {
+            let word = Word::closed(MODE_NORMAL, 0, fresh_payload(&config));
             Self {
                 hot: Hot {
-                    word: AtomicU64::new(0),
+                    word: AtomicU64::new(word.0),
                     generations: AtomicU64::new(0),
                     registered: AtomicBool::new(false),
                 },
@@ -470,43 +474,126 @@ impl Breaker {
         let word = Word(admitted);
         if outcome == Outcome::Success && self.config.slow == 0 && word.tag() == TAG_CLOSED {
             self.totals.add(crate::totals::SUCCESS);
-            if self.config.failure_rate != 0.0 {
-                return self.closed_success_rate(word, started);
-            }
-            // No slow-call rule and no failure rate: the consecutive rule alone.
+            // No slow-call rule, and nothing in the word's payload: no
+            // failure count to clear (consecutive rule), no window to
+            // consult (failure-rate rule, see `closed_payload`).
             let w = self.load();
-            // Moved on (the outcome is ignored), or nothing to clear.
-            if !w.same_period(word) || w.payload() == 0 {
+            if w.payload() == 0 && w.same_period(word) {
                 return;
             }
-            return self.finish_counted(admitted, started, outcome, true);
+            return self.closed_success(word, w, started);
         }
         self.finish_slow(admitted, started, outcome);
     }
 
-    /// A success in Closed under the failure-rate rule alone: what
-    /// `finish_closed` does for it, in a function small enough to be cheap.
-    /// A count window holding no event (or full enough that a success cannot
-    /// bring a verdict) is only read.
+    /// A success in Closed without the slow-call rule, which the word
+    /// alone could not settle: a failure count to clear, a window to
+    /// consult, or a permit of an earlier period.
     #[inline(never)]
-    fn closed_success_rate(&self, admitted: Word, counter: u64) {
-        // A window that a success cannot change: read, not written.
-        if self.load().same_period(admitted) && self.window.get().is_some_and(Window::quiet) {
-            return;
+    fn closed_success(&self, admitted: Word, w: Word, counter: u64) {
+        if self.config.failure_rate != 0.0 {
+            return self.closed_success_rate(admitted, w, counter);
         }
-        self.closed_success_rate_slow(admitted, counter);
+        // A permit of an earlier period is ignored.
+        if w.same_period(admitted) {
+            self.finish_counted(admitted.0, counter, Outcome::Success, true);
+        }
     }
 
+    /// A success in Closed under the failure-rate rule alone, the word
+    /// `w` asking it to consult the window: what `finish_closed` does for
+    /// it. Once a count window has settled, no success can bring a
+    /// verdict on it until it is cleared, and the word says so again.
     #[cold]
     #[inline(never)]
-    fn closed_success_rate_slow(&self, admitted: Word, counter: u64) {
+    fn closed_success_rate(&self, admitted: Word, w: Word, counter: u64) {
         // Recording a success of a permit that is stale by 2^36 generations
         // only records a real outcome; the trip below checks in full.
-        if !self.load().same_period(admitted) {
+        if !w.same_period(admitted) {
             return self.not_recorded();
         }
-        if self.window().record(false, false, self.rule()) {
-            self.trip(Word(with_epoch(admitted.0, counter)), Cause::Rate);
+        let window = self.window();
+        if window.record(false, false, self.rule()) {
+            return self.trip(Word(with_epoch(admitted.0, counter)), Cause::Rate);
+        }
+        // `settled` only goes back to false with a clear, which comes with
+        // a new period (and so a new word) or a new window (`reshape`,
+        // which sets the word after publishing it).
+        if window.settled() {
+            let _ = self.cas(w, w.with_payload(0));
+        }
+    }
+
+    /// The payload a fresh Closed word starts with.
+    ///
+    /// The failure-rate rule keeps no failure count in the word: its
+    /// payload is 1 while a success must consult the window, 0 while a
+    /// success can change nothing there and only reads the word. A time
+    /// window is always consulted (a success may start a bucket, which
+    /// counts the calls); a count window only from an event that finds it
+    /// not yet settled (`consult_window`) until it settles
+    /// (`closed_success_rate`).
+    pub(crate) fn closed_payload(&self) -> u32 {
+        match self.window.get() {
+            Some(window) => u32::from(!self.config.uses_consecutive() && window.is_time()),
+            None => fresh_payload(self.settings()),
+        }
+    }
+
+    /// Makes the Closed word in force ask successes to consult a time
+    /// window, under the failure-rate rule: after a transition to Closed
+    /// and after a time window is published (`configure::reshape`). Each
+    /// side writes first and reads the other after a fence, so when a new
+    /// window races a close that read the old one, one of them sees both.
+    pub(crate) fn consult_time_window(&self) {
+        if self.config.uses_consecutive() {
+            return;
+        }
+        crate::sync::fence(Ordering::SeqCst);
+        if self.window.get().is_some_and(Window::is_time) {
+            self.consult(true);
+        }
+    }
+
+    /// Sets whether the Closed word in force (of any period) asks successes
+    /// to consult the window, under the failure-rate rule.
+    pub(crate) fn consult(&self, on: bool) {
+        if self.config.uses_consecutive() {
+            return;
+        }
+        let mut w = self.load();
+        while w.tag() == TAG_CLOSED && (w.payload() != 0) != on {
+            match self.cas(w, w.with_payload(u32::from(on))) {
+                Ok(()) => return,
+                Err(actual) => w = actual,
+            }
+        }
+    }
+
+    /// The consecutive rule's failure count in the Closed word `w` (0 under
+    /// the failure-rate rule, whose payload is `closed_payload`'s).
+    pub(crate) fn consecutive_failures(&self, w: Word) -> u32 {
+        if self.config.uses_consecutive() {
+            w.payload()
+        } else {
+            0
+        }
+    }
+
+    /// After an event recorded in `window` under the failure-rate rule: a
+    /// count window that has not settled can still be brought to a verdict
+    /// by a success (the one that reaches `min_calls`), so the word tells
+    /// successes to consult it.
+    fn consult_window(&self, admitted: Word, window: &Window) {
+        if window.settled() {
+            return;
+        }
+        let mut w = self.load();
+        while w.payload() == 0 && self.still_current(admitted, w) {
+            match self.cas(w, w.with_payload(1)) {
+                Ok(()) => return,
+                Err(actual) => w = actual,
+            }
         }
     }
 
@@ -552,10 +639,13 @@ impl Breaker {
 
     /// The rate rules' window's totals now.
     pub(crate) fn window_tally(&self, now: u64) -> Tally {
-        self.window
-            .get()
-            .map(|w| w.tally(now, self.totals.recorded()))
-            .unwrap_or_default()
+        if !self.config.uses_window() {
+            return Tally::default();
+        }
+        // Made here if no call needed it yet (a count window's successes
+        // need it only once it holds an event): it holds the calls since
+        // the breaker was made, or since its latest clear.
+        self.window().tally(now, self.totals.recorded())
     }
 
     /// Counts and records every outcome but the common success.
@@ -617,6 +707,9 @@ impl Breaker {
             if window.record(failed, slow, self.rule()) {
                 self.trip(admitted, Cause::Rate);
                 return;
+            }
+            if (failed || slow) && !self.config.uses_consecutive() {
+                self.consult_window(admitted, window);
             }
         }
         if !self.config.uses_consecutive() {
@@ -681,13 +774,14 @@ impl Breaker {
             let next = if outcome == Outcome::Neutral {
                 w.with_trials(w.round(), in_flight, w.successes())
             } else if w.successes() + 1 >= self.settings().success_threshold {
-                Word::closed(w.mode(), self.next_generation(), 0)
+                Word::closed(w.mode(), self.next_generation(), self.closed_payload())
             } else {
                 w.with_trials(w.round(), in_flight, w.successes() + 1)
             };
             match self.cas(w, next) {
                 Ok(()) if next.tag() == TAG_CLOSED => {
                     self.clear_window();
+                    self.consult_time_window();
                     self.last_transition
                         .store(self.clock.now(), Ordering::Relaxed);
                     self.transitioned(w, next, Cause::Closed, 0);
@@ -721,9 +815,11 @@ impl Breaker {
         self.transitioned(w, Word::open(w.mode(), deadline), cause, period);
     }
 
+    /// Empties the rate rules' window (made here if no call needed it
+    /// yet): it holds the calls from now on.
     pub(crate) fn clear_window(&self) {
-        if let Some(window) = self.window.get() {
-            window.clear(self.totals.recorded());
+        if self.config.uses_window() {
+            self.window().clear(self.totals.recorded());
         }
     }
 
@@ -787,7 +883,7 @@ impl Breaker {
         let state = self.state_of(w);
         let tally = self.window_tally(now);
         let (consecutive_failures, trials_in_flight, trial_successes) = match w.tag() {
-            TAG_CLOSED => (w.payload(), 0, 0),
+            TAG_CLOSED => (self.consecutive_failures(w), 0, 0),
             TAG_HALF_OPEN => (0, w.in_flight(), w.successes()),
             _ => (0, 0, 0),
         };
@@ -831,7 +927,7 @@ impl Breaker {
             let new = if tag == TAG_OPEN {
                 Word::open(mode, 0)
             } else {
-                Word::closed(mode, self.next_generation(), 0)
+                Word::closed(mode, self.next_generation(), self.closed_payload())
             };
             match self.cas(w, new) {
                 Ok(()) => break new,
@@ -839,6 +935,9 @@ impl Breaker {
             }
         };
         self.clear_window();
+        if new.tag() == TAG_CLOSED {
+            self.consult_time_window();
+        }
         self.last_transition
             .store(self.clock.now(), Ordering::Relaxed);
         self.transitioned(w, new, Cause::Manual, 0);
@@ -952,6 +1051,12 @@ impl Breaker {
 /// 16 bits, worked out from the generation counter read at admission: the
 /// admitted generation is the latest number at or below it with the word's
 /// low bits.
+/// `Breaker::closed_payload` of a breaker with settings `config` whose
+/// window is not made yet.
+const fn fresh_payload(config: &Config) -> u32 {
+    (!config.uses_consecutive() && matches!(config.window, crate::config::Window::Time(_))) as u32
+}
+
 #[inline]
 fn with_epoch(admitted: u64, counter: u64) -> u64 {
     let generation = counter - (counter.wrapping_sub(Word(admitted).generation()) & GEN_MASK);
@@ -1225,6 +1330,57 @@ mod tests {
     fn trip(b: &Breaker) {
         b.acquire().unwrap().failure();
         assert_eq!(b.state(), State::Open);
+    }
+
+    /// Whether the word asks successes to consult the window.
+    fn consults(b: &Breaker) -> bool {
+        b.load().payload() != 0
+    }
+
+    /// Under the failure-rate rule a count window is consulted by successes
+    /// only from an event that finds it unsettled until it settles; a time
+    /// window always; the consecutive rule's count is not touched.
+    #[test]
+    fn successes_consult_a_count_window_only_until_it_settles() {
+        let b = Breaker::builder()
+            .failure_rate(0.5)
+            .window_calls(10)
+            .min_calls(4)
+            .build()
+            .unwrap();
+        b.acquire().unwrap().success();
+        assert!(!consults(&b), "no event");
+        b.acquire().unwrap().failure();
+        assert!(consults(&b), "an event, 2 calls of 4");
+        assert_eq!(b.snapshot().consecutive_failures, 0, "not a failure count");
+        b.acquire().unwrap().success();
+        assert!(consults(&b), "3 calls of 4");
+        b.acquire().unwrap().success();
+        assert!(!consults(&b), "settled at 4 calls");
+        b.acquire().unwrap().failure();
+        assert!(!consults(&b), "an event in a settled window");
+        b.reset();
+        b.acquire().unwrap().failure();
+        assert!(consults(&b), "a clear unsettles the window");
+    }
+
+    #[test]
+    fn successes_always_consult_a_time_window() {
+        let b = Breaker::builder()
+            .failure_rate(0.5)
+            .window_time(Duration::from_secs(10))
+            .build()
+            .unwrap();
+        assert!(consults(&b), "from the start");
+        b.acquire().unwrap().success();
+        b.reset();
+        assert!(consults(&b), "after a manual close");
+        b.reconfigure(&crate::ConfigPatch::new().window_calls(10))
+            .unwrap();
+        assert!(!consults(&b), "a fresh count window, empty");
+        b.reconfigure(&crate::ConfigPatch::new().window_time(Duration::from_secs(5)))
+            .unwrap();
+        assert!(consults(&b), "a fresh time window");
     }
 
     /// A caller read `Open` with its deadline reached, then lost the race for

@@ -436,10 +436,19 @@ impl Breaker {
     /// now on. The window it replaces is kept until the breaker drops (see
     /// `kept`): a call still recording into it is safe, and lost to the new
     /// window.
+    ///
+    /// Successes consult a time window always, a count window only once an
+    /// event finds it unsettled (`Breaker::closed_payload`): the word says
+    /// which, set to "no" before a count window is published (an event in
+    /// it sets it again) and to "yes" after a time window is.
     fn reshape(&self, shape: Window) {
         let fresh = crate::window::Window::new(shape);
         fresh.clear(self.totals.recorded());
+        if !fresh.is_time() {
+            self.consult(false);
+        }
         self.window.publisher().publish(fresh);
+        self.consult_time_window();
     }
 }
 

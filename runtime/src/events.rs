@@ -559,7 +559,9 @@ impl Breaker {
             }
             (Cause::Closed, _) => counts.trial_successes = from.successes() + 1,
             (_, TAG_HALF_OPEN) => counts.trial_successes = from.successes(),
-            (Cause::Manual, TAG_CLOSED) => counts.consecutive_failures = from.payload(),
+            (Cause::Manual, TAG_CLOSED) => {
+                counts.consecutive_failures = self.consecutive_failures(from)
+            }
             _ => {}
         }
         counts

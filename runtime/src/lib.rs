@@ -95,11 +95,15 @@ mod word;
 /// (`RUSTFLAGS="--cfg loom"`).
 mod sync {
     #[cfg(loom)]
-    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+    pub(crate) use loom::sync::atomic::{
+        fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering,
+    };
     #[cfg(loom)]
     pub(crate) use loom::sync::{Mutex, MutexGuard};
     #[cfg(not(loom))]
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+    pub(crate) use std::sync::atomic::{
+        fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering,
+    };
     #[cfg(not(loom))]
     pub(crate) use std::sync::{Mutex, MutexGuard};
 }

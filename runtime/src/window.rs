@@ -19,9 +19,11 @@
 //!   after it.
 //!
 //!   So calls sharing a breaker write no shared line unless they fail or are
-//!   slow: a success only reads the event totals (and, while the window fills
-//!   up to `min_calls` after holding an event, sums the per-thread counts to
-//!   bring a verdict at the call that reaches `min_calls`).
+//!   slow. A success reads the window only while it fills up to `min_calls`
+//!   after holding an event, and then sums the per-thread counts to bring a
+//!   verdict at the call that reaches `min_calls`; otherwise the breaker's
+//!   state word tells it that no verdict can come of it (see
+//!   `Breaker::closed_payload`) and the window is not read at all.
 //! - A **time window** of length T is [`TIME_BUCKETS`] buckets of T / 20.
 //!   It too stores only events: a failed or slow call adds to its bucket's
 //!   counters, a success writes nothing. Calls are counted the count
@@ -148,11 +150,16 @@ impl Window {
         }
     }
 
-    /// Whether a plain success would change nothing: a count window holding
-    /// no event, or one that has held `min_calls` calls since it was cleared.
-    #[inline]
-    pub(crate) fn quiet(&self) -> bool {
-        matches!(self, Window::Count(w) if w.quiet())
+    /// Whether no success can bring a verdict until the window is cleared:
+    /// a count window that has held `min_calls` calls since it was cleared.
+    /// (A time window never is: its calls leave it as time passes.)
+    pub(crate) fn settled(&self) -> bool {
+        matches!(self, Window::Count(w) if w.settled.0.load(Relaxed))
+    }
+
+    /// Whether this is a time window, whose successes count calls into it.
+    pub(crate) fn is_time(&self) -> bool {
+        matches!(self, Window::Time(_))
     }
 
     /// A success or failure the breaker counted that is not the window's
@@ -211,10 +218,10 @@ struct Events {
 pub(crate) struct CountWindow {
     /// Successes need no verdict: the window has held `min_calls` calls
     /// since it was cleared (a success then only lowers the shares). Read
-    /// first by every success, written only when the window is cleared or
+    /// by every event (to tell successes whether to consult the window) and
+    /// by the successes that do, written only when the window is cleared or
     /// settles: on a line of its own, so that threads recording events
-    /// (which write `events`) do not take it away from threads recording
-    /// successes.
+    /// (which write `events`) do not take it away from each other's reads.
     settled: Padded<AtomicBool>,
     events: Padded<Events>,
     /// Position of the latest clear: the window holds the calls after it.

@@ -396,3 +396,43 @@ fn a_window_reshape_racing_a_failure_lands_it_in_one_window() {
         assert_eq!(b.state(), State::Open);
     });
 }
+
+/// A trial success closing the breaker while a reconfiguration swaps its
+/// count window for a time window: whichever goes first, the Closed word
+/// asks successes to consult the time window (a success there counts the
+/// calls its bucket holds), so the first success after both is in it.
+#[test]
+fn a_close_racing_a_reshape_to_a_time_window_leaves_successes_counted() {
+    model(|| {
+        let clock = ManualClock::new();
+        let b = Arc::new(
+            Breaker::builder()
+                .failure_rate(1.0)
+                .window_calls(4)
+                .min_calls(1)
+                .recovery(RECOVERY)
+                .clock(clock.clone())
+                .build()
+                .unwrap(),
+        );
+        let _ = b.call(|| Err::<(), _>("down"));
+        assert_eq!(b.state(), State::Open);
+        clock.advance(RECOVERY);
+        let reshaper = {
+            let b = b.clone();
+            thread::spawn(move || {
+                let patch = failfast_runtime::ConfigPatch::new().window_time(RECOVERY * 10);
+                b.reconfigure(&patch).unwrap();
+            })
+        };
+        let trial = {
+            let b = b.clone();
+            thread::spawn(move || call(&b, Outcome::Success))
+        };
+        reshaper.join().unwrap();
+        trial.join().unwrap();
+        assert_eq!(b.state(), State::Closed);
+        call(&b, Outcome::Success);
+        assert_eq!(b.snapshot().window_calls, 1);
+    });
+}
