@@ -246,8 +246,10 @@ mod builder {
         per_call("closed success, count window", || {
             assert!(b.call(ok).is_ok())
         });
-        // One failure in ten: counted, below the rate.
-        let mut i = 0;
+        // One failure in ten: counted, below the rate. The warm-up call is
+        // the first failure, which makes the window (successes before it
+        // had no need of one).
+        let mut i = 9;
         per_call("closed mixed outcomes, count window", || {
             i += 1;
             let _ = b.call(if i % 10 == 0 { down } else { ok });
