@@ -6,7 +6,7 @@
 //! failure count needs clearing, so threads sharing a healthy breaker do not
 //! contend on its cache line. Under the failure-rate rule, which keeps no
 //! failure count, the word's payload says instead whether a success must
-//! consult the window (`Breaker::closed_payload`): a count window only while
+//! consult the window (see the `consult` module): a count window only while
 //! it fills up after holding a failure (then a success reads the window and
 //! the per-thread call counts, see `window`), so a success in a settled or
 //! eventless count window costs what it costs under the consecutive rule;
@@ -214,7 +214,7 @@ macro_rules! constructors {
         }
 
         pub(crate) $($const)? fn with_clock(config: Config, clock: Clock) -> Self {
-            let word = Word::closed(MODE_NORMAL, 0, fresh_payload(&config));
+            let word = Word::closed(MODE_NORMAL, 0, crate::consult::fresh_payload(&config));
             Self {
                 hot: Hot {
                     word: AtomicU64::new(word.0),
@@ -290,7 +290,7 @@ impl Breaker {
 
     /// Whether a permit admitted under `admitted` still belongs to the period
     /// of `current`.
-    fn still_current(&self, admitted: Word, current: Word) -> bool {
+    pub(crate) fn still_current(&self, admitted: Word, current: Word) -> bool {
         if !current.same_period(admitted) {
             return false;
         }
@@ -476,7 +476,7 @@ impl Breaker {
             self.totals.add(crate::totals::SUCCESS);
             // No slow-call rule, and nothing in the word's payload: no
             // failure count to clear (consecutive rule), no window to
-            // consult (failure-rate rule, see `closed_payload`).
+            // consult (failure-rate rule, see the `consult` module).
             let w = self.load();
             if w.payload() == 0 && w.same_period(word) {
                 return;
@@ -501,9 +501,8 @@ impl Breaker {
     }
 
     /// A success in Closed under the failure-rate rule alone, the word
-    /// `w` asking it to consult the window: what `finish_closed` does for
-    /// it. Once a count window has settled, no success can bring a
-    /// verdict on it until it is cleared, and the word says so again.
+    /// `w` asking it to consult the window (see `consult`): what
+    /// `finish_closed` does for it.
     #[cold]
     #[inline(never)]
     fn closed_success_rate(&self, admitted: Word, w: Word, counter: u64) {
@@ -516,62 +515,11 @@ impl Breaker {
         if window.record(false, false, self.rule()) {
             return self.trip(Word(with_epoch(admitted.0, counter)), Cause::Rate);
         }
-        // `settled` only goes back to false with a clear, which comes with
-        // a new period (and so a new word) or a new window (`reshape`,
-        // which sets the word after publishing it).
-        if window.settled() {
-            let _ = self.cas(w, w.with_payload(0));
-        }
-    }
-
-    /// The payload a fresh Closed word starts with.
-    ///
-    /// The failure-rate rule keeps no failure count in the word: its
-    /// payload is 1 while a success must consult the window, 0 while a
-    /// success can change nothing there and only reads the word. A time
-    /// window is always consulted (a success may start a bucket, which
-    /// counts the calls); a count window only from an event that finds it
-    /// not yet settled (`consult_window`) until it settles
-    /// (`closed_success_rate`).
-    pub(crate) fn closed_payload(&self) -> u32 {
-        match self.window.get() {
-            Some(window) => u32::from(!self.config.uses_consecutive() && window.is_time()),
-            None => fresh_payload(self.settings()),
-        }
-    }
-
-    /// Makes the Closed word in force ask successes to consult a time
-    /// window, under the failure-rate rule: after a transition to Closed
-    /// and after a time window is published (`configure::reshape`). Each
-    /// side writes first and reads the other after a fence, so when a new
-    /// window races a close that read the old one, one of them sees both.
-    pub(crate) fn consult_time_window(&self) {
-        if self.config.uses_consecutive() {
-            return;
-        }
-        crate::sync::fence(Ordering::SeqCst);
-        if self.window.get().is_some_and(Window::is_time) {
-            self.consult(true);
-        }
-    }
-
-    /// Sets whether the Closed word in force (of any period) asks successes
-    /// to consult the window, under the failure-rate rule.
-    pub(crate) fn consult(&self, on: bool) {
-        if self.config.uses_consecutive() {
-            return;
-        }
-        let mut w = self.load();
-        while w.tag() == TAG_CLOSED && (w.payload() != 0) != on {
-            match self.cas(w, w.with_payload(u32::from(on))) {
-                Ok(()) => return,
-                Err(actual) => w = actual,
-            }
-        }
+        self.consulted(w, window);
     }
 
     /// The consecutive rule's failure count in the Closed word `w` (0 under
-    /// the failure-rate rule, whose payload is `closed_payload`'s).
+    /// the failure-rate rule, whose payload is the `consult` module's).
     pub(crate) fn consecutive_failures(&self, w: Word) -> u32 {
         if self.config.uses_consecutive() {
             w.payload()
@@ -580,27 +528,10 @@ impl Breaker {
         }
     }
 
-    /// After an event recorded in `window` under the failure-rate rule: a
-    /// count window that has not settled can still be brought to a verdict
-    /// by a success (the one that reaches `min_calls`), so the word tells
-    /// successes to consult it.
-    fn consult_window(&self, admitted: Word, window: &Window) {
-        if window.settled() {
-            return;
-        }
-        let mut w = self.load();
-        while w.payload() == 0 && self.still_current(admitted, w) {
-            match self.cas(w, w.with_payload(1)) {
-                Ok(()) => return,
-                Err(actual) => w = actual,
-            }
-        }
-    }
-
     /// The rate rules' window, made on the first call that needs it, of
     /// the shape the settings in force give.
     #[inline]
-    fn window(&self) -> &Window {
+    pub(crate) fn window(&self) -> &Window {
         match self.window.get() {
             Some(window) => window,
             None => self
@@ -1051,12 +982,6 @@ impl Breaker {
 /// 16 bits, worked out from the generation counter read at admission: the
 /// admitted generation is the latest number at or below it with the word's
 /// low bits.
-/// `Breaker::closed_payload` of a breaker with settings `config` whose
-/// window is not made yet.
-const fn fresh_payload(config: &Config) -> u32 {
-    (!config.uses_consecutive() && matches!(config.window, crate::config::Window::Time(_))) as u32
-}
-
 #[inline]
 fn with_epoch(admitted: u64, counter: u64) -> u64 {
     let generation = counter - (counter.wrapping_sub(Word(admitted).generation()) & GEN_MASK);
@@ -1330,57 +1255,6 @@ mod tests {
     fn trip(b: &Breaker) {
         b.acquire().unwrap().failure();
         assert_eq!(b.state(), State::Open);
-    }
-
-    /// Whether the word asks successes to consult the window.
-    fn consults(b: &Breaker) -> bool {
-        b.load().payload() != 0
-    }
-
-    /// Under the failure-rate rule a count window is consulted by successes
-    /// only from an event that finds it unsettled until it settles; a time
-    /// window always; the consecutive rule's count is not touched.
-    #[test]
-    fn successes_consult_a_count_window_only_until_it_settles() {
-        let b = Breaker::builder()
-            .failure_rate(0.5)
-            .window_calls(10)
-            .min_calls(4)
-            .build()
-            .unwrap();
-        b.acquire().unwrap().success();
-        assert!(!consults(&b), "no event");
-        b.acquire().unwrap().failure();
-        assert!(consults(&b), "an event, 2 calls of 4");
-        assert_eq!(b.snapshot().consecutive_failures, 0, "not a failure count");
-        b.acquire().unwrap().success();
-        assert!(consults(&b), "3 calls of 4");
-        b.acquire().unwrap().success();
-        assert!(!consults(&b), "settled at 4 calls");
-        b.acquire().unwrap().failure();
-        assert!(!consults(&b), "an event in a settled window");
-        b.reset();
-        b.acquire().unwrap().failure();
-        assert!(consults(&b), "a clear unsettles the window");
-    }
-
-    #[test]
-    fn successes_always_consult_a_time_window() {
-        let b = Breaker::builder()
-            .failure_rate(0.5)
-            .window_time(Duration::from_secs(10))
-            .build()
-            .unwrap();
-        assert!(consults(&b), "from the start");
-        b.acquire().unwrap().success();
-        b.reset();
-        assert!(consults(&b), "after a manual close");
-        b.reconfigure(&crate::ConfigPatch::new().window_calls(10))
-            .unwrap();
-        assert!(!consults(&b), "a fresh count window, empty");
-        b.reconfigure(&crate::ConfigPatch::new().window_time(Duration::from_secs(5)))
-            .unwrap();
-        assert!(consults(&b), "a fresh time window");
     }
 
     /// A caller read `Open` with its deadline reached, then lost the race for

@@ -438,7 +438,7 @@ impl Breaker {
     /// window.
     ///
     /// Successes consult a time window always, a count window only once an
-    /// event finds it unsettled (`Breaker::closed_payload`): the word says
+    /// event finds it unsettled (the `consult` module): the word says
     /// which, set to "no" before a count window is published (an event in
     /// it sets it again) and to "yes" after a time window is.
     fn reshape(&self, shape: Window) {

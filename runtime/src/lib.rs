@@ -58,6 +58,7 @@ pub mod classify;
 mod clock;
 mod config;
 pub mod configure;
+mod consult;
 mod error;
 pub mod events;
 pub mod hook;

@@ -23,7 +23,7 @@
 //!   after holding an event, and then sums the per-thread counts to bring a
 //!   verdict at the call that reaches `min_calls`; otherwise the breaker's
 //!   state word tells it that no verdict can come of it (see
-//!   `Breaker::closed_payload`) and the window is not read at all.
+//!   the `consult` module) and the window is not read at all.
 //! - A **time window** of length T is [`TIME_BUCKETS`] buckets of T / 20.
 //!   It too stores only events: a failed or slow call adds to its bucket's
 //!   counters, a success writes nothing. Calls are counted the count
