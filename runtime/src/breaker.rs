@@ -705,7 +705,7 @@ impl Breaker {
             let next = if outcome == Outcome::Neutral {
                 w.with_trials(w.round(), in_flight, w.successes())
             } else if w.successes() + 1 >= self.settings().success_threshold {
-                Word::closed(w.mode(), self.next_generation(), self.closed_payload())
+                Word::closed(w.mode(), self.next_generation(), 0)
             } else {
                 w.with_trials(w.round(), in_flight, w.successes() + 1)
             };
@@ -858,7 +858,7 @@ impl Breaker {
             let new = if tag == TAG_OPEN {
                 Word::open(mode, 0)
             } else {
-                Word::closed(mode, self.next_generation(), self.closed_payload())
+                Word::closed(mode, self.next_generation(), 0)
             };
             match self.cas(w, new) {
                 Ok(()) => break new,

@@ -15,11 +15,14 @@
 //!   comes with a new Closed word (payload 0) or a new window.
 //! - A **time window** is always consulted: a success may be the first call
 //!   of its bucket's period, which notes where the bucket starts, and calls
-//!   leave the window as time passes. Every Closed word of a breaker whose
-//!   window is a time window has payload 1; a transition to Closed and a
-//!   reshape to a time window each make sure of it after the fact, with a
-//!   fence between writing their side and reading the other's (a loom model
-//!   races the two).
+//!   leave the window as time passes. A new breaker's first word has
+//!   payload 1; a transition to Closed writes a word with payload 0 and
+//!   sets it to 1 once the window is cleared, and so does a reshape to a
+//!   time window once it is published. Each writes its side, then reads
+//!   the other's after a fence, so a close racing a reshape cannot leave a
+//!   time window unconsulted (a loom model races the two). A success in
+//!   the instant between is not counted in the window, as calls recorded
+//!   while a window is cleared may be lost.
 //!
 //! The races this leaves are those the window already documents: a success
 //! that did not yet see an event's payload skips a verdict the event's own
@@ -35,15 +38,6 @@ use crate::window::Window;
 use crate::word::{Word, TAG_CLOSED};
 
 impl Breaker {
-    /// The payload a fresh Closed word starts with: 1 for a time window
-    /// under the failure-rate rule, else 0.
-    pub(crate) fn closed_payload(&self) -> u32 {
-        match self.window.get() {
-            Some(window) => u32::from(!self.config.uses_consecutive() && window.is_time()),
-            None => fresh_payload(self.settings()),
-        }
-    }
-
     /// Makes the Closed word in force ask successes to consult a time
     /// window, under the failure-rate rule: after a transition to Closed
     /// and after a time window is published (`configure::reshape`). Each
@@ -101,8 +95,9 @@ impl Breaker {
     }
 }
 
-/// `Breaker::closed_payload` of a breaker with settings `config` whose
-/// window is not made yet.
+/// The payload of a new breaker's first word, for settings `config`: 1 for
+/// a time window under the failure-rate rule. (A later Closed word starts
+/// at 0, and `consult_time_window` sets it right after.)
 pub(crate) const fn fresh_payload(config: &Config) -> u32 {
     (!config.uses_consecutive() && matches!(config.window, crate::config::Window::Time(_))) as u32
 }
