@@ -157,4 +157,39 @@ mod tests {
             .unwrap();
         assert!(consults(&b), "a fresh time window");
     }
+
+    /// Only a Closed word says whether to consult: a reshape while the
+    /// breaker is open or half-open leaves its deadline and trials as they
+    /// were.
+    #[test]
+    fn a_reshape_leaves_open_and_half_open_words_alone() {
+        let clock = crate::ManualClock::new();
+        let b = Breaker::builder()
+            .failure_rate(0.5)
+            .window_calls(10)
+            .min_calls(1)
+            .recovery(Duration::from_secs(30))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        b.acquire().unwrap().failure();
+        let open = b.load();
+        assert_eq!(open.tag(), crate::word::TAG_OPEN);
+        b.reconfigure(&crate::ConfigPatch::new().window_time(Duration::from_secs(5)))
+            .unwrap();
+        b.reconfigure(&crate::ConfigPatch::new().window_calls(20))
+            .unwrap();
+        assert_eq!(b.load(), open, "the deadline is the word's low bits");
+        clock.advance(Duration::from_secs(30));
+        let trial = b.acquire().unwrap();
+        let half_open = b.load();
+        assert_eq!(half_open.in_flight(), 1);
+        b.reconfigure(&crate::ConfigPatch::new().window_time(Duration::from_secs(5)))
+            .unwrap();
+        b.reconfigure(&crate::ConfigPatch::new().window_calls(10))
+            .unwrap();
+        assert_eq!(b.load(), half_open, "the trials are the word's low bits");
+        trial.success();
+        assert!(!consults(&b), "closed over a count window");
+    }
 }
