@@ -192,4 +192,37 @@ mod tests {
         trial.success();
         assert!(!consults(&b), "closed over a count window");
     }
+
+    /// An event whose breaker moved on before it asked successes to
+    /// consult the window writes nothing: not into an Open word whose
+    /// deadline has zero low bits (where a payload would be), not into a
+    /// newer Closed one.
+    #[test]
+    fn an_event_of_an_earlier_period_leaves_the_word_alone() {
+        let clock = crate::ManualClock::new();
+        let b = Breaker::builder()
+            .failure_rate(0.5)
+            .window_calls(10)
+            .min_calls(4)
+            .recovery(Duration::from_nanos(1 << 24))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        b.acquire().unwrap().success();
+        let admitted = b.load();
+        let window = b.window();
+        b.force_open();
+        b.reset();
+        for _ in 0..4 {
+            b.acquire().unwrap().failure();
+        }
+        let open = b.load();
+        assert_eq!((open.tag(), open.payload()), (crate::word::TAG_OPEN, 0));
+        b.consult_window(admitted, window);
+        assert_eq!(b.load(), open);
+        b.reset();
+        let closed = b.load();
+        b.consult_window(admitted, window);
+        assert_eq!(b.load(), closed);
+    }
 }
