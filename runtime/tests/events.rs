@@ -432,3 +432,37 @@ fn a_blocked_listener_holds_up_only_the_thread_delivering_to_it() {
     let reasons: Vec<_> = log.take().iter().map(|t| t.reason).collect();
     assert_eq!(reasons, [Reason::ThresholdReached, Reason::Manual]);
 }
+
+/// A manual control reports what it cleared: the trial successes of a
+/// half-open breaker, and no consecutive count under the failure-rate rule
+/// (whose state word keeps none) while its window asks successes to
+/// consult it.
+#[test]
+fn a_manual_control_reports_the_counts_it_cleared() {
+    let clock = ManualClock::new();
+    let (b, log, _s) = listened(builder(&clock).threshold(1).success_threshold(3));
+    fail(&b);
+    clock.advance(RECOVERY);
+    succeed(&b);
+    assert_eq!(log.take().len(), 2, "opened, then half-open");
+    b.reset();
+    let t = log.one();
+    assert_eq!(
+        (t.from, t.to, t.reason),
+        (State::HalfOpen, State::Closed, Reason::Manual)
+    );
+    assert_eq!(t.counts.trial_successes, 1);
+
+    let (b, log, _s) = listened(
+        builder(&clock)
+            .failure_rate(0.5)
+            .window_calls(10)
+            .min_calls(5),
+    );
+    succeed(&b);
+    fail(&b);
+    b.force_open();
+    let t = log.one();
+    assert_eq!((t.from, t.reason), (State::Closed, Reason::Manual));
+    assert_eq!(t.counts.consecutive_failures, 0);
+}
