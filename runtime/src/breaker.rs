@@ -534,9 +534,9 @@ impl Breaker {
     pub(crate) fn window(&self) -> &Window {
         match self.window.get() {
             Some(window) => window,
-            None => self
-                .window
-                .get_or_publish(|| Window::new(self.settings().window)),
+            None => self.window.get_or_publish(|| {
+                Window::new(self.settings().window, self.clock.coarse_resolution())
+            }),
         }
     }
 
@@ -545,13 +545,19 @@ impl Breaker {
     fn rule(
         &self,
     ) -> crate::window::Rule<
-        impl FnOnce() -> u64 + '_,
+        impl FnOnce(bool) -> u64 + '_,
         impl FnOnce() -> u64 + '_,
         impl FnOnce() -> u64 + '_,
         impl FnOnce(Tally) -> bool + '_,
     > {
         crate::window::Rule {
-            now: || self.clock.now(),
+            now: |coarse| {
+                if coarse {
+                    self.clock.coarse_now()
+                } else {
+                    self.clock.now()
+                }
+            },
             calls: || self.totals.recorded(),
             min_calls: || u64::from(self.settings().min_calls),
             trips: |t| self.rate_trips(t),

@@ -20,6 +20,20 @@
 //! deadline it was told about has passed: a process whose breakers are all
 //! closed has no ticking thread.
 //!
+//! # The coarse clock of time windows
+//!
+//! A time window places every call it records in a bucket of T / 20, so a
+//! call through a breaker with a time window reads the time. Where the
+//! kernel keeps a coarse monotonic clock (Linux's `CLOCK_MONOTONIC_COARSE`,
+//! advanced once per scheduler tick, typically every 1 to 4 ms), a window
+//! whose buckets are at least [`COARSE_BUCKET_RESOLUTIONS`] times its
+//! resolution reads that clock instead: a few nanoseconds against tens for
+//! the precise clock, and no thread of its own. Its reading trails the
+//! precise time by less than one resolution, so a call is placed at most one
+//! resolution (a tenth of a bucket, T/200) earlier than the precise clock
+//! would place it. Everywhere else, and for shorter windows, the window
+//! reads the precise clock.
+//!
 //! After `fork()` the child has no ticker, whatever the parent had. On Unix a
 //! `pthread_atfork` handler clears the coarse time in the child (so every
 //! check reads the precise clock) and marks the ticker as not running (so the
@@ -32,6 +46,11 @@ use std::time::{Duration, Instant};
 
 /// How often the coarse clock is refreshed while a breaker is open.
 pub const TICK: Duration = Duration::from_millis(1);
+
+/// A time window reads the kernel's coarse clock when its buckets are at
+/// least this many times the coarse clock's resolution (see the module
+/// docs): a call is then placed at most a tenth of a bucket early.
+pub(crate) const COARSE_BUCKET_RESOLUTIONS: u64 = 10;
 
 /// A clock whose time only moves when told to: for tests.
 ///
@@ -110,6 +129,33 @@ impl Clock {
                 system_now()
             }
             Clock::Manual(m) => m.nanos.load(Ordering::SeqCst),
+        }
+    }
+
+    /// Time in nanoseconds as a time window reads it: [`now`](Self::now),
+    /// or on the system clock where the kernel keeps a coarse clock, that
+    /// clock, which trails `now` by less than
+    /// [`coarse_resolution`](Self::coarse_resolution).
+    #[inline]
+    pub(crate) fn coarse_now(&self) -> u64 {
+        match self {
+            Clock::System => {
+                #[cfg(feature = "testing")]
+                if let Some(now) = crate::testing::now() {
+                    return now;
+                }
+                coarse::now()
+            }
+            Clock::Manual(m) => m.nanos.load(Ordering::SeqCst),
+        }
+    }
+
+    /// How far [`coarse_now`](Self::coarse_now) can trail
+    /// [`now`](Self::now), in nanoseconds; `None` when it is `now`.
+    pub(crate) fn coarse_resolution(&self) -> Option<u64> {
+        match self {
+            Clock::System => coarse::resolution(),
+            Clock::Manual(_) => None,
         }
     }
 
@@ -272,6 +318,98 @@ impl Ticker {
     }
 }
 
+/// The kernel's coarse monotonic clock, on the breakers' time line.
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+#[allow(unsafe_code)]
+mod coarse {
+    use std::os::raw::{c_int, c_long};
+    use std::sync::OnceLock;
+
+    use super::system_now;
+
+    const CLOCK_MONOTONIC: c_int = 1;
+    const CLOCK_MONOTONIC_COARSE: c_int = 6;
+
+    /// `struct timespec` where `time_t` is a `long` (64-bit Linux).
+    #[repr(C)]
+    struct Timespec {
+        sec: c_long,
+        nsec: c_long,
+    }
+
+    extern "C" {
+        fn clock_gettime(clock: c_int, time: *mut Timespec) -> c_int;
+        fn clock_getres(clock: c_int, resolution: *mut Timespec) -> c_int;
+    }
+
+    fn nanos(time: &Timespec) -> u64 {
+        let sec = u64::try_from(time.sec).unwrap_or(0);
+        let nsec = u64::try_from(time.nsec).unwrap_or(0);
+        sec.saturating_mul(1_000_000_000).saturating_add(nsec)
+    }
+
+    fn read(clock: c_int) -> Option<u64> {
+        let mut time = Timespec { sec: 0, nsec: 0 };
+        // SAFETY: `clock_gettime` writes one `timespec` through the pointer,
+        // which points to one, valid and exclusively borrowed for the call.
+        (unsafe { clock_gettime(clock, &mut time) } == 0).then(|| nanos(&time))
+    }
+
+    struct Coarse {
+        /// `CLOCK_MONOTONIC`'s reading at the breakers' origin: `Instant`
+        /// is that clock on Linux, and the coarse clock is the same clock
+        /// advanced once per tick.
+        origin: u64,
+        resolution: u64,
+    }
+
+    fn coarse() -> Option<&'static Coarse> {
+        static COARSE: OnceLock<Option<Coarse>> = OnceLock::new();
+        COARSE
+            .get_or_init(|| {
+                let mut resolution = Timespec { sec: 0, nsec: 0 };
+                // SAFETY: as in `read`.
+                if unsafe { clock_getres(CLOCK_MONOTONIC_COARSE, &mut resolution) } != 0 {
+                    return None;
+                }
+                let resolution = nanos(&resolution);
+                // The origin read a few nanoseconds early: coarse readings
+                // come out that much later, never ahead of the precise clock.
+                let since_origin = system_now();
+                let raw = read(CLOCK_MONOTONIC)?;
+                (resolution > 0).then(|| Coarse {
+                    origin: raw.saturating_sub(since_origin),
+                    resolution,
+                })
+            })
+            .as_ref()
+    }
+
+    pub(super) fn resolution() -> Option<u64> {
+        coarse().map(|c| c.resolution)
+    }
+
+    #[inline]
+    pub(super) fn now() -> u64 {
+        coarse()
+            .and_then(|c| Some(read(CLOCK_MONOTONIC_COARSE)?.saturating_sub(c.origin)))
+            .map_or_else(system_now, |now| now.max(1))
+    }
+}
+
+/// No coarse clock: time windows read the precise clock.
+#[cfg(not(all(target_os = "linux", target_pointer_width = "64", not(loom))))]
+mod coarse {
+    pub(super) fn resolution() -> Option<u64> {
+        None
+    }
+
+    #[inline]
+    pub(super) fn now() -> u64 {
+        super::system_now()
+    }
+}
+
 /// The child of a `fork()` starts with no ticker.
 #[cfg(unix)]
 #[allow(unsafe_code)]
@@ -314,6 +452,46 @@ mod fork {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Linux keeps a coarse clock, whose readings land on the breakers' time
+    /// line: never ahead of the precise clock, and behind it by less than
+    /// the resolution (with room for a tick the kernel took late).
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    #[test]
+    fn coarse_readings_trail_the_precise_clock() {
+        let resolution = Clock::System
+            .coarse_resolution()
+            .expect("Linux has CLOCK_MONOTONIC_COARSE");
+        for _ in 0..10_000 {
+            let before = system_now();
+            let coarse = Clock::System.coarse_now();
+            let after = system_now();
+            assert!(coarse <= after, "coarse {coarse} after {after}");
+            assert!(
+                coarse + resolution + 50_000_000 >= before,
+                "coarse {coarse} more than {resolution} ns behind {before}"
+            );
+        }
+    }
+
+    /// A coarse reading stands still between ticks, where two precise
+    /// readings do not: time windows on the system clock do read it.
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    #[test]
+    fn coarse_readings_stand_still_between_ticks() {
+        let still = (0..100_000).any(|_| Clock::System.coarse_now() == Clock::System.coarse_now());
+        assert!(still, "every pair of coarse readings differed");
+    }
+
+    /// A manual clock has no coarse reading of its own: windows read its time.
+    #[test]
+    fn a_manual_clock_is_its_own_coarse_clock() {
+        let manual = ManualClock::new();
+        manual.advance(Duration::from_nanos(1234));
+        let clock = Clock::Manual(manual);
+        assert_eq!(clock.coarse_resolution(), None);
+        assert_eq!(clock.coarse_now(), 1234);
+    }
 
     #[test]
     fn a_retry_time_at_the_ends_of_its_range_keeps_its_kind() {

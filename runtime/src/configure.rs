@@ -442,7 +442,7 @@ impl Breaker {
     /// which, set to "no" before a count window is published (an event in
     /// it sets it again) and to "yes" after a time window is.
     fn reshape(&self, shape: Window) {
-        let fresh = crate::window::Window::new(shape);
+        let fresh = crate::window::Window::new(shape, self.clock.coarse_resolution());
         fresh.clear(self.totals.recorded());
         if !fresh.is_time() {
             self.consult(false);

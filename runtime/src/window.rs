@@ -32,7 +32,10 @@
 //!   again) and notes the call's position there as the bucket's *base*, one
 //!   write per bucket per period; the calls in the window are the position
 //!   now less the earliest base among the live buckets. Calls fall out of
-//!   the window between T − T/20 and T after they ended. A success needs
+//!   the window between T − T/20 and T after they ended. On the system clock
+//!   a window with buckets of ten or more of the kernel's coarse-clock
+//!   resolutions places calls by that clock (see `clock`), up to one
+//!   resolution (T/200 at most) earlier than the precise clock would. A success needs
 //!   no verdict once a call of the same period found the window holding no
 //!   event, or a verdict in it found `min_calls` calls (no call leaves the
 //!   window before the period ends, so a success can only lower the
@@ -79,6 +82,7 @@ use std::sync::atomic::{
     Ordering::{Acquire, Relaxed, Release},
 };
 
+use crate::clock::COARSE_BUCKET_RESOLUTIONS;
 use crate::config::{Window as Shape, TIME_BUCKETS};
 
 /// Counts of one window at one moment.
@@ -98,7 +102,8 @@ pub(crate) struct Padded<T>(pub(crate) T);
 /// What a rule needs from the breaker to record a call: each is asked only
 /// when the window needs it.
 pub(crate) struct Rule<Now, Calls, MinCalls, Trips> {
-    /// The clock (time windows).
+    /// The clock (time windows): the coarse clock's reading when given
+    /// `true` (see `clock`).
     pub(crate) now: Now,
     /// Successes and failures counted by the breaker so far (count windows).
     pub(crate) calls: Calls,
@@ -118,10 +123,13 @@ pub(crate) enum Window {
 }
 
 impl Window {
-    pub(crate) fn new(shape: Shape) -> Self {
+    /// A window of `shape`; a time window reads a coarse clock of
+    /// `coarse_resolution` nanoseconds if it has one and its buckets are
+    /// wide enough (see `clock`).
+    pub(crate) fn new(shape: Shape, coarse_resolution: Option<u64>) -> Self {
         match shape {
             Shape::Calls(n) => Window::Count(CountWindow::new(n)),
-            Shape::Time(t) => Window::Time(TimeWindow::new(t)),
+            Shape::Time(t) => Window::Time(TimeWindow::new(t, coarse_resolution)),
         }
     }
 
@@ -133,7 +141,7 @@ impl Window {
         failed: bool,
         slow: bool,
         rule: Rule<
-            impl FnOnce() -> u64,
+            impl FnOnce(bool) -> u64,
             impl FnOnce() -> u64,
             impl FnOnce() -> u64,
             impl FnOnce(Tally) -> bool,
@@ -145,7 +153,13 @@ impl Window {
             }
             Window::Count(w) => (rule.trips)(w.event(failed, slow, (rule.calls)())),
             Window::Time(w) => w
-                .record(failed, slow, (rule.now)(), rule.calls, rule.min_calls)
+                .record(
+                    failed,
+                    slow,
+                    (rule.now)(w.coarse),
+                    rule.calls,
+                    rule.min_calls,
+                )
                 .is_some_and(rule.trips),
         }
     }
@@ -482,6 +496,8 @@ pub(crate) struct TimeWindow {
     /// window, so a success, which only adds a call, cannot raise a share;
     /// the next event brings its own verdict and sets this again.
     settled: AtomicU64,
+    /// Calls are placed by the coarse clock (see `clock`).
+    coarse: bool,
 }
 
 /// What the live buckets hold.
@@ -493,12 +509,15 @@ struct Scan {
 }
 
 impl TimeWindow {
-    fn new(length: u64) -> Self {
+    fn new(length: u64, coarse_resolution: Option<u64>) -> Self {
+        let width = (length / u64::from(TIME_BUCKETS)).max(1);
         Self {
             buckets: (0..TIME_BUCKETS).map(|_| Bucket::default()).collect(),
-            width: (length / u64::from(TIME_BUCKETS)).max(1),
+            width,
             adjust: AtomicU64::new(0),
             settled: AtomicU64::new(0),
+            coarse: coarse_resolution
+                .is_some_and(|resolution| width / COARSE_BUCKET_RESOLUTIONS >= resolution),
         }
     }
 
@@ -653,7 +672,7 @@ mod tests {
     impl Fed {
         fn new(size: u32) -> Self {
             Self {
-                window: Window::new(Shape::Calls(size)),
+                window: Window::new(Shape::Calls(size), None),
                 calls: AtomicU64::new(0),
             }
         }
@@ -665,7 +684,7 @@ mod tests {
                 failed,
                 slow,
                 Rule {
-                    now: || 0,
+                    now: |_| 0,
                     calls: || calls,
                     min_calls: || 1,
                     trips: |t| {
@@ -775,7 +794,7 @@ mod tests {
     impl Timed {
         fn new(length: u64) -> Self {
             Self {
-                window: TimeWindow::new(length),
+                window: TimeWindow::new(length, None),
                 calls: AtomicU64::new(0),
             }
         }
@@ -797,6 +816,35 @@ mod tests {
         fn tally(&self, now: u64) -> Tally {
             let position = self.window.position(self.calls.load(Relaxed));
             self.window.tally(self.window.epoch(now), position)
+        }
+    }
+
+    /// A time window reads the coarse clock when its buckets are at least
+    /// ten of the clock's resolutions wide, and says so to the clock.
+    #[test]
+    fn time_windows_read_the_coarse_clock_when_it_is_fine_enough() {
+        let ms = 1_000_000;
+        let length = u64::from(TIME_BUCKETS) * COARSE_BUCKET_RESOLUTIONS * ms;
+        assert!(TimeWindow::new(length, Some(ms)).coarse);
+        assert!(!TimeWindow::new(length - u64::from(TIME_BUCKETS), Some(ms)).coarse);
+        assert!(!TimeWindow::new(length, None).coarse);
+        for (resolution, coarse) in [(Some(ms), true), (Some(ms + 1), false)] {
+            let window = Window::new(Shape::Time(length), resolution);
+            let mut asked = None;
+            window.record(
+                true,
+                false,
+                Rule {
+                    now: |coarse| {
+                        asked = Some(coarse);
+                        1
+                    },
+                    calls: || 1,
+                    min_calls: || 1,
+                    trips: |_| false,
+                },
+            );
+            assert_eq!(asked, Some(coarse), "{resolution:?}");
         }
     }
 
@@ -900,7 +948,7 @@ mod tests {
     /// next period's first success, or an event, does.
     #[test]
     fn time_window_successes_of_a_settled_period_need_no_verdict() {
-        let w = TimeWindow::new(20_000);
+        let w = TimeWindow::new(20_000, None);
         let record = |failed: bool, now: u64, calls: u64| {
             let read = std::cell::Cell::new(false);
             let t = w.record(

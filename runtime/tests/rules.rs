@@ -334,6 +334,30 @@ fn time_window_trips_at_the_rate() {
     assert_eq!(b.state(), State::Open, "3 of 6");
 }
 
+/// On the system clock, where a 1 s window's buckets (50 ms) are wide
+/// enough for Linux's coarse clock (resolution 1 to 4 ms): calls still leave
+/// the window once it has passed.
+#[test]
+fn a_time_window_on_the_system_clock_forgets_failures_that_slid_out() {
+    let window = Duration::from_secs(1);
+    let b = Breaker::builder()
+        .recovery(RECOVERY)
+        .failure_rate(0.5)
+        .window_time(window)
+        .min_calls(4)
+        .build()
+        .unwrap();
+    fails(&b, 3);
+    assert_eq!(b.snapshot().window_failures, 3);
+    std::thread::sleep(window + window / 5);
+    succeeds(&b, 3);
+    fail(&b);
+    // 1 failure of 4: with the three older ones, 4 of 7 would have tripped.
+    assert_eq!(b.state(), State::Closed);
+    let snap = b.snapshot();
+    assert_eq!((snap.window_calls, snap.window_failures), (4, 1));
+}
+
 #[test]
 fn time_window_old_failures_expire() {
     let clock = ManualClock::new();
