@@ -377,7 +377,7 @@ mod coarse {
                 // come out that much later, never ahead of the precise clock.
                 let since_origin = system_now();
                 let raw = read(CLOCK_MONOTONIC)?;
-                (resolution > 0).then(|| Coarse {
+                Some(Coarse {
                     origin: raw.saturating_sub(since_origin),
                     resolution,
                 })
@@ -475,12 +475,35 @@ mod tests {
     }
 
     /// A coarse reading stands still between ticks, where two precise
-    /// readings do not: time windows on the system clock do read it.
+    /// readings do not, and moves in steps of the order of the resolution
+    /// the kernel gives for it, which windows compare their buckets with.
     #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
     #[test]
     fn coarse_readings_stand_still_between_ticks() {
         let still = (0..100_000).any(|_| Clock::System.coarse_now() == Clock::System.coarse_now());
         assert!(still, "every pair of coarse readings differed");
+        let resolution = Clock::System.coarse_resolution().expect("a coarse clock");
+        // The smallest of a few steps: a thread descheduled for a while
+        // sees a longer one.
+        let mut last = Clock::System.coarse_now();
+        let mut step = u64::MAX;
+        for _ in 0..5 {
+            let moved = loop {
+                let now = Clock::System.coarse_now();
+                if now != last {
+                    break now;
+                }
+                std::hint::spin_loop();
+            };
+            step = step.min(moved - last);
+            last = moved;
+        }
+        // Not one tick exactly: the kernel's timekeeping also runs at
+        // other moments than the reading CPU's tick.
+        assert!(
+            resolution.saturating_mul(8) >= step,
+            "moved by {step} ns, resolution {resolution} ns"
+        );
     }
 
     /// A manual clock has no coarse reading of its own: windows read its time.
