@@ -32,60 +32,21 @@ use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, Bencher, BenchmarkGroup, Criterion};
-use failfast::{circuit_breaker, Breaker, Outcome, Rejected, TimedOut};
+use failfast::{circuit_breaker, Breaker, Outcome, Rejected};
 use failsafe::{backoff, failure_policy, CircuitBreaker};
 use recloser::Recloser;
 
+#[path = "support/call.rs"]
+mod call;
 #[path = "support/cpu_time.rs"]
 mod cpu_time;
+use call::{answer, arg, looped_on_cpu, Fault};
 use cpu_time::thread_cpu_time;
-
-/// The protected call's error. The call returns `Result<(), Fault>`, one byte
-/// that comes back in a register, so the figures show the breaker rather than
-/// the compiler's copies of a larger result (which cost the same with or without
-/// a breaker, and whose cost varies from one build to the next).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    Down,
-    /// The breaker refused; the attribute converts its `Rejected` into this.
-    Unavailable,
-    /// The call ran out of its `timeout`.
-    TimedOut,
-}
-
-impl From<Rejected> for Fault {
-    fn from(_: Rejected) -> Self {
-        Fault::Unavailable
-    }
-}
-
-impl From<TimedOut> for Fault {
-    fn from(_: TimedOut) -> Self {
-        Fault::TimedOut
-    }
-}
-
-/// The dependency's answer: fails only for `u64::MAX`, so benches pass
-/// `black_box(1)`. Inlined into each function below, so that each of them is
-/// one call, with or without a breaker.
-#[inline(always)]
-fn answer(x: u64) -> Result<(), Fault> {
-    if x == u64::MAX {
-        Err(Fault::Down)
-    } else {
-        Ok(())
-    }
-}
 
 /// The floor: a trivial function, called.
 #[inline(never)]
 fn work(x: u64) -> Result<(), Fault> {
     answer(x)
-}
-
-/// A value the optimiser can't see through.
-fn arg() -> u64 {
-    black_box(1)
 }
 
 thread_local! {
@@ -646,21 +607,6 @@ fn async_call(c: &mut Criterion) {
     });
     g.finish();
 
-    /// `looped`, timed in the thread's CPU time (the runtime is current-thread:
-    /// every poll runs on this thread).
-    fn looped_on_cpu<F: Future>(
-        rt: &tokio::runtime::Runtime,
-        iters: u64,
-        call: impl Fn() -> F,
-    ) -> Duration {
-        rt.block_on(async {
-            let cpu = thread_cpu_time();
-            for _ in 0..iters {
-                black_box(&call().await);
-            }
-            thread_cpu_time() - cpu
-        })
-    }
     let mut g = c.benchmark_group("async_current_thread_cpu");
     g.bench_function("plain async fn", |b| {
         b.iter_custom(|n| looped_on_cpu(&rt, n, || plain_async(arg())))

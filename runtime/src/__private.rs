@@ -25,7 +25,14 @@ pub mod consts {
 
 /// Admits (or refuses) a call through a `static` breaker, registering it on
 /// first use.
-#[inline]
+///
+/// Always inlined, as are [`Breaker::acquire`] and [`body`]: every protected
+/// function calls them, and the compiler stops inlining a small function
+/// once it has many callers. Returned from a call, the permit comes back
+/// through memory and is read back with one wider load that the store buffer
+/// cannot forward: in a crate with sixteen protected functions an `async fn`
+/// read 21.4 ns a call instead of 10.1 (`benches/call_sites.rs`).
+#[inline(always)]
 pub fn acquire(breaker: &'static Breaker) -> Result<Permit<'static>, Rejected> {
     if !breaker.is_registered() {
         crate::registry::register_static(breaker);
@@ -37,7 +44,7 @@ pub fn acquire(breaker: &'static Breaker) -> Result<Permit<'static>, Rejected> {
 /// and gives it back with its output: a panic raised while `future` is being
 /// polled records a failure on `permit` at once; afterwards the permit's drop
 /// is neutral, whatever else is panicking.
-#[inline]
+#[inline(always)]
 pub fn body<'b, F: Future>(permit: Permit<'b>, future: F) -> Body<'b, F> {
     Body::new(permit, future)
 }
@@ -101,7 +108,7 @@ impl SharedBreaker for Breaker {
 /// Admits (or refuses) a call through one key's breaker: the family
 /// registered itself when it was built.
 #[cfg(feature = "keyed")]
-#[inline]
+#[inline(always)]
 pub fn acquire_member(member: &Member) -> Result<Permit<'_>, Rejected> {
     member.breaker().acquire()
 }

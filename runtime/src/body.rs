@@ -55,7 +55,7 @@ pin_project_lite::pin_project! {
 }
 
 impl<'b, F: Future> Body<'b, F> {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn new(mut permit: Permit<'b>, future: F) -> Self {
         permit.track_body();
         Self {
@@ -79,7 +79,9 @@ impl<F> Body<'_, F> {
 impl<'b, F: Future> Future for Body<'b, F> {
     type Output = (F::Output, Permit<'b>);
 
-    #[inline]
+    // Always inlined: its output holds the permit (see
+    // `__private::acquire`).
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let guard = PanicGuard(this.permit);

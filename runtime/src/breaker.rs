@@ -341,7 +341,8 @@ impl Breaker {
     /// # Errors
     ///
     /// [`Rejected`] when the breaker refuses the call.
-    #[inline]
+    // Always inlined: see `__private::acquire`.
+    #[inline(always)]
     pub fn acquire(&self) -> Result<Permit<'_>, Rejected> {
         let w = self.load();
         if w.0 & CONTROL_BITS == 0 {
@@ -353,7 +354,7 @@ impl Breaker {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn permit(&self, admitted: Word) -> Permit<'_> {
         // The word holds the generation's low 36 bits; the permit also needs
         // the counter read now, to tell its generation from one 2^36 later.
