@@ -33,33 +33,22 @@ use std::time::{Duration, Instant};
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, Bencher, BenchmarkGroup, Criterion};
 use failfast::{circuit_breaker, Breaker, Outcome, Rejected};
-use failsafe::{backoff, failure_policy, CircuitBreaker};
+use failsafe::CircuitBreaker;
 use recloser::Recloser;
 
 #[path = "support/call.rs"]
 mod call;
 #[path = "support/cpu_time.rs"]
 mod cpu_time;
-use call::{answer, arg, looped_on_cpu, Fault};
+#[path = "support/protected.rs"]
+mod protected;
+use call::{answer, arg, looped_dyn_on_cpu, looped_on_cpu, Fault};
 use cpu_time::thread_cpu_time;
-
-/// The floor: a trivial function, called.
-#[inline(never)]
-fn work(x: u64) -> Result<(), Fault> {
-    answer(x)
-}
-
-thread_local! {
-    static NTH: Cell<u32> = const { Cell::new(0) };
-}
-
-/// Like `arg`, but `u64::MAX` (a failure) once every 64 calls on each thread:
-/// a rate window then always holds a failure or two, far below its rate.
-fn arg_1_in_64() -> u64 {
-    let n = NTH.get();
-    NTH.set(n.wrapping_add(1));
-    black_box(if n % 64 == 0 { u64::MAX } else { 1 })
-}
+use protected::{
+    arg_1_in_64, bulkheaded, consecutive, failfast_consecutive, failfast_rate,
+    failsafe_consecutive, guarded_async, open, plain_async, rate, rate_some_failing, work,
+    Failsafe,
+};
 
 static SHARED: AtomicU64 = AtomicU64::new(0);
 
@@ -103,32 +92,6 @@ fn bare_enter_leave() -> Result<(), Fault> {
     result
 }
 
-/// The same function as `work`, guarded.
-#[inline(never)]
-#[circuit_breaker(threshold = 5, recovery = "30s")]
-fn consecutive(x: u64) -> Result<(), Fault> {
-    answer(x)
-}
-
-#[inline(never)]
-#[circuit_breaker(failure_rate = 0.5, window = 100, recovery = "30s")]
-fn rate(x: u64) -> Result<(), Fault> {
-    answer(x)
-}
-
-/// As `rate`, for calls of which some fail.
-#[inline(never)]
-#[circuit_breaker(failure_rate = 0.5, window = 100, recovery = "30s")]
-fn rate_some_failing(x: u64) -> Result<(), Fault> {
-    answer(x)
-}
-
-#[inline(never)]
-#[circuit_breaker(threshold = 1, recovery = "1h")]
-fn open(x: u64) -> Result<(), Fault> {
-    answer(x)
-}
-
 /// An error that keeps the breaker's `Rejected` (name, state, retry time), as
 /// the crate's docs suggest.
 #[derive(Debug)]
@@ -149,55 +112,10 @@ fn open_detailed(x: u64) -> Result<(), Detailed> {
     answer(x).map_err(|_| Detailed::Down)
 }
 
-/// `consecutive` with a bulkhead (`max_concurrent`, in the closed groups): one
-/// slot taken and given back per call.
-#[inline(never)]
-#[circuit_breaker(threshold = 5, recovery = "30s", max_concurrent = 64)]
-fn bulkheaded(x: u64) -> Result<(), Fault> {
-    answer(x)
-}
-
-async fn plain_async(x: u64) -> Result<(), Fault> {
-    answer(x)
-}
-
 /// `guarded_async` with a time limit it never reaches.
 #[circuit_breaker(threshold = 5, recovery = "30s", timeout = "30s")]
 async fn guarded_timeout(x: u64) -> Result<(), Fault> {
     answer(x)
-}
-
-#[circuit_breaker(threshold = 5, recovery = "30s")]
-async fn guarded_async(x: u64) -> Result<(), Fault> {
-    answer(x)
-}
-
-fn failfast_consecutive() -> Breaker {
-    Breaker::builder()
-        .threshold(5)
-        .recovery(Duration::from_secs(30))
-        .build()
-        .expect("valid settings")
-}
-
-fn failfast_rate() -> Breaker {
-    Breaker::builder()
-        .failure_rate(0.5)
-        .window_calls(100)
-        .recovery(Duration::from_secs(30))
-        .build()
-        .expect("valid settings")
-}
-
-type Failsafe = failsafe::StateMachine<failure_policy::ConsecutiveFailures<backoff::Constant>, ()>;
-
-fn failsafe_consecutive(failures: u32, open_for: Duration) -> Failsafe {
-    failsafe::Config::new()
-        .failure_policy(failure_policy::consecutive_failures(
-            failures,
-            backoff::constant(open_for),
-        ))
-        .build()
 }
 
 /// Times `call` on this thread, keeping each result alive by reference.
@@ -616,28 +534,6 @@ fn async_call(c: &mut Criterion) {
     });
     g.finish();
 
-    /// `looped_on_cpu`, each future polled through `Pin<&mut dyn Future>`:
-    /// its poll is a call through a vtable, which the awaiting loop cannot
-    /// inline, as for an `async fn` whose body does real work. The plain
-    /// `async fn` above is otherwise inlined into the loop and never exists
-    /// in memory, which no annotated function's future matches. Kept apart
-    /// from `looped_on_cpu`: one function for both (a `const DYN: bool`)
-    /// changed the code of the plain loop and moved its floor.
-    fn looped_dyn_on_cpu<F: Future>(
-        rt: &tokio::runtime::Runtime,
-        iters: u64,
-        call: impl Fn() -> F,
-    ) -> Duration {
-        rt.block_on(async {
-            let cpu = thread_cpu_time();
-            for _ in 0..iters {
-                let future = std::pin::pin!(call());
-                let future: std::pin::Pin<&mut dyn Future<Output = F::Output>> = future;
-                black_box(&future.await);
-            }
-            thread_cpu_time() - cpu
-        })
-    }
     let mut g = c.benchmark_group("async_dyn_cpu");
     g.bench_function("plain async fn", |b| {
         b.iter_custom(|n| looped_dyn_on_cpu(&rt, n, || plain_async(arg())))

@@ -19,6 +19,8 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 use failfast::circuit_breaker;
 
+// Not `looped_dyn_on_cpu`, which the `breaker` and `targets` benches use.
+#[allow(dead_code)]
 #[path = "support/call.rs"]
 mod call;
 #[path = "support/cpu_time.rs"]

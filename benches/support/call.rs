@@ -1,4 +1,4 @@
-//! The protected call of the `breaker` and `call_sites` benches.
+//! The protected call of the `breaker`, `call_sites` and `targets` benches.
 
 use std::future::Future;
 use std::hint::black_box;
@@ -62,6 +62,30 @@ pub fn looped_on_cpu<F: Future>(
         let cpu = thread_cpu_time();
         for _ in 0..iters {
             black_box(&call().await);
+        }
+        thread_cpu_time() - cpu
+    })
+}
+
+/// `looped_on_cpu`, each future polled through `Pin<&mut dyn Future>`:
+/// its poll is a call through a vtable, which the awaiting loop cannot
+/// inline, as for an `async fn` whose body does real work. A plain
+/// `async fn` awaited by `looped_on_cpu` is otherwise inlined into the loop
+/// and never exists in memory, which no annotated function's future
+/// matches. Kept apart
+/// from `looped_on_cpu`: one function for both (a `const DYN: bool`)
+/// changed the code of the plain loop and moved its floor.
+pub fn looped_dyn_on_cpu<F: Future>(
+    rt: &tokio::runtime::Runtime,
+    iters: u64,
+    call: impl Fn() -> F,
+) -> Duration {
+    rt.block_on(async {
+        let cpu = thread_cpu_time();
+        for _ in 0..iters {
+            let future = std::pin::pin!(call());
+            let future: std::pin::Pin<&mut dyn Future<Output = F::Output>> = future;
+            black_box(&future.await);
         }
         thread_cpu_time() - cpu
     })

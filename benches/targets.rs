@@ -1,0 +1,469 @@
+//! Every performance target of `benches/README.md`, measured in one run, as
+//! ratios to the peers and floors measured beside them.
+//!
+//! Criterion measures one case after another, and on a shared machine the
+//! host's speed drifts between them: the same code's median can move by a
+//! third from one group to the next, which is as much as the distance to a
+//! target. Here every case runs once per *round*, the rounds repeat (21 by
+//! default, each case first in turn), and each case is reported by its best
+//! round and its median round. A drift then touches every case alike, and the
+//! best round, as in a "best of N" harness, is the case's cost when the host
+//! left it alone.
+//!
+//! Each call is made as a user makes it:
+//! - sync cases through an `Arc<dyn Fn() -> Result<(), Fault>>` from a caller
+//!   that is not inlined (so each breaker's whole call path is paid on every
+//!   call), timed in the thread's CPU time, on one thread and on two threads
+//!   sharing the breaker (each thread's CPU time per call);
+//! - `async fn`s awaited in a loop inside one `block_on` on a current-thread
+//!   tokio runtime, inlined into that loop and, as an `async fn` whose body
+//!   does real work is, polled through `Pin<&mut dyn Future>`.
+//!
+//! ```sh
+//! cargo bench --bench targets                       # about a minute
+//! TARGETS_ROUNDS=41 TARGETS_CALLS=2000000 cargo bench --bench targets
+//! ```
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use failfast::{Breaker, ManualClock, State};
+use failsafe::CircuitBreaker;
+use recloser::Recloser;
+
+#[path = "support/call.rs"]
+mod call;
+#[path = "support/cpu_time.rs"]
+mod cpu_time;
+#[path = "support/side_by_side.rs"]
+mod side_by_side;
+// Only `on_cpu`: two threads are timed `side_by_side` here.
+#[path = "support/protected.rs"]
+mod protected;
+#[allow(dead_code)]
+#[path = "support/threads.rs"]
+mod threads;
+use call::{arg, looped_dyn_on_cpu, looped_on_cpu, Fault};
+use protected::{
+    arg_1_in_64, bulkheaded, consecutive, failfast_consecutive, failfast_rate,
+    failsafe_consecutive, guarded_async, open, plain_async, rate, rate_some_failing, work,
+};
+use side_by_side::side_by_side;
+use threads::on_cpu;
+
+type Protected = Arc<dyn Fn() -> Result<(), Fault> + Send + Sync>;
+
+/// The caller a user writes: not inlined, calling through the trait object.
+#[inline(never)]
+fn through(f: &Protected) -> Result<(), Fault> {
+    f()
+}
+
+fn protected(f: impl Fn() -> Result<(), Fault> + Send + Sync + 'static) -> Protected {
+    Arc::new(f)
+}
+
+/// Every sync path, as the closure a user would hold.
+struct Paths {
+    floor: Protected,
+    failsafe: Protected,
+    recloser: Protected,
+    consecutive: Protected,
+    consecutive_call: Protected,
+    rate: Protected,
+    rate_call: Protected,
+    failing: Protected,
+    failing_call: Protected,
+    open: Protected,
+    open_call: Protected,
+    open_failsafe: Protected,
+    open_recloser: Protected,
+    half_open: Protected,
+    bulkhead: Protected,
+    /// `failing_call`'s breaker.
+    failing_breaker: &'static Breaker,
+}
+
+fn paths() -> Paths {
+    let an_hour = Duration::from_secs(3600);
+    let fs = failsafe_consecutive(5, Duration::from_secs(30));
+    let rc = Recloser::default();
+    let by_call = |b: Breaker| move || b.call(|| work(arg())).map_err(|_| Fault::Unavailable);
+    let failing_breaker: &'static Breaker = Box::leak(Box::new(failfast_rate()));
+
+    let open_breaker = Breaker::builder()
+        .threshold(1)
+        .recovery(an_hour)
+        .build()
+        .expect("valid settings");
+    let _ = open_breaker.call(|| work(u64::MAX));
+    assert_eq!(open_breaker.state(), State::Open);
+    let _ = open(u64::MAX);
+    assert_eq!(open(arg()), Err(Fault::Unavailable));
+    let fs_open = failsafe_consecutive(1, an_hour);
+    let _ = fs_open.call(|| work(u64::MAX));
+    assert!(fs_open.call(|| work(arg())).is_err());
+    let rc_open = Recloser::custom().open_wait(an_hour).build();
+    for _ in 0..200 {
+        let _ = rc_open.call(|| work(u64::MAX));
+    }
+    assert!(rc_open.call(|| work(arg())).is_err());
+
+    // Half-open with its one trial slot taken, on a clock that stands still,
+    // so that the trial's lease never runs out and every call is refused.
+    let clock = ManualClock::new();
+    let half_open: &'static Breaker = Box::leak(Box::new(
+        Breaker::builder()
+            .threshold(1)
+            .recovery(Duration::from_secs(1))
+            .clock(clock.clone())
+            .build()
+            .expect("valid settings"),
+    ));
+    let _ = half_open.call(|| work(u64::MAX));
+    clock.advance(Duration::from_secs(2));
+    std::mem::forget(half_open.acquire().expect("the trial call"));
+    assert!(half_open.call(|| work(1)).is_err_and(|e| e.is_rejected()));
+    assert_eq!(half_open.state(), State::HalfOpen);
+
+    Paths {
+        floor: protected(|| work(arg())),
+        failsafe: protected(move || fs.call(|| work(arg())).map_err(|_| Fault::Unavailable)),
+        recloser: protected(move || rc.call(|| work(arg())).map_err(|_| Fault::Unavailable)),
+        consecutive: protected(|| consecutive(arg())),
+        consecutive_call: protected(by_call(failfast_consecutive())),
+        rate: protected(|| rate(arg())),
+        rate_call: protected(by_call(failfast_rate())),
+        failing: protected(|| rate_some_failing(arg_1_in_64())),
+        failing_call: protected(move || {
+            failing_breaker
+                .call(|| work(arg_1_in_64()))
+                .map_err(|_| Fault::Unavailable)
+        }),
+        open: protected(|| open(arg())),
+        open_call: protected(by_call(open_breaker)),
+        open_failsafe: protected(move || {
+            fs_open.call(|| work(arg())).map_err(|_| Fault::Unavailable)
+        }),
+        open_recloser: protected(move || {
+            rc_open.call(|| work(arg())).map_err(|_| Fault::Unavailable)
+        }),
+        half_open: protected(|| {
+            half_open
+                .call(|| work(arg()))
+                .map_err(|_| Fault::Unavailable)
+        }),
+        bulkhead: protected(|| bulkheaded(arg())),
+        failing_breaker,
+    }
+}
+
+/// One measured case: `run(calls)` makes about that many calls and returns
+/// the CPU time per call, in ns, with how much two threads overlapped (1.0
+/// for one thread).
+struct Case<'a> {
+    name: String,
+    run: Box<dyn Fn(u64) -> (f64, f64) + 'a>,
+    /// ns per call, one entry per round kept.
+    rounds: Vec<f64>,
+    /// ns per call of the rounds not kept: two threads that could run side
+    /// by side for less than `PARALLEL` of their span.
+    dropped: Vec<f64>,
+}
+
+/// Two-thread rounds whose threads were on a CPU together for less than this
+/// share of the time are not kept: they measured one thread at a time.
+const PARALLEL: f64 = 0.9;
+
+impl<'a> Case<'a> {
+    fn new(name: String, run: impl Fn(u64) -> (f64, f64) + 'a) -> Self {
+        Self {
+            name,
+            run: Box::new(run),
+            rounds: Vec::new(),
+            dropped: Vec::new(),
+        }
+    }
+
+    fn one_thread(name: String, run: impl Fn(u64) -> Duration + 'a) -> Self {
+        Self::new(name, move |calls| {
+            (run(calls).as_nanos() as f64 / calls as f64, 1.0)
+        })
+    }
+
+    /// The rounds reported: those kept, or every round if none was kept
+    /// (the report says so).
+    fn reported(&self) -> &[f64] {
+        if self.rounds.is_empty() {
+            &self.dropped
+        } else {
+            &self.rounds
+        }
+    }
+
+    fn best(&self) -> f64 {
+        self.reported()
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    fn median(&self) -> f64 {
+        let mut sorted = self.reported().to_vec();
+        sorted.sort_by(f64::total_cmp);
+        sorted[sorted.len() / 2]
+    }
+}
+
+fn env(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(value) => value
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={value:?} is not a whole number")),
+        Err(_) => default,
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` runs the
+    // binary without it, which gets one short round as a smoke test.
+    let benching = std::env::args().any(|arg| arg == "--bench");
+    let rounds = if benching {
+        env("TARGETS_ROUNDS", 21)
+    } else {
+        1
+    };
+    let calls = if benching {
+        env("TARGETS_CALLS", 1_000_000)
+    } else {
+        1_000
+    };
+    assert!(
+        rounds > 0 && calls > 0,
+        "TARGETS_ROUNDS and TARGETS_CALLS must be at least 1"
+    );
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a current-thread runtime");
+    let p = paths();
+    let sync: [(&str, &Protected); 15] = [
+        ("floor: bare call", &p.floor),
+        ("failsafe", &p.failsafe),
+        ("recloser", &p.recloser),
+        ("consecutive, attribute", &p.consecutive),
+        ("consecutive, Breaker::call", &p.consecutive_call),
+        ("rate, attribute", &p.rate),
+        ("rate, Breaker::call", &p.rate_call),
+        ("rate 1 in 64 failing, attribute", &p.failing),
+        ("rate 1 in 64 failing, Breaker::call", &p.failing_call),
+        ("open, attribute", &p.open),
+        ("open, Breaker::call", &p.open_call),
+        ("open, failsafe", &p.open_failsafe),
+        ("open, recloser", &p.open_recloser),
+        ("half-open, Breaker::call", &p.half_open),
+        ("bulkhead, attribute", &p.bulkhead),
+    ];
+    let mut cases: Vec<Case<'_>> = Vec::new();
+    for (name, f) in sync {
+        cases.push(Case::one_thread(format!("1 thread/{name}"), move |n| {
+            on_cpu(n, || through(f))
+        }));
+        cases.push(Case::new(format!("2 threads/{name}"), move |n| {
+            // About as long as the one-thread case takes at 10 ns a call.
+            let span = Duration::from_nanos(n.saturating_mul(10));
+            let run = side_by_side(span, || through(f));
+            (run.per_call_ns, run.parallel)
+        }));
+    }
+    let rt = &rt;
+    let asyncs = [
+        Case::one_thread("async/plain async fn".into(), move |n| {
+            looped_on_cpu(rt, n, || plain_async(arg()))
+        }),
+        Case::one_thread("async/attribute".into(), move |n| {
+            looped_on_cpu(rt, n, || guarded_async(arg()))
+        }),
+        Case::one_thread("async dyn/plain async fn".into(), move |n| {
+            looped_dyn_on_cpu(rt, n, || plain_async(arg()))
+        }),
+        Case::one_thread("async dyn/attribute".into(), move |n| {
+            looped_dyn_on_cpu(rt, n, || guarded_async(arg()))
+        }),
+    ];
+    cases.extend(asyncs);
+
+    // A first round that is not kept: slots, shards and windows allocated,
+    // caches and predictors warm.
+    for case in &cases {
+        (case.run)(calls / 10);
+    }
+    let n = cases.len();
+    for round in 0..rounds as usize {
+        for i in 0..n {
+            let case = &mut cases[(round + i) % n];
+            let (ns, parallel) = (case.run)(calls);
+            if parallel >= PARALLEL {
+                case.rounds.push(ns);
+            } else {
+                case.dropped.push(ns);
+            }
+        }
+    }
+    // Still closed: a bench that tripped a breaker would have measured
+    // rejections.
+    assert_eq!(consecutive(arg()), Ok(()));
+    assert_eq!(rate_some_failing(arg()), Ok(()));
+    assert_eq!(p.failing_breaker.state(), State::Closed);
+
+    report(&cases, rounds, calls);
+}
+
+fn report(cases: &[Case<'_>], rounds: u64, calls: u64) {
+    let by = |name: &str| {
+        cases
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no case {name}"))
+    };
+    println!(
+        "{rounds} rounds; per round and case {calls} calls on one thread, or two threads \
+         side by side for as long (10 ns × {calls}); ns per call in each thread's CPU time\n"
+    );
+    println!("| case | best | median | rounds kept |");
+    println!("|---|---:|---:|---:|");
+    for case in cases {
+        println!(
+            "| {} | {:.2} | {:.2} | {} |",
+            case.name,
+            case.best(),
+            case.median(),
+            if case.rounds.is_empty() {
+                format!("none side by side: all {}", case.dropped.len())
+            } else {
+                format!(
+                    "{}/{}",
+                    case.rounds.len(),
+                    case.rounds.len() + case.dropped.len()
+                )
+            }
+        );
+    }
+
+    // (target, value from best rounds, value from medians, limit, unit)
+    let mut rows: Vec<(String, f64, f64, f64, &str)> = Vec::new();
+    let mut ratio = |target: String, a: &str, b: &str, limit: f64| {
+        let (a, b) = (by(a), by(b));
+        rows.push((
+            target,
+            a.best() / b.best(),
+            a.median() / b.median(),
+            limit,
+            "×",
+        ));
+    };
+    for who in ["attribute", "Breaker::call"] {
+        ratio(
+            format!("consecutive ({who}) ≤ 0.3× failsafe, 1 thread"),
+            &format!("1 thread/consecutive, {who}"),
+            "1 thread/failsafe",
+            0.3,
+        );
+        ratio(
+            format!("consecutive ({who}) ≤ 0.15× failsafe, 2 threads"),
+            &format!("2 threads/consecutive, {who}"),
+            "2 threads/failsafe",
+            0.15,
+        );
+        ratio(
+            format!("rate healthy ({who}) ≤ 0.35× recloser, 1 thread"),
+            &format!("1 thread/rate, {who}"),
+            "1 thread/recloser",
+            0.35,
+        );
+        ratio(
+            format!("rate healthy ({who}) ≤ 0.1× recloser, 2 threads"),
+            &format!("2 threads/rate, {who}"),
+            "2 threads/recloser",
+            0.1,
+        );
+    }
+    let faster_open =
+        if by("1 thread/open, failsafe").best() <= by("1 thread/open, recloser").best() {
+            "1 thread/open, failsafe"
+        } else {
+            "1 thread/open, recloser"
+        };
+    for who in ["attribute", "Breaker::call"] {
+        ratio(
+            format!("open rejection ({who}) ≤ 0.25× the faster peer"),
+            &format!("1 thread/open, {who}"),
+            faster_open,
+            0.25,
+        );
+    }
+    for path in [
+        "floor: bare call",
+        "consecutive, attribute",
+        "consecutive, Breaker::call",
+        "rate, attribute",
+        "rate 1 in 64 failing, attribute",
+        "rate 1 in 64 failing, Breaker::call",
+        "open, attribute",
+        "half-open, Breaker::call",
+        "bulkhead, attribute",
+    ] {
+        ratio(
+            format!("{path}: 2 threads ≤ 1.5× 1 thread"),
+            &format!("2 threads/{path}"),
+            &format!("1 thread/{path}"),
+            1.5,
+        );
+    }
+    let mut difference = |target: String, a: &str, b: &str, limit: f64| {
+        let (a, b) = (by(a), by(b));
+        rows.push((
+            target,
+            a.best() - b.best(),
+            a.median() - b.median(),
+            limit,
+            " ns",
+        ));
+    };
+    for who in ["attribute", "Breaker::call"] {
+        difference(
+            format!("rate healthy − consecutive ({who}) ≤ 1.5 ns"),
+            &format!("1 thread/rate, {who}"),
+            &format!("1 thread/consecutive, {who}"),
+            1.5,
+        );
+    }
+    difference(
+        "async attribute − plain async fn ≤ 3 ns".into(),
+        "async/attribute",
+        "async/plain async fn",
+        3.0,
+    );
+    difference(
+        "the same, polled through dyn Future".into(),
+        "async dyn/attribute",
+        "async dyn/plain async fn",
+        3.0,
+    );
+
+    println!("\n| target | best rounds | median rounds | met (best / median) |");
+    println!("|---|---:|---:|---|");
+    let met = |v: f64, limit: f64| if v <= limit { "yes" } else { "no" };
+    for (target, best, median, limit, unit) in rows {
+        let (b, m) = if unit == "×" {
+            (format!("{best:.3}×"), format!("{median:.3}×"))
+        } else {
+            (format!("{best:+.2} ns"), format!("{median:+.2} ns"))
+        };
+        println!(
+            "| {target} | {b} | {m} | {} / {} |",
+            met(best, limit),
+            met(median, limit)
+        );
+    }
+}
