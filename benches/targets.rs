@@ -22,6 +22,7 @@
 //! ```sh
 //! cargo bench --bench targets                       # about a minute
 //! TARGETS_ROUNDS=41 TARGETS_CALLS=2000000 cargo bench --bench targets
+//! TARGETS_ONLY="1 thread/consecutive" cargo bench --bench targets  # those cases only
 //! ```
 
 use std::sync::Arc;
@@ -292,6 +293,13 @@ fn main() {
         }),
     ];
     cases.extend(asyncs);
+    // `TARGETS_ONLY=text`: only the cases whose name holds it (to profile one),
+    // and no target table.
+    let only = std::env::var("TARGETS_ONLY").ok();
+    if let Some(only) = &only {
+        cases.retain(|case| case.name.contains(only.as_str()));
+        assert!(!cases.is_empty(), "no case matches TARGETS_ONLY={only:?}");
+    }
 
     // A first round that is not kept: slots, shards and windows allocated,
     // caches and predictors warm.
@@ -316,10 +324,10 @@ fn main() {
     assert_eq!(rate_some_failing(arg()), Ok(()));
     assert_eq!(p.failing_breaker.state(), State::Closed);
 
-    report(&cases, rounds, calls);
+    report(&cases, rounds, calls, only.is_none());
 }
 
-fn report(cases: &[Case<'_>], rounds: u64, calls: u64) {
+fn report(cases: &[Case<'_>], rounds: u64, calls: u64, targets: bool) {
     let by = |name: &str| {
         cases
             .iter()
@@ -350,6 +358,9 @@ fn report(cases: &[Case<'_>], rounds: u64, calls: u64) {
         );
     }
 
+    if !targets {
+        return;
+    }
     // (target, value from best rounds, value from medians, limit, unit)
     let mut rows: Vec<(String, f64, f64, f64, &str)> = Vec::new();
     let mut ratio = |target: String, a: &str, b: &str, limit: f64| {
