@@ -79,6 +79,7 @@ struct Paths {
     open_call: Protected,
     open_failsafe: Protected,
     open_recloser: Protected,
+    open_named: Protected,
     half_open: Protected,
     bulkhead: Protected,
     /// `failing_call`'s breaker.
@@ -99,6 +100,16 @@ fn paths() -> Paths {
         .expect("valid settings");
     let _ = open_breaker.call(|| work(u64::MAX));
     assert_eq!(open_breaker.state(), State::Open);
+    // Named at run time, as a keyed family's members and per-host breakers
+    // are: its name is an `Arc<str>`, which every `Rejected` carries.
+    let open_named = Breaker::builder()
+        .name(format!("open-{}", arg()))
+        .threshold(1)
+        .recovery(an_hour)
+        .build()
+        .expect("valid settings");
+    let _ = open_named.call(|| work(u64::MAX));
+    assert_eq!(open_named.state(), State::Open);
     let _ = open(u64::MAX);
     assert_eq!(open(arg()), Err(Fault::Unavailable));
     let fs_open = failsafe_consecutive(1, an_hour);
@@ -149,6 +160,7 @@ fn paths() -> Paths {
         open_recloser: protected(move || {
             rc_open.call(|| work(arg())).map_err(|_| Fault::Unavailable)
         }),
+        open_named: protected(by_call(open_named)),
         half_open: protected(|| {
             half_open
                 .call(|| work(arg()))
@@ -248,7 +260,7 @@ fn main() {
         .build()
         .expect("a current-thread runtime");
     let p = paths();
-    let sync: [(&str, &Protected); 15] = [
+    let sync: [(&str, &Protected); 16] = [
         ("floor: bare call", &p.floor),
         ("failsafe", &p.failsafe),
         ("recloser", &p.recloser),
@@ -262,6 +274,7 @@ fn main() {
         ("open, Breaker::call", &p.open_call),
         ("open, failsafe", &p.open_failsafe),
         ("open, recloser", &p.open_recloser),
+        ("open, named at run time, Breaker::call", &p.open_named),
         ("half-open, Breaker::call", &p.half_open),
         ("bulkhead, attribute", &p.bulkhead),
     ];
@@ -421,6 +434,7 @@ fn report(cases: &[Case<'_>], rounds: u64, calls: u64, targets: bool) {
         "rate 1 in 64 failing, attribute",
         "rate 1 in 64 failing, Breaker::call",
         "open, attribute",
+        "open, named at run time, Breaker::call",
         "half-open, Breaker::call",
         "bulkhead, attribute",
     ] {

@@ -181,7 +181,7 @@ pub fn timeout<'b, T: TokioFeature, F: Future>(
     limit: Duration,
     future: F,
 ) -> Timeout<'b, F> {
-    let name = permit.breaker().shared_name();
+    let name = permit.breaker().carried_name();
     Timeout::new(permit, name, limit, future)
 }
 

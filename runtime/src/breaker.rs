@@ -259,6 +259,18 @@ impl Breaker {
         self.config.name.clone()
     }
 
+    /// The name that a `Rejected` or `TimedOut` made on this thread carries:
+    /// a static name as it is, a name built at run time as this thread's
+    /// slot keeps it (`Totals::thread_name`), so that threads rejecting at
+    /// once through one breaker do not all write its name's reference count.
+    #[inline]
+    pub(crate) fn carried_name(&self) -> Name {
+        match self.config.name.as_shared() {
+            None => self.config.name.clone(),
+            Some(shared) => Name::from_shared(self.totals.thread_name(shared)),
+        }
+    }
+
     #[inline]
     pub(crate) fn is_registered(&self) -> bool {
         self.hot.registered.load(Ordering::Relaxed)
@@ -349,7 +361,7 @@ impl Breaker {
             return Ok(self.permit(w));
         }
         match self.acquire_slow(w) {
-            Slow::Open(retry) => Err(Rejected::new(self.shared_name(), State::Open, retry)),
+            Slow::Open(retry) => Err(Rejected::new(self.carried_name(), State::Open, retry)),
             Slow::Decided(result) => result,
         }
     }

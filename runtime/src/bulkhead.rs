@@ -288,7 +288,7 @@ pub(crate) fn concurrency_limit(breaker: &Breaker, permit: &mut Permit<'_>) -> R
     } else {
         State::Closed
     };
-    Rejected::concurrency_limit(breaker.shared_name(), state)
+    Rejected::concurrency_limit(breaker.carried_name(), state)
 }
 
 #[cfg(all(feature = "tower", feature = "keyed"))]

@@ -48,6 +48,21 @@ impl Name {
         }
     }
 
+    /// The name's text when it was built at run time: its `Arc<str>`.
+    #[inline]
+    pub(crate) fn as_shared(&self) -> Option<&Arc<str>> {
+        match &self.0 {
+            Repr::Static(_) => None,
+            Repr::Shared(s) => Some(s),
+        }
+    }
+
+    /// A name built at run time, from its `Arc<str>`.
+    #[inline]
+    pub(crate) fn from_shared(name: Arc<str>) -> Self {
+        Name(Repr::Shared(name))
+    }
+
     /// The name as a string slice.
     #[must_use]
     pub fn as_str(&self) -> &str {

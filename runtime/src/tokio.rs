@@ -82,7 +82,7 @@ impl Breaker {
         Fut: Future<Output = Result<T, E>>,
     {
         let permit = self.acquire()?;
-        match Timeout::new(permit, self.shared_name(), limit, future).await {
+        match Timeout::new(permit, self.carried_name(), limit, future).await {
             Ok((result, permit)) => {
                 permit.resolve(&result, counts);
                 result.map_err(Error::Failed)

@@ -17,10 +17,17 @@
 //!
 //! A breaker's shards are allocated on its first counted call: statics built
 //! in `const` context have none until then.
+//!
+//! A shard also keeps the slot's own copy of the breaker's name when that
+//! name was built at run time (an `Arc<str>`: keyed families' members,
+//! per-host breakers). Every `Rejected` and `TimedOut` carries the breaker's
+//! name, and cloning one `Arc<str>` on every thread would make a refusal, the
+//! path an open breaker takes on every call, write one shared line twice;
+//! cloning the slot's copy writes a line of this thread's own.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::breaker::Outcome;
@@ -39,10 +46,14 @@ pub(crate) const WOULD_REJECT: usize = 6;
 const COUNTERS: usize = 7;
 
 /// One slot's counters, on a line of its own (two lines: adjacent-line
-/// prefetchers pair them, as for the breaker's hot word).
+/// prefetchers pair them, as for the breaker's hot word), and the slot's own
+/// copy of a name built at run time (see `Totals::thread_name`).
 #[derive(Debug, Default)]
 #[repr(align(128))]
-struct Shard([AtomicU64; COUNTERS]);
+struct Shard {
+    counts: [AtomicU64; COUNTERS],
+    name: OnceLock<Arc<str>>,
+}
 
 /// A breaker's totals.
 #[derive(Debug)]
@@ -177,7 +188,7 @@ impl Totals {
         let code = SLOT.get();
         if let Some(shards) = self.shards.get() {
             if let Some(shard) = shards.get(code.wrapping_sub(1) as usize) {
-                let counter = &shard.0[what];
+                let counter = &shard.counts[what];
                 // This thread's alone: no read-modify-write needed.
                 counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
                 return;
@@ -197,11 +208,31 @@ impl Totals {
                 .map(|_| Shard::default())
                 .collect()
         });
-        let counter = &shards[shard_index(code)].0[what];
+        let counter = &shards[shard_index(code)].counts[what];
         if code & SHARED == 0 {
             counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         } else {
             counter.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A name built at run time (`shared`) as this thread's slot keeps it: a
+    /// copy of its text made on the slot's first use, so that the reference
+    /// counts of the names that rejections and timeouts carry are on a line
+    /// this thread alone writes, not on the one line of the breaker's own
+    /// `Arc<str>` that every thread would write twice per rejection (once
+    /// cloning it, once dropping the clone). A thread without a slot of its
+    /// own shares a shared slot's copy; before the breaker's first counted
+    /// call there are no slots, and `shared` itself is cloned.
+    #[inline(never)]
+    pub(crate) fn thread_name(&self, shared: &Arc<str>) -> Arc<str> {
+        match self.shards.get() {
+            Some(shards) => Arc::clone(
+                shards[shard_index(thread_code())]
+                    .name
+                    .get_or_init(|| Arc::from(&**shared)),
+            ),
+            None => Arc::clone(shared),
         }
     }
 
@@ -224,8 +255,8 @@ impl Totals {
             .into_iter()
             .flat_map(|s| s.iter())
             .fold(0, |sum, shard| {
-                sum + shard.0[SUCCESS].load(Ordering::Relaxed)
-                    + shard.0[FAILURE].load(Ordering::Relaxed)
+                sum + shard.counts[SUCCESS].load(Ordering::Relaxed)
+                    + shard.counts[FAILURE].load(Ordering::Relaxed)
             })
     }
 
@@ -234,7 +265,7 @@ impl Totals {
     pub(crate) fn sums(&self) -> Sums {
         let mut sums = Sums::default();
         for shard in self.shards.get().into_iter().flat_map(|s| s.iter()) {
-            for (sum, counter) in sums.counts.iter_mut().zip(&shard.0) {
+            for (sum, counter) in sums.counts.iter_mut().zip(&shard.counts) {
                 *sum += counter.load(Ordering::Relaxed);
             }
         }
@@ -250,7 +281,7 @@ impl crate::breaker::Breaker {
         retry: crate::clock::RetryAt,
     ) -> crate::error::Rejected {
         self.totals.add(REJECTED);
-        crate::error::Rejected::new(self.shared_name(), state, retry)
+        crate::error::Rejected::new(self.carried_name(), state, retry)
     }
 }
 

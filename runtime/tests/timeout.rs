@@ -107,6 +107,27 @@ async fn a_call_that_answered_is_not_also_timed_out_when_dropped_late() {
     assert_eq!((s.successes, s.failures), (1, 0), "{s:?}");
 }
 
+/// A breaker named at run time: every call with a time limit makes a
+/// `TimedOut` up front, which carries the calling thread's copy of the name
+/// (see `tests/names.rs`), not a clone of the breaker's own `Arc<str>`.
+#[tokio::test]
+async fn a_timeout_carries_the_threads_copy_of_a_name_built_at_run_time() {
+    let breaker = Breaker::builder()
+        .name(format!("ledger@{}", "host-2"))
+        .threshold(5)
+        .build()
+        .unwrap();
+    // The first counted call makes the breaker's per-thread slots.
+    assert!(breaker.call(|| Ok::<(), u16>(())).is_ok());
+    let error = breaker
+        .call_timeout(LIMIT, pending::<Result<(), u16>>())
+        .await
+        .unwrap_err();
+    let timed_out = error.timed_out().unwrap();
+    assert_eq!(timed_out.name(), "ledger@host-2");
+    assert_ne!(timed_out.name().as_ptr(), breaker.name().as_ptr());
+}
+
 #[tokio::test]
 async fn a_timeout_names_its_breaker_and_limit() {
     use std::error::Error as _;
