@@ -46,8 +46,8 @@ use call::{answer, arg, looped_dyn_on_cpu, looped_on_cpu, Fault};
 use cpu_time::thread_cpu_time;
 use protected::{
     arg_1_in_64, bulkheaded, consecutive, failfast_consecutive, failfast_rate,
-    failsafe_consecutive, guarded_async, open, plain_async, rate, rate_some_failing, work,
-    Failsafe,
+    failsafe_consecutive, guarded_async, open, plain_async, rate, rate_some_failing, retried,
+    retried_alone, work, Failsafe,
 };
 
 static SHARED: AtomicU64 = AtomicU64::new(0);
@@ -605,22 +605,6 @@ fn open_rejected(c: &mut Criterion) {
         |b| b.iter_custom(|n| on_cpu(n, || open_detailed(arg()))),
     );
     g.finish();
-}
-
-/// `#[retry]` above the same breaker as `consecutive`, for the path where
-/// the first attempt succeeds: what retrying costs when nothing fails.
-#[inline(never)]
-#[failfast::retry(attempts = 3, backoff = "100ms..2s")]
-#[circuit_breaker(threshold = 5, recovery = "30s")]
-fn retried(x: u64) -> Result<(), Fault> {
-    answer(x)
-}
-
-/// `#[retry]` alone, first attempt succeeding.
-#[inline(never)]
-#[failfast::retry(attempts = 3, backoff = "100ms..2s")]
-fn retried_alone(x: u64) -> Result<(), Fault> {
-    answer(x)
 }
 
 /// The no-retry-needed path: `#[retry]` above a breaker vs the breaker alone,

@@ -47,7 +47,7 @@ mod threads;
 use call::{arg, looped_dyn_on_cpu, looped_on_cpu, Fault};
 use protected::{
     arg_1_in_64, bulkheaded, consecutive, failfast_consecutive, failfast_rate,
-    failsafe_consecutive, guarded_async, open, plain_async, rate, rate_some_failing, work,
+    failsafe_consecutive, guarded_async, open, plain_async, rate, rate_some_failing, retried, work,
 };
 use side_by_side::side_by_side;
 use threads::on_cpu;
@@ -82,6 +82,7 @@ struct Paths {
     open_named: Protected,
     half_open: Protected,
     bulkhead: Protected,
+    retried: Protected,
     /// `failing_call`'s breaker.
     failing_breaker: &'static Breaker,
 }
@@ -167,6 +168,7 @@ fn paths() -> Paths {
                 .map_err(|_| Fault::Unavailable)
         }),
         bulkhead: protected(|| bulkheaded(arg())),
+        retried: protected(|| retried(arg())),
         failing_breaker,
     }
 }
@@ -260,7 +262,7 @@ fn main() {
         .build()
         .expect("a current-thread runtime");
     let p = paths();
-    let sync: [(&str, &Protected); 16] = [
+    let sync: [(&str, &Protected); 17] = [
         ("floor: bare call", &p.floor),
         ("failsafe", &p.failsafe),
         ("recloser", &p.recloser),
@@ -277,6 +279,10 @@ fn main() {
         ("open, named at run time, Breaker::call", &p.open_named),
         ("half-open, Breaker::call", &p.half_open),
         ("bulkhead, attribute", &p.bulkhead),
+        (
+            "#[retry] #[circuit_breaker], first attempt succeeding",
+            &p.retried,
+        ),
     ];
     let mut cases: Vec<Case<'_>> = Vec::new();
     for (name, f) in sync {
@@ -437,6 +443,7 @@ fn report(cases: &[Case<'_>], rounds: u64, calls: u64, targets: bool) {
         "open, named at run time, Breaker::call",
         "half-open, Breaker::call",
         "bulkhead, attribute",
+        "#[retry] #[circuit_breaker], first attempt succeeding",
     ] {
         ratio(
             format!("{path}: 2 threads ≤ 1.5× 1 thread"),

@@ -65,6 +65,22 @@ pub fn bulkheaded(x: u64) -> Result<(), Fault> {
     answer(x)
 }
 
+/// `#[retry]` above the same breaker as `consecutive`, for the path where
+/// the first attempt succeeds: what retrying costs when nothing fails.
+#[inline(never)]
+#[failfast::retry(attempts = 3, backoff = "100ms..2s")]
+#[circuit_breaker(threshold = 5, recovery = "30s")]
+pub fn retried(x: u64) -> Result<(), Fault> {
+    answer(x)
+}
+
+/// `#[retry]` alone, first attempt succeeding.
+#[inline(never)]
+#[failfast::retry(attempts = 3, backoff = "100ms..2s")]
+pub fn retried_alone(x: u64) -> Result<(), Fault> {
+    answer(x)
+}
+
 pub async fn plain_async(x: u64) -> Result<(), Fault> {
     answer(x)
 }

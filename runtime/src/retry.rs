@@ -11,14 +11,15 @@
 //! The budget is per [`Retry`] value (per function, with `#[retry]`), kept
 //! in atomic words: no lock, no allocation.
 //!
-//! - A call is counted with one relaxed `fetch_add` on a word of calls not
-//!   yet dated, which also holds the second it started counting in. No clock
-//!   is read on a call that needs no retry.
-//! - Deciding a retry reads the clock, dates the waiting calls to that
-//!   starting second (the oldest they can be from, so the budget only errs
-//!   on the strict side) in one of ten one-second slots, and takes a token
-//!   with a compare-and-swap on the current second's slot, so concurrent
-//!   retries can never overspend it.
+//! - A call is counted on a line of the calling thread's own, as a breaker
+//!   counts its running totals (the `totals` module): threads calling one
+//!   function at once write nothing shared, and no clock is read on a call
+//!   that needs no retry.
+//! - Deciding a retry reads the clock and the count, dates the calls
+//!   counted since the last decision to that decision's second (the oldest
+//!   they can be from, so the budget only errs on the strict side) in one of
+//!   ten one-second slots, and takes a token with a compare-and-swap on the
+//!   current second's slot, so concurrent retries can never overspend it.
 //!
 //! ```
 //! use failfast_runtime::retry::Retry;
@@ -63,6 +64,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::clock::Clock;
+use crate::totals::Count;
 use crate::{Breaker, ManualClock, State};
 
 /// Total tries when not told otherwise: the call and two retries.
@@ -92,8 +94,9 @@ const CALLS_MAX: u64 = (1 << CALLS_BITS) - 1;
 const RETRIES_MAX: u64 = (1 << RETRIES_BITS) - 1;
 const EPOCH_BITS: u32 = 24;
 const EPOCH_MASK: u64 = (1 << EPOCH_BITS) - 1;
-/// The undated calls' word: the second they started counting in (24 bits)
-/// and their number (40 bits, far beyond any count between two decisions).
+/// The dating word: the second of the last dating, from which the calls
+/// counted since are dated (24 bits), and the count of calls dated so far,
+/// modulo 2^40 (far beyond any count between two decisions).
 const UNDATED_BITS: u32 = 64 - EPOCH_BITS;
 const UNDATED_MASK: u64 = (1 << UNDATED_BITS) - 1;
 
@@ -122,8 +125,11 @@ pub struct Retry {
     jitter: f64,
     budget: f64,
     clock: Clock,
-    /// Calls not yet dated, and the second they started counting in.
-    undated: AtomicU64,
+    /// Calls made, on per-thread lines.
+    calls: Count,
+    /// The last dating's second and the calls dated so far (see
+    /// `UNDATED_BITS`).
+    dated: AtomicU64,
     slots: [AtomicU64; SLOTS],
 }
 
@@ -139,7 +145,8 @@ impl Retry {
             jitter: 0.0,
             budget: DEFAULT_BUDGET,
             clock: Clock::System,
-            undated: AtomicU64::new(0),
+            calls: Count::new(),
+            dated: AtomicU64::new(0),
             slots: [const { AtomicU64::new(0) }; SLOTS],
         }
     }
@@ -197,11 +204,11 @@ impl Retry {
     }
 
     /// Starts a call: counts it in the budget and returns its attempt
-    /// counter. The first attempt needs no permission, and costs one relaxed
-    /// `fetch_add`.
+    /// counter. The first attempt needs no permission, and costs one
+    /// increment on a line of this thread's own.
     #[inline]
     pub fn begin(&self) -> Attempts<'_> {
-        self.undated.fetch_add(1, Ordering::Relaxed);
+        self.calls.add();
         Attempts {
             retry: self,
             made: 1,
@@ -331,13 +338,29 @@ impl Retry {
         }
     }
 
-    /// Moves the undated calls into the slot of the second they started
-    /// counting in (dropped if that second has left the window), and starts
-    /// a new count at `epoch`.
+    /// Moves the calls counted since the last dating into the slot of that
+    /// dating's second (dropped if that second has left the window), and
+    /// dates the next ones from `epoch`.
     fn date_calls(&self, epoch: u64) {
-        let fresh = (epoch & EPOCH_MASK) << UNDATED_BITS;
-        let taken = self.undated.swap(fresh, Ordering::Relaxed);
-        let (since, calls) = (taken >> UNDATED_BITS, taken & UNDATED_MASK);
+        let total = self.calls.sum() & UNDATED_MASK;
+        let mut word = self.dated.load(Ordering::Relaxed);
+        let (since, calls) = loop {
+            let (since, dated) = (word >> UNDATED_BITS, word & UNDATED_MASK);
+            let calls = total.wrapping_sub(dated) & UNDATED_MASK;
+            if calls > UNDATED_MASK / 2 {
+                // Read just before a racing dating's count, and behind it:
+                // nothing is new, and the word stays as that dating left it.
+                return;
+            }
+            let new = (epoch & EPOCH_MASK) << UNDATED_BITS | total;
+            match self
+                .dated
+                .compare_exchange_weak(word, new, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => break (since, calls),
+                Err(actual) => word = actual,
+            }
+        };
         if calls == 0 || !in_window(since, epoch) {
             return;
         }
@@ -583,6 +606,42 @@ mod tests {
         let retry = Retry::new(3).backoff(Duration::from_millis(200), Duration::from_millis(100));
         assert_eq!(retry.delay(1), Duration::from_millis(200));
         assert_eq!(retry.delay(3), Duration::from_millis(200));
+    }
+
+    /// Calls counted on several threads while other threads date them
+    /// (every retry decision does) are each dated once: none lost, none
+    /// counted twice, however the datings interleave with the counts.
+    #[test]
+    fn calls_counted_while_others_date_them_are_dated_once() {
+        const THREADS: u64 = 4;
+        const CALLS: u64 = 50_000;
+        for _ in 0..10 {
+            counted_while_dated(THREADS, CALLS);
+        }
+    }
+
+    fn counted_while_dated(threads: u64, calls: u64) {
+        let (retry, _) = policy(2);
+        let counting = std::sync::atomic::AtomicU64::new(threads);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    for _ in 0..calls {
+                        let _ = retry.begin();
+                    }
+                    counting.fetch_sub(1, Ordering::Relaxed);
+                });
+            }
+            for _ in 0..2 {
+                s.spawn(|| {
+                    while counting.load(Ordering::Relaxed) > 0 {
+                        let (dated, retries) = retry.window();
+                        assert!(dated <= threads * calls && retries == 0, "{dated}");
+                    }
+                });
+            }
+        });
+        assert_eq!(retry.window(), (threads * calls, 0));
     }
 
     /// Threads racing for the last tokens never take one too many: the

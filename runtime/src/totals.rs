@@ -174,6 +174,75 @@ pub(crate) fn thread_slots() -> usize {
     (slots() + SHARED_SHARDS) as usize
 }
 
+/// Adds one to the counter `pick` chooses in this thread's shard of
+/// `shards`. One thread-local read, one check that the shards exist, one
+/// increment of a counter this thread alone writes.
+#[inline]
+fn add_in<S: Default>(shards: &OnceLock<Box<[S]>>, pick: impl Fn(&S) -> &AtomicU64) {
+    let code = SLOT.get();
+    if let Some(shards) = shards.get() {
+        if let Some(shard) = shards.get(code.wrapping_sub(1) as usize) {
+            let counter = pick(shard);
+            // This thread's alone: no read-modify-write needed.
+            counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            return;
+        }
+    }
+    add_slow_in(shards, pick);
+}
+
+/// The thread's first count (no slot yet), the first count in `shards` (not
+/// allocated yet), or a thread sharing its slot.
+#[cold]
+#[inline(never)]
+fn add_slow_in<S: Default>(shards: &OnceLock<Box<[S]>>, pick: impl Fn(&S) -> &AtomicU64) {
+    let code = thread_code();
+    let shards = shards.get_or_init(|| (0..thread_slots()).map(|_| S::default()).collect());
+    let counter = pick(&shards[shard_index(code)]);
+    if code & SHARED == 0 {
+        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    } else {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// One count, kept as the totals are: a shard per thread slot, each on a line
+/// of its own, so that threads counting at once write nothing shared. It only
+/// grows; `sum` adds the shards up. The retry budget counts its calls here.
+#[derive(Debug)]
+pub(crate) struct Count {
+    shards: OnceLock<Box<[Line]>>,
+}
+
+/// One slot's share of a [`Count`].
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Line(AtomicU64);
+
+impl Count {
+    pub(crate) const fn new() -> Self {
+        Self {
+            shards: OnceLock::new(),
+        }
+    }
+
+    /// Counts one, on this thread's line.
+    #[inline]
+    pub(crate) fn add(&self) {
+        add_in(&self.shards, |line: &Line| &line.0);
+    }
+
+    /// The count so far. Counts made while this runs may or may not be in
+    /// it; this thread's own always are.
+    pub(crate) fn sum(&self) -> u64 {
+        self.shards
+            .get()
+            .into_iter()
+            .flat_map(|s| s.iter())
+            .fold(0, |sum, line| sum + line.0.load(Ordering::Relaxed))
+    }
+}
+
 impl Totals {
     pub(crate) const fn new() -> Self {
         Self {
@@ -185,35 +254,7 @@ impl Totals {
     /// thread-local read, one check that the shards exist, one increment.
     #[inline]
     pub(crate) fn add(&self, what: usize) {
-        let code = SLOT.get();
-        if let Some(shards) = self.shards.get() {
-            if let Some(shard) = shards.get(code.wrapping_sub(1) as usize) {
-                let counter = &shard.counts[what];
-                // This thread's alone: no read-modify-write needed.
-                counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-                return;
-            }
-        }
-        self.add_slow(what);
-    }
-
-    /// The thread's first call (no slot yet), the breaker's first call (no
-    /// shards yet), or a thread sharing its slot.
-    #[cold]
-    #[inline(never)]
-    fn add_slow(&self, what: usize) {
-        let code = thread_code();
-        let shards = self.shards.get_or_init(|| {
-            (0..slots() + SHARED_SHARDS)
-                .map(|_| Shard::default())
-                .collect()
-        });
-        let counter = &shards[shard_index(code)].counts[what];
-        if code & SHARED == 0 {
-            counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        } else {
-            counter.fetch_add(1, Ordering::Relaxed);
-        }
+        add_in(&self.shards, |shard: &Shard| &shard.counts[what]);
     }
 
     /// A name built at run time (`shared`) as this thread's slot keeps it: a
