@@ -254,7 +254,7 @@ impl Totals {
     /// thread-local read, one check that the shards exist, one increment.
     #[inline]
     pub(crate) fn add(&self, what: usize) {
-        add_in(&self.shards, |shard: &Shard| &shard.counts[what]);
+        add_in(&self.shards, move |shard: &Shard| &shard.counts[what]);
     }
 
     /// A name built at run time (`shared`) as this thread's slot keeps it: a
