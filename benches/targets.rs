@@ -25,6 +25,7 @@
 //! TARGETS_ONLY="1 thread/consecutive" cargo bench --bench targets  # those cases only
 //! ```
 
+use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,7 +48,8 @@ mod threads;
 use call::{arg, looped_dyn_on_cpu, looped_on_cpu, Fault};
 use protected::{
     arg_1_in_64, bulkheaded, consecutive, failfast_consecutive, failfast_rate,
-    failsafe_consecutive, guarded_async, open, plain_async, rate, rate_some_failing, retried, work,
+    failsafe_consecutive, guarded_async, keyed, open, plain_async, rate, rate_some_failing,
+    retried, work,
 };
 use side_by_side::side_by_side;
 use threads::on_cpu;
@@ -83,6 +85,7 @@ struct Paths {
     half_open: Protected,
     bulkhead: Protected,
     retried: Protected,
+    keyed: Protected,
     /// `failing_call`'s breaker.
     failing_breaker: &'static Breaker,
 }
@@ -169,6 +172,7 @@ fn paths() -> Paths {
         }),
         bulkhead: protected(|| bulkheaded(arg())),
         retried: protected(|| retried(arg())),
+        keyed: protected(|| keyed(black_box("10.0.0.1"), arg())),
         failing_breaker,
     }
 }
@@ -262,7 +266,7 @@ fn main() {
         .build()
         .expect("a current-thread runtime");
     let p = paths();
-    let sync: [(&str, &Protected); 17] = [
+    let sync: [(&str, &Protected); 18] = [
         ("floor: bare call", &p.floor),
         ("failsafe", &p.failsafe),
         ("recloser", &p.recloser),
@@ -279,6 +283,7 @@ fn main() {
         ("open, named at run time, Breaker::call", &p.open_named),
         ("half-open, Breaker::call", &p.half_open),
         ("bulkhead, attribute", &p.bulkhead),
+        ("keyed attribute, a hit", &p.keyed),
         (
             "#[retry] #[circuit_breaker], first attempt succeeding",
             &p.retried,
@@ -443,6 +448,7 @@ fn report(cases: &[Case<'_>], rounds: u64, calls: u64, targets: bool) {
         "open, named at run time, Breaker::call",
         "half-open, Breaker::call",
         "bulkhead, attribute",
+        "keyed attribute, a hit",
         "#[retry] #[circuit_breaker], first attempt succeeding",
     ] {
         ratio(

@@ -81,6 +81,16 @@ pub fn retried_alone(x: u64) -> Result<(), Fault> {
     answer(x)
 }
 
+/// `consecutive` with one breaker per `host` (`key`): a call looks its
+/// host's breaker up in the function's family first.
+#[cfg(feature = "keyed")]
+#[inline(never)]
+#[circuit_breaker(key = host, threshold = 5, recovery = "30s")]
+pub fn keyed(host: &str, x: u64) -> Result<(), Fault> {
+    let _ = host;
+    answer(x)
+}
+
 pub async fn plain_async(x: u64) -> Result<(), Fault> {
     answer(x)
 }
