@@ -342,7 +342,13 @@ impl Retry {
     /// dating's second (dropped if that second has left the window), and
     /// dates the next ones from `epoch`.
     fn date_calls(&self, epoch: u64) {
-        let total = self.calls.sum() & UNDATED_MASK;
+        self.date_calls_counted(epoch, self.calls.sum());
+    }
+
+    /// `date_calls`, with `total` calls counted so far as this decision read
+    /// them.
+    fn date_calls_counted(&self, epoch: u64, total: u64) {
+        let total = total & UNDATED_MASK;
         let mut word = self.dated.load(Ordering::Relaxed);
         let (since, calls) = loop {
             let (since, dated) = (word >> UNDATED_BITS, word & UNDATED_MASK);
@@ -642,6 +648,23 @@ mod tests {
             }
         });
         assert_eq!(retry.window(), (threads * calls, 0));
+    }
+
+    /// A decision whose count was read before a racing decision's, and is
+    /// behind the count that one dated, dates nothing; a count up to half
+    /// the dating word's range ahead is ahead.
+    #[test]
+    fn a_decision_behind_a_racing_one_dates_nothing() {
+        let (retry, _) = policy(2);
+        for _ in 0..10 {
+            let _ = retry.begin();
+        }
+        let epoch = retry.epoch();
+        retry.date_calls_counted(epoch, 10);
+        retry.date_calls_counted(epoch, 4);
+        assert_eq!(retry.window(), (10, 0));
+        retry.date_calls_counted(epoch, 10 + UNDATED_MASK / 2);
+        assert_eq!(retry.window(), (CALLS_MAX, 0), "saturated, not wrapped");
     }
 
     /// Threads racing for the last tokens never take one too many: the
