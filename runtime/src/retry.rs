@@ -9,7 +9,8 @@
 //! is returned as it is.
 //!
 //! The budget is per [`Retry`] value (per function, with `#[retry]`), kept
-//! in atomic words: no lock, no allocation.
+//! in atomic words: no lock, and no allocation but the per-thread lines of
+//! its count, made on its first call.
 //!
 //! - A call is counted on a line of the calling thread's own, as a breaker
 //!   counts its running totals (the `totals` module): threads calling one
