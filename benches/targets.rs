@@ -29,7 +29,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use failfast::{Breaker, ManualClock, State};
+use failfast::{Breaker, Builder, ManualClock, State};
 use failsafe::CircuitBreaker;
 use recloser::Recloser;
 
@@ -97,23 +97,21 @@ fn paths() -> Paths {
     let by_call = |b: Breaker| move || b.call(|| work(arg())).map_err(|_| Fault::Unavailable);
     let failing_breaker: &'static Breaker = Box::leak(Box::new(failfast_rate()));
 
-    let open_breaker = Breaker::builder()
-        .threshold(1)
-        .recovery(an_hour)
-        .build()
-        .expect("valid settings");
-    let _ = open_breaker.call(|| work(u64::MAX));
-    assert_eq!(open_breaker.state(), State::Open);
+    // Opened for an hour by one failure.
+    let tripped = |builder: Builder| {
+        let breaker = builder
+            .threshold(1)
+            .recovery(an_hour)
+            .build()
+            .expect("valid settings");
+        let _ = breaker.call(|| work(u64::MAX));
+        assert_eq!(breaker.state(), State::Open);
+        breaker
+    };
+    let open_breaker = tripped(Breaker::builder());
     // Named at run time, as a keyed family's members and per-host breakers
     // are: its name is an `Arc<str>`, which every `Rejected` carries.
-    let open_named = Breaker::builder()
-        .name(format!("open-{}", arg()))
-        .threshold(1)
-        .recovery(an_hour)
-        .build()
-        .expect("valid settings");
-    let _ = open_named.call(|| work(u64::MAX));
-    assert_eq!(open_named.state(), State::Open);
+    let open_named = tripped(Breaker::builder().name(format!("open-{}", arg())));
     let _ = open(u64::MAX);
     assert_eq!(open(arg()), Err(Fault::Unavailable));
     let fs_open = failsafe_consecutive(1, an_hour);
