@@ -2,7 +2,8 @@
 //! `DEADLINE_EXCEEDED`. A rejection is `UNAVAILABLE`, the code
 //! gRPC clients treat as "try again later", with the time until the next
 //! trial in `grpc-retry-pushback-ms` metadata (the key gRPC's retry policy
-//! honours) when the breaker knows it.
+//! honours) when the breaker knows it, rounded up to a whole millisecond so
+//! a client that waits exactly that long is not refused again.
 //!
 //! A service or client method returning `Result<T, tonic::Status>` can then be
 //! guarded without a `fallback`.
@@ -23,19 +24,30 @@
 //! # Ok::<(), failfast_runtime::ConfigError>(())
 //! ```
 
+use std::time::Duration;
+
 use tonic::metadata::MetadataValue;
 use tonic::Status;
 
 use crate::{Rejected, TimedOut};
 
-/// `UNAVAILABLE`, the rejection's message, and `grpc-retry-pushback-ms` when
-/// the time to the next trial is known.
+/// `grpc-retry-pushback-ms`: the time to the next trial in whole
+/// milliseconds, rounded up (1.5 ms is 2, 0.2 ms is 1), so a client that
+/// waits that long finds the trial admitted instead of being refused again.
+fn pushback_millis(after: Duration) -> u64 {
+    let millis = after.as_millis() + u128::from(after.subsec_nanos() % 1_000_000 > 0);
+    u64::try_from(millis).unwrap_or(u64::MAX)
+}
+
+/// `UNAVAILABLE`, the rejection's message, and `grpc-retry-pushback-ms`
+/// (rounded up to the next millisecond) when the time to the next trial is
+/// known.
 impl From<Rejected> for Status {
     fn from(rejected: Rejected) -> Self {
         let pushback = rejected.retry_after();
         let mut status = Status::unavailable(rejected.to_string());
         if let Some(after) = pushback {
-            let millis = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+            let millis = pushback_millis(after);
             status
                 .metadata_mut()
                 .insert("grpc-retry-pushback-ms", MetadataValue::from(millis));
@@ -54,7 +66,35 @@ impl From<TimedOut> for Status {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Breaker;
+    use crate::{Breaker, ManualClock};
+
+    /// The pushback of a breaker that opened with `recovery` just now.
+    fn pushback(recovery: Duration) -> String {
+        let breaker = Breaker::builder()
+            .name("pushback-grpc")
+            .threshold(1)
+            .recovery(recovery)
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        let _ = breaker.call(|| Err::<(), _>("down"));
+        let rejected = breaker.acquire().unwrap_err();
+        assert_eq!(rejected.retry_after(), Some(recovery));
+        let status = Status::from(rejected);
+        let value = status.metadata().get("grpc-retry-pushback-ms").unwrap();
+        value.to_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn the_pushback_rounds_a_part_of_a_millisecond_up() {
+        assert_eq!(pushback(Duration::from_micros(1_500)), "2");
+        assert_eq!(pushback(Duration::from_micros(200)), "1");
+        assert_eq!(pushback(Duration::from_nanos(1)), "1");
+        assert_eq!(pushback(Duration::from_millis(3)), "3");
+        assert_eq!(pushback(Duration::from_nanos(3_000_001)), "4");
+        assert_eq!(pushback_millis(Duration::ZERO), 0);
+        assert_eq!(pushback_millis(Duration::MAX), u64::MAX);
+    }
 
     #[test]
     fn a_forced_open_breaker_gives_no_pushback() {
