@@ -5,8 +5,15 @@
 //! (`"30s"`, `"1m 30s"`, `"250ms"`), exact to the nanosecond, and read back
 //! in the same form; times of day (`Snapshot::opened_at`) as RFC 3339
 //! (`"2026-11-30T07:25:27.123456789Z"`).
+//!
+//! RFC 3339 writes the years 1970 to 9999 here, and serialising never
+//! fails or panics on any clock reading: a time before 1970 (a system
+//! clock set back, or a `ManualClock` advanced further than the system
+//! clock's distance from 1970, making the moment a breaker opened fall
+//! before it) is written as `"1970-01-01T00:00:00.000000000Z"`, and one
+//! after 9999 as the last nanosecond of 9999.
 
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ::serde::de::Error as _;
 use ::serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -30,12 +37,27 @@ pub(crate) fn option_duration<S: Serializer>(
     }
 }
 
-/// An optional time of day, RFC 3339.
+/// An optional time of day, RFC 3339, brought within the years it can
+/// write (see the module docs).
 #[allow(clippy::ref_option)] // the signature serde's `serialize_with` calls
 pub(crate) fn option_time<S: Serializer>(t: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
     match t {
-        Some(t) => s.serialize_some(&humantime::format_rfc3339_nanos(*t).to_string()),
+        Some(t) => {
+            s.serialize_some(&humantime::format_rfc3339_nanos(rfc3339_range(*t)).to_string())
+        }
         None => s.serialize_none(),
+    }
+}
+
+/// The last nanosecond of year 9999, after the epoch: the latest time RFC
+/// 3339 (and `humantime`, which panics past either end) can write.
+const LAST_RFC3339: Duration = Duration::new(253_402_300_799, 999_999_999);
+
+/// `t` clamped to the epoch .. the end of year 9999.
+fn rfc3339_range(t: SystemTime) -> SystemTime {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(since) => UNIX_EPOCH + since.min(LAST_RFC3339),
+        Err(_) => UNIX_EPOCH,
     }
 }
 
@@ -165,5 +187,41 @@ impl<'de> Deserialize<'de> for Config {
             trial_lease => |b: Builder, s: Span| b.trial_lease(s.0),
         }
         b.checked().map_err(D::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written(t: SystemTime) -> String {
+        let mut out = Vec::new();
+        option_time(&Some(t), &mut serde_json::Serializer::new(&mut out)).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// Times RFC 3339 cannot write are clamped to its range, never a panic.
+    #[test]
+    fn times_out_of_rfc3339_range_are_clamped() {
+        let year = Duration::from_secs(365 * 86_400);
+        assert_eq!(
+            written(UNIX_EPOCH - year),
+            r#""1970-01-01T00:00:00.000000000Z""#
+        );
+        assert_eq!(
+            written(UNIX_EPOCH - Duration::from_nanos(1)),
+            r#""1970-01-01T00:00:00.000000000Z""#
+        );
+        assert_eq!(
+            written(UNIX_EPOCH + Duration::from_nanos(1)),
+            r#""1970-01-01T00:00:00.000000001Z""#
+        );
+        assert_eq!(
+            written(UNIX_EPOCH + LAST_RFC3339),
+            r#""9999-12-31T23:59:59.999999999Z""#
+        );
+        if let Some(later) = (UNIX_EPOCH + LAST_RFC3339).checked_add(year) {
+            assert_eq!(written(later), r#""9999-12-31T23:59:59.999999999Z""#);
+        }
     }
 }

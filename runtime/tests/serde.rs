@@ -142,3 +142,28 @@ fn snapshots_serialize_in_snake_case_with_duration_strings() {
     clock.advance(Duration::from_secs(20));
     assert_eq!(serde_json::to_value(b.state()).unwrap(), "half_open");
 }
+
+/// A `ManualClock` advanced by centuries puts the moment the breaker opened
+/// before 1970 on the wall clock: the snapshot still serializes, with
+/// `opened_at` clamped to the epoch.
+#[test]
+fn a_snapshot_whose_opening_falls_before_1970_still_serializes() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .name("opened-before-1970")
+        .threshold(1)
+        .recovery(Duration::from_secs(30))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    b.acquire().unwrap().record(Outcome::Failure);
+    let years = |n: u64| Duration::from_secs(n * 365 * 86_400);
+    clock.advance(years(200));
+    let snapshot = b.snapshot();
+    assert!(
+        snapshot.opened_at.unwrap() < std::time::UNIX_EPOCH,
+        "{snapshot:?}"
+    );
+    let v: Value = serde_json::to_value(&snapshot).unwrap();
+    assert_eq!(v["opened_at"], "1970-01-01T00:00:00.000000000Z", "{v}");
+}
