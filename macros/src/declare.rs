@@ -76,6 +76,7 @@ pub(crate) fn registration(
         static __FAILFAST_DECLARED: #private::Declared = #private::Declared {
             breaker: &#breaker,
             at: ::core::concat!(#file, ":", #line),
+            module: ::core::module_path!(),
         };
     }
 }

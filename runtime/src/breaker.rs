@@ -35,8 +35,8 @@ use crate::name::Name;
 use crate::totals::Totals;
 use crate::window::{Tally, Window};
 use crate::word::{
-    Word, CONTROL_BITS, GEN_BITS, GEN_MASK, MODE_BITS, MODE_DISABLED, MODE_FORCED_CLOSED,
-    MODE_FORCED_OPEN, MODE_NORMAL, TAG_CLOSED, TAG_HALF_OPEN, TAG_OPEN,
+    Word, CONTROL_BITS, GEN_BITS, GEN_MASK, MAX_ROUND, MODE_BITS, MODE_DISABLED,
+    MODE_FORCED_CLOSED, MODE_FORCED_OPEN, MODE_NORMAL, TAG_CLOSED, TAG_HALF_OPEN, TAG_OPEN,
 };
 
 /// How one call through the breaker ended.
@@ -67,8 +67,9 @@ pub enum Mode {
     /// state still moves, so events, [`Breaker::snapshot`] and metrics show
     /// what the breaker would have done. A call it would have refused is
     /// counted in [`Snapshot::would_reject`] (and in the `metrics` feature's
-    /// `failfast_calls_total{outcome="would_reject"}`) and let through
-    /// unrecorded. Set by [`Breaker::disable`] or
+    /// `failfast_calls_total{outcome="would_reject"}`) and let through: its
+    /// outcome is counted like any call's (successes, failures, neutral) but
+    /// moves nothing, as the breaker never admitted it. Set by [`Breaker::disable`] or
     /// [`RunMode::ObserveOnly`](crate::RunMode::ObserveOnly).
     Disabled,
 }
@@ -116,8 +117,12 @@ struct Hot {
 /// by default ten times `recovery` and at least 60 s) is presumed lost, so
 /// that a leaked permit (`mem::forget`) cannot wedge the breaker. When every
 /// slot is held past its lease the next call starts a new round of trials; a
-/// late failure from the earlier round still reopens the breaker, while its
-/// late success or neutral is ignored.
+/// late failure from an earlier round still reopens the breaker, while its
+/// late success or neutral is ignored. Rounds are numbered 256 to a
+/// generation of the state word: the 257th round starts a fresh generation,
+/// and from then on the trials of the earlier rounds are ignored whatever
+/// they report, however long they hang, so that no late outcome can ever be
+/// taken for the current round's.
 #[derive(Debug)]
 pub struct Breaker {
     hot: Hot,
@@ -133,7 +138,8 @@ pub struct Breaker {
     rng: AtomicU64,
     pub(crate) last_transition: AtomicU64,
     /// The rate rules' window, made on first use; replaced by a fresh one
-    /// when a reconfiguration changes its shape (`configure` module).
+    /// when a reconfiguration changes its shape (`configure` module), the
+    /// old one freed once no call reads it (`kept` module).
     pub(crate) window: Kept<Window>,
     /// Transition events and per-transition totals (`events` module).
     pub(crate) hook: Hook,
@@ -190,9 +196,13 @@ enum Slow<'a> {
     Decided(Result<Permit<'a>, Rejected>),
 }
 
-/// A permit whose outcome is not recorded (forced closed, or a disabled breaker
-/// that would have rejected), or already recorded.
+/// A permit whose outcome is not recorded (forced closed), or already
+/// recorded.
 const PASSIVE: u64 = u64::MAX;
+/// A permit an observe-only breaker gave a call it would have refused: its
+/// outcome is counted in the totals, and moves nothing. Like `PASSIVE`, it
+/// has the `TRACKED` bit set and no tag a recorded permit can have.
+const OBSERVED: u64 = u64::MAX - 1;
 /// In a permit's `admitted`: the protected body's polls are watched for panics
 /// (see `__private::body`), so a panic while dropping the permit is someone
 /// else's.
@@ -444,13 +454,22 @@ impl Breaker {
                     // held past its lease.
                     let next = if w.in_flight() < self.settings().trial_calls {
                         w.with_trials(w.round(), w.in_flight() + 1, w.successes())
-                    } else if self.clock.reached(self.lease_until.load(Ordering::Acquire)) {
+                    } else if !self.clock.reached(self.lease_until.load(Ordering::Acquire)) {
+                        return self.refuse(mode, State::HalfOpen, RetryAt::UNKNOWN);
+                    } else if w.round() < MAX_ROUND {
                         w.with_trials(w.round() + 1, 1, w.successes())
                     } else {
-                        return self.refuse(mode, State::HalfOpen, RetryAt::UNKNOWN);
+                        // The word counts rounds to `MAX_ROUND`: past it, a
+                        // fresh generation, so that no number is ever given to
+                        // two rounds whose trials could both still report.
+                        Word::half_open(mode, self.next_generation(), 0, 1, w.successes())
                     };
                     self.take_lease();
                     match self.cas(w, next) {
+                        Ok(()) if next.generation() != w.generation() => {
+                            self.renumbered(w, next);
+                            return Ok(self.permit(next));
+                        }
                         Ok(()) => return Ok(self.permit(next)),
                         Err(actual) => w = actual,
                     }
@@ -472,7 +491,11 @@ impl Breaker {
     fn refuse(&self, mode: u64, state: State, retry: RetryAt) -> Result<Permit<'_>, Rejected> {
         if mode == MODE_DISABLED {
             self.totals.add(crate::totals::WOULD_REJECT);
-            Ok(self.passive())
+            Ok(Permit {
+                breaker: self,
+                admitted: OBSERVED,
+                started: 0,
+            })
         } else {
             Err(self.rejection(state, retry))
         }
@@ -615,6 +638,15 @@ impl Breaker {
     }
 
     fn finish_counted(&self, admitted: u64, started: u64, outcome: Outcome, timed: bool) {
+        if admitted == OBSERVED {
+            // Counted by its outcome (above) and as `would_reject` (at
+            // admission); the state machine did not admit it, and the
+            // window's call positions leave it out.
+            if outcome != Outcome::Neutral {
+                self.not_recorded();
+            }
+            return;
+        }
         let slow = self.config.slow != 0
             && timed
             && self.clock.now().saturating_sub(started) > self.config.slow;
@@ -1204,10 +1236,9 @@ pub struct Snapshot {
         serde(serialize_with = "crate::serde::option_duration")
     )]
     pub retry_after: Option<Duration>,
-    /// Calls since the breaker was built: those admitted, once they ended
+    /// Calls since the breaker was built: those let through, once they ended
     /// (`successes + failures + neutral`), and those rejected. Calls let
-    /// through without being recorded ([`Mode::ForcedClosed`], or a
-    /// [`Mode::Disabled`] breaker that would have rejected) are not counted.
+    /// through while [`Mode::ForcedClosed`] are not counted.
     pub calls: u64,
     /// Calls that ended in [`Outcome::Success`].
     pub successes: u64,
@@ -1225,8 +1256,9 @@ pub struct Snapshot {
     /// [`failures`](Self::failures).
     pub timeouts: u64,
     /// Calls an observe-only breaker ([`Mode::Disabled`]) let through that
-    /// it would have rejected: open, or half-open with its trials taken. Not
-    /// in [`calls`](Self::calls); 0 in any other mode.
+    /// it would have rejected: open, or half-open with its trials taken.
+    /// Each is also counted by its outcome, in [`calls`](Self::calls), once
+    /// it ended; 0 in any other mode.
     pub would_reject: u64,
     /// State transitions since the breaker was built, manual ones included.
     pub transitions: u64,

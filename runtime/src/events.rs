@@ -567,3 +567,15 @@ impl Breaker {
         counts
     }
 }
+impl Breaker {
+    /// The half-open period moved from `from` to `to` (a fresh generation
+    /// for a new round of trials) without a transition: the next transition
+    /// comes from `to`, so `to` is the period it waits for.
+    #[cold]
+    pub(crate) fn renumbered(&self, from: Word, to: Word) {
+        if wanted() {
+            self.hook.wait_turn(from);
+        }
+        self.hook.published.store(period(to), Ordering::Release);
+    }
+}

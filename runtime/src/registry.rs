@@ -40,11 +40,22 @@
 //! `inventory` runs one constructor per entry at load time. It supports
 //! Linux, macOS, Windows, the BSDs and illumos.)
 //!
-//! Names are unique among declared breakers. Two `#[circuit_breaker]`s given
-//! the same `name = "…"` (or functions whose default names meet, see the
-//! attribute's `name` key) are a programming error, reported when the
-//! registry is first used: that use panics with both names' declaration
-//! sites, on every run, so the first test that touches a breaker shows it.
+//! Names should be unique among declared breakers. Two `#[circuit_breaker]`s
+//! of one crate given the same `name = "…"` (or functions whose default names
+//! meet, see the attribute's `name` key) are a programming error, reported
+//! when the registry is first used: in a debug build (tests) that use panics
+//! with both declaration sites, on every run, so the first test that touches
+//! a breaker shows it. A release build never panics for it: it keeps both
+//! and reports them as below.
+//!
+//! Two crates of one program may pick the same name without knowing of each
+//! other (two libraries that both call their breaker `"redis"`), and the
+//! program's author can fix neither: that never panics, in any build. Both
+//! breakers are kept and work as declared; [`all`] lists both, [`get`] finds
+//! the first declared, [`configure`](crate::configure) applies a change to
+//! every breaker of the name, and with the `tracing` feature the registry's
+//! first use logs a warning naming both crates and sites.
+//!
 //! Breakers built at run time may share a name with each other; [`get`]
 //! returns the first registered that still exists.
 //!
@@ -128,6 +139,14 @@ impl Registry {
 
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
 
+/// A duplicate name that is kept: a `tracing` warning with that feature.
+fn report(message: &str) {
+    #[cfg(feature = "tracing")]
+    ::tracing::warn!(target: "failfast", "{message}");
+    #[cfg(not(feature = "tracing"))]
+    let _ = message;
+}
+
 /// A breaker declared by `#[circuit_breaker]`, and where.
 #[doc(hidden)]
 #[derive(Debug)]
@@ -136,6 +155,51 @@ pub struct Declared {
     pub breaker: &'static Breaker,
     /// `file:line` of the function.
     pub at: &'static str,
+    /// `module_path!()` of the function: its first segment names the crate.
+    pub module: &'static str,
+}
+
+impl Declared {
+    fn krate(&self) -> &'static str {
+        self.module.split("::").next().unwrap_or(self.module)
+    }
+}
+
+/// What to do about `again`, declared with the name of `first`.
+#[derive(Debug, PartialEq, Eq)]
+enum Duplicate {
+    /// Panic with the message: both in one crate, in a debug build (tests).
+    Panic(String),
+    /// Keep both and report the message.
+    Report(String),
+}
+
+fn duplicate(first: &Declared, again: &Declared, debug: bool) -> Duplicate {
+    let (one, other) = (first.krate(), again.krate());
+    if one == other {
+        let message = format!(
+            "two #[circuit_breaker] functions are named `{}` (at {} and at {}): a name \
+             picks one breaker in the registry, in metrics and in events; give one of \
+             them another `name = \"…\"`",
+            first.breaker.name(),
+            first.at,
+            again.at,
+        );
+        if debug {
+            Duplicate::Panic(message)
+        } else {
+            Duplicate::Report(message)
+        }
+    } else {
+        Duplicate::Report(format!(
+            "crates `{one}` and `{other}` both declare a #[circuit_breaker] named `{}` \
+             (at {} and at {}): both are kept, `registry::get` finds the first, \
+             `registry::all` lists both, and their metrics share one label",
+            first.breaker.name(),
+            first.at,
+            again.at,
+        ))
+    }
 }
 
 /// Every breaker declared by `#[circuit_breaker]` in the program, gathered
@@ -148,20 +212,25 @@ impl Registry {
     /// The registry holding every declared breaker, or the message naming
     /// two declared breakers that share a name.
     fn with_declared() -> Registry {
-        let mut seen: HashMap<&str, &str> = HashMap::new();
-        for declared in DECLARED.iter() {
-            if let Some(first) = seen.insert(declared.breaker.name(), declared.at) {
-                panic!(
-                    "two #[circuit_breaker] functions are named `{}` (at {first} and at {}): \
-                     a name picks one breaker in the registry, in metrics and in events; give \
-                     one of them another `name = \"…\"`",
-                    declared.breaker.name(),
-                    declared.at,
-                );
+        Self::with(&DECLARED, cfg!(debug_assertions))
+    }
+
+    /// The registry holding `declared`; `debug`: whether one crate's
+    /// duplicate names panic.
+    fn with(declared: &'static [Declared], debug: bool) -> Registry {
+        let mut seen: HashMap<&str, &Declared> = HashMap::new();
+        for again in declared {
+            let Some(first) = seen.get(again.breaker.name()) else {
+                seen.insert(again.breaker.name(), again);
+                continue;
+            };
+            match duplicate(first, again, debug) {
+                Duplicate::Panic(message) => panic!("{message}"),
+                Duplicate::Report(message) => report(&message),
             }
         }
         let mut registry = Registry::default();
-        for declared in DECLARED.iter() {
+        for declared in declared {
             if declared.breaker.mark_registered() {
                 registry.push(
                     declared.breaker.shared_name(),
@@ -525,5 +594,89 @@ mod tests {
         );
         assert!(get("sweep-gone").is_none());
         assert!(get("sweep-kept").is_some());
+    }
+
+    static REDIS_A: Breaker = Breaker::from_config(crate::Config::new("dup-redis"));
+    static REDIS_B: Breaker = Breaker::from_config(crate::Config::new("dup-redis"));
+    static OTHER: Breaker = Breaker::from_config(crate::Config::new("dup-other"));
+
+    static ACROSS_CRATES: [Declared; 3] = [
+        Declared {
+            breaker: &REDIS_A,
+            at: "cache/src/lib.rs:10",
+            module: "cache::client",
+        },
+        Declared {
+            breaker: &OTHER,
+            at: "app/src/main.rs:3",
+            module: "app",
+        },
+        Declared {
+            breaker: &REDIS_B,
+            at: "queue/src/lib.rs:20",
+            module: "queue",
+        },
+    ];
+
+    /// Two crates naming a breaker alike never panic, in any build: both
+    /// are kept and listed, the first declared is the one found by name.
+    #[test]
+    fn one_name_in_two_crates_keeps_both_and_never_panics() {
+        // A debug build, where one crate's duplicates panic.
+        let registry = Registry::with(&ACROSS_CRATES, true);
+        let named: Vec<_> = registry
+            .entries
+            .iter()
+            .filter_map(Entry::upgrade)
+            .filter(|b| b.name() == "dup-redis")
+            .map(|b| std::ptr::from_ref::<Breaker>(&*b))
+            .collect();
+        assert_eq!(
+            named,
+            [std::ptr::from_ref(&REDIS_A), std::ptr::from_ref(&REDIS_B)]
+        );
+        let first = registry.by_name["dup-redis"][0];
+        let found = registry.entries[first].upgrade().unwrap();
+        assert!(std::ptr::eq(&*found, &REDIS_A));
+        for debug in [true, false] {
+            match duplicate(&ACROSS_CRATES[0], &ACROSS_CRATES[2], debug) {
+                Duplicate::Report(message) => {
+                    for part in [
+                        "`cache`",
+                        "`queue`",
+                        "`dup-redis`",
+                        "lib.rs:10",
+                        "lib.rs:20",
+                    ] {
+                        assert!(message.contains(part), "{message}");
+                    }
+                }
+                panic @ Duplicate::Panic(_) => panic!("{panic:?}"),
+            }
+        }
+    }
+
+    /// One crate's duplicate: loud in a debug build, kept and reported in a
+    /// release build.
+    #[test]
+    fn one_name_twice_in_one_crate_panics_only_in_a_debug_build() {
+        let one = Declared {
+            breaker: &REDIS_A,
+            at: "app/src/a.rs:1",
+            module: "app::a",
+        };
+        let two = Declared {
+            breaker: &REDIS_B,
+            at: "app/src/b.rs:2",
+            module: "app::b",
+        };
+        let Duplicate::Panic(message) = duplicate(&one, &two, true) else {
+            panic!("one crate, debug build: a panic");
+        };
+        assert!(
+            message.contains("a.rs:1") && message.contains("b.rs:2"),
+            "{message}"
+        );
+        assert!(matches!(duplicate(&one, &two, false), Duplicate::Report(_)));
     }
 }

@@ -106,15 +106,15 @@ struct Release;
 
 impl Drop for Release {
     fn drop(&mut self) {
-        let code = SLOT.get();
         // Anything this thread counts from now on (other thread-locals'
         // destructors) goes through a shared slot.
-        SLOT.set(shared_code());
-        if code != 0 && code & SHARED == 0 {
-            FREE.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(code - 1);
-        }
+        let code = SLOT.replace(shared_code());
+        // Only a thread given a slot of its own registers this destructor
+        // (see `assign`), and its code stays that slot's until here.
+        debug_assert!(code != 0 && code & SHARED == 0, "{code:#x}");
+        FREE.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(code - 1);
     }
 }
 

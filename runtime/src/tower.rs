@@ -1102,6 +1102,30 @@ mod per_key {
 mod tests {
     use super::*;
 
+    /// A panic inside the inner service's future is a failure of the call
+    /// (the permit is settled by the guard around the poll); the panic goes
+    /// on unwinding to the caller.
+    #[tokio::test]
+    async fn a_panic_in_the_inner_future_is_counted_as_a_failure() {
+        use tower::{service_fn, ServiceExt};
+
+        let breaker = Breaker::builder()
+            .name("tower-unit-panic")
+            .threshold(5)
+            .build()
+            .unwrap();
+        let service =
+            CircuitBreakerLayer::new(breaker).layer(service_fn(|fail: bool| async move {
+                assert!(!fail, "the inner future panics");
+                Ok::<_, Infallible>(http::Response::new(()))
+            }));
+        let panicked = tokio::spawn(service.clone().oneshot(true)).await;
+        assert!(panicked.unwrap_err().is_panic());
+        service.clone().oneshot(false).await.unwrap();
+        let s = service.breaker().snapshot();
+        assert_eq!((s.failures, s.successes, s.neutral), (1, 1, 0), "{s:?}");
+    }
+
     #[cfg(feature = "tonic")]
     #[tokio::test]
     async fn a_refusal_with_status_reaches_a_grpc_caller_as_unavailable_with_pushback() {

@@ -26,7 +26,10 @@
 //! - `round`: half-open trial rounds of one generation. A trial permit unresolved
 //!   past its lease is presumed lost, and a new round frees the slots; late
 //!   successes and neutrals of an earlier round are ignored, late failures still
-//!   reopen the breaker.
+//!   reopen the breaker. A generation numbers at most 256 rounds (0 to
+//!   [`MAX_ROUND`]): the round after that takes a fresh generation, so a round
+//!   number is never given twice within a generation, and a permit of an
+//!   earlier generation is stale whatever it reports (its failure included).
 
 pub(crate) const TAG_CLOSED: u64 = 0;
 pub(crate) const TAG_OPEN: u64 = 1;
@@ -53,6 +56,9 @@ pub(crate) const CONTROL_BITS: u64 = !((1 << MODE_SHIFT) - 1);
 pub(crate) const MAX_THRESHOLD: u32 = (1 << GEN_SHIFT) - 1;
 /// Largest `trial_calls` and `success_threshold`.
 pub(crate) const MAX_TRIALS: u32 = 0xFF;
+/// The last trial round a generation numbers; the next round takes a fresh
+/// generation.
+pub(crate) const MAX_ROUND: u32 = 0xFF;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Word(pub(crate) u64);

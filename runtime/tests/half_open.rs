@@ -441,3 +441,84 @@ fn a_trial_coming_back_is_not_a_transition() {
     assert_eq!((s.state, s.trial_successes), (State::HalfOpen, 1));
     assert_eq!(s.since_transition, Duration::from_secs(15));
 }
+
+/// `rounds` lost rounds: every trial held past its lease, and the next call
+/// starts a new round. Returns every trial, the first one first.
+fn lose_rounds<'b>(b: &'b Breaker, clock: &ManualClock, rounds: usize) -> Vec<Permit<'b>> {
+    let lease = Duration::from_millis(10);
+    let mut trials = vec![trial(b)];
+    for _ in 0..rounds {
+        clock.advance(lease + NS);
+        trials.push(
+            b.acquire()
+                .expect("every trial is past its lease: a new round"),
+        );
+        assert_rejected(b, State::HalfOpen);
+    }
+    trials
+}
+
+/// A very late success of the first trial, however many rounds were lost
+/// since, is not the current round's: the breaker stays half-open with the
+/// current trial still running, and lets no second trial in. Past 256 rounds
+/// the word's round number starts again; 255, 256, 257 and 600 rounds cover
+/// the last round of a generation, the first of the next, and more.
+#[test]
+fn a_late_success_of_a_lost_round_never_counts_however_many_rounds_passed() {
+    for rounds in [1, 255, 256, 257, 511, 512, 600] {
+        let clock = ManualClock::new();
+        let b = Breaker::builder()
+            .threshold(1)
+            .recovery(RECOVERY)
+            .trial_lease(Duration::from_millis(10))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        trip(&b);
+        clock.advance(RECOVERY);
+        let mut trials = lose_rounds(&b, &clock, rounds);
+        let current = trials.pop().expect("the current trial");
+        let first = trials.remove(0);
+        first.success();
+        let s = b.snapshot();
+        assert_eq!(
+            (s.state, s.trial_successes, s.trials_in_flight),
+            (State::HalfOpen, 0, 1),
+            "after {rounds} lost rounds"
+        );
+        assert_rejected(&b, State::HalfOpen);
+        current.success();
+        assert_eq!(b.state(), State::Closed, "after {rounds} lost rounds");
+        drop(trials);
+    }
+}
+
+/// A late failure of a lost round reopens the breaker while the round's
+/// generation lasts (the 255 rounds after it); a trial of an earlier
+/// generation is stale and ignored whatever it reports.
+#[test]
+fn a_late_failure_reopens_within_its_generation_and_is_ignored_after() {
+    for (rounds, reopens) in [(1, true), (255, true), (256, false), (300, false)] {
+        let clock = ManualClock::new();
+        let b = Breaker::builder()
+            .threshold(1)
+            .recovery(RECOVERY)
+            .trial_lease(Duration::from_millis(10))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        trip(&b);
+        clock.advance(RECOVERY);
+        let mut trials = lose_rounds(&b, &clock, rounds);
+        let current = trials.pop().expect("the current trial");
+        trials.remove(0).failure();
+        let expected = if reopens {
+            State::Open
+        } else {
+            State::HalfOpen
+        };
+        assert_eq!(b.state(), expected, "after {rounds} lost rounds");
+        drop(current);
+        drop(trials);
+    }
+}

@@ -201,6 +201,15 @@ fn op() -> impl Strategy<Value = Op> {
 
 // ---------------------------------------------------------------------- model
 
+/// Trial rounds are numbered 256 to a generation: the 257th lost round of a
+/// half-open period starts a fresh generation, and the trials of earlier
+/// generations are stale.
+const ROUNDS_PER_GENERATION: u64 = 256;
+
+fn same_generation(round: u64, current: u64) -> bool {
+    round / ROUNDS_PER_GENERATION == current / ROUNDS_PER_GENERATION
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Kind {
     /// Admitted while forced closed, or passed by a disabled breaker that would
@@ -395,11 +404,15 @@ impl Model {
             .is_some_and(|(slow, _)| outcome != Outcome::Neutral && self.now - h.started > slow)
     }
 
-    /// Whether `h` is a trial of an earlier round of the current half-open period.
+    /// Whether `h` is a trial of an earlier round of the current half-open
+    /// period, in the same generation of rounds (see `ROUNDS_PER_GENERATION`).
     fn earlier_round(&self, h: &Held) -> bool {
         match (h.kind, &self.phase) {
             (Kind::Trial { period, round }, Phase::HalfOpen { round: current, .. }) => {
-                self.counts() && period == self.period && round < *current
+                self.counts()
+                    && period == self.period
+                    && round < *current
+                    && same_generation(round, *current)
             }
             _ => false,
         }
@@ -432,8 +445,10 @@ impl Model {
                 // A slow trial is a failed trial.
                 let outcome = if slow { Outcome::Failure } else { outcome };
                 if round != *current {
-                    // A late failure from an earlier round still reopens.
-                    if outcome == Outcome::Failure {
+                    // A late failure from an earlier round of the same
+                    // generation still reopens; a trial of an earlier
+                    // generation is stale, whatever it reports.
+                    if outcome == Outcome::Failure && same_generation(round, *current) {
                         self.trip(true);
                     }
                     return;
@@ -813,6 +828,36 @@ fn late_failure_of_an_earlier_round_reopens() {
             How::Neutral | How::Drop => Outcome::Neutral,
         });
         assert_eq!(b.state(), state, "{trial_calls} trial(s), late {how:?}");
+    }
+}
+
+/// Hundreds of lost rounds, then a very late outcome of one of the first
+/// trials: the breaker and the model agree on every step, across the 256th
+/// round (where the word's round number would start again) and past it.
+#[test]
+fn late_outcomes_after_hundreds_of_lost_rounds() {
+    for trial_calls in [1, 2] {
+        for rounds in [255usize, 256, 257, 300, 520] {
+            for how in [How::Success, How::Failure, How::Neutral, How::Drop] {
+                let mut ops = vec![
+                    Op::Acquire,
+                    Op::Resolve(0, How::Failure),
+                    Op::Advance(1_000),
+                ];
+                for _ in 0..rounds {
+                    ops.extend((0..trial_calls).map(|_| Op::Acquire));
+                    // Past the lease: the next acquire starts a new round.
+                    ops.push(Op::Advance(3_000));
+                }
+                ops.extend([Op::Acquire, Op::Acquire, Op::Snapshot]);
+                // The pool holds the trials in admission order: the first
+                // one is the oldest.
+                ops.extend([Op::Resolve(0, how), Op::Snapshot, Op::Acquire, Op::State]);
+                run(&one_trial_cfg(trial_calls), &ops).unwrap_or_else(|e| {
+                    panic!("{trial_calls} trial(s), {rounds} lost rounds, late {how:?}: {e}")
+                });
+            }
+        }
     }
 }
 

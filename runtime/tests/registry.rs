@@ -84,6 +84,21 @@ fn a_static_breaker_is_found_by_name() {
     assert_eq!(count, 1);
 }
 
+/// A `static` breaker called through the attribute's way in registers itself
+/// on its first call (a breaker the linker did not gather, here).
+#[test]
+fn a_static_breaker_registers_itself_on_its_first_call() {
+    static CALLED: Breaker = Breaker::from_config(failfast_runtime::__private::Config::new(
+        "registry-first-call",
+    ));
+    assert!(registry::get("registry-first-call").is_none());
+    failfast_runtime::__private::acquire(&CALLED)
+        .expect("closed")
+        .success();
+    let found = registry::get("registry-first-call").expect("registered by its first call");
+    assert!(std::ptr::eq(&*found, &CALLED));
+}
+
 /// A name built at run time is stored once and found, reported and compared
 /// like a literal one; the registry, rejections and snapshots share it.
 #[test]

@@ -478,6 +478,27 @@ fn slow_calls_that_succeed_trip_the_breaker() {
     assert_eq!(b.state(), State::Open, "5 slow of 10, every call succeeded");
 }
 
+/// The slow-call rule's verdict can come with a call that was neither slow
+/// nor failed: the one that brings the window to `min_calls`.
+#[test]
+fn the_fast_success_that_reaches_min_calls_brings_the_slow_verdict() {
+    let clock = ManualClock::new();
+    let b = builder(&clock)
+        .slow(SLOW)
+        .slow_rate(0.5)
+        .window_calls(10)
+        .min_calls(4)
+        .build()
+        .unwrap();
+    slow_success(&b, &clock, SLOW * 3);
+    slow_success(&b, &clock, SLOW * 3);
+    succeed(&b);
+    assert_eq!(b.state(), State::Closed, "3 calls < min_calls = 4");
+    // 2 slow of 4 calls = 50%: the fast success that makes the 4th trips it.
+    succeed(&b);
+    assert_eq!(b.state(), State::Open);
+}
+
 #[test]
 fn slow_means_longer_than_slow() {
     let clock = ManualClock::new();

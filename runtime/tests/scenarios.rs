@@ -431,9 +431,21 @@ fn manual_control() {
     assert!(succeed(&b).is_ok());
     let after = b.snapshot();
     assert_eq!(
-        (after.would_reject, after.rejected, after.calls),
-        (before.would_reject + 2, before.rejected, before.calls),
-        "a call it would have refused is counted as such, and only as such"
+        (
+            after.would_reject,
+            after.rejected,
+            after.calls,
+            after.failures,
+            after.successes
+        ),
+        (
+            before.would_reject + 2,
+            before.rejected,
+            before.calls + 2,
+            before.failures + 1,
+            before.successes + 1
+        ),
+        "a call it would have refused is counted as such, and by its outcome"
     );
     clock.advance(RECOVERY * 10);
     assert!(succeed(&b).is_ok(), "its trial");
@@ -536,4 +548,60 @@ fn snapshot_reports_failure_and_slow_shares_of_the_window() {
     );
     assert_eq!(s.failure_rate(), Some(3.0 / 8.0));
     assert_eq!(s.slow_rate(), Some(2.0 / 8.0));
+}
+
+/// Observe-only: every call that ran is counted by its outcome, and
+/// `would_reject` counts those of them the breaker would have refused; the
+/// totals equal the calls made, with threads calling at once through every
+/// state (the breaker trips, recovers, and trips again meanwhile).
+#[test]
+fn observe_only_totals_add_up_to_the_calls_made_under_concurrency() {
+    const THREADS: usize = 4;
+    const CALLS: usize = 20_000;
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .threshold(3)
+        .recovery(Duration::from_millis(5))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    b.disable();
+    let made = std::sync::atomic::AtomicU64::new(0);
+    let refused = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (b, clock, made, refused) = (&b, &clock, &made, &refused);
+            s.spawn(move || {
+                for i in 0..CALLS {
+                    let permit = match b.acquire() {
+                        Ok(permit) => permit,
+                        Err(_) => {
+                            refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            continue;
+                        }
+                    };
+                    made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    match (i + t) % 5 {
+                        0 | 1 => permit.failure(),
+                        2 => drop(permit),
+                        _ => permit.success(),
+                    }
+                    if i % 97 == 0 {
+                        clock.advance(Duration::from_millis(1));
+                    }
+                }
+            });
+        }
+    });
+    let s = b.snapshot();
+    let made = made.into_inner();
+    assert_eq!(refused.into_inner(), 0, "observe-only never refuses");
+    assert_eq!(made, (THREADS * CALLS) as u64);
+    assert_eq!(s.successes + s.failures + s.neutral, made, "{s:?}");
+    assert_eq!(s.calls, made, "{s:?}");
+    assert_eq!(s.rejected, 0);
+    assert!(
+        s.would_reject > 0 && s.would_reject < made,
+        "some calls, not all, would have been refused: {s:?}"
+    );
 }
