@@ -478,6 +478,23 @@ impl Breaker {
         }
     }
 
+    /// Whether a keyed family may forget this breaker when it needs room:
+    /// Closed, or still Open or HalfOpen but left alone for `idle` since
+    /// its open time ended (no call came for a trial), or since the lease
+    /// of its latest trial did. A breaker under manual control is kept.
+    pub(crate) fn forgettable(&self, idle: u64) -> bool {
+        let w = self.load();
+        if w.mode() != MODE_NORMAL {
+            return false;
+        }
+        let since = match w.tag() {
+            TAG_CLOSED => return true,
+            TAG_OPEN => w.deadline(),
+            _ => self.lease_until.load(Ordering::Acquire),
+        };
+        self.clock.reached(since.saturating_add(idle))
+    }
+
     /// Extends the trial lease to cover a trial starting now; returns now.
     fn take_lease(&self) -> u64 {
         let now = self.clock.now();

@@ -33,35 +33,68 @@
 //! # Bounded
 //!
 //! A family holds at most `max_keys` breakers (default [`DEFAULT_MAX_KEYS`]).
-//! An Open or HalfOpen breaker is never evicted, since forgetting it would
-//! forget that its dependency is sick. When the family is full, a new key
-//! takes the place of the member picked this way:
+//! When it is full, a new key takes the place of an *evictable* member:
+//!
+//! - no call runs through it: no [`Lease`] of it is out and nobody holds
+//!   its [`Arc`] (from [`Family::get`], [`Family::members`] or the
+//!   registry); a member is never evicted under a call in flight, so the
+//!   call's outcome and its concurrency limit stay with the key;
+//! - and it is Closed, or it is Open or HalfOpen but nobody has called it
+//!   for the trial lease (`trial_lease`, by default ten times `recovery`
+//!   and at least 60 s) since its open time, or its latest trial's lease,
+//!   ended: the key is gone (a replica that died while open), and
+//!   forgetting its breaker forgets nothing a caller still relies on. An
+//!   Open member that callers keep trying is not evictable;
+//! - and it is not under manual control ([`Breaker::force_open`] and the
+//!   like are kept).
+//!
+//! The member picked:
 //!
 //! 1. [`SAMPLE`] (8) members are drawn at random (with replacement; every
 //!    member, in order, when the family holds at most 8), and the least
-//!    recently used **Closed** one among them is evicted. Recency is a stamp
+//!    recently used evictable one among them is evicted. Recency is a stamp
 //!    that advances with each insertion, so keys used since the last
 //!    insertion tie.
-//! 2. If none of the sampled members is Closed, a hand sweeps the family from
-//!    where its last sweep stopped and evicts the first Closed member it
-//!    reaches.
-//! 3. If the sweep finds none, every member is Open or HalfOpen: the new
-//!    key's call runs through a fresh breaker that is not stored. It is
-//!    counted by [`Family::unstored`] (and, with the `tracing` feature,
-//!    logged at `WARN`, target `failfast`), and that key gets no memory of
-//!    its calls until a slot frees up.
+//! 2. If none of the sampled members is evictable, a hand sweeps the family
+//!    from where its last sweep stopped and evicts the first evictable
+//!    member it reaches.
+//! 3. If the sweep finds none, the new key's calls run through the family's
+//!    **overflow breaker**, `family[*]`, which every such key shares, with
+//!    its own concurrency limit when the family has `max_concurrent`: a key
+//!    the family has no room for is still protected, and its limit still
+//!    holds (shared with the other keys in the same case). These calls are
+//!    counted by [`Family::unstored`]; the overflow breaker is listed with
+//!    the members, in [`Family::members`], the registry and metrics. With
+//!    the `tracing` feature a `WARN` (target `failfast`) says so once, when
+//!    the family becomes full, not per call. For the next second (on the
+//!    family's clock) new keys go to the overflow breaker without sweeping
+//!    again; then the next new key looks again.
 //!
-//! So a miss into a full family reads 8 members when one of them is Closed
-//! (O(1), whatever `max_keys`), and up to every member only when most of them
-//! are Open or HalfOpen. Like Redis's sampled LRU, the victim is one of the
-//! least recently used rather than the very least: with 8 samples it is
-//! older than about 9 in 10 of the Closed members.
+//! So a miss into a full family reads 8 members when one of them is
+//! evictable (O(1), whatever `max_keys`), and up to every member at most
+//! once a second otherwise. Like Redis's sampled LRU, the victim is one of
+//! the least recently used rather than the very least: with 8 samples it is
+//! older than about 9 in 10 of the evictable members.
 //!
 //! An evicted member leaves the map at once; its memory is freed once no
 //! epoch guard that could have found it remains and every lease of it has
-//! been dropped (checked on each insertion). A key's memory is about
+//! been dropped. The evicted members still waiting for that are looked at
+//! when their number has doubled since the last look, so insertions stay
+//! O(1) amortised however many of them are still leased, and at most
+//! `max(16, 2 × those still leased)` wait at once. A key's memory is about
 //! 1.7 KiB (its breaker, its lease stripes, its name, its entry in the
-//! map), measured in `benches/keyed.rs`.
+//! map), measured in `benches/keyed.rs`: a family holds at most
+//! `max_keys + 1` members (the overflow breaker included), plus the evicted
+//! ones still leased.
+//!
+//! # Names
+//!
+//! A member is named `family[label]`, the label written by [`Key::label`].
+//! The parts of a tuple key are joined by `", "`, each with `\` and `,`
+//! escaped by a backslash, so two keys never share a name: `("a, b", "c")`
+//! is `family[a\, b, c]` and `("a", "b, c")` is `family[a, b\, c]`. A key
+//! whose label is `*` is written `family[\*]`, `family[*]` being the
+//! overflow breaker.
 //!
 //! # Why scc's `HashIndex`
 //!
@@ -101,7 +134,7 @@ use crate::breaker::Breaker;
 use crate::bulkhead::Bulkhead;
 use crate::clock::Clock;
 use crate::config::{Builder, Config};
-use crate::error::{ConfigError, State};
+use crate::error::ConfigError;
 use crate::name::Name;
 
 /// How many breakers a family holds unless told otherwise.
@@ -242,11 +275,14 @@ macro_rules! tuples {
                 $(self.$i.matches(&owned.$i))&&+
             }
             fn label(&self, out: &mut String) {
+                let mut part = String::new();
                 $(
                     if $i > 0 {
                         out.push_str(", ");
                     }
-                    self.$i.label(out);
+                    part.clear();
+                    self.$i.label(&mut part);
+                    escape_part(&part, out);
                 )+
             }
         }
@@ -254,6 +290,22 @@ macro_rules! tuples {
 }
 
 tuples!((A 0, B 1), (A 0, B 1, C 2), (A 0, B 1, C 2, D 3));
+
+/// Writes one part of a tuple key's label with `\` and `,` escaped by a
+/// backslash, so that the parts joined by `", "` read back one way only:
+/// `("a, b", "c")` is `a\, b, c` and `("a", "b, c")` is `a, b\, c`.
+fn escape_part(part: &str, out: &mut String) {
+    for c in part.chars() {
+        if matches!(c, '\\' | ',') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+}
+
+/// The label of the family's overflow member, `family[*]`. A key whose own
+/// label is `*` is written `\*`.
+const OVERFLOW: &str = "*";
 
 /// A borrowed key looked up in the map of owned keys.
 struct Lookup<'a, Q: ?Sized>(&'a Q);
@@ -364,18 +416,15 @@ pub struct Lease<'f> {
     member: NonNull<Member>,
     /// The stripe of `member` this lease counted itself on.
     stripe: NonNull<AtomicUsize>,
-    /// Owns the breaker of a key that found the family full of Open and
-    /// HalfOpen breakers, kept by nobody else.
-    unstored: Option<Arc<Member>>,
     _family: PhantomData<&'f ()>,
 }
 
 impl Lease<'_> {
     /// Counts a lease of `member`: a stored member found in the map under
     /// an epoch guard that is still held, or under the insertion lock; or
-    /// an unstored one, which the lease then owns.
+    /// the family's overflow member, which lives as long as the family.
     #[inline]
-    fn new(member: &Arc<Member>, unstored: Option<Arc<Member>>) -> Self {
+    fn new(member: &Arc<Member>) -> Self {
         let stripe = &member.leases[stripe()].0;
         // Ordered before the guard's release, which the unlinking of an
         // evicted member waits for.
@@ -383,7 +432,6 @@ impl Lease<'_> {
         Lease {
             member: NonNull::from(&**member),
             stripe: NonNull::from(stripe),
-            unstored,
             _family: PhantomData,
         }
     }
@@ -408,8 +456,8 @@ impl Deref for Lease<'_> {
         // epoch guard was released (or under the insertion lock); the
         // family lets go of an evicted member only once it is unlinked (no
         // guard that could have found it is left) and every stripe reads
-        // zero, which cannot happen before this lease is dropped. An
-        // unstored member is owned by the lease.
+        // zero, which cannot happen before this lease is dropped. The
+        // overflow member lives as long as the family the lease borrows.
         #[allow(unsafe_code)]
         unsafe {
             self.member.as_ref()
@@ -421,8 +469,7 @@ impl Drop for Lease<'_> {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: as in `deref`: still counted, so still allocated. After
-        // this decrement the member is not touched again (an unstored one
-        // is dropped with `self.unstored`).
+        // this decrement the member is not touched again.
         #[allow(unsafe_code)]
         let stripe = unsafe { self.stripe.as_ref() };
         stripe.fetch_sub(1, Ordering::Release);
@@ -433,12 +480,26 @@ impl fmt::Debug for Lease<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lease")
             .field("member", &self.name())
-            .field("stored", &self.unstored.is_none())
             .finish()
     }
 }
 
 type Map<K> = scc::HashIndex<K, Arc<Member>, foldhash::fast::RandomState>;
+
+/// Where a new key goes in the family.
+enum Room {
+    /// Below `max_keys`.
+    Free,
+    /// In place of the member in this slot.
+    Evict(usize),
+}
+
+/// The fewest retired members worth a look for ones to free.
+const RECLAIM_FLOOR: usize = 16;
+
+/// How long new keys go to the overflow member without another sweep after
+/// a sweep found no member to evict.
+const FULL_PAUSE: u64 = 1_000_000_000;
 
 /// Counts kept by a family, read by [`Family::created`], [`Family::evicted`]
 /// and [`Family::unstored`].
@@ -456,11 +517,19 @@ struct Slots<K> {
     stored: Vec<(K, Arc<Member>)>,
     /// Evicted members a lease or the map may still reach.
     retired: Vec<Arc<Member>>,
-    /// Where the sweep for a Closed member resumes when no sampled member
-    /// is Closed.
+    /// Where the sweep for an evictable member resumes when no sampled
+    /// member can be evicted.
     hand: usize,
     /// xorshift64 state picking the sampled slots.
     random: u64,
+    /// Until this time (on the family's clock) after a sweep found no
+    /// member to evict, new keys go to the overflow member without another
+    /// sweep; 0 when the last search found a victim.
+    full_until: u64,
+    /// `retired`'s length at which the next insertion looks for members to
+    /// free: twice what the last look left, so each insertion costs O(1)
+    /// amortised however many retired members are still leased.
+    reclaim_at: usize,
 }
 
 impl<K> Slots<K> {
@@ -487,6 +556,9 @@ struct Inner<K> {
     /// Held while a key is added: each key's breaker is built once, and the
     /// stored keys (listed here) never pass `max_keys`.
     slots: Mutex<Slots<K>>,
+    /// The breaker (and bulkhead) of every key that finds the family full
+    /// of members it may not evict, named `family[*]`; made on first use.
+    overflow: std::sync::OnceLock<Arc<Member>>,
     counters: Counters,
     registered: AtomicBool,
 }
@@ -604,7 +676,10 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
                     hand: 0,
                     // Any nonzero seed will do; foldhash's is random.
                     random: foldhash::fast::RandomState::default().hash_one(max_keys) | 1,
+                    full_until: 0,
+                    reclaim_at: RECLAIM_FLOOR,
                 }),
+                overflow: std::sync::OnceLock::new(),
                 counters: Counters::default(),
                 registered: AtomicBool::new(false),
             }),
@@ -650,14 +725,10 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         let guard = scc::Guard::new();
         if let Some(member) = inner.map.peek(&Lookup(key), &guard) {
             inner.touch(member);
-            return Lease::new(member, None);
+            return Lease::new(member);
         }
         drop(guard);
-        self.insert(
-            key,
-            |member| Lease::new(member, None),
-            |member| Lease::new(&member, Some(Arc::clone(&member))),
-        )
+        self.insert(key, Lease::new)
     }
 
     /// Runs `f` with the breaker of `key` (created if the key is new), lent
@@ -679,20 +750,19 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
             return f(member);
         }
         drop(guard);
-        f(&self.insert(key, Arc::clone, |member| member))
+        f(&self.insert(key, Arc::clone))
     }
 
     /// Adds `key`'s breaker, unless another thread just did, and gives it
     /// to `stored` while the insertion lock is held (so that it cannot be
-    /// evicted and freed before a lease of it is counted); a breaker that
-    /// the family cannot keep goes to `unstored`.
+    /// evicted and freed before a lease of it is counted); a key the family
+    /// has no room for gets the overflow member.
     #[cold]
     #[inline(never)]
     fn insert<Q: Key<Owned = K> + ?Sized, R>(
         &self,
         key: &Q,
         stored: impl FnOnce(&Arc<Member>) -> R,
-        unstored: impl FnOnce(Arc<Member>) -> R,
     ) -> R {
         let inner = &*self.inner;
         let mut slots = inner.lock();
@@ -703,37 +773,36 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         }
         drop(guard);
         inner.reclaim(&mut slots);
+        let room = if slots.stored.len() < inner.max_keys {
+            Room::Free
+        } else {
+            match inner.victim(&mut slots) {
+                Some(victim) => Room::Evict(victim),
+                None => {
+                    drop(slots);
+                    inner.counters.unstored.fetch_add(1, Ordering::Relaxed);
+                    return stored(inner.overflow());
+                }
+            }
+        };
         let stamp = inner.stamp.fetch_add(1, Ordering::Relaxed) + 1;
         let member = Arc::new(inner.member(key, stamp));
         let entry = (key.to_key(), Arc::clone(&member));
-        if slots.stored.len() < inner.max_keys {
-            slots.stored.push(entry);
-        } else if let Some(victim) = inner.victim(&mut slots) {
-            let (old_key, old) = std::mem::replace(&mut slots.stored[victim], entry);
-            inner.map.remove_sync(&old_key);
-            // Runs once every guard that could have found `old` in the map
-            // (and counted a lease of it) has ended.
-            let unlinking = Arc::clone(&old);
-            let guard = scc::Guard::new();
-            guard.defer_execute(move || unlinking.unlinked.store(true, Ordering::Release));
-            guard.accelerate();
-            drop(guard);
-            slots.retired.push(old);
-            inner.counters.evicted.fetch_add(1, Ordering::Relaxed);
-        } else {
-            drop(slots);
-            inner.counters.unstored.fetch_add(1, Ordering::Relaxed);
-            #[cfg(feature = "tracing")]
-            ::tracing::warn!(
-                target: "failfast",
-                family = %inner.config.name,
-                breaker = member.name(),
-                max_keys = inner.max_keys,
-                "every breaker of family `{}` is open or half-open: `{}` runs through a breaker that is not kept",
-                inner.config.name,
-                member.name(),
-            );
-            return unstored(member);
+        match room {
+            Room::Free => slots.stored.push(entry),
+            Room::Evict(victim) => {
+                let (old_key, old) = std::mem::replace(&mut slots.stored[victim], entry);
+                inner.map.remove_sync(&old_key);
+                // Runs once every guard that could have found `old` in the
+                // map (and counted a lease of it) has ended.
+                let unlinking = Arc::clone(&old);
+                let guard = scc::Guard::new();
+                guard.defer_execute(move || unlinking.unlinked.store(true, Ordering::Release));
+                guard.accelerate();
+                drop(guard);
+                slots.retired.push(old);
+                inner.counters.evicted.fetch_add(1, Ordering::Relaxed);
+            }
         }
         // The key is not there: insertions hold the lock.
         let _ = inner.map.insert_sync(key.to_key(), Arc::clone(&member));
@@ -753,7 +822,8 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         self.len() == 0
     }
 
-    /// Every stored breaker, in no particular order.
+    /// Every stored breaker, in no particular order, and the overflow
+    /// breaker `family[*]` once a key has needed it.
     #[must_use]
     pub fn members(&self) -> Vec<Arc<Member>> {
         self.inner.members()
@@ -766,14 +836,14 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         self.inner.counters.created.load(Ordering::Relaxed)
     }
 
-    /// Closed breakers evicted so far to make room for new keys.
+    /// Breakers evicted so far to make room for new keys.
     #[must_use]
     pub fn evicted(&self) -> u64 {
         self.inner.counters.evicted.load(Ordering::Relaxed)
     }
 
-    /// Calls so far that found the family full of Open and HalfOpen
-    /// breakers and ran through a breaker that was not kept.
+    /// Calls so far that found the family full of breakers it may not
+    /// evict, and ran through its overflow breaker `family[*]`.
     #[must_use]
     pub fn unstored(&self) -> u64 {
         self.inner.counters.unstored.load(Ordering::Relaxed)
@@ -811,7 +881,11 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         let mut name = String::with_capacity(self.config.name.len() + 16);
         name.push_str(&self.config.name);
         name.push('[');
+        let start = name.len();
         key.label(&mut name);
+        if &name[start..] == OVERFLOW {
+            name.insert(start, '\\');
+        }
         name.push(']');
         let mut config = self.config.clone();
         config.name = Name::from(name);
@@ -824,14 +898,42 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         }
     }
 
+    /// The member every key the family has no room for runs through.
+    fn overflow(&self) -> &Arc<Member> {
+        self.overflow.get_or_init(|| {
+            let mut config = self.config.clone();
+            config.name = Name::from(format!("{}[{OVERFLOW}]", self.config.name));
+            Arc::new(Member {
+                breaker: Breaker::with_clock(config, self.clock.clone()),
+                bulkhead: self.max_concurrent.map(Bulkhead::new),
+                used: AtomicU64::new(0),
+                leases: Default::default(),
+                unlinked: AtomicBool::new(false),
+            })
+        })
+    }
+
+    /// Whether the member in `slot` may be evicted: no call runs through
+    /// it (no lease out, no handle held beyond the family's two), and its
+    /// breaker may be forgotten (see `Breaker::forgettable`).
+    fn evictable(&self, slot: &(K, Arc<Member>)) -> bool {
+        let member = &slot.1;
+        Arc::strong_count(member) <= 2
+            && member.unleased()
+            && member.breaker.forgettable(self.config.lease())
+    }
+
     /// The slot of the member to evict from a full family: the least
-    /// recently used Closed member among [`SAMPLE`] slots picked at random
-    /// (all of them in a family of at most `SAMPLE`); when none of those is
-    /// Closed, the first Closed member the sweeping hand reaches; `None`
-    /// when every member is Open or HalfOpen.
+    /// recently used evictable member among [`SAMPLE`] slots picked at
+    /// random (all of them in a family of at most `SAMPLE`); when none of
+    /// those is, the first evictable member the sweeping hand reaches;
+    /// `None` when no member may be evicted, and then, for
+    /// [`FULL_PAUSE`], without sweeping again.
     fn victim(&self, slots: &mut Slots<K>) -> Option<usize> {
         let len = slots.stored.len();
-        let closed = |slots: &Slots<K>, i: usize| slots.stored[i].1.state() == State::Closed;
+        if slots.full_until != 0 && !self.clock.reached(slots.full_until) {
+            return None;
+        }
         let used = |slots: &Slots<K>, i: usize| slots.stored[i].1.used.load(Ordering::Relaxed);
         let mut victim: Option<(usize, u64)> = None;
         for n in 0..SAMPLE.min(len) {
@@ -845,41 +947,71 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
             // A member's state is read only when it would be the oldest so
             // far: its breaker's cache line is left alone otherwise.
             let stamp = used(slots, i);
-            if victim.is_none_or(|(_, oldest)| stamp < oldest) && closed(slots, i) {
+            if victim.is_none_or(|(_, oldest)| stamp < oldest) && self.evictable(&slots.stored[i]) {
                 victim = Some((i, stamp));
             }
         }
-        if let Some((i, _)) = victim {
-            return Some(i);
-        }
-        let start = slots.hand;
-        (0..len).map(|n| (start + n) % len).find(|&i| {
-            let found = closed(slots, i);
-            if found {
+        let found = victim.map(|(i, _)| i).or_else(|| {
+            let start = slots.hand;
+            let found = (0..len)
+                .map(|n| (start + n) % len)
+                .find(|&i| self.evictable(&slots.stored[i]));
+            if let Some(i) = found {
                 slots.hand = (i + 1) % len;
             }
             found
-        })
+        });
+        if found.is_some() {
+            slots.full_until = 0;
+        } else {
+            if slots.full_until == 0 {
+                self.report_full();
+            }
+            slots.full_until = self.clock.now().saturating_add(FULL_PAUSE).max(1);
+        }
+        found
+    }
+
+    /// The family has just become full of members it may not evict: said
+    /// once until a victim is found again, not once per call.
+    fn report_full(&self) {
+        #[cfg(feature = "tracing")]
+        ::tracing::warn!(
+            target: "failfast",
+            family = %self.config.name,
+            max_keys = self.max_keys,
+            "family `{}` is full of breakers it may not evict (open, half-open or in use): \
+             new keys share its overflow breaker `{}[{OVERFLOW}]` until room frees up",
+            self.config.name,
+            self.config.name,
+        );
     }
 
     /// Lets go of the evicted members that no lease can reach any more:
     /// unlinked (every epoch guard that could have found one in the map has
     /// ended, after counting its lease, if any) and with every lease
     /// dropped. The map may still hold a copy for a while; the member is
-    /// freed with the last.
+    /// freed with the last. Looks only once the list has doubled since the
+    /// last look, so an insertion costs O(1) amortised.
     fn reclaim(&self, slots: &mut Slots<K>) {
+        if slots.retired.len() < slots.reclaim_at {
+            return;
+        }
         // The acquire pairs with the release of `unlinked`, which follows
         // the end of the guards under which the leases were counted.
         slots
             .retired
             .retain(|member| !(member.unlinked.load(Ordering::Acquire) && member.unleased()));
+        slots.reclaim_at = (slots.retired.len() * 2).max(RECLAIM_FLOOR);
     }
 
     fn members(&self) -> Vec<Arc<Member>> {
         self.lock()
             .stored
             .iter()
-            .map(|(_, m)| Arc::clone(m))
+            .map(|(_, m)| m)
+            .chain(self.overflow.get())
+            .map(Arc::clone)
             .collect()
     }
 }

@@ -421,8 +421,8 @@ impl FamilyRef {
         self.0.counts().1
     }
 
-    /// Calls that found every breaker Open or HalfOpen and ran through a
-    /// breaker that was not kept.
+    /// Calls that found the family full of breakers it may not evict and
+    /// ran through its overflow breaker `family[*]`.
     #[must_use]
     pub fn unstored(&self) -> u64 {
         self.0.counts().2

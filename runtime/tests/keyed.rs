@@ -3,7 +3,7 @@
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use failfast_runtime::{registry, Breaker, Error, Family, ManualClock, State};
+use failfast_runtime::{registry, Breaker, Error, Family, ManualClock, Member, State};
 
 fn family(name: &'static str, max_keys: usize) -> Family<String> {
     Family::builder(Breaker::builder().name(name).threshold(2))
@@ -78,7 +78,7 @@ fn eviction_never_forgets_an_open_breaker() {
 }
 
 #[test]
-fn a_family_full_of_open_breakers_gives_new_keys_an_unstored_breaker() {
+fn a_family_full_of_open_breakers_gives_new_keys_its_overflow_breaker() {
     let clock = ManualClock::new();
     let keys: Family<String> = Family::builder(
         Breaker::builder()
@@ -95,10 +95,11 @@ fn a_family_full_of_open_breakers_gives_new_keys_an_unstored_breaker() {
         assert_eq!(keys.get(k).state(), State::Open);
     }
     let first = keys.get("z");
-    let second = keys.get("z");
-    assert!(!Arc::ptr_eq(&first, &second), "not stored");
-    assert_eq!(first.name(), "keyed.all-open[z]");
+    let second = keys.get("w");
+    assert!(Arc::ptr_eq(&first, &second), "one overflow breaker");
+    assert_eq!(first.name(), "keyed.all-open[*]");
     assert_eq!((keys.len(), keys.unstored(), keys.evicted()), (2, 2, 0));
+    drop((first, second));
     // Once a breaker closes again, it can make room.
     clock.advance(Duration::from_secs(30));
     let _ = keys.get("x").call(|| Ok::<_, ()>(()));
@@ -282,45 +283,58 @@ fn the_sampled_victim_is_the_oldest_of_its_sample() {
     assert!(hot_kept >= 30, "{hot_kept} of 32 hot keys kept: {names:?}");
 }
 
+/// A member with a call in flight is never evicted: the call's outcome and
+/// the key's concurrency limit stay with the key. Here `max_keys = 1`: the
+/// key with a call in flight keeps its place, its second call is refused by
+/// its own full bulkhead, and the in-flight failure opens its breaker.
 #[test]
-fn a_lease_keeps_an_evicted_member_alive_until_it_is_dropped() {
-    let keys = family("keyed.lease", 2);
-    let lease = keys.lease("held");
-    let weak = Arc::downgrade(&keys.get("held"));
-    // "held" is the oldest Closed breaker: the next key evicts it.
-    let _ = keys.lease("a");
-    let _ = keys.lease("a");
-    let _ = keys.lease("b");
-    assert_eq!(keys.evicted(), 1);
-    assert!(!keys
-        .members()
-        .iter()
-        .any(|m| m.name() == "keyed.lease[held]"));
-    // Insertions free what they can; the leased member is not freed.
-    for i in 0..5000 {
-        let _ = keys.lease(&format!("churn-{i}"));
-        assert!(weak.upgrade().is_some(), "freed under a live lease");
+fn a_member_with_a_call_in_flight_is_never_evicted() {
+    let keys: Family<String> = Family::builder(
+        Breaker::builder()
+            .name("keyed.in-flight")
+            .threshold(1)
+            .recovery(Duration::from_secs(30)),
+    )
+    .max_keys(1)
+    .max_concurrent(1)
+    .build()
+    .unwrap();
+    let held = keys.lease("one");
+    let place = held.bulkhead().unwrap().try_enter().expect("a place");
+    let permit = held.acquire().expect("closed");
+    // Other keys: no room, and "one" may not be evicted.
+    for i in 0..100 {
+        let other = keys.lease(&format!("other-{i}"));
+        assert_eq!(other.name(), "keyed.in-flight[*]");
     }
-    // Still a working breaker, from another thread too.
-    let lease = std::thread::scope(|s| {
-        s.spawn(move || {
-            assert_eq!(lease.call(|| Ok::<_, ()>(7)).ok(), Some(7));
-            lease
-        })
-        .join()
-        .unwrap()
-    });
-    assert_eq!(lease.name(), "keyed.lease[held]");
-    drop(lease);
-    let mut freed = false;
-    for i in 0..100_000 {
-        let _ = keys.lease(&format!("after-{i}"));
-        if weak.upgrade().is_none() {
-            freed = true;
-            break;
-        }
+    assert_eq!((keys.evicted(), keys.unstored()), (0, 100));
+    let again = keys.lease("one");
+    assert!(std::ptr::eq::<Member>(&*again, &*held), "the same member");
+    assert!(
+        again.bulkhead().unwrap().try_enter().is_none(),
+        "its limit holds"
+    );
+    permit.record(failfast_runtime::Outcome::Failure);
+    drop(place);
+    assert_eq!(again.state(), State::Open, "the in-flight failure counted");
+    assert!(keys.lease("one").acquire().is_err());
+}
+
+/// `max_keys = 8`, key 0 hangs (its lease and permit held) while 100 calls
+/// go to other keys: key 0 keeps its breaker, and its failure counts there.
+#[test]
+fn a_hanging_call_keeps_its_key_through_churn() {
+    let keys = family("keyed.hang", 8);
+    let hanging = keys.lease("0");
+    let permit = hanging.acquire().expect("closed");
+    for i in 1..=100 {
+        let _ = keys.lease(&format!("{i}")).call(|| Ok::<_, ()>(()));
     }
-    assert!(freed, "an evicted member with no lease left is freed");
+    assert!(keys.evicted() > 0);
+    assert!(keys.members().iter().any(|m| m.name() == "keyed.hang[0]"));
+    permit.record(failfast_runtime::Outcome::Failure);
+    drop(hanging);
+    assert_eq!(keys.get("0").snapshot().failures, 1);
 }
 
 #[test]
@@ -368,7 +382,7 @@ fn a_lease_is_send_and_sync() {
         let _ = all_open.get("a").call(|| Err::<(), _>("down"));
         let lease = all_open.lease("b");
         assert_eq!(all_open.unstored(), 1);
-        assert_eq!(lease.name(), "keyed.send-unstored[b]");
+        assert_eq!(lease.name(), "keyed.send-unstored[*]");
         lease.state()
     };
     assert_eq!(unstored, State::Closed);
@@ -468,6 +482,118 @@ fn a_lease_shows_its_member_in_debug_output() {
     let lease = keys.lease("db-1");
     assert_eq!(
         format!("{lease:?}"),
-        r#"Lease { member: "keyed.debug[db-1]", stored: true }"#
+        r#"Lease { member: "keyed.debug[db-1]" }"#
     );
+}
+
+/// Replicas that died while Open (20 keys failing once, never called
+/// again) fill a family of 16; 10,000 new keys later, a sick new key is
+/// still protected: it shares the overflow breaker, which its failures
+/// open. Once the dead members have been left alone for their trial lease
+/// past their open time, they are evicted and new keys get breakers of
+/// their own again.
+#[test]
+fn abandoned_open_members_never_leave_new_keys_unprotected() {
+    let clock = ManualClock::new();
+    let keys: Family<String> = Family::builder(
+        Breaker::builder()
+            .name("keyed.abandoned")
+            .threshold(1)
+            .recovery(Duration::from_millis(10))
+            .clock(clock.clone()),
+    )
+    .max_keys(16)
+    .build()
+    .unwrap();
+    for i in 0..20 {
+        let _ = keys
+            .lease(&format!("dead-{i}"))
+            .call(|| Err::<(), _>("down"));
+    }
+    for i in 0..10_000 {
+        let _ = keys.lease(&format!("new-{i}")).call(|| Ok::<_, ()>(()));
+    }
+    let mut ran = 0;
+    for _ in 0..3 {
+        let _ = keys.lease("new-bad").call(|| {
+            ran += 1;
+            Err::<(), _>("down")
+        });
+    }
+    // The four dead keys beyond 16 already opened the overflow breaker
+    // (threshold 1): `new-bad` is refused at once; it would have opened it
+    // on its first failure otherwise.
+    assert!(ran <= 1, "new-bad ran {ran} times");
+    assert_eq!(keys.lease("new-bad").state(), State::Open);
+    assert_eq!(keys.len(), 16);
+    // The default trial lease is 60 s: past it, the dead members go.
+    clock.advance(Duration::from_secs(61));
+    let fresh = keys.lease("fresh");
+    assert_eq!(fresh.name(), "keyed.abandoned[fresh]");
+    assert!(keys.evicted() >= 1);
+    assert_eq!(fresh.state(), State::Closed);
+}
+
+/// Keys the family has no room for share the overflow breaker's bulkhead:
+/// `max_concurrent` still holds for them (shared, so stricter, never
+/// looser), on real threads.
+#[test]
+fn keys_without_room_keep_the_concurrency_limit() {
+    let keys: Family<String> = Family::builder(
+        Breaker::builder()
+            .name("keyed.overflow-limit")
+            .threshold(1)
+            .recovery(Duration::from_secs(3600)),
+    )
+    .max_keys(2)
+    .max_concurrent(1)
+    .build()
+    .unwrap();
+    for k in ["x", "y"] {
+        let _ = keys.lease(k).call(|| Err::<(), _>("down"));
+    }
+    let running = std::sync::atomic::AtomicUsize::new(0);
+    let most = std::sync::atomic::AtomicUsize::new(0);
+    let barrier = Barrier::new(4);
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (keys, running, most, barrier) = (&keys, &running, &most, &barrier);
+            s.spawn(move || {
+                barrier.wait();
+                for i in 0..200 {
+                    let lease = keys.lease(&format!("new-{t}-{i}"));
+                    let Some(_place) = lease.bulkhead().unwrap().try_enter() else {
+                        continue;
+                    };
+                    let now = running.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                    most.fetch_max(now, std::sync::atomic::Ordering::SeqCst);
+                    std::thread::yield_now();
+                    running.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    assert_eq!(most.into_inner(), 1);
+    assert_eq!(keys.unstored(), 800);
+}
+
+/// Two tuple keys never share a name: each part's `,` and `\` are escaped.
+/// A key labelled `*` is told apart from the overflow breaker.
+#[test]
+fn two_keys_never_share_a_name() {
+    let pairs: Family<(String, String)> = Family::builder(Breaker::builder().name("keyed.pairs"))
+        .build()
+        .unwrap();
+    let one = pairs.get(&("a, b", "c"));
+    let two = pairs.get(&("a", "b, c"));
+    assert_ne!(one.name(), two.name());
+    assert_eq!(one.name(), r"keyed.pairs[a\, b, c]");
+    assert_eq!(two.name(), r"keyed.pairs[a, b\, c]");
+    let slash = pairs.get(&(r"a\", "b"));
+    assert_eq!(slash.name(), r"keyed.pairs[a\\, b]");
+    let stars: Family<String> = Family::builder(Breaker::builder().name("keyed.star"))
+        .build()
+        .unwrap();
+    assert_eq!(stars.get("*").name(), r"keyed.star[\*]");
+    assert_eq!(stars.get("**").name(), "keyed.star[**]");
 }
