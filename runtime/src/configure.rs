@@ -108,8 +108,21 @@
 //!
 //! Every variable is checked before any is applied: an unknown breaker or
 //! key, a value that does not parse or does not fit, and nothing changes.
+//!
+//! Different names can map to one name in variables (`pay.charge` and
+//! `pay-charge` are both `PAY_CHARGE`): a variable that matches breakers of
+//! more than one name is refused, with the names it matched (set those
+//! breakers by name with [`configure`] or [`apply`]). A name with no ASCII
+//! letter or digit (`платежи`, `支付`) maps to the empty name: such a
+//! breaker cannot be set from the environment, and a variable naming the
+//! empty breaker (`FAILFAST____THRESHOLD`) is refused. Breakers built at run
+//! time that share a name are all changed, as by [`configure`]. A variable
+//! under `FAILFAST__` whose name or value is not UTF-8 is refused (shown with
+//! `�` for the bytes that are not); every other variable is ignored, UTF-8
+//! or not.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::fmt;
 use std::time::Duration;
 
@@ -117,7 +130,7 @@ use crate::breaker::Breaker;
 use crate::config::{Config, Window};
 use crate::kept::Kept;
 use crate::name::Name;
-use crate::registry;
+use crate::registry::{self, BreakerRef};
 
 /// How a breaker runs, as a patch sets it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -470,20 +483,31 @@ impl Config {
 /// `#[circuit_breaker]` is, from program start): checked whole, applied
 /// whole or not at all.
 ///
+/// Breakers built at run time may share a name (see
+/// [`registry`](crate::registry)): the patch then applies to every live
+/// breaker of that name. It is checked against each of them first, and
+/// applied to none if any of them refuses it.
+///
 /// # Errors
 ///
 /// [`ConfigureError`]: no breaker of that name (key `name`), or a value that
-/// cannot work.
+/// cannot work (for a breaker of that name; the first such refusal).
 pub fn configure(name: &str, patch: ConfigPatch) -> Result<(), ConfigureError> {
-    let breaker = registry::get(name)
-        .ok_or_else(|| ConfigureError::new(name, "name", "is not a registered breaker"))?;
-    breaker.reconfigure(&patch)
+    let patches = BTreeMap::from([(name.to_owned(), patch)]);
+    match apply_counted(&patches) {
+        Ok(_) => Ok(()),
+        Err(errors) => Err(errors
+            .into_iter()
+            .next()
+            .expect("a refusal carries at least one error")),
+    }
 }
 
 /// Applies one patch per breaker name, all or nothing: every patch is
 /// checked against its breaker first, and only when all fit are they
-/// applied. With the `serde` feature, read the map from a configuration
-/// file's section:
+/// applied. A name several live breakers share (breakers built at run time
+/// may) patches every one of them, as [`configure`] does. With the `serde`
+/// feature, read the map from a configuration file's section:
 ///
 /// ```
 /// # #[cfg(feature = "serde")] {
@@ -508,24 +532,39 @@ pub fn configure(name: &str, patch: ConfigPatch) -> Result<(), ConfigureError> {
 /// Every override refused, each with its breaker, key and reason; then
 /// nothing was applied.
 pub fn apply(patches: &BTreeMap<String, ConfigPatch>) -> Result<(), Vec<ConfigureError>> {
-    let mut errors = Vec::new();
+    apply_counted(patches).map(drop)
+}
+
+/// [`apply`], returning how many breakers it changed. An `Err` holds at
+/// least one error.
+fn apply_counted(patches: &BTreeMap<String, ConfigPatch>) -> Result<usize, Vec<ConfigureError>> {
+    let mut errors: Vec<ConfigureError> = Vec::new();
     let mut targets = Vec::new();
     for (name, patch) in patches {
-        match registry::get(name) {
-            None => errors.push(ConfigureError::new(
+        let breakers = named(name);
+        if breakers.is_empty() {
+            errors.push(ConfigureError::new(
                 name,
                 "name",
                 "is not a registered breaker",
-            )),
-            Some(breaker) => match patch.applied_to(breaker.settings()) {
+            ));
+        }
+        for breaker in breakers {
+            match patch.applied_to(&breaker.current_config()) {
                 Ok(_) => targets.push((breaker, patch)),
-                Err((key, reason)) => errors.push(ConfigureError::new(name, key, reason)),
-            },
+                Err((key, reason)) => {
+                    let error = ConfigureError::new(name, key, reason);
+                    if !errors.contains(&error) {
+                        errors.push(error);
+                    }
+                }
+            }
         }
     }
     if !errors.is_empty() {
         return Err(errors);
     }
+    let changed = targets.len();
     for (breaker, patch) in targets {
         // Checked above; a concurrent change in between is reported here.
         if let Err(error) = breaker.reconfigure(patch) {
@@ -533,44 +572,85 @@ pub fn apply(patches: &BTreeMap<String, ConfigPatch>) -> Result<(), Vec<Configur
         }
     }
     if errors.is_empty() {
-        Ok(())
+        Ok(changed)
     } else {
         Err(errors)
     }
 }
 
+/// Every live breaker registered under `name` (breakers built at run time
+/// may share one), or else the keyed family member of that name.
+fn named(name: &str) -> Vec<BreakerRef> {
+    let mut found: Vec<BreakerRef> = registry::all()
+        .into_iter()
+        .filter(|b| b.name() == name)
+        .collect();
+    if found.is_empty() {
+        found.extend(registry::get(name));
+    }
+    found
+}
+
 /// Reads `FAILFAST__<BREAKER>__<KEY>` overrides from the environment and
 /// applies them, all or nothing (see [the scheme](self#environment-variables)).
-/// Returns how many breakers were changed.
+/// Returns how many breakers were changed. Variables outside the scheme are
+/// ignored, whether or not they are UTF-8.
 ///
 /// # Errors
 ///
-/// Every variable refused (unknown breaker or key, unparsable value, a value
-/// that cannot work), each with its breaker, key and reason; then nothing
-/// was applied.
+/// Every variable refused (unknown, empty or ambiguous breaker, unknown
+/// key, a name or value that is not UTF-8, unparsable value, a value that
+/// cannot work), each with its breaker, key and reason; then nothing was
+/// applied.
 pub fn from_env() -> Result<usize, Vec<ConfigureError>> {
-    from_vars(std::env::vars())
+    from_vars(std::env::vars_os())
 }
 
-/// [`from_env`] over the given variables (`(name, value)` pairs); those not
-/// starting with `FAILFAST__` are ignored.
+/// [`from_env`] over the given variables (`(name, value)` pairs of
+/// `String`s, `&str`s or `OsString`s, as `std::env::vars_os` gives them);
+/// those not starting with `FAILFAST__` are ignored. Returns how many
+/// breakers were changed (every breaker of a name several share counts).
 ///
 /// # Errors
 ///
 /// As [`from_env`].
-pub fn from_vars(
-    vars: impl IntoIterator<Item = (String, String)>,
-) -> Result<usize, Vec<ConfigureError>> {
-    let breakers: Vec<(String, Name)> = registry::all()
-        .iter()
-        .map(|b| (env_name(b.name()), b.shared_name()))
-        .collect();
+pub fn from_vars<K, V>(vars: impl IntoIterator<Item = (K, V)>) -> Result<usize, Vec<ConfigureError>>
+where
+    K: Into<OsString>,
+    V: Into<OsString>,
+{
+    const PREFIX: &str = "FAILFAST__";
+    // Each name in variables, with the breaker names that map to it: more
+    // than one, and a variable cannot say which it means. A breaker whose
+    // name maps to the empty name is left out: nothing can address it.
+    let mut by_env: BTreeMap<String, Vec<Name>> = BTreeMap::new();
+    for breaker in registry::all() {
+        let env = env_name(breaker.name());
+        if env.is_empty() {
+            continue;
+        }
+        let names = by_env.entry(env).or_default();
+        if !names.iter().any(|n| n.as_str() == breaker.name()) {
+            names.push(breaker.shared_name());
+        }
+    }
     let mut patches: BTreeMap<String, ConfigPatch> = BTreeMap::new();
     let mut errors = Vec::new();
     for (var, value) in vars {
-        let Some(rest) = var.strip_prefix("FAILFAST__") else {
+        let (var, value): (OsString, OsString) = (var.into(), value.into());
+        if !var.as_encoded_bytes().starts_with(PREFIX.as_bytes()) {
+            continue;
+        }
+        let Some(var) = var.to_str() else {
+            let lossy = var.to_string_lossy();
+            errors.push(ConfigureError::new(
+                &lossy[PREFIX.len()..],
+                "",
+                format!("`{lossy}` is not UTF-8, as the name of a `{PREFIX}` variable must be"),
+            ));
             continue;
         };
+        let rest = &var[PREFIX.len()..];
         let Some((breaker, key)) = rest.rsplit_once("__") else {
             errors.push(ConfigureError::new(
                 rest,
@@ -579,28 +659,72 @@ pub fn from_vars(
             ));
             continue;
         };
-        let Some((_, name)) = breakers.iter().find(|(env, _)| env == breaker) else {
+        let name = match by_env.get(breaker).map(Vec::as_slice) {
+            Some([name]) => name,
+            Some(names) => {
+                let mut names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+                names.sort();
+                errors.push(ConfigureError::new(
+                    breaker,
+                    "name",
+                    format!(
+                        "(from `{var}`) matches {} breakers, {}: their names differ only in \
+                         characters other than ASCII letters and digits, which variables cannot \
+                         tell apart; set them by name with `configure` or `apply`",
+                        names.len(),
+                        names.join(", ")
+                    ),
+                ));
+                continue;
+            }
+            None if breaker.is_empty() => {
+                errors.push(ConfigureError::new(
+                    breaker,
+                    "name",
+                    format!(
+                        "(from `{var}`) is empty: a breaker whose name has no ASCII letter or \
+                         digit cannot be set from the environment"
+                    ),
+                ));
+                continue;
+            }
+            None => {
+                errors.push(ConfigureError::new(
+                    breaker,
+                    "name",
+                    format!("(from `{var}`) is not a registered breaker"),
+                ));
+                continue;
+            }
+        };
+        let key = key.to_ascii_lowercase();
+        let Some(text) = value.to_str() else {
             errors.push(ConfigureError::new(
-                breaker,
-                "name",
-                format!("(from `{var}`) is not a registered breaker"),
+                name,
+                &key,
+                format!("`{}` (from `{var}`) is not UTF-8", value.to_string_lossy()),
             ));
             continue;
         };
-        let key = key.to_ascii_lowercase();
         let patch = patches.entry(name.to_string()).or_default();
-        if let Err(reason) = set_from_text(patch, &key, value.trim()) {
+        if let Err(reason) = set_from_text(patch, &key, text.trim()) {
             errors.push(ConfigureError::new(name, &key, reason));
         }
     }
     if !errors.is_empty() {
         return Err(errors);
     }
-    apply(&patches).map(|()| patches.len())
+    apply_counted(&patches)
 }
 
 /// A breaker's name as written in environment variables: upper case, every
 /// run of characters other than ASCII letters and digits as one `_`.
+///
+/// Empty for a name with no ASCII letter or digit (`платежи`): such a
+/// breaker cannot be set from the environment. Names that differ only in
+/// other characters (`pay.charge`, `pay-charge`) give the same result, and
+/// a variable that matches more than one breaker name is refused (see
+/// [the scheme](self#environment-variables)).
 #[must_use]
 pub fn env_name(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
@@ -737,5 +861,8 @@ mod tests {
         assert_eq!(env_name("payments::charge"), "PAYMENTS_CHARGE");
         assert_eq!(env_name("payments@host-3"), "PAYMENTS_HOST_3");
         assert_eq!(env_name("inventory"), "INVENTORY");
+        assert_eq!(env_name("pay.charge"), env_name("pay-charge"));
+        assert_eq!(env_name("платежи"), "");
+        assert_eq!(env_name("支付"), "");
     }
 }

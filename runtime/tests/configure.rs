@@ -1,10 +1,10 @@
 //! Overrides from the environment (`FAILFAST__<BREAKER>__<KEY>`): each key
 //! changes the setting its `ConfigPatch` setter changes, and nothing else.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use failfast_runtime::configure::from_vars;
+use failfast_runtime::configure::{self, from_vars};
 use failfast_runtime::{registry, Breaker, Builder, ConfigPatch, Mode, RunMode};
 
 /// A registered breaker built by `builder`, and an unregistered twin of it.
@@ -114,5 +114,213 @@ fn every_key_of_a_rate_breaker_sets_what_its_setter_sets() {
         "WINDOW",
         "2m",
         ConfigPatch::new().window_time(Duration::from_secs(120)),
+    );
+}
+
+/// A registered breaker of `name` with `threshold`.
+fn registered(name: &'static str, threshold: u32) -> Arc<Breaker> {
+    let b = Arc::new(
+        Breaker::builder()
+            .name(name)
+            .threshold(threshold)
+            .build()
+            .unwrap(),
+    );
+    registry::register(&b);
+    b
+}
+
+fn threshold(b: &Breaker) -> u32 {
+    b.current_config().threshold_value()
+}
+
+/// `pay.charge` and `pay-charge` are both `PAY_CHARGE` in variables: the
+/// variable cannot say which it means, so it is refused, listing both.
+#[test]
+fn a_variable_matching_two_breaker_names_is_refused_with_both_names() {
+    let dotted = registered("clash.charge", 5);
+    let dashed = registered("clash-charge", 5);
+    let errors = from_vars([("FAILFAST__CLASH_CHARGE__THRESHOLD", "2")]).unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(
+        (errors[0].breaker(), errors[0].key()),
+        ("CLASH_CHARGE", "name")
+    );
+    assert!(
+        errors[0]
+            .reason()
+            .contains("matches 2 breakers, `clash-charge`, `clash.charge`"),
+        "{}",
+        errors[0]
+    );
+    assert_eq!((threshold(&dotted), threshold(&dashed)), (5, 5));
+    // By name, each can still be set.
+    configure::configure("clash.charge", ConfigPatch::new().threshold(3)).unwrap();
+    assert_eq!((threshold(&dotted), threshold(&dashed)), (3, 5));
+}
+
+/// A name with no ASCII letter or digit maps to the empty name in
+/// variables: a variable naming the empty breaker is refused, and changes
+/// none of them.
+#[test]
+fn a_breaker_whose_name_has_no_ascii_letter_cannot_be_set_from_the_environment() {
+    let cyrillic = registered("платежи", 5);
+    let chinese = registered("支付", 5);
+    let errors = from_vars([("FAILFAST____THRESHOLD", "2")]).unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!((errors[0].breaker(), errors[0].key()), ("", "name"));
+    assert!(
+        errors[0]
+            .reason()
+            .contains("cannot be set from the environment"),
+        "{}",
+        errors[0]
+    );
+    assert_eq!((threshold(&cyrillic), threshold(&chinese)), (5, 5));
+    configure::configure("支付", ConfigPatch::new().threshold(3)).unwrap();
+    assert_eq!((threshold(&cyrillic), threshold(&chinese)), (5, 3));
+}
+
+/// Breakers built at run time may share a name: `configure`, `apply` and
+/// the environment change every live one of them, or none.
+#[test]
+fn every_live_breaker_of_a_shared_name_is_configured_or_none() {
+    let first = registered("twins::shared", 5);
+    let second = registered("twins::shared", 5);
+    configure::configure("twins::shared", ConfigPatch::new().threshold(7)).unwrap();
+    assert_eq!((threshold(&first), threshold(&second)), (7, 7));
+    assert_eq!(
+        from_vars([("FAILFAST__TWINS_SHARED__THRESHOLD", "4")]),
+        Ok(2),
+        "two breakers changed"
+    );
+    assert_eq!((threshold(&first), threshold(&second)), (4, 4));
+
+    // One of the name cannot take the patch: none changes.
+    let counting = registered("twins::mixed", 5);
+    let rate = Arc::new(
+        Breaker::builder()
+            .name("twins::mixed")
+            .failure_rate(0.5)
+            .build()
+            .unwrap(),
+    );
+    registry::register(&rate);
+    let error = configure::configure("twins::mixed", ConfigPatch::new().threshold(2)).unwrap_err();
+    assert_eq!(
+        (error.breaker(), error.key()),
+        ("twins::mixed", "threshold")
+    );
+    assert_eq!(threshold(&counting), 5, "nothing applied");
+    configure::configure("twins::mixed", ConfigPatch::new().trial_calls(3)).unwrap();
+    for b in [&counting, &rate] {
+        let config = format!("{:?}", b.current_config());
+        assert!(config.contains("trial_calls: 3"), "{config}");
+    }
+}
+
+/// A variable that is not UTF-8: ignored unless it is under `FAILFAST__`,
+/// refused (never a panic) when it is, and then nothing applies.
+#[cfg(unix)]
+#[test]
+fn variables_that_are_not_utf8_are_ignored_or_refused() {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+    let b = registered("env::bytes", 5);
+    let os = |bytes: &[u8]| OsString::from_vec(bytes.to_vec());
+    let good = (os(b"FAILFAST__ENV_BYTES__THRESHOLD"), os(b"3"));
+
+    let unrelated = (os(b"caf\xE9"), os(b"cr\xE8me"));
+    assert_eq!(from_vars([unrelated, good.clone()]), Ok(1));
+    assert_eq!(threshold(&b), 3);
+
+    let bad_name = (os(b"FAILFAST__CAF\xE9__THRESHOLD"), os(b"2"));
+    let bad_value = (os(b"FAILFAST__ENV_BYTES__RECOVERY"), os(b"1\xE9s"));
+    let good = (os(b"FAILFAST__ENV_BYTES__THRESHOLD"), os(b"9"));
+    let errors = from_vars([bad_name, bad_value, good]).unwrap_err();
+    let found: Vec<_> = errors.iter().map(|e| (e.breaker(), e.key())).collect();
+    assert_eq!(
+        found,
+        [("CAF\u{FFFD}__THRESHOLD", ""), ("env::bytes", "recovery")],
+        "{errors:?}"
+    );
+    assert!(
+        errors[0]
+            .reason()
+            .contains("`FAILFAST__CAF\u{FFFD}__THRESHOLD` is not UTF-8"),
+        "{}",
+        errors[0]
+    );
+    assert!(errors[1].reason().contains("`1\u{FFFD}s`"), "{}", errors[1]);
+    assert_eq!(threshold(&b), 3, "nothing applied");
+}
+
+/// Tests that change the process environment take this lock.
+static ENVIRONMENT: Mutex<()> = Mutex::new(());
+
+/// `from_env` reads the process environment (a variable that is not
+/// UTF-8 there does no harm) and says how many breakers it changed.
+#[test]
+fn from_env_applies_the_process_environment_and_counts_the_breakers() {
+    let _lock = ENVIRONMENT.lock().unwrap_or_else(|e| e.into_inner());
+    let b = registered("env::process", 5);
+    std::env::set_var("FAILFAST__ENV_PROCESS__THRESHOLD", "6");
+    #[cfg(unix)]
+    std::env::set_var(
+        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"FAILFAST_TEST_CAF\xE9"),
+        "1",
+    );
+    let changed = configure::from_env();
+    std::env::remove_var("FAILFAST__ENV_PROCESS__THRESHOLD");
+    #[cfg(unix)]
+    std::env::remove_var(
+        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"FAILFAST_TEST_CAF\xE9"),
+    );
+    assert_eq!(changed, Ok(1));
+    assert_eq!(threshold(&b), 6);
+}
+
+/// The edges of what a patch accepts: a count window as large as
+/// `min_calls` can trip, a rate of exactly 1 is a rate, and a rate of 0 or
+/// a rate for a breaker without that rule is refused.
+#[test]
+fn a_patch_is_accepted_up_to_its_edges_and_refused_past_them() {
+    let rate = Breaker::builder()
+        .failure_rate(0.5)
+        .window_calls(100)
+        .min_calls(10)
+        .build()
+        .unwrap();
+    rate.reconfigure(&ConfigPatch::new().window_calls(10))
+        .unwrap();
+    rate.reconfigure(&ConfigPatch::new().min_calls(10)).unwrap();
+    let error = rate
+        .reconfigure(&ConfigPatch::new().min_calls(11))
+        .unwrap_err();
+    assert_eq!(error.key(), "min_calls", "{error}");
+    let error = rate
+        .reconfigure(&ConfigPatch::new().window_calls(9))
+        .unwrap_err();
+    assert_eq!(error.key(), "window", "{error}");
+    rate.reconfigure(&ConfigPatch::new().failure_rate(1.0))
+        .unwrap();
+    let error = rate
+        .reconfigure(&ConfigPatch::new().failure_rate(0.0))
+        .unwrap_err();
+    assert_eq!(
+        (error.key(), error.reason()),
+        ("failure_rate", "0 is outside (0, 1]")
+    );
+
+    let counting = Breaker::builder().threshold(3).build().unwrap();
+    let error = counting
+        .reconfigure(&ConfigPatch::new().failure_rate(0.5))
+        .unwrap_err();
+    assert_eq!(error.key(), "failure_rate");
+    assert!(
+        error
+            .reason()
+            .contains("does not use the failure-rate rule"),
+        "{error}"
     );
 }
