@@ -253,8 +253,13 @@ impl ConfigPatch {
         self
     }
 
+    /// The run mode this patch sets, if any.
+    pub(crate) fn run_mode(&self) -> Option<RunMode> {
+        self.mode
+    }
+
     /// `config` with this patch applied, checked, or the first key at fault.
-    fn applied_to(&self, config: &Config) -> Result<Config, (&'static str, String)> {
+    pub(crate) fn applied_to(&self, config: &Config) -> Result<Config, (&'static str, String)> {
         let mut next = config.clone();
         let rule = |key: &'static str, on: bool, rule: &str| {
             if on {
@@ -349,7 +354,7 @@ pub struct ConfigureError {
 }
 
 impl ConfigureError {
-    fn new(breaker: &str, key: &str, reason: impl Into<String>) -> Self {
+    pub(crate) fn new(breaker: &str, key: &str, reason: impl Into<String>) -> Self {
         Self {
             breaker: breaker.to_owned(),
             key: key.to_owned(),

@@ -486,6 +486,13 @@ impl fmt::Debug for Lease<'_> {
 
 type Map<K> = scc::HashIndex<K, Arc<Member>, foldhash::fast::RandomState>;
 
+/// A family's settings as changed at run time.
+#[derive(Default)]
+struct Tuned {
+    config: Option<Config>,
+    mode: Option<crate::configure::RunMode>,
+}
+
 /// Where a new key goes in the family.
 enum Room {
     /// Below `max_keys`.
@@ -559,6 +566,13 @@ struct Inner<K> {
     /// The breaker (and bulkhead) of every key that finds the family full
     /// of members it may not evict, named `family[*]`; made on first use.
     overflow: std::sync::OnceLock<Arc<Member>>,
+    /// The settings new members get once the family was reconfigured
+    /// ([`FamilyRef::reconfigure`](crate::registry::FamilyRef::reconfigure)),
+    /// and the run mode it set.
+    tuned: Mutex<Tuned>,
+    /// Members asked for by name before their key's first call (see
+    /// [`registry::get`](crate::registry::get)), adopted by that call.
+    pending: Mutex<Vec<Arc<Member>>>,
     counters: Counters,
     registered: AtomicBool,
 }
@@ -680,6 +694,8 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
                     reclaim_at: RECLAIM_FLOOR,
                 }),
                 overflow: std::sync::OnceLock::new(),
+                tuned: Mutex::new(Tuned::default()),
+                pending: Mutex::new(Vec::new()),
                 counters: Counters::default(),
                 registered: AtomicBool::new(false),
             }),
@@ -786,7 +802,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
             }
         };
         let stamp = inner.stamp.fetch_add(1, Ordering::Relaxed) + 1;
-        let member = Arc::new(inner.member(key, stamp));
+        let member = inner.adopt_or_make(key, stamp);
         let entry = (key.to_key(), Arc::clone(&member));
         match room {
             Room::Free => slots.stored.push(entry),
@@ -877,7 +893,8 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         self.slots.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn member<Q: Key + ?Sized>(&self, key: &Q, stamp: u64) -> Member {
+    /// `family[label]` for `key`.
+    fn name_of<Q: Key + ?Sized>(&self, key: &Q) -> String {
         let mut name = String::with_capacity(self.config.name.len() + 16);
         name.push_str(&self.config.name);
         name.push('[');
@@ -887,30 +904,112 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
             name.insert(start, '\\');
         }
         name.push(']');
-        let mut config = self.config.clone();
+        name
+    }
+
+    /// The member named `name` asked for before its key's first call, if
+    /// any, else a new one.
+    fn adopt_or_make<Q: Key + ?Sized>(&self, key: &Q, stamp: u64) -> Arc<Member> {
+        let name = self.name_of(key);
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(i) = pending.iter().position(|m| m.name() == name) {
+            let member = pending.swap_remove(i);
+            member.used.store(stamp, Ordering::Relaxed);
+            return member;
+        }
+        drop(pending);
+        Arc::new(self.member(name, stamp))
+    }
+
+    /// A member named `name`, with the family's settings in force.
+    fn member(&self, name: String, stamp: u64) -> Member {
+        let tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut config = tuned.config.clone().unwrap_or_else(|| self.config.clone());
+        let observe_only = tuned.mode == Some(crate::configure::RunMode::ObserveOnly);
+        drop(tuned);
         config.name = Name::from(name);
-        Member {
+        let member = Member {
             breaker: Breaker::with_clock(config, self.clock.clone()),
             bulkhead: self.max_concurrent.map(Bulkhead::new),
             used: AtomicU64::new(stamp),
             leases: Default::default(),
             unlinked: AtomicBool::new(false),
+        };
+        if observe_only {
+            member.breaker.disable();
         }
+        member
+    }
+
+    /// The settings the family gives its members now (under its own name).
+    fn current_config(&self) -> Config {
+        let tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
+        tuned.config.clone().unwrap_or_else(|| self.config.clone())
+    }
+
+    /// Changes the settings of every member, the overflow breaker's and
+    /// those asked for by name included, and of every member made from now
+    /// on. Checked against the family's settings first: nothing changes
+    /// when they refuse it. A member whose own settings (changed by name)
+    /// refuse it keeps them; the first such refusal is returned, after the
+    /// rest were changed.
+    fn reconfigure(
+        &self,
+        patch: &crate::configure::ConfigPatch,
+    ) -> Result<(), crate::configure::ConfigureError> {
+        let mut tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
+        let current = tuned.config.clone().unwrap_or_else(|| self.config.clone());
+        let next = patch.applied_to(&current).map_err(|(key, reason)| {
+            crate::configure::ConfigureError::new(&self.config.name, key, reason)
+        })?;
+        tuned.config = Some(next);
+        if let Some(mode) = patch.run_mode() {
+            tuned.mode = Some(mode);
+        }
+        // Held while the members change: a member made meanwhile waits, and
+        // then gets the new settings.
+        let pending = self
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let mut first = Ok(());
+        for member in self.members().iter().chain(&pending) {
+            if let Err(refused) = member.breaker.reconfigure(patch) {
+                first = first.and(Err(refused));
+            }
+        }
+        drop(tuned);
+        first
+    }
+
+    /// The member named `name` (`family[label]`): stored, the overflow
+    /// breaker, or asked for before; else, when `make`, a new one that the
+    /// key's first call adopts, while fewer than `max_keys` wait so.
+    fn named(&self, name: &str, make: bool) -> Option<Arc<Member>> {
+        if let Some(found) = self.members().into_iter().find(|m| m.name() == name) {
+            return Some(found);
+        }
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(found) = pending.iter().find(|m| m.name() == name) {
+            return Some(Arc::clone(found));
+        }
+        let label = name
+            .strip_prefix(&*self.config.name)?
+            .strip_prefix('[')?
+            .strip_suffix(']')?;
+        if !make || label == OVERFLOW || pending.len() >= self.max_keys {
+            return None;
+        }
+        let member = Arc::new(self.member(name.to_owned(), 0));
+        pending.push(Arc::clone(&member));
+        Some(member)
     }
 
     /// The member every key the family has no room for runs through.
     fn overflow(&self) -> &Arc<Member> {
-        self.overflow.get_or_init(|| {
-            let mut config = self.config.clone();
-            config.name = Name::from(format!("{}[{OVERFLOW}]", self.config.name));
-            Arc::new(Member {
-                breaker: Breaker::with_clock(config, self.clock.clone()),
-                bulkhead: self.max_concurrent.map(Bulkhead::new),
-                used: AtomicU64::new(0),
-                leases: Default::default(),
-                unlinked: AtomicBool::new(false),
-            })
-        })
+        self.overflow
+            .get_or_init(|| Arc::new(self.member(format!("{}[{OVERFLOW}]", self.config.name), 0)))
     }
 
     /// Whether the member in `slot` may be evicted: no call runs through
@@ -921,6 +1020,13 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         Arc::strong_count(member) <= 2
             && member.unleased()
             && member.breaker.forgettable(self.config.lease())
+            && !self.tuned_alone(member)
+    }
+
+    /// Whether `member`'s settings were changed by its own name: it is
+    /// kept, so the change is not lost with it.
+    fn tuned_alone(&self, member: &Member) -> bool {
+        member.breaker.current_config().fingerprint() != self.current_config().fingerprint()
     }
 
     /// The slot of the member to evict from a full family: the least
@@ -1020,6 +1126,15 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
 pub(crate) trait Listing: Send + Sync {
     fn name(&self) -> Name;
     fn members(&self) -> Vec<Arc<Member>>;
+    /// See `Inner::named`.
+    fn named(&self, name: &str, make: bool) -> Option<Arc<Member>>;
+    /// See `Inner::reconfigure`.
+    fn reconfigure(
+        &self,
+        patch: &crate::configure::ConfigPatch,
+    ) -> Result<(), crate::configure::ConfigureError>;
+    /// The settings new members get now.
+    fn config(&self) -> Config;
     fn max_keys(&self) -> usize;
     fn counts(&self) -> (u64, u64, u64);
     /// Marks the family registered; `true` the first time.
@@ -1032,6 +1147,18 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
     }
     fn members(&self) -> Vec<Arc<Member>> {
         Inner::members(self)
+    }
+    fn named(&self, name: &str, make: bool) -> Option<Arc<Member>> {
+        Inner::named(self, name, make)
+    }
+    fn reconfigure(
+        &self,
+        patch: &crate::configure::ConfigPatch,
+    ) -> Result<(), crate::configure::ConfigureError> {
+        Inner::reconfigure(self, patch)
+    }
+    fn config(&self) -> Config {
+        self.current_config()
     }
     fn max_keys(&self) -> usize {
         self.max_keys

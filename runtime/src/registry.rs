@@ -353,7 +353,8 @@ pub fn register_static(breaker: &'static Breaker) {
 /// The breaker registered under `name`. When several share a name (two
 /// functions given the same `name = "…"`), the first registered that still
 /// exists. A name `family[key]` also finds the member of a registered
-/// keyed family.
+/// keyed family (to reach a key's breaker before its first call, see
+/// [`FamilyRef::member`]).
 #[must_use]
 pub fn get(name: &str) -> Option<BreakerRef> {
     let found = with_registry(|r| {
@@ -371,7 +372,7 @@ fn member(name: &str) -> Option<BreakerRef> {
     families()
         .into_iter()
         .filter(|f| f.name() == family)
-        .find_map(|f| f.members().into_iter().find(|m| m.name() == name))
+        .find_map(|f| f.0.named(name, false))
         .map(BreakerRef::Member)
 }
 
@@ -397,10 +398,47 @@ impl FamilyRef {
         self.0.name()
     }
 
-    /// The breakers the family holds now, in no particular order.
+    /// The breakers the family holds now, in no particular order, its
+    /// overflow breaker `name[*]` once used.
     #[must_use]
     pub fn members(&self) -> Vec<Arc<crate::keyed::Member>> {
         self.0.members()
+    }
+
+    /// The breaker of the key labelled `label` (its name is
+    /// `family[label]`): the member if the key has one, else a breaker that
+    /// the key's first call adopts, so that a key can be forced open or
+    /// reconfigured before any traffic. `None` for `*` (the overflow
+    /// breaker's label) and once `max_keys` breakers wait so.
+    #[must_use]
+    pub fn member(&self, label: &str) -> Option<BreakerRef> {
+        let name = format!("{}[{label}]", self.0.name());
+        self.0.named(&name, true).map(BreakerRef::Member)
+    }
+
+    /// The settings the family gives its members now, under its own name.
+    #[must_use]
+    pub fn config(&self) -> crate::Config {
+        self.0.config()
+    }
+
+    /// Changes the settings of every member now held and of every member
+    /// made from now on, as [`Breaker::reconfigure`] does for one breaker:
+    /// checked whole against the family's settings, applied whole or not
+    /// at all. A member whose own settings were changed by its name
+    /// (`family[key]`) keeps them where the patch does not touch them.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigureError`](crate::configure::ConfigureError) naming the
+    /// family when the patch does not fit its settings (nothing changed),
+    /// or the first member whose own settings refused it (the others
+    /// changed).
+    pub fn reconfigure(
+        &self,
+        patch: &crate::configure::ConfigPatch,
+    ) -> Result<(), crate::configure::ConfigureError> {
+        self.0.reconfigure(patch)
     }
 
     /// The most breakers the family keeps.

@@ -597,3 +597,83 @@ fn two_keys_never_share_a_name() {
     assert_eq!(stars.get("*").name(), r"keyed.star[\*]");
     assert_eq!(stars.get("**").name(), "keyed.star[**]");
 }
+
+/// A member can be named before its key's first call: forced open there,
+/// the first call with that key is refused; its name is the key's.
+#[test]
+fn a_key_can_be_forced_open_before_its_first_call() {
+    let keys: Family<String> = Family::builder(Breaker::builder().name("keyed.early"))
+        .max_keys(4)
+        .build()
+        .unwrap();
+    keys.register();
+    assert!(
+        registry::get("keyed.early[10.0.0.3]").is_none(),
+        "no call yet"
+    );
+    let family = registry::family("keyed.early").unwrap();
+    let early = family.member("10.0.0.3").expect("made on demand");
+    assert_eq!(early.name(), "keyed.early[10.0.0.3]");
+    assert!(registry::get("keyed.early[10.0.0.3]").is_some(), "waiting");
+    early.force_open();
+    assert!(
+        keys.lease("10.0.0.3").call(|| Ok::<_, ()>(())).is_err(),
+        "refused"
+    );
+    assert!(keys.lease("10.0.0.1").call(|| Ok::<_, ()>(())).is_ok());
+    let adopted = keys.get("10.0.0.3");
+    assert_eq!(adopted.mode(), failfast_runtime::Mode::ForcedOpen);
+    assert_eq!(adopted.name(), "keyed.early[10.0.0.3]");
+    assert_eq!(keys.len(), 2);
+    // The overflow breaker's label is not a key's.
+    assert!(family.member("*").is_none());
+}
+
+/// A family is configured by its name: every member now and every member
+/// made later gets the change; one that refuses it leaves all unchanged.
+#[test]
+fn a_family_is_reconfigured_for_its_members_now_and_later() {
+    use failfast_runtime::ConfigPatch;
+    let keys: Family<String> = Family::builder(Breaker::builder().name("keyed.tuned").threshold(5))
+        .build()
+        .unwrap();
+    keys.register();
+    let before = keys.get("a");
+    let family = registry::family("keyed.tuned").unwrap();
+    family
+        .reconfigure(&ConfigPatch::new().threshold(2))
+        .unwrap();
+    assert_eq!(before.current_config().threshold_value(), 2);
+    assert_eq!(
+        keys.get("b").current_config().threshold_value(),
+        2,
+        "a member made later"
+    );
+    assert_eq!(family.config().threshold_value(), 2);
+    let refused = family
+        .reconfigure(&ConfigPatch::new().trial_calls(0))
+        .unwrap_err();
+    assert_eq!(refused.breaker(), "keyed.tuned");
+    assert_eq!(keys.get("c").current_config().threshold_value(), 2);
+}
+
+/// A member whose settings were changed by its own name is kept through
+/// churn, so the change is not lost with it.
+#[test]
+fn a_member_tuned_by_name_is_not_evicted() {
+    use failfast_runtime::ConfigPatch;
+    let keys = family("keyed.pinned", 2);
+    keys.register();
+    registry::family("keyed.pinned")
+        .unwrap()
+        .member("special")
+        .unwrap()
+        .reconfigure(&ConfigPatch::new().threshold(9))
+        .unwrap();
+    let _ = keys.lease("special").call(|| Ok::<_, ()>(()));
+    for i in 0..100 {
+        let _ = keys.lease(&format!("churn-{i}")).call(|| Ok::<_, ()>(()));
+    }
+    assert!(keys.evicted() > 0);
+    assert_eq!(keys.get("special").current_config().threshold_value(), 9);
+}
