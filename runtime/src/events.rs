@@ -32,27 +32,56 @@
 //!
 //! # Delivery
 //!
-//! - **Synchronous**, on the thread whose call or control made the transition,
-//!   right after the transition took effect (the breaker already behaves in its
-//!   new state). Callers on other threads are never held up by a listener.
+//! - **On the thread that made the transition**, right after it took effect
+//!   (the breaker already behaves in its new state): the thread whose call or
+//!   control made a transition delivers its event, unless another thread is
+//!   delivering that breaker's events at that moment. Then it queues the event
+//!   for that thread and returns at once; the event may arrive on that thread.
 //! - **In order per breaker**: one breaker's events reach listeners one at a
 //!   time, in the order its transitions happened, numbered by
-//!   [`Transition::seq`]. When two threads change one breaker's state at the
-//!   same moment, the second event is handed to the thread still delivering the
-//!   first one, which delivers it next: it may then arrive on that thread.
-//!   To queue events in order, a transition made right after another one
-//!   waits until that one is queued (the few instructions between the other
-//!   thread's compare-and-swap and its queueing, unless the scheduler
-//!   interrupts it there), at most 100 ms; it never waits for a listener.
-//! - **A slow listener** delays only the thread delivering to it (a call that
-//!   tripped the breaker, say): the breaker itself, and every other caller,
-//!   go on meanwhile. Do slow work (I/O, locks held by callers) elsewhere: send
-//!   the event to a channel.
-//! - **A panicking listener** is caught (`catch_unwind`): the panic is reported
-//!   by the panic hook as usual, the remaining listeners still get the event,
-//!   and the breaker and the calling thread carry on as if nothing happened.
+//!   [`Transition::seq`] 1, 2, 3, … Numbers are skipped only for events
+//!   dropped from a full backlog (each delivered event says how many were
+//!   dropped just before it, [`Transition::dropped`]) and for transitions made
+//!   while nobody listened.
+//! - **Bounded work per call**: a thread delivers at most 4 events per
+//!   transition it makes (its own, and those queued before or while it
+//!   delivers), each to every listener that wants it. A call that makes one
+//!   transition therefore calls any one listener at most 4 times, and a call
+//!   that makes none calls no listener. Events still queued when a thread has
+//!   delivered its 4 wait for the breaker's next transition, whose thread
+//!   delivers them before its own event (within its own 4). This happens only
+//!   when events come faster than the listeners take them: more than 3 while
+//!   one thread delivers.
+//! - **Bounded backlog**: at most 32 events of one breaker wait for delivery
+//!   (3 KiB: an event takes 96 bytes, its name shared). When a 33rd comes,
+//!   the oldest waiting event is dropped and counted in the `dropped` of the
+//!   next one delivered. Events still waiting when their breaker is dropped
+//!   are not delivered.
+//! - **A slow listener** delays only the thread delivering to it, by at most 4
+//!   calls to it per transition that thread makes; a listener that blocks
+//!   holds up one thread, in one call. The breaker itself, and every other
+//!   caller, go on meanwhile (their events wait, then drop once 32 wait). Do
+//!   slow work (I/O, locks held by callers) elsewhere: send the event to a
+//!   channel.
+//! - **The ordering wait.** To queue events in the order the transitions
+//!   happened, a transition made on one thread right after another thread's
+//!   waits until that one is queued: the few instructions between the other
+//!   thread's compare-and-swap and its queueing (a queue lock held only to
+//!   push or pop an event, never while a listener runs), unless the scheduler
+//!   interrupts that thread there. The wait is bounded: after 100 ms the event
+//!   is queued anyway (which can only happen should one period of the
+//!   breaker's state come back at once, `force_open` racing `reset` say, or
+//!   that thread be kept off a processor that long). Only a call that made a
+//!   transition can wait (and, rarely, one that started a 257th round of
+//!   trials in one half-open period, which renumbers the period), never for
+//!   a listener; any other call never does.
+//! - **Panics** of a listener, of the `tracing` subscriber, of the `metrics`
+//!   recorder or of the [`hook`](crate::hook) are caught (`catch_unwind`), each
+//!   on its own: the panic is reported by the panic hook as usual, the other
+//!   listeners still get the event, delivery goes on, and the breaker and the
+//!   calling thread carry on as if nothing happened.
 //! - A listener may call into breakers, subscribe and unsubscribe; a
-//!   transition it causes is delivered after the event at hand.
+//!   transition it causes is queued and delivered after the event at hand.
 //!
 //! # Cost
 //!
@@ -61,18 +90,22 @@
 //! built and nothing is queued (the transition still counts itself for
 //! [`Snapshot::transitions`](crate::Snapshot::transitions)). Listeners are
 //! kept in a copy-on-write list, so subscribing takes a lock but delivering
-//! only clones an `Arc`. With the `tracing` or `metrics` feature, those are
-//! listeners too: every transition builds its event.
+//! only clones an `Arc`. With the `tracing` feature, `tracing` is a listener
+//! too: every transition builds its event. The `metrics` feature is not a
+//! listener: the transitioning thread reports each transition to the
+//! recorder itself, so no transition is missing from the metrics even when
+//! events are dropped.
 //!
 //! For a consumer that must never make a transition wait (a fleet handing
 //! transitions to a background task), see [`hook`](crate::hook): one
 //! process-wide function, called without a lock before the listeners.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
 use crate::breaker::{Breaker, Mode};
@@ -186,9 +219,16 @@ pub struct Transition {
     )]
     pub open_for: Option<Duration>,
     /// This breaker's transitions so far, this one included: events of one
-    /// breaker arrive with `seq` 1, 2, 3, … (gaps only where a transition
+    /// breaker arrive with `seq` 1, 2, 3, … (gaps only where events were
+    /// dropped, see [`dropped`](Self::dropped), or where a transition
     /// happened while nobody listened).
     pub seq: u64,
+    /// Events of this breaker dropped just before this one, which no
+    /// listener saw: at most 32 events of a breaker wait for delivery, and
+    /// when listeners fall further behind the oldest waiting one is dropped
+    /// (see [delivery](self#delivery)). `seq` skips as many numbers. Zero
+    /// unless listeners fell that far behind.
+    pub dropped: u64,
 }
 
 /// What made the state machine move; the reason is worked out from it.
@@ -336,11 +376,24 @@ pub(crate) struct Hook {
     pub(crate) metric_keys: std::sync::OnceLock<crate::metrics::Keys>,
 }
 
+/// A breaker's events on their way to the listeners.
 #[derive(Debug)]
 struct Queue {
+    /// Events waiting for delivery, oldest first; at most [`BACKLOG`].
     pending: VecDeque<Transition>,
+    /// Whether a thread is delivering this breaker's events.
     delivering: bool,
+    /// Events dropped from `pending` since one was last taken for delivery.
+    dropped: u64,
 }
+
+/// Events a thread delivers at most per transition it makes, its own
+/// included (module docs, "Bounded work per call").
+const BUDGET: usize = 4;
+
+/// Events of one breaker waiting for delivery at most (module docs,
+/// "Bounded backlog").
+const BACKLOG: usize = 32;
 
 /// A word's period: what a transition changes and a call's bookkeeping
 /// (failure counts, trials in flight) does not.
@@ -372,11 +425,56 @@ fn mode(w: Word) -> Mode {
 /// The longest a transition waits for the one before it to be queued.
 const MAX_TURN_WAIT: Duration = Duration::from_millis(100);
 
-/// Whether any listener (or, with those features, `tracing` or `metrics`)
-/// wants transitions.
+/// Whether any listener (or, with that feature, `tracing`) wants
+/// transitions.
 #[inline]
 fn wanted() -> bool {
-    cfg!(any(feature = "tracing", feature = "metrics")) || LISTENERS.load(Ordering::Relaxed) != 0
+    cfg!(feature = "tracing") || LISTENERS.load(Ordering::Relaxed) != 0
+}
+
+thread_local! {
+    /// This thread's transitions, those of them that waited for their turn,
+    /// and those that gave up waiting: see [`thread_turns`].
+    static TURNS: Cell<[u64; 3]> = const { Cell::new([0; 3]) };
+}
+
+/// Counts one more in `TURNS[i]`.
+fn count_turn(i: usize) {
+    TURNS.with(|turns| {
+        let mut now = turns.get();
+        now[i] += 1;
+        turns.set(now);
+    });
+}
+
+/// For tests, not part of the API: the transitions this thread made so far,
+/// how many of them waited for the transition before theirs to be queued
+/// (the ordering wait of the [module docs](self#delivery)), and how many of
+/// those gave up waiting after 100 ms.
+#[doc(hidden)]
+#[must_use]
+pub fn thread_turns() -> (u64, u64, u64) {
+    let [made, waited, gave_up] = TURNS.with(Cell::get);
+    (made, waited, gave_up)
+}
+
+/// For tests, not part of the API: how many events of `breaker` wait for
+/// delivery now (at most 32, see the [module docs](self#delivery)).
+#[doc(hidden)]
+#[must_use]
+pub fn backlog(breaker: &Breaker) -> usize {
+    breaker.hook.queue().pending.len()
+}
+
+/// Ends a thread's turn at delivering should a panic unwind through it, so
+/// that the breaker's next transition delivers again. (Every callback is
+/// behind `catch_unwind`: this is for the library's own code.)
+struct Turn<'a>(&'a Hook);
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.0.queue().delivering = false;
+    }
 }
 
 impl Hook {
@@ -389,10 +487,15 @@ impl Hook {
             queue: Mutex::new(Queue {
                 pending: VecDeque::new(),
                 delivering: false,
+                dropped: 0,
             }),
             #[cfg(feature = "metrics")]
             metric_keys: std::sync::OnceLock::new(),
         }
+    }
+
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn id(&self) -> u64 {
@@ -418,10 +521,18 @@ impl Hook {
     /// should the same period come back at once (an open deadline repeated on
     /// a manual clock, `force_open` twice), a transition could otherwise wait
     /// for one that was queued already.
+    ///
+    /// Only `transitioned` calls it, and `renumbered` (a half-open period
+    /// renumbered past its 256th round of trials): a call that does neither
+    /// never waits here.
     fn wait_turn(&self, from: Word) {
         let from = period(from);
+        if self.published.load(Ordering::Acquire) == from {
+            return;
+        }
+        count_turn(1);
         let mut since = None;
-        for spin in 0u32.. {
+        for spin in 1u32.. {
             if self.published.load(Ordering::Acquire) == from {
                 return;
             }
@@ -433,38 +544,67 @@ impl Hook {
             if spin % 64 == 0 {
                 let began = *since.get_or_insert_with(std::time::Instant::now);
                 if began.elapsed() > MAX_TURN_WAIT {
+                    count_turn(2);
                     return;
                 }
             }
         }
     }
 
-    /// Numbers `transition`, queues it and marks `to`'s period as entered, in
-    /// one step (so numbers, queue and turns agree), then delivers whatever
-    /// is queued unless another thread is delivering already.
-    fn deliver(&self, breaker: &Breaker, mut transition: Transition, to: Word) {
-        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+    /// Numbers `transition`, queues it (dropping the oldest waiting event if
+    /// [`BACKLOG`] wait already) and marks `to`'s period as entered, in one
+    /// step (so numbers, queue and turns agree). Returns this thread's turn
+    /// at delivering, unless another thread is delivering already.
+    fn enqueue(&self, mut transition: Transition, to: Word) -> Option<Turn<'_>> {
+        let mut queue = self.queue();
         transition.seq = self.transitions.fetch_add(1, Ordering::Relaxed) + 1;
+        if queue.pending.len() >= BACKLOG {
+            queue.pending.pop_front();
+            queue.dropped += 1;
+        }
         queue.pending.push_back(transition);
         self.published.store(period(to), Ordering::Release);
         if queue.delivering {
-            return;
+            return None;
         }
         queue.delivering = true;
-        while let Some(next) = queue.pending.pop_front() {
+        Some(Turn(self))
+    }
+
+    /// Delivers at most [`BUDGET`] events from the front of the queue, then
+    /// hands delivery on: what is left waits for the breaker's next
+    /// transition.
+    fn deliver(&self, breaker: &Breaker, turn: Turn<'_>) {
+        let mut left = BUDGET;
+        loop {
+            let mut queue = self.queue();
+            // Checked and given up under one lock: an event queued after
+            // this finds nobody delivering, and delivers itself.
+            let next = if left == 0 {
+                None
+            } else {
+                queue.pending.pop_front()
+            };
+            let Some(mut next) = next else {
+                queue.delivering = false;
+                drop(queue);
+                std::mem::forget(turn);
+                return;
+            };
+            next.dropped = std::mem::take(&mut queue.dropped);
             drop(queue);
+            left -= 1;
             notify(breaker, &next);
-            queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         }
-        queue.delivering = false;
     }
 }
 
+/// Hands `t` to `tracing` and to the listeners that want it, each behind its
+/// own `catch_unwind`: a subscriber's or a listener's panic is its own, and
+/// the breaker, its caller and the delivery carry on.
 fn notify(breaker: &Breaker, t: &Transition) {
     #[cfg(feature = "tracing")]
-    crate::tracing::transition(t);
-    #[cfg(feature = "metrics")]
-    crate::metrics::transition(breaker, t);
+    let _ = catch_unwind(AssertUnwindSafe(|| crate::tracing::transition(t)));
     let Some(listeners) = listeners() else {
         return;
     };
@@ -476,7 +616,6 @@ fn notify(breaker: &Breaker, t: &Transition) {
             Target::Name(n) => *n == t.name,
         };
         if wanted {
-            // A listener's panic is its own: the breaker carries on.
             let _ = catch_unwind(AssertUnwindSafe(|| (l.callback)(t)));
         }
     }
@@ -506,23 +645,36 @@ impl Breaker {
                 _ => crate::hook::Cause::Calls,
             },
         );
-        if !wanted() {
+        count_turn(0);
+        // The breaker's next transition waits (`wait_turn`) until this one
+        // is queued: before that, only what its event needs.
+        let turn = if wanted() {
+            let transition = Transition {
+                name: self.shared_name(),
+                from: state(from),
+                to: state(to),
+                mode: mode(to),
+                reason: self.reason(cause, now),
+                counts: self.counts(from, cause, now),
+                open_for: (open_for != 0).then(|| Duration::from_nanos(open_for)),
+                seq: 0,
+                dropped: 0,
+            };
+            hook.wait_turn(from);
+            hook.enqueue(transition, to)
+        } else {
             hook.transitions.fetch_add(1, Ordering::Relaxed);
             hook.published.store(period(to), Ordering::Release);
-            return;
-        }
-        hook.wait_turn(from);
-        let transition = Transition {
-            name: self.shared_name(),
-            from: state(from),
-            to: state(to),
-            mode: mode(to),
-            reason: self.reason(cause, now),
-            counts: self.counts(from, cause, now),
-            open_for: (open_for != 0).then(|| Duration::from_nanos(open_for)),
-            seq: 0,
+            None
         };
-        hook.deliver(self, transition, to);
+        // Not through the queue: metrics see every transition, dropped
+        // events included, in whatever order (the series are counts, and
+        // the state is read afresh). A recorder's panic is caught there.
+        #[cfg(feature = "metrics")]
+        crate::metrics::transition(self, state(from), state(to));
+        if let Some(turn) = turn {
+            hook.deliver(self, turn);
+        }
     }
 
     fn reason(&self, cause: Cause, now: u64) -> Reason {
@@ -567,6 +719,7 @@ impl Breaker {
         counts
     }
 }
+
 impl Breaker {
     /// The half-open period moved from `from` to `to` (a fresh generation
     /// for a new round of trials) without a transition: the next transition

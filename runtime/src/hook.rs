@@ -1,9 +1,10 @@
 //! One process-wide transition hook that never makes the transitioning
 //! thread wait.
 //!
-//! [`events`](crate::events) listeners get every transition in order, with
-//! its counts, and may do anything; to keep the order they take a lock and a
-//! transition may wait (briefly) for another thread's. The hook is for code
+//! [`events`](crate::events) listeners get transitions in order, with their
+//! counts, and may do anything; to keep the order they take a lock, a
+//! transition may wait (briefly) for another thread's, and listeners that
+//! fall 32 events behind lose the oldest (counted). The hook is for code
 //! that must never hold up a breaker's caller — a fleet of instances sharing
 //! their opens hands transitions to its background task from here: one
 //! function, installed once for the life of the process, called on the

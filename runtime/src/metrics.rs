@@ -31,12 +31,30 @@
 //!   an attribute breaker's first call): every series of the breaker is set,
 //!   the counters at their current totals (zero for a new breaker), so
 //!   alerting rules see the series before anything happens.
-//! - On every transition: the transition counter, the state gauge and the
+//! - On every transition, by the thread that made it (not through the
+//!   [`events`](crate::events) queue, so a transition whose event was dropped
+//!   is counted too): the transition counter, the state gauge and the
 //!   breaker's call totals.
 //! - On [`export`]: the call totals and state of every registered breaker.
 //!   Call it before each scrape (in the `/metrics` handler) for up-to-date
 //!   call counts; and once after installing a recorder, if breakers were
 //!   registered before it was.
+//!
+//! The descriptions of the series (unit and help text) go to each recorder
+//! once, on the first registration or export that finds it in use. A
+//! recorder is recognised by its address, and the last eight are
+//! remembered: a recorder made where a dropped one was (a test's local
+//! recorder, say) is not described again.
+//!
+//! Counters only go up: one breaker's call totals and state are reported one
+//! report at a time (a lock per breaker, held while they are read and
+//! written), so the absolute values written to a counter never decrease,
+//! even with [`export`] running on several threads at once. A recorder that
+//! blocks holds up the other reports of that breaker (its transitions, and
+//! `export`), as any recorder call would. A recorder that panics is caught
+//! wherever the library calls it (the panic hook reports it as usual): the
+//! call, transition, registration or export at hand goes on, and so does
+//! the delivery of [`events`](crate::events#delivery).
 //!
 //! Calls are *not* reported to the recorder one by one: they are counted in
 //! the breaker's per-thread totals (no shared write per call, see
@@ -51,14 +69,15 @@
 //! failfast_runtime::metrics::export();
 //! ```
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Mutex, PoisonError};
+
 use ::metrics::{
-    describe_counter, describe_gauge, gauge, with_recorder, Key, Label, Level, Metadata,
-    SharedString, Unit,
+    gauge, with_recorder, Key, KeyName, Label, Level, Metadata, Recorder, SharedString, Unit,
 };
 
 use crate::breaker::Breaker;
 use crate::error::State;
-use crate::events::Transition;
 use crate::name::Name;
 use crate::registry;
 
@@ -89,53 +108,84 @@ const fn state_code(state: State) -> f64 {
     }
 }
 
+/// The recorders described to so far, by address (0: none): the last eight,
+/// and where the next one goes.
+static DESCRIBED: Mutex<([usize; 8], usize)> = Mutex::new(([0; 8], 0));
+
+/// Describes the series to the recorder in use, unless they were described
+/// to it already (see the module docs).
 fn describe() {
-    describe_counter!(
-        CALLS,
-        Unit::Count,
-        "Calls through a circuit breaker, by outcome."
-    );
-    describe_gauge!(
+    with_recorder(|r| {
+        let id = std::ptr::from_ref(r).cast::<()>().addr();
+        {
+            let mut described = DESCRIBED.lock().unwrap_or_else(PoisonError::into_inner);
+            let (ids, next) = &mut *described;
+            if ids.contains(&id) {
+                return;
+            }
+            ids[*next % ids.len()] = id;
+            *next += 1;
+        }
+        describe_to(r);
+    });
+}
+
+fn describe_to(r: &dyn Recorder) {
+    let counter = |name: &'static str, text: &'static str| {
+        r.describe_counter(
+            KeyName::from_const_str(name),
+            Some(Unit::Count),
+            SharedString::const_str(text),
+        );
+    };
+    let gauge = |name: &'static str, unit: Option<Unit>, text: &'static str| {
+        r.describe_gauge(
+            KeyName::from_const_str(name),
+            unit,
+            SharedString::const_str(text),
+        );
+    };
+    counter(CALLS, "Calls through a circuit breaker, by outcome.");
+    gauge(
         STATE,
-        "Circuit breaker state: 0 closed, 1 open, 2 half-open."
+        None,
+        "Circuit breaker state: 0 closed, 1 open, 2 half-open.",
     );
-    describe_counter!(
-        TRANSITIONS,
-        Unit::Count,
-        "Circuit breaker state transitions."
-    );
-    describe_gauge!(
+    counter(TRANSITIONS, "Circuit breaker state transitions.");
+    gauge(
         "failfast_threshold",
-        Unit::Count,
-        "Consecutive counted failures that open the breaker."
+        Some(Unit::Count),
+        "Consecutive counted failures that open the breaker.",
     );
-    describe_gauge!(
+    gauge(
         "failfast_failure_rate_threshold",
-        "Share of failed calls in the window that opens the breaker."
+        None,
+        "Share of failed calls in the window that opens the breaker.",
     );
-    describe_gauge!(
+    gauge(
         "failfast_slow_rate_threshold",
-        "Share of slow calls in the window that opens the breaker."
+        None,
+        "Share of slow calls in the window that opens the breaker.",
     );
-    describe_gauge!(
+    gauge(
         "failfast_slow_call_duration_seconds",
-        Unit::Seconds,
-        "Calls slower than this are slow calls."
+        Some(Unit::Seconds),
+        "Calls slower than this are slow calls.",
     );
-    describe_gauge!(
+    gauge(
         "failfast_recovery_seconds",
-        Unit::Seconds,
-        "Time a breaker stays open before a trial call."
+        Some(Unit::Seconds),
+        "Time a breaker stays open before a trial call.",
     );
-    describe_gauge!(
+    gauge(
         "failfast_trial_calls",
-        Unit::Count,
-        "Trial calls admitted at once while half-open."
+        Some(Unit::Count),
+        "Trial calls admitted at once while half-open.",
     );
-    describe_gauge!(
+    gauge(
         "failfast_success_threshold",
-        Unit::Count,
-        "Successful trial calls that close the breaker."
+        Some(Unit::Count),
+        "Successful trial calls that close the breaker.",
     );
 }
 
@@ -152,6 +202,10 @@ pub(crate) struct Keys {
     state: Key,
     /// `failfast_transitions_total`, indexed by `pair(from, to)`.
     transitions: [Key; 9],
+    /// The call totals last written, in the order of `calls`; held while
+    /// the totals and the state are read and written, so that a counter is
+    /// never set below a value written before.
+    reported: Mutex<[u64; 7]>,
 }
 
 const OUTCOMES: [&str; 7] = [
@@ -187,6 +241,7 @@ impl Keys {
                     &[("from", state_label(from)), ("to", state_label(to))],
                 )
             }),
+            reported: Mutex::new([0; 7]),
         }
     }
 }
@@ -195,21 +250,26 @@ fn keys(b: &Breaker) -> &Keys {
     b.hook.metric_keys.get_or_init(|| Keys::new(&b.config.name))
 }
 
-/// Sets the call totals and the state of `b`.
+/// Sets the call totals and the state of `b`, as they are now.
 fn export_breaker(b: &Breaker) {
-    let s = b.snapshot();
     let keys = keys(b);
+    // Read under the lock: a later write reports later totals (and never
+    // less than the last one written, whatever the reading).
+    let mut reported = keys.reported.lock().unwrap_or_else(PoisonError::into_inner);
+    let s = b.snapshot();
+    let totals = [
+        s.successes,
+        s.failures,
+        s.neutral,
+        s.slow,
+        s.rejected,
+        s.timeouts,
+        s.would_reject,
+    ];
     with_recorder(|r| {
-        for (key, value) in keys.calls.iter().zip([
-            s.successes,
-            s.failures,
-            s.neutral,
-            s.slow,
-            s.rejected,
-            s.timeouts,
-            s.would_reject,
-        ]) {
-            r.register_counter(key, &METADATA).absolute(value);
+        for ((key, last), total) in keys.calls.iter().zip(reported.iter_mut()).zip(totals) {
+            *last = total.max(*last);
+            r.register_counter(key, &METADATA).absolute(*last);
         }
         r.register_gauge(&keys.state, &METADATA)
             .set(state_code(s.state));
@@ -219,15 +279,28 @@ fn export_breaker(b: &Breaker) {
 /// Reports the call totals and state of every registered breaker to the
 /// installed recorder; see the [module docs](self) for when to call it.
 pub fn export() {
-    describe();
+    caught(describe);
     for b in registry::all() {
-        export_breaker(&b);
+        caught(|| export_breaker(&b));
     }
+}
+
+/// Runs `f`, a report to the recorder, catching the recorder's panic: it is
+/// the recorder's own (the panic hook reports it as usual), and the breaker
+/// and its caller carry on.
+fn caught(f: impl FnOnce()) {
+    let _ = catch_unwind(AssertUnwindSafe(f));
 }
 
 /// A breaker was registered: every one of its series, at its current values.
 pub(crate) fn registered(b: &Breaker) {
-    describe();
+    caught(|| {
+        describe();
+        series(b);
+    });
+}
+
+fn series(b: &Breaker) {
     export_breaker(b);
     let keys = keys(b);
     with_recorder(|r| {
@@ -262,16 +335,15 @@ pub(crate) fn registered(b: &Breaker) {
     set("failfast_success_threshold", f64::from(c.success_threshold));
 }
 
-/// A transition: its counter, the new state, and the breaker's call totals.
-pub(crate) fn transition(b: &Breaker, t: &Transition) {
-    let keys = keys(b);
-    with_recorder(|r| {
-        r.register_counter(&keys.transitions[pair(t.from, t.to)], &METADATA)
-            .increment(1);
-    });
-    export_breaker(b);
-    with_recorder(|r| {
-        r.register_gauge(&keys.state, &METADATA)
-            .set(state_code(t.to))
+/// A transition from `from` to `to`: its counter, then the breaker's state
+/// and call totals as they are now (later transitions may have come first).
+pub(crate) fn transition(b: &Breaker, from: State, to: State) {
+    caught(|| {
+        let keys = keys(b);
+        with_recorder(|r| {
+            r.register_counter(&keys.transitions[pair(from, to)], &METADATA)
+                .increment(1);
+        });
+        export_breaker(b);
     });
 }

@@ -14,10 +14,14 @@
 //! | `consecutive_failures`, `window_calls`, `window_failures`, `window_slow`, `trial_successes` | the counts that decided it ([`Counts`](crate::events::Counts)) |
 //! | `open_for_secs` | the open time chosen, in seconds, when it opened on its own |
 //! | `seq` | the breaker's transition number |
+//! | `dropped` | events of the breaker dropped just before this one, unlogged ([`Transition::dropped`](crate::events::Transition::dropped)) |
 //!
 //! Events are emitted like any listener's delivery (see
-//! [`events`](crate::events)): on the transitioning thread, in order per
-//! breaker, inside the span that thread is in.
+//! [`events`](crate::events#delivery)): in order per breaker, on the thread
+//! delivering them (the transitioning one, unless another was delivering that
+//! breaker's events at the time), inside the span that thread is in. A
+//! subscriber that panics is caught: the breaker, its caller and the delivery
+//! of later events carry on.
 
 use ::tracing::{event, Level};
 
@@ -45,6 +49,7 @@ macro_rules! emit {
             trial_successes = c.trial_successes,
             open_for_secs = t.open_for.map(|d| d.as_secs_f64()),
             seq = t.seq,
+            dropped = t.dropped,
             "circuit breaker `{}` {} → {} ({}){}",
             t.name,
             t.from,
@@ -59,6 +64,7 @@ macro_rules! emit {
     }};
 }
 
+/// Emits `t` at its level.
 pub(crate) fn transition(t: &Transition) {
     match t.to {
         State::Open => emit!(Level::WARN, t),

@@ -1,11 +1,19 @@
 //! Feature `metrics`: every series of a breaker exists from its registration,
-//! and calls, states and transitions reach the recorder.
+//! and calls, states and transitions reach the recorder; the series are
+//! described once per recorder; counters never go down, even under
+//! concurrent exports; a recorder that panics stops neither callers nor
+//! events.
 #![cfg(feature = "metrics")]
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use failfast_runtime::{registry, Breaker, Outcome};
+use failfast_runtime::{registry, Breaker, ManualClock, Outcome, State};
+use metrics::{
+    Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
+};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 
 /// The recorder's values at one moment. The debugging recorder sets every
@@ -186,4 +194,257 @@ fn an_observe_only_breaker_reports_the_calls_it_would_have_rejected() {
         assert_eq!(r.counter("failfast_calls_total", &breaker("rejected")), 0);
         assert_eq!(r.counter("failfast_calls_total", &breaker("failure")), 2);
     });
+}
+
+/// A recorder that counts descriptions and checks, per counter, that every
+/// absolute value written is at least the one written before. Leaked, so
+/// that no other recorder ever has its address (the library recognises
+/// recorders by address).
+#[derive(Default)]
+struct Recording(Arc<Record>);
+
+#[derive(Default)]
+struct Record {
+    described: AtomicU64,
+    /// The last absolute value written, per counter.
+    last: Mutex<HashMap<Key, u64>>,
+    writes: AtomicU64,
+    /// Values written below the one before, with their counter.
+    decreases: Mutex<Vec<(Key, u64, u64)>>,
+}
+
+impl Recording {
+    fn leaked() -> &'static Recording {
+        Box::leak(Box::default())
+    }
+}
+
+impl std::ops::Deref for Recording {
+    type Target = Record;
+
+    fn deref(&self) -> &Record {
+        &self.0
+    }
+}
+
+struct Written {
+    key: Key,
+    to: Arc<Record>,
+}
+
+impl CounterFn for Written {
+    fn increment(&self, _: u64) {}
+
+    fn absolute(&self, value: u64) {
+        let to = &self.to;
+        to.writes.fetch_add(1, Ordering::Relaxed);
+        let mut last = to.last.lock().unwrap();
+        let before = last.entry(self.key.clone()).or_insert(0);
+        if value < *before {
+            to.decreases
+                .lock()
+                .unwrap()
+                .push((self.key.clone(), *before, value));
+        }
+        *before = value;
+    }
+}
+
+impl Recorder for Recording {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {
+        self.0.described.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {
+        self.0.described.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {
+        self.0.described.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        Counter::from_arc(Arc::new(Written {
+            key: key.clone(),
+            to: Arc::clone(&self.0),
+        }))
+    }
+
+    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::noop()
+    }
+
+    fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::noop()
+    }
+}
+
+/// Series the library describes: two counters, eight gauges.
+const DESCRIPTIONS: u64 = 10;
+
+#[test]
+fn the_series_are_described_once_per_recorder() {
+    let recording = Recording::leaked();
+    metrics::with_local_recorder(recording, || {
+        failfast_runtime::metrics::export();
+        assert_eq!(recording.described.load(Ordering::Relaxed), DESCRIPTIONS);
+        failfast_runtime::metrics::export();
+        registered("metrics-described");
+        failfast_runtime::metrics::export();
+    });
+    assert_eq!(
+        recording.described.load(Ordering::Relaxed),
+        DESCRIPTIONS,
+        "described again"
+    );
+    // Another recorder is described in turn.
+    let other = Recording::leaked();
+    metrics::with_local_recorder(other, failfast_runtime::metrics::export);
+    assert_eq!(other.described.load(Ordering::Relaxed), DESCRIPTIONS);
+}
+
+/// Three threads export in a loop while two others make calls (and
+/// transitions, which report too) through a registered breaker: every
+/// value written to a counter is at least the one written to it before.
+#[test]
+fn counters_never_go_down_under_concurrent_exports() {
+    let recording = Recording::leaked();
+    let clock = ManualClock::new();
+    let b = Arc::new(
+        Breaker::builder()
+            .name("metrics-concurrent")
+            .threshold(5)
+            .recovery(Duration::from_micros(10))
+            .clock(clock.clone())
+            .build()
+            .unwrap(),
+    );
+    metrics::with_local_recorder(recording, || registry::register(&b));
+    let exporting = AtomicBool::new(true);
+    std::thread::scope(|s| {
+        let exporters: Vec<_> = (0..3)
+            .map(|_| {
+                s.spawn(|| {
+                    metrics::with_local_recorder(recording, || {
+                        for _ in 0..2_000 {
+                            failfast_runtime::metrics::export();
+                        }
+                    });
+                })
+            })
+            .collect();
+        for seed in 1..=2u64 {
+            let (b, clock, exporting) = (&b, &clock, &exporting);
+            s.spawn(move || {
+                metrics::with_local_recorder(recording, || {
+                    let mut x = seed;
+                    while exporting.load(Ordering::Relaxed) {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        clock.advance(Duration::from_micros(1));
+                        if let Ok(permit) = b.acquire() {
+                            permit.record(if x % 4 == 0 {
+                                Outcome::Failure
+                            } else {
+                                Outcome::Success
+                            });
+                        }
+                    }
+                });
+            });
+        }
+        for e in exporters {
+            e.join().unwrap();
+        }
+        exporting.store(false, Ordering::Relaxed);
+    });
+    let decreases = recording.decreases.lock().unwrap();
+    let writes = recording.writes.load(Ordering::Relaxed);
+    eprintln!(
+        "{writes} counter values written, {} below the one before",
+        decreases.len()
+    );
+    assert!(writes > 10_000, "only {writes} values written");
+    assert!(b.snapshot().transitions > 0, "the calls made no transition");
+    assert!(
+        decreases.is_empty(),
+        "{} of {writes} values went down, first: {:?}",
+        decreases.len(),
+        decreases.first()
+    );
+    assert_eq!(recording.described.load(Ordering::Relaxed), DESCRIPTIONS);
+}
+
+/// Panics at everything.
+struct Panicking;
+
+impl Recorder for Panicking {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {
+        panic!("a recorder's bug");
+    }
+
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {
+        panic!("a recorder's bug");
+    }
+
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {
+        panic!("a recorder's bug");
+    }
+
+    fn register_counter(&self, _: &Key, _: &Metadata<'_>) -> Counter {
+        panic!("a recorder's bug");
+    }
+
+    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+        panic!("a recorder's bug");
+    }
+
+    fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+        panic!("a recorder's bug");
+    }
+}
+
+/// The recorder panics at every report: every call still returns to its
+/// caller as usual, the listener gets every transition, in order, and
+/// registering and exporting go on too.
+#[test]
+fn a_panicking_recorder_stops_neither_the_caller_nor_the_listeners() {
+    let clock = ManualClock::new();
+    let recovery = Duration::from_secs(30);
+    let b = Arc::new(
+        Breaker::builder()
+            .name("metrics-panics")
+            .threshold(1)
+            .recovery(recovery)
+            .clock(clock.clone())
+            .build()
+            .unwrap(),
+    );
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let _s = b.subscribe(move |t| sink.lock().unwrap().push((t.from, t.to, t.seq)));
+    metrics::with_local_recorder(&Panicking, || {
+        for round in 0..10 {
+            let tripped = b.call(|| Err::<(), _>("down"));
+            assert!(tripped.is_err_and(|e| e.is_failed()), "round {round}");
+            assert_eq!(b.state(), State::Open);
+            clock.advance(recovery);
+            assert_eq!(b.call(|| Ok::<_, &str>(round)).ok(), Some(round));
+            assert_eq!(b.state(), State::Closed);
+        }
+        registry::register(&b);
+        failfast_runtime::metrics::export();
+    });
+    let seen = seen.lock().unwrap().clone();
+    let cycle = [
+        (State::Closed, State::Open),
+        (State::Open, State::HalfOpen),
+        (State::HalfOpen, State::Closed),
+    ];
+    assert_eq!(seen.len(), 30, "{seen:?}");
+    for (i, &(from, to, seq)) in seen.iter().enumerate() {
+        assert_eq!((from, to), cycle[i % 3], "event {i}");
+        assert_eq!(seq, i as u64 + 1);
+    }
 }

@@ -1,14 +1,16 @@
 //! Feature `tracing`: one event per transition, target `failfast`, at WARN
 //! into Open, DEBUG into HalfOpen, INFO back to Closed, with the transition's
-//! fields; nothing per call.
+//! fields; nothing per call. A subscriber that panics stops neither the
+//! caller nor the delivery of events.
 #![cfg(feature = "tracing")]
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use failfast_runtime::{Breaker, ManualClock, Outcome};
+use failfast_runtime::{Breaker, ManualClock, Outcome, State};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
@@ -127,5 +129,63 @@ fn an_observe_only_breaker_says_calls_still_pass() {
     assert_eq!(
         open["message"],
         "circuit breaker `tracing-shadow` closed → open (threshold_reached); observe only, calls still pass"
+    );
+}
+
+/// Panics on every event of target `failfast`, having counted it.
+struct Panicking(Arc<AtomicU64>);
+
+impl<S: Subscriber> Layer<S> for Panicking {
+    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+        if event.metadata().target() == "failfast" {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            panic!("a subscriber's bug");
+        }
+    }
+}
+
+/// The subscriber panics on every transition: every call still returns to
+/// its caller as usual, and the listener gets every transition, in order.
+#[test]
+fn a_panicking_subscriber_stops_neither_the_caller_nor_the_listeners() {
+    let emitted = Arc::new(AtomicU64::new(0));
+    let subscriber = tracing_subscriber::registry().with(Panicking(Arc::clone(&emitted)));
+    let clock = ManualClock::new();
+    let recovery = Duration::from_secs(30);
+    let b = Breaker::builder()
+        .name("tracing-panics")
+        .threshold(1)
+        .recovery(recovery)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let _s = b.subscribe(move |t| sink.lock().unwrap().push((t.from, t.to, t.seq)));
+    tracing::subscriber::with_default(subscriber, || {
+        for round in 0..10 {
+            let tripped = b.call(|| Err::<(), _>("down"));
+            assert!(tripped.is_err_and(|e| e.is_failed()), "round {round}");
+            assert_eq!(b.state(), State::Open);
+            clock.advance(recovery);
+            assert_eq!(b.call(|| Ok::<_, &str>(round)).ok(), Some(round));
+            assert_eq!(b.state(), State::Closed);
+        }
+    });
+    let seen = seen.lock().unwrap().clone();
+    let cycle = [
+        (State::Closed, State::Open),
+        (State::Open, State::HalfOpen),
+        (State::HalfOpen, State::Closed),
+    ];
+    assert_eq!(seen.len(), 30, "{seen:?}");
+    for (i, &(from, to, seq)) in seen.iter().enumerate() {
+        assert_eq!((from, to), cycle[i % 3], "event {i}");
+        assert_eq!(seq, i as u64 + 1);
+    }
+    assert_eq!(
+        emitted.load(Ordering::Relaxed),
+        30,
+        "the subscriber got every one too"
     );
 }
