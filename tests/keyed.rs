@@ -336,3 +336,47 @@ mod with_tokio {
         assert_eq!(served, 32);
     }
 }
+
+#[circuit_breaker(key = host, threshold = 2, name = "keyed.early-replicas")]
+fn replica(host: &str) -> Result<String, CallError> {
+    Ok(host.to_owned())
+}
+
+failfast::breaker!(static SHARED_HOSTS = max_keys = 16, name = "keyed.shared-hosts", threshold = 2);
+
+/// A keyed function's family, and a shared one, are listed before any call:
+/// a replica can be forced open, and the family configured, before traffic.
+#[test]
+fn a_declared_family_is_listed_and_forceable_before_its_first_call() {
+    let family = registry::family("keyed.early-replicas").expect("listed from the start");
+    assert!(family.members().is_empty());
+    assert!(registry::family("keyed.shared-hosts").is_some());
+    family
+        .member("10.0.0.3")
+        .expect("the key's breaker, before its first call")
+        .force_open();
+    family
+        .reconfigure(&failfast::ConfigPatch::new().threshold(7))
+        .unwrap();
+    assert!(matches!(replica("10.0.0.3"), Err(CallError::Refused(_))));
+    assert_eq!(replica("10.0.0.1").unwrap(), "10.0.0.1");
+    let members = family.members();
+    assert_eq!(members.len(), 2, "the key adopted its breaker");
+    assert!(members
+        .iter()
+        .all(|m| m.current_config().threshold_value() == 7));
+    assert_eq!(
+        registry::get("keyed.early-replicas[10.0.0.3]")
+            .unwrap()
+            .mode(),
+        failfast::Mode::ForcedOpen
+    );
+    assert_eq!(
+        registry::families()
+            .iter()
+            .filter(|f| f.name() == "keyed.early-replicas")
+            .count(),
+        1,
+        "listed once"
+    );
+}

@@ -80,3 +80,25 @@ pub(crate) fn registration(
         };
     }
 }
+
+/// The entry of the keyed family `slot` (a `static` `KeyedSlot`, declared at
+/// `span`) in the program's list of declared families, so the registry
+/// lists it before its first call.
+pub(crate) fn family_registration(
+    slot: &TokenStream,
+    span: Span,
+    private: &TokenStream,
+    allow: &TokenStream,
+) -> TokenStream {
+    let line = quote_spanned!(span=> ::core::line!());
+    let file = quote_spanned!(span=> ::core::file!());
+    quote! {
+        #allow
+        #[#private::distributed_slice(#private::DECLARED_FAMILIES)]
+        #[linkme(crate = #private::linkme)]
+        static __FAILFAST_DECLARED_FAMILY: #private::DeclaredFamily = #private::DeclaredFamily {
+            slot: &#slot,
+            at: ::core::concat!(#file, ":", #line),
+        };
+    }
+}

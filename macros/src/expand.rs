@@ -1043,15 +1043,25 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     };
     let kept = &shape.kept_for_fallback;
     let statics = source.statics();
-    // A breaker of its own is listed in the registry from the start.
-    let declared = source.is_own().then(|| {
-        crate::declare::registration(
+    // A breaker or a family of its own is listed in the registry from the
+    // start.
+    let declared = if source.is_own() {
+        Some(crate::declare::registration(
             &quote!(__FAILFAST_BREAKER),
             func.sig.ident.span(),
             &private,
             &allow,
-        )
-    });
+        ))
+    } else if source.is_own_family() {
+        Some(crate::declare::family_registration(
+            &quote!(__FAILFAST_FAMILY),
+            func.sig.ident.span(),
+            &private,
+            &allow,
+        ))
+    } else {
+        None
+    };
     let guarded = quote! {
         #helper
         #kept

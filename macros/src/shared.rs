@@ -80,11 +80,19 @@ pub fn breaker(input: TokenStream) -> TokenStream {
             match &args.max_keys {
                 Some(max_keys) => {
                     let max_keys = proc_macro2::Literal::usize_unsuffixed(max_keys.value as usize);
+                    let declared = crate::declare::family_registration(
+                        &ident.to_token_stream(),
+                        ident.span(),
+                        &private,
+                        &allow,
+                    );
                     quote! {
                         #(#attrs)*
                         #allow
                         #vis static #ident: #private::KeyedSlot =
                             #private::KeyedSlot::new(#config, #max_keys, ::core::option::Option::None);
+                        #allow
+                        const _: () = { #declared };
                     }
                 }
                 None => {

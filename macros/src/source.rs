@@ -118,6 +118,12 @@ impl<'a> Source<'a> {
         matches!(self.breaker, Breaker::Own(_))
     }
 
+    /// Whether the function has a family of its own (`key`, no `breaker`),
+    /// in `__FAILFAST_FAMILY`.
+    pub(crate) fn is_own_family(&self) -> bool {
+        matches!(self.breaker, Breaker::OwnFamily(..))
+    }
+
     /// With `max_concurrent`, whether the function has one bulkhead for all
     /// its calls (not one per key of its own family).
     fn function_bulkhead(&self) -> bool {

@@ -13,6 +13,8 @@ pub use crate::error::{Error, Rejected, TimedOut};
 #[cfg(feature = "keyed")]
 pub use crate::keyed::{Family, Key, Member, Slot as KeyedSlot};
 pub use crate::registry::{Declared, DECLARED};
+#[cfg(feature = "keyed")]
+pub use crate::registry::{DeclaredFamily, DECLARED_FAMILIES};
 pub use crate::timeout::Timeout;
 pub use linkme;
 pub use linkme::distributed_slice;

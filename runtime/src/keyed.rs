@@ -493,6 +493,102 @@ struct Tuned {
     mode: Option<crate::configure::RunMode>,
 }
 
+impl Tuned {
+    const fn new() -> Self {
+        Self {
+            config: None,
+            mode: None,
+        }
+    }
+
+    /// `declared` with the changes made since.
+    fn config(&self, declared: &Config) -> Config {
+        self.config.clone().unwrap_or_else(|| declared.clone())
+    }
+
+    /// Records `patch`, checked against the settings in force.
+    fn change(
+        &mut self,
+        declared: &Config,
+        patch: &crate::configure::ConfigPatch,
+    ) -> Result<(), crate::configure::ConfigureError> {
+        let next = patch
+            .applied_to(&self.config(declared))
+            .map_err(|(key, reason)| {
+                crate::configure::ConfigureError::new(&declared.name, key, reason)
+            })?;
+        self.config = Some(next);
+        if let Some(mode) = patch.run_mode() {
+            self.mode = Some(mode);
+        }
+        Ok(())
+    }
+
+    /// A member named `name`, with these settings.
+    fn member(
+        &self,
+        declared: &Config,
+        clock: &Clock,
+        max_concurrent: Option<u32>,
+        name: String,
+        stamp: u64,
+    ) -> Member {
+        let mut config = self.config(declared);
+        config.name = Name::from(name);
+        let member = Member {
+            breaker: Breaker::with_clock(config, clock.clone()),
+            bulkhead: max_concurrent.map(Bulkhead::new),
+            used: AtomicU64::new(stamp),
+            leases: Default::default(),
+            unlinked: AtomicBool::new(false),
+        };
+        if self.mode == Some(crate::configure::RunMode::ObserveOnly) {
+            member.breaker.disable();
+        }
+        member
+    }
+}
+
+/// Applies `patch` to each of `members`; the first refusal, after the
+/// others changed.
+fn reconfigure_each<'m>(
+    members: impl IntoIterator<Item = &'m Arc<Member>>,
+    patch: &crate::configure::ConfigPatch,
+) -> Result<(), crate::configure::ConfigureError> {
+    let mut first = Ok(());
+    for member in members {
+        if let Err(refused) = member.breaker.reconfigure(patch) {
+            first = first.and(Err(refused));
+        }
+    }
+    first
+}
+
+/// A member asked for by name before its key's first call: found among
+/// `pending`, or made there when `make`, the label is a key's and fewer than
+/// `max_keys` wait.
+fn pending_member(
+    pending: &mut Vec<Arc<Member>>,
+    name: &str,
+    family: &str,
+    max_keys: usize,
+    make: impl FnOnce() -> Option<Member>,
+) -> Option<Arc<Member>> {
+    if let Some(found) = pending.iter().find(|m| m.name() == name) {
+        return Some(Arc::clone(found));
+    }
+    let label = name
+        .strip_prefix(family)?
+        .strip_prefix('[')?
+        .strip_suffix(']')?;
+    if label == OVERFLOW || pending.len() >= max_keys {
+        return None;
+    }
+    let member = Arc::new(make()?);
+    pending.push(Arc::clone(&member));
+    Some(member)
+}
+
 /// Where a new key goes in the family.
 enum Room {
     /// Below `max_keys`.
@@ -924,27 +1020,13 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
     /// A member named `name`, with the family's settings in force.
     fn member(&self, name: String, stamp: u64) -> Member {
         let tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut config = tuned.config.clone().unwrap_or_else(|| self.config.clone());
-        let observe_only = tuned.mode == Some(crate::configure::RunMode::ObserveOnly);
-        drop(tuned);
-        config.name = Name::from(name);
-        let member = Member {
-            breaker: Breaker::with_clock(config, self.clock.clone()),
-            bulkhead: self.max_concurrent.map(Bulkhead::new),
-            used: AtomicU64::new(stamp),
-            leases: Default::default(),
-            unlinked: AtomicBool::new(false),
-        };
-        if observe_only {
-            member.breaker.disable();
-        }
-        member
+        tuned.member(&self.config, &self.clock, self.max_concurrent, name, stamp)
     }
 
     /// The settings the family gives its members now (under its own name).
     fn current_config(&self) -> Config {
         let tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
-        tuned.config.clone().unwrap_or_else(|| self.config.clone())
+        tuned.config(&self.config)
     }
 
     /// Changes the settings of every member, the overflow breaker's and
@@ -958,14 +1040,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         patch: &crate::configure::ConfigPatch,
     ) -> Result<(), crate::configure::ConfigureError> {
         let mut tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
-        let current = tuned.config.clone().unwrap_or_else(|| self.config.clone());
-        let next = patch.applied_to(&current).map_err(|(key, reason)| {
-            crate::configure::ConfigureError::new(&self.config.name, key, reason)
-        })?;
-        tuned.config = Some(next);
-        if let Some(mode) = patch.run_mode() {
-            tuned.mode = Some(mode);
-        }
+        tuned.change(&self.config, patch)?;
         // Held while the members change: a member made meanwhile waits, and
         // then gets the new settings.
         let pending = self
@@ -973,14 +1048,10 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let mut first = Ok(());
-        for member in self.members().iter().chain(&pending) {
-            if let Err(refused) = member.breaker.reconfigure(patch) {
-                first = first.and(Err(refused));
-            }
-        }
+        let members = self.members();
+        let result = reconfigure_each(members.iter().chain(&pending), patch);
         drop(tuned);
-        first
+        result
     }
 
     /// The member named `name` (`family[label]`): stored, the overflow
@@ -991,19 +1062,9 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
             return Some(found);
         }
         let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(found) = pending.iter().find(|m| m.name() == name) {
-            return Some(Arc::clone(found));
-        }
-        let label = name
-            .strip_prefix(&*self.config.name)?
-            .strip_prefix('[')?
-            .strip_suffix(']')?;
-        if !make || label == OVERFLOW || pending.len() >= self.max_keys {
-            return None;
-        }
-        let member = Arc::new(self.member(name.to_owned(), 0));
-        pending.push(Arc::clone(&member));
-        Some(member)
+        pending_member(&mut pending, name, &self.config.name, self.max_keys, || {
+            make.then(|| self.member(name.to_owned(), 0))
+        })
     }
 
     /// The member every key the family has no room for runs through.
@@ -1177,7 +1238,9 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
 }
 
 /// The family of a function with `key = …`, in a `static` in the function's
-/// body: built on the first call, when the key's type is known.
+/// body: built on the first call, when the key's type is known. Listed by
+/// the registry from the start (see `SlotView`): changes made and members
+/// asked for by name before the first call are handed to the family then.
 #[doc(hidden)]
 pub struct Slot {
     config: Config,
@@ -1185,9 +1248,29 @@ pub struct Slot {
     max_concurrent: Option<u32>,
     /// The family of the key type the function was first called with.
     first: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
+    /// That family, as the registry sees it; set under `early`'s lock.
+    built: std::sync::OnceLock<Arc<dyn Listing>>,
+    /// What was asked of the family before it was built.
+    early: Mutex<Early>,
+    registered: AtomicBool,
     /// Families of other key types: a generic function whose key type
     /// depends on its type parameters has one per key type.
     others: Mutex<Vec<&'static (dyn std::any::Any + Send + Sync)>>,
+}
+
+impl fmt::Debug for Slot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Slot")
+            .field("name", &self.config.name)
+            .field("max_keys", &self.max_keys)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A slot's family before its first call.
+struct Early {
+    tuned: Tuned,
+    pending: Vec<Arc<Member>>,
 }
 
 impl Slot {
@@ -1199,14 +1282,40 @@ impl Slot {
             max_keys,
             max_concurrent,
             first: std::sync::OnceLock::new(),
+            built: std::sync::OnceLock::new(),
+            early: Mutex::new(Early {
+                tuned: Tuned::new(),
+                pending: Vec::new(),
+            }),
+            registered: AtomicBool::new(false),
             others: Mutex::new(Vec::new()),
         }
     }
 
-    fn build<K: Clone + Hash + Eq + Send + Sync + 'static>(&self) -> Family<K> {
+    fn early(&self) -> std::sync::MutexGuard<'_, Early> {
+        self.early.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The first family: given what was asked before, listed through the
+    /// slot.
+    fn build_first<K: Clone + Hash + Eq + Send + Sync + 'static>(&'static self) -> Family<K> {
         let family = Family::from_config(self.config.clone(), self.max_keys, self.max_concurrent);
-        family.register();
+        let mut early = self.early();
+        let inner = &family.inner;
+        *inner.tuned.lock().unwrap_or_else(PoisonError::into_inner) =
+            std::mem::take(&mut early.tuned);
+        *inner.pending.lock().unwrap_or_else(PoisonError::into_inner) =
+            std::mem::take(&mut early.pending);
+        let listing: Arc<dyn Listing> = inner.clone();
+        let _ = self.built.set(listing);
+        drop(early);
+        crate::registry::register_slot(self);
         family
+    }
+
+    /// Marks the slot listed by the registry; `true` the first time.
+    pub(crate) fn mark_registered(&self) -> bool {
+        !self.registered.swap(true, Ordering::Relaxed)
     }
 
     /// The family for keys of type `K`.
@@ -1214,7 +1323,7 @@ impl Slot {
     pub fn family<K: Clone + Hash + Eq + Send + Sync + 'static>(
         &'static self,
     ) -> &'static Family<K> {
-        let first = self.first.get_or_init(|| Box::new(self.build::<K>()));
+        let first = self.first.get_or_init(|| Box::new(self.build_first::<K>()));
         match first.downcast_ref() {
             Some(family) => family,
             None => self.other(),
@@ -1227,8 +1336,89 @@ impl Slot {
         if let Some(family) = others.iter().find_map(|f| f.downcast_ref()) {
             return family;
         }
-        let family: &'static Family<K> = Box::leak(Box::new(self.build()));
+        let family: &'static Family<K> = Box::leak(Box::new(Family::from_config(
+            self.config.clone(),
+            self.max_keys,
+            self.max_concurrent,
+        )));
+        family.register();
         others.push(family);
         family
+    }
+}
+
+/// A declared family as the registry lists it: its first family once built,
+/// the slot's early state before.
+pub(crate) struct SlotView(pub(crate) &'static Slot);
+
+impl SlotView {
+    /// The early state, or the built family when there is one.
+    fn early(&self) -> Result<std::sync::MutexGuard<'_, Early>, &Arc<dyn Listing>> {
+        let early = self.0.early();
+        match self.0.built.get() {
+            Some(built) => Err(built),
+            None => Ok(early),
+        }
+    }
+}
+
+impl Listing for SlotView {
+    fn name(&self) -> Name {
+        self.0.config.name.clone()
+    }
+    fn members(&self) -> Vec<Arc<Member>> {
+        self.0.built.get().map(|b| b.members()).unwrap_or_default()
+    }
+    fn named(&self, name: &str, make: bool) -> Option<Arc<Member>> {
+        let slot = self.0;
+        let mut early = match self.early() {
+            Ok(early) => early,
+            Err(built) => return built.named(name, make),
+        };
+        let early = &mut *early;
+        let tuned = &early.tuned;
+        pending_member(
+            &mut early.pending,
+            name,
+            &slot.config.name,
+            slot.max_keys,
+            || {
+                make.then(|| {
+                    tuned.member(
+                        &slot.config,
+                        &Clock::System,
+                        slot.max_concurrent,
+                        name.to_owned(),
+                        0,
+                    )
+                })
+            },
+        )
+    }
+    fn reconfigure(
+        &self,
+        patch: &crate::configure::ConfigPatch,
+    ) -> Result<(), crate::configure::ConfigureError> {
+        let mut early = match self.early() {
+            Ok(early) => early,
+            Err(built) => return built.reconfigure(patch),
+        };
+        early.tuned.change(&self.0.config, patch)?;
+        reconfigure_each(&early.pending, patch)
+    }
+    fn config(&self) -> Config {
+        match self.early() {
+            Ok(early) => early.tuned.config(&self.0.config),
+            Err(built) => built.config(),
+        }
+    }
+    fn max_keys(&self) -> usize {
+        self.0.max_keys
+    }
+    fn counts(&self) -> (u64, u64, u64) {
+        self.0.built.get().map_or((0, 0, 0), |b| b.counts())
+    }
+    fn mark_registered(&self) -> bool {
+        self.0.mark_registered()
     }
 }

@@ -52,7 +52,7 @@
 //! other (two libraries that both call their breaker `"redis"`), and the
 //! program's author can fix neither: that never panics, in any build. Both
 //! breakers are kept and work as declared; [`all`] lists both, [`get`] finds
-//! the first declared, [`configure`](crate::configure) applies a change to
+//! the first declared, [`configure`](crate::configure::configure) applies a change to
 //! every breaker of the name, and with the `tracing` feature the registry's
 //! first use logs a warning naming both crates and sites.
 //!
@@ -101,6 +101,10 @@ struct Registry {
     entries: Vec<Entry>,
     #[cfg(feature = "keyed")]
     families: Vec<std::sync::Weak<dyn crate::keyed::Listing>>,
+    /// Families declared by `#[circuit_breaker(key = …)]` and
+    /// `breaker!(… max_keys = …)`, listed from program start.
+    #[cfg(feature = "keyed")]
+    declared_families: Vec<Arc<dyn crate::keyed::Listing>>,
     by_name: HashMap<Name, Vec<usize>>,
     /// Live entries at the last sweep, doubled: the next sweep is due when the
     /// list grows past it.
@@ -208,6 +212,24 @@ fn duplicate(first: &Declared, again: &Declared, debug: bool) -> Duplicate {
 #[linkme::distributed_slice]
 pub static DECLARED: [Declared];
 
+/// A keyed family declared by `#[circuit_breaker(key = …)]` or
+/// `breaker!(… max_keys = …)`, and where.
+#[cfg(feature = "keyed")]
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct DeclaredFamily {
+    /// The family's slot.
+    pub slot: &'static crate::keyed::Slot,
+    /// `file:line` of the declaration.
+    pub at: &'static str,
+}
+
+/// Every keyed family declared in the program, gathered by the linker.
+#[cfg(feature = "keyed")]
+#[doc(hidden)]
+#[linkme::distributed_slice]
+pub static DECLARED_FAMILIES: [DeclaredFamily];
+
 impl Registry {
     /// The registry holding every declared breaker, or the message naming
     /// two declared breakers that share a name.
@@ -238,7 +260,19 @@ impl Registry {
                 );
             }
         }
+        #[cfg(feature = "keyed")]
+        for declared in DECLARED_FAMILIES.iter() {
+            registry.add_slot(declared.slot);
+        }
         registry
+    }
+
+    #[cfg(feature = "keyed")]
+    fn add_slot(&mut self, slot: &'static crate::keyed::Slot) {
+        if slot.mark_registered() {
+            self.declared_families
+                .push(Arc::new(crate::keyed::SlotView(slot)));
+        }
     }
 }
 
@@ -467,6 +501,13 @@ impl FamilyRef {
     }
 }
 
+/// Lists a declared family whose slot the linker did not gather (it is,
+/// on the platforms `linkme` supports): on its first call.
+#[cfg(feature = "keyed")]
+pub(crate) fn register_slot(slot: &'static crate::keyed::Slot) {
+    with_registry(|r| r.add_slot(slot));
+}
+
 #[cfg(feature = "keyed")]
 pub(crate) fn register_family(family: &Arc<dyn crate::keyed::Listing>) {
     if family.mark_registered() {
@@ -478,14 +519,18 @@ pub(crate) fn register_family(family: &Arc<dyn crate::keyed::Listing>) {
     }
 }
 
-/// Every registered keyed family, in order of registration.
+/// Every registered keyed family: those declared by `#[circuit_breaker(key
+/// = …)]` and `breaker!(… max_keys = …)` from program start (before their
+/// first call they have no members, but [`FamilyRef::member`] and
+/// [`FamilyRef::reconfigure`] work), then those registered at run time.
 #[cfg(feature = "keyed")]
 #[must_use]
 pub fn families() -> Vec<FamilyRef> {
     with_registry(|r| {
-        r.families
+        r.declared_families
             .iter()
-            .filter_map(std::sync::Weak::upgrade)
+            .cloned()
+            .chain(r.families.iter().filter_map(std::sync::Weak::upgrade))
             .map(FamilyRef)
             .collect()
     })
