@@ -478,6 +478,23 @@ impl Breaker {
         }
     }
 
+    /// Whether a call made now would be let through (without taking a trial
+    /// slot): Closed, Open past its open time (the call would be its trial),
+    /// HalfOpen with a trial slot free or every slot past its lease, forced
+    /// closed or observe-only; not forced open.
+    pub(crate) fn admits_now(&self) -> bool {
+        let w = self.load();
+        match (w.mode(), w.tag()) {
+            (MODE_FORCED_OPEN, _) => false,
+            (MODE_FORCED_CLOSED | MODE_DISABLED, _) | (_, TAG_CLOSED) => true,
+            (_, TAG_OPEN) => self.clock.reached(w.deadline()),
+            _ => {
+                w.in_flight() < self.settings().trial_calls
+                    || self.clock.reached(self.lease_until.load(Ordering::Acquire))
+            }
+        }
+    }
+
     /// Whether a keyed family may forget this breaker when it needs room:
     /// Closed, or still Open or HalfOpen but left alone for `idle` since
     /// its open time ended (no call came for a trial), or since the lease

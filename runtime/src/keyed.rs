@@ -922,6 +922,41 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         stored(&member)
     }
 
+    /// The keys among `keys` whose breaker would let a call through now, in
+    /// their order: a key with no breaker yet, or whose breaker is Closed,
+    /// Open past its open time (the call would be its trial), or HalfOpen
+    /// with a trial slot free. What a client failing over between
+    /// replicas asks before each call: take the first (or the next in
+    /// turn), and the sick ones are skipped without a call or a refusal.
+    ///
+    /// Reads each key's state; creates no breaker and takes no trial slot,
+    /// so a key listed may still be refused by the time it is called (two
+    /// callers racing for one trial).
+    ///
+    /// ```
+    /// use failfast_runtime::{Breaker, Family};
+    ///
+    /// let replicas: Family<String> =
+    ///     Family::builder(Breaker::builder().name("inventory").threshold(1)).build()?;
+    /// let _ = replicas.get("b:80").call(|| Err::<(), _>("connection refused"));
+    /// let up: Vec<_> = replicas.callable(["a:80", "b:80", "c:80"]).collect();
+    /// assert_eq!(up, ["a:80", "c:80"]);
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn callable<'k, Q: Key<Owned = K> + ?Sized + 'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k Q>,
+    ) -> impl Iterator<Item = &'k Q> {
+        let inner = Arc::clone(&self.inner);
+        keys.into_iter().filter(move |key| {
+            let guard = scc::Guard::new();
+            inner
+                .map
+                .peek(&Lookup(*key), &guard)
+                .is_none_or(|member| member.breaker.admits_now())
+        })
+    }
+
     /// Breakers stored now.
     #[must_use]
     pub fn len(&self) -> usize {

@@ -450,6 +450,25 @@ impl FamilyRef {
         self.0.named(&name, true).map(BreakerRef::Member)
     }
 
+    /// The keys among `labels` (as a member's name writes them:
+    /// `family[label]`) whose breaker would let a call through now, in
+    /// their order: see [`Family::callable`](crate::Family::callable), the
+    /// same for a family whose key type is not at hand (one declared by
+    /// `#[circuit_breaker(key = …)]`).
+    pub fn callable<'k>(
+        &self,
+        labels: impl IntoIterator<Item = &'k str>,
+    ) -> impl Iterator<Item = &'k str> {
+        let family = Arc::clone(&self.0);
+        let prefix = format!("{}[", family.name());
+        labels.into_iter().filter(move |label| {
+            let name = format!("{prefix}{label}]");
+            family
+                .named(&name, false)
+                .is_none_or(|member| member.breaker().admits_now())
+        })
+    }
+
     /// The settings the family gives its members now, under its own name.
     #[must_use]
     pub fn config(&self) -> crate::Config {

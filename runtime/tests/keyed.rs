@@ -677,3 +677,46 @@ fn a_member_tuned_by_name_is_not_evicted() {
     assert!(keys.evicted() > 0);
     assert_eq!(keys.get("special").current_config().threshold_value(), 9);
 }
+
+/// Failing over: the callable keys are those whose breaker would let a call
+/// through now, in the order given; asking creates nothing.
+#[test]
+fn callable_keys_skip_the_ones_that_would_refuse() {
+    let clock = ManualClock::new();
+    let replicas: Family<String> = Family::builder(
+        Breaker::builder()
+            .name("keyed.failover")
+            .threshold(1)
+            .recovery(Duration::from_secs(10))
+            .clock(clock.clone()),
+    )
+    .build()
+    .unwrap();
+    let all = ["a", "b", "c", "d", "new"];
+    for k in ["a", "b", "c", "d"] {
+        let _ = replicas.get(k).call(|| Ok::<_, ()>(()));
+    }
+    let _ = replicas.get("b").call(|| Err::<(), _>("down"));
+    replicas.get("d").force_open();
+    assert_eq!(
+        replicas.callable(all).collect::<Vec<_>>(),
+        ["a", "c", "new"]
+    );
+    assert_eq!(replicas.len(), 4, "asking made no breaker");
+    // Past b's open time, a call would be its trial: callable again, until
+    // the trial is taken.
+    clock.advance(Duration::from_secs(10));
+    assert_eq!(
+        replicas.callable(all).collect::<Vec<_>>(),
+        ["a", "b", "c", "new"]
+    );
+    let b = replicas.get("b");
+    let trial = b.acquire().expect("the trial");
+    assert!(trial.is_trial());
+    assert_eq!(
+        replicas.callable(all).collect::<Vec<_>>(),
+        ["a", "c", "new"]
+    );
+    trial.success();
+    assert_eq!(replicas.callable(all).count(), 4, "b closed again");
+}
