@@ -30,7 +30,7 @@ use crate::clock::{Clock, RetryAt};
 use crate::config::Config;
 use crate::error::{Error, Rejected, State};
 use crate::events::{Cause, Hook};
-use crate::kept::Kept;
+use crate::kept::{Kept, Read};
 use crate::name::Name;
 use crate::totals::Totals;
 use crate::window::{Tally, Window};
@@ -585,7 +585,7 @@ impl Breaker {
         if window.record(false, false, self.rule()) {
             return self.trip(Word(with_epoch(admitted.0, counter)), Cause::Rate);
         }
-        self.consulted(w, window);
+        self.consulted(w, &window);
     }
 
     /// The consecutive rule's failure count in the Closed word `w` (0 under
@@ -599,9 +599,10 @@ impl Breaker {
     }
 
     /// The rate rules' window, made on the first call that needs it, of
-    /// the shape the settings in force give.
+    /// the shape the settings in force give; held while the returned guard
+    /// lives (a reconfiguration may replace it meanwhile, see `kept`).
     #[inline]
-    pub(crate) fn window(&self) -> &Window {
+    pub(crate) fn window(&self) -> Read<'_, Window> {
         match self.window.get() {
             Some(window) => window,
             None => self.window.get_or_publish(|| {
@@ -725,7 +726,7 @@ impl Breaker {
                 return;
             }
             if (failed || slow) && !self.config.uses_consecutive() {
-                self.consult_window(admitted, window);
+                self.consult_window(admitted, &window);
             }
         }
         if !self.config.uses_consecutive() {

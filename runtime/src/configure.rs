@@ -74,21 +74,25 @@
 //! before the swap records into the old one: its outcome is counted in the
 //! totals but lost to the new window (and a verdict it brings is taken on
 //! the old window with whichever settings it reads). A call is never lost
-//! to the totals, and no call is recorded twice. The old window is kept,
-//! not freed, until the breaker drops (a count window of N calls takes
-//! about N / 4 + 512 bytes, a time window about 1 KiB), so a thread still
-//! recording into it is safe.
+//! to the totals, and no call is recorded twice. The old window (a count
+//! window of N calls takes about N / 4 + 512 bytes, a time window about
+//! 1 KiB) is freed once no call reads it: a thread still recording into it
+//! holds it until it is done. However often a breaker is reconfigured, it
+//! holds the window in force and those that calls are still recording into.
 //!
 //! # Cost
 //!
 //! The closed-call path never reads an override: the values above are read
-//! where a breaker decides something (a failure, a trip, a trial), and there
-//! every breaker, reconfigured or not, pays one Acquire load of a pointer and
-//! writes nothing: each reconfiguration publishes an immutable copy of the
-//! settings, kept until the breaker drops (one `Config`, under 128 bytes, per
-//! successful reconfiguration). The window sits behind a pointer of the same
-//! kind, read with one Acquire load by every call of a rate rule, whether
-//! its shape ever changed or not.
+//! where a breaker decides something (a failure, a trip, a trial). There a
+//! breaker never reconfigured reads one flag; a reconfigured one holds the
+//! settings in force while it reads them, with a guard that costs a couple
+//! of atomic operations on a line of the calling thread's own and writes
+//! nothing that other threads read or write. Each reconfiguration publishes
+//! an immutable copy of the settings (one `Config`, under 128 bytes); the
+//! copy it replaces is freed once no call reads it. The window sits behind a
+//! guard of the same kind, taken by every call that reads the window (a
+//! failed or slow call, a success that consults it), whether its shape ever
+//! changed or not.
 //!
 //! # Environment variables
 //!
@@ -128,7 +132,7 @@ use std::time::Duration;
 
 use crate::breaker::Breaker;
 use crate::config::{Config, Window};
-use crate::kept::Kept;
+use crate::kept::{Kept, Read};
 use crate::name::Name;
 use crate::registry::{self, BreakerRef};
 
@@ -395,16 +399,19 @@ impl fmt::Display for ConfigureError {
 impl std::error::Error for ConfigureError {}
 
 /// A breaker's settings as changed at run time: read only where the breaker
-/// decides something, never on the closed-call path. Each published
-/// `Config` (`size_of::<Config>()`, under 128 bytes; its name is shared, not
-/// copied) is kept for the breaker's lifetime (see `kept`).
+/// decides something, never on the closed-call path. Each reconfiguration
+/// publishes a `Config` (`size_of::<Config>()`, under 128 bytes; its name is
+/// shared, not copied); the one it replaces is freed once no call reads it
+/// (see `kept`).
 pub(crate) type Tuning = Kept<Config>;
 
 impl Breaker {
-    /// The settings in force: one Acquire load, no write.
+    /// The settings in force, held while the returned guard lives: one
+    /// flag read while the breaker was never reconfigured, then a guard of
+    /// `kept`'s (no shared write).
     #[inline]
-    pub(crate) fn settings(&self) -> &Config {
-        self.tuning.get().unwrap_or(&self.config)
+    pub(crate) fn settings(&self) -> Read<'_, Config> {
+        self.tuning.get().unwrap_or(Read::Borrowed(&self.config))
     }
 
     /// The settings in force: as declared ([`config`](Self::config)), with
@@ -424,11 +431,13 @@ impl Breaker {
     /// breaker is left as it was.
     pub fn reconfigure(&self, patch: &ConfigPatch) -> Result<(), ConfigureError> {
         let mut tuning = self.tuning.publisher();
-        let current = tuning.latest().unwrap_or(&self.config);
+        let current = tuning.latest().unwrap_or(Read::Borrowed(&self.config));
         let next = patch
-            .applied_to(current)
+            .applied_to(&current)
             .map_err(|(key, reason)| ConfigureError::new(self.name(), key, reason))?;
-        if next.window != current.window {
+        let reshaped = next.window != current.window;
+        drop(current);
+        if reshaped {
             // A new shape: a fresh, empty window, published before the
             // settings that describe it (see the module docs on races).
             self.reshape(next.window);
@@ -451,7 +460,7 @@ impl Breaker {
 
 impl Breaker {
     /// Publishes a fresh, empty window of `shape`, holding the calls from
-    /// now on. The window it replaces is kept until the breaker drops (see
+    /// now on. The window it replaces is freed once no call reads it (see
     /// `kept`): a call still recording into it is safe, and lost to the new
     /// window.
     ///

@@ -48,7 +48,7 @@ impl Breaker {
             return;
         }
         crate::sync::fence(Ordering::SeqCst);
-        if self.window.get().is_some_and(Window::is_time) {
+        if self.window.get().is_some_and(|window| window.is_time()) {
             self.consult(true);
         }
     }
@@ -218,11 +218,11 @@ mod tests {
         }
         let open = b.load();
         assert_eq!((open.tag(), open.payload()), (crate::word::TAG_OPEN, 0));
-        b.consult_window(admitted, window);
+        b.consult_window(admitted, &window);
         assert_eq!(b.load(), open);
         b.reset();
         let closed = b.load();
-        b.consult_window(admitted, window);
+        b.consult_window(admitted, &window);
         assert_eq!(b.load(), closed);
     }
 }

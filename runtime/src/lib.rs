@@ -102,9 +102,7 @@ mod sync {
     #[cfg(loom)]
     pub(crate) use loom::sync::{Mutex, MutexGuard};
     #[cfg(not(loom))]
-    pub(crate) use std::sync::atomic::{
-        fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering,
-    };
+    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
     #[cfg(not(loom))]
     pub(crate) use std::sync::{Mutex, MutexGuard};
 }
