@@ -211,3 +211,129 @@ async fn a_request_dropped_in_flight_is_neutral_and_gives_its_trial_back() {
     assert_eq!(answer.status(), 200);
     assert_eq!(breaker.state(), State::Closed);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hosts_and_the_single_breaker_are_registered_when_the_middleware_is_made() {
+    let middleware = per_host("reqwest-registered", 3);
+    let family = failfast::registry::family("reqwest-registered").expect("listed");
+    assert_eq!(family.members().len(), 0, "no host called yet");
+    let breaker = middleware
+        .breaker_for(&"http://10.0.0.9:8080/".parse().unwrap())
+        .unwrap();
+    let found = failfast::registry::get("reqwest-registered[10.0.0.9:8080]").expect("a member");
+    assert!(std::ptr::eq(&*found, &*breaker));
+
+    let single = CircuitBreakerMiddleware::single(
+        Breaker::builder()
+            .name("reqwest-registered-single")
+            .build()
+            .unwrap(),
+    );
+    let found = failfast::registry::get("reqwest-registered-single").expect("listed");
+    let url = "http://10.0.0.9:8080/".parse().unwrap();
+    assert!(std::ptr::eq(&*found, &*single.breaker_for(&url).unwrap()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_to_another_host_is_charged_to_the_host_that_answered() {
+    let sick = Upstream::start(503).await;
+    let to_sick = sick.url.clone();
+    let app = Router::new()
+        .route("/ok", get(|| async { StatusCode::OK }))
+        .route(
+            "/go",
+            get(move || {
+                let to_sick = to_sick.clone();
+                async move { (StatusCode::FOUND, [(http::header::LOCATION, to_sick)]) }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let redirecting = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let middleware = per_host("reqwest-redirect", 3);
+    let hosts = middleware.hosts().unwrap().clone();
+    let client = client(middleware.clone());
+
+    for _ in 0..3 {
+        let answer = client
+            .get(format!("{redirecting}/go"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 503, "the sick host's answer");
+    }
+    assert_eq!(sick.hits(), 3);
+    assert_eq!(hosts.len(), 2, "the sick host has a breaker of its own");
+    let sick_breaker = middleware.breaker_for(&sick.url.parse().unwrap()).unwrap();
+    let s = sick_breaker.snapshot();
+    assert_eq!((s.state, s.failures), (State::Open, 3), "{s:?}");
+    let redirecting_breaker = middleware
+        .breaker_for(&redirecting.parse().unwrap())
+        .unwrap();
+    let s = redirecting_breaker.snapshot();
+    assert_eq!((s.state, s.failures, s.successes), (State::Closed, 0, 3));
+
+    let answer = client
+        .get(format!("{redirecting}/ok"))
+        .send()
+        .await
+        .expect("the redirecting host is not refused");
+    assert_eq!(answer.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_of_a_breaker_further_down_the_chain_is_neutral() {
+    let upstream = Upstream::start(200).await;
+    let outer = per_host("reqwest-stacked-outer", 1);
+    let inner = Breaker::builder()
+        .name("reqwest-stacked-inner")
+        .build()
+        .unwrap();
+    inner.force_open();
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(outer.clone())
+        .with(CircuitBreakerMiddleware::single(inner))
+        .build();
+    for _ in 0..3 {
+        let error = client.get(&upstream.url).send().await.unwrap_err();
+        let refused = rejected(&error).expect("a refusal");
+        assert_eq!(refused.name(), "reqwest-stacked-inner", "the inner one's");
+    }
+    let s = outer
+        .breaker_for(&upstream.url.parse().unwrap())
+        .unwrap()
+        .snapshot();
+    assert_eq!(
+        (s.state, s.failures, s.neutral),
+        (State::Closed, 0, 3),
+        "{s:?}"
+    );
+    assert_eq!(upstream.hits(), 0);
+}
+
+#[test]
+fn one_breaker_per_host_however_it_is_spelled() {
+    let middleware = per_host("reqwest-spellings", 3);
+    let breaker = |url: &str| {
+        let breaker = middleware.breaker_for(&url.parse().unwrap()).unwrap();
+        (
+            std::ptr::from_ref::<Breaker>(&*breaker),
+            breaker.name().to_owned(),
+        )
+    };
+    let first = breaker("http://example.com/a");
+    for spelling in [
+        "http://example.com./b",
+        "http://Example.COM/c",
+        "http://EXAMPLE.com.:80/d",
+        "http://example.com:80/",
+    ] {
+        assert_eq!(breaker(spelling), first, "{spelling}");
+    }
+    assert_eq!(first.1, "reqwest-spellings[example.com:80]");
+    assert_eq!(
+        breaker("https://example.com.:443/"),
+        breaker("https://example.com/")
+    );
+    assert_eq!(middleware.hosts().unwrap().len(), 2, "port 80 and port 443");
+}

@@ -577,3 +577,148 @@ async fn per_authority_honours_the_familys_max_concurrent_per_host() {
     let slow = hosts.get("slow.internal").snapshot();
     assert_eq!((slow.rejected, slow.state), (1, State::Closed));
 }
+
+#[test]
+fn a_layers_breaker_and_a_keyed_layers_family_are_registered_when_the_layer_is_made() {
+    let shared = Arc::new(
+        Breaker::builder()
+            .name("tower-registered-arc")
+            .build()
+            .unwrap(),
+    );
+    let layer = CircuitBreakerLayer::new(shared.clone());
+    let found = failfast::registry::get("tower-registered-arc").expect("listed");
+    assert!(std::ptr::eq(&*found, &*shared));
+
+    let owned = CircuitBreakerLayer::new(
+        Breaker::builder()
+            .name("tower-registered-owned")
+            .build()
+            .unwrap(),
+    );
+    let found = failfast::registry::get("tower-registered-owned").expect("listed");
+    assert!(std::ptr::eq(&*found, owned.breaker()));
+
+    let leaked: &'static Breaker = Box::leak(Box::new(
+        Breaker::builder()
+            .name("tower-registered-static")
+            .build()
+            .unwrap(),
+    ));
+    let _static = CircuitBreakerLayer::new(leaked);
+    let found = failfast::registry::get("tower-registered-static").expect("listed");
+    assert!(std::ptr::eq(&*found, leaked));
+
+    let hosts = failfast::Family::builder(Breaker::builder().name("tower-registered-hosts"))
+        .build()
+        .unwrap();
+    let keyed = CircuitBreakerLayer::per_authority(hosts);
+    let family = failfast::registry::family("tower-registered-hosts").expect("listed");
+    assert_eq!(family.name(), keyed.family().name());
+    drop(layer);
+}
+
+/// The stack's inner layer refuses: nothing reached the dependency, so the
+/// outer layer counts nothing against it, whether the refusal comes boxed,
+/// inside an `io::Error`, or to a gRPC classifier.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_of_an_inner_breaker_is_neutral_in_the_outer_one() {
+    let clock = ManualClock::new();
+    let outer = breaker("tower-stacked-outer", 1, &clock);
+    let inner = breaker("tower-stacked-inner", 1, &clock);
+    inner.force_open();
+    let ok = || service_fn(|_: ()| async { Ok::<_, Infallible>(Response::new(())) });
+    let stacked = CircuitBreakerLayer::new(outer.clone())
+        .layer(CircuitBreakerLayer::new(inner.clone()).layer(ok()));
+    for _ in 0..3 {
+        let refused = stacked.clone().oneshot(()).await.unwrap_err();
+        let refused = refused.downcast_ref::<Rejected>().expect("a Rejected");
+        assert_eq!(refused.name(), "tower-stacked-inner");
+    }
+    let s = outer.snapshot();
+    assert_eq!(
+        (s.state, s.failures, s.neutral),
+        (State::Closed, 0, 3),
+        "{s:?}"
+    );
+
+    let grpc = CircuitBreakerLayer::new(outer.clone())
+        .classifier(failfast::tower::GrpcClassifier)
+        .layer(CircuitBreakerLayer::new(inner.clone()).layer(ok()));
+    grpc.oneshot(()).await.unwrap_err();
+    let as_io = CircuitBreakerLayer::new(outer.clone()).layer(service_fn({
+        let inner = inner.clone();
+        move |_: ()| {
+            let refused = inner.acquire().unwrap_err();
+            async move { Err::<Response<()>, _>(std::io::Error::from(refused)) }
+        }
+    }));
+    as_io.oneshot(()).await.unwrap_err();
+    let s = outer.snapshot();
+    assert_eq!(
+        (s.state, s.failures, s.neutral),
+        (State::Closed, 0, 5),
+        "{s:?}"
+    );
+
+    // The inner service's own error still counts.
+    let failing = CircuitBreakerLayer::new(outer.clone()).layer(service_fn(|_: ()| async {
+        Err::<Response<()>, _>(std::io::Error::other("connection reset"))
+    }));
+    failing.oneshot(()).await.unwrap_err();
+    assert_eq!(outer.state(), State::Open);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_authority_keeps_one_breaker_per_host_however_it_is_spelled() {
+    let hosts = failfast::Family::builder(Breaker::builder().name("tower-spellings"))
+        .build()
+        .unwrap();
+    let service = CircuitBreakerLayer::per_authority(hosts.clone()).layer(service_fn(
+        |_: Request<()>| async { Ok::<_, Infallible>(Response::new(())) },
+    ));
+    let call = |uri: &str, host: Option<&str>| {
+        let mut request = Request::get(uri);
+        if let Some(host) = host {
+            request = request.header("host", host);
+        }
+        service.clone().oneshot(request.body(()).unwrap())
+    };
+    for (uri, host) in [
+        ("http://example.com/a", None),
+        ("http://example.com./b", None),
+        ("http://Example.COM/c", None),
+        ("http://EXAMPLE.com.:80/d", None),
+        ("/e", Some("example.com")),
+        ("/f", Some("Example.com.")),
+    ] {
+        call(uri, host).await.unwrap();
+    }
+    assert_eq!(hosts.len(), 1, "{:?}", names(&hosts));
+    assert_eq!(hosts.get("example.com").snapshot().successes, 6);
+
+    call("https://example.com:443/", None).await.unwrap();
+    call("https://example.com/", None).await.unwrap();
+    call("http://example.com:8080/", None).await.unwrap();
+    call("http://[::1]:80/", None).await.unwrap();
+    call("http://[::1]/", None).await.unwrap();
+    let mut names = names(&hosts);
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "tower-spellings[[::1]]",
+            "tower-spellings[example.com:8080]",
+            "tower-spellings[example.com]",
+        ],
+        "https's default port is left out as http's is"
+    );
+}
+
+fn names(family: &failfast::Family<String>) -> Vec<String> {
+    family
+        .members()
+        .iter()
+        .map(|m| m.name().to_owned())
+        .collect()
+}

@@ -11,10 +11,9 @@ use std::any::Any;
 
 use http::header::HeaderValue;
 
-use crate::Outcome;
+use crate::{Outcome, Rejected};
 
 /// tower's and reqwest-middleware's boxed error.
-#[cfg(feature = "tonic")]
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Decides the [`Outcome`] of a call from what the inner service produced.
@@ -57,7 +56,8 @@ where
 ///
 /// | result | outcome |
 /// |---|---|
-/// | `Err(_)`: a transport error, a tower timeout, … | failure |
+/// | `Err(_)` that is or carries a [`Rejected`]: a breaker further down refused, nothing was sent | neutral |
+/// | any other `Err(_)`: a transport error, a tower timeout, … | failure |
 /// | 5xx | failure |
 /// | 429 and every other 4xx | neutral: the caller's fault, or a limit on the caller |
 /// | 1xx, 2xx, 3xx | success |
@@ -67,7 +67,7 @@ where
 /// use failfast_runtime::Outcome;
 ///
 /// let answer = |status: u16| http::Response::builder().status(status).body(()).unwrap();
-/// let outcome = |r: Result<http::Response<()>, &str>| HttpClassifier.classify(&r);
+/// let outcome = |r: Result<http::Response<()>, &'static str>| HttpClassifier.classify(&r);
 /// assert_eq!(outcome(Ok(answer(200))), Outcome::Success);
 /// assert_eq!(outcome(Ok(answer(429))), Outcome::Neutral);
 /// assert_eq!(outcome(Ok(answer(503))), Outcome::Failure);
@@ -76,14 +76,78 @@ where
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HttpClassifier;
 
-impl<B, E> Classify<http::Response<B>, E> for HttpClassifier {
+impl<B, E: 'static> Classify<http::Response<B>, E> for HttpClassifier {
     #[inline]
     fn classify(&self, result: &Result<http::Response<B>, E>) -> Outcome {
         match result {
             Ok(response) => status_outcome(response.status()),
-            Err(_) => Outcome::Failure,
+            Err(error) => error_outcome(error),
         }
     }
+}
+
+/// An error is a failure, unless it is a refusal of a breaker further down
+/// the stack: that call never reached the dependency, and says nothing of
+/// its health.
+#[inline]
+pub(crate) fn error_outcome<E: 'static>(error: &E) -> Outcome {
+    if is_rejected(error) {
+        Outcome::Neutral
+    } else {
+        Outcome::Failure
+    }
+}
+
+/// Whether `error` is a [`Rejected`], or carries one: a boxed error, an
+/// `io::Error` or a `reqwest_middleware::Error` holding it, or with it in
+/// its chain of sources.
+pub(crate) fn is_rejected<E: 'static>(error: &E) -> bool {
+    let any: &dyn Any = error;
+    if let Some(error) = any.downcast_ref::<BoxError>() {
+        chain_has_rejected(&**error)
+    } else if let Some(error) = any.downcast_ref::<Box<dyn std::error::Error + Send>>() {
+        chain_has_rejected(&**error)
+    } else if let Some(error) = any.downcast_ref::<Box<dyn std::error::Error>>() {
+        chain_has_rejected(&**error)
+    } else if let Some(error) = any.downcast_ref::<std::io::Error>() {
+        chain_has_rejected(error)
+    } else {
+        #[cfg(feature = "reqwest-middleware")]
+        if let Some(error) = any.downcast_ref::<reqwest_middleware::Error>() {
+            return chain_has_rejected(error);
+        }
+        any.is::<Rejected>()
+    }
+}
+
+/// Whether `error` or one of its sources is a [`Rejected`]. An `io::Error`
+/// and a `reqwest_middleware::Error` hide the error they wrap from the chain
+/// (their `source` is that error's source), so they are opened here.
+fn chain_has_rejected(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if error.is::<Rejected>() {
+            return true;
+        }
+        if let Some(inner) = error
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            if chain_has_rejected(inner) {
+                return true;
+            }
+        }
+        #[cfg(feature = "reqwest-middleware")]
+        if let Some(reqwest_middleware::Error::Middleware(inner)) =
+            error.downcast_ref::<reqwest_middleware::Error>()
+        {
+            if inner.chain().any(chain_has_rejected) {
+                return true;
+            }
+        }
+        next = error.source();
+    }
+    false
 }
 
 #[inline]
@@ -112,7 +176,9 @@ pub(crate) fn status_outcome(status: http::StatusCode) -> Outcome {
 /// response without `grpc-status` is judged by its HTTP status as
 /// [`HttpClassifier`] does (a proxy's 502 is a failure). An error that is a
 /// `tonic::Status` (with the `tonic` feature; also inside a `Box<dyn Error + Send + Sync>`) is
-/// judged by its code; any other error (transport, timeout) is a failure.
+/// judged by its code; an error that is or carries a [`Rejected`] (a
+/// breaker further down refused) is neutral; any other error (transport,
+/// timeout) is a failure.
 ///
 /// ```
 /// use failfast_runtime::classify::{Classify, GrpcClassifier};
@@ -168,6 +234,9 @@ fn grpc_code_outcome(code: &HeaderValue) -> Outcome {
 }
 
 fn grpc_error_outcome<E: 'static>(error: &E) -> Outcome {
+    if is_rejected(error) {
+        return Outcome::Neutral;
+    }
     #[cfg(feature = "tonic")]
     {
         let any: &dyn Any = error;
@@ -179,8 +248,6 @@ fn grpc_error_outcome<E: 'static>(error: &E) -> Outcome {
             return grpc_number_outcome(status.code() as i32);
         }
     }
-    #[cfg(not(feature = "tonic"))]
-    let _: &dyn Any = error;
     Outcome::Failure
 }
 

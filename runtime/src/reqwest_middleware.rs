@@ -11,7 +11,15 @@
 //!   healthy ones; members are named `NAME[host:port]`;
 //! - **the HTTP classifier** ([`HttpClassifier`]): 5xx and errors
 //!   (connection refused, timeouts, …) are failures, 429 and the other 4xx
-//!   neutral, the rest successes.
+//!   neutral, the rest successes; a refusal of another breaker further down
+//!   the chain is neutral.
+//!
+//! The middleware's breakers are registered when it is made: the family
+//! ([`Family::register`]) is listed by
+//! [`registry::families`](crate::registry::families) and a host's breaker
+//! found by [`registry::get`](crate::registry::get)`("NAME[host:port]")`;
+//! a [`single`](CircuitBreakerMiddleware::single) breaker is listed by
+//! [`registry::all`](crate::registry::all).
 //!
 //! A refusal is a [`reqwest_middleware::Error::Middleware`] holding the
 //! [`Rejected`]: find it with [`rejected`] (or
@@ -49,7 +57,29 @@
 //! [`max_concurrent`](crate::FamilyBuilder::max_concurrent), each host's
 //! concurrency limit is applied too, and a request over it is refused the
 //! same way.
+//!
+//! # Redirects
+//!
+//! reqwest follows redirects inside the client, below every middleware, so
+//! a request is asked of its own host's breaker only. Its answer is charged
+//! to the host that gave it, the response's [`url`](Response::url) (or a
+//! transport error's): when host A redirects to host B, B's breaker counts
+//! B's answer as a call of its own when it admits one (not while it is
+//! open), and A's call is a success, A having answered. A's call is timed
+//! to B's answer, for the slow-call rule. To ask each host's breaker before
+//! it is called, turn the client's redirects off
+//! (`reqwest::redirect::Policy::none()`) and follow them above the
+//! middleware.
+//!
+//! # The body is not watched
+//!
+//! The outcome is decided when the response's head arrives, and the
+//! middleware hands the response back with its body unread: a body that
+//! fails partway (a connection closed before `Content-Length` bytes) is not
+//! counted as a failure, and the slow-call rule measures the time to the
+//! head, not to the end of the body.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -61,16 +91,20 @@ use reqwest_middleware::{Middleware, Next};
 pub use crate::classify::{Classify, HttpClassifier};
 use crate::keyed::Member;
 use crate::registry::BreakerRef;
-use crate::{Breaker, Builder, ConfigError, Family, Key, Permit, Rejected};
+use crate::{Breaker, Builder, ConfigError, Family, Key, Outcome, Permit, Rejected};
 
 /// A host a [`CircuitBreakerMiddleware`] keeps a breaker for: the request
 /// URL's host and port (the scheme's default port when the URL names none).
-/// Shown as `host:port`, which is how the member breakers are named.
+/// Shown as `host:port`, which is how the member breakers are named. One
+/// host however it is spelled: the name in lower case, without a trailing
+/// dot (`Example.COM.` is `example.com`).
 ///
 /// ```
 /// use failfast_runtime::reqwest_middleware::Host;
 ///
 /// let url = reqwest::Url::parse("https://api.example.com/v1/items").unwrap();
+/// assert_eq!(Host::of(&url).unwrap().to_string(), "api.example.com:443");
+/// let url = reqwest::Url::parse("https://API.Example.com.:443/v1/items").unwrap();
 /// assert_eq!(Host::of(&url).unwrap().to_string(), "api.example.com:443");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,24 +145,37 @@ impl fmt::Display for Host {
 impl Hash for Host {
     fn hash<H: Hasher>(&self, state: &mut H) {
         HostRef {
-            host: &self.host,
+            host: Cow::Borrowed(&self.host),
             port: self.port,
         }
         .hash(state);
     }
 }
 
-/// A request's host, borrowed from its URL: the lookup allocates nothing.
+/// A request's host, borrowed from its URL: the lookup allocates nothing
+/// (unless the name has capitals, which the URL parser already lowered for
+/// `http` and `https`).
 #[derive(Hash)]
 struct HostRef<'a> {
-    host: &'a str,
+    host: Cow<'a, str>,
     port: u16,
 }
 
 impl<'a> HostRef<'a> {
     fn of(url: &'a reqwest::Url) -> Option<Self> {
+        let host = url.host_str()?;
+        // `example.com.` is `example.com` (an address never ends in a dot).
+        let host = match host.strip_suffix('.') {
+            Some(name) if !name.is_empty() => name,
+            _ => host,
+        };
+        let host = if host.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(host.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(host)
+        };
         Some(HostRef {
-            host: url.host_str()?,
+            host,
             port: url.port_or_known_default()?,
         })
     }
@@ -138,7 +185,7 @@ impl Key for HostRef<'_> {
     type Owned = Host;
     fn to_key(&self) -> Host {
         Host {
-            host: self.host.to_owned(),
+            host: self.host.clone().into_owned(),
             port: self.port,
         }
     }
@@ -146,7 +193,7 @@ impl Key for HostRef<'_> {
         self.host == owned.host && self.port == owned.port
     }
     fn label(&self, out: &mut String) {
-        out.push_str(self.host);
+        out.push_str(&self.host);
         out.push(':');
         out.push_str(&self.port.to_string());
     }
@@ -211,7 +258,8 @@ impl CircuitBreakerMiddleware {
     }
 
     /// One breaker per host, from `family` (built with
-    /// [`Family::builder`], e.g. with `max_keys` or `max_concurrent`).
+    /// [`Family::builder`], e.g. with `max_keys` or `max_concurrent`),
+    /// which is registered ([`Family::register`]).
     ///
     /// ```
     /// use failfast_runtime::reqwest_middleware::{CircuitBreakerMiddleware, Host};
@@ -223,11 +271,13 @@ impl CircuitBreakerMiddleware {
     ///     .build()?;
     /// let middleware = CircuitBreakerMiddleware::family(hosts.clone());
     /// assert_eq!(hosts.len(), 0); // a host's breaker is made on its first request
+    /// assert!(failfast_runtime::registry::family("upstream").is_some());
     /// # let _ = middleware;
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
     #[must_use]
     pub fn family(family: Family<Host>) -> Self {
+        family.register();
         Self {
             breakers: Breakers::PerHost(family),
             classifier: HttpClassifier,
@@ -235,19 +285,23 @@ impl CircuitBreakerMiddleware {
     }
 
     /// One breaker for every request, whatever its host (a [`Breaker`],
-    /// `Arc<Breaker>`, `&'static Breaker` or [`BreakerRef`]).
+    /// `Arc<Breaker>`, `&'static Breaker` or [`BreakerRef`]), which is
+    /// registered ([`registry::register`](crate::registry::register)).
     ///
     /// ```
     /// use failfast_runtime::reqwest_middleware::CircuitBreakerMiddleware;
-    /// use failfast_runtime::Breaker;
+    /// use failfast_runtime::{registry, Breaker};
     ///
     /// let middleware = CircuitBreakerMiddleware::single(Breaker::builder().name("payments").build()?);
+    /// assert!(registry::get("payments").is_some());
     /// # let _ = middleware;
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
     pub fn single(breaker: impl Into<BreakerRef>) -> Self {
+        let breaker = breaker.into();
+        register(&breaker);
         Self {
-            breakers: Breakers::One(breaker.into()),
+            breakers: Breakers::One(breaker),
             classifier: HttpClassifier,
         }
     }
@@ -327,6 +381,44 @@ impl<C> CircuitBreakerMiddleware<C> {
             Breakers::PerHost(family) => Some(Guard::Member(family.get(&HostRef::of(url)?))),
             Breakers::One(breaker) => Some(Guard::One(breaker.clone())),
         }
+    }
+
+    /// The breaker of the host that gave `result`, when it is not the one
+    /// asked (`asked`): reqwest followed a redirect to another host.
+    fn answered_by(
+        &self,
+        asked: &Guard,
+        result: &reqwest_middleware::Result<Response>,
+    ) -> Option<Arc<Member>> {
+        let (Breakers::PerHost(family), Guard::Member(asked)) = (&self.breakers, asked) else {
+            return None;
+        };
+        let url = match result {
+            Ok(response) => response.url(),
+            Err(reqwest_middleware::Error::Reqwest(error)) => error.url()?,
+            Err(reqwest_middleware::Error::Middleware(_)) => return None,
+        };
+        // What reqwest puts in a response built from an `http::Response`
+        // without a URL (a cache middleware's answer): not a host.
+        if url.host_str() == Some(NO_URL) {
+            return None;
+        }
+        let answered = family.get(&HostRef::of(url)?);
+        (!Arc::ptr_eq(&answered, asked)).then_some(answered)
+    }
+}
+
+/// The host of the URL reqwest gives a response converted from an
+/// `http::Response` that named none.
+const NO_URL: &str = "no.url.provided.local";
+
+/// Registers the breaker of a [`CircuitBreakerMiddleware::single`]; a
+/// family's member is found through its family.
+fn register(breaker: &BreakerRef) {
+    match breaker {
+        BreakerRef::Static(breaker) => crate::registry::register_static(breaker),
+        BreakerRef::Shared(breaker) => crate::registry::register(breaker),
+        BreakerRef::Member(_) => {}
     }
 }
 
@@ -412,19 +504,30 @@ where
         let mut held = Held(Some(permit));
         let result = next.run(request, extensions).await;
         if let Some(permit) = held.0.take() {
-            permit.record(self.classifier.classify(&result));
+            let outcome = self.classifier.classify(&result);
+            match self.answered_by(&guard, &result) {
+                None => permit.record(outcome),
+                Some(answered) => {
+                    // The asked host answered with a redirect.
+                    permit.record(Outcome::Success);
+                    if let Ok(permit) = answered.acquire() {
+                        permit.record(outcome);
+                    }
+                }
+            }
         }
         result
     }
 }
 
-impl<E> Classify<Response, E> for HttpClassifier {
-    /// As for an `http::Response`: 5xx and errors fail, 4xx are neutral.
+impl<E: 'static> Classify<Response, E> for HttpClassifier {
+    /// As for an `http::Response`: 5xx and errors fail, 4xx and refusals of
+    /// breakers further down the chain are neutral.
     #[inline]
-    fn classify(&self, result: &Result<Response, E>) -> crate::Outcome {
+    fn classify(&self, result: &Result<Response, E>) -> Outcome {
         match result {
             Ok(response) => crate::classify::status_outcome(response.status()),
-            Err(_) => crate::Outcome::Failure,
+            Err(error) => crate::classify::error_outcome(error),
         }
     }
 }

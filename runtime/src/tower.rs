@@ -55,7 +55,14 @@
 //!
 //! - The response future's output is classified by the layer's [`Classify`]:
 //!   [`HttpClassifier`] by default, [`GrpcClassifier`], or a closure
-//!   `Fn(&Result<Response, Error>) -> Outcome`.
+//!   `Fn(&Result<Response, Error>) -> Outcome`. Both classifiers take an
+//!   error that is or carries a [`Rejected`] (the refusal of another
+//!   breaker further down the stack, which never reached the dependency)
+//!   as neutral.
+//! - The outcome is decided when the inner service's future finishes: for
+//!   HTTP, when the response's head is ready. A body streamed after it is
+//!   not watched: its errors are not failures, and the slow-call rule
+//!   measures the time to the head.
 //! - A panic while the inner service's future (or its `call`) runs is a
 //!   failure; the panic goes on unwinding.
 //! - A response future dropped before it finished (a client that went away,
@@ -81,7 +88,11 @@
 //! a `&'static Breaker`, or a [`BreakerRef`] from the registry. Each call
 //! clones the handle into its response future: free for a `&'static
 //! Breaker` (a `static`, or a leaked `Box`), one reference-count increment
-//! for an `Arc`.
+//! for an `Arc`. The layer registers its breaker when it is made
+//! ([`registry::register`](crate::registry::register), or `register_static`),
+//! and a keyed layer its family ([`Family::register`](crate::Family::register)),
+//! so that [`registry::all`](crate::registry::all) and
+//! [`registry::families`](crate::registry::families) list them.
 //!
 //! With the `keyed` feature, a layer can also guard each request with the
 //! breaker of its key in a [`Family`](crate::Family):
@@ -95,6 +106,35 @@
 //! layer holds the key's member by an `Arc` (one reference-count increment
 //! per request, shared by the requests of that key), since the layer owns its
 //! family rather than borrowing a `'static` one.
+//!
+//! # On the server side
+//!
+//! Around a server's handlers, the layer guards the handler, and
+//! [`HttpClassifier`] counts every 5xx the handler answers as a failure:
+//! also a `503` it answers on purpose (shedding load, or passing on the
+//! refusal of a breaker it calls). Leave those out with a closure:
+//!
+//! ```
+//! use axum::{body::Body, http::StatusCode, routing::get, Router};
+//! use failfast_runtime::tower::CircuitBreakerLayer;
+//! use failfast_runtime::{Breaker, Outcome};
+//! use std::convert::Infallible;
+//!
+//! // The handler's own 503 is neutral; other 5xx fail, 4xx are neutral.
+//! let server_side = |result: &Result<http::Response<Body>, Infallible>| match result {
+//!     Ok(r) if r.status() == StatusCode::SERVICE_UNAVAILABLE => Outcome::Neutral,
+//!     Ok(r) if r.status().is_server_error() => Outcome::Failure,
+//!     Ok(r) if r.status().is_client_error() => Outcome::Neutral,
+//!     Ok(_) => Outcome::Success,
+//!     Err(never) => match *never {},
+//! };
+//! let breaker = Breaker::builder().name("checkout-handler").build()?;
+//! let app: Router = Router::new()
+//!     .route("/checkout", get(|| async { StatusCode::SERVICE_UNAVAILABLE }))
+//!     .layer(CircuitBreakerLayer::new(breaker).classifier(server_side).refuse_with_response());
+//! # let _ = app;
+//! # Ok::<(), failfast_runtime::ConfigError>(())
+//! ```
 
 use std::future::Future;
 use std::mem;
@@ -389,8 +429,10 @@ impl CircuitBreakerLayer {
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
     pub fn new(breaker: impl Into<BreakerRef>) -> Self {
+        let breaker = breaker.into();
+        register(&breaker);
         Self {
-            breaker: breaker.into(),
+            breaker,
             classifier: HttpClassifier,
             on_rejected: RefuseWithError,
         }
@@ -623,6 +665,17 @@ where
     }
 }
 
+/// Registers the breaker of a [`CircuitBreakerLayer::new`]; a keyed
+/// family's member is found through its family.
+fn register(breaker: &BreakerRef) {
+    match breaker {
+        BreakerRef::Static(breaker) => crate::registry::register_static(breaker),
+        BreakerRef::Shared(breaker) => crate::registry::register(breaker),
+        #[cfg(feature = "keyed")]
+        BreakerRef::Member(_) => {}
+    }
+}
+
 /// The inner service's readiness, its error answered by `on_rejected`.
 #[inline]
 fn inner_ready<S, Req, R>(
@@ -801,6 +854,8 @@ pub use per_key::{ByAuthority, KeyOf, KeyedCircuitBreaker, MemberSlot, PerKey};
 /// A breaker per key of the request (feature `keyed`).
 #[cfg(feature = "keyed")]
 mod per_key {
+    use std::borrow::Cow;
+    use std::hash::Hash;
     use std::sync::Arc;
 
     use super::*;
@@ -865,7 +920,11 @@ mod per_key {
     /// request names it: the URI's (a client's absolute-form request, or
     /// HTTP/2's `:authority`), else the `Host` header, else `""`. User
     /// information (`user:password@`) is left out, so it never reaches a
-    /// breaker's name. Looked up without allocating.
+    /// breaker's name. One key however the host is spelled: the name in
+    /// lower case, without a trailing dot, and without the scheme's default
+    /// port when the URI names its scheme (`http://Inventory.:80` is
+    /// `inventory`). Looked up without allocating, unless the spelling
+    /// needed that.
     ///
     /// ```
     /// use failfast_runtime::tower::{ByAuthority, KeyOf};
@@ -875,6 +934,8 @@ mod per_key {
     /// let request = http::Request::get("http://user:secret@inventory:8080/stock").body(())?;
     /// assert_eq!(ByAuthority.member(&hosts, &request).name(), "upstream[inventory:8080]");
     /// let request = http::Request::get("/stock").header("host", "search").body(())?;
+    /// assert_eq!(ByAuthority.member(&hosts, &request).name(), "upstream[search]");
+    /// let request = http::Request::get("/stock").header("host", "Search.").body(())?;
     /// assert_eq!(ByAuthority.member(&hosts, &request).name(), "upstream[search]");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -892,8 +953,42 @@ mod per_key {
                     .unwrap_or(""),
             };
             let host = authority.rsplit('@').next().unwrap_or(authority);
-            family.get(host)
+            let default_port = match request.uri().scheme_str() {
+                Some("http") => Some("80"),
+                Some("https") => Some("443"),
+                _ => None,
+            };
+            match one_spelling(host, default_port) {
+                Cow::Borrowed(host) => family.get(host),
+                Cow::Owned(host) => family.get(host.as_str()),
+            }
         }
+    }
+
+    /// `authority` (`host` or `host:port`) in lower case, without a
+    /// trailing dot after the host, and without the port when it is
+    /// `default_port` (or empty).
+    fn one_spelling<'a>(authority: &'a str, default_port: Option<&str>) -> Cow<'a, str> {
+        // An IPv6 address (`[::1]`) holds colons of its own.
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((host, port)) if !port.contains(']') => (host, Some(port)),
+            _ => (authority, None),
+        };
+        let kept_port = port.filter(|port| !port.is_empty() && Some(*port) != default_port);
+        let name = match host.strip_suffix('.') {
+            Some(name) if !name.is_empty() => name,
+            _ => host,
+        };
+        let lower = !name.bytes().any(|b| b.is_ascii_uppercase());
+        if lower && name.len() == host.len() && kept_port == port {
+            return Cow::Borrowed(authority);
+        }
+        let mut key = name.to_ascii_lowercase();
+        if let Some(port) = kept_port {
+            key.push(':');
+            key.push_str(port);
+        }
+        Cow::Owned(key)
     }
 
     /// The breakers of a [`CircuitBreakerLayer::per_key`] layer: a family
@@ -917,6 +1012,7 @@ mod per_key {
         /// A layer guarding each request with the breaker of its key in
         /// `family`, found by `key` (a closure `Fn(&Req) -> K`, or
         /// [`ByAuthority`]); a key's breaker is made on its first request.
+        /// The family is registered ([`Family::register`]).
         ///
         /// ```
         /// use failfast_runtime::tower::CircuitBreakerLayer;
@@ -936,7 +1032,11 @@ mod per_key {
         pub fn per_key<K, KF>(
             family: Family<K>,
             key: KF,
-        ) -> CircuitBreakerLayer<HttpClassifier, RefuseWithError, PerKey<K, KF>> {
+        ) -> CircuitBreakerLayer<HttpClassifier, RefuseWithError, PerKey<K, KF>>
+        where
+            K: Clone + Hash + Eq + Send + Sync + 'static,
+        {
+            family.register();
             CircuitBreakerLayer {
                 breaker: PerKey { family, key },
                 classifier: HttpClassifier,
