@@ -110,32 +110,20 @@ fn quote() -> Result<(), Down> {
     Ok(())
 }
 
+#[circuit_breaker(key = host, threshold = 5, name = "toml::hosts")]
+fn hosts(host: &str) -> Result<(), Down> {
+    let _ = host;
+    Ok(())
+}
+
+#[derive(serde::Deserialize)]
+struct File {
+    failfast: std::collections::BTreeMap<String, ConfigPatch>,
+}
+
 #[test]
-fn a_toml_section_configures_every_breaker_it_names_or_none() {
-    #[derive(serde::Deserialize)]
-    struct File {
-        failfast: std::collections::BTreeMap<String, ConfigPatch>,
-    }
-    let file: File = toml::from_str(
-        r#"
-        [failfast."toml::quote"]
-        threshold = 8
-        recovery = "45s"
-
-        [failfast."toml::search"]
-        threshold = 3
-        "#,
-    )
-    .unwrap();
-    // `toml::search` trips on a failure rate: a threshold is another rule.
-    let errors = configure::apply(&file.failfast).unwrap_err();
-    assert_eq!(errors.len(), 1);
-    assert_eq!(
-        (errors[0].breaker(), errors[0].key()),
-        ("toml::search", "threshold")
-    );
-    assert_eq!(threshold("toml::quote"), 5, "nothing applied");
-
+fn each_toml_section_is_applied_whole_or_not_at_all_and_every_refusal_is_returned() {
+    hosts("10.0.0.1").unwrap(); // the family registers on its first call
     let file: File = toml::from_str(
         r#"
         [failfast."toml::quote"]
@@ -144,13 +132,47 @@ fn a_toml_section_configures_every_breaker_it_names_or_none() {
 
         [failfast."toml::search"]
         failure_rate = 0.25
+        threshold = 3
+
+        [failfast."toml::qoute"]
+        threshold = 2
+
+        [failfast."toml::hosts"]
+        threshold = 4
+
+        [failfast."toml::hosts[10.0.0.3]"]
+        threshold = 1
         "#,
     )
     .unwrap();
-    configure::apply(&file.failfast).unwrap();
+    // `toml::search` trips on a failure rate: a threshold is another rule,
+    // and its section is refused whole; `toml::qoute` is no breaker. The
+    // other sections are applied.
+    let errors = configure::apply(&file.failfast).unwrap_err();
+    let found: Vec<_> = errors.iter().map(|e| (e.breaker(), e.key())).collect();
+    assert_eq!(
+        found,
+        [("toml::qoute", "name"), ("toml::search", "threshold")],
+        "{errors:?}"
+    );
     assert_eq!(threshold("toml::quote"), 8);
     let quote_config = registry::get("toml::quote").unwrap().current_config();
     assert_eq!(quote_config.recovery_value(), Duration::from_secs(45));
+    let search_config = format!(
+        "{:?}",
+        registry::get("toml::search").unwrap().current_config()
+    );
+    assert!(
+        search_config.contains("failure_rate: 0.5"),
+        "{search_config}"
+    );
+    // A family by its name (every key), one key by `family[key]` before its
+    // first call.
+    assert_eq!(threshold("toml::hosts[10.0.0.1]"), 4);
+    hosts("10.0.0.2").unwrap();
+    assert_eq!(threshold("toml::hosts[10.0.0.2]"), 4);
+    hosts("10.0.0.3").unwrap();
+    assert_eq!(threshold("toml::hosts[10.0.0.3]"), 1);
     quote().unwrap();
     search().unwrap();
 }
@@ -226,6 +248,31 @@ fn configuring_an_unknown_breaker_names_it() {
     let error = configure::configure("nope", ConfigPatch::new().threshold(2)).unwrap_err();
     assert_eq!(
         error.to_string(),
-        "breaker `nope`: `name` is not a registered breaker"
+        "`nope` matches no registered breaker or family"
     );
+}
+
+#[circuit_breaker(key = host, threshold = 5, name = "inventory")]
+fn inventory(host: &str) -> Result<(), Down> {
+    let _ = host;
+    failing()
+}
+
+/// The trial report's case: a family configured by its name, then one of
+/// its keys, by `configure` and from the environment.
+#[test]
+fn an_attribute_family_is_configured_by_its_name_and_a_key_by_family_and_key() {
+    let _ = inventory("10.0.0.1"); // the family registers on its first call
+    configure::configure("inventory", ConfigPatch::new().threshold(2)).unwrap();
+    let _ = inventory("10.0.0.1");
+    assert_eq!(state("inventory[10.0.0.1]"), State::Open, "tripped at 2");
+    configure::configure("inventory[10.0.0.3]", ConfigPatch::new().threshold(1)).unwrap();
+    let _ = inventory("10.0.0.3");
+    assert_eq!(state("inventory[10.0.0.3]"), State::Open, "tripped at 1");
+    assert_eq!(
+        from_vars(vars(&[("FAILFAST__INVENTORY__THRESHOLD", "5")])),
+        Ok(1)
+    );
+    assert_eq!(threshold("inventory[10.0.0.1]"), 5);
+    assert_eq!(threshold("inventory[10.0.0.3]"), 5);
 }

@@ -2,7 +2,9 @@
 //! traffic ([`configure`], [`from_env`], and with the `serde` feature a
 //! [`ConfigPatch`] per breaker read from a TOML or YAML section), and live
 //! changes of a running breaker ([`Breaker::reconfigure`], also on a
-//! [`registry::get`] handle).
+//! [`registry::get`] handle). With the `keyed` feature a name may also be a
+//! keyed family's, for every key's breaker, or `family[key]`, for one key's
+//! (see [`configure`]).
 //!
 //! ```
 //! use failfast_runtime::{configure, registry, Breaker, ConfigPatch};
@@ -97,7 +99,8 @@
 //! # Environment variables
 //!
 //! [`from_env`] reads `FAILFAST__<BREAKER>__<KEY>=<value>`: `<BREAKER>` is
-//! the breaker's name in upper case with every run of characters other than
+//! the name of a breaker or of a keyed family (every key's breaker, as by
+//! [`configure`]) in upper case with every run of characters other than
 //! letters and digits written `_` (`payments::charge` →
 //! `PAYMENTS_CHARGE`), `<KEY>` the key in upper case (`THRESHOLD`,
 //! `FAILURE_RATE`, `RECOVERY`, `WINDOW`, `MODE`, …), durations written as
@@ -112,15 +115,18 @@
 //!
 //! Every variable is checked before any is applied: an unknown breaker or
 //! key, a value that does not parse or does not fit, and nothing changes.
+//! (A file's sections are applied each on its own: see [`apply`].)
 //!
 //! Different names can map to one name in variables (`pay.charge` and
-//! `pay-charge` are both `PAY_CHARGE`): a variable that matches breakers of
-//! more than one name is refused, with the names it matched (set those
-//! breakers by name with [`configure`] or [`apply`]). A name with no ASCII
+//! `pay-charge` are both `PAY_CHARGE`): a variable that matches more than
+//! one name of breakers or families is refused, with the names it matched
+//! (set them by name with [`configure`] or [`apply`]). A name with no ASCII
 //! letter or digit (`платежи`, `支付`) maps to the empty name: such a
 //! breaker cannot be set from the environment, and a variable naming the
 //! empty breaker (`FAILFAST____THRESHOLD`) is refused. Breakers built at run
-//! time that share a name are all changed, as by [`configure`]. A variable
+//! time that share a name are all changed, as by [`configure`]. A key's
+//! breaker (`family[key]`) has no name in variables: set it with
+//! [`configure`] or [`apply`]. A variable
 //! under `FAILFAST__` whose name or value is not UTF-8 is refused (shown with
 //! `�` for the bytes that are not); every other variable is ignored, UTF-8
 //! or not.
@@ -258,6 +264,7 @@ impl ConfigPatch {
     }
 
     /// The run mode this patch sets, if any.
+    #[cfg(feature = "keyed")]
     pub(crate) fn run_mode(&self) -> Option<RunMode> {
         self.mode
     }
@@ -348,8 +355,13 @@ impl ConfigPatch {
     }
 }
 
-/// An override refused: which breaker, which key, why. Nothing of the
-/// patch (or of the set of overrides) was applied.
+/// An override refused: which breaker (or family), which key, why. Nothing
+/// of its patch was applied; what else was depends on the entry point
+/// ([`apply`] applies the other sections, [`from_env`] nothing).
+///
+/// Its message names what is at fault: `` breaker `search`: `threshold` … ``
+/// for a key, `` `inventory` matches no registered breaker or family `` for a
+/// name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigureError {
     breaker: String,
@@ -366,14 +378,15 @@ impl ConfigureError {
         }
     }
 
-    /// The breaker's name (as written in the override).
+    /// The breaker's or family's name (as written in the override).
     #[must_use]
     pub fn breaker(&self) -> &str {
         &self.breaker
     }
 
-    /// The key at fault (`threshold`, `recovery`, …; `name` for a breaker
-    /// that does not exist).
+    /// The key at fault (`threshold`, `recovery`, …; `name` when the name
+    /// is: it matches no breaker or family, or several in variables; empty
+    /// for a variable that is not `FAILFAST__<BREAKER>__<KEY>`).
     #[must_use]
     pub fn key(&self) -> &str {
         &self.key
@@ -388,11 +401,12 @@ impl ConfigureError {
 
 impl fmt::Display for ConfigureError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "breaker `{}`: `{}` {}",
-            self.breaker, self.key, self.reason
-        )
+        match self.key.as_str() {
+            // The name is at fault, not a key: `inventory` matches no …
+            "name" => write!(f, "`{}` {}", self.breaker, self.reason),
+            "" => write!(f, "breaker `{}`: {}", self.breaker, self.reason),
+            key => write!(f, "breaker `{}`: `{key}` {}", self.breaker, self.reason),
+        }
     }
 }
 
@@ -498,17 +512,48 @@ impl Config {
 /// whole or not at all.
 ///
 /// Breakers built at run time may share a name (see
-/// [`registry`](crate::registry)): the patch then applies to every live
+/// [`registry`]): the patch then applies to every live
 /// breaker of that name. It is checked against each of them first, and
 /// applied to none if any of them refuses it.
 ///
+/// With the `keyed` feature, `name` may also be a registered keyed
+/// family's: the patch then changes every key's breaker, now and later
+/// ([`FamilyRef::reconfigure`](crate::registry::FamilyRef::reconfigure)),
+/// checked first against the family's settings and its members'. And
+/// `family[key]` (`inventory[10.0.0.3]`) changes that key's breaker alone,
+/// made before the key's first call if need be
+/// ([`FamilyRef::member`](crate::registry::FamilyRef::member)); a breaker
+/// changed so is never evicted.
+///
+/// ```
+/// # #[cfg(feature = "keyed")] {
+/// use failfast_runtime::{configure, Breaker, ConfigPatch, Family};
+///
+/// let replicas: Family<String> =
+///     Family::builder(Breaker::builder().name("replicas").threshold(5)).build()?;
+/// replicas.register();
+/// configure::configure("replicas", ConfigPatch::new().threshold(3))?;
+/// configure::configure("replicas[10.0.0.3]", ConfigPatch::new().threshold(1))?;
+/// assert_eq!(replicas.get("10.0.0.1").current_config().threshold_value(), 3);
+/// assert_eq!(replicas.get("10.0.0.3").current_config().threshold_value(), 1);
+///
+/// let unknown = configure::configure("replica", ConfigPatch::new().threshold(3));
+/// assert_eq!(
+///     unknown.unwrap_err().to_string(),
+///     "`replica` matches no registered breaker or family"
+/// );
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Errors
 ///
-/// [`ConfigureError`]: no breaker of that name (key `name`), or a value that
-/// cannot work (for a breaker of that name; the first such refusal).
+/// [`ConfigureError`]: no breaker or family of that name (key `name`), or a
+/// value that cannot work (for a breaker of that name; the first such
+/// refusal).
 pub fn configure(name: &str, patch: ConfigPatch) -> Result<(), ConfigureError> {
     let patches = BTreeMap::from([(name.to_owned(), patch)]);
-    match apply_counted(&patches) {
+    match apply_counted(&patches, Sections::AllOrNothing) {
         Ok(_) => Ok(()),
         Err(errors) => Err(errors
             .into_iter()
@@ -517,11 +562,14 @@ pub fn configure(name: &str, patch: ConfigPatch) -> Result<(), ConfigureError> {
     }
 }
 
-/// Applies one patch per breaker name, all or nothing: every patch is
-/// checked against its breaker first, and only when all fit are they
-/// applied. A name several live breakers share (breakers built at run time
-/// may) patches every one of them, as [`configure`] does. With the `serde`
-/// feature, read the map from a configuration file's section:
+/// Applies one patch per name, section by section: each section (a name and
+/// its patch) is checked whole against everything the name addresses and
+/// applied whole or not at all, as [`configure`] does; a section refused
+/// never keeps the others from being applied, and every refusal is
+/// returned at once. A name is a breaker's (every live breaker of a name
+/// several share), a keyed family's, or `family[key]`, as in
+/// [`configure`]. With the `serde` feature, read the map from a
+/// configuration file's section:
 ///
 /// ```
 /// # #[cfg(feature = "serde")] {
@@ -534,55 +582,57 @@ pub fn configure(name: &str, patch: ConfigPatch) -> Result<(), ConfigureError> {
 ///
 /// // e.g. `toml::from_str` of the `[failfast]` table of the service's file.
 /// let section: BTreeMap<String, ConfigPatch> = serde_json::from_str(
-///     r#"{ "inventory": { "threshold": 3, "recovery": "10s" } }"#,
+///     r#"{ "inventory": { "threshold": 3, "recovery": "10s" },
+///          "invetory": { "threshold": 4 } }"#,
 /// ).unwrap();
-/// configure::apply(&section).unwrap();
-/// assert_eq!(inventory.current_config().threshold_value(), 3);
+/// let refused = configure::apply(&section).unwrap_err();
+/// assert_eq!(refused[0].to_string(), "`invetory` matches no registered breaker or family");
+/// assert_eq!(inventory.current_config().threshold_value(), 3, "the good section applied");
 /// # }
 /// ```
 ///
 /// # Errors
 ///
-/// Every override refused, each with its breaker, key and reason; then
-/// nothing was applied.
+/// Every section refused, each with its name, key and reason: nothing of
+/// those sections was applied, and every other section was.
 pub fn apply(patches: &BTreeMap<String, ConfigPatch>) -> Result<(), Vec<ConfigureError>> {
-    apply_counted(patches).map(drop)
+    apply_counted(patches, Sections::EachAlone).map(drop)
 }
 
-/// [`apply`], returning how many breakers it changed. An `Err` holds at
-/// least one error.
-fn apply_counted(patches: &BTreeMap<String, ConfigPatch>) -> Result<usize, Vec<ConfigureError>> {
+/// Whether a refused section keeps the others from being applied.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sections {
+    /// [`apply`]: each section applied if it fits, whatever the others do.
+    EachAlone,
+    /// [`configure`], [`from_env`]: every section fits, or none is applied.
+    AllOrNothing,
+}
+
+/// [`apply`], returning how many breakers and families it changed. An
+/// `Err` holds at least one error.
+fn apply_counted(
+    patches: &BTreeMap<String, ConfigPatch>,
+    sections: Sections,
+) -> Result<usize, Vec<ConfigureError>> {
     let mut errors: Vec<ConfigureError> = Vec::new();
-    let mut targets = Vec::new();
+    let mut fitting = Vec::new();
     for (name, patch) in patches {
-        let breakers = named(name);
-        if breakers.is_empty() {
-            errors.push(ConfigureError::new(
-                name,
-                "name",
-                "is not a registered breaker",
-            ));
-        }
-        for breaker in breakers {
-            match patch.applied_to(&breaker.current_config()) {
-                Ok(_) => targets.push((breaker, patch)),
-                Err((key, reason)) => {
-                    let error = ConfigureError::new(name, key, reason);
-                    if !errors.contains(&error) {
-                        errors.push(error);
-                    }
-                }
-            }
+        match targets(name, patch) {
+            Ok(targets) => fitting.push((targets, patch)),
+            Err(refused) => errors.extend(refused),
         }
     }
-    if !errors.is_empty() {
+    if sections == Sections::AllOrNothing && !errors.is_empty() {
         return Err(errors);
     }
-    let changed = targets.len();
-    for (breaker, patch) in targets {
-        // Checked above; a concurrent change in between is reported here.
-        if let Err(error) = breaker.reconfigure(patch) {
-            errors.push(error);
+    let mut changed = 0;
+    for (targets, patch) in fitting {
+        for target in targets {
+            // Checked above; a concurrent change in between is reported here.
+            match target.reconfigure(patch) {
+                Ok(()) => changed += 1,
+                Err(error) => errors.push(error),
+            }
         }
     }
     if errors.is_empty() {
@@ -592,28 +642,132 @@ fn apply_counted(patches: &BTreeMap<String, ConfigPatch>) -> Result<usize, Vec<C
     }
 }
 
-/// Every live breaker registered under `name` (breakers built at run time
-/// may share one), or else the keyed family member of that name.
-fn named(name: &str) -> Vec<BreakerRef> {
-    let mut found: Vec<BreakerRef> = registry::all()
-        .into_iter()
-        .filter(|b| b.name() == name)
-        .collect();
-    if found.is_empty() {
-        found.extend(registry::get(name));
+/// What a name in an override changes.
+enum Target {
+    /// A breaker: registered, or a family's member.
+    Breaker(BreakerRef),
+    /// Every breaker of a keyed family, now and later.
+    #[cfg(feature = "keyed")]
+    Family(registry::FamilyRef),
+}
+
+impl Target {
+    fn reconfigure(&self, patch: &ConfigPatch) -> Result<(), ConfigureError> {
+        match self {
+            Target::Breaker(breaker) => breaker.reconfigure(patch),
+            #[cfg(feature = "keyed")]
+            Target::Family(family) => family.reconfigure(patch),
+        }
     }
-    found
+}
+
+/// What `name` addresses, each checked against `patch`: every live breaker
+/// registered under `name` (breakers built at run time may share one) and
+/// every keyed family of that name; else the breaker of a family's key
+/// (`family[key]`). Every refusal, named `name`, when any.
+fn targets(name: &str, patch: &ConfigPatch) -> Result<Vec<Target>, Vec<ConfigureError>> {
+    let mut errors: Vec<ConfigureError> = Vec::new();
+    let mut check = |config: &Config| {
+        if let Err((key, reason)) = patch.applied_to(config) {
+            let error = ConfigureError::new(name, key, reason);
+            if !errors.contains(&error) {
+                errors.push(error);
+            }
+        }
+    };
+    let mut found: Vec<Target> = Vec::new();
+    for breaker in registry::all().into_iter().filter(|b| b.name() == name) {
+        check(&breaker.current_config());
+        found.push(Target::Breaker(breaker));
+    }
+    #[cfg(feature = "keyed")]
+    for family in registry::families()
+        .into_iter()
+        .filter(|f| f.name() == name)
+    {
+        check(&family.config());
+        for member in family.members() {
+            check(&member.breaker().current_config());
+        }
+        found.push(Target::Family(family));
+    }
+    #[cfg(feature = "keyed")]
+    if found.is_empty() {
+        match key_breaker(name, patch) {
+            Some(Ok(member)) => {
+                check(&member.current_config());
+                found.push(Target::Breaker(member));
+            }
+            Some(Err(error)) => errors.push(error),
+            None => {}
+        }
+    }
+    if found.is_empty() && errors.is_empty() {
+        errors.push(ConfigureError::new(
+            name,
+            "name",
+            "matches no registered breaker or family",
+        ));
+    }
+    if errors.is_empty() {
+        Ok(found)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The breaker of `family[label]`: the member if the key has one (or the
+/// overflow breaker `family[*]` once used), else one its first call adopts,
+/// made only once `patch` fits the family's settings. `None` when `name`
+/// names no registered family's key.
+#[cfg(feature = "keyed")]
+fn key_breaker(name: &str, patch: &ConfigPatch) -> Option<Result<BreakerRef, ConfigureError>> {
+    if let Some(member) = registry::get(name) {
+        return Some(Ok(member));
+    }
+    // The longest family name that fits: a key may hold brackets itself
+    // (`[::1]:80`).
+    let (family, label) = registry::families()
+        .into_iter()
+        .filter_map(|f| {
+            let label = name
+                .strip_prefix(f.name().as_str())?
+                .strip_prefix('[')?
+                .strip_suffix(']')?
+                .to_owned();
+            Some((f, label))
+        })
+        .max_by_key(|(f, _)| f.name().len())?;
+    if let Err((key, reason)) = patch.applied_to(&family.config()) {
+        return Some(Err(ConfigureError::new(name, key, reason)));
+    }
+    Some(family.member(&label).ok_or_else(|| {
+        let (waiting, family) = (family.max_keys(), family.name());
+        let reason = if label == "*" {
+            format!(
+                "is the overflow breaker of the family `{family}`, made when a key first finds \
+                 the family full; set the family's settings by its name `{family}`"
+            )
+        } else {
+            format!(
+                "is a key of the family `{family}` with no breaker yet, and {waiting} keys \
+                 already wait for their first call with breakers made before it: set the \
+                 family's settings by its name `{family}`, or this key's after its first call"
+            )
+        };
+        ConfigureError::new(name, "name", reason)
+    }))
 }
 
 /// Reads `FAILFAST__<BREAKER>__<KEY>` overrides from the environment and
 /// applies them, all or nothing (see [the scheme](self#environment-variables)).
-/// Returns how many breakers were changed. Variables outside the scheme are
+/// Returns how many breakers were changed (a keyed family counts once). Variables outside the scheme are
 /// ignored, whether or not they are UTF-8.
 ///
 /// # Errors
 ///
-/// Every variable refused (unknown, empty or ambiguous breaker, unknown
-/// key, a name or value that is not UTF-8, unparsable value, a value that
+/// Every variable refused (a name that is unknown, empty or ambiguous, an
+/// unknown key, a name or value that is not UTF-8, unparsable value, a value that
 /// cannot work), each with its breaker, key and reason; then nothing was
 /// applied.
 pub fn from_env() -> Result<usize, Vec<ConfigureError>> {
@@ -623,7 +777,8 @@ pub fn from_env() -> Result<usize, Vec<ConfigureError>> {
 /// [`from_env`] over the given variables (`(name, value)` pairs of
 /// `String`s, `&str`s or `OsString`s, as `std::env::vars_os` gives them);
 /// those not starting with `FAILFAST__` are ignored. Returns how many
-/// breakers were changed (every breaker of a name several share counts).
+/// breakers were changed (every breaker of a name several share counts, a
+/// keyed family once).
 ///
 /// # Errors
 ///
@@ -634,18 +789,21 @@ where
     V: Into<OsString>,
 {
     const PREFIX: &str = "FAILFAST__";
-    // Each name in variables, with the breaker names that map to it: more
-    // than one, and a variable cannot say which it means. A breaker whose
-    // name maps to the empty name is left out: nothing can address it.
+    // Each name in variables, with the breaker and family names that map to
+    // it: more than one, and a variable cannot say which it means. A name
+    // that maps to the empty name is left out: nothing can address it.
     let mut by_env: BTreeMap<String, Vec<Name>> = BTreeMap::new();
-    for breaker in registry::all() {
-        let env = env_name(breaker.name());
+    let registered = registry::all().into_iter().map(|b| b.shared_name());
+    #[cfg(feature = "keyed")]
+    let registered = registered.chain(registry::families().into_iter().map(|f| f.name()));
+    for name in registered {
+        let env = env_name(&name);
         if env.is_empty() {
             continue;
         }
         let names = by_env.entry(env).or_default();
-        if !names.iter().any(|n| n.as_str() == breaker.name()) {
-            names.push(breaker.shared_name());
+        if !names.contains(&name) {
+            names.push(name);
         }
     }
     let mut patches: BTreeMap<String, ConfigPatch> = BTreeMap::new();
@@ -682,9 +840,10 @@ where
                     breaker,
                     "name",
                     format!(
-                        "(from `{var}`) matches {} breakers, {}: their names differ only in \
-                         characters other than ASCII letters and digits, which variables cannot \
-                         tell apart; set them by name with `configure` or `apply`",
+                        "(from `{var}`) matches {} names of breakers or families, {}: they \
+                         differ only in characters other than ASCII letters and digits, which \
+                         variables cannot tell apart; set them by name with `configure` or \
+                         `apply`",
                         names.len(),
                         names.join(", ")
                     ),
@@ -696,8 +855,8 @@ where
                     breaker,
                     "name",
                     format!(
-                        "(from `{var}`) is empty: a breaker whose name has no ASCII letter or \
-                         digit cannot be set from the environment"
+                        "(from `{var}`) is empty: a breaker or family whose name has no ASCII \
+                         letter or digit cannot be set from the environment"
                     ),
                 ));
                 continue;
@@ -706,7 +865,7 @@ where
                 errors.push(ConfigureError::new(
                     breaker,
                     "name",
-                    format!("(from `{var}`) is not a registered breaker"),
+                    format!("(from `{var}`) matches no registered breaker or family"),
                 ));
                 continue;
             }
@@ -728,16 +887,17 @@ where
     if !errors.is_empty() {
         return Err(errors);
     }
-    apply_counted(&patches)
+    apply_counted(&patches, Sections::AllOrNothing)
 }
 
-/// A breaker's name as written in environment variables: upper case, every
-/// run of characters other than ASCII letters and digits as one `_`.
+/// A breaker's (or keyed family's) name as written in environment
+/// variables: upper case, every run of characters other than ASCII letters
+/// and digits as one `_`.
 ///
 /// Empty for a name with no ASCII letter or digit (`платежи`): such a
 /// breaker cannot be set from the environment. Names that differ only in
 /// other characters (`pay.charge`, `pay-charge`) give the same result, and
-/// a variable that matches more than one breaker name is refused (see
+/// a variable that matches more than one name is refused (see
 /// [the scheme](self#environment-variables)).
 #[must_use]
 pub fn env_name(name: &str) -> String {

@@ -149,7 +149,7 @@ fn a_variable_matching_two_breaker_names_is_refused_with_both_names() {
     assert!(
         errors[0]
             .reason()
-            .contains("matches 2 breakers, `clash-charge`, `clash.charge`"),
+            .contains("matches 2 names of breakers or families, `clash-charge`, `clash.charge`"),
         "{}",
         errors[0]
     );
@@ -322,5 +322,138 @@ fn a_patch_is_accepted_up_to_its_edges_and_refused_past_them() {
             .reason()
             .contains("does not use the failure-rate rule"),
         "{error}"
+    );
+}
+
+/// A registered keyed family of `name` with `threshold`, `max_keys` 4.
+#[cfg(feature = "keyed")]
+fn family(name: &'static str, threshold: u32) -> failfast_runtime::Family<String> {
+    let family =
+        failfast_runtime::Family::builder(Breaker::builder().name(name).threshold(threshold))
+            .max_keys(4)
+            .build()
+            .unwrap();
+    family.register();
+    family
+}
+
+/// A keyed family's name reaches every key's breaker, now and later; and
+/// `family[key]` one key's, before its first call too. A patch that does not
+/// fit the family changes nothing.
+#[cfg(feature = "keyed")]
+#[test]
+fn a_family_is_configured_by_its_name_and_one_key_by_family_and_key() {
+    let keys = family("cfg::replicas", 5);
+    let before = keys.get("10.0.0.1");
+    configure::configure("cfg::replicas", ConfigPatch::new().threshold(3)).unwrap();
+    assert_eq!(threshold(before.breaker()), 3);
+    assert_eq!(threshold(keys.get("10.0.0.2").breaker()), 3, "made later");
+
+    // A key with no call yet: its first call adopts the breaker set by name.
+    configure::configure("cfg::replicas[10.0.0.3]", ConfigPatch::new().threshold(1)).unwrap();
+    assert_eq!(threshold(keys.get("10.0.0.3").breaker()), 1);
+    // A key with a breaker already.
+    configure::configure("cfg::replicas[10.0.0.1]", ConfigPatch::new().threshold(2)).unwrap();
+    assert_eq!(threshold(before.breaker()), 2);
+    assert_eq!(
+        threshold(keys.get("10.0.0.2").breaker()),
+        3,
+        "only that key"
+    );
+
+    let refused =
+        configure::configure("cfg::replicas", ConfigPatch::new().failure_rate(0.5)).unwrap_err();
+    assert_eq!(
+        (refused.breaker(), refused.key()),
+        ("cfg::replicas", "failure_rate")
+    );
+    let refused = configure::configure("cfg::replicas[10.0.0.9]", ConfigPatch::new().threshold(0))
+        .unwrap_err();
+    assert_eq!(
+        (refused.breaker(), refused.key()),
+        ("cfg::replicas[10.0.0.9]", "threshold")
+    );
+    assert!(
+        registry::get("cfg::replicas[10.0.0.9]").is_none(),
+        "no breaker made for a refused patch"
+    );
+    // The overflow breaker exists only once used.
+    let refused =
+        configure::configure("cfg::replicas[*]", ConfigPatch::new().threshold(2)).unwrap_err();
+    assert_eq!(refused.key(), "name");
+    assert!(refused.reason().contains("overflow breaker"), "{refused}");
+}
+
+/// Variables name families as they name breakers, and a family's name takes
+/// part in telling names apart.
+#[cfg(feature = "keyed")]
+#[test]
+fn a_variable_names_a_family_and_one_matching_a_family_and_a_breaker_is_refused() {
+    let keys = family("cfg::env.family", 5);
+    let member = keys.get("a");
+    assert_eq!(
+        from_vars([("FAILFAST__CFG_ENV_FAMILY__THRESHOLD", "4")]),
+        Ok(1),
+        "the family counts once"
+    );
+    assert_eq!(threshold(member.breaker()), 4);
+    assert_eq!(threshold(keys.get("b").breaker()), 4);
+
+    let _clashing = family("cfg::clash.family", 5);
+    let breaker = registered("cfg::clash-family", 5);
+    let errors = from_vars([("FAILFAST__CFG_CLASH_FAMILY__THRESHOLD", "2")]).unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].reason().contains(
+            "matches 2 names of breakers or families, `cfg::clash-family`, `cfg::clash.family`"
+        ),
+        "{}",
+        errors[0]
+    );
+    assert_eq!(threshold(&breaker), 5);
+}
+
+/// `apply` applies each section it can: one refused keeps no other from
+/// being applied, and every refusal comes back at once.
+#[test]
+fn each_section_is_applied_on_its_own_and_every_refusal_is_returned() {
+    let good = registered("sections::good", 5);
+    let bad = registered("sections::bad", 5);
+    let patches = std::collections::BTreeMap::from([
+        ("sections::good".to_owned(), ConfigPatch::new().threshold(7)),
+        (
+            "sections::bad".to_owned(),
+            ConfigPatch::new().threshold(6).trial_calls(0),
+        ),
+        ("sections::gone".to_owned(), ConfigPatch::new().threshold(2)),
+    ]);
+    let errors = configure::apply(&patches).unwrap_err();
+    let found: Vec<_> = errors.iter().map(|e| (e.breaker(), e.key())).collect();
+    assert_eq!(
+        found,
+        [("sections::bad", "trial_calls"), ("sections::gone", "name")]
+    );
+    assert_eq!(threshold(&good), 7, "the good section applied");
+    assert_eq!(
+        threshold(&bad),
+        5,
+        "a refused section applied whole or not at all"
+    );
+}
+
+/// The message of a name that matches nothing blames the name, not a key.
+#[test]
+fn an_unknown_name_is_reported_as_matching_no_breaker_or_family() {
+    let error = configure::configure("cfg::nowhere", ConfigPatch::new().threshold(2)).unwrap_err();
+    assert_eq!(error.key(), "name");
+    assert_eq!(
+        error.to_string(),
+        "`cfg::nowhere` matches no registered breaker or family"
+    );
+    let errors = from_vars([("FAILFAST__CFG_NOWHERE__THRESHOLD", "2")]).unwrap_err();
+    assert_eq!(
+        errors[0].to_string(),
+        "`CFG_NOWHERE` (from `FAILFAST__CFG_NOWHERE__THRESHOLD`) matches no registered breaker \
+         or family"
     );
 }
