@@ -26,7 +26,8 @@
 //!
 //! [`subscribe`] listens to every breaker, [`subscribe_to`] to the breakers of
 //! one name (registered or not, called yet or not: an attribute breaker can be
-//! listened to before its first call), [`Breaker::subscribe`] to one breaker.
+//! listened to before its first call) and, by a keyed family's name, to its
+//! members, [`Breaker::subscribe`] to one breaker.
 //! Each returns a [`Subscription`]: dropping it stops the listener, and
 //! [`Subscription::keep`] keeps it for the rest of the program.
 //!
@@ -256,7 +257,19 @@ type Callback = dyn Fn(&Transition) + Send + Sync;
 enum Target {
     All,
     Breaker(u64),
-    Name(Name),
+    /// The breakers of this name, and those named `name[…]`.
+    Name(Box<str>),
+}
+
+/// Whether a transition of the breaker named `name` reaches a subscription
+/// to `subscribed`: the same name, or a keyed family's member, `subscribed`
+/// followed by a label in brackets (see [`subscribe_to`]).
+fn named(subscribed: &str, name: &str) -> bool {
+    match name.strip_prefix(subscribed) {
+        Some("") => true,
+        Some(label) => label.starts_with('[') && label.ends_with(']'),
+        None => false,
+    }
 }
 
 #[derive(Clone)]
@@ -317,11 +330,44 @@ pub fn subscribe(listener: impl Fn(&Transition) + Send + Sync + 'static) -> Subs
 /// Listens to the transitions of every breaker named `name`, including
 /// breakers not built or not registered yet, until the returned
 /// [`Subscription`] is dropped.
+///
+/// By a keyed family's name, it listens to the family's members too, its
+/// overflow breaker `name[*]` included: to every breaker whose name is
+/// `name` followed by a label in brackets, `name[…]`, which is how a
+/// member is named (a family's members carry no other mark). So
+/// `subscribe_to("inventory")` gets `inventory[eu-1]`, not `inventory-v2`
+/// nor `inv[x]`; and, names being free text, also a breaker built by hand
+/// as `inventory[x]`, or the members of a family named `inventory[eu]`:
+/// keep brackets out of the names of breakers and families. A member's
+/// full name, `subscribe_to("inventory[eu-1]")`, listens to that key's
+/// breakers only.
+///
+/// ```
+/// # #[cfg(feature = "keyed")]
+/// # fn main() -> Result<(), failfast_runtime::ConfigError> {
+/// use failfast_runtime::{events, Breaker, Family};
+/// use std::sync::{Arc, Mutex};
+///
+/// let hosts: Family<String> =
+///     Family::builder(Breaker::builder().name("inventory").threshold(1)).build()?;
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = Arc::clone(&seen);
+/// let family = String::from("inventory"); // any `&str` or `String`
+/// let _listening = events::subscribe_to(&family, move |t| {
+///     sink.lock().unwrap().push(t.name.to_string());
+/// });
+/// let _ = hosts.get("eu-1").call(|| Err::<(), _>("connection refused"));
+/// assert_eq!(*seen.lock().unwrap(), ["inventory[eu-1]"]);
+/// # Ok(())
+/// # }
+/// # #[cfg(not(feature = "keyed"))]
+/// # fn main() {}
+/// ```
 pub fn subscribe_to(
-    name: impl Into<std::borrow::Cow<'static, str>>,
+    name: impl AsRef<str>,
     listener: impl Fn(&Transition) + Send + Sync + 'static,
 ) -> Subscription {
-    add(Target::Name(Name::from(name.into())), Arc::new(listener))
+    add(Target::Name(name.as_ref().into()), Arc::new(listener))
 }
 
 impl Breaker {
@@ -613,7 +659,7 @@ fn notify(breaker: &Breaker, t: &Transition) {
         let wanted = match &l.target {
             Target::All => true,
             Target::Breaker(b) => *b == id,
-            Target::Name(n) => *n == t.name,
+            Target::Name(n) => named(n, &t.name),
         };
         if wanted {
             let _ = catch_unwind(AssertUnwindSafe(|| (l.callback)(t)));

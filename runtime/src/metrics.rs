@@ -18,12 +18,43 @@
 //! Label values are bounded by the breakers a program declares: one series
 //! per breaker name (and outcome or state pair).
 //!
+//! # Keyed families
+//!
 //! The members of a keyed family (`key = …`, `Family`) carry the key in
-//! their name, `family[key]`: they are reported on their transitions (not
-//! on registration or [`export`], where the family is one entry), so a
-//! family adds at most `max_keys` values of `breaker` that are live at
-//! once, its cardinality cap; an evicted key's series stay with the
-//! recorder until it forgets them.
+//! their name, `family[key]`, and are reported like any breaker without
+//! being registered one by one: [`export`] reports every member of every
+//! registered family (`registry::families()`), the overflow breaker
+//! `family[*]` included, and a member's transitions report themselves. A
+//! member has the call counters, the state gauge and the transition
+//! counters (at zero from the first export that finds it); the settings
+//! gauges are written for registered breakers only, not per member.
+//!
+//! A family gives `breaker` at most `max_keys + 1` values at once (its
+//! members and its overflow breaker), plus one for each key it evicted:
+//! the `metrics` facade cannot remove a series, so an evicted member's
+//! series stay with the recorder at their last values until the recorder
+//! forgets them (an idle timeout, a restart), its state gauge included (a
+//! member evicted while Open because its key went away still reads 1).
+//! Keys that keep coming and going (a client's address) make new series
+//! without end: key families by something bounded (a replica, a tenant).
+//! Calls an evicted member took after its last report (its last transition
+//! or export) are not counted: at most one scrape interval's calls of that
+//! key, when [`export`] runs before each scrape.
+//!
+//! # Counters count on under a name
+//!
+//! A call counter holds what the process counted under its labels, not one
+//! breaker's total: the library remembers, for each value of `breaker` it
+//! wrote, the call counts written, and adds to them what each breaker of
+//! that name counted since its own last report. A key evicted and made
+//! again (a new breaker, whose totals start at zero), a breaker built
+//! anew under an old name, or two live breakers sharing one therefore
+//! count on from the values written before, and a recorder that keeps the
+//! largest value written sees every call (`absolute` means "at least":
+//! `metrics-exporter-prometheus` keeps the largest). What is remembered is
+//! small (seven counts, about 150 bytes, and the name's text, per value of
+//! `breaker`) and kept for the life of the process, as the recorder keeps
+//! its series.
 //!
 //! # When values reach the recorder
 //!
@@ -35,10 +66,10 @@
 //!   [`events`](crate::events) queue, so a transition whose event was dropped
 //!   is counted too): the transition counter, the state gauge and the
 //!   breaker's call totals.
-//! - On [`export`]: the call totals and state of every registered breaker.
-//!   Call it before each scrape (in the `/metrics` handler) for up-to-date
-//!   call counts; and once after installing a recorder, if breakers were
-//!   registered before it was.
+//! - On [`export`]: the call totals and state of every registered breaker
+//!   and of every member of a registered keyed family. Call it before each
+//!   scrape (in the `/metrics` handler) for up-to-date call counts; and once
+//!   after installing a recorder, if breakers were registered before it was.
 //!
 //! The descriptions of the series (unit and help text) go to each recorder
 //! once, on the first registration or export that finds it in use. A
@@ -46,21 +77,24 @@
 //! remembered: a recorder made where a dropped one was (a test's local
 //! recorder, say) is not described again.
 //!
-//! Counters only go up: one breaker's call totals and state are reported one
-//! report at a time (a lock per breaker, held while they are read and
-//! written), so the absolute values written to a counter never decrease,
-//! even with [`export`] running on several threads at once. A recorder that
-//! blocks holds up the other reports of that breaker (its transitions, and
-//! `export`), as any recorder call would. A recorder that panics is caught
-//! wherever the library calls it (the panic hook reports it as usual): the
-//! call, transition, registration or export at hand goes on, and so does
-//! the delivery of [`events`](crate::events#delivery).
+//! Counters only go up: the call totals and state of the breakers of one
+//! name are reported one report at a time (a lock per name, held while a
+//! breaker's totals are read and the counts written), so the absolute values
+//! written to a counter never decrease, even with [`export`] running on
+//! several threads at once. A recorder that blocks holds up the other
+//! reports of that name (its transitions, and `export`), as any recorder
+//! call would. A recorder that panics is caught wherever the library calls
+//! it (the panic hook reports it as usual): the call, transition,
+//! registration or export at hand goes on, and so does the delivery of
+//! [`events`](crate::events#delivery).
 //!
 //! Calls are *not* reported to the recorder one by one: they are counted in
 //! the breaker's per-thread totals (no shared write per call, see
 //! [`Snapshot::calls`](crate::Snapshot::calls)) and reported as absolute
 //! values at the moments above. With the feature on and a recorder installed,
-//! a call costs exactly what it costs without.
+//! a call costs exactly what it costs without; a keyed member's call too
+//! (nothing is written per call or per key looked up, only at the moments
+//! above).
 //!
 //! ```
 //! # use failfast_runtime::{registry, Breaker};
@@ -69,8 +103,9 @@
 //! failfast_runtime::metrics::export();
 //! ```
 
+use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use ::metrics::{
     gauge, with_recorder, Key, KeyName, Label, Level, Metadata, Recorder, SharedString, Unit,
@@ -86,9 +121,10 @@ const STATE: &str = "failfast_state";
 const TRANSITIONS: &str = "failfast_transitions_total";
 
 fn label(name: &Name) -> SharedString {
-    match name.as_static() {
-        Some(s) => SharedString::from(s),
-        None => SharedString::from(name.to_string()),
+    match (name.as_static(), name.as_shared()) {
+        (Some(s), _) => SharedString::from(s),
+        (None, Some(s)) => SharedString::from(Arc::clone(s)),
+        (None, None) => SharedString::from(name.to_string()),
     }
 }
 
@@ -193,8 +229,30 @@ fn describe_to(r: &dyn Recorder) {
 static METADATA: Metadata<'static> =
     Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
 
-/// A breaker's series keys, built once (on its registration or first
-/// transition) so that reporting allocates nothing.
+/// The call counts written under one value of `breaker`, in the order of
+/// `OUTCOMES`: what every breaker of that name counted, up to its last
+/// report (module docs, "Counters count on under a name"). Its lock is held
+/// while a breaker of the name is read and reported, so that a counter is
+/// never set below a value written before.
+type Written = Arc<Mutex<[u64; 7]>>;
+
+/// The counts written, by value of `breaker`, for the life of the process.
+static WRITTEN: Mutex<Option<HashMap<Name, Written>>> = Mutex::new(None);
+
+/// The counts written under `name` so far (zeros for a name not seen yet).
+fn written(name: &Name) -> Written {
+    let mut names = WRITTEN.lock().unwrap_or_else(PoisonError::into_inner);
+    let names = names.get_or_insert_with(HashMap::new);
+    if let Some(written) = names.get(name.as_str()) {
+        return Arc::clone(written);
+    }
+    let written = Written::default();
+    names.insert(name.clone(), Arc::clone(&written));
+    written
+}
+
+/// A breaker's series keys, built once (on its registration, first
+/// transition or first export) so that reporting allocates nothing.
 #[derive(Debug)]
 pub(crate) struct Keys {
     /// `failfast_calls_total` by outcome, in the order of `OUTCOMES`.
@@ -202,10 +260,11 @@ pub(crate) struct Keys {
     state: Key,
     /// `failfast_transitions_total`, indexed by `pair(from, to)`.
     transitions: [Key; 9],
-    /// The call totals last written, in the order of `calls`; held while
-    /// the totals and the state are read and written, so that a counter is
-    /// never set below a value written before.
-    reported: Mutex<[u64; 7]>,
+    /// The counts written under the breaker's name.
+    written: Written,
+    /// This breaker's totals added to `written` so far; read and written
+    /// only under `written`'s lock.
+    counted: Mutex<[u64; 7]>,
 }
 
 const OUTCOMES: [&str; 7] = [
@@ -241,7 +300,8 @@ impl Keys {
                     &[("from", state_label(from)), ("to", state_label(to))],
                 )
             }),
-            reported: Mutex::new([0; 7]),
+            written: written(name),
+            counted: Mutex::new([0; 7]),
         }
     }
 }
@@ -250,12 +310,14 @@ fn keys(b: &Breaker) -> &Keys {
     b.hook.metric_keys.get_or_init(|| Keys::new(&b.config.name))
 }
 
-/// Sets the call totals and the state of `b`, as they are now.
+/// Adds what `b` counted since its last report to the counts of its name,
+/// and sets them and `b`'s state, as they are now.
 fn export_breaker(b: &Breaker) {
     let keys = keys(b);
-    // Read under the lock: a later write reports later totals (and never
-    // less than the last one written, whatever the reading).
-    let mut reported = keys.reported.lock().unwrap_or_else(PoisonError::into_inner);
+    // Read under the name's lock: a later write reports later totals (and
+    // never less than the last one written, whatever the reading).
+    let mut written = keys.written.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut counted = keys.counted.lock().unwrap_or_else(PoisonError::into_inner);
     let s = b.snapshot();
     let totals = [
         s.successes,
@@ -266,23 +328,65 @@ fn export_breaker(b: &Breaker) {
         s.timeouts,
         s.would_reject,
     ];
+    for ((sum, so_far), total) in written.iter_mut().zip(counted.iter_mut()).zip(totals) {
+        // A total read lower than one counted before adds nothing.
+        *sum += total.saturating_sub(*so_far);
+        *so_far = total.max(*so_far);
+    }
+    drop(counted);
     with_recorder(|r| {
-        for ((key, last), total) in keys.calls.iter().zip(reported.iter_mut()).zip(totals) {
-            *last = total.max(*last);
-            r.register_counter(key, &METADATA).absolute(*last);
+        for (key, sum) in keys.calls.iter().zip(written.iter()) {
+            r.register_counter(key, &METADATA).absolute(*sum);
         }
         r.register_gauge(&keys.state, &METADATA)
             .set(state_code(s.state));
     });
 }
 
-/// Reports the call totals and state of every registered breaker to the
-/// installed recorder; see the [module docs](self) for when to call it.
+/// Reports the call totals and state of every registered breaker, and of
+/// every member of a registered keyed family, to the installed recorder;
+/// see the [module docs](self) for when to call it.
 pub fn export() {
     caught(describe);
     for b in registry::all() {
         caught(|| export_breaker(&b));
     }
+    #[cfg(feature = "keyed")]
+    for family in registry::families() {
+        // Held one at a time, each for its own report: a member held is
+        // one the family may not evict.
+        let members: Vec<_> = family.members().iter().map(Arc::downgrade).collect();
+        for member in members.iter().filter_map(std::sync::Weak::upgrade) {
+            caught(|| export_member(&member));
+        }
+    }
+}
+
+/// A family's member: its call totals and state, and its transition
+/// counters at zero the first time, as registration does for a breaker.
+#[cfg(feature = "keyed")]
+fn export_member(b: &Breaker) {
+    let first = b.hook.metric_keys.get().is_none();
+    export_breaker(b);
+    if first {
+        zero_transitions(keys(b));
+    }
+}
+
+/// Sets the counters of the transitions a breaker makes on its own at
+/// zero, if they have no value yet.
+fn zero_transitions(keys: &Keys) {
+    with_recorder(|r| {
+        for (from, to) in [
+            (State::Closed, State::Open),
+            (State::Open, State::HalfOpen),
+            (State::HalfOpen, State::Closed),
+            (State::HalfOpen, State::Open),
+        ] {
+            r.register_counter(&keys.transitions[pair(from, to)], &METADATA)
+                .increment(0);
+        }
+    });
 }
 
 /// Runs `f`, a report to the recorder, catching the recorder's panic: it is
@@ -302,18 +406,7 @@ pub(crate) fn registered(b: &Breaker) {
 
 fn series(b: &Breaker) {
     export_breaker(b);
-    let keys = keys(b);
-    with_recorder(|r| {
-        for (from, to) in [
-            (State::Closed, State::Open),
-            (State::Open, State::HalfOpen),
-            (State::HalfOpen, State::Closed),
-            (State::HalfOpen, State::Open),
-        ] {
-            r.register_counter(&keys.transitions[pair(from, to)], &METADATA)
-                .increment(0);
-        }
-    });
+    zero_transitions(keys(b));
     let name = label(&b.shared_name());
     let c = b.settings();
     #[allow(clippy::cast_precision_loss)] // nanoseconds below 2^53 (104 days) are exact

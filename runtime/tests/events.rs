@@ -489,3 +489,56 @@ fn a_manual_control_reports_the_counts_it_cleared() {
     assert_eq!((t.from, t.reason), (State::Closed, Reason::Manual));
     assert_eq!(t.counts.consecutive_failures, 0);
 }
+
+/// A subscription by a keyed family's name, given as a `String` that
+/// outlives nothing, gets the transitions of its members, the overflow
+/// breaker's included, and of no breaker whose name merely starts alike; a
+/// member's full name gets that member's only.
+#[cfg(feature = "keyed")]
+#[test]
+fn a_subscription_by_a_family_name_gets_its_members_and_its_overflow_breaker() {
+    use failfast_runtime::Family;
+    let clock = ManualClock::new();
+    let family: Family<String> =
+        Family::builder(builder(&clock).name("events-inventory").threshold(1))
+            .max_keys(1)
+            .build()
+            .unwrap();
+    let listen = |name: &str| {
+        let log = Log::default();
+        let sink = log.clone();
+        let subscription =
+            events::subscribe_to(name, move |t| sink.0.lock().unwrap().push(t.clone()));
+        (log, subscription)
+    };
+    let names =
+        |log: &Log| -> Vec<String> { log.take().iter().map(|t| t.name.to_string()).collect() };
+    let by_family = String::from("events-inventory");
+    let (whole, _whole) = listen(&by_family);
+    drop(by_family);
+    let (one, _one) = listen("events-inventory[x]");
+    let (shorter, _shorter) = listen("events-inv");
+    let longer = builder(&clock)
+        .name("events-inventory-v2")
+        .threshold(1)
+        .build()
+        .unwrap();
+
+    // `x` opens and keeps its place: `y` runs through the overflow breaker.
+    fail(&family.get("x"));
+    fail(&family.get("y"));
+    assert_eq!(family.get("y").name(), "events-inventory[*]");
+    fail(&longer);
+
+    assert_eq!(
+        names(&whole),
+        ["events-inventory[x]", "events-inventory[*]"]
+    );
+    assert_eq!(names(&one), ["events-inventory[x]"]);
+    assert_eq!(names(&shorter), Vec::<String>::new());
+    let states: Vec<_> = [family.get("x"), family.get("y")]
+        .iter()
+        .map(|m| m.state())
+        .collect();
+    assert_eq!(states, [State::Open, State::Open]);
+}

@@ -448,3 +448,229 @@ fn a_panicking_recorder_stops_neither_the_caller_nor_the_listeners() {
         assert_eq!(seq, i as u64 + 1);
     }
 }
+
+/// Keeps each counter as `metrics-exporter-prometheus` does, and is read
+/// without resetting: an increment adds, an absolute value is kept only
+/// when it is larger (`absolute` means "at least").
+#[derive(Clone, Default)]
+struct Scraped(Arc<Mutex<HashMap<Key, u64>>>);
+
+struct ScrapedCounter {
+    key: Key,
+    to: Scraped,
+}
+
+impl CounterFn for ScrapedCounter {
+    fn increment(&self, value: u64) {
+        *self
+            .to
+            .0
+            .lock()
+            .unwrap()
+            .entry(self.key.clone())
+            .or_insert(0) += value;
+    }
+
+    fn absolute(&self, value: u64) {
+        let mut counters = self.to.0.lock().unwrap();
+        let kept = counters.entry(self.key.clone()).or_insert(0);
+        *kept = value.max(*kept);
+    }
+}
+
+impl Recorder for Scraped {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        Counter::from_arc(Arc::new(ScrapedCounter {
+            key: key.clone(),
+            to: self.clone(),
+        }))
+    }
+
+    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::noop()
+    }
+
+    fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::noop()
+    }
+}
+
+impl Scraped {
+    /// `failfast_calls_total{breaker, outcome}`, if it was ever written.
+    fn calls(&self, breaker: &str, outcome: &str) -> Option<u64> {
+        let counters = self.0.lock().unwrap();
+        counters
+            .iter()
+            .find(|(key, _)| {
+                key.name() == "failfast_calls_total"
+                    && key
+                        .labels()
+                        .any(|l| l.key() == "breaker" && l.value() == breaker)
+                    && key
+                        .labels()
+                        .any(|l| l.key() == "outcome" && l.value() == outcome)
+            })
+            .map(|(_, value)| *value)
+    }
+}
+
+/// Every member of a registered family is exported with its current
+/// counts, the overflow breaker too, its transition counters at zero from
+/// the first export; and calls between two exports write nothing.
+#[cfg(feature = "keyed")]
+#[test]
+fn export_reports_every_member_of_a_family_with_its_current_counts() {
+    use failfast_runtime::Family;
+    let recorder = DebuggingRecorder::new();
+    let s = recorder.snapshotter();
+    let calls =
+        |breaker: &'static str, outcome: &'static str| [("breaker", breaker), ("outcome", outcome)];
+    let family: Family<String> =
+        Family::builder(Breaker::builder().name("metrics-keyed").threshold(2))
+            .max_keys(2)
+            .build()
+            .unwrap();
+    family.register();
+    metrics::with_local_recorder(&recorder, || {
+        for _ in 0..5 {
+            family.get("a").acquire().unwrap().record(Outcome::Success);
+            family.get("b").acquire().unwrap().record(Outcome::Success);
+        }
+        for _ in 0..2 {
+            family.get("b").acquire().unwrap().record(Outcome::Failure);
+        }
+        // The family is full of breakers it may not evict (`b` is open, `a`
+        // held): `c` runs through the overflow breaker.
+        let a = family.get("a");
+        for _ in 0..3 {
+            family.get("c").acquire().unwrap().record(Outcome::Success);
+        }
+        assert_eq!(family.get("c").name(), "metrics-keyed[*]");
+        drop(a);
+
+        failfast_runtime::metrics::export();
+        let r = read(&s);
+        assert_eq!(
+            r.counter(
+                "failfast_calls_total",
+                &calls("metrics-keyed[a]", "success")
+            ),
+            5
+        );
+        assert_eq!(
+            r.gauge("failfast_state", &[("breaker", "metrics-keyed[a]")]),
+            0.0
+        );
+        let a_opened = [
+            ("breaker", "metrics-keyed[a]"),
+            ("from", "closed"),
+            ("to", "open"),
+        ];
+        assert_eq!(r.counter("failfast_transitions_total", &a_opened), 0);
+        assert_eq!(
+            r.counter(
+                "failfast_calls_total",
+                &calls("metrics-keyed[b]", "success")
+            ),
+            5
+        );
+        assert_eq!(
+            r.counter(
+                "failfast_calls_total",
+                &calls("metrics-keyed[b]", "failure")
+            ),
+            2
+        );
+        assert_eq!(
+            r.gauge("failfast_state", &[("breaker", "metrics-keyed[b]")]),
+            1.0
+        );
+        assert_eq!(
+            r.counter(
+                "failfast_calls_total",
+                &calls("metrics-keyed[*]", "success")
+            ),
+            3
+        );
+
+        // Calls write nothing...
+        for _ in 0..4 {
+            family.get("a").acquire().unwrap().record(Outcome::Success);
+        }
+        let r = read(&s);
+        assert_eq!(
+            r.counter(
+                "failfast_calls_total",
+                &calls("metrics-keyed[a]", "success")
+            ),
+            0,
+            "not per call"
+        );
+        // ...and the next export brings the counts up to date.
+        failfast_runtime::metrics::export();
+        let r = read(&s);
+        assert_eq!(
+            r.counter(
+                "failfast_calls_total",
+                &calls("metrics-keyed[a]", "success")
+            ),
+            9
+        );
+    });
+}
+
+/// A key evicted and made again gets a new breaker, whose totals start at
+/// zero: its counters count on from the values written before, so a
+/// recorder that keeps the largest value sees the calls of both.
+#[cfg(feature = "keyed")]
+#[test]
+fn a_key_evicted_and_made_again_counts_on_from_its_last_values() {
+    use failfast_runtime::Family;
+    let scraped = Scraped::default();
+    let family: Family<String> = Family::builder(Breaker::builder().name("metrics-rekeyed"))
+        .max_keys(1)
+        .build()
+        .unwrap();
+    family.register();
+    let call = |key: &str, outcome: Outcome| {
+        family.get(key).acquire().unwrap().record(outcome);
+    };
+    metrics::with_local_recorder(&scraped, || {
+        for _ in 0..3 {
+            call("a", Outcome::Success);
+        }
+        call("a", Outcome::Failure);
+        failfast_runtime::metrics::export();
+        assert_eq!(scraped.calls("metrics-rekeyed[a]", "success"), Some(3));
+
+        for round in 1..=2 {
+            // `b` takes `a`'s place, then `a` takes `b`'s: a new breaker.
+            call("b", Outcome::Success);
+            failfast_runtime::metrics::export();
+            for _ in 0..2 {
+                call("a", Outcome::Success);
+            }
+            call("a", Outcome::Failure);
+            assert_eq!(family.evicted(), 2 * round, "round {round}");
+            assert_eq!(family.get("a").snapshot().successes, 2);
+            failfast_runtime::metrics::export();
+            assert_eq!(
+                scraped.calls("metrics-rekeyed[a]", "success"),
+                Some(3 + 2 * round),
+                "round {round}"
+            );
+            assert_eq!(
+                scraped.calls("metrics-rekeyed[a]", "failure"),
+                Some(1 + round),
+                "round {round}"
+            );
+            assert_eq!(scraped.calls("metrics-rekeyed[b]", "success"), Some(round));
+        }
+    });
+}
