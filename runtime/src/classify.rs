@@ -6,6 +6,12 @@
 //! answers by `grpc-status`, and any closure `Fn(&Result<Res, E>) -> Outcome`
 //! judges what you like. [`tower::CircuitBreakerLayer`](crate::tower) and the
 //! reqwest middleware take one of them.
+//!
+//! Their rules are also predicates for the attribute's `counts = …`, so a
+//! function and a layer count the same answers as failures:
+//! [`http_failure`] for a function returning `Result<T, http::StatusCode>`,
+//! `grpc_failure` (with the `tonic` feature) for one returning
+//! `Result<T, tonic::Status>`.
 
 use std::any::Any;
 
@@ -61,6 +67,9 @@ where
 /// | 5xx | failure |
 /// | 429 and every other 4xx | neutral: the caller's fault, or a limit on the caller |
 /// | 1xx, 2xx, 3xx | success |
+///
+/// The same rule is [`http_failure`], a predicate for the attribute's
+/// `counts`.
 ///
 /// ```
 /// use failfast_runtime::classify::{Classify, HttpClassifier};
@@ -152,13 +161,44 @@ fn chain_has_rejected(error: &(dyn std::error::Error + 'static)) -> bool {
 
 #[inline]
 pub(crate) fn status_outcome(status: http::StatusCode) -> Outcome {
-    if status.is_server_error() {
+    if http_failure(&status) {
         Outcome::Failure
     } else if status.is_client_error() {
         Outcome::Neutral
     } else {
         Outcome::Success
     }
+}
+
+/// Whether [`HttpClassifier`] counts an answer of this status as a
+/// failure: a 5xx. Any 4xx, 429 included, is the caller's fault or a limit
+/// on the caller, not a sign of a sick server.
+///
+/// A predicate for the attribute's `counts` on a function whose error is a
+/// status, `#[circuit_breaker(counts = failfast::classify::http_failure)]`
+/// (for another error type, call it in a closure: `counts = |e:
+/// &reqwest::Error| e.status().is_some_and(|s| http_failure(&s))`), or for
+/// [`Breaker::call_with`](crate::Breaker::call_with):
+///
+/// ```
+/// use failfast_runtime::{classify::http_failure, Breaker, State};
+/// use http::StatusCode;
+///
+/// let breaker = Breaker::builder().threshold(2).build()?;
+/// for status in [StatusCode::BAD_REQUEST, StatusCode::TOO_MANY_REQUESTS] {
+///     let _ = breaker.call_with(http_failure, || Err::<(), _>(status));
+/// }
+/// assert_eq!(breaker.snapshot().consecutive_failures, 0, "the caller's fault");
+/// for _ in 0..2 {
+///     let _ = breaker.call_with(http_failure, || Err::<(), _>(StatusCode::BAD_GATEWAY));
+/// }
+/// assert_eq!(breaker.state(), State::Open);
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+#[must_use]
+#[inline]
+pub fn http_failure(status: &http::StatusCode) -> bool {
+    status.is_server_error()
 }
 
 /// A classifier for gRPC: the codes that say the server is sick or
@@ -168,7 +208,11 @@ pub(crate) fn status_outcome(status: http::StatusCode) -> Outcome {
 /// |---|---|
 /// | `OK` | success |
 /// | `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `RESOURCE_EXHAUSTED`, `INTERNAL`, `UNKNOWN` | failure |
-/// | every other code (`INVALID_ARGUMENT`, `NOT_FOUND`, …) | neutral |
+/// | `CANCELLED` with the message `Timeout expired`: tonic's own time limit | failure |
+/// | every other code (`INVALID_ARGUMENT`, `NOT_FOUND`, the caller's `CANCELLED`, …) | neutral |
+///
+/// The same rule, on a `tonic::Status`, is `grpc_failure` (feature
+/// `tonic`), a predicate for the attribute's `counts`.
 ///
 /// The code is read from the `grpc-status` header of an `http::Response`
 /// (a tonic `Channel` or server route): a call that fails before any message
@@ -199,7 +243,7 @@ impl<B, E: 'static> Classify<http::Response<B>, E> for GrpcClassifier {
     fn classify(&self, result: &Result<http::Response<B>, E>) -> Outcome {
         match result {
             Ok(response) => match response.headers().get("grpc-status") {
-                Some(code) => grpc_code_outcome(code),
+                Some(code) => grpc_code_outcome(code, response.headers().get("grpc-message")),
                 None => status_outcome(response.status()),
             },
             Err(error) => grpc_error_outcome(error),
@@ -211,23 +255,79 @@ impl<B, E: 'static> Classify<http::Response<B>, E> for GrpcClassifier {
 /// `UNAVAILABLE`.
 const GRPC_FAILURES: [i32; 5] = [2, 4, 8, 13, 14];
 
-fn grpc_number_outcome(code: i32) -> Outcome {
+/// `CANCELLED`: the caller's cancellation, or one of tonic's time limits.
+const GRPC_CANCELLED: i32 = 1;
+
+/// The message of the `CANCELLED` status tonic makes of its own time limits
+/// (`tonic::TimeoutExpired`'s), and as tonic writes it in `grpc-message`.
+const TONIC_TIMEOUT: [&str; 2] = ["Timeout expired", "Timeout%20expired"];
+
+/// The rule of [`GrpcClassifier`] and [`grpc_failure`]: a code that says
+/// the server is sick or overloaded, or a `CANCELLED` whose message says it
+/// is tonic's time limit.
+fn grpc_code_fails(code: i32, message: Option<&[u8]>) -> bool {
+    GRPC_FAILURES.contains(&code)
+        || (code == GRPC_CANCELLED
+            && message.is_some_and(|m| TONIC_TIMEOUT.iter().any(|t| t.as_bytes() == m)))
+}
+
+fn grpc_number_outcome(code: i32, message: Option<&[u8]>) -> Outcome {
     if code == 0 {
         Outcome::Success
-    } else if GRPC_FAILURES.contains(&code) {
+    } else if grpc_code_fails(code, message) {
         Outcome::Failure
     } else {
         Outcome::Neutral
     }
 }
 
-fn grpc_code_outcome(code: &HeaderValue) -> Outcome {
+/// Whether [`GrpcClassifier`] counts this status as a failure: its code says
+/// the server is sick or overloaded (`UNAVAILABLE`, `DEADLINE_EXCEEDED`,
+/// `RESOURCE_EXHAUSTED`, `INTERNAL`, `UNKNOWN`), or it is one of tonic's own
+/// time limits (below). Every other code (`INVALID_ARGUMENT`, `NOT_FOUND`,
+/// `PERMISSION_DENIED`, `DATA_LOSS`, the caller's own `CANCELLED`, …) is
+/// not. With the `tonic` feature.
+///
+/// A predicate for the attribute's `counts` on a function returning
+/// `Result<T, tonic::Status>`,
+/// `#[circuit_breaker(counts = failfast::classify::grpc_failure)]`, or for
+/// [`Breaker::call_with`](crate::Breaker::call_with):
+///
+/// ```
+/// use failfast_runtime::{classify::grpc_failure, Breaker, State};
+/// use tonic::Status;
+///
+/// let breaker = Breaker::builder().threshold(2).build()?;
+/// for _ in 0..5 {
+///     let _ = breaker.call_with(grpc_failure, || Err::<(), _>(Status::not_found("no such sku")));
+/// }
+/// assert_eq!(breaker.snapshot().consecutive_failures, 0, "the caller's fault");
+/// for _ in 0..2 {
+///     let _ = breaker.call_with(grpc_failure, || Err::<(), _>(Status::unavailable("down")));
+/// }
+/// assert_eq!(breaker.state(), State::Open);
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+///
+/// A tonic client's time limit (`Endpoint::timeout`, `Request::set_timeout`)
+/// does not end in `DEADLINE_EXCEEDED`: tonic answers `CANCELLED` with the
+/// message `Timeout expired`. This predicate counts that status, telling it
+/// from a cancellation by its message alone (tonic promises no stable
+/// conversion). The attribute's own `timeout = …` is sturdier: a call past
+/// it counts whatever `counts` says.
+#[cfg(feature = "tonic")]
+#[must_use]
+pub fn grpc_failure(status: &tonic::Status) -> bool {
+    grpc_code_fails(status.code() as i32, Some(status.message().as_bytes()))
+}
+
+fn grpc_code_outcome(code: &HeaderValue, message: Option<&HeaderValue>) -> Outcome {
     match code
         .to_str()
         .ok()
         .and_then(|c| c.trim().parse::<i32>().ok())
     {
-        Some(code) => grpc_number_outcome(code),
+        Some(code) => grpc_number_outcome(code, message.map(HeaderValue::as_bytes)),
         // Unreadable: gRPC says to take it as UNKNOWN.
         None => Outcome::Failure,
     }
@@ -245,7 +345,11 @@ fn grpc_error_outcome<E: 'static>(error: &E) -> Outcome {
                 .and_then(|e| e.downcast_ref::<tonic::Status>())
         });
         if let Some(status) = status {
-            return grpc_number_outcome(status.code() as i32);
+            return match status.code() {
+                tonic::Code::Ok => Outcome::Success,
+                _ if grpc_failure(status) => Outcome::Failure,
+                _ => Outcome::Neutral,
+            };
         }
     }
     Outcome::Failure
@@ -262,6 +366,82 @@ mod tests {
             .body(())
             .unwrap();
         GrpcClassifier.classify(&Ok::<_, std::io::Error>(response))
+    }
+
+    fn grpc_with_message(code: &str, message: &str) -> Outcome {
+        let response = http::Response::builder()
+            .header("grpc-status", code)
+            .header("grpc-message", message)
+            .body(())
+            .unwrap();
+        GrpcClassifier.classify(&Ok::<_, std::io::Error>(response))
+    }
+
+    /// tonic's own time limit is `CANCELLED` "Timeout expired", written
+    /// `Timeout%20expired` in `grpc-message`: a failure; any other
+    /// cancellation is the caller's.
+    #[test]
+    fn a_cancelled_answer_is_a_failure_only_when_it_is_tonics_time_limit() {
+        assert_eq!(
+            grpc_with_message("1", "Timeout%20expired"),
+            Outcome::Failure
+        );
+        assert_eq!(grpc_with_message("1", "Timeout expired"), Outcome::Failure);
+        assert_eq!(grpc_with_message("1", "user%20gave%20up"), Outcome::Neutral);
+        assert_eq!(grpc("1"), Outcome::Neutral);
+        assert_eq!(
+            grpc_with_message("3", "Timeout%20expired"),
+            Outcome::Neutral,
+            "only CANCELLED"
+        );
+    }
+
+    /// The gRPC predicate and the classifier give every code and tonic's
+    /// time limit the same verdict; so do the HTTP ones, for every status.
+    #[cfg(feature = "tonic")]
+    #[test]
+    fn the_predicates_agree_with_their_classifiers() {
+        for code in 0..=16 {
+            let status = tonic::Status::new(tonic::Code::from(code), "message");
+            let outcome = GrpcClassifier.classify(&Err::<http::Response<()>, _>(status));
+            let status = tonic::Status::new(tonic::Code::from(code), "message");
+            assert_eq!(
+                grpc_failure(&status),
+                outcome == Outcome::Failure,
+                "code {code}"
+            );
+            assert_eq!(
+                outcome == Outcome::Failure,
+                grpc(&code.to_string()) == Outcome::Failure
+            );
+        }
+        // What a tonic client's `Endpoint::timeout` gives the caller.
+        let timed_out = tonic::Status::from_error(Box::new(tonic::TimeoutExpired(())));
+        assert_eq!(timed_out.code(), tonic::Code::Cancelled);
+        assert!(grpc_failure(&timed_out));
+        // As a server writes it in its answer's headers.
+        let mut headers = http::HeaderMap::new();
+        timed_out.add_header(&mut headers).unwrap();
+        let message = headers["grpc-message"].to_str().unwrap();
+        assert_eq!(
+            grpc_with_message("1", message),
+            Outcome::Failure,
+            "{message}"
+        );
+        assert!(!grpc_failure(&tonic::Status::cancelled(
+            "the caller gave up"
+        )));
+
+        for status in 100..=999 {
+            let status = http::StatusCode::from_u16(status).unwrap();
+            let response = http::Response::builder().status(status).body(()).unwrap();
+            let outcome = HttpClassifier.classify(&Ok::<_, Infallible>(response));
+            assert_eq!(
+                http_failure(&status),
+                outcome == Outcome::Failure,
+                "status {status}"
+            );
+        }
     }
 
     #[test]
