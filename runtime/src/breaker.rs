@@ -137,9 +137,14 @@ pub struct Breaker {
     level: AtomicU32,
     rng: AtomicU64,
     pub(crate) last_transition: AtomicU64,
-    /// The rate rules' window, made on first use; replaced by a fresh one
-    /// when a reconfiguration changes its shape (`configure` module), the
-    /// old one freed once no call reads it (`kept` module).
+    /// The rate rules' first window, made on first use and read without a
+    /// guard: a breaker whose window's shape never changes pays nothing
+    /// for reclamation. Kept for the breaker's lifetime.
+    #[cfg(not(loom))]
+    first_window: std::sync::OnceLock<Window>,
+    /// The windows that replaced it when a reconfiguration changed its
+    /// shape (`configure` module), each freed once no call reads it after
+    /// it was replaced in turn (`kept` module).
     pub(crate) window: Kept<Window>,
     /// Transition events and per-transition totals (`events` module).
     pub(crate) hook: Hook,
@@ -237,6 +242,8 @@ macro_rules! constructors {
                 level: AtomicU32::new(0),
                 rng: AtomicU64::new(0),
                 last_transition: AtomicU64::new(0),
+                #[cfg(not(loom))]
+                first_window: std::sync::OnceLock::new(),
                 window: Kept::new(),
                 hook: Hook::new(),
                 totals: Totals::new(),
@@ -482,6 +489,7 @@ impl Breaker {
     /// slot): Closed, Open past its open time (the call would be its trial),
     /// HalfOpen with a trial slot free or every slot past its lease, forced
     /// closed or observe-only; not forced open.
+    #[cfg(feature = "keyed")]
     pub(crate) fn admits_now(&self) -> bool {
         let w = self.load();
         match (w.mode(), w.tag()) {
@@ -499,6 +507,7 @@ impl Breaker {
     /// Closed, or still Open or HalfOpen but left alone for `idle` since
     /// its open time ended (no call came for a trial), or since the lease
     /// of its latest trial did. A breaker under manual control is kept.
+    #[cfg(feature = "keyed")]
     pub(crate) fn forgettable(&self, idle: u64) -> bool {
         let w = self.load();
         if w.mode() != MODE_NORMAL {
@@ -603,12 +612,29 @@ impl Breaker {
     /// lives (a reconfiguration may replace it meanwhile, see `kept`).
     #[inline]
     pub(crate) fn window(&self) -> Read<'_, Window> {
-        match self.window.get() {
-            Some(window) => window,
-            None => self.window.get_or_publish(|| {
+        if let Some(window) = self.window.get() {
+            return window;
+        }
+        #[cfg(not(loom))]
+        return Read::Borrowed(
+            self.first_window.get_or_init(|| {
                 Window::new(self.settings().window, self.clock.coarse_resolution())
             }),
+        );
+        #[cfg(loom)]
+        self.window
+            .get_or_publish(|| Window::new(self.settings().window, self.clock.coarse_resolution()))
+    }
+
+    /// The window in force, if one was made yet.
+    pub(crate) fn made_window(&self) -> Option<Read<'_, Window>> {
+        if let Some(window) = self.window.get() {
+            return Some(window);
         }
+        #[cfg(not(loom))]
+        return self.first_window.get().map(Read::Borrowed);
+        #[cfg(loom)]
+        None
     }
 
     /// What the window asks of the breaker to record a call.

@@ -265,6 +265,7 @@ impl ConfigPatch {
 
     /// The run mode this patch sets, if any.
     #[cfg(feature = "keyed")]
+    #[cfg(feature = "keyed")]
     pub(crate) fn run_mode(&self) -> Option<RunMode> {
         self.mode
     }

@@ -48,7 +48,7 @@ impl Breaker {
             return;
         }
         crate::sync::fence(Ordering::SeqCst);
-        if self.window.get().is_some_and(|window| window.is_time()) {
+        if self.made_window().is_some_and(|window| window.is_time()) {
             self.consult(true);
         }
     }

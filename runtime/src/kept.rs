@@ -168,7 +168,8 @@ impl<T> Kept<T> {
     }
 
     /// The latest published value, or `make()` published first when there
-    /// is none yet.
+    /// is none yet (under loom, the breaker's first window).
+    #[cfg(loom)]
     #[cold]
     pub(crate) fn get_or_publish(&self, make: impl FnOnce() -> T) -> Read<'_, T> {
         let mut publisher = self.publisher();
