@@ -191,7 +191,7 @@ pub fn timeout<'b, T: TokioFeature, F: Future>(
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot carry a timeout of the call",
     label = "this error type has no `From<failfast::TimedOut>`",
-    note = "with `timeout`, implement `From<failfast::TimedOut>` for `{Self}`, or give the attribute a `fallback = …` that answers when the call times out"
+    note = "with `timeout`, implement `From<failfast::TimedOut>` for `{Self}` if it is your own type; for another crate's (the orphan rule does not allow that impl), give the attribute a `fallback = …` that answers when the call times out, or return an error type of your own that wraps `{Self}`"
 )]
 pub trait FromTimedOut {
     /// Converts the timeout.
@@ -249,7 +249,8 @@ impl<T, E> ResultParts<T, E> for Result<T, E> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot carry a circuit breaker rejection",
     label = "this error type has no `From<failfast::Rejected>`",
-    note = "implement `From<failfast::Rejected>` for `{Self}`; or, for an error type you do not own, convert the refusal with `reject_with = path` (a `fn(failfast::Rejected) -> {Self}`); or give the attribute a `fallback = …` that answers when the breaker refuses"
+    note = "if `{Self}` is your own type, implement `From<failfast::Rejected>` for it",
+    note = "if `{Self}` comes from another crate, that impl is not allowed (the orphan rule): give the attribute a `fallback = …` that answers when the breaker refuses, or return an error type of your own that wraps `{Self}` and implements `From<failfast::Rejected>` (`reject_with = path` fits only an error type you can build from a refusal, such as `String`)"
 )]
 pub trait FromRejected {
     /// Converts the rejection.
