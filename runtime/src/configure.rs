@@ -265,7 +265,6 @@ impl ConfigPatch {
 
     /// The run mode this patch sets, if any.
     #[cfg(feature = "keyed")]
-    #[cfg(feature = "keyed")]
     pub(crate) fn run_mode(&self) -> Option<RunMode> {
         self.mode
     }
