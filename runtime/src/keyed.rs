@@ -35,10 +35,14 @@
 //! A family holds at most `max_keys` breakers (default [`DEFAULT_MAX_KEYS`]).
 //! When it is full, a new key takes the place of an *evictable* member:
 //!
-//! - no call runs through it: no [`Lease`] of it is out and nobody holds
-//!   its [`Arc`] (from [`Family::get`], [`Family::members`] or the
-//!   registry); a member is never evicted under a call in flight, so the
-//!   call's outcome and its concurrency limit stay with the key;
+//! - no call runs through it: no [`Lease`] of it is out (the attribute's
+//!   calls, a tower layer's and the reqwest middleware's count as leases);
+//!   a member is never evicted under a call in flight, so the call's
+//!   outcome and its concurrency limit stay with the key. A call made
+//!   through an [`Arc`] from [`Family::get`] is not counted: take a
+//!   [`Family::lease`] for the call instead. (A call that starts at the
+//!   moment its member is picked for eviction may still run on the evicted
+//!   breaker: the pick and the lease do not wait for each other.);
 //! - and it is Closed, or it is Open or HalfOpen but nobody has called it
 //!   for the trial lease (`trial_lease`, by default ten times `recovery`
 //!   and at least 60 s) since its open time, or its latest trial's lease,
@@ -362,6 +366,23 @@ impl Member {
     #[must_use]
     pub fn bulkhead(&self) -> Option<&Bulkhead> {
         self.bulkhead.as_ref()
+    }
+
+    /// Counts a call held through an `Arc` of this member (a tower
+    /// response future, a middleware request) as a lease, so the member is
+    /// not evicted under it; returns the stripe to give back to
+    /// [`release`](Self::release).
+    #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+    pub(crate) fn hold(&self) -> usize {
+        let stripe = stripe();
+        self.leases[stripe].0.fetch_add(1, Ordering::Relaxed);
+        stripe
+    }
+
+    /// Ends a [`hold`](Self::hold).
+    #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+    pub(crate) fn release(&self, stripe: usize) {
+        self.leases[stripe].0.fetch_sub(1, Ordering::Release);
     }
 
     /// Whether no lease of this member is out. Only meaningful once no new
@@ -1109,12 +1130,12 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
     }
 
     /// Whether the member in `slot` may be evicted: no call runs through
-    /// it (no lease out, no handle held beyond the family's two), and its
-    /// breaker may be forgotten (see `Breaker::forgettable`).
+    /// it (no lease out: the attribute's, a tower layer's, the reqwest
+    /// middleware's), and its breaker may be forgotten (see
+    /// `Breaker::forgettable`).
     fn evictable(&self, slot: &(K, Arc<Member>)) -> bool {
         let member = &slot.1;
-        Arc::strong_count(member) <= 2
-            && member.unleased()
+        member.unleased()
             && member.breaker.forgettable(self.config.lease())
             && !self.tuned_alone(member)
     }

@@ -210,14 +210,31 @@ enum Breakers {
 
 /// The breaker a request goes through, held for the request's duration.
 enum Guard {
-    Member(Arc<Member>),
+    /// A host's breaker, held on a lease stripe (see `Member::hold`) so the
+    /// family does not evict it under the request.
+    Member(Arc<Member>, usize),
     One(BreakerRef),
+}
+
+impl Guard {
+    fn member(member: Arc<Member>) -> Guard {
+        let stripe = member.hold();
+        Guard::Member(member, stripe)
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Guard::Member(member, stripe) = self {
+            member.release(*stripe);
+        }
+    }
 }
 
 impl Guard {
     fn breaker(&self) -> &Breaker {
         match self {
-            Guard::Member(member) => member,
+            Guard::Member(member, _) => member,
             Guard::One(breaker) => breaker,
         }
     }
@@ -378,7 +395,7 @@ impl<C> CircuitBreakerMiddleware<C> {
 
     fn guard(&self, url: &reqwest::Url) -> Option<Guard> {
         match &self.breakers {
-            Breakers::PerHost(family) => Some(Guard::Member(family.get(&HostRef::of(url)?))),
+            Breakers::PerHost(family) => Some(Guard::member(family.get(&HostRef::of(url)?))),
             Breakers::One(breaker) => Some(Guard::One(breaker.clone())),
         }
     }
@@ -390,7 +407,7 @@ impl<C> CircuitBreakerMiddleware<C> {
         asked: &Guard,
         result: &reqwest_middleware::Result<Response>,
     ) -> Option<Arc<Member>> {
-        let (Breakers::PerHost(family), Guard::Member(asked)) = (&self.breakers, asked) else {
+        let (Breakers::PerHost(family), Guard::Member(asked, _)) = (&self.breakers, asked) else {
             return None;
         };
         let url = match result {
@@ -490,7 +507,7 @@ where
             .acquire()
             .map_err(reqwest_middleware::Error::middleware)?;
         let bulkhead = match &guard {
-            Guard::Member(member) => member.bulkhead(),
+            Guard::Member(member, _) => member.bulkhead(),
             Guard::One(_) => None,
         };
         let _slot = match bulkhead {

@@ -877,6 +877,9 @@ mod per_key {
         member: Arc<Member>,
         /// Whether a place in `member`'s bulkhead is held.
         holds_slot: bool,
+        /// The lease stripe this call holds the member on (see
+        /// `Member::hold`): the family does not evict it meanwhile.
+        stripe: usize,
     }
 
     impl BreakerHandle for MemberSlot {
@@ -888,6 +891,7 @@ mod per_key {
 
     impl Drop for MemberSlot {
         fn drop(&mut self) {
+            self.member.release(self.stripe);
             if let (true, Some(bulkhead)) = (self.holds_slot, self.member.bulkhead()) {
                 bulkhead.leave();
             }
@@ -1181,7 +1185,11 @@ mod per_key {
             };
             let detached = admitted.detach();
             let mut permit = OwnedPermit {
-                breaker: MemberSlot { member, holds_slot },
+                breaker: MemberSlot {
+                    stripe: member.hold(),
+                    member,
+                    holds_slot,
+                },
                 detached: Some(detached),
             };
             // A panic in the inner `call` is a failure.
