@@ -19,7 +19,9 @@
 //! fresh generation to every Closed and HalfOpen period. Off the hot line: the
 //! trial lease (the time after which unresolved trial permits are presumed
 //! lost), the growing open time's level, the jitter generator and the window
-//! (behind a pointer, replaced when a reconfiguration changes its shape).
+//! (made on first use and read without a guard; when a reconfiguration
+//! changes its shape, a new one is published and read through arc-swap's
+//! guard, and each one replaced later is freed once no call reads it).
 
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::future::Future;
