@@ -546,8 +546,8 @@ fn export_reports_every_member_of_a_family_with_its_current_counts() {
             family.get("b").acquire().unwrap().record(Outcome::Failure);
         }
         // The family is full of breakers it may not evict (`b` is open, `a`
-        // held): `c` runs through the overflow breaker.
-        let a = family.get("a");
+        // leased by a call in flight): `c` runs through the overflow breaker.
+        let a = family.lease("a");
         for _ in 0..3 {
             family.get("c").acquire().unwrap().record(Outcome::Success);
         }
