@@ -67,18 +67,9 @@ pub(crate) fn registration(
     private: &TokenStream,
     allow: &TokenStream,
 ) -> TokenStream {
-    let line = quote_spanned!(span=> ::core::line!());
-    let file = quote_spanned!(span=> ::core::file!());
-    quote! {
-        #allow
-        #[#private::distributed_slice(#private::DECLARED)]
-        #[linkme(crate = #private::linkme)]
-        static __FAILFAST_DECLARED: #private::Declared = #private::Declared {
-            breaker: &#breaker,
-            at: ::core::concat!(#file, ":", #line),
-            module: ::core::module_path!(),
-        };
-    }
+    let fields = quote!(breaker: &#breaker, module: ::core::module_path!(),);
+    let entry = quote!(__FAILFAST_DECLARED: #private::Declared = #private::Declared);
+    linked(&quote!(DECLARED), &entry, &fields, span, private, allow)
 }
 
 /// The entry of the keyed family `slot` (a `static` `KeyedSlot`, declared at
@@ -90,14 +81,37 @@ pub(crate) fn family_registration(
     private: &TokenStream,
     allow: &TokenStream,
 ) -> TokenStream {
+    let fields = quote!(slot: &#slot,);
+    let entry =
+        quote!(__FAILFAST_DECLARED_FAMILY: #private::DeclaredFamily = #private::DeclaredFamily);
+    linked(
+        &quote!(DECLARED_FAMILIES),
+        &entry,
+        &fields,
+        span,
+        private,
+        allow,
+    )
+}
+
+/// A `static` `entry { fields, at }` in the runtime's link-time list
+/// `slice`, `at` being where `span` is.
+fn linked(
+    slice: &TokenStream,
+    entry: &TokenStream,
+    fields: &TokenStream,
+    span: Span,
+    private: &TokenStream,
+    allow: &TokenStream,
+) -> TokenStream {
     let line = quote_spanned!(span=> ::core::line!());
     let file = quote_spanned!(span=> ::core::file!());
     quote! {
         #allow
-        #[#private::distributed_slice(#private::DECLARED_FAMILIES)]
+        #[#private::distributed_slice(#private::#slice)]
         #[linkme(crate = #private::linkme)]
-        static __FAILFAST_DECLARED_FAMILY: #private::DeclaredFamily = #private::DeclaredFamily {
-            slot: &#slot,
+        static #entry {
+            #fields
             at: ::core::concat!(#file, ":", #line),
         };
     }

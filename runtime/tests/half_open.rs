@@ -442,6 +442,21 @@ fn a_trial_coming_back_is_not_a_transition() {
     assert_eq!(s.since_transition, Duration::from_secs(15));
 }
 
+/// A breaker with threshold 1 and a 10 ms trial lease, tripped and
+/// `recovery` later: eligible for trials.
+fn eligible_with_short_lease(clock: &ManualClock) -> Breaker {
+    let b = Breaker::builder()
+        .threshold(1)
+        .recovery(RECOVERY)
+        .trial_lease(Duration::from_millis(10))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    trip(&b);
+    clock.advance(RECOVERY);
+    b
+}
+
 /// `rounds` lost rounds: every trial held past its lease, and the next call
 /// starts a new round. Returns every trial, the first one first.
 fn lose_rounds<'b>(b: &'b Breaker, clock: &ManualClock, rounds: usize) -> Vec<Permit<'b>> {
@@ -467,15 +482,7 @@ fn lose_rounds<'b>(b: &'b Breaker, clock: &ManualClock, rounds: usize) -> Vec<Pe
 fn a_late_success_of_a_lost_round_never_counts_however_many_rounds_passed() {
     for rounds in [1, 255, 256, 257, 511, 512, 600] {
         let clock = ManualClock::new();
-        let b = Breaker::builder()
-            .threshold(1)
-            .recovery(RECOVERY)
-            .trial_lease(Duration::from_millis(10))
-            .clock(clock.clone())
-            .build()
-            .unwrap();
-        trip(&b);
-        clock.advance(RECOVERY);
+        let b = eligible_with_short_lease(&clock);
         let mut trials = lose_rounds(&b, &clock, rounds);
         let current = trials.pop().expect("the current trial");
         let first = trials.remove(0);
@@ -500,15 +507,7 @@ fn a_late_success_of_a_lost_round_never_counts_however_many_rounds_passed() {
 fn a_late_failure_reopens_within_its_generation_and_is_ignored_after() {
     for (rounds, reopens) in [(1, true), (255, true), (256, false), (300, false)] {
         let clock = ManualClock::new();
-        let b = Breaker::builder()
-            .threshold(1)
-            .recovery(RECOVERY)
-            .trial_lease(Duration::from_millis(10))
-            .clock(clock.clone())
-            .build()
-            .unwrap();
-        trip(&b);
-        clock.advance(RECOVERY);
+        let b = eligible_with_short_lease(&clock);
         let mut trials = lose_rounds(&b, &clock, rounds);
         let current = trials.pop().expect("the current trial");
         trials.remove(0).failure();
