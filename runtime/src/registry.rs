@@ -269,9 +269,9 @@ impl Registry {
 
     #[cfg(feature = "keyed")]
     fn add_slot(&mut self, slot: &'static crate::keyed::Slot) {
-        if slot.mark_registered() {
-            self.declared_families
-                .push(Arc::new(crate::keyed::SlotView(slot)));
+        let view: Arc<dyn crate::keyed::Listing> = Arc::new(crate::keyed::SlotView(slot));
+        if view.mark_registered() {
+            self.declared_families.push(view);
         }
     }
 }
@@ -780,5 +780,18 @@ mod tests {
             "{message}"
         );
         assert!(matches!(duplicate(&one, &two, false), Duplicate::Report(_)));
+    }
+
+    /// A declared family is listed once, however often it is added (by the
+    /// linker's list and by its first call).
+    #[cfg(feature = "keyed")]
+    #[test]
+    fn a_declared_family_is_listed_once() {
+        static SLOT: crate::keyed::Slot =
+            crate::keyed::Slot::new(crate::Config::new("registry-slot"), 8, None);
+        let mut registry = Registry::default();
+        registry.add_slot(&SLOT);
+        registry.add_slot(&SLOT);
+        assert_eq!(registry.declared_families.len(), 1);
     }
 }

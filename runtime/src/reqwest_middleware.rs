@@ -578,4 +578,28 @@ mod tests {
         let hosts = middleware.hosts().unwrap();
         assert_eq!((hosts.len(), hosts.created()), (2, 2));
     }
+
+    /// A request holds its host's breaker only while it runs: held, the
+    /// family may not evict it and a new host gets the overflow breaker;
+    /// let go, the next new host takes its place.
+    #[test]
+    fn a_request_holds_its_hosts_breaker_only_while_it_runs() {
+        let clock = crate::ManualClock::new();
+        let hosts: Family<Host> =
+            Family::builder(Breaker::builder().name("held").clock(clock.clone()))
+                .max_keys(1)
+                .build()
+                .unwrap();
+        let middleware = CircuitBreakerMiddleware::family(hosts);
+        let held = middleware.guard(&url("http://a:80/")).unwrap();
+        let other = middleware.guard(&url("http://b:80/")).unwrap();
+        assert_eq!(other.breaker().name(), "held[*]");
+        drop((held, other));
+        // A full family is looked through again a second after it was found
+        // full.
+        clock.advance(std::time::Duration::from_secs(1));
+        let next = middleware.guard(&url("http://c:80/")).unwrap();
+        assert_eq!(next.breaker().name(), "held[c:80]");
+        assert_eq!(middleware.hosts().unwrap().evicted(), 1);
+    }
 }
