@@ -23,6 +23,17 @@ const BUDGET: u64 = 4;
 const BACKLOG: usize = 32;
 const THREADS: u64 = 6;
 
+/// Whether anyone listens is one count for the whole process: a test that
+/// subscribes makes every breaker build and order its events. The tests of
+/// this binary run one at a time, so that "no listener" means none.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 thread_local! {
     /// Listener calls made on this thread.
     static LISTENER_CALLS: Cell<u64> = const { Cell::new(0) };
@@ -201,6 +212,7 @@ fn check_sequence(delivered: &[Transition], ordered: bool) -> u64 {
 /// either delivered or counted as dropped.
 #[test]
 fn a_slow_listener_costs_a_call_a_bounded_number_of_listener_calls_and_the_backlog_is_bounded() {
+    let _one_at_a_time = one_at_a_time();
     let clock = ManualClock::new();
     let b = cycled("delivery-slow-listener", &clock);
     let delivered = Arc::new(Mutex::new(Vec::<Transition>::new()));
@@ -278,6 +290,7 @@ fn a_slow_listener_costs_a_call_a_bounded_number_of_listener_calls_and_the_backl
 /// called the listener at most 4 times.
 #[test]
 fn calls_that_make_no_transition_never_wait_for_their_turn() {
+    let _one_at_a_time = one_at_a_time();
     let clock = ManualClock::new();
     let b = cycled("delivery-no-op-listener", &clock);
     let called = Arc::new(AtomicU64::new(0));
