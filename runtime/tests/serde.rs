@@ -115,17 +115,24 @@ fn a_deserialized_config_builds_the_breaker_it_describes() {
     assert!(rejected.retry_after().unwrap() <= Duration::from_secs(10));
 }
 
-#[test]
-fn snapshots_serialize_in_snake_case_with_duration_strings() {
-    let clock = ManualClock::new();
+/// A breaker named `name` with threshold 1 and a 30 s recovery, on `clock`,
+/// opened by one failure.
+fn opened(name: &'static str, clock: &ManualClock) -> Breaker {
     let b = Breaker::builder()
-        .name("payments")
+        .name(name)
         .threshold(1)
         .recovery(Duration::from_secs(30))
         .clock(clock.clone())
         .build()
         .unwrap();
     b.acquire().unwrap().record(Outcome::Failure);
+    b
+}
+
+#[test]
+fn snapshots_serialize_in_snake_case_with_duration_strings() {
+    let clock = ManualClock::new();
+    let b = opened("payments", &clock);
     clock.advance(Duration::from_secs(10));
     let _ = b.acquire();
     let v: Value = serde_json::to_value(b.snapshot()).unwrap();
@@ -149,14 +156,7 @@ fn snapshots_serialize_in_snake_case_with_duration_strings() {
 #[test]
 fn a_snapshot_whose_opening_falls_before_1970_still_serializes() {
     let clock = ManualClock::new();
-    let b = Breaker::builder()
-        .name("opened-before-1970")
-        .threshold(1)
-        .recovery(Duration::from_secs(30))
-        .clock(clock.clone())
-        .build()
-        .unwrap();
-    b.acquire().unwrap().record(Outcome::Failure);
+    let b = opened("opened-before-1970", &clock);
     let years = |n: u64| Duration::from_secs(n * 365 * 86_400);
     clock.advance(years(200));
     let snapshot = b.snapshot();
