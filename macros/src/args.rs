@@ -30,6 +30,7 @@ pub(crate) const KEYS: &[&str] = &[
     "success_threshold",
     "key",
     "max_keys",
+    "max_ejection_percent",
     "breaker",
     "counts",
     "ignores",
@@ -54,6 +55,7 @@ pub(crate) const BREAKER_KEYS: &[&str] = &[
     "trial_calls",
     "success_threshold",
     "max_keys",
+    "max_ejection_percent",
     "name",
     "crate",
 ];
@@ -120,6 +122,8 @@ pub struct Args {
     /// `key = expr`: one breaker per value of `expr`.
     pub key: Option<Arg<Expr>>,
     pub max_keys: Option<Arg<u32>>,
+    /// `max_ejection_percent = N`: a keyed family's ejection budget.
+    pub max_ejection_percent: Option<Arg<u32>>,
     /// `breaker = PATH`: a breaker declared with `failfast::breaker!`.
     pub breaker: Option<Arg<Path>>,
     pub name: Option<Arg<LitStr>>,
@@ -211,6 +215,17 @@ impl Args {
             args.parse_one(input, BREAKER_KEYS)
         });
         args.validate(errors);
+        if let (Some(budget), None) = (
+            args.written("max_ejection_percent"),
+            args.written("max_keys"),
+        ) {
+            errors.push(syn::Error::new(
+                budget.span(),
+                "`max_ejection_percent` caps how many breakers of a family may be open at once, \
+                 and this declares a single breaker; add `max_keys = …` to declare a family \
+                 (each function then gives its `key = …`), or drop `max_ejection_percent`",
+            ));
+        }
         args
     }
 
@@ -262,6 +277,12 @@ impl Args {
             "reject_with" => set(&mut self.reject_with, &key, span, reject_with(input)?),
             "key" => set(&mut self.key, &key, span, input.parse()?),
             "max_keys" => set(&mut self.max_keys, &key, span, count(input, &name)?),
+            "max_ejection_percent" => set(
+                &mut self.max_ejection_percent,
+                &key,
+                span,
+                count(input, &name)?,
+            ),
             "breaker" => set(&mut self.breaker, &key, span, shared_breaker(input)?),
             "name" => set(&mut self.name, &key, span, registry_name(input)?),
             "crate" => set(&mut self.krate, &key, span, crate_path(input)?),
@@ -377,6 +398,18 @@ impl Args {
                 "`max_keys` bounds a family of breakers, one per key; add `key = …` (the \
                  value that picks the breaker, e.g. `key = self.host.as_str()`), or drop \
                  `max_keys`",
+            ));
+        }
+        if let (Some(budget), None, None) = (
+            self.written("max_ejection_percent"),
+            self.written("key"),
+            self.written("breaker"),
+        ) {
+            errors.push(syn::Error::new(
+                budget.span(),
+                "`max_ejection_percent` caps how many breakers of a family, one per key, may \
+                 be open at once; add `key = …` (e.g. `key = replica`), or drop \
+                 `max_ejection_percent`",
             ));
         }
         if self.written("breaker").is_some() {
@@ -560,6 +593,7 @@ pub(crate) fn count(input: ParseStream, key: &str) -> syn::Result<u32> {
         "trial_calls" | "success_threshold" => MAX_TRIALS,
         "threshold" => MAX_THRESHOLD,
         "window" => MAX_WINDOW_CALLS,
+        "max_ejection_percent" => 100,
         _ => u64::from(u32::MAX),
     };
     let expr: Expr = input.parse()?;

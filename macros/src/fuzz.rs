@@ -193,6 +193,7 @@ const VALID: &[(&str, &[&str])] = &[
     ),
     ("key", &["id", "self.host.as_str()", "(region, shard)"]),
     ("max_keys", &["1", "256"]),
+    ("max_ejection_percent", &["1", "50", "100"]),
     ("breaker", &["PAYMENTS", "shared::GATEWAY"]),
     ("name", &["\"inventory\"", "r\"x\""]),
     ("crate", &["::failfast", "my::ff", "\"::failfast\""]),

@@ -7,7 +7,7 @@
 //! ```text
 //! static NAME: CRATE::Breaker = CRATE::Breaker::from_config(CONFIG);
 //! static NAME: CRATE::__private::KeyedSlot =                      // `max_keys`
-//!     CRATE::__private::KeyedSlot::new(CONFIG, MAX_KEYS, None);
+//!     CRATE::__private::KeyedSlot::new(CONFIG, MAX_KEYS, None, MAX_EJECTION_PERCENT);
 //! ```
 
 use proc_macro2::TokenStream;
@@ -80,6 +80,9 @@ pub fn breaker(input: TokenStream) -> TokenStream {
             match &args.max_keys {
                 Some(max_keys) => {
                     let max_keys = proc_macro2::Literal::usize_unsuffixed(max_keys.value as usize);
+                    let budget = proc_macro2::Literal::u32_unsuffixed(
+                        args.max_ejection_percent.as_ref().map_or(100, |n| n.value),
+                    );
                     let declared = crate::declare::family_registration(
                         &ident.to_token_stream(),
                         ident.span(),
@@ -90,7 +93,7 @@ pub fn breaker(input: TokenStream) -> TokenStream {
                         #(#attrs)*
                         #allow
                         #vis static #ident: #private::KeyedSlot =
-                            #private::KeyedSlot::new(#config, #max_keys, ::core::option::Option::None);
+                            #private::KeyedSlot::new(#config, #max_keys, ::core::option::Option::None, #budget);
                         #allow
                         const _: () = { #declared };
                     }

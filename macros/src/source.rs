@@ -8,7 +8,8 @@
 //! .. acquire(__failfast_breaker) ..
 //!
 //! // its own family (`key = expr`):
-//! static __FAILFAST_FAMILY: KeyedSlot = KeyedSlot::new(CONFIG, MAX_KEYS, MAX_CONCURRENT);
+//! static __FAILFAST_FAMILY: KeyedSlot =
+//!     KeyedSlot::new(CONFIG, MAX_KEYS, MAX_CONCURRENT, MAX_EJECTION_PERCENT);
 //! let __failfast_member = member(&__FAILFAST_FAMILY, &(expr));   // at `expr`: Key; a Lease, held for the call
 //! let __failfast_breaker: &Breaker = __failfast_member.breaker();
 //! .. acquire_member(&__failfast_member) ..
@@ -45,6 +46,8 @@ pub(crate) struct Source<'a> {
     private: &'a TokenStream,
     allow: &'a TokenStream,
     max_keys: u32,
+    /// The family's ejection budget, 100 for none.
+    max_ejection_percent: u32,
     max_concurrent: Option<u32>,
     /// Where a missing `keyed` feature is reported: the `key` as written.
     key_span: proc_macro2::Span,
@@ -69,6 +72,7 @@ impl<'a> Source<'a> {
             private,
             allow,
             max_keys: args.max_keys.as_ref().map_or(DEFAULT_MAX_KEYS, |n| n.value),
+            max_ejection_percent: args.max_ejection_percent.as_ref().map_or(100, |n| n.value),
             max_concurrent: args.max_concurrent.as_ref().map(|n| n.value),
             key_span: args
                 .written("key")
@@ -87,6 +91,7 @@ impl<'a> Source<'a> {
             },
             Breaker::OwnFamily(config, _) => {
                 let max_keys = proc_macro2::Literal::usize_unsuffixed(self.max_keys as usize);
+                let budget = proc_macro2::Literal::u32_unsuffixed(self.max_ejection_percent);
                 let max_concurrent = match self.max_concurrent {
                     Some(n) => {
                         let n = proc_macro2::Literal::u32_unsuffixed(n);
@@ -97,7 +102,7 @@ impl<'a> Source<'a> {
                 quote! {
                     #allow
                     static __FAILFAST_FAMILY: #private::KeyedSlot =
-                        #private::KeyedSlot::new(#config, #max_keys, #max_concurrent);
+                        #private::KeyedSlot::new(#config, #max_keys, #max_concurrent, #budget);
                 }
             }
             Breaker::Shared(_) | Breaker::SharedFamily(..) => TokenStream::new(),

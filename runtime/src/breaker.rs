@@ -155,6 +155,28 @@ pub struct Breaker {
     /// Settings changed at run time (`configure` module), read only where
     /// the breaker decides something.
     pub(crate) tuning: crate::configure::Tuning,
+    /// Asked before a trip from Closed, when set: a keyed family's
+    /// ejection budget (`keyed` module). `false` keeps the breaker Closed.
+    #[cfg(all(feature = "keyed", not(loom)))]
+    may_open: std::sync::OnceLock<MayOpen>,
+}
+
+/// The question a breaker asks before a trip from Closed.
+#[cfg(all(feature = "keyed", not(loom)))]
+struct MayOpen(Box<dyn Fn() -> bool + Send + Sync>);
+
+// The question reads states and adds to a counter: a panic in it leaves
+// nothing half-changed for a caller that goes on after catching it.
+#[cfg(all(feature = "keyed", not(loom)))]
+impl std::panic::RefUnwindSafe for MayOpen {}
+#[cfg(all(feature = "keyed", not(loom)))]
+impl std::panic::UnwindSafe for MayOpen {}
+
+#[cfg(all(feature = "keyed", not(loom)))]
+impl std::fmt::Debug for MayOpen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MayOpen")
+    }
 }
 
 /// Proof that the breaker admitted a call. Resolve it with the call's
@@ -250,6 +272,8 @@ macro_rules! constructors {
                 hook: Hook::new(),
                 totals: Totals::new(),
                 tuning: crate::configure::Tuning::new(),
+                #[cfg(all(feature = "keyed", not(loom)))]
+                may_open: std::sync::OnceLock::new(),
             }
         }
     };
@@ -841,6 +865,9 @@ impl Breaker {
     /// Closed or HalfOpen → Open, if the breaker is still in `admitted`'s state and
     /// generation (its payload may have moved meanwhile).
     fn trip(&self, admitted: Word, cause: Cause) {
+        if cause != Cause::Trial && admitted.tag() == TAG_CLOSED && !self.may_open() {
+            return;
+        }
         let mut w = self.load();
         let now = self.clock.now();
         let (period, level) = self.open_period(now, cause == Cause::Trial);
@@ -858,6 +885,26 @@ impl Breaker {
         self.last_transition.store(now, Ordering::Relaxed);
         self.clock.watch(deadline);
         self.transitioned(w, Word::open(w.mode(), deadline), cause, period);
+    }
+
+    /// Whether a trip from Closed may go ahead: always, but in a keyed
+    /// family with an ejection budget that is spent. A trip held back
+    /// leaves the breaker Closed with its counts as they are, so the next
+    /// failure asks again.
+    #[inline]
+    fn may_open(&self) -> bool {
+        #[cfg(all(feature = "keyed", not(loom)))]
+        if let Some(may_open) = self.may_open.get() {
+            return (may_open.0)();
+        }
+        true
+    }
+
+    /// Gives the breaker the question [`may_open`](Self::may_open) asks
+    /// (once; a second is ignored).
+    #[cfg(all(feature = "keyed", not(loom)))]
+    pub(crate) fn ask_before_opening(&self, may_open: Box<dyn Fn() -> bool + Send + Sync>) {
+        let _ = self.may_open.set(MayOpen(may_open));
     }
 
     /// Empties the rate rules' window (made here if no call needed it

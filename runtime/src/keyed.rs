@@ -40,9 +40,12 @@
 //!   a member is never evicted under a call in flight, so the call's
 //!   outcome and its concurrency limit stay with the key. A call made
 //!   through an [`Arc`] from [`Family::get`] is not counted: take a
-//!   [`Family::lease`] for the call instead. (A call that starts at the
-//!   moment its member is picked for eviction may still run on the evicted
-//!   breaker: the pick and the lease do not wait for each other.);
+//!   [`Family::lease`] for the call instead. A lease taken at the moment
+//!   its member is picked for eviction either keeps it (the family picks
+//!   another) or finds it being evicted and waits for the key's new
+//!   member: a lease never runs on an evicted breaker. (The tower layer
+//!   and the middleware find a key's member, then hold it: an eviction
+//!   between the two lets that one call finish on the evicted breaker.);
 //! - and it is Closed, or it is Open or HalfOpen but nobody has called it
 //!   for the trial lease (`trial_lease`, by default ten times `recovery`
 //!   and at least 60 s) since its open time, or its latest trial's lease,
@@ -138,7 +141,7 @@ use crate::breaker::Breaker;
 use crate::bulkhead::Bulkhead;
 use crate::clock::Clock;
 use crate::config::{Builder, Config};
-use crate::error::ConfigError;
+use crate::error::{ConfigError, State};
 use crate::name::Name;
 
 /// How many breakers a family holds unless told otherwise.
@@ -349,9 +352,10 @@ pub struct Member {
     /// the thread that took each one: an evicted member is freed once every
     /// stripe reads zero.
     leases: [Stripe; STRIPES],
-    /// Set once the member is out of the map and every epoch guard that
-    /// could have found it there has ended: no new lease can be taken.
-    unlinked: AtomicBool,
+    /// Set (for good) before the member leaves the map, or for a moment
+    /// while the family checks that no lease of it is out: a lease that
+    /// reads it set lets go and looks the key up again.
+    retired: AtomicBool,
 }
 
 impl Member {
@@ -375,7 +379,8 @@ impl Member {
     #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
     pub(crate) fn hold(&self) -> usize {
         let stripe = stripe();
-        self.leases[stripe].0.fetch_add(1, Ordering::Relaxed);
+        // Sequentially consistent, as a lease's count (see `Lease::take`).
+        self.leases[stripe].0.fetch_add(1, Ordering::SeqCst);
         stripe
     }
 
@@ -390,7 +395,20 @@ impl Member {
     fn unleased(&self) -> bool {
         self.leases
             .iter()
-            .all(|stripe| stripe.0.load(Ordering::Acquire) == 0)
+            .all(|stripe| stripe.0.load(Ordering::SeqCst) == 0)
+    }
+
+    /// Marks the member retired if no lease of it is out, atomically with
+    /// respect to leases being taken: either a lease counted itself first
+    /// and this returns `false` (the mark is taken back), or every lease
+    /// taken from now on reads the mark and lets go (see [`Lease::take`]).
+    fn retire(&self) -> bool {
+        self.retired.store(true, Ordering::SeqCst);
+        if self.unleased() {
+            return true;
+        }
+        self.retired.store(false, Ordering::SeqCst);
+        false
     }
 }
 
@@ -441,20 +459,44 @@ pub struct Lease<'f> {
 }
 
 impl Lease<'_> {
-    /// Counts a lease of `member`: a stored member found in the map under
-    /// an epoch guard that is still held, or under the insertion lock; or
-    /// the family's overflow member, which lives as long as the family.
+    /// Counts a lease of `member`, found under the insertion lock (a
+    /// stored member cannot be retired meanwhile), or the family's overflow
+    /// member, which lives as long as the family.
     #[inline]
     fn new(member: &Arc<Member>) -> Self {
         let stripe = &member.leases[stripe()].0;
-        // Ordered before the guard's release, which the unlinking of an
-        // evicted member waits for.
-        stripe.fetch_add(1, Ordering::Relaxed);
+        stripe.fetch_add(1, Ordering::SeqCst);
         Lease {
             member: NonNull::from(&**member),
             stripe: NonNull::from(stripe),
             _family: PhantomData,
         }
+    }
+
+    /// Counts a lease of `member`, found in the map under an epoch guard
+    /// the caller still holds; `None` when the member is being evicted.
+    ///
+    /// Sound by two guarantees: scc's, that a value [`peek`]ed in a
+    /// `HashIndex` stays allocated while the guard lives (so the count and
+    /// the mark can be touched here whatever happens), and the single total
+    /// order of sequentially consistent operations. The family marks a
+    /// member retired and then reads its counts ([`Member::retire`]); this
+    /// counts and then reads the mark. In the total order either the count
+    /// comes before the family's reads, which then see it (the member is
+    /// not evicted, or not freed while the lease lives), or the mark comes
+    /// before this read, which sees it: the lease is taken back and never
+    /// used.
+    ///
+    /// [`peek`]: scc::HashIndex::peek
+    #[inline]
+    fn take(member: &Arc<Member>) -> Option<Self> {
+        let lease = Self::new(member);
+        if member.retired.load(Ordering::SeqCst) {
+            // Dropping it gives the count back.
+            drop(lease);
+            return None;
+        }
+        Some(lease)
     }
 }
 
@@ -472,13 +514,13 @@ impl Deref for Lease<'_> {
 
     #[inline]
     fn deref(&self) -> &Member {
-        // SAFETY: a stored member was found in the map, and this lease
-        // counted itself on one of the member's stripes before the map's
-        // epoch guard was released (or under the insertion lock); the
-        // family lets go of an evicted member only once it is unlinked (no
-        // guard that could have found it is left) and every stripe reads
-        // zero, which cannot happen before this lease is dropped. The
-        // overflow member lives as long as the family the lease borrows.
+        // SAFETY: the lease is counted on one of the member's stripes, and
+        // the family frees a retired member only once every stripe reads
+        // zero, which cannot happen before this lease is dropped; a member
+        // found in the map was not retired when the lease was counted (see
+        // `Lease::take`), and one found under the insertion lock cannot be
+        // retired before the lock is released. The overflow member lives as
+        // long as the family the lease borrows.
         #[allow(unsafe_code)]
         unsafe {
             self.member.as_ref()
@@ -561,7 +603,7 @@ impl Tuned {
             bulkhead: max_concurrent.map(Bulkhead::new),
             used: AtomicU64::new(stamp),
             leases: Default::default(),
-            unlinked: AtomicBool::new(false),
+            retired: AtomicBool::new(false),
         };
         if self.mode == Some(crate::configure::RunMode::ObserveOnly) {
             member.breaker.disable();
@@ -625,13 +667,14 @@ const RECLAIM_FLOOR: usize = 16;
 /// a sweep found no member to evict.
 const FULL_PAUSE: u64 = 1_000_000_000;
 
-/// Counts kept by a family, read by [`Family::created`], [`Family::evicted`]
-/// and [`Family::unstored`].
+/// Counts kept by a family, read by [`Family::created`], [`Family::evicted`],
+/// [`Family::unstored`] and [`Family::spared`].
 #[derive(Debug, Default)]
 struct Counters {
     created: AtomicU64,
     evicted: AtomicU64,
     unstored: AtomicU64,
+    spared: AtomicU64,
 }
 
 /// The stored members in a dense array, the eviction sampler's state and
@@ -673,6 +716,11 @@ struct Inner<K> {
     clock: Clock,
     max_keys: usize,
     max_concurrent: Option<u32>,
+    /// The most members, in percent of those stored, that may be Open or
+    /// HalfOpen at once before another trips; 100 for no budget.
+    max_ejection_percent: u8,
+    /// The family itself, for its members' question before they trip.
+    me: std::sync::Weak<Inner<K>>,
     map: Map<K>,
     /// Advances on each insertion; a member used since holds the current
     /// value.
@@ -729,6 +777,7 @@ pub struct FamilyBuilder<K> {
     breaker: Builder,
     max_keys: usize,
     max_concurrent: Option<u32>,
+    max_ejection_percent: u8,
     _key: std::marker::PhantomData<fn() -> K>,
 }
 
@@ -746,6 +795,46 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
         self
     }
 
+    /// An ejection budget, as Envoy's outlier detection has: a member
+    /// trips from Closed only while fewer than `percent` % of the stored
+    /// members (and at least one) are Open or HalfOpen. A failure that
+    /// would trip it beyond the budget leaves it Closed, still counting
+    /// (each further failure asks again), and is counted by
+    /// [`Family::spared`]. Trials that fail reopen as usual.
+    ///
+    /// For a client failing over between replicas: when most of them
+    /// fail at once, the fault is more likely the client's own (its
+    /// network, its credentials) or a shared dependency's, and opening
+    /// every breaker would refuse all traffic; with a budget, the rest
+    /// keep being called. `percent` is from 1 to 100; 100 (the default)
+    /// sets no budget.
+    ///
+    /// ```
+    /// use failfast_runtime::{Breaker, Family, State};
+    ///
+    /// let replicas: Family<String> = Family::builder(Breaker::builder().name("replicas").threshold(1))
+    ///     .max_ejection_percent(50)
+    ///     .build()?;
+    /// let all = ["a", "b", "c", "d"];
+    /// for replica in all {
+    ///     let _ = replicas.get(replica).call(|| Ok::<_, ()>(()));
+    /// }
+    /// // Then every replica fails: the client's network is down.
+    /// for replica in all {
+    ///     let _ = replicas.get(replica).call(|| Err::<(), _>("connection refused"));
+    /// }
+    /// // Two of four may be ejected: `c` and `d` stay Closed, still called.
+    /// assert_eq!(replicas.get("b").state(), State::Open);
+    /// assert_eq!(replicas.get("c").state(), State::Closed);
+    /// assert_eq!(replicas.callable(all).collect::<Vec<_>>(), ["c", "d"]);
+    /// assert_eq!(replicas.spared(), 2);
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn max_ejection_percent(mut self, percent: u8) -> Self {
+        self.max_ejection_percent = percent;
+        self
+    }
+
     /// The family, once the breaker settings are valid and `max_keys` is at
     /// least 1.
     ///
@@ -756,12 +845,19 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
         if self.max_keys == 0 {
             return Err(ConfigError::new("max_keys", "must be at least 1"));
         }
+        if !(1..=100).contains(&self.max_ejection_percent) {
+            return Err(ConfigError::new(
+                "max_ejection_percent",
+                "must be from 1 to 100",
+            ));
+        }
         let (config, clock) = self.breaker.checked_with_clock()?;
         Ok(Family::with_parts(
             config,
             clock,
             self.max_keys,
             self.max_concurrent,
+            self.max_ejection_percent,
         ))
     }
 }
@@ -774,16 +870,29 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
             breaker,
             max_keys: DEFAULT_MAX_KEYS,
             max_concurrent: None,
+            max_ejection_percent: 100,
             _key: std::marker::PhantomData,
         }
     }
 
     /// A family of breakers with `config`, which was checked at compile time
-    /// by `#[circuit_breaker]`. `max_keys` must be at least 1.
+    /// by `#[circuit_breaker]`. `max_keys` must be at least 1, and
+    /// `max_ejection_percent` from 1 to 100.
     #[doc(hidden)]
     #[must_use]
-    pub fn from_config(config: Config, max_keys: usize, max_concurrent: Option<u32>) -> Self {
-        Self::with_parts(config, Clock::System, max_keys.max(1), max_concurrent)
+    pub fn from_config(
+        config: Config,
+        max_keys: usize,
+        max_concurrent: Option<u32>,
+        max_ejection_percent: u8,
+    ) -> Self {
+        Self::with_parts(
+            config,
+            Clock::System,
+            max_keys.max(1),
+            max_concurrent,
+            max_ejection_percent.clamp(1, 100),
+        )
     }
 
     fn with_parts(
@@ -791,14 +900,17 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         clock: Clock,
         max_keys: usize,
         max_concurrent: Option<u32>,
+        max_ejection_percent: u8,
     ) -> Self {
         let map = scc::HashIndex::with_hasher(foldhash::fast::RandomState::default());
         Self {
-            inner: Arc::new(Inner {
+            inner: Arc::new_cyclic(|me| Inner {
                 config,
                 clock,
                 max_keys,
                 max_concurrent,
+                max_ejection_percent,
+                me: me.clone(),
                 map,
                 stamp: AtomicU64::new(0),
                 slots: Mutex::new(Slots {
@@ -858,7 +970,10 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         let guard = scc::Guard::new();
         if let Some(member) = inner.map.peek(&Lookup(key), &guard) {
             inner.touch(member);
-            return Lease::new(member);
+            if let Some(lease) = Lease::take(member) {
+                return lease;
+            }
+            // Being evicted: the insertion lock waits for the eviction.
         }
         drop(guard);
         self.insert(key, Lease::new)
@@ -909,7 +1024,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         let room = if slots.stored.len() < inner.max_keys {
             Room::Free
         } else {
-            match inner.victim(&mut slots) {
+            match inner.retire_victim(&mut slots) {
                 Some(victim) => Room::Evict(victim),
                 None => {
                     drop(slots);
@@ -921,26 +1036,28 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         let stamp = inner.stamp.fetch_add(1, Ordering::Relaxed) + 1;
         let member = inner.adopt_or_make(key, stamp);
         let entry = (key.to_key(), Arc::clone(&member));
-        match room {
-            Room::Free => slots.stored.push(entry),
+        let evicted = match room {
+            Room::Free => {
+                slots.stored.push(entry);
+                None
+            }
             Room::Evict(victim) => {
                 let (old_key, old) = std::mem::replace(&mut slots.stored[victim], entry);
                 inner.map.remove_sync(&old_key);
-                // Runs once every guard that could have found `old` in the
-                // map (and counted a lease of it) has ended.
-                let unlinking = Arc::clone(&old);
-                let guard = scc::Guard::new();
-                guard.defer_execute(move || unlinking.unlinked.store(true, Ordering::Release));
-                guard.accelerate();
-                drop(guard);
-                slots.retired.push(old);
+                slots.retired.push(Arc::clone(&old));
                 inner.counters.evicted.fetch_add(1, Ordering::Relaxed);
+                Some(old)
             }
-        }
+        };
         // The key is not there: insertions hold the lock.
         let _ = inner.map.insert_sync(key.to_key(), Arc::clone(&member));
         inner.counters.created.fetch_add(1, Ordering::Relaxed);
-        stored(&member)
+        let held = stored(&member);
+        drop(slots);
+        if let Some(evicted) = evicted {
+            inner.evicted(&evicted);
+        }
+        held
     }
 
     /// The keys among `keys` whose breaker would let a call through now, in
@@ -976,6 +1093,14 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
                 .peek(&Lookup(*key), &guard)
                 .is_none_or(|member| member.breaker.admits_now())
         })
+    }
+
+    /// Trips from Closed held back by the ejection budget
+    /// ([`max_ejection_percent`](FamilyBuilder::max_ejection_percent)) so
+    /// far.
+    #[must_use]
+    pub fn spared(&self) -> u64 {
+        self.inner.counters.spared.load(Ordering::Relaxed)
     }
 
     /// Breakers stored now.
@@ -1067,6 +1192,8 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         if let Some(i) = pending.iter().position(|m| m.name() == name) {
             let member = pending.swap_remove(i);
             member.used.store(stamp, Ordering::Relaxed);
+            // Made before the family, in a slot: no budget yet.
+            self.budget(&member);
             return member;
         }
         drop(pending);
@@ -1076,7 +1203,38 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
     /// A member named `name`, with the family's settings in force.
     fn member(&self, name: String, stamp: u64) -> Member {
         let tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
-        tuned.member(&self.config, &self.clock, self.max_concurrent, name, stamp)
+        let member = tuned.member(&self.config, &self.clock, self.max_concurrent, name, stamp);
+        drop(tuned);
+        self.budget(&member);
+        member
+    }
+
+    /// Gives `member` the family's ejection budget, if it has one.
+    fn budget(&self, member: &Member) {
+        if self.max_ejection_percent < 100 {
+            let family = self.me.clone();
+            member.breaker.ask_before_opening(Box::new(move || {
+                family.upgrade().is_none_or(|family| family.may_eject())
+            }));
+        }
+    }
+
+    /// Whether one more stored member may open: fewer than the budget's
+    /// share of them (and at least one) are Open or HalfOpen. Reads every
+    /// stored member's state, lock-free: a trip is rare.
+    fn may_eject(&self) -> bool {
+        let guard = scc::Guard::new();
+        let (mut stored, mut ejected) = (0_usize, 0_usize);
+        for (_, member) in self.map.iter(&guard) {
+            stored += 1;
+            ejected += usize::from(member.breaker.state() != State::Closed);
+        }
+        let budget = (stored * usize::from(self.max_ejection_percent) / 100).max(1);
+        if ejected < budget {
+            return true;
+        }
+        self.counters.spared.fetch_add(1, Ordering::Relaxed);
+        false
     }
 
     /// The settings the family gives its members now (under its own name).
@@ -1195,6 +1353,33 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         found
     }
 
+    /// The slot of a member to evict (see [`victim`](Self::victim)), marked
+    /// retired, so that no lease of it is taken from now on. A member a
+    /// call took a lease of since it was picked is kept, and another one
+    /// picked, once.
+    fn retire_victim(&self, slots: &mut Slots<K>) -> Option<usize> {
+        for _ in 0..2 {
+            let victim = self.victim(slots)?;
+            if slots.stored[victim].1.retire() {
+                return Some(victim);
+            }
+        }
+        None
+    }
+
+    /// A member just evicted: with the `metrics` feature, its calls since
+    /// its last report reach the counters of its name (see
+    /// [`metrics`](crate::metrics#keyed-families)), when the family is
+    /// registered or the member was reported before. No lease of it is
+    /// out, so its totals are final.
+    #[cfg_attr(not(feature = "metrics"), allow(clippy::unused_self))]
+    fn evicted(&self, member: &Member) {
+        #[cfg(feature = "metrics")]
+        crate::metrics::evicted(&member.breaker, self.registered.load(Ordering::Relaxed));
+        #[cfg(not(feature = "metrics"))]
+        let _ = member;
+    }
+
     /// The family has just become full of members it may not evict: said
     /// once until a victim is found again, not once per call.
     fn report_full(&self) {
@@ -1210,21 +1395,17 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         );
     }
 
-    /// Lets go of the evicted members that no lease can reach any more:
-    /// unlinked (every epoch guard that could have found one in the map has
-    /// ended, after counting its lease, if any) and with every lease
-    /// dropped. The map may still hold a copy for a while; the member is
-    /// freed with the last. Looks only once the list has doubled since the
-    /// last look, so an insertion costs O(1) amortised.
+    /// Lets go of the evicted members whose every lease was dropped: no
+    /// lease can be taken of a retired member (see [`Lease::take`]). The
+    /// map may still hold a copy for a while (until the epoch guards that
+    /// could have found it end); the member is freed with the last. Looks
+    /// only once the list has doubled since the last look, so an insertion
+    /// costs O(1) amortised.
     fn reclaim(&self, slots: &mut Slots<K>) {
         if slots.retired.len() < slots.reclaim_at {
             return;
         }
-        // The acquire pairs with the release of `unlinked`, which follows
-        // the end of the guards under which the leases were counted.
-        slots
-            .retired
-            .retain(|member| !(member.unlinked.load(Ordering::Acquire) && member.unleased()));
+        slots.retired.retain(|member| !member.unleased());
         slots.reclaim_at = (slots.retired.len() * 2).max(RECLAIM_FLOOR);
     }
 
@@ -1253,7 +1434,8 @@ pub(crate) trait Listing: Send + Sync {
     /// The settings new members get now.
     fn config(&self) -> Config;
     fn max_keys(&self) -> usize;
-    fn counts(&self) -> (u64, u64, u64);
+    /// Created, evicted, unstored and spared, as `Family` counts them.
+    fn counts(&self) -> [u64; 4];
     /// Marks the family registered; `true` the first time.
     fn mark_registered(&self) -> bool;
 }
@@ -1280,13 +1462,9 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
     fn max_keys(&self) -> usize {
         self.max_keys
     }
-    fn counts(&self) -> (u64, u64, u64) {
+    fn counts(&self) -> [u64; 4] {
         let c = &self.counters;
-        (
-            c.created.load(Ordering::Relaxed),
-            c.evicted.load(Ordering::Relaxed),
-            c.unstored.load(Ordering::Relaxed),
-        )
+        [&c.created, &c.evicted, &c.unstored, &c.spared].map(|n| n.load(Ordering::Relaxed))
     }
     fn mark_registered(&self) -> bool {
         !self.registered.swap(true, Ordering::Relaxed)
@@ -1302,6 +1480,7 @@ pub struct Slot {
     config: Config,
     max_keys: usize,
     max_concurrent: Option<u32>,
+    max_ejection_percent: u8,
     /// The family of the key type the function was first called with.
     first: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
     /// That family, as the registry sees it; set under `early`'s lock.
@@ -1332,11 +1511,17 @@ struct Early {
 impl Slot {
     /// A slot for a family with these settings, checked at compile time.
     #[must_use]
-    pub const fn new(config: Config, max_keys: usize, max_concurrent: Option<u32>) -> Self {
+    pub const fn new(
+        config: Config,
+        max_keys: usize,
+        max_concurrent: Option<u32>,
+        max_ejection_percent: u8,
+    ) -> Self {
         Self {
             config,
             max_keys,
             max_concurrent,
+            max_ejection_percent,
             first: std::sync::OnceLock::new(),
             built: std::sync::OnceLock::new(),
             early: Mutex::new(Early {
@@ -1355,7 +1540,12 @@ impl Slot {
     /// The first family: given what was asked before, listed through the
     /// slot.
     fn build_first<K: Clone + Hash + Eq + Send + Sync + 'static>(&'static self) -> Family<K> {
-        let family = Family::from_config(self.config.clone(), self.max_keys, self.max_concurrent);
+        let family = Family::from_config(
+            self.config.clone(),
+            self.max_keys,
+            self.max_concurrent,
+            self.max_ejection_percent,
+        );
         let mut early = self.early();
         let inner = &family.inner;
         *inner.tuned.lock().unwrap_or_else(PoisonError::into_inner) =
@@ -1396,6 +1586,7 @@ impl Slot {
             self.config.clone(),
             self.max_keys,
             self.max_concurrent,
+            self.max_ejection_percent,
         )));
         family.register();
         others.push(family);
@@ -1471,8 +1662,8 @@ impl Listing for SlotView {
     fn max_keys(&self) -> usize {
         self.0.max_keys
     }
-    fn counts(&self) -> (u64, u64, u64) {
-        self.0.built.get().map_or((0, 0, 0), |b| b.counts())
+    fn counts(&self) -> [u64; 4] {
+        self.0.built.get().map_or([0; 4], |b| b.counts())
     }
     fn mark_registered(&self) -> bool {
         self.0.mark_registered()

@@ -37,9 +37,11 @@
 //! member evicted while Open because its key went away still reads 1).
 //! Keys that keep coming and going (a client's address) make new series
 //! without end: key families by something bounded (a replica, a tenant).
-//! Calls an evicted member took after its last report (its last transition
-//! or export) are not counted: at most one scrape interval's calls of that
-//! key, when [`export`] runs before each scrape.
+//! An evicted member reports its calls since its last report as it is
+//! evicted (no call runs through it then: its totals are final), so a
+//! key's calls are all counted however often it is evicted and made
+//! again, when its family is registered (attribute, tower and middleware
+//! families are, from their first call) or it made a transition.
 //!
 //! # Counters count on under a name
 //!
@@ -370,6 +372,17 @@ fn export_member(b: &Breaker) {
     export_breaker(b);
     if first {
         zero_transitions(keys(b));
+    }
+}
+
+/// A keyed family's member was evicted: what it counted since its last
+/// report reaches the counters of its name now, or never would, when its
+/// family is registered (`export` would have found it) or it was reported
+/// before (a transition).
+#[cfg(feature = "keyed")]
+pub(crate) fn evicted(b: &Breaker, registered: bool) {
+    if registered || b.hook.metric_keys.get().is_some() {
+        caught(|| export_member(b));
     }
 }
 

@@ -503,20 +503,27 @@ impl FamilyRef {
     /// Breakers created and stored so far.
     #[must_use]
     pub fn created(&self) -> u64 {
-        self.0.counts().0
+        self.0.counts()[0]
     }
 
     /// Closed breakers evicted to make room for new keys.
     #[must_use]
     pub fn evicted(&self) -> u64 {
-        self.0.counts().1
+        self.0.counts()[1]
     }
 
     /// Calls that found the family full of breakers it may not evict and
     /// ran through its overflow breaker `family[*]`.
     #[must_use]
     pub fn unstored(&self) -> u64 {
-        self.0.counts().2
+        self.0.counts()[2]
+    }
+
+    /// Trips held back by the family's ejection budget
+    /// (`max_ejection_percent`); see [`Family::spared`](crate::Family::spared).
+    #[must_use]
+    pub fn spared(&self) -> u64 {
+        self.0.counts()[3]
     }
 }
 
@@ -788,7 +795,7 @@ mod tests {
     #[test]
     fn a_declared_family_is_listed_once() {
         static SLOT: crate::keyed::Slot =
-            crate::keyed::Slot::new(crate::Config::new("registry-slot"), 8, None);
+            crate::keyed::Slot::new(crate::Config::new("registry-slot"), 8, None, 100);
         let mut registry = Registry::default();
         registry.add_slot(&SLOT);
         registry.add_slot(&SLOT);

@@ -720,3 +720,136 @@ fn callable_keys_skip_the_ones_that_would_refuse() {
     trial.success();
     assert_eq!(replicas.callable(all).count(), 4, "b closed again");
 }
+
+/// A lease taken while its member is being picked for eviction either keeps
+/// the member or waits for the key's new one: whatever the interleaving, the
+/// member a lease holds is stored in the family for as long as the lease
+/// lives. Two threads lease three hot keys and look, under each lease, for
+/// their member among the stored ones while a third thread churns new keys
+/// through a family with room for four.
+#[test]
+fn a_lease_never_holds_an_evicted_member() {
+    let keys = family("keyed.held", 4);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let strays = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            let (keys, stop, strays) = (&keys, &stop, &strays);
+            s.spawn(move || {
+                let mut calls = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) || calls < 2_000 {
+                    let key = ["x", "y", "z"][(calls % 3) as usize];
+                    let lease = keys.lease(key);
+                    let stored = keys
+                        .members()
+                        .iter()
+                        .any(|member| std::ptr::eq(&**member, &*lease));
+                    if !stored {
+                        strays.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    drop(lease);
+                    calls += 1;
+                }
+            });
+        }
+        for i in 0..50_000 {
+            let _ = keys.lease(&format!("churn-{i}"));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    assert!(keys.evicted() > 0);
+    assert_eq!(strays.into_inner(), 0, "leases that held an evicted member");
+}
+
+fn budgeted(name: &'static str, percent: u8) -> Family<String> {
+    Family::builder(Breaker::builder().name(name).threshold(1))
+        .max_ejection_percent(percent)
+        .build()
+        .unwrap()
+}
+
+/// The ejection budget holds back a trip from Closed once its share of the
+/// stored members is Open or HalfOpen, counts each one held back, and lets
+/// a member trip again once another closed.
+#[test]
+fn the_ejection_budget_keeps_a_share_of_the_members_closed() {
+    let clock = failfast_runtime::ManualClock::new();
+    let keys: Family<String> = Family::builder(
+        Breaker::builder()
+            .name("keyed.budget")
+            .threshold(1)
+            .recovery(std::time::Duration::from_secs(1))
+            .clock(clock.clone()),
+    )
+    .max_ejection_percent(40)
+    .build()
+    .unwrap();
+    let all: Vec<String> = (0..5).map(|i| format!("r{i}")).collect();
+    for key in &all {
+        assert!(keys.get(key.as_str()).call(|| Ok::<_, ()>(())).is_ok());
+    }
+    for key in &all {
+        let _ = keys.get(key.as_str()).call(|| Err::<(), _>("down"));
+    }
+    // 40 % of 5: two open, three kept Closed and still called.
+    let states: Vec<State> = all.iter().map(|k| keys.get(k.as_str()).state()).collect();
+    assert_eq!(
+        states,
+        [
+            State::Open,
+            State::Open,
+            State::Closed,
+            State::Closed,
+            State::Closed
+        ]
+    );
+    assert_eq!(keys.spared(), 3);
+    let called = std::sync::atomic::AtomicU32::new(0);
+    let _ = keys.get("r4").call(|| {
+        called.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Err::<(), _>("down")
+    });
+    assert_eq!(called.into_inner(), 1);
+    assert_eq!(keys.spared(), 4);
+    // A failed trial reopens whatever the budget: it was already ejected.
+    clock.advance(std::time::Duration::from_secs(1));
+    let _ = keys.get("r0").call(|| Err::<(), _>("still down"));
+    assert_eq!(keys.get("r0").state(), State::Open);
+    assert_eq!(keys.spared(), 4);
+    // `r1` recovers: the budget has room again, and `r4` trips.
+    assert!(keys.get("r1").call(|| Ok::<_, ()>(())).is_ok());
+    assert_eq!(keys.get("r1").state(), State::Closed);
+    let _ = keys.get("r4").call(|| Err::<(), _>("down"));
+    assert_eq!(keys.get("r4").state(), State::Open);
+    assert_eq!(keys.spared(), 4);
+}
+
+/// Without a budget every member may open; a budget of one percent still
+/// lets one open; a budget out of range is refused.
+#[test]
+fn an_ejection_budget_lets_at_least_one_member_open_and_is_checked() {
+    let open_all = |keys: &Family<String>| {
+        for key in ["a", "b", "c"] {
+            let _ = keys.get(key).call(|| Ok::<_, ()>(()));
+        }
+        for key in ["a", "b", "c"] {
+            let _ = keys.get(key).call(|| Err::<(), _>("down"));
+        }
+        ["a", "b", "c"]
+            .iter()
+            .filter(|k| keys.get(**k).state() == State::Open)
+            .count()
+    };
+    assert_eq!(open_all(&budgeted("keyed.budget100", 100)), 3);
+    let unbudgeted = Family::builder(Breaker::builder().name("keyed.nobudget").threshold(1));
+    assert_eq!(open_all(&unbudgeted.build().unwrap()), 3);
+    assert_eq!(open_all(&budgeted("keyed.budget1", 1)), 1);
+    assert_eq!(open_all(&budgeted("keyed.budget67", 67)), 2);
+    for percent in [0, 101] {
+        let error = Family::<String>::builder(Breaker::builder().name("keyed.badbudget"))
+            .max_ejection_percent(percent)
+            .build()
+            .unwrap_err();
+        assert_eq!(error.setting(), "max_ejection_percent", "{percent}");
+    }
+}

@@ -625,22 +625,34 @@ fn export_reports_every_member_of_a_family_with_its_current_counts() {
     });
 }
 
+/// A family with room for one key, registered when `register`.
+#[cfg(feature = "keyed")]
+fn one_key_family(name: &'static str, register: bool) -> failfast_runtime::Family<String> {
+    let family = failfast_runtime::Family::builder(Breaker::builder().name(name))
+        .max_keys(1)
+        .build()
+        .unwrap();
+    if register {
+        family.register();
+    }
+    family
+}
+
+/// One call through `key`'s breaker, with `outcome`.
+#[cfg(feature = "keyed")]
+fn record(family: &failfast_runtime::Family<String>, key: &str, outcome: Outcome) {
+    family.get(key).acquire().unwrap().record(outcome);
+}
+
 /// A key evicted and made again gets a new breaker, whose totals start at
 /// zero: its counters count on from the values written before, so a
 /// recorder that keeps the largest value sees the calls of both.
 #[cfg(feature = "keyed")]
 #[test]
 fn a_key_evicted_and_made_again_counts_on_from_its_last_values() {
-    use failfast_runtime::Family;
     let scraped = Scraped::default();
-    let family: Family<String> = Family::builder(Breaker::builder().name("metrics-rekeyed"))
-        .max_keys(1)
-        .build()
-        .unwrap();
-    family.register();
-    let call = |key: &str, outcome: Outcome| {
-        family.get(key).acquire().unwrap().record(outcome);
-    };
+    let family = one_key_family("metrics-rekeyed", true);
+    let call = |key: &str, outcome: Outcome| record(&family, key, outcome);
     metrics::with_local_recorder(&scraped, || {
         for _ in 0..3 {
             call("a", Outcome::Success);
@@ -672,5 +684,51 @@ fn a_key_evicted_and_made_again_counts_on_from_its_last_values() {
             );
             assert_eq!(scraped.calls("metrics-rekeyed[b]", "success"), Some(round));
         }
+    });
+}
+
+/// The calls a member took since its last report reach its counters as it
+/// is evicted: nothing a key counted is lost between two exports.
+#[cfg(feature = "keyed")]
+#[test]
+fn an_evicted_key_reports_its_calls_since_the_last_export() {
+    let scraped = Scraped::default();
+    let family = one_key_family("metrics-unexported", true);
+    let call = |key: &str, outcome: Outcome| record(&family, key, outcome);
+    metrics::with_local_recorder(&scraped, || {
+        call("a", Outcome::Success);
+        failfast_runtime::metrics::export();
+        for _ in 0..4 {
+            call("a", Outcome::Success);
+        }
+        call("a", Outcome::Failure);
+        // `b` takes `a`'s place before any export.
+        call("b", Outcome::Success);
+        assert_eq!(family.evicted(), 1);
+        assert_eq!(scraped.calls("metrics-unexported[a]", "success"), Some(5));
+        assert_eq!(scraped.calls("metrics-unexported[a]", "failure"), Some(1));
+        // Made again, and evicted again without an export in between.
+        for _ in 0..2 {
+            call("a", Outcome::Success);
+        }
+        call("b", Outcome::Success);
+        assert_eq!(family.evicted(), 3);
+        assert_eq!(scraped.calls("metrics-unexported[a]", "success"), Some(7));
+    });
+}
+
+/// A member of a family nobody registered, that was never reported, is not
+/// reported at eviction either: its name was never a series.
+#[cfg(feature = "keyed")]
+#[test]
+fn an_unreported_member_of_an_unregistered_family_stays_unreported() {
+    let scraped = Scraped::default();
+    let family = one_key_family("metrics-unlisted", false);
+    let call = |key: &str| record(&family, key, Outcome::Success);
+    metrics::with_local_recorder(&scraped, || {
+        call("a");
+        call("b");
+        assert_eq!(family.evicted(), 1);
+        assert_eq!(scraped.calls("metrics-unlisted[a]", "success"), None);
     });
 }
