@@ -1,6 +1,8 @@
-//! `failfast::reqwest_middleware` against two HTTP hosts on loopback, one of
-//! them sick: only the sick host's breaker opens, and its refusals come back
-//! as `reqwest_middleware::Error`s holding a `Rejected`.
+//! `failfast::reqwest_middleware` against HTTP hosts on loopback: with one
+//! of two hosts sick, only the sick host's breaker opens, and its refusals
+//! come back as `reqwest_middleware::Error`s holding a `Rejected`; a
+//! response the classifier counts as a success is decided by its body
+//! (cut short, slow, read to its end, dropped unread).
 
 use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
@@ -336,4 +338,338 @@ fn one_breaker_per_host_however_it_is_spelled() {
         breaker("https://example.com/")
     );
     assert_eq!(middleware.hosts().unwrap().len(), 2, "port 80 and port 443");
+}
+
+/// A host speaking HTTP/1.1 by hand, for answers a well-behaved server does
+/// not give: on each connection it reads the request's head, then `answer`
+/// writes what comes back and the connection is closed.
+async fn raw_host<F, A>(answer: F) -> String
+where
+    F: Fn(tokio::net::TcpStream) -> A + Send + Sync + 'static,
+    A: std::future::Future<Output = ()> + Send + 'static,
+{
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let answer = Arc::new(answer);
+    tokio::spawn(async move {
+        loop {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                while !head.ends_with(b"\r\n\r\n") {
+                    let mut byte = [0];
+                    if stream.read(&mut byte).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                answer(stream).await;
+            });
+        }
+    });
+    url
+}
+
+/// The host at `base` with routes of its own, on loopback.
+async fn host(app: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}
+
+/// A 200 promising 1000 bytes, which sends 10 and hangs up.
+async fn cut_short(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let _ = stream
+        .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 1000\r\n\r\n0123456789")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_cut_short_is_a_failure_and_opens_the_hosts_breaker() {
+    let url = raw_host(cut_short).await;
+    let middleware = per_host("reqwest-cut-short", 3);
+    let client = client(middleware.clone());
+    for _ in 0..3 {
+        let answer = client.get(&url).send().await.unwrap();
+        assert_eq!(answer.status(), 200, "a head as good as any");
+        assert_eq!(answer.content_length(), Some(1000));
+        let error = answer.bytes().await.unwrap_err();
+        assert!(error.is_decode(), "reqwest's error for the body: {error:?}");
+    }
+    let breaker = middleware.breaker_for(&url.parse().unwrap()).unwrap();
+    let s = breaker.snapshot();
+    assert_eq!(
+        (s.state, s.failures, s.successes),
+        (State::Open, 3, 0),
+        "three bodies cut short: {s:?}"
+    );
+    let error = client.get(&url).send().await.unwrap_err();
+    assert_eq!(rejected(&error).expect("refused").reason(), Reason::Open);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_to_a_body_cut_short_is_charged_to_the_host_that_sent_it() {
+    let cut = raw_host(cut_short).await;
+    let to_cut = cut.clone();
+    let redirecting = host(Router::new().route(
+        "/go",
+        get(move || {
+            let to_cut = to_cut.clone();
+            async move { (StatusCode::FOUND, [(http::header::LOCATION, to_cut)]) }
+        }),
+    ))
+    .await;
+    let middleware = per_host("reqwest-redirect-cut", 3);
+    let client = client(middleware.clone());
+    let answer = client
+        .get(format!("{redirecting}/go"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.url().as_str(), cut, "the host that answered");
+    let cut_breaker = middleware.breaker_for(&cut.parse().unwrap()).unwrap();
+    assert_eq!(
+        cut_breaker.snapshot().calls,
+        0,
+        "its verdict waits for the body"
+    );
+    answer.bytes().await.unwrap_err();
+    let s = cut_breaker.snapshot();
+    assert_eq!((s.failures, s.successes), (1, 0), "{s:?}");
+    let s = middleware
+        .breaker_for(&redirecting.parse().unwrap())
+        .unwrap()
+        .snapshot();
+    assert_eq!((s.failures, s.successes), (0, 1), "it answered: {s:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_past_the_clients_read_timeout_is_a_failure_and_still_a_timeout() {
+    use tokio::io::AsyncWriteExt;
+    // Ten bytes of twenty, and then nothing.
+    let url = raw_host(|mut stream| async move {
+        let _ = stream
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 20\r\n\r\n0123456789")
+            .await;
+        std::future::pending::<()>().await;
+    })
+    .await;
+    let middleware = per_host("reqwest-read-timeout", 1);
+    let client = reqwest_middleware::ClientBuilder::new(
+        reqwest::Client::builder()
+            .read_timeout(Duration::from_millis(100))
+            .build()
+            .unwrap(),
+    )
+    .with(middleware.clone())
+    .build();
+    let answer = client.get(&url).send().await.unwrap();
+    let error = answer.bytes().await.unwrap_err();
+    assert!(error.is_timeout(), "reqwest still says so: {error:?}");
+    let breaker = middleware.breaker_for(&url.parse().unwrap()).unwrap();
+    let s = breaker.snapshot();
+    assert_eq!((s.state, s.failures), (State::Open, 1), "{s:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_slower_than_slow_is_a_slow_call() {
+    use tokio::io::AsyncWriteExt;
+    // Half the body with the head, the other half when the test says so.
+    let go_on = Arc::new(tokio::sync::Notify::new());
+    let next_half = go_on.clone();
+    let url = raw_host(move |mut stream| {
+        let next_half = next_half.clone();
+        async move {
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 20\r\n\r\n0123456789")
+                .await;
+            next_half.notified().await;
+            let _ = stream.write_all(b"0123456789").await;
+        }
+    })
+    .await;
+    let clock = ManualClock::new();
+    let middleware = CircuitBreakerMiddleware::per_host(
+        Breaker::builder()
+            .name("reqwest-slow-body")
+            .slow(Duration::from_millis(50))
+            .clock(clock.clone()),
+    )
+    .unwrap();
+    let client = client(middleware.clone());
+    let breaker = middleware.breaker_for(&url.parse().unwrap()).unwrap();
+
+    let answer = client.get(&url).send().await.unwrap();
+    assert_eq!(answer.status(), 200);
+    // The head came at once; the rest of the body takes a second.
+    clock.advance(Duration::from_secs(1));
+    go_on.notify_one();
+    assert_eq!(answer.bytes().await.unwrap().len(), 20);
+    let s = breaker.snapshot();
+    assert_eq!((s.successes, s.slow), (1, 1), "slow to its end: {s:?}");
+
+    // A body that comes at once is not slow.
+    let answer = client.get(&url).send().await.unwrap();
+    go_on.notify_one();
+    assert_eq!(answer.bytes().await.unwrap().len(), 20);
+    let s = breaker.snapshot();
+    assert_eq!((s.successes, s.slow), (2, 1), "{s:?}");
+}
+
+/// Routes with bodies: `/fail`, an empty 503; `/empty`, an empty 200;
+/// `/ok`, ten bytes.
+fn with_bodies() -> Router {
+    Router::new()
+        .route("/fail", get(|| async { StatusCode::SERVICE_UNAVAILABLE }))
+        .route("/empty", get(|| async { StatusCode::OK }))
+        .route("/ok", get(|| async { ([("x-stock", "12")], "0123456789") }))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_read_to_its_end_is_a_success_and_keeps_its_trial_until_then() {
+    let base = host(with_bodies()).await;
+    let clock = ManualClock::new();
+    let middleware = CircuitBreakerMiddleware::per_host(
+        Breaker::builder()
+            .name("reqwest-read-to-end")
+            .threshold(1)
+            .recovery(Duration::from_secs(30))
+            .clock(clock.clone()),
+    )
+    .unwrap();
+    let client = client(middleware.clone());
+    let breaker = middleware.breaker_for(&base.parse().unwrap()).unwrap();
+
+    let answer = client.get(format!("{base}/fail")).send().await.unwrap();
+    assert_eq!(answer.status(), 503, "an empty body: decided with its head");
+    assert_eq!(breaker.state(), State::Open);
+    clock.advance(Duration::from_secs(30));
+
+    let answer = client.get(format!("{base}/ok")).send().await.unwrap();
+    assert_eq!(answer.status(), 200);
+    let s = breaker.snapshot();
+    assert_eq!(
+        (s.state, s.trials_in_flight, s.successes),
+        (State::HalfOpen, 1, 0),
+        "the trial waits for its body: {s:?}"
+    );
+    let refused = client.get(format!("{base}/ok")).send().await.unwrap_err();
+    assert!(rejected(&refused).is_some(), "the one trial is taken");
+
+    assert_eq!(answer.bytes().await.unwrap(), "0123456789");
+    let s = breaker.snapshot();
+    assert_eq!((s.state, s.successes), (State::Closed, 1), "{s:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_dropped_unread_is_a_success_timed_to_the_drop() {
+    let base = host(with_bodies()).await;
+    let clock = ManualClock::new();
+    let middleware = CircuitBreakerMiddleware::per_host(
+        Breaker::builder()
+            .name("reqwest-dropped-unread")
+            .slow(Duration::from_millis(50))
+            .clock(clock.clone()),
+    )
+    .unwrap();
+    let client = client(middleware.clone());
+    let breaker = middleware.breaker_for(&base.parse().unwrap()).unwrap();
+
+    let answer = client.get(format!("{base}/ok")).send().await.unwrap();
+    assert_eq!(breaker.snapshot().successes, 0, "not decided while kept");
+    drop(answer);
+    let s = breaker.snapshot();
+    assert_eq!((s.successes, s.neutral, s.slow), (1, 0, 0), "{s:?}");
+
+    let answer = client.get(format!("{base}/ok")).send().await.unwrap();
+    clock.advance(Duration::from_secs(1));
+    drop(answer);
+    let s = breaker.snapshot();
+    assert_eq!(
+        (s.successes, s.neutral, s.slow),
+        (2, 0, 1),
+        "kept a second before the drop: {s:?}"
+    );
+
+    // An empty body ends with its head: decided then, kept or not.
+    let answer = client.get(format!("{base}/empty")).send().await.unwrap();
+    assert_eq!(breaker.snapshot().successes, 3, "decided with the head");
+    clock.advance(Duration::from_secs(1));
+    drop(answer);
+    let s = breaker.snapshot();
+    assert_eq!((s.successes, s.slow), (3, 1), "{s:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_is_not_evicted_while_its_body_streams() {
+    let base = host(with_bodies()).await;
+    let clock = ManualClock::new();
+    let hosts = failfast::Family::builder(
+        Breaker::builder()
+            .name("reqwest-evict")
+            .clock(clock.clone()),
+    )
+    .max_keys(1)
+    .build()
+    .unwrap();
+    let middleware = CircuitBreakerMiddleware::family(hosts.clone());
+    let client = client(middleware.clone());
+
+    let answer = client.get(format!("{base}/ok")).send().await.unwrap();
+    let other = "http://10.0.0.1:80/".parse().unwrap();
+    assert_eq!(
+        middleware.breaker_for(&other).unwrap().name(),
+        "reqwest-evict[*]",
+        "the only place is held by the body still to come"
+    );
+    assert_eq!(answer.bytes().await.unwrap(), "0123456789");
+
+    // A full family is looked through again a second after it was found
+    // full: the host's breaker can go now.
+    clock.advance(Duration::from_secs(1));
+    let another = "http://10.0.0.2:80/".parse().unwrap();
+    assert_eq!(
+        middleware.breaker_for(&another).unwrap().name(),
+        "reqwest-evict[10.0.0.2:80]"
+    );
+    assert_eq!(hosts.evicted(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_keeps_its_place_under_the_concurrency_limit_until_its_body_ends() {
+    let base = host(with_bodies()).await;
+    let hosts = failfast::Family::builder(Breaker::builder().name("reqwest-places"))
+        .max_concurrent(1)
+        .build()
+        .unwrap();
+    let client = client(CircuitBreakerMiddleware::family(hosts));
+
+    let answer = client.get(format!("{base}/ok")).send().await.unwrap();
+    let error = client.get(format!("{base}/ok")).send().await.unwrap_err();
+    let refused = rejected(&error).expect("over the limit");
+    assert_eq!(refused.reason(), Reason::ConcurrencyLimit);
+    assert_eq!(answer.bytes().await.unwrap(), "0123456789");
+    let answer = client.get(format!("{base}/ok")).send().await.unwrap();
+    assert_eq!(answer.status(), 200, "the place is free again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_response_keeps_its_url_headers_and_address() {
+    let base = host(with_bodies()).await;
+    let client = client(per_host("reqwest-same-response", 3));
+    let url: reqwest::Url = format!("{base}/ok?sku=1").parse().unwrap();
+    let answer = client.get(url.clone()).send().await.unwrap();
+    assert_eq!(answer.url(), &url);
+    assert_eq!(answer.headers()["x-stock"], "12");
+    assert_eq!(answer.content_length(), Some(10));
+    assert_eq!(answer.version(), reqwest::Version::HTTP_11);
+    assert_eq!(
+        answer.remote_addr().map(|a| a.to_string()),
+        Some(base.trim_start_matches("http://").to_owned())
+    );
+    assert_eq!(answer.text().await.unwrap(), "0123456789");
 }

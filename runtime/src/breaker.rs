@@ -1248,9 +1248,10 @@ impl Permit<'_> {
 }
 
 /// A permit's record without the borrow of its breaker, for a permit held by
-/// a type that owns its breaker handle (see `OwnedPermit`). Moving the two
-/// words out and back costs nothing on the call path.
-#[cfg(feature = "tower")]
+/// a type that owns its breaker handle (tower's `OwnedPermit`, the reqwest
+/// middleware's `Verdict`). Moving the two words out and back costs nothing
+/// on the call path.
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 #[derive(Debug)]
 pub(crate) struct Detached {
     admitted: u64,
@@ -1264,7 +1265,7 @@ impl<'b> Permit<'b> {
     }
 }
 
-#[cfg(feature = "tower")]
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 impl Permit<'_> {
     /// The permit's record, leaving the breaker to be named again by
     /// [`Detached::attach`]; nothing is recorded now.
@@ -1277,7 +1278,7 @@ impl Permit<'_> {
     }
 }
 
-#[cfg(feature = "tower")]
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 impl Detached {
     /// The permit again. `breaker` must be the one that admitted it.
     pub(crate) fn attach(self, breaker: &Breaker) -> Permit<'_> {

@@ -291,7 +291,10 @@ pub(crate) fn concurrency_limit(breaker: &Breaker, permit: &mut Permit<'_>) -> R
     Rejected::concurrency_limit(breaker.carried_name(), state)
 }
 
-#[cfg(all(feature = "tower", feature = "keyed"))]
+#[cfg(any(
+    all(feature = "tower", feature = "keyed"),
+    feature = "reqwest-middleware"
+))]
 impl Slot<'_> {
     /// Keeps the place taken after the slot is gone: for an owner that
     /// cannot borrow the bulkhead, which gives it back with
@@ -301,7 +304,10 @@ impl Slot<'_> {
     }
 }
 
-#[cfg(all(feature = "tower", feature = "keyed"))]
+#[cfg(any(
+    all(feature = "tower", feature = "keyed"),
+    feature = "reqwest-middleware"
+))]
 impl Bulkhead {
     /// Gives back a place kept by [`Slot::keep`].
     pub(crate) fn leave(&self) {
@@ -458,7 +464,10 @@ mod tests {
         assert_eq!(bulkhead.running(), 0);
     }
 
-    #[cfg(all(feature = "tower", feature = "keyed"))]
+    #[cfg(any(
+        all(feature = "tower", feature = "keyed"),
+        feature = "reqwest-middleware"
+    ))]
     #[test]
     fn a_kept_place_stays_taken_until_it_is_left() {
         let bulkhead = Bulkhead::new(1);

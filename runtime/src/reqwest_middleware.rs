@@ -49,14 +49,49 @@
 //! # }
 //! ```
 //!
-//! The permit is held while the rest of the chain runs: a request future
-//! dropped before it finished (a caller's timeout, a cancelled task) gives a
-//! half-open trial back and is neutral, or a slow call once it ran longer
-//! than the breaker's `slow`; a panic further down the chain is a failure.
+//! The permit is held while the rest of the chain runs (and past it, for a
+//! response left to its body: see below): a request future dropped before
+//! it finished (a caller's timeout, a cancelled task) gives a half-open
+//! trial back and is neutral, or a slow call once it ran longer than the
+//! breaker's `slow`; a panic further down the chain is a failure.
 //! When the family was built with
 //! [`max_concurrent`](crate::FamilyBuilder::max_concurrent), each host's
 //! concurrency limit is applied too, and a request over it is refused the
 //! same way.
+//!
+//! # When the outcome is decided
+//!
+//! The classifier sees the response's head (or the error). A response it
+//! counts as a failure or neutral (a 5xx, a 4xx), and an error, are
+//! recorded then. A response it counts as a success is decided by its
+//! body: the middleware hands the response back with its body watched, and
+//!
+//! - a body that fails partway (the connection closed before
+//!   `Content-Length` bytes, the client's timeout) is a failure;
+//! - a body read to its end is a success;
+//! - a body dropped before its end (the response dropped unread, or half
+//!   read) is a success too: the host answered well as far as anyone
+//!   looked. Not neutral, as a dropped request is: a client that reads
+//!   only statuses would then count its failures and none of its
+//!   successes, and a half-open breaker would never close under it.
+//!
+//! Each is recorded when it happens, so the slow-call rule times the
+//! request to the end of its body, its error or its drop. An empty body
+//! (`HEAD`, 204, 304, `Content-Length: 0`) ends with its head, and is
+//! decided then.
+//!
+//! Until its verdict a request keeps what it took: its permit (a half-open
+//! trial stays taken), its host's breaker (the family does not evict it
+//! under a streaming body) and its place under the host's concurrency
+//! limit. A response kept unread keeps them too: read it or drop it.
+//!
+//! The response is otherwise the one the rest of the chain gave: its
+//! status, headers, extensions, [`url`](Response::url) and content length.
+//! An error of the body reaches the caller as the error reqwest gives for
+//! it (the same kind, message and URL: `is_decode`, `is_timeout`), with
+//! two more `reqwest::Error`s of kind body wrapped around its cause in the
+//! [`source`](std::error::Error::source) chain: the body passed through
+//! `http::Response` and back, the only way to wrap it.
 //!
 //! # Redirects
 //!
@@ -65,19 +100,11 @@
 //! to the host that gave it, the response's [`url`](Response::url) (or a
 //! transport error's): when host A redirects to host B, B's breaker counts
 //! B's answer as a call of its own when it admits one (not while it is
-//! open), and A's call is a success, A having answered. A's call is timed
-//! to B's answer, for the slow-call rule. To ask each host's breaker before
-//! it is called, turn the client's redirects off
-//! (`reqwest::redirect::Policy::none()`) and follow them above the
-//! middleware.
-//!
-//! # The body is not watched
-//!
-//! The outcome is decided when the response's head arrives, and the
-//! middleware hands the response back with its body unread: a body that
-//! fails partway (a connection closed before `Content-Length` bytes) is not
-//! counted as a failure, and the slow-call rule measures the time to the
-//! head, not to the end of the body.
+//! open), decided as above, and A's call is a success, A having answered,
+//! recorded when B's head arrives. A's call is timed to B's head, for the
+//! slow-call rule. To ask each host's breaker before it is called, turn the
+//! client's redirects off (`reqwest::redirect::Policy::none()`) and follow
+//! them above the middleware.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -91,7 +118,12 @@ use reqwest_middleware::{Middleware, Next};
 pub use crate::classify::{Classify, HttpClassifier};
 use crate::keyed::Member;
 use crate::registry::BreakerRef;
-use crate::{Breaker, Builder, ConfigError, Family, Key, Outcome, Permit, Rejected};
+use crate::{
+    Breaker, Builder, Bulkhead, ConfigError, Family, Key, Outcome, Permit, Rejected, Slot,
+};
+use verdict::Verdict;
+
+mod verdict;
 
 /// A host a [`CircuitBreakerMiddleware`] keeps a breaker for: the request
 /// URL's host and port (the scheme's default port when the URL names none).
@@ -236,6 +268,14 @@ impl Guard {
         match self {
             Guard::Member(member, _) => member,
             Guard::One(breaker) => breaker,
+        }
+    }
+
+    /// The host's concurrency limit, when its family has one.
+    fn bulkhead(&self) -> Option<&Bulkhead> {
+        match self {
+            Guard::Member(member, _) => member.bulkhead(),
+            Guard::One(_) => None,
         }
     }
 }
@@ -506,11 +546,7 @@ where
         let mut permit = breaker
             .acquire()
             .map_err(reqwest_middleware::Error::middleware)?;
-        let bulkhead = match &guard {
-            Guard::Member(member, _) => member.bulkhead(),
-            Guard::One(_) => None,
-        };
-        let _slot = match bulkhead {
+        let slot = match guard.bulkhead() {
             Some(bulkhead) => Some(
                 bulkhead
                     .enter(breaker, &mut permit)
@@ -518,22 +554,41 @@ where
             ),
             None => None,
         };
-        let mut held = Held(Some(permit));
-        let result = next.run(request, extensions).await;
-        if let Some(permit) = held.0.take() {
-            let outcome = self.classifier.classify(&result);
-            match self.answered_by(&guard, &result) {
-                None => permit.record(outcome),
-                Some(answered) => {
-                    // The asked host answered with a redirect.
-                    permit.record(Outcome::Success);
-                    if let Ok(permit) = answered.acquire() {
-                        permit.record(outcome);
-                    }
-                }
+        let (result, permit) = {
+            let mut held = Held(Some(permit));
+            let result = next.run(request, extensions).await;
+            match held.0.take() {
+                Some(permit) => (result, permit),
+                None => return result,
+            }
+        };
+        let outcome = self.classifier.classify(&result);
+        let mut verdict = match self.answered_by(&guard, &result) {
+            None => {
+                // The place is kept until the verdict, with the permit.
+                let place = slot.map(Slot::keep).is_some();
+                let permit = permit.detach();
+                Verdict::new(guard, permit, place)
+            }
+            Some(answered) => {
+                // The asked host answered with a redirect.
+                permit.record(Outcome::Success);
+                drop(slot);
+                let answered = Guard::member(answered);
+                let Ok(permit) = answered.breaker().acquire() else {
+                    return result;
+                };
+                let permit = permit.detach();
+                Verdict::new(answered, permit, false)
+            }
+        };
+        match result {
+            Ok(response) if outcome == Outcome::Success => Ok(verdict.at_end_of_body(response)),
+            result => {
+                verdict.decide(outcome);
+                result
             }
         }
-        result
     }
 }
 
