@@ -48,7 +48,8 @@
 //!   events, breakers as metrics through the `metrics` facade, `Serialize` /
 //!   `Deserialize` for snapshots and configurations.
 //! - `failfast::testing` (feature `testing`, for dev-dependencies): attribute
-//!   breakers on a `ManualClock` or tokio's paused clock, resets between tests.
+//!   breakers on a `ManualClock` or tokio's paused clock, resets between tests,
+//!   and breakers of its own for each test running in parallel.
 //! - `failfast::tower` (feature `tower`): the breaker as a tower `Layer` for
 //!   axum, tonic and any `tower::Service`, with HTTP and gRPC classifiers.
 //! - `failfast::reqwest_middleware` (feature `reqwest-middleware`): a

@@ -56,6 +56,10 @@ pub fn body<'b, F: Future>(permit: Permit<'b>, future: F) -> Body<'b, F> {
 /// [`concurrency_limit`].
 #[inline]
 pub fn enter(bulkhead: &'static Bulkhead) -> Option<Slot<'static>> {
+    #[cfg(feature = "testing")]
+    if let Some(own) = crate::testing::bulkhead(bulkhead) {
+        return own.try_enter();
+    }
     bulkhead.try_enter()
 }
 
@@ -82,9 +86,14 @@ pub trait TokioFeature {}
 impl TokioFeature for Tokio {}
 
 /// The breaker a function uses: its own `static`, or one declared with
-/// `failfast::breaker!` (`breaker = NAME`).
+/// `failfast::breaker!` (`breaker = NAME`). With the `testing` feature,
+/// inside a scope of `testing::isolate`, the scope's breaker for it.
 #[inline]
 pub fn breaker<B: SharedBreaker>(breaker: &'static B) -> &'static Breaker {
+    #[cfg(feature = "testing")]
+    if let Some(own) = crate::testing::breaker(breaker.breaker()) {
+        return own;
+    }
     breaker.breaker()
 }
 
@@ -123,6 +132,10 @@ pub fn member<S: SharedFamily, Q: Key + ?Sized>(
     family: &'static S,
     key: &Q,
 ) -> crate::keyed::Lease<'static> {
+    #[cfg(feature = "testing")]
+    if let Some(own) = crate::testing::slot(family.slot()) {
+        return own.family::<Q::Owned>().lease(key);
+    }
     family.slot().family::<Q::Owned>().lease(key)
 }
 

@@ -1438,6 +1438,11 @@ pub(crate) trait Listing: Send + Sync {
     fn counts(&self) -> [u64; 4];
     /// Marks the family registered; `true` the first time.
     fn mark_registered(&self) -> bool;
+    /// The declared slot listed, for a declared family.
+    #[cfg(feature = "testing")]
+    fn slot(&self) -> Option<&'static Slot> {
+        None
+    }
 }
 
 impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
@@ -1588,9 +1593,36 @@ impl Slot {
             self.max_concurrent,
             self.max_ejection_percent,
         )));
+        // A scope's family (`testing::isolate`) is listed through its scope.
+        #[cfg(feature = "testing")]
+        if !crate::testing::owns_slot(self) {
+            family.register();
+        }
+        #[cfg(not(feature = "testing"))]
         family.register();
         others.push(family);
         family
+    }
+}
+
+#[cfg(feature = "testing")]
+impl Slot {
+    /// A slot with the same settings and no family yet, which the registry
+    /// does not list by itself: a scope's (`testing::isolate`).
+    pub(crate) fn fresh(&self) -> Self {
+        let fresh = Slot::new(
+            self.config.clone(),
+            self.max_keys,
+            self.max_concurrent,
+            self.max_ejection_percent,
+        );
+        fresh.mark_registered();
+        fresh
+    }
+
+    /// The breakers of the slot's first family.
+    pub(crate) fn members(&self) -> Vec<Arc<Member>> {
+        self.built.get().map(|b| b.members()).unwrap_or_default()
     }
 }
 
@@ -1667,5 +1699,9 @@ impl Listing for SlotView {
     }
     fn mark_registered(&self) -> bool {
         self.0.mark_registered()
+    }
+    #[cfg(feature = "testing")]
+    fn slot(&self) -> Option<&'static Slot> {
+        Some(self.0)
     }
 }

@@ -43,7 +43,8 @@
 //! - `metrics`: breakers through the `metrics` facade (see the `metrics`
 //!   module).
 //! - `testing`: [`testing`], a test kit: breakers on a `ManualClock` or
-//!   tokio's paused clock, resets between tests. For dev-dependencies.
+//!   tokio's paused clock, resets between tests, each test's own attribute
+//!   breakers ([`testing::isolate`]). For dev-dependencies.
 //! - `serde`: `Serialize` for [`Snapshot`], [`State`], [`Mode`] and events;
 //!   `Config` both ways.
 #![warn(missing_docs)]

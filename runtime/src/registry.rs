@@ -59,6 +59,10 @@
 //! Breakers built at run time may share a name with each other; [`get`]
 //! returns the first registered that still exists.
 //!
+//! With the `testing` feature, inside a scope of `testing::isolate`,
+//! [`get`], [`all`] and `families` show the scope's breakers and families
+//! in place of the declared ones they stand for.
+//!
 //! A keyed family (`Family`, feature `keyed`) is one entry, listed by
 //! [`families`] with its members; [`all`] does not list members one by one
 //! (a family may hold thousands), but [`get`] finds a member by its name,
@@ -395,6 +399,8 @@ pub fn get(name: &str) -> Option<BreakerRef> {
         let positions = r.by_name.get(name)?;
         positions.iter().find_map(|&i| r.entries[i].upgrade())
     });
+    #[cfg(feature = "testing")]
+    let found = found.map(crate::testing::seen);
     #[cfg(feature = "keyed")]
     let found = found.or_else(|| member(name));
     found
@@ -552,14 +558,29 @@ pub(crate) fn register_family(family: &Arc<dyn crate::keyed::Listing>) {
 #[cfg(feature = "keyed")]
 #[must_use]
 pub fn families() -> Vec<FamilyRef> {
-    with_registry(|r| {
+    let families: Vec<FamilyRef> = with_registry(|r| {
         r.declared_families
             .iter()
             .cloned()
             .chain(r.families.iter().filter_map(std::sync::Weak::upgrade))
             .map(FamilyRef)
             .collect()
-    })
+    });
+    #[cfg(feature = "testing")]
+    let families = families.into_iter().map(FamilyRef::seen).collect();
+    families
+}
+
+#[cfg(all(feature = "keyed", feature = "testing"))]
+impl FamilyRef {
+    /// Inside a scope of `testing::isolate`, the scope's family in place of
+    /// a declared one.
+    fn seen(self) -> Self {
+        match self.0.slot().and_then(crate::testing::slot) {
+            Some(own) => FamilyRef(Arc::new(crate::keyed::SlotView(own))),
+            None => self,
+        }
+    }
 }
 
 /// The registered keyed family named `name`.
@@ -572,7 +593,13 @@ pub fn family(name: &str) -> Option<FamilyRef> {
 /// Every registered breaker, in order of registration.
 #[must_use]
 pub fn all() -> Vec<BreakerRef> {
-    with_registry(|r| r.entries.iter().filter_map(Entry::upgrade).collect())
+    let all: Vec<BreakerRef> =
+        with_registry(|r| r.entries.iter().filter_map(Entry::upgrade).collect());
+    // Inside a scope of `testing::isolate`, its breakers in place of the
+    // declared ones.
+    #[cfg(feature = "testing")]
+    let all = all.into_iter().map(crate::testing::seen).collect();
+    all
 }
 
 static NEXT_WATCH: AtomicU64 = AtomicU64::new(1);
