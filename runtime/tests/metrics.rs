@@ -80,6 +80,17 @@ const OUTCOMES: [&str; 7] = [
     "would_reject",
 ];
 
+/// Held by each test for its whole run: `export` reports every registered
+/// breaker and family to the recorder of the thread calling it, so two
+/// tests exporting at once would each write the other's series (and take
+/// the other's first report of a new member).
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A breaker with threshold 2 and 30 s of recovery, in the registry.
 fn registered(name: &'static str) -> Arc<Breaker> {
     let b = Arc::new(
@@ -96,6 +107,7 @@ fn registered(name: &'static str) -> Arc<Breaker> {
 
 #[test]
 fn every_series_exists_at_registration_and_follows_calls_and_transitions() {
+    let _alone = alone();
     let recorder = DebuggingRecorder::new();
     let s = recorder.snapshotter();
     let name = "metrics-payments";
@@ -171,6 +183,7 @@ fn every_series_exists_at_registration_and_follows_calls_and_transitions() {
 
 #[test]
 fn an_observe_only_breaker_reports_the_calls_it_would_have_rejected() {
+    let _alone = alone();
     let recorder = DebuggingRecorder::new();
     let s = recorder.snapshotter();
     let name = "metrics-shadow";
@@ -284,6 +297,7 @@ const DESCRIPTIONS: u64 = 10;
 
 #[test]
 fn the_series_are_described_once_per_recorder() {
+    let _alone = alone();
     let recording = Recording::leaked();
     metrics::with_local_recorder(recording, || {
         failfast_runtime::metrics::export();
@@ -308,6 +322,7 @@ fn the_series_are_described_once_per_recorder() {
 /// value written to a counter is at least the one written to it before.
 #[test]
 fn counters_never_go_down_under_concurrent_exports() {
+    let _alone = alone();
     let recording = Recording::leaked();
     let clock = ManualClock::new();
     let b = Arc::new(
@@ -410,6 +425,7 @@ impl Recorder for Panicking {
 /// registering and exporting go on too.
 #[test]
 fn a_panicking_recorder_stops_neither_the_caller_nor_the_listeners() {
+    let _alone = alone();
     let clock = ManualClock::new();
     let recovery = Duration::from_secs(30);
     let b = Arc::new(
@@ -526,6 +542,7 @@ impl Scraped {
 #[cfg(feature = "keyed")]
 #[test]
 fn export_reports_every_member_of_a_family_with_its_current_counts() {
+    let _alone = alone();
     use failfast_runtime::Family;
     let recorder = DebuggingRecorder::new();
     let s = recorder.snapshotter();
@@ -650,6 +667,7 @@ fn record(family: &failfast_runtime::Family<String>, key: &str, outcome: Outcome
 #[cfg(feature = "keyed")]
 #[test]
 fn a_key_evicted_and_made_again_counts_on_from_its_last_values() {
+    let _alone = alone();
     let scraped = Scraped::default();
     let family = one_key_family("metrics-rekeyed", true);
     let call = |key: &str, outcome: Outcome| record(&family, key, outcome);
@@ -692,6 +710,7 @@ fn a_key_evicted_and_made_again_counts_on_from_its_last_values() {
 #[cfg(feature = "keyed")]
 #[test]
 fn an_evicted_key_reports_its_calls_since_the_last_export() {
+    let _alone = alone();
     let scraped = Scraped::default();
     let family = one_key_family("metrics-unexported", true);
     let call = |key: &str, outcome: Outcome| record(&family, key, outcome);
@@ -722,6 +741,7 @@ fn an_evicted_key_reports_its_calls_since_the_last_export() {
 #[cfg(feature = "keyed")]
 #[test]
 fn an_unreported_member_of_an_unregistered_family_stays_unreported() {
+    let _alone = alone();
     let scraped = Scraped::default();
     let family = one_key_family("metrics-unlisted", false);
     let call = |key: &str| record(&family, key, Outcome::Success);
