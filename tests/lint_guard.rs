@@ -118,6 +118,18 @@ mod cases {
     #[retry(attempts = 2, backoff = "1ms")]
     pub fn one_line_sync_retry_alone(x: u32) -> Result<u32, ApiError> { Ok(x) }
 
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000, fallback = fallback_u32_sync)]
+    pub fn one_line_sync_retried_fallback(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_sync(error))]
+    pub fn one_line_sync_retried_error_fallback(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn one_line_sync_retried_kept_fallback(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
     #[circuit_breaker()]
     pub async fn one_line_async_plain(x: u32) -> Result<u32, ApiError> { Ok(x) }
 
@@ -148,6 +160,18 @@ mod cases {
 
     #[retry(attempts = 2, backoff = "1ms")]
     pub async fn one_line_async_retry_alone(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000, fallback = fallback_u32_async)]
+    pub async fn one_line_async_retried_fallback(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_async(error))]
+    pub async fn one_line_async_retried_error_fallback(x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn one_line_async_retried_kept_fallback(x: u32) -> Result<u32, ApiError> { Ok(x) }
 
     #[circuit_breaker()]
     pub fn early_return_sync_plain(x: u32) -> Result<u32, ApiError> {
@@ -224,6 +248,33 @@ mod cases {
 
     #[retry(attempts = 2, backoff = "1ms")]
     pub fn early_return_sync_retry_alone(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000, fallback = fallback_u32_sync)]
+    pub fn early_return_sync_retried_fallback(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_sync(error))]
+    pub fn early_return_sync_retried_error_fallback(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn early_return_sync_retried_kept_fallback(x: u32) -> Result<u32, ApiError> {
         if x == 0 {
             return Err(ApiError::Down);
         }
@@ -311,6 +362,33 @@ mod cases {
         Ok(x)
     }
 
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000, fallback = fallback_u32_async)]
+    pub async fn early_return_async_retried_fallback(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_async(error))]
+    pub async fn early_return_async_retried_error_fallback(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn early_return_async_retried_kept_fallback(x: u32) -> Result<u32, ApiError> {
+        if x == 0 {
+            return Err(ApiError::Down);
+        }
+        Ok(x)
+    }
+
     #[circuit_breaker()]
     pub fn question_mark_sync_plain(x: u32) -> Result<u32, ApiError> {
         let y = checked(x)?;
@@ -368,6 +446,27 @@ mod cases {
 
     #[retry(attempts = 2, backoff = "1ms")]
     pub fn question_mark_sync_retry_alone(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000, fallback = fallback_u32_sync)]
+    pub fn question_mark_sync_retried_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_sync(error))]
+    pub fn question_mark_sync_retried_error_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn question_mark_sync_retried_kept_fallback(x: u32) -> Result<u32, ApiError> {
         let y = checked(x)?;
         Ok(y + 1)
     }
@@ -433,6 +532,27 @@ mod cases {
         Ok(y + 1)
     }
 
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000, fallback = fallback_u32_async)]
+    pub async fn question_mark_async_retried_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_async(error))]
+    pub async fn question_mark_async_retried_error_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn question_mark_async_retried_kept_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = checked(x)?;
+        Ok(y + 1)
+    }
+
     #[circuit_breaker()]
     pub fn unit_sync_plain(x: u32) -> Result<(), ApiError> {
         checked(x)?;
@@ -490,6 +610,27 @@ mod cases {
 
     #[retry(attempts = 2, backoff = "1ms")]
     pub fn unit_sync_retry_alone(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000, fallback = fallback_unit_sync)]
+    pub fn unit_sync_retried_fallback(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_unit_sync(error))]
+    pub fn unit_sync_retried_error_fallback(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_unit_sync(kept, error) })]
+    pub fn unit_sync_retried_kept_fallback(x: u32) -> Result<(), ApiError> {
         checked(x)?;
         Ok(())
     }
@@ -555,6 +696,27 @@ mod cases {
         Ok(())
     }
 
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000, fallback = fallback_unit_async)]
+    pub async fn unit_async_retried_fallback(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_unit_async(error))]
+    pub async fn unit_async_retried_error_fallback(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_unit_async(kept, error) })]
+    pub async fn unit_async_retried_kept_fallback(x: u32) -> Result<(), ApiError> {
+        checked(x)?;
+        Ok(())
+    }
+
     #[circuit_breaker()]
     pub fn unit_one_line_sync_plain(_x: u32) -> Result<(), ApiError> { Ok(()) }
 
@@ -586,6 +748,18 @@ mod cases {
     #[retry(attempts = 2, backoff = "1ms")]
     pub fn unit_one_line_sync_retry_alone(_x: u32) -> Result<(), ApiError> { Ok(()) }
 
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000, fallback = fallback_unit_sync)]
+    pub fn unit_one_line_sync_retried_fallback(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_unit_sync(error))]
+    pub fn unit_one_line_sync_retried_error_fallback(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(fallback = { let kept = _x.saturating_add(1); move |error| fallback_unit_sync(kept, error) })]
+    pub fn unit_one_line_sync_retried_kept_fallback(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
     #[circuit_breaker()]
     pub async fn unit_one_line_async_plain(_x: u32) -> Result<(), ApiError> { Ok(()) }
 
@@ -616,6 +790,18 @@ mod cases {
 
     #[retry(attempts = 2, backoff = "1ms")]
     pub async fn unit_one_line_async_retry_alone(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000, fallback = fallback_unit_async)]
+    pub async fn unit_one_line_async_retried_fallback(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_unit_async(error))]
+    pub async fn unit_one_line_async_retried_error_fallback(_x: u32) -> Result<(), ApiError> { Ok(()) }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(fallback = { let kept = _x.saturating_add(1); move |error| fallback_unit_async(kept, error) })]
+    pub async fn unit_one_line_async_retried_kept_fallback(_x: u32) -> Result<(), ApiError> { Ok(()) }
 
     #[circuit_breaker()]
     pub fn labelled_sync_plain(x: u32) -> Result<u32, ApiError> {
@@ -719,6 +905,42 @@ mod cases {
 
     #[retry(attempts = 2, backoff = "1ms")]
     pub fn labelled_sync_retry_alone(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000, fallback = fallback_u32_sync)]
+    pub fn labelled_sync_retried_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_sync(error))]
+    pub fn labelled_sync_retried_error_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn labelled_sync_retried_kept_fallback(x: u32) -> Result<u32, ApiError> {
         let y = 'pick: {
             if x == 0 {
                 break 'pick 1;
@@ -839,6 +1061,42 @@ mod cases {
         Ok(y)
     }
 
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000, fallback = fallback_u32_async)]
+    pub async fn labelled_async_retried_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_async(error))]
+    pub async fn labelled_async_retried_error_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn labelled_async_retried_kept_fallback(x: u32) -> Result<u32, ApiError> {
+        let y = 'pick: {
+            if x == 0 {
+                break 'pick 1;
+            }
+            x
+        };
+        Ok(y)
+    }
+
     #[circuit_breaker()]
     pub fn unsafe_block_sync_plain(x: u32) -> Result<u32, ApiError> {
         // SAFETY: `double` has no precondition.
@@ -905,6 +1163,30 @@ mod cases {
 
     #[retry(attempts = 2, backoff = "1ms")]
     pub fn unsafe_block_sync_retry_alone(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000, fallback = fallback_u32_sync)]
+    pub fn unsafe_block_sync_retried_fallback(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_sync(error))]
+    pub fn unsafe_block_sync_retried_error_fallback(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn unsafe_block_sync_retried_kept_fallback(x: u32) -> Result<u32, ApiError> {
         // SAFETY: `double` has no precondition.
         let y = unsafe { double(x) };
         Ok(y)
@@ -981,6 +1263,30 @@ mod cases {
         Ok(y)
     }
 
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000, fallback = fallback_u32_async)]
+    pub async fn unsafe_block_async_retried_fallback(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_async(error))]
+    pub async fn unsafe_block_async_retried_error_fallback(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn unsafe_block_async_retried_kept_fallback(x: u32) -> Result<u32, ApiError> {
+        // SAFETY: `double` has no precondition.
+        let y = unsafe { double(x) };
+        Ok(y)
+    }
+
     #[circuit_breaker()]
     pub fn unsafe_one_line_sync_plain(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
@@ -1012,6 +1318,18 @@ mod cases {
     #[retry(attempts = 2, backoff = "1ms")]
     pub fn unsafe_one_line_sync_retry_alone(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000, fallback = fallback_u32_sync)]
+    pub fn unsafe_one_line_sync_retried_fallback(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_sync(error))]
+    pub fn unsafe_one_line_sync_retried_error_fallback(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_sync(kept, error) })]
+    pub fn unsafe_one_line_sync_retried_kept_fallback(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
     #[circuit_breaker()]
     pub async fn unsafe_one_line_async_plain(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
@@ -1042,6 +1360,18 @@ mod cases {
 
     #[retry(attempts = 2, backoff = "1ms")]
     pub async fn unsafe_one_line_async_retry_alone(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+    #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+    #[circuit_breaker(threshold = 1000, fallback = fallback_u32_async)]
+    pub async fn unsafe_one_line_async_retried_fallback(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_async(error))]
+    pub async fn unsafe_one_line_async_retried_error_fallback(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+    #[retry(attempts = 2, backoff = "1ms")]
+    #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+    pub async fn unsafe_one_line_async_retried_kept_fallback(x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
     #[circuit_breaker()]
     pub fn impl_trait_sync_plain(x: u32) -> Result<impl Iterator<Item = u32>, ApiError> {
@@ -1151,6 +1481,11 @@ mod cases {
         async fn one_line_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn one_line_bulkhead(&self, x: u32) -> Result<u32, ApiError>;
         async fn one_line_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
+        async fn one_line_retried(&self, x: u32) -> Result<u32, ApiError>;
+        async fn one_line_retry_alone(&self, x: u32) -> Result<u32, ApiError>;
+        async fn one_line_retried_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn one_line_retried_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn one_line_retried_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
@@ -1159,6 +1494,11 @@ mod cases {
         async fn early_return_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_bulkhead(&self, x: u32) -> Result<u32, ApiError>;
         async fn early_return_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
+        async fn early_return_retried(&self, x: u32) -> Result<u32, ApiError>;
+        async fn early_return_retry_alone(&self, x: u32) -> Result<u32, ApiError>;
+        async fn early_return_retried_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn early_return_retried_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn early_return_retried_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
@@ -1167,6 +1507,11 @@ mod cases {
         async fn question_mark_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_bulkhead(&self, x: u32) -> Result<u32, ApiError>;
         async fn question_mark_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
+        async fn question_mark_retried(&self, x: u32) -> Result<u32, ApiError>;
+        async fn question_mark_retry_alone(&self, x: u32) -> Result<u32, ApiError>;
+        async fn question_mark_retried_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn question_mark_retried_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn question_mark_retried_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn unit_plain(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_fallback(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_error_fallback(&self, x: u32) -> Result<(), ApiError>;
@@ -1175,6 +1520,11 @@ mod cases {
         async fn unit_ignores(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_bulkhead(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_every_matcher(&self, x: u32) -> Result<(), ApiError>;
+        async fn unit_retried(&self, x: u32) -> Result<(), ApiError>;
+        async fn unit_retry_alone(&self, x: u32) -> Result<(), ApiError>;
+        async fn unit_retried_fallback(&self, x: u32) -> Result<(), ApiError>;
+        async fn unit_retried_error_fallback(&self, x: u32) -> Result<(), ApiError>;
+        async fn unit_retried_kept_fallback(&self, x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_plain(&self, _x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_fallback(&self, _x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_error_fallback(&self, _x: u32) -> Result<(), ApiError>;
@@ -1183,6 +1533,11 @@ mod cases {
         async fn unit_one_line_ignores(&self, _x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_bulkhead(&self, _x: u32) -> Result<(), ApiError>;
         async fn unit_one_line_every_matcher(&self, _x: u32) -> Result<(), ApiError>;
+        async fn unit_one_line_retried(&self, _x: u32) -> Result<(), ApiError>;
+        async fn unit_one_line_retry_alone(&self, _x: u32) -> Result<(), ApiError>;
+        async fn unit_one_line_retried_fallback(&self, _x: u32) -> Result<(), ApiError>;
+        async fn unit_one_line_retried_error_fallback(&self, _x: u32) -> Result<(), ApiError>;
+        async fn unit_one_line_retried_kept_fallback(&self, _x: u32) -> Result<(), ApiError>;
         async fn labelled_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn labelled_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn labelled_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
@@ -1191,6 +1546,11 @@ mod cases {
         async fn labelled_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn labelled_bulkhead(&self, x: u32) -> Result<u32, ApiError>;
         async fn labelled_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
+        async fn labelled_retried(&self, x: u32) -> Result<u32, ApiError>;
+        async fn labelled_retry_alone(&self, x: u32) -> Result<u32, ApiError>;
+        async fn labelled_retried_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn labelled_retried_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn labelled_retried_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
@@ -1199,6 +1559,11 @@ mod cases {
         async fn unsafe_block_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_bulkhead(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_block_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_block_retried(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_block_retry_alone(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_block_retried_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_block_retried_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_block_retried_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_plain(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_fallback(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
@@ -1207,6 +1572,11 @@ mod cases {
         async fn unsafe_one_line_ignores(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_bulkhead(&self, x: u32) -> Result<u32, ApiError>;
         async fn unsafe_one_line_every_matcher(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_one_line_retried(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_one_line_retry_alone(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_one_line_retried_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_one_line_retried_error_fallback(&self, x: u32) -> Result<u32, ApiError>;
+        async fn unsafe_one_line_retried_kept_fallback(&self, x: u32) -> Result<u32, ApiError>;
     }
 
     pub struct Client {
@@ -1249,6 +1619,25 @@ mod cases {
 
         #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = Self::fallback_u32, recovery = "30s..5m")]
         async fn one_line_every_matcher(&self, x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+        #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+        #[circuit_breaker(threshold = 1000)]
+        async fn one_line_retried(&self, x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        async fn one_line_retry_alone(&self, x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+        #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+        #[circuit_breaker(threshold = 1000, fallback = Self::fallback_u32)]
+        async fn one_line_retried_fallback(&self, x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_async(error))]
+        async fn one_line_retried_error_fallback(&self, x: u32) -> Result<u32, ApiError> { Ok(x) }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn one_line_retried_kept_fallback(&self, x: u32) -> Result<u32, ApiError> { Ok(x) }
 
         #[circuit_breaker()]
         async fn early_return_plain(&self, x: u32) -> Result<u32, ApiError> {
@@ -1314,6 +1703,50 @@ mod cases {
             Ok(x)
         }
 
+        #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+        #[circuit_breaker(threshold = 1000)]
+        async fn early_return_retried(&self, x: u32) -> Result<u32, ApiError> {
+            if x == 0 {
+                return Err(ApiError::Down);
+            }
+            Ok(x)
+        }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        async fn early_return_retry_alone(&self, x: u32) -> Result<u32, ApiError> {
+            if x == 0 {
+                return Err(ApiError::Down);
+            }
+            Ok(x)
+        }
+
+        #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+        #[circuit_breaker(threshold = 1000, fallback = Self::fallback_u32)]
+        async fn early_return_retried_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            if x == 0 {
+                return Err(ApiError::Down);
+            }
+            Ok(x)
+        }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_async(error))]
+        async fn early_return_retried_error_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            if x == 0 {
+                return Err(ApiError::Down);
+            }
+            Ok(x)
+        }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn early_return_retried_kept_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            if x == 0 {
+                return Err(ApiError::Down);
+            }
+            Ok(x)
+        }
+
         #[circuit_breaker()]
         async fn question_mark_plain(&self, x: u32) -> Result<u32, ApiError> {
             let y = checked(x)?;
@@ -1358,6 +1791,40 @@ mod cases {
 
         #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = Self::fallback_u32, recovery = "30s..5m")]
         async fn question_mark_every_matcher(&self, x: u32) -> Result<u32, ApiError> {
+            let y = checked(x)?;
+            Ok(y + 1)
+        }
+
+        #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+        #[circuit_breaker(threshold = 1000)]
+        async fn question_mark_retried(&self, x: u32) -> Result<u32, ApiError> {
+            let y = checked(x)?;
+            Ok(y + 1)
+        }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        async fn question_mark_retry_alone(&self, x: u32) -> Result<u32, ApiError> {
+            let y = checked(x)?;
+            Ok(y + 1)
+        }
+
+        #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+        #[circuit_breaker(threshold = 1000, fallback = Self::fallback_u32)]
+        async fn question_mark_retried_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            let y = checked(x)?;
+            Ok(y + 1)
+        }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_async(error))]
+        async fn question_mark_retried_error_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            let y = checked(x)?;
+            Ok(y + 1)
+        }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn question_mark_retried_kept_fallback(&self, x: u32) -> Result<u32, ApiError> {
             let y = checked(x)?;
             Ok(y + 1)
         }
@@ -1410,6 +1877,40 @@ mod cases {
             Ok(())
         }
 
+        #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+        #[circuit_breaker(threshold = 1000)]
+        async fn unit_retried(&self, x: u32) -> Result<(), ApiError> {
+            checked(x)?;
+            Ok(())
+        }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        async fn unit_retry_alone(&self, x: u32) -> Result<(), ApiError> {
+            checked(x)?;
+            Ok(())
+        }
+
+        #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+        #[circuit_breaker(threshold = 1000, fallback = Self::fallback_unit)]
+        async fn unit_retried_fallback(&self, x: u32) -> Result<(), ApiError> {
+            checked(x)?;
+            Ok(())
+        }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_unit_async(error))]
+        async fn unit_retried_error_fallback(&self, x: u32) -> Result<(), ApiError> {
+            checked(x)?;
+            Ok(())
+        }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_unit_async(kept, error) })]
+        async fn unit_retried_kept_fallback(&self, x: u32) -> Result<(), ApiError> {
+            checked(x)?;
+            Ok(())
+        }
+
         #[circuit_breaker()]
         async fn unit_one_line_plain(&self, _x: u32) -> Result<(), ApiError> { Ok(()) }
 
@@ -1433,6 +1934,25 @@ mod cases {
 
         #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = Self::fallback_unit, recovery = "30s..5m")]
         async fn unit_one_line_every_matcher(&self, _x: u32) -> Result<(), ApiError> { Ok(()) }
+
+        #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+        #[circuit_breaker(threshold = 1000)]
+        async fn unit_one_line_retried(&self, _x: u32) -> Result<(), ApiError> { Ok(()) }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        async fn unit_one_line_retry_alone(&self, _x: u32) -> Result<(), ApiError> { Ok(()) }
+
+        #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+        #[circuit_breaker(threshold = 1000, fallback = Self::fallback_unit)]
+        async fn unit_one_line_retried_fallback(&self, _x: u32) -> Result<(), ApiError> { Ok(()) }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_unit_async(error))]
+        async fn unit_one_line_retried_error_fallback(&self, _x: u32) -> Result<(), ApiError> { Ok(()) }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        #[circuit_breaker(fallback = { let kept = _x.saturating_add(1); move |error| fallback_unit_async(kept, error) })]
+        async fn unit_one_line_retried_kept_fallback(&self, _x: u32) -> Result<(), ApiError> { Ok(()) }
 
         #[circuit_breaker()]
         async fn labelled_plain(&self, x: u32) -> Result<u32, ApiError> {
@@ -1522,6 +2042,65 @@ mod cases {
             Ok(y)
         }
 
+        #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+        #[circuit_breaker(threshold = 1000)]
+        async fn labelled_retried(&self, x: u32) -> Result<u32, ApiError> {
+            let y = 'pick: {
+                if x == 0 {
+                    break 'pick 1;
+                }
+                x
+            };
+            Ok(y)
+        }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        async fn labelled_retry_alone(&self, x: u32) -> Result<u32, ApiError> {
+            let y = 'pick: {
+                if x == 0 {
+                    break 'pick 1;
+                }
+                x
+            };
+            Ok(y)
+        }
+
+        #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+        #[circuit_breaker(threshold = 1000, fallback = Self::fallback_u32)]
+        async fn labelled_retried_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            let y = 'pick: {
+                if x == 0 {
+                    break 'pick 1;
+                }
+                x
+            };
+            Ok(y)
+        }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_async(error))]
+        async fn labelled_retried_error_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            let y = 'pick: {
+                if x == 0 {
+                    break 'pick 1;
+                }
+                x
+            };
+            Ok(y)
+        }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn labelled_retried_kept_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            let y = 'pick: {
+                if x == 0 {
+                    break 'pick 1;
+                }
+                x
+            };
+            Ok(y)
+        }
+
         #[circuit_breaker()]
         async fn unsafe_block_plain(&self, x: u32) -> Result<u32, ApiError> {
             // SAFETY: `double` has no precondition.
@@ -1578,6 +2157,45 @@ mod cases {
             Ok(y)
         }
 
+        #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+        #[circuit_breaker(threshold = 1000)]
+        async fn unsafe_block_retried(&self, x: u32) -> Result<u32, ApiError> {
+            // SAFETY: `double` has no precondition.
+            let y = unsafe { double(x) };
+            Ok(y)
+        }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        async fn unsafe_block_retry_alone(&self, x: u32) -> Result<u32, ApiError> {
+            // SAFETY: `double` has no precondition.
+            let y = unsafe { double(x) };
+            Ok(y)
+        }
+
+        #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+        #[circuit_breaker(threshold = 1000, fallback = Self::fallback_u32)]
+        async fn unsafe_block_retried_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            // SAFETY: `double` has no precondition.
+            let y = unsafe { double(x) };
+            Ok(y)
+        }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_async(error))]
+        async fn unsafe_block_retried_error_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            // SAFETY: `double` has no precondition.
+            let y = unsafe { double(x) };
+            Ok(y)
+        }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn unsafe_block_retried_kept_fallback(&self, x: u32) -> Result<u32, ApiError> {
+            // SAFETY: `double` has no precondition.
+            let y = unsafe { double(x) };
+            Ok(y)
+        }
+
         #[circuit_breaker()]
         async fn unsafe_one_line_plain(&self, x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
@@ -1602,6 +2220,25 @@ mod cases {
         #[circuit_breaker(counts = is_transient, ignores = ApiError::BadRequest, fallback = Self::fallback_u32, recovery = "30s..5m")]
         async fn unsafe_one_line_every_matcher(&self, x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
 
+        #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+        #[circuit_breaker(threshold = 1000)]
+        async fn unsafe_one_line_retried(&self, x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        async fn unsafe_one_line_retry_alone(&self, x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+        #[retry(attempts = 2, backoff = "1ms", retry_on = is_transient)]
+        #[circuit_breaker(threshold = 1000, fallback = Self::fallback_u32)]
+        async fn unsafe_one_line_retried_fallback(&self, x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| error_fallback_u32_async(error))]
+        async fn unsafe_one_line_retried_error_fallback(&self, x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
+        #[retry(attempts = 2, backoff = "1ms")]
+        #[circuit_breaker(fallback = { let kept = x.saturating_add(1); move |error| fallback_u32_async(kept, error) })]
+        async fn unsafe_one_line_retried_kept_fallback(&self, x: u32) -> Result<u32, ApiError> { unsafe { Ok(double(x)) } }
+
     }
 }
 
@@ -1618,6 +2255,9 @@ async fn one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::one_line_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_sync_retried(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_sync_retry_alone(2).map(drop), Ok(()));
+    assert_eq!(cases::one_line_sync_retried_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::one_line_sync_retried_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::one_line_sync_retried_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::one_line_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_error_fallback(2).await.map(drop), Ok(()));
@@ -1628,6 +2268,9 @@ async fn one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::one_line_async_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_retried(2).await.map(drop), Ok(()));
     assert_eq!(cases::one_line_async_retry_alone(2).await.map(drop), Ok(()));
+    assert_eq!(cases::one_line_async_retried_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::one_line_async_retried_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::one_line_async_retried_kept_fallback(2).await.map(drop), Ok(()));
 }
 
 #[rustfmt::skip]
@@ -1643,6 +2286,9 @@ async fn early_return_compiles_without_warnings_and_runs() {
     assert_eq!(cases::early_return_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_sync_retried(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_sync_retry_alone(2).map(drop), Ok(()));
+    assert_eq!(cases::early_return_sync_retried_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::early_return_sync_retried_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::early_return_sync_retried_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::early_return_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_error_fallback(2).await.map(drop), Ok(()));
@@ -1653,6 +2299,9 @@ async fn early_return_compiles_without_warnings_and_runs() {
     assert_eq!(cases::early_return_async_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_retried(2).await.map(drop), Ok(()));
     assert_eq!(cases::early_return_async_retry_alone(2).await.map(drop), Ok(()));
+    assert_eq!(cases::early_return_async_retried_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::early_return_async_retried_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::early_return_async_retried_kept_fallback(2).await.map(drop), Ok(()));
 }
 
 #[rustfmt::skip]
@@ -1668,6 +2317,9 @@ async fn question_mark_compiles_without_warnings_and_runs() {
     assert_eq!(cases::question_mark_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_sync_retried(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_sync_retry_alone(2).map(drop), Ok(()));
+    assert_eq!(cases::question_mark_sync_retried_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::question_mark_sync_retried_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::question_mark_sync_retried_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_error_fallback(2).await.map(drop), Ok(()));
@@ -1678,6 +2330,9 @@ async fn question_mark_compiles_without_warnings_and_runs() {
     assert_eq!(cases::question_mark_async_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_retried(2).await.map(drop), Ok(()));
     assert_eq!(cases::question_mark_async_retry_alone(2).await.map(drop), Ok(()));
+    assert_eq!(cases::question_mark_async_retried_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::question_mark_async_retried_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::question_mark_async_retried_kept_fallback(2).await.map(drop), Ok(()));
 }
 
 #[rustfmt::skip]
@@ -1693,6 +2348,9 @@ async fn unit_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unit_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::unit_sync_retried(2).map(drop), Ok(()));
     assert_eq!(cases::unit_sync_retry_alone(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_sync_retried_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_sync_retried_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_sync_retried_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unit_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_error_fallback(2).await.map(drop), Ok(()));
@@ -1703,6 +2361,9 @@ async fn unit_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unit_async_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_retried(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_async_retry_alone(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_async_retried_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_async_retried_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_async_retried_kept_fallback(2).await.map(drop), Ok(()));
 }
 
 #[rustfmt::skip]
@@ -1718,6 +2379,9 @@ async fn unit_one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unit_one_line_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_sync_retried(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_sync_retry_alone(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_sync_retried_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_sync_retried_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_sync_retried_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_error_fallback(2).await.map(drop), Ok(()));
@@ -1728,6 +2392,9 @@ async fn unit_one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unit_one_line_async_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_retried(2).await.map(drop), Ok(()));
     assert_eq!(cases::unit_one_line_async_retry_alone(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_async_retried_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_async_retried_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unit_one_line_async_retried_kept_fallback(2).await.map(drop), Ok(()));
 }
 
 #[rustfmt::skip]
@@ -1743,6 +2410,9 @@ async fn labelled_compiles_without_warnings_and_runs() {
     assert_eq!(cases::labelled_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_sync_retried(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_sync_retry_alone(2).map(drop), Ok(()));
+    assert_eq!(cases::labelled_sync_retried_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::labelled_sync_retried_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::labelled_sync_retried_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::labelled_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_error_fallback(2).await.map(drop), Ok(()));
@@ -1753,6 +2423,9 @@ async fn labelled_compiles_without_warnings_and_runs() {
     assert_eq!(cases::labelled_async_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_retried(2).await.map(drop), Ok(()));
     assert_eq!(cases::labelled_async_retry_alone(2).await.map(drop), Ok(()));
+    assert_eq!(cases::labelled_async_retried_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::labelled_async_retried_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::labelled_async_retried_kept_fallback(2).await.map(drop), Ok(()));
 }
 
 #[rustfmt::skip]
@@ -1768,6 +2441,9 @@ async fn unsafe_block_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unsafe_block_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_sync_retried(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_sync_retry_alone(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_sync_retried_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_sync_retried_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_sync_retried_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_error_fallback(2).await.map(drop), Ok(()));
@@ -1778,6 +2454,9 @@ async fn unsafe_block_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unsafe_block_async_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_retried(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_block_async_retry_alone(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_async_retried_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_async_retried_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_block_async_retried_kept_fallback(2).await.map(drop), Ok(()));
 }
 
 #[rustfmt::skip]
@@ -1793,6 +2472,9 @@ async fn unsafe_one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unsafe_one_line_sync_every_matcher(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_sync_retried(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_sync_retry_alone(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_sync_retried_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_sync_retried_error_fallback(2).map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_sync_retried_kept_fallback(2).map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_plain(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_fallback(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_error_fallback(2).await.map(drop), Ok(()));
@@ -1803,6 +2485,9 @@ async fn unsafe_one_line_compiles_without_warnings_and_runs() {
     assert_eq!(cases::unsafe_one_line_async_every_matcher(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_retried(2).await.map(drop), Ok(()));
     assert_eq!(cases::unsafe_one_line_async_retry_alone(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_async_retried_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_async_retried_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(cases::unsafe_one_line_async_retried_kept_fallback(2).await.map(drop), Ok(()));
 }
 
 #[rustfmt::skip]
@@ -1824,7 +2509,7 @@ async fn impl_trait_compiles_without_warnings_and_runs() {
 
 #[rustfmt::skip]
 #[tokio::test]
-async fn async_trait_compiles_without_warnings_and_runs() {
+async fn async_trait_one_line_compiles_without_warnings_and_runs() {
     use cases::Inventory as _;
 
     let client = cases::Client { base: 1 };
@@ -1836,6 +2521,19 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     assert_eq!(client.one_line_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.one_line_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(client.one_line_every_matcher(2).await.map(drop), Ok(()));
+    assert_eq!(client.one_line_retried(2).await.map(drop), Ok(()));
+    assert_eq!(client.one_line_retry_alone(2).await.map(drop), Ok(()));
+    assert_eq!(client.one_line_retried_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.one_line_retried_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.one_line_retried_kept_fallback(2).await.map(drop), Ok(()));
+}
+
+#[rustfmt::skip]
+#[tokio::test]
+async fn async_trait_early_return_compiles_without_warnings_and_runs() {
+    use cases::Inventory as _;
+
+    let client = cases::Client { base: 1 };
     assert_eq!(client.early_return_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_error_fallback(2).await.map(drop), Ok(()));
@@ -1844,6 +2542,19 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     assert_eq!(client.early_return_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(client.early_return_every_matcher(2).await.map(drop), Ok(()));
+    assert_eq!(client.early_return_retried(2).await.map(drop), Ok(()));
+    assert_eq!(client.early_return_retry_alone(2).await.map(drop), Ok(()));
+    assert_eq!(client.early_return_retried_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.early_return_retried_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.early_return_retried_kept_fallback(2).await.map(drop), Ok(()));
+}
+
+#[rustfmt::skip]
+#[tokio::test]
+async fn async_trait_question_mark_compiles_without_warnings_and_runs() {
+    use cases::Inventory as _;
+
+    let client = cases::Client { base: 1 };
     assert_eq!(client.question_mark_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_error_fallback(2).await.map(drop), Ok(()));
@@ -1852,6 +2563,19 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     assert_eq!(client.question_mark_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(client.question_mark_every_matcher(2).await.map(drop), Ok(()));
+    assert_eq!(client.question_mark_retried(2).await.map(drop), Ok(()));
+    assert_eq!(client.question_mark_retry_alone(2).await.map(drop), Ok(()));
+    assert_eq!(client.question_mark_retried_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.question_mark_retried_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.question_mark_retried_kept_fallback(2).await.map(drop), Ok(()));
+}
+
+#[rustfmt::skip]
+#[tokio::test]
+async fn async_trait_unit_compiles_without_warnings_and_runs() {
+    use cases::Inventory as _;
+
+    let client = cases::Client { base: 1 };
     assert_eq!(client.unit_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_error_fallback(2).await.map(drop), Ok(()));
@@ -1860,6 +2584,19 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     assert_eq!(client.unit_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_every_matcher(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_retried(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_retry_alone(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_retried_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_retried_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_retried_kept_fallback(2).await.map(drop), Ok(()));
+}
+
+#[rustfmt::skip]
+#[tokio::test]
+async fn async_trait_unit_one_line_compiles_without_warnings_and_runs() {
+    use cases::Inventory as _;
+
+    let client = cases::Client { base: 1 };
     assert_eq!(client.unit_one_line_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_error_fallback(2).await.map(drop), Ok(()));
@@ -1868,6 +2605,19 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     assert_eq!(client.unit_one_line_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(client.unit_one_line_every_matcher(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_one_line_retried(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_one_line_retry_alone(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_one_line_retried_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_one_line_retried_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unit_one_line_retried_kept_fallback(2).await.map(drop), Ok(()));
+}
+
+#[rustfmt::skip]
+#[tokio::test]
+async fn async_trait_labelled_compiles_without_warnings_and_runs() {
+    use cases::Inventory as _;
+
+    let client = cases::Client { base: 1 };
     assert_eq!(client.labelled_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_error_fallback(2).await.map(drop), Ok(()));
@@ -1876,6 +2626,19 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     assert_eq!(client.labelled_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(client.labelled_every_matcher(2).await.map(drop), Ok(()));
+    assert_eq!(client.labelled_retried(2).await.map(drop), Ok(()));
+    assert_eq!(client.labelled_retry_alone(2).await.map(drop), Ok(()));
+    assert_eq!(client.labelled_retried_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.labelled_retried_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.labelled_retried_kept_fallback(2).await.map(drop), Ok(()));
+}
+
+#[rustfmt::skip]
+#[tokio::test]
+async fn async_trait_unsafe_block_compiles_without_warnings_and_runs() {
+    use cases::Inventory as _;
+
+    let client = cases::Client { base: 1 };
     assert_eq!(client.unsafe_block_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_error_fallback(2).await.map(drop), Ok(()));
@@ -1884,6 +2647,19 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     assert_eq!(client.unsafe_block_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_block_every_matcher(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_block_retried(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_block_retry_alone(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_block_retried_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_block_retried_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_block_retried_kept_fallback(2).await.map(drop), Ok(()));
+}
+
+#[rustfmt::skip]
+#[tokio::test]
+async fn async_trait_unsafe_one_line_compiles_without_warnings_and_runs() {
+    use cases::Inventory as _;
+
+    let client = cases::Client { base: 1 };
     assert_eq!(client.unsafe_one_line_plain(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_fallback(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_error_fallback(2).await.map(drop), Ok(()));
@@ -1892,4 +2668,9 @@ async fn async_trait_compiles_without_warnings_and_runs() {
     assert_eq!(client.unsafe_one_line_ignores(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_bulkhead(2).await.map(drop), Ok(()));
     assert_eq!(client.unsafe_one_line_every_matcher(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_one_line_retried(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_one_line_retry_alone(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_one_line_retried_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_one_line_retried_error_fallback(2).await.map(drop), Ok(()));
+    assert_eq!(client.unsafe_one_line_retried_kept_fallback(2).await.map(drop), Ok(()));
 }

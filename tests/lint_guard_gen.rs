@@ -105,6 +105,39 @@ const KEYS: &[(&str, &str)] = &[
     ),
 ];
 
+/// `#[retry]` above a breaker, and alone: the attributes, with the same
+/// placeholders as `KEYS`.
+const RETRIED: &[(&str, &str)] = &[
+    (
+        "retried",
+        "#[retry(attempts = 2, backoff = \"1ms\", retry_on = is_transient)]\n    #[circuit_breaker(threshold = 1000)]",
+    ),
+    ("retry_alone", "#[retry(attempts = 2, backoff = \"1ms\")]"),
+    (
+        "retried_fallback",
+        "#[retry(attempts = 2, backoff = \"1ms\", retry_on = is_transient)]\n    #[circuit_breaker(threshold = 1000, fallback = FALLBACK)]",
+    ),
+    (
+        "retried_error_fallback",
+        "#[retry(attempts = 2, backoff = \"1ms\")]\n    #[circuit_breaker(threshold = 1000, counts = is_transient, fallback = |error| ERROR_FALLBACK(error))]",
+    ),
+    (
+        "retried_kept_fallback",
+        "#[retry(attempts = 2, backoff = \"1ms\")]\n    #[circuit_breaker(fallback = { let kept = PARAM.saturating_add(1); move |error| KEPT_FALLBACK(kept, error) })]",
+    ),
+];
+
+/// The placeholders of `KEYS` and `RETRIED` filled in for one case.
+fn fill(keys: &str, param: &str, ret_kind: &str, flavour: &str, fallback: &str) -> String {
+    keys.replace("PARAM", param)
+        .replace("KEPT_FALLBACK", &format!("fallback_{ret_kind}_{flavour}"))
+        .replace(
+            "ERROR_FALLBACK",
+            &format!("error_fallback_{ret_kind}_{flavour}"),
+        )
+        .replace("FALLBACK", fallback)
+}
+
 fn generate() -> String {
     let mut out = String::new();
     out.push_str(
@@ -198,14 +231,13 @@ fn answer<T>(error: Error<ApiError>, value: T) -> Result<T, ApiError> {
                 } else {
                     "u32"
                 };
-                let keys = keys
-                    .replace("PARAM", shape.param)
-                    .replace("KEPT_FALLBACK", &format!("fallback_{ret_kind}_{flavour}"))
-                    .replace(
-                        "ERROR_FALLBACK",
-                        &format!("error_fallback_{ret_kind}_{flavour}"),
-                    )
-                    .replace("FALLBACK", &format!("fallback_{ret_kind}_{flavour}"));
+                let keys = fill(
+                    keys,
+                    shape.param,
+                    ret_kind,
+                    flavour,
+                    &format!("fallback_{ret_kind}_{flavour}"),
+                );
                 let name = format!("{}_{flavour}_{combo}", shape.name);
                 let asyncness = if flavour == "async" { "async " } else { "" };
                 writeln!(
@@ -217,13 +249,22 @@ fn answer<T>(error: Error<ApiError>, value: T) -> Result<T, ApiError> {
                 calls.push((name, flavour == "async", shape.name == "impl_trait"));
             }
             // `#[retry]` above a breaker, and alone.
-            for (combo, attributes) in [
-                (
-                    "retried",
-                    "#[retry(attempts = 2, backoff = \"1ms\", retry_on = is_transient)]\n    #[circuit_breaker(threshold = 1000)]",
-                ),
-                ("retry_alone", "#[retry(attempts = 2, backoff = \"1ms\")]"),
-            ] {
+            for (combo, attributes) in RETRIED {
+                if attributes.contains("FALLBACK") && !shape.fallback {
+                    continue;
+                }
+                let ret_kind = if shape.ret.contains("()") {
+                    "unit"
+                } else {
+                    "u32"
+                };
+                let attributes = fill(
+                    attributes,
+                    shape.param,
+                    ret_kind,
+                    flavour,
+                    &format!("fallback_{ret_kind}_{flavour}"),
+                );
                 let name = format!("{}_{flavour}_{combo}", shape.name);
                 let asyncness = if flavour == "async" { "async " } else { "" };
                 writeln!(
@@ -239,8 +280,13 @@ fn answer<T>(error: Error<ApiError>, value: T) -> Result<T, ApiError> {
     // `#[async_trait]`: the boxed future is the body.
     out.push_str("    #[async_trait::async_trait]\n    pub trait Inventory {\n");
     let trait_shapes: Vec<_> = SHAPES.iter().filter(|s| s.fallback).collect();
+    let trait_combos: Vec<&str> = KEYS
+        .iter()
+        .chain(RETRIED)
+        .map(|(combo, _)| *combo)
+        .collect();
     for shape in &trait_shapes {
-        for (combo, _) in KEYS {
+        for combo in &trait_combos {
             writeln!(
                 out,
                 "        async fn {}_{combo}(&self, {}: u32) -> {};",
@@ -268,18 +314,39 @@ fn answer<T>(error: Error<ApiError>, value: T) -> Result<T, ApiError> {
             } else {
                 "u32"
             };
-            let keys = keys
-                .replace("PARAM", shape.param)
-                .replace("KEPT_FALLBACK", &format!("fallback_{ret_kind}_async"))
-                .replace(
-                    "ERROR_FALLBACK",
-                    &format!("error_fallback_{ret_kind}_async"),
-                )
-                .replace("FALLBACK", &format!("Self::fallback_{ret_kind}"));
+            let keys = fill(
+                keys,
+                shape.param,
+                ret_kind,
+                "async",
+                &format!("Self::fallback_{ret_kind}"),
+            );
             let body = shape.body.replace("\n", "\n    ");
             writeln!(
                 out,
                 "        #[circuit_breaker({keys})]\n        async fn {}_{combo}(&self, {}: u32) -> {} {body}\n",
+                shape.name, shape.param, shape.ret
+            )
+            .unwrap();
+        }
+        for (combo, attributes) in RETRIED {
+            let ret_kind = if shape.ret.contains("()") {
+                "unit"
+            } else {
+                "u32"
+            };
+            let attributes = fill(
+                attributes,
+                shape.param,
+                ret_kind,
+                "async",
+                &format!("Self::fallback_{ret_kind}"),
+            )
+            .replace("\n    ", "\n        ");
+            let body = shape.body.replace("\n", "\n    ");
+            writeln!(
+                out,
+                "        {attributes}\n        async fn {}_{combo}(&self, {}: u32) -> {} {body}\n",
                 shape.name, shape.param, shape.ret
             )
             .unwrap();
@@ -313,9 +380,16 @@ fn answer<T>(error: Error<ApiError>, value: T) -> Result<T, ApiError> {
         }
         out.push_str("}\n\n");
     }
-    out.push_str("#[rustfmt::skip]\n#[tokio::test]\nasync fn async_trait_compiles_without_warnings_and_runs() {\n    use cases::Inventory as _;\n\n    let client = cases::Client { base: 1 };\n");
-    for shape in &trait_shapes {
-        for (combo, _) in KEYS {
+    // Under `#[async_trait]`, one test per shape too.
+    for (index, shape) in trait_shapes.iter().enumerate() {
+        let blank = if index == 0 { "" } else { "\n" };
+        writeln!(
+            out,
+            "{blank}#[rustfmt::skip]\n#[tokio::test]\nasync fn async_trait_{}_compiles_without_warnings_and_runs() {{\n    use cases::Inventory as _;\n\n    let client = cases::Client {{ base: 1 }};",
+            shape.name
+        )
+        .unwrap();
+        for combo in &trait_combos {
             writeln!(
                 out,
                 "    assert_eq!(client.{}_{combo}(2).await.map(drop), Ok(()));",
@@ -323,8 +397,8 @@ fn answer<T>(error: Error<ApiError>, value: T) -> Result<T, ApiError> {
             )
             .unwrap();
         }
+        out.push_str("}\n");
     }
-    out.push_str("}\n");
     out
 }
 

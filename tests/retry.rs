@@ -316,6 +316,222 @@ mod shapes {
     }
 }
 
+/// A breaker with a `fallback` below `#[retry]`: the fallback runs once,
+/// after the last attempt, with the error it would get without `#[retry]`.
+/// The error type has no `From<Rejected>`: the fallback answers refusals.
+mod fallback_after_the_retries {
+    use super::*;
+    use failfast::Error;
+    use std::sync::Mutex;
+
+    #[derive(Clone, Debug, PartialEq)]
+    pub enum StockError {
+        /// The dependency failed, on this attempt of the call.
+        Down(u32),
+        BadSku,
+    }
+
+    mod every_attempt_fails {
+        use super::*;
+
+        static CALLS: AtomicU32 = AtomicU32::new(0);
+        static GIVEN: Mutex<Vec<(u32, Error<StockError>)>> = Mutex::new(Vec::new());
+
+        fn cached(sku: u32, error: Error<StockError>) -> Result<u32, StockError> {
+            GIVEN.lock().unwrap().push((sku, error));
+            Ok(0)
+        }
+
+        #[retry(attempts = 3, backoff = "1ms")]
+        #[circuit_breaker(threshold = 10, name = "retry::fallback_exhausted", fallback = cached)]
+        fn stock(sku: u32) -> Result<u32, StockError> {
+            let _ = sku;
+            Err(StockError::Down(CALLS.fetch_add(1, Ordering::SeqCst) + 1))
+        }
+
+        #[test]
+        fn the_fallback_is_called_once_with_the_last_error() {
+            assert_eq!(stock(7), Ok(0));
+            assert_eq!(CALLS.load(Ordering::SeqCst), 3, "three attempts");
+            assert_eq!(
+                *GIVEN.lock().unwrap(),
+                [(7, Error::Failed(StockError::Down(3)))],
+                "once, with the arguments and the third attempt's error"
+            );
+            let snapshot = registry::get("retry::fallback_exhausted")
+                .unwrap()
+                .snapshot();
+            assert_eq!(snapshot.consecutive_failures, 3, "each attempt counted");
+        }
+    }
+
+    mod ok_on_the_second_attempt {
+        use super::*;
+
+        static CALLS: AtomicU32 = AtomicU32::new(0);
+        static FALLBACKS: AtomicU32 = AtomicU32::new(0);
+
+        #[retry(attempts = 3, backoff = "1ms")]
+        #[circuit_breaker(threshold = 10, name = "retry::fallback_ok", fallback = |_| {
+            FALLBACKS.fetch_add(1, Ordering::SeqCst);
+            Ok(0)
+        })]
+        fn stock(sku: u32) -> Result<u32, StockError> {
+            match CALLS.fetch_add(1, Ordering::SeqCst) {
+                0 => Err(StockError::Down(1)),
+                _ => Ok(sku),
+            }
+        }
+
+        #[test]
+        fn never_calls_the_fallback() {
+            assert_eq!(stock(7), Ok(7));
+            assert_eq!(CALLS.load(Ordering::SeqCst), 2);
+            assert_eq!(FALLBACKS.load(Ordering::SeqCst), 0);
+        }
+    }
+
+    mod an_open_breaker {
+        use super::*;
+
+        static CALLS: AtomicU32 = AtomicU32::new(0);
+        static GIVEN: Mutex<Vec<Error<StockError>>> = Mutex::new(Vec::new());
+
+        fn stale(error: Error<StockError>) -> Result<u32, StockError> {
+            GIVEN.lock().unwrap().push(error);
+            Ok(0)
+        }
+
+        #[retry(attempts = 5, backoff = "1ms")]
+        #[circuit_breaker(
+            threshold = 2,
+            recovery = "60s",
+            name = "retry::fallback_open",
+            fallback = |error| stale(error)
+        )]
+        fn stock() -> Result<u32, StockError> {
+            Err(StockError::Down(CALLS.fetch_add(1, Ordering::SeqCst) + 1))
+        }
+
+        #[test]
+        fn sends_its_rejection_to_the_fallback_without_a_retry() {
+            // The second failure opens the breaker for 60 s: the retries stop,
+            // and the fallback gets that failure.
+            assert_eq!(stock(), Ok(0));
+            assert_eq!(CALLS.load(Ordering::SeqCst), 2);
+            assert_eq!(state("retry::fallback_open"), State::Open);
+            // Open: the rejection is not retried, and goes to the fallback.
+            assert_eq!(stock(), Ok(0));
+            assert_eq!(CALLS.load(Ordering::SeqCst), 2, "the body did not run");
+            let given = GIVEN.lock().unwrap();
+            assert_eq!(given.len(), 2, "{given:?}");
+            assert_eq!(given[0], Error::Failed(StockError::Down(2)));
+            let rejected = given[1].rejected().expect("a rejection");
+            assert_eq!(rejected.name(), "retry::fallback_open");
+            assert_eq!(rejected.state(), State::Open);
+        }
+    }
+
+    mod errors_the_fallback_does_not_see {
+        use super::*;
+
+        static CALLS: AtomicU32 = AtomicU32::new(0);
+        static GIVEN: Mutex<Vec<Error<StockError>>> = Mutex::new(Vec::new());
+
+        fn cached(_sku: &str, error: Error<StockError>) -> Result<u32, StockError> {
+            GIVEN.lock().unwrap().push(error);
+            Ok(0)
+        }
+
+        #[retry(attempts = 3, backoff = "1ms")]
+        #[circuit_breaker(
+            threshold = 10,
+            counts = StockError::Down(_),
+            name = "retry::fallback_neutral",
+            fallback = cached
+        )]
+        fn stock(sku: &str) -> Result<u32, StockError> {
+            let call = CALLS.fetch_add(1, Ordering::SeqCst) + 1;
+            if sku.is_empty() {
+                Err(StockError::BadSku)
+            } else {
+                Err(StockError::Down(call))
+            }
+        }
+
+        #[test]
+        fn a_neutral_error_is_returned_as_it_is_after_one_attempt() {
+            assert_eq!(stock(""), Err(StockError::BadSku));
+            assert_eq!(CALLS.load(Ordering::SeqCst), 1, "not retried");
+            assert!(GIVEN.lock().unwrap().is_empty(), "no fallback");
+        }
+
+        static RETRY_ON_CALLS: AtomicU32 = AtomicU32::new(0);
+        static RETRY_ON_GIVEN: Mutex<Vec<Error<StockError>>> = Mutex::new(Vec::new());
+
+        #[retry(attempts = 3, backoff = "1ms", retry_on = StockError::Down(1))]
+        #[circuit_breaker(threshold = 10, name = "retry::fallback_retry_on", fallback = |error| {
+            RETRY_ON_GIVEN.lock().unwrap().push(error);
+            Ok(0)
+        })]
+        fn limited() -> Result<u32, StockError> {
+            Err(StockError::Down(
+                RETRY_ON_CALLS.fetch_add(1, Ordering::SeqCst) + 1,
+            ))
+        }
+
+        #[test]
+        fn a_failure_retry_on_does_not_match_goes_to_the_fallback_at_once() {
+            // `Down(1)` is retried; `Down(2)` is not, and is the fallback's.
+            assert_eq!(limited(), Ok(0));
+            assert_eq!(RETRY_ON_CALLS.load(Ordering::SeqCst), 2);
+            assert_eq!(
+                *RETRY_ON_GIVEN.lock().unwrap(),
+                [Error::Failed(StockError::Down(2))]
+            );
+        }
+    }
+
+    mod methods {
+        use super::*;
+
+        struct Inventory {
+            calls: AtomicU32,
+            given: Mutex<Vec<(String, Error<StockError>)>>,
+        }
+
+        impl Inventory {
+            #[retry(attempts = 2, backoff = "1ms")]
+            #[circuit_breaker(threshold = 10, name = "retry::fallback_method", fallback = Self::cached)]
+            fn stock(&self, sku: &str) -> Result<u32, StockError> {
+                let _ = sku;
+                Err(StockError::Down(
+                    self.calls.fetch_add(1, Ordering::SeqCst) + 1,
+                ))
+            }
+
+            fn cached(&self, sku: &str, error: Error<StockError>) -> Result<u32, StockError> {
+                self.given.lock().unwrap().push((sku.to_owned(), error));
+                Ok(1)
+            }
+        }
+
+        #[test]
+        fn the_fallback_gets_the_receiver_and_the_arguments() {
+            let inventory = Inventory {
+                calls: AtomicU32::new(0),
+                given: Mutex::new(Vec::new()),
+            };
+            assert_eq!(inventory.stock("SKU-1"), Ok(1));
+            assert_eq!(inventory.calls.load(Ordering::SeqCst), 2);
+            assert_eq!(
+                *inventory.given.lock().unwrap(),
+                [("SKU-1".to_owned(), Error::Failed(StockError::Down(2)))]
+            );
+        }
+    }
+}
+
 /// Async retries wait on tokio's timer; the paused clock makes the waits
 /// exact, and the breaker's verdict reaches the loop across `.await`s.
 #[cfg(feature = "tokio")]
@@ -485,5 +701,83 @@ mod async_retries {
         assert_eq!(NEUTRAL_CALLS.load(Ordering::SeqCst), 1, "neutral: no retry");
         assert_eq!(failed, Err(ApiError::Down));
         assert_eq!(COUNTED_CALLS.load(Ordering::SeqCst), 3, "counted: retried");
+    }
+
+    /// The fallback below `#[retry]` on an `async fn`: awaited once, after
+    /// the last attempt.
+    mod fallback {
+        use super::super::fallback_after_the_retries::StockError;
+        use super::*;
+        use failfast::Error;
+        use std::sync::Mutex;
+
+        static CALLS: AtomicU32 = AtomicU32::new(0);
+        static GIVEN: Mutex<Vec<(u32, Error<StockError>)>> = Mutex::new(Vec::new());
+
+        async fn cached(sku: u32, error: Error<StockError>) -> Result<u32, StockError> {
+            tokio::task::yield_now().await;
+            GIVEN.lock().unwrap().push((sku, error));
+            Ok(0)
+        }
+
+        #[retry(attempts = 3, backoff = "100ms")]
+        #[circuit_breaker(threshold = 10, name = "retry::async_fallback", fallback = cached)]
+        async fn stock(sku: u32) -> Result<u32, StockError> {
+            tokio::task::yield_now().await;
+            let _ = sku;
+            Err(StockError::Down(CALLS.fetch_add(1, Ordering::SeqCst) + 1))
+        }
+
+        #[tokio::test(start_paused = true)]
+        async fn is_awaited_once_with_the_last_error() {
+            let start = Instant::now();
+            assert_eq!(stock(7).await, Ok(0));
+            assert_eq!(CALLS.load(Ordering::SeqCst), 3);
+            assert_eq!(start.elapsed(), Duration::from_millis(200), "two waits");
+            assert_eq!(
+                *GIVEN.lock().unwrap(),
+                [(7, Error::Failed(StockError::Down(3)))]
+            );
+            // Forced open: the rejection goes to the fallback at once.
+            registry::get("retry::async_fallback").unwrap().force_open();
+            let start = Instant::now();
+            assert_eq!(stock(8).await, Ok(0));
+            assert_eq!(start.elapsed(), Duration::ZERO, "not retried");
+            assert_eq!(CALLS.load(Ordering::SeqCst), 3, "the body did not run");
+            let given = GIVEN.lock().unwrap();
+            assert_eq!(given.len(), 2);
+            assert_eq!(given[1].0, 8);
+            assert!(given[1].1.is_rejected(), "{given:?}");
+        }
+
+        static HANGS: AtomicU32 = AtomicU32::new(0);
+        static TIMED_OUT: Mutex<Vec<Error<StockError>>> = Mutex::new(Vec::new());
+
+        #[retry(attempts = 3, backoff = "100ms")]
+        #[circuit_breaker(
+            threshold = 100,
+            timeout = "50ms",
+            name = "retry::async_fallback_timeout",
+            fallback = |error| async {
+                TIMED_OUT.lock().unwrap().push(error);
+                Ok(0)
+            }
+        )]
+        async fn hangs() -> Result<u32, StockError> {
+            HANGS.fetch_add(1, Ordering::SeqCst);
+            std::future::pending().await
+        }
+
+        #[tokio::test(start_paused = true)]
+        async fn a_timeout_is_retried_then_given_to_the_fallback() {
+            let start = Instant::now();
+            assert_eq!(hangs().await, Ok(0));
+            assert_eq!(HANGS.load(Ordering::SeqCst), 3);
+            // Three 50 ms limits, and two waits of 100 ms.
+            assert_eq!(start.elapsed(), Duration::from_millis(350));
+            let given = TIMED_OUT.lock().unwrap();
+            assert_eq!(given.len(), 1, "{given:?}");
+            assert!(given[0].is_timeout(), "{given:?}");
+        }
     }
 }

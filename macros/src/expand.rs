@@ -57,6 +57,13 @@
 //! }
 //! ```
 //!
+//! Under `#[retry]` (see `expand_retry`) this code is one attempt, and
+//! reports its verdict to the loop before each `Err` it returns. With a
+//! fallback there, the attempt is a `Result<Ret, failfast::Error<E>>`: what
+//! leaves the labelled block is returned as `Err(error)` for the loop to
+//! decide on (and to give the fallback after the last attempt), and the
+//! `return`s above return `Ok(ret)`.
+//!
 //! Under `#[async_trait]` the same statements go inside `Box::pin(async move {
 //! .. })`, and `async_trait`'s own future is the body that `body` polls.
 //!
@@ -655,33 +662,64 @@ pub(crate) fn async_block(
 /// What the breaker tells a `#[retry]` above it about each call, right
 /// before returning (see `__private::report` in the runtime); nothing at all
 /// for a breaker without `#[retry]`.
-struct Report(bool);
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Report {
+    /// No `#[retry]` above.
+    Nothing,
+    /// Under `#[retry]`: every `Err` path reports its verdict.
+    Verdicts,
+    /// Under `#[retry]`, with a `fallback`: the call's code is the retry
+    /// loop's attempt, `Result<Ret, failfast::Error<E>>`. What the fallback
+    /// would be given (a rejection, a counted failure, a timeout) is reported
+    /// and handed to the loop as `Err`, which calls the fallback once after
+    /// the last attempt; an `Ok` or a neutral error is handed over as
+    /// `Ok(ret)`, for the loop to return as it is (a neutral error is never
+    /// retried: no verdict is needed).
+    HandOver,
+}
 
 impl Report {
-    /// The `__private` function converting a rejection into the
-    /// function's error.
-    fn rejected(&self) -> TokenStream {
-        if self.0 {
-            quote!(rejected_reported)
-        } else {
-            quote!(rejected)
+    fn of(args: &Args) -> Report {
+        match (args.report_to_retry, &args.fallback) {
+            (false, _) => Report::Nothing,
+            (true, None) => Report::Verdicts,
+            (true, Some(_)) => Report::HandOver,
         }
     }
 
-    /// Reports a rejection converted by the user's `reject_with`.
-    fn rejection(&self, private: &TokenStream) -> Option<TokenStream> {
-        self.0
-            .then(|| quote!(#private::report(#private::Verdict::Rejected);))
+    /// The `__private` function converting a rejection into the
+    /// function's error.
+    fn rejected(self) -> TokenStream {
+        if self == Report::Nothing {
+            quote!(rejected)
+        } else {
+            quote!(rejected_reported)
+        }
     }
 
-    fn failure(&self, private: &TokenStream) -> Option<TokenStream> {
-        self.0
+    /// Reports a rejection converted by the user's `reject_with`, or handed
+    /// to the fallback.
+    fn rejection(self, private: &TokenStream) -> Option<TokenStream> {
+        (self != Report::Nothing).then(|| quote!(#private::report(#private::Verdict::Rejected);))
+    }
+
+    fn failure(self, private: &TokenStream) -> Option<TokenStream> {
+        (self != Report::Nothing)
             .then(|| quote!(#private::report(#private::failure(__failfast_breaker));))
     }
 
-    fn neutral(&self, private: &TokenStream) -> Option<TokenStream> {
-        self.0
-            .then(|| quote!(#private::report(#private::Verdict::Neutral);))
+    fn neutral(self, private: &TokenStream) -> Option<TokenStream> {
+        (self == Report::Verdicts).then(|| quote!(#private::report(#private::Verdict::Neutral);))
+    }
+
+    /// Returns `result` (a `Result<T, E>`) as the function's `Ret`, or, as
+    /// the retry loop's attempt, as `Ok(ret)`.
+    fn returns(self, join: &TokenStream, result: TokenStream) -> TokenStream {
+        if self == Report::HandOver {
+            quote!(return ::core::result::Result::Ok(#join(#result)))
+        } else {
+            quote!(return #join(#result))
+        }
     }
 }
 
@@ -781,7 +819,7 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     let allow = allow();
     let source = Source::new(args, crate::declare::default_name(func), &private, &allow);
     let is_async = !matches!(shape.body, Body::Sync(_));
-    let report = Report(args.report_to_retry);
+    let report = Report::of(args);
 
     // `counts` (every `Err` when absent) and not `ignores`.
     let error = quote!(&__failfast_error);
@@ -821,16 +859,20 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     let timed_out = quote!(__failfast_timed_out);
     let (on_reject, on_failure, on_timeout) = match &args.fallback {
         Some(_) => {
-            let to_fallback = |variant: TokenStream, value: &TokenStream| {
-                quote!({
-                    let __failfast_fallback_error = #private::Error::#variant(#value);
-                    break '__failfast_fallback __failfast_fallback_error;
-                })
-            };
+            // Under `#[retry]`, a rejection and a timeout are reported to
+            // the loop (a counted failure is reported before `on_failure`).
+            let to_fallback =
+                |variant: TokenStream, value: &TokenStream, report: Option<TokenStream>| {
+                    quote!({
+                        #report
+                        let __failfast_fallback_error = #private::Error::#variant(#value);
+                        break '__failfast_fallback __failfast_fallback_error;
+                    })
+                };
             (
-                to_fallback(quote!(Rejected), &rejected),
-                to_fallback(quote!(Failed), &failed),
-                to_fallback(quote!(Timeout), &timed_out),
+                to_fallback(quote!(Rejected), &rejected, report.rejection(&private)),
+                to_fallback(quote!(Failed), &failed, None),
+                to_fallback(quote!(Timeout), &timed_out, report.failure(&private)),
             )
         }
         None => {
@@ -915,6 +957,7 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
 
     let report_failure = report.failure(&private);
     let report_neutral = report.neutral(&private);
+    let neutral = report.returns(&join, quote!(::core::result::Result::Err(__failfast_error)));
     let on_error = match counted {
         Some(counted) => quote! {
             ::core::result::Result::Err(__failfast_error) => {
@@ -925,7 +968,7 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
                 }
                 __failfast_permit.neutral();
                 #report_neutral
-                return #join(::core::result::Result::Err(__failfast_error));
+                #neutral;
             }
         },
         // Without `counts` and `ignores`, every `Err` is a failure.
@@ -970,6 +1013,7 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         }
     });
     let (lookup, acquire) = (source.lookup(), source.acquire());
+    let success = report.returns(&join, quote!(::core::result::Result::Ok(__failfast_value)));
     let call = quote! {
         #lookup
         #allow
@@ -983,60 +1027,32 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         match #split(__failfast_result) {
             ::core::result::Result::Ok(__failfast_value) => {
                 __failfast_permit.success();
-                return #join(::core::result::Result::Ok(__failfast_value));
+                #success;
             }
             #on_error
         };
     };
     let call = match &args.fallback {
+        // The loop of `#[retry]` calls the fallback after the last attempt.
+        Some(_) if report == Report::HandOver => quote! {
+            #allow
+            let __failfast_fallback_error = '__failfast_fallback: { #call };
+            #allow
+            return ::core::result::Result::Err(__failfast_fallback_error);
+        },
         Some(fallback) => {
-            // The local keeps the call-site span (see `rejected` above).
-            let error = quote!(__failfast_fallback_error);
-            // A closure is called through a helper that takes the error
-            // first, so the closure's parameter type is known when it is
-            // checked.
-            let helper = quote! {
-                #allow
-                fn __failfast_fallback<A, R>(
-                    error: A,
-                    fallback: impl ::core::ops::FnOnce(A) -> R,
-                ) -> R {
-                    fallback(error)
-                }
-            };
-            let (call_fallback, span, helper, prepare) = match &fallback.value {
-                Fallback::Path(path) => {
-                    let span = path.span();
-                    let pass = &shape.fallback_args;
-                    let call = quote_spanned!(span=> #path(#(#pass,)* #error));
-                    (call, span, None, None)
-                }
-                Fallback::Closure(closure) => {
-                    let span = closure.span();
-                    let call = quote_spanned!(span=> __failfast_fallback(#error, #closure));
-                    (call, span, Some(helper), None)
-                }
-                // The block runs before the call is admitted, so what its
-                // closure captures is taken before the body consumes it.
-                Fallback::Prepared(block) => {
-                    let span = block.span();
-                    let prepared = quote!(__failfast_fallback_fn);
-                    let prepare = quote! {
-                        #allow
-                        let #prepared = #block;
-                    };
-                    let call = quote_spanned!(span=> __failfast_fallback(#error, #prepared));
-                    (call, span, Some(helper), Some(prepare))
-                }
-            };
-            let await_ = is_async.then(|| quote_spanned!(span=> .await));
+            let FallbackCall {
+                helper,
+                prepare,
+                call: call_fallback,
+            } = fallback_call(&fallback.value, &shape.fallback_args, is_async, &allow);
             quote! {
                 #helper
                 #prepare
                 #allow
                 let __failfast_fallback_error = '__failfast_fallback: { #call };
                 #allow
-                return #call_fallback #await_;
+                return #call_fallback;
             }
         }
         None => call,
@@ -1070,6 +1086,76 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         #call
     };
     with_body(func, shape, &guarded)
+}
+
+/// The one call of the fallback, given `__failfast_fallback_error` (the
+/// `failfast::Error<E>`), and what it needs before it.
+pub(crate) struct FallbackCall {
+    /// The local `__failfast_fallback` a closure is called through.
+    pub(crate) helper: Option<TokenStream>,
+    /// `fallback = { .. }`: the block, run before the call is admitted.
+    pub(crate) prepare: Option<TokenStream>,
+    /// The call, awaited for an async function.
+    pub(crate) call: TokenStream,
+}
+
+/// The call of `fallback`, spanned at it, so that a fallback that does not
+/// fit is one error there. A path is given `arguments` (see
+/// `Shape::fallback_args`) and the error; a closure, the error alone.
+pub(crate) fn fallback_call(
+    fallback: &Fallback,
+    arguments: &[TokenStream],
+    is_async: bool,
+    allow: &TokenStream,
+) -> FallbackCall {
+    // The local keeps its call-site resolution (see `rejected` in
+    // `expand`), shown at the fallback: an error type that does not fit is
+    // reported there.
+    let error = |span: Span| located_at(quote!(__failfast_fallback_error), span);
+    // A closure is called through a helper that takes the error first, so
+    // the closure's parameter type is known when it is checked.
+    let helper = quote! {
+        #allow
+        fn __failfast_fallback<A, R>(
+            error: A,
+            fallback: impl ::core::ops::FnOnce(A) -> R,
+        ) -> R {
+            fallback(error)
+        }
+    };
+    let (call, span, helper, prepare) = match fallback {
+        Fallback::Path(path) => {
+            let span = path.span();
+            let error = error(span);
+            let call = quote_spanned!(span=> #path(#(#arguments,)* #error));
+            (call, span, None, None)
+        }
+        Fallback::Closure(closure) => {
+            let span = closure.span();
+            let error = error(span);
+            let call = quote_spanned!(span=> __failfast_fallback(#error, #closure));
+            (call, span, Some(helper), None)
+        }
+        // The block runs before the call is admitted, so what its closure
+        // captures is taken before the body consumes it.
+        Fallback::Prepared(block) => {
+            let span = block.span();
+            let prepared = quote!(__failfast_fallback_fn);
+            let prepare = quote! {
+                #allow
+                let #prepared = #block;
+            };
+            let error = error(span);
+            let call = quote_spanned!(span=> __failfast_fallback(#error, #prepared));
+            (call, span, Some(helper), Some(prepare))
+        }
+    };
+    let await_ = is_async.then(|| quote_spanned!(span=> .await));
+    FallbackCall {
+        helper,
+        prepare,
+        call: quote!(#call #await_),
+    }
 }
 
 /// Where the runtime lives: `crate = path`, or `::failfast`.

@@ -28,6 +28,34 @@
 //! }
 //! ```
 //!
+//! With a `fallback` on the breaker below, the attempt hands over what the
+//! fallback would be given, and the fallback is called once, after the loop:
+//!
+//! ```text
+//!     fn __failfast_fallback(..);                    // a closure fallback's helper
+//!     <kept_for_fallback checks>; let __failfast_fallback_fn = { .. }; // `fallback = { .. }`
+//!     static __FAILFAST_RETRY: Retry = ..;
+//!     let mut __failfast_attempts = __FAILFAST_RETRY.begin();
+//!     let __failfast_fallback_error = loop {
+//!         // the breaker's code: `Ok(ret)` for an `Ok` or a neutral error,
+//!         // `Err(failfast::Error<E>)` for a rejection, a counted failure, a timeout
+//!         let __failfast_attempt = run(|| -> Result<Ret, Error<_>> { .. });  // sync
+//!         let __failfast_attempt = async { .. }.await;                       // async
+//!         let __failfast_fallback_error = match __failfast_attempt {
+//!             Ok(result) => return result,
+//!             Err(error) => error,
+//!         };
+//!         let verdict = take_verdict();
+//!         if match error.failed() { Some(e) => retry_on(e), None => true } {
+//!             if let Some(delay) = next_delay(&mut __failfast_attempts, verdict) {
+//!                 sleep(delay); continue;            // or `sleep_async(..).await`
+//!             }
+//!         }
+//!         break __failfast_fallback_error;
+//!     };
+//!     return fallback(args.., __failfast_fallback_error) [.await];
+//! ```
+//!
 //! # The breaker below
 //!
 //! Attributes expand from the top, so `#[retry]` sees the
@@ -42,9 +70,15 @@
 //! (so a refusal added to the breaker later cannot be retried by mistake).
 //! After a counted failure it asks the breaker whether it just opened (and
 //! stops when no trial would be admitted before the next attempt).
-//! A breaker with a `fallback` is refused: the fallback would answer the
-//! errors the loop needs to see. `#[circuit_breaker]` above `#[retry]` is
-//! refused by the breaker, which would otherwise wrap the whole loop.
+//! A breaker's `fallback` answers once for the whole call: the breaker's
+//! code (in its hand-over form) gives the loop the `failfast::Error<E>` it
+//! would have given the fallback, the loop decides on it as on the error it
+//! stands for, and the fallback gets the last one. Its arguments are the
+//! function's, still there after the loop since attempts borrow them; the
+//! checks that the body does not consume what the fallback takes are the
+//! breaker's, at the top of the function. `#[circuit_breaker]` above
+//! `#[retry]` is refused by the breaker, which would otherwise wrap the
+//! whole loop.
 //!
 //! # Arguments on each attempt
 //!
@@ -64,8 +98,8 @@ use syn::{Attribute, Block, Expr, ExprAsync, FnArg, ItemFn, Meta, Pat, Stmt, Typ
 use crate::args::{Args, Errors};
 use crate::classify::Matcher;
 use crate::expand::{
-    allow, async_block, duration, is_anyhow, not_a_function, respan, result_parts, runtime,
-    with_body, Body, Shape,
+    allow, async_block, duration, fallback_call, is_anyhow, not_a_function, respan, result_parts,
+    runtime, with_body, Body, FallbackCall, Shape,
 };
 use crate::retry_args::RetryArgs;
 
@@ -157,15 +191,6 @@ fn take_breaker(func: &mut ItemFn, errors: &mut Errors) -> Option<Breaker> {
         }
     };
     let mut args = Args::parse(tokens, errors);
-    if let Some(fallback) = args.written("fallback") {
-        errors.push(syn::Error::new(
-            fallback.span(),
-            "`#[retry]` cannot be combined with a `fallback` on the breaker below it: the \
-             fallback answers rejections and counted failures, so the retries would never \
-             see the errors they decide on (and would retry the fallback's answers); drop \
-             `fallback` here and give it to a function that calls this one",
-        ));
-    }
     args.report_to_retry = true;
     Some(Breaker { args, path })
 }
@@ -195,11 +220,18 @@ fn expand(
         (Body::AsyncTrait { .. }, Some(block)) => (block, true),
         (Body::AsyncTrait { .. }, None) => unreachable!("made above"),
     };
+    // With a fallback, the breaker's code hands the loop what the fallback
+    // would be given as `Err(failfast::Error<E>)`, and everything else as
+    // `Ok(ret)`.
+    let fallback = breaker.and_then(|breaker| breaker.args.fallback.as_ref());
     let attempt = match breaker {
         Some(breaker) => {
             let guarded = guarded(func, shape, block, is_async, &breaker.args);
             if is_async {
                 quote!(async #guarded.await)
+            } else if fallback.is_some() {
+                let handed = quote!(::core::result::Result<#output, #private::Error<_>>);
+                quote!(#private::run(|| -> #handed #guarded))
             } else {
                 quote!(#private::run(|| -> #output #guarded))
             }
@@ -222,11 +254,26 @@ fn expand(
         (None, quote!(__failfast_attempts.next_delay()))
     };
 
-    let error = quote!(&__failfast_error);
+    // With a fallback, `retry_on` is given the error of a counted failure
+    // (a `&E` from `Error::failed`); a timeout, which has no `E` there, is
+    // retried as the counted failure it is.
+    let error = match fallback {
+        Some(_) => quote!(__failfast_error),
+        None => quote!(&__failfast_error),
+    };
     let retry_on = args
         .retry_on
         .as_ref()
-        .map(|m| m.value.check(&krate, &error, is_anyhow(output)));
+        .map(|m| m.value.check(&krate, &error, is_anyhow(output)))
+        .map(|retry_on| match fallback {
+            Some(_) => quote! {
+                match #private::Error::failed(&__failfast_fallback_error) {
+                    ::core::option::Option::Some(__failfast_error) => #retry_on,
+                    ::core::option::Option::None => true,
+                }
+            },
+            None => retry_on,
+        });
     let helper = Matcher::helper([&args.retry_on], &allow);
     // The runtime's `DEFAULT_ATTEMPTS`.
     let attempts = args.attempts.as_ref().map_or(3, |a| a.value);
@@ -260,26 +307,67 @@ fn expand(
     };
     let policy = policy(args, &private, attempts);
     let uses_import = breaker.map(Breaker::uses_import);
-    let looped = quote! {
-        #uses_import
-        #helper
+    let retry_policy = quote! {
         #allow
         static __FAILFAST_RETRY: #private::Retry = #policy;
         #allow
         let mut __failfast_attempts = __FAILFAST_RETRY.begin();
-        loop {
-            #allow
-            let __failfast_result: #output = #attempt;
-            #allow
-            match #split(__failfast_result) {
-                ::core::result::Result::Ok(__failfast_value) => {
-                    return #join(::core::result::Result::Ok(__failfast_value));
+    };
+    let looped = match fallback {
+        None => quote! {
+            #uses_import
+            #helper
+            #retry_policy
+            loop {
+                #allow
+                let __failfast_result: #output = #attempt;
+                #allow
+                match #split(__failfast_result) {
+                    ::core::result::Result::Ok(__failfast_value) => {
+                        return #join(::core::result::Result::Ok(__failfast_value));
+                    }
+                    ::core::result::Result::Err(__failfast_error) => {
+                        #take_verdict
+                        #retry
+                        return #join(::core::result::Result::Err(__failfast_error));
+                    }
                 }
-                ::core::result::Result::Err(__failfast_error) => {
+            }
+        },
+        // The fallback is called once, after the last attempt, with the
+        // `failfast::Error<E>` of that attempt; an `Ok` or a neutral error
+        // is returned as the breaker's code returned it.
+        Some(fallback) => {
+            let FallbackCall {
+                helper: fallback_helper,
+                prepare,
+                call,
+            } = fallback_call(&fallback.value, &shape.fallback_args, is_async, &allow);
+            let kept = &shape.kept_for_fallback;
+            quote! {
+                #uses_import
+                #helper
+                #fallback_helper
+                #kept
+                #prepare
+                #retry_policy
+                #allow
+                let __failfast_fallback_error = loop {
+                    #allow
+                    let __failfast_attempt = #attempt;
+                    #allow
+                    let __failfast_fallback_error = match __failfast_attempt {
+                        ::core::result::Result::Ok(__failfast_result) => return __failfast_result,
+                        ::core::result::Result::Err(__failfast_fallback_error) => {
+                            __failfast_fallback_error
+                        }
+                    };
                     #take_verdict
                     #retry
-                    return #join(::core::result::Result::Err(__failfast_error));
-                }
+                    break __failfast_fallback_error;
+                };
+                #allow
+                return #call;
             }
         }
     };
@@ -467,16 +555,61 @@ mod tests {
     }
 
     #[test]
-    fn a_fallback_below_is_one_error_and_the_function_is_kept() {
+    fn a_fallback_below_is_called_once_after_the_loop() {
+        let out = expand(
+            "retry_on = E::Busy",
+            "#[circuit_breaker(fallback = cached)] fn fetch(id: u32) -> Result<u32, E> { Ok(id) }",
+        );
+        assert!(!out.contains("compile_error"), "{out}");
+        // One call, after the loop, given the arguments and the error.
+        assert_eq!(out.matches("cached (").count(), 1, "{out}");
+        let looped = out.find("loop {").expect("a loop");
+        let call = out
+            .find("return cached (id , __failfast_fallback_error) ;")
+            .expect("the call");
+        assert!(looped < call, "{out}");
+        // The attempt hands the fallback's error over; `Ok` and neutral
+        // errors come back as the breaker's code returned them.
+        assert!(
+            out.contains(
+                "run (|| -> :: core :: result :: Result < Result < u32 , E > , \
+                 :: failfast :: __private :: Error < _ >>"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("return :: core :: result :: Result :: Err (__failfast_fallback_error)"),
+            "{out}"
+        );
+        assert!(out.contains("break __failfast_fallback_error ;"), "{out}");
+        // A rejection is reported, a neutral error is not (never retried).
+        assert!(out.contains("Verdict :: Rejected"), "{out}");
+        assert!(!out.contains("Verdict :: Neutral"), "{out}");
+        // `retry_on` looks at the error of a counted failure.
+        assert!(
+            out.contains("Error :: failed (& __failfast_fallback_error)"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_fallback_block_runs_once_before_the_first_attempt() {
         let out = expand(
             "",
-            "#[circuit_breaker(fallback = cached)] fn fetch() -> Result<u32, E> { Ok(1) }",
+            "#[circuit_breaker(fallback = { let kept = id; move |error| cached(kept, error) })] \
+             async fn fetch(id: u32) -> Result<u32, E> { Ok(id) }",
         );
-        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        let prepared = out.find("let __failfast_fallback_fn =").expect("prepared");
+        let looped = out.find("loop {").expect("a loop");
+        assert!(prepared < looped, "{out}");
+        assert_eq!(
+            out.matches("let __failfast_fallback_fn =").count(),
+            1,
+            "{out}"
+        );
         assert!(
-            out.ends_with(
-                "fn fetch () -> Result < u32 , E > { # [allow (unused_imports)] \
-                 use circuit_breaker as _ ; Ok (1) }"
+            out.contains(
+                "return __failfast_fallback (__failfast_fallback_error , __failfast_fallback_fn) . await ;"
             ),
             "{out}"
         );

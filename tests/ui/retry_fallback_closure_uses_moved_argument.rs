@@ -1,0 +1,27 @@
+use failfast::{circuit_breaker, retry, Error};
+
+#[derive(Debug)]
+pub struct Down;
+
+pub struct Request {
+    pub body: String,
+}
+
+fn send(req: Request) -> Result<usize, Down> {
+    Ok(req.body.len())
+}
+
+fn cached(_req: &Request, _error: Error<Down>) -> Result<usize, Down> {
+    Ok(0)
+}
+
+// The body consumes `req`, and the fallback closure uses it too.
+#[retry]
+#[circuit_breaker(fallback = |error| cached(&req, error))]
+fn call(req: Request) -> Result<usize, Down> {
+    send(req)
+}
+
+fn main() {
+    let _ = call(Request { body: String::new() });
+}

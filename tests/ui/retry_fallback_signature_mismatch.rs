@@ -1,0 +1,19 @@
+use failfast::{circuit_breaker, retry};
+
+#[derive(Debug)]
+pub struct DependencyError;
+
+// The fallback forgot the `id` argument.
+fn cached(_error: failfast::Error<DependencyError>) -> Result<u32, DependencyError> {
+    Ok(0)
+}
+
+#[retry(attempts = 3)]
+#[circuit_breaker(threshold = 3, fallback = cached)]
+fn fetch(id: u32) -> Result<u32, DependencyError> {
+    Ok(id)
+}
+
+fn main() {
+    let _ = fetch(1);
+}
