@@ -862,21 +862,22 @@ fn registry_name(input: ParseStream) -> syn::Result<LitStr> {
 
 /// `crate = path` or, as tokio accepts it, `crate = "path"`.
 pub(crate) fn crate_path(input: ParseStream) -> syn::Result<Path> {
-    if input.peek(LitStr) {
+    const EXPECTED: &str = "expected the path of the failfast crate, e.g. `crate = ::failfast`";
+    let path = if input.peek(LitStr) {
         let lit: LitStr = input.parse()?;
-        return lit.parse_with(Path::parse_mod_style).map_err(|_| {
-            syn::Error::new(
-                lit.span(),
-                "expected the path of the failfast crate, e.g. `crate = ::failfast`",
-            )
-        });
+        lit.parse_with(Path::parse_mod_style)
+            .map_err(|_| syn::Error::new(lit.span(), EXPECTED))?
+    } else {
+        input
+            .call(Path::parse_mod_style)
+            .map_err(|e| syn::Error::new(e.span(), EXPECTED))?
+    };
+    // Generated code imports from it (`use CRATE::__private::..`), where
+    // `Self` cannot be written; no crate is reached through `Self` anyway.
+    if let Some(self_type) = path.segments.iter().find(|s| s.ident == "Self") {
+        return Err(syn::Error::new(self_type.ident.span(), EXPECTED));
     }
-    input.call(Path::parse_mod_style).map_err(|e| {
-        syn::Error::new(
-            e.span(),
-            "expected the path of the failfast crate, e.g. `crate = ::failfast`",
-        )
-    })
+    Ok(path)
 }
 
 #[cfg(test)]
@@ -1265,5 +1266,21 @@ mod tests {
             errors[0].starts_with("expected the path of a breaker declared with"),
             "{errors:?}"
         );
+    }
+
+    /// Generated code imports from the crate's path, where `Self` cannot be
+    /// written: found by the grammar fuzz once the default `counts` did.
+    #[test]
+    fn the_crate_path_is_a_module_path() {
+        for value in ["Self::cached", "\"Self::failfast\"", "a::Self"] {
+            let errors = errors_of(&format!("crate = {value}"));
+            assert_eq!(
+                errors,
+                ["expected the path of the failfast crate, e.g. `crate = ::failfast`"],
+                "{value}"
+            );
+        }
+        assert!(errors_of("crate = crate::reexport").is_empty());
+        assert!(errors_of("crate = \"::failfast\"").is_empty());
     }
 }

@@ -103,6 +103,22 @@ impl Matcher {
     }
 }
 
+/// Without `counts`: a `bool` expression, the rule the runtime has for the
+/// function's return type (`Result<T, tonic::Status>`, with the `tonic`
+/// feature), else `true`, chosen by the compiler from the type (see
+/// `DefaultCounts` in the runtime's `__private`), not from how it is spelled.
+/// `returned` is a `PhantomData` of the return type.
+pub fn default_check(
+    krate: &TokenStream,
+    error: &TokenStream,
+    returned: &TokenStream,
+) -> TokenStream {
+    quote! {{
+        use #krate::__private::{ViaEvery as _, ViaRule as _};
+        (&&#krate::__private::DefaultCounts(#error, #returned)).counts()
+    }}
+}
+
 fn classify_path(path: Path) -> Matcher {
     let last = path
         .segments

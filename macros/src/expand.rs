@@ -42,7 +42,9 @@
 //!     match split::<Ret>(__failfast_result) {      // ResultParts: Ret is a Result
 //!         Ok(value) => { permit.success(); return join::<Ret>(Ok(value)); }
 //!         Err(error) => {
-//!             if counts(&error) && !ignores(&error) {     // no `if` without either
+//!             // without `counts`: the rule of `Ret`, which is `true` but
+//!             // for `Result<T, tonic::Status>` (see `classify::default_check`)
+//!             if counts(&error) && !ignores(&error) {
 //!                 permit.failure();
 //!                 return join::<Ret>(Err(error));
 //!                 // with a fallback: break 'fallback Error::Failed(error)
@@ -821,22 +823,20 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     let is_async = !matches!(shape.body, Body::Sync(_));
     let report = Report::of(args);
 
-    // `counts` (every `Err` when absent) and not `ignores`.
+    // `counts` (the return type's default rule when absent) and not
+    // `ignores`.
     let error = quote!(&__failfast_error);
     let anyhow = is_anyhow(&shape.output);
-    let counts = args
-        .counts
-        .as_ref()
-        .map(|c| c.value.check(&krate, &error, anyhow));
-    let ignores = args.ignores.as_ref().map(|i| {
-        let check = i.value.check(&krate, &error, anyhow);
-        quote!(!#check)
-    });
-    let counted = match (counts, ignores) {
-        (Some(c), Some(i)) => Some(quote!(#c && #i)),
-        (Some(c), None) => Some(c),
-        (None, Some(i)) => Some(i),
-        (None, None) => None,
+    let counts = match &args.counts {
+        Some(counts) => counts.value.check(&krate, &error, anyhow),
+        None => crate::classify::default_check(&krate, &error, &quote!(__failfast_returned)),
+    };
+    let counted = match &args.ignores {
+        Some(ignores) => {
+            let check = ignores.value.check(&krate, &error, anyhow);
+            quote!(#counts && !#check)
+        }
+        None => counts,
     };
     let helper = Matcher::helper([&args.counts, &args.ignores], &allow);
 
@@ -958,27 +958,17 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     let report_failure = report.failure(&private);
     let report_neutral = report.neutral(&private);
     let neutral = report.returns(&join, quote!(::core::result::Result::Err(__failfast_error)));
-    let on_error = match counted {
-        Some(counted) => quote! {
-            ::core::result::Result::Err(__failfast_error) => {
-                if #counted {
-                    __failfast_permit.failure();
-                    #report_failure
-                    #on_failure;
-                }
-                __failfast_permit.neutral();
-                #report_neutral
-                #neutral;
-            }
-        },
-        // Without `counts` and `ignores`, every `Err` is a failure.
-        None => quote! {
-            ::core::result::Result::Err(__failfast_error) => {
+    let on_error = quote! {
+        ::core::result::Result::Err(__failfast_error) => {
+            if #counted {
                 __failfast_permit.failure();
                 #report_failure
                 #on_failure;
             }
-        },
+            __failfast_permit.neutral();
+            #report_neutral
+            #neutral;
+        }
     };
     // An async body is polled through `body`, which owns the permit while the
     // body runs and gives it back with the body's output (see `Body` in the
@@ -1013,6 +1003,13 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         }
     });
     let (lookup, acquire) = (source.lookup(), source.acquire());
+    // Without `counts`, the default rule is chosen by the return type.
+    let returned = args.counts.is_none().then(|| {
+        quote! {
+            #allow
+            let __failfast_returned = #private::returned(&__failfast_result);
+        }
+    });
     let success = report.returns(&join, quote!(::core::result::Result::Ok(__failfast_value)));
     let call = quote! {
         #lookup
@@ -1023,6 +1020,7 @@ pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
         };
         #enter
         let #result = #run;
+        #returned
         #allow
         match #split(__failfast_result) {
             ::core::result::Result::Ok(__failfast_value) => {

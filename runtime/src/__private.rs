@@ -422,6 +422,74 @@ impl<E: ?Sized> ViaNothing for Probe<'_, E> {
     }
 }
 
+// Without `counts = …`, which `Err`s count is the rule of the function's
+// return type ([`CountsRule`]) if it has one, and every `Err` otherwise.
+// Generated code calls `(&&DefaultCounts(&error, returned(&result)))
+// .counts()`, with `result` the body's `Ret`: method lookup tries
+// `&DefaultCounts` as `Self` first ([`ViaRule`], for a type with a rule),
+// then `DefaultCounts` ([`ViaEvery`]), so the choice is made at compile time
+// and an error type without a rule costs a constant `true`, as an `Err`
+// counted without a check did. The choice is made on `Ret`, which the
+// signature fixes, not on the error's type, which inference may not have
+// settled yet when the method is looked up (a `Ret` that is not a `Result`
+// has no rule, and adds no error to the one `ResultParts` reports).
+
+/// The type of the body's result, `R`, for [`DefaultCounts`].
+#[inline(always)]
+pub fn returned<R>(_result: &R) -> std::marker::PhantomData<R> {
+    std::marker::PhantomData
+}
+
+/// The error of a call whose breaker has no `counts = …`, and the
+/// function's return type `R`.
+pub struct DefaultCounts<'a, R, E: ?Sized>(pub &'a E, pub std::marker::PhantomData<R>);
+
+/// Return types whose errors have a rule of their own for which `Err`s
+/// count when `counts` is not given.
+pub trait CountsRule {
+    /// The error type the rule judges.
+    type Error: ?Sized;
+    /// Whether `error` is evidence that the dependency is sick.
+    fn counts(error: &Self::Error) -> bool;
+}
+
+/// The rule of [`grpc_failure`](crate::classify::grpc_failure): the codes
+/// that say the server is sick or overloaded, and tonic's own time limit.
+#[cfg(feature = "tonic")]
+impl<T> CountsRule for Result<T, tonic::Status> {
+    type Error = tonic::Status;
+    #[inline]
+    fn counts(error: &tonic::Status) -> bool {
+        crate::classify::grpc_failure(error)
+    }
+}
+
+/// A return type with a rule of its own: the rule decides.
+pub trait ViaRule {
+    /// Whether the error counts.
+    fn counts(&self) -> bool;
+}
+
+/// Every other return type: every `Err` counts.
+pub trait ViaEvery {
+    /// `true`.
+    fn counts(&self) -> bool;
+}
+
+impl<R: CountsRule> ViaRule for &DefaultCounts<'_, R, R::Error> {
+    #[inline(always)]
+    fn counts(&self) -> bool {
+        R::counts(self.0)
+    }
+}
+
+impl<R, E: ?Sized> ViaEvery for DefaultCounts<'_, R, E> {
+    #[inline(always)]
+    fn counts(&self) -> bool {
+        true
+    }
+}
+
 // `#[retry]` above `#[circuit_breaker]`: each attempt is one breaker call,
 // and the retry loop must know how the breaker judged it (a rejection, a
 // neutral error and a success are never retried; after a counted failure
@@ -572,6 +640,27 @@ mod tests {
             next_delay(&mut attempts, failure(&BREAKER)),
             Some(Duration::from_nanos(1))
         );
+    }
+
+    /// Without `counts`, a return type with no rule counts every `Err`;
+    /// `Result<T, tonic::Status>` counts what `grpc_failure` counts.
+    #[test]
+    // The borrows are the choice (`ViaRule` before `ViaEvery`), as in
+    // generated code.
+    #[allow(clippy::needless_borrow)]
+    fn the_default_rule_is_chosen_by_the_return_type() {
+        use std::marker::PhantomData;
+        let error = std::io::Error::other("down");
+        assert!((&&DefaultCounts::<std::io::Result<u32>, _>(&error, PhantomData)).counts());
+        assert!((&&DefaultCounts::<Option<u32>, _>(&error, PhantomData)).counts());
+        #[cfg(feature = "tonic")]
+        {
+            type Answer = Result<u32, tonic::Status>;
+            let status = tonic::Status::invalid_argument("bad sku");
+            assert!(!(&&DefaultCounts::<Answer, _>(&status, PhantomData)).counts());
+            let status = tonic::Status::unavailable("down");
+            assert!((&&DefaultCounts::<Answer, _>(&status, PhantomData)).counts());
+        }
     }
 
     #[test]

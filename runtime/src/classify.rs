@@ -11,7 +11,8 @@
 //! function and a layer count the same answers as failures:
 //! [`http_failure`] for a function returning `Result<T, http::StatusCode>`,
 //! `grpc_failure` (with the `tonic` feature) for one returning
-//! `Result<T, tonic::Status>`.
+//! `Result<T, tonic::Status>`, where it is also the default when `counts`
+//! is not given.
 
 use std::any::Any;
 
@@ -288,9 +289,11 @@ fn grpc_number_outcome(code: i32, message: Option<&[u8]>) -> Outcome {
 /// `PERMISSION_DENIED`, `DATA_LOSS`, the caller's own `CANCELLED`, …) is
 /// not. With the `tonic` feature.
 ///
-/// A predicate for the attribute's `counts` on a function returning
-/// `Result<T, tonic::Status>`,
-/// `#[circuit_breaker(counts = failfast::classify::grpc_failure)]`, or for
+/// The attribute's default on a function returning
+/// `Result<T, tonic::Status>`: without `counts = …`, it counts what this
+/// counts. Also a predicate for `counts` where a `tonic::Status` is reached
+/// another way (`counts = |e: &MyError| matches!(e, MyError::Grpc(s) if
+/// grpc_failure(s))`), and for
 /// [`Breaker::call_with`](crate::Breaker::call_with):
 ///
 /// ```
@@ -311,10 +314,10 @@ fn grpc_number_outcome(code: i32, message: Option<&[u8]>) -> Outcome {
 ///
 /// A tonic client's time limit (`Endpoint::timeout`, `Request::set_timeout`)
 /// does not end in `DEADLINE_EXCEEDED`: tonic answers `CANCELLED` with the
-/// message `Timeout expired`. This predicate counts that status, telling it
-/// from a cancellation by its message alone (tonic promises no stable
-/// conversion). The attribute's own `timeout = …` is sturdier: a call past
-/// it counts whatever `counts` says.
+/// message `Timeout expired`. This predicate, and so the attribute's
+/// default, counts that status, telling it from a cancellation by its
+/// message alone (tonic promises no stable conversion). The attribute's own
+/// `timeout = …` is sturdier: a call past it counts whatever `counts` says.
 #[cfg(feature = "tonic")]
 #[must_use]
 pub fn grpc_failure(status: &tonic::Status) -> bool {

@@ -8,6 +8,26 @@
 //! A service or client method returning `Result<T, tonic::Status>` can then be
 //! guarded without a `fallback`.
 //!
+//! # Which statuses count
+//!
+//! Without `counts = …`, the attribute counts a `tonic::Status` as a failure
+//! only when [`grpc_failure`](crate::classify::grpc_failure) does: the codes
+//! that say the server is sick or overloaded (`UNAVAILABLE`,
+//! `DEADLINE_EXCEEDED`, `RESOURCE_EXHAUSTED`, `INTERNAL`, `UNKNOWN`). Every
+//! other code is the caller's (`INVALID_ARGUMENT`, `NOT_FOUND`,
+//! `PERMISSION_DENIED`, …): neutral, so three bad requests do not open the
+//! breaker, and `#[retry]` does not repeat them. An explicit `counts`
+//! replaces this rule; for any other error type, every `Err` counts.
+//!
+//! tonic's own time limits, `Endpoint::timeout` and `Request::set_timeout`
+//! (`grpc-timeout`), do not surface as `DEADLINE_EXCEEDED`: the caller gets
+//! `CANCELLED` with the message `Timeout expired`. The default counts that
+//! status, telling it from a cancellation of the caller's own (also
+//! `CANCELLED`, not counted) by the message alone, since tonic gives the two
+//! no other difference. The attribute's own `timeout = "…"` does not depend
+//! on tonic's text: a call past it is a counted failure whatever `counts`
+//! says, and is answered `DEADLINE_EXCEEDED` (below).
+//!
 //! ```
 //! # use failfast_runtime::{Breaker, ManualClock};
 //! # use std::time::Duration;
