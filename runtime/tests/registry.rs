@@ -127,3 +127,37 @@ fn a_name_built_at_run_time_is_found_and_reported() {
     drop(b);
     assert!(registry::get("payments@host-3").is_none());
 }
+
+/// A declared family (what `#[circuit_breaker(key = …)]` declares) is
+/// listed with its family's counts once it is built: breakers created,
+/// evicted, unstored, and trips its ejection budget held back.
+#[cfg(feature = "keyed")]
+#[test]
+fn a_declared_family_is_listed_with_its_counts() {
+    use failfast_runtime::__private::KeyedSlot;
+    use failfast_runtime::{Config, State};
+    static SLOT: KeyedSlot = KeyedSlot::new(
+        Config::new("registry.declared-counts").threshold(1),
+        4,
+        None,
+        50,
+    );
+    let family = SLOT.family::<String>();
+    for key in ["a", "b", "c", "d"] {
+        assert!(family.get(key).call(|| Ok::<_, ()>(())).is_ok());
+    }
+    for key in ["a", "b", "c"] {
+        let _ = family.get(key).call(|| Err::<(), _>("down"));
+    }
+    assert_eq!(family.get("c").state(), State::Closed);
+    let listed = registry::family("registry.declared-counts").expect("listed");
+    assert_eq!(
+        (
+            listed.created(),
+            listed.evicted(),
+            listed.unstored(),
+            listed.spared()
+        ),
+        (4, 0, 0, 1)
+    );
+}
