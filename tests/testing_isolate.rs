@@ -237,8 +237,11 @@ fn sync_two_finds_them_closed() {
     failfast::configure("isolate::lookup", ConfigPatch::new().threshold(1)).unwrap();
     assert_eq!(lookup(true), Err(Down::Failed));
     assert_eq!(state("isolate::lookup"), State::Open);
+    assert_eq!(replica("c", true), Err(Down::Failed));
+    assert_eq!(state("isolate::replica[c]"), State::Open);
     testing::reset_all();
     assert_eq!(state("isolate::lookup"), State::Closed);
+    assert_eq!(state("isolate::replica[c]"), State::Closed);
     SYNC.meet();
 }
 
