@@ -3,7 +3,7 @@
 //! error at the offending token (`tests/ui/*.rs` with the expected `.stderr`).
 //!
 //! The `.stderr` files are pinned to the toolchain the project builds with;
-//! regenerate them with `TRYBUILD=overwrite cargo test --test ui` and read each
+//! regenerate them with `TRYBUILD=overwrite cargo test -p failfast-ui` and read each
 //! diff before committing it.
 
 #[test]
@@ -20,11 +20,11 @@ fn ui() {
         t.compile_fail("tests/ui/tokio/*.rs");
     }
     // What a user without the `anyhow` feature sees: run by
-    // `cargo test --test ui`, skipped under `--all-features`.
+    // `cargo test -p failfast-ui`, skipped under `--all-features`.
     #[cfg(not(feature = "anyhow"))]
     t.compile_fail("tests/ui/without_anyhow_feature/*.rs");
     // What a user without the `tokio` feature sees `timeout` and an async
-    // `#[retry]` do: run by `cargo test --test ui --no-default-features`.
+    // `#[retry]` do: run by `cargo test -p failfast-ui --no-default-features`.
     #[cfg(not(feature = "tokio"))]
     t.compile_fail("tests/ui/without_tokio_feature/*.rs");
 }
