@@ -26,13 +26,13 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
-use criterion::{criterion_group, criterion_main, Bencher, BenchmarkGroup, Criterion};
-use failfast::{circuit_breaker, Breaker, Outcome, Rejected};
+use criterion::{Bencher, BenchmarkGroup, Criterion, criterion_group, criterion_main};
+use failfast::{Breaker, Outcome, Rejected, circuit_breaker};
 use failsafe::CircuitBreaker;
 use recloser::Recloser;
 
@@ -42,12 +42,12 @@ mod call;
 mod cpu_time;
 #[path = "support/protected.rs"]
 mod protected;
-use call::{answer, arg, looped_dyn_on_cpu, looped_on_cpu, Fault};
+use call::{Fault, answer, arg, looped_dyn_on_cpu, looped_on_cpu};
 use cpu_time::thread_cpu_time;
 use protected::{
-    arg_1_in_64, bulkheaded, consecutive, failfast_consecutive, failfast_rate,
+    Failsafe, arg_1_in_64, bulkheaded, consecutive, failfast_consecutive, failfast_rate,
     failsafe_consecutive, guarded_async, open, plain_async, rate, rate_some_failing, retried,
-    retried_alone, work, Failsafe,
+    retried_alone, work,
 };
 
 static SHARED: AtomicU64 = AtomicU64::new(0);

@@ -16,7 +16,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{Criterion, criterion_group, criterion_main};
 use failfast::circuit_breaker;
 
 // Not `looped_dyn_on_cpu`, which the `breaker` and `targets` benches use.
@@ -25,7 +25,7 @@ use failfast::circuit_breaker;
 mod call;
 #[path = "support/cpu_time.rs"]
 mod cpu_time;
-use call::{answer, arg, looped_on_cpu, Fault};
+use call::{Fault, answer, arg, looped_on_cpu};
 use cpu_time::thread_cpu_time;
 
 /// The floor of the sync cases.

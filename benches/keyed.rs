@@ -30,8 +30,8 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use criterion::{criterion_group, criterion_main, Criterion};
-use failfast::{circuit_breaker, Breaker, Family, Rejected};
+use criterion::{Criterion, criterion_group, criterion_main};
+use failfast::{Breaker, Family, Rejected, circuit_breaker};
 
 #[path = "support/mod.rs"]
 mod support;
@@ -47,11 +47,13 @@ static HELD: AtomicIsize = AtomicIsize::new(0);
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         HELD.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        System.alloc(layout)
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
+        unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         HELD.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        System.dealloc(ptr, layout);
+        // SAFETY: the caller upholds `GlobalAlloc::dealloc`'s contract.
+        unsafe { System.dealloc(ptr, layout) };
     }
 }
 
@@ -72,11 +74,7 @@ impl From<Rejected> for Fault {
 
 #[inline(never)]
 fn work(x: u64) -> Result<(), Fault> {
-    if x == u64::MAX {
-        Err(Fault)
-    } else {
-        Ok(())
-    }
+    if x == u64::MAX { Err(Fault) } else { Ok(()) }
 }
 
 /// The same function as `work`, guarded by one breaker.

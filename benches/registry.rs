@@ -10,8 +10,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use failfast::{registry, Breaker};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use failfast::{Breaker, registry};
 
 fn breakers(n: usize) -> Vec<Arc<Breaker>> {
     (0..n)

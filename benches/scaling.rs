@@ -28,12 +28,12 @@ use std::cell::Cell;
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, Criterion};
-use failfast::{circuit_breaker, registry, Breaker, ManualClock, Rejected, State};
+use criterion::{Criterion, criterion_group, criterion_main};
+use failfast::{Breaker, ManualClock, Rejected, State, circuit_breaker, registry};
 
 #[path = "support/mod.rs"]
 mod support;
@@ -117,11 +117,7 @@ impl From<Rejected> for Fault {
 
 #[inline(never)]
 fn work(x: u64) -> Result<(), Fault> {
-    if x == u64::MAX {
-        Err(Fault)
-    } else {
-        Ok(())
-    }
+    if x == u64::MAX { Err(Fault) } else { Ok(()) }
 }
 
 /// `work` behind a bulkhead of 64 places in front of its breaker: every

@@ -45,7 +45,7 @@ mod protected;
 #[allow(dead_code)]
 #[path = "support/threads.rs"]
 mod threads;
-use call::{arg, looped_dyn_on_cpu, looped_on_cpu, Fault};
+use call::{Fault, arg, looped_dyn_on_cpu, looped_on_cpu};
 use protected::{
     arg_1_in_64, bulkheaded, consecutive, failfast_consecutive, failfast_rate,
     failsafe_consecutive, guarded_async, keyed, open, plain_async, rate, rate_some_failing,

@@ -34,20 +34,20 @@ use std::sync::{Arc, Barrier};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{Criterion, criterion_group, criterion_main};
 
 #[path = "support/cpu_time.rs"]
 mod cpu_time;
 use cpu_time::thread_cpu_time;
-use failfast::tower::CircuitBreakerLayer;
 use failfast::Breaker;
-use tower::{service_fn, Layer, Service, ServiceExt};
+use failfast::tower::CircuitBreakerLayer;
+use tower::{Layer, Service, ServiceExt, service_fn};
 
 type Response = http::Response<()>;
 
 /// The inner service: answers `200 OK` at once.
-fn ok_service(
-) -> impl Service<u64, Response = Response, Error = Infallible, Future: Send> + Clone + Send {
+fn ok_service()
+-> impl Service<u64, Response = Response, Error = Infallible, Future: Send> + Clone + Send {
     service_fn(|x: u64| {
         black_box(x);
         std::future::ready(Ok::<_, Infallible>(http::Response::new(())))

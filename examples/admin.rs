@@ -17,7 +17,7 @@ use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use failfast::{circuit_breaker, registry, Rejected, Snapshot};
+use failfast::{Rejected, Snapshot, circuit_breaker, registry};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -86,7 +86,7 @@ async fn control(
             return Err((
                 StatusCode::NOT_FOUND,
                 format!("`{action}` is not an action: force-open, force-closed or reset\n"),
-            ))
+            ));
         }
     }
     Ok(Json(breaker.snapshot()))

@@ -23,7 +23,7 @@ use std::time::Duration;
 use common::client::{InventoryClient, InventoryError, Stock};
 use common::service::InventoryService;
 use common::state_name;
-use failfast::{circuit_breaker, State};
+use failfast::{State, circuit_breaker};
 
 const CAREFUL: &str = "bad_requests::check_stock";
 const EVERYTHING: &str = "bad_requests::check_stock_counting_everything";
@@ -112,9 +112,15 @@ fn describe(seen: &Seen) -> String {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("Five malformed SKUs, then a good one, through two breakers with threshold = 5.\n");
-    println!("                  │ counts = InventoryError::Dependency(_) │ no `counts`: every Err counts");
-    println!(" call  sku        │ outcome            breaker failures    │ outcome            breaker failures");
-    println!("──────────────────┼────────────────────────────────────────┼───────────────────────────────────");
+    println!(
+        "                  │ counts = InventoryError::Dependency(_) │ no `counts`: every Err counts"
+    );
+    println!(
+        " call  sku        │ outcome            breaker failures    │ outcome            breaker failures"
+    );
+    println!(
+        "──────────────────┼────────────────────────────────────────┼───────────────────────────────────"
+    );
     let calls = run().await?;
     for (i, call) in calls.iter().enumerate() {
         println!(

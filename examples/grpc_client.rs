@@ -27,8 +27,8 @@ use std::time::{Duration, Instant};
 
 use common::grpc::{LedgerClient, LedgerService};
 use common::{human, state_name};
-use failfast::tower::{CircuitBreakerLayer, GrpcClassifier};
 use failfast::Breaker;
+use failfast::tower::{CircuitBreakerLayer, GrpcClassifier};
 use tower::ServiceBuilder;
 
 const RECOVERY: Duration = Duration::from_secs(1);

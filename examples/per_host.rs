@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use common::client::{InventoryClient, InventoryError, Stock};
 use common::service::InventoryService;
 use common::{human, state_name};
-use failfast::{circuit_breaker, registry, State};
+use failfast::{State, circuit_breaker, registry};
 
 /// One replica of the inventory service, as the client sees it.
 struct Upstream {

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use common::client::{InventoryClient, InventoryError, Stock};
 use common::service::InventoryService;
 use common::{flag, human, state_name};
-use failfast::{circuit_breaker, State};
+use failfast::{State, circuit_breaker};
 
 pub const BREAKER: &str = "recovery::check_stock";
 

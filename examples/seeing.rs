@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use failfast::{circuit_breaker, events, registry, Rejected};
+use failfast::{Rejected, circuit_breaker, events, registry};
 
 #[derive(Debug)]
 enum InventoryError {

@@ -23,7 +23,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use failfast::{circuit_breaker, configure, registry, ConfigPatch, Rejected, Snapshot};
+use failfast::{ConfigPatch, Rejected, Snapshot, circuit_breaker, configure, registry};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 #[derive(Debug)]

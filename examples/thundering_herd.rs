@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use common::client::{InventoryClient, InventoryError, Stock};
 use common::service::InventoryService;
 use common::{flag, human, state_name};
-use failfast::{circuit_breaker, State};
+use failfast::{State, circuit_breaker};
 use tokio::runtime::{Handle, Runtime};
 
 pub const CALLERS: usize = 10;

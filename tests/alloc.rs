@@ -22,7 +22,7 @@ use std::task::{Context, Poll, Waker};
 use std::thread::sleep;
 use std::time::Duration;
 
-use failfast::{circuit_breaker, Breaker, ManualClock, Rejected, State};
+use failfast::{Breaker, ManualClock, Rejected, State, circuit_breaker};
 
 struct Counting;
 
@@ -294,9 +294,11 @@ mod builder {
         });
         per_call("async trip, reject, trial", || {
             let _ = block_on(b.call_async(async { down() }));
-            assert!(block_on(b.call_async(async { ok() }))
-                .unwrap_err()
-                .is_rejected());
+            assert!(
+                block_on(b.call_async(async { ok() }))
+                    .unwrap_err()
+                    .is_rejected()
+            );
             clock.advance(Duration::from_secs(1));
             assert!(block_on(b.call_async(async { ok() })).is_ok());
         });
@@ -312,38 +314,22 @@ mod attribute {
 
     #[circuit_breaker(threshold = 1_000_000, recovery = "30s")]
     fn healthy(fail: bool) -> Result<u32, Fault> {
-        if fail {
-            down()
-        } else {
-            ok()
-        }
+        if fail { down() } else { ok() }
     }
 
     #[circuit_breaker(threshold = 1, recovery = "50ms")]
     fn flaky(fail: bool) -> Result<u32, Fault> {
-        if fail {
-            down()
-        } else {
-            ok()
-        }
+        if fail { down() } else { ok() }
     }
 
     #[circuit_breaker(failure_rate = 0.5, window = 100, min_calls = 10, recovery = "50ms")]
     fn rated(fail: bool) -> Result<u32, Fault> {
-        if fail {
-            down()
-        } else {
-            ok()
-        }
+        if fail { down() } else { ok() }
     }
 
     #[circuit_breaker(threshold = 1, recovery = "50ms")]
     async fn flaky_async(fail: bool) -> Result<u32, Fault> {
-        if fail {
-            down()
-        } else {
-            ok()
-        }
+        if fail { down() } else { ok() }
     }
 
     /// Rounds of the whole cycle on the system clock: each round waits out
@@ -442,11 +428,7 @@ mod bulkhead {
 
     #[circuit_breaker(threshold = 1_000_000, max_concurrent = 4)]
     fn limited(fail: bool) -> Result<u32, Fault> {
-        if fail {
-            down()
-        } else {
-            ok()
-        }
+        if fail { down() } else { ok() }
     }
 
     /// Holds the only slot and calls itself: the inner call is refused at
@@ -464,11 +446,7 @@ mod bulkhead {
 
     #[circuit_breaker(threshold = 1_000_000, max_concurrent = 4)]
     async fn limited_async(fail: bool) -> Result<u32, Fault> {
-        if fail {
-            down()
-        } else {
-            ok()
-        }
+        if fail { down() } else { ok() }
     }
 
     #[test]
@@ -582,30 +560,18 @@ mod retry {
     #[retry(attempts = 3, backoff = "1us", budget = 1)]
     #[circuit_breaker(threshold = 16_000_000, recovery = "30s")]
     fn retried(fail: bool) -> Result<u32, Fault> {
-        if fail {
-            down()
-        } else {
-            ok()
-        }
+        if fail { down() } else { ok() }
     }
 
     #[retry(attempts = 3, backoff = "1us", budget = 1)]
     fn alone(fail: bool) -> Result<u32, Fault> {
-        if fail {
-            down()
-        } else {
-            ok()
-        }
+        if fail { down() } else { ok() }
     }
 
     #[retry(attempts = 3, backoff = "1us")]
     #[circuit_breaker(threshold = 1, recovery = "1h")]
     fn tripped(fail: bool) -> Result<u32, Fault> {
-        if fail {
-            down()
-        } else {
-            ok()
-        }
+        if fail { down() } else { ok() }
     }
 
     #[test]
@@ -637,11 +603,7 @@ mod retry {
         #[circuit_breaker(threshold = 16_000_000, recovery = "30s")]
         async fn retried_async(fail: bool) -> Result<u32, Fault> {
             RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if fail {
-                down()
-            } else {
-                ok()
-            }
+            if fail { down() } else { ok() }
         }
 
         /// tokio's `Sleep` keeps its timer entry inside the future (the
@@ -725,11 +687,7 @@ mod keyed {
 
     #[circuit_breaker(key = host, threshold = 1, recovery = "1h", max_concurrent = 4)]
     fn by_host(host: &str, fail: bool) -> Result<u32, Fault> {
-        if fail {
-            down()
-        } else {
-            ok()
-        }
+        if fail { down() } else { ok() }
     }
 
     #[circuit_breaker(key = (host, port), threshold = 1_000_000)]

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use failfast::{circuit_breaker, registry, Rejected, State};
+use failfast::{Rejected, State, circuit_breaker, registry};
 
 #[derive(Debug, PartialEq)]
 enum InventoryError {
@@ -297,9 +297,11 @@ async fn cancelled_trial_does_not_wedge() {
     check().await.unwrap_err();
     until_half_open("cancelled_trial");
     MODE.store(1, SeqCst);
-    assert!(tokio::time::timeout(Duration::from_millis(10), check())
-        .await
-        .is_err());
+    assert!(
+        tokio::time::timeout(Duration::from_millis(10), check())
+            .await
+            .is_err()
+    );
     assert_eq!(state("cancelled_trial"), State::HalfOpen);
     tokio::select! {
         _ = check() => unreachable!("hangs"),
@@ -342,11 +344,11 @@ fn reading_state_never_consumes_the_trial() {
 /// dropped while a sibling future's panic unwinds leaves the breaker alone,
 /// while a panic of the protected body itself still counts.
 mod panics_elsewhere {
-    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::panic::{AssertUnwindSafe, catch_unwind};
     use std::time::Duration;
 
-    use super::{state, InventoryError};
-    use failfast::{circuit_breaker, State};
+    use super::{InventoryError, state};
+    use failfast::{State, circuit_breaker};
 
     fn runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()
@@ -423,8 +425,8 @@ mod panics_elsewhere {
 mod error_only_fallback {
     use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
-    use super::{state, InventoryError};
-    use failfast::{circuit_breaker, Error, State};
+    use super::{InventoryError, state};
+    use failfast::{Error, State, circuit_breaker};
 
     pub struct Request {
         status: u16,

@@ -10,7 +10,7 @@ use std::sync::{Arc, Barrier};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use failfast::{circuit_breaker, registry, Error, Reason, State};
+use failfast::{Error, Reason, State, circuit_breaker, registry};
 
 mod support;
 

@@ -5,11 +5,11 @@
 //! call cut off at its `timeout`. (In a test binary of its own: each thread
 //! here has a totals slot of its own.)
 
-use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Barrier;
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
-use failfast::{circuit_breaker, Rejected, TimedOut};
+use failfast::{Rejected, TimedOut, circuit_breaker};
 
 #[derive(Debug)]
 enum CallError {

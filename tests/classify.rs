@@ -7,7 +7,7 @@
 #[path = "../examples/common/grpc.rs"]
 mod grpc;
 
-use failfast::{circuit_breaker, registry, State};
+use failfast::{State, circuit_breaker, registry};
 use grpc::{LedgerClient, LedgerService};
 use http::StatusCode;
 use tonic::transport::Channel;

@@ -9,7 +9,7 @@ mod support;
 use support::Down;
 
 use failfast::configure::{self, from_vars};
-use failfast::{circuit_breaker, events, registry, ConfigPatch, Mode, RunMode, State};
+use failfast::{ConfigPatch, Mode, RunMode, State, circuit_breaker, events, registry};
 
 fn failing() -> Result<(), Down> {
     Err(Down::Failed)

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 mod support;
-use support::{outcome, Down};
+use support::{Down, outcome};
 
-use failfast::{circuit_breaker, registry, State};
+use failfast::{State, circuit_breaker, registry};
 
 mod limits {
     pub const PAYMENTS_THRESHOLD: u32 = 3;

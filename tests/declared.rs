@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use failfast::{circuit_breaker, registry, Rejected, State};
+use failfast::{Rejected, State, circuit_breaker, registry};
 
 #[derive(Debug, PartialEq)]
 enum Down {

@@ -3,7 +3,7 @@
 //! declaration sites, every time. Alone in its test binary, since every
 //! breaker of the program is affected.
 
-use failfast::{circuit_breaker, registry, Rejected};
+use failfast::{Rejected, circuit_breaker, registry};
 
 #[derive(Debug)]
 struct Refused;

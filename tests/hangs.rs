@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::client::{InventoryClient, InventoryError, Stock};
 use common::service::InventoryService;
-use failfast::{circuit_breaker, registry, Error, Reason, State};
+use failfast::{Error, Reason, State, circuit_breaker, registry};
 
 type Fault = support::Fault<InventoryError>;
 

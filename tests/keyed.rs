@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Barrier};
 
-use failfast::{circuit_breaker, registry, Rejected, State};
+use failfast::{Rejected, State, circuit_breaker, registry};
 
 #[derive(Debug)]
 enum CallError {
@@ -93,11 +93,7 @@ failfast::breaker!(static GATEWAY = threshold = 2, recovery = "30s", name = "key
 
 #[circuit_breaker(breaker = GATEWAY)]
 fn charge(ok: bool) -> Result<(), CallError> {
-    if ok {
-        Ok(())
-    } else {
-        Err(CallError::Down)
-    }
+    if ok { Ok(()) } else { Err(CallError::Down) }
 }
 
 #[circuit_breaker(breaker = GATEWAY)]
@@ -116,11 +112,7 @@ fn a_shared_breaker_opened_through_one_function_rejects_another() {
 
 #[circuit_breaker(key = host, max_keys = 3, threshold = 1, recovery = "1h", name = "keyed.bounded")]
 fn bounded(host: &str, fail: bool) -> Result<(), CallError> {
-    if fail {
-        Err(CallError::Down)
-    } else {
-        Ok(())
-    }
+    if fail { Err(CallError::Down) } else { Ok(()) }
 }
 
 #[test]
@@ -306,11 +298,7 @@ mod with_tokio {
         // The key's breaker is held across this await, on whichever worker
         // thread the task resumes on.
         tokio::task::yield_now().await;
-        if fail {
-            Err(CallError::Down)
-        } else {
-            Ok(host)
-        }
+        if fail { Err(CallError::Down) } else { Ok(host) }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -362,9 +350,11 @@ fn a_declared_family_is_listed_and_forceable_before_its_first_call() {
     assert_eq!(replica("10.0.0.1").unwrap(), "10.0.0.1");
     let members = family.members();
     assert_eq!(members.len(), 2, "the key adopted its breaker");
-    assert!(members
-        .iter()
-        .all(|m| m.current_config().threshold_value() == 7));
+    assert!(
+        members
+            .iter()
+            .all(|m| m.current_config().threshold_value() == 7)
+    );
     assert_eq!(
         registry::get("keyed.early-replicas[10.0.0.3]")
             .unwrap()

@@ -6,7 +6,7 @@
 //! annotated body: `tests/ui/user_lint_in_body.rs`.
 #![deny(warnings, clippy::all, clippy::pedantic, clippy::nursery)]
 
-use failfast::{circuit_breaker, retry, Error, Rejected};
+use failfast::{Error, Rejected, circuit_breaker, retry};
 
 #[derive(Debug, PartialEq, Eq)]
 enum ApiError {

@@ -96,8 +96,14 @@ const KEYS: &[(&str, &str)] = &[
         "kept_fallback",
         "fallback = { let kept = PARAM.saturating_add(1); move |error| KEPT_FALLBACK(kept, error) }",
     ),
-    ("counts", "counts = ApiError::Down | ApiError::Timeout { .. }"),
-    ("ignores", "ignores = |e: &ApiError| matches!(e, ApiError::BadRequest)"),
+    (
+        "counts",
+        "counts = ApiError::Down | ApiError::Timeout { .. }",
+    ),
+    (
+        "ignores",
+        "ignores = |e: &ApiError| matches!(e, ApiError::BadRequest)",
+    ),
     ("bulkhead", "max_concurrent = 2"),
     (
         "every_matcher",
@@ -149,7 +155,7 @@ fn generate() -> String {
 //! annotated body: `tests/ui/user_lint_in_body.rs`.
 #![deny(warnings, clippy::all, clippy::pedantic, clippy::nursery)]
 
-use failfast::{circuit_breaker, retry, Error, Rejected};
+use failfast::{Error, Rejected, circuit_breaker, retry};
 
 #[derive(Debug, PartialEq, Eq)]
 enum ApiError {

@@ -25,7 +25,7 @@
 use std::error::Error as StdError;
 use std::fmt;
 
-use failfast::{circuit_breaker, Error, Rejected, TimedOut};
+use failfast::{Error, Rejected, TimedOut, circuit_breaker};
 
 #[derive(Debug, PartialEq)]
 enum ApiError {
@@ -251,7 +251,7 @@ async fn every_shape_compiles_without_warnings_and_runs() {
 /// `#[retry]`, alone and above `#[circuit_breaker]`, under the same lints:
 /// every key and every shape.
 mod retried {
-    use super::{circuit_breaker, fmt, ApiError, BoxError, DependencyDown};
+    use super::{ApiError, BoxError, DependencyDown, circuit_breaker, fmt};
     use failfast::retry;
 
     #[retry(

@@ -4,15 +4,15 @@
 //! response the classifier counts as a success is decided by its body
 //! (cut short, slow, read to its end, dropped unread).
 
-use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering::SeqCst};
 use std::time::Duration;
 
+use axum::Router;
 use axum::extract::State as Shared;
 use axum::http::StatusCode;
 use axum::routing::get;
-use axum::Router;
-use failfast::reqwest_middleware::{rejected, CircuitBreakerMiddleware};
+use failfast::reqwest_middleware::{CircuitBreakerMiddleware, rejected};
 use failfast::{Breaker, ManualClock, Reason, State};
 use reqwest_middleware::ClientWithMiddleware;
 

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use failfast::{circuit_breaker, registry, retry, Rejected, State};
+use failfast::{Rejected, State, circuit_breaker, registry, retry};
 
 #[derive(Debug, PartialEq)]
 enum ApiError {

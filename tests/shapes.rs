@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use failfast::{circuit_breaker, registry, Error, Rejected, State};
+use failfast::{Error, Rejected, State, circuit_breaker, registry};
 
 #[derive(Debug, PartialEq)]
 enum ApiError {

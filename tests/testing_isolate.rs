@@ -5,14 +5,14 @@
 //! on two test threads or more (`cargo test`'s default on a machine with
 //! two cores or more); a test whose partner never comes fails after 30 s.
 
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 mod support;
-use support::{outcome, Down};
+use support::{Down, outcome};
 
-use failfast::{circuit_breaker, registry, testing, ConfigPatch, Snapshot, State};
+use failfast::{ConfigPatch, Snapshot, State, circuit_breaker, registry, testing};
 
 #[circuit_breaker(threshold = 2, recovery = "1h", name = "isolate::lookup")]
 fn lookup(fail: bool) -> Result<(), Down> {

@@ -6,9 +6,9 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 mod support;
-use support::{outcome, Down};
+use support::{Down, outcome};
 
-use failfast::{circuit_breaker, registry, testing, ManualClock, State};
+use failfast::{ManualClock, State, circuit_breaker, registry, testing};
 
 static CLOCK: LazyLock<ManualClock> = LazyLock::new(ManualClock::new);
 

@@ -8,16 +8,12 @@ use std::time::Duration;
 mod support;
 use support::Down;
 
-use failfast::{circuit_breaker, registry, testing, State};
+use failfast::{State, circuit_breaker, registry, testing};
 
 #[circuit_breaker(threshold = 1, recovery = "30s", name = "kit::tokio")]
 async fn fetch(fail: bool) -> Result<(), Down> {
     tokio::task::yield_now().await;
-    if fail {
-        Err(Down::Failed)
-    } else {
-        Ok(())
-    }
+    if fail { Err(Down::Failed) } else { Ok(()) }
 }
 
 #[circuit_breaker(threshold = 1, recovery = "1h", name = "kit::other")]

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use failfast::classify::grpc_failure;
-use failfast::{circuit_breaker, registry, retry, State};
+use failfast::{State, circuit_breaker, registry, retry};
 use tonic::{Code, Status};
 
 /// The ledger's client (its service is not used here).

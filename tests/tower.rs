@@ -5,18 +5,18 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering::SeqCst};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering::SeqCst};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use axum::Router;
 use axum::body::Body;
 use axum::routing::get;
-use axum::Router;
 use failfast::tower::{BoxError, CircuitBreakerLayer};
 use failfast::{Breaker, ManualClock, Reason, Rejected, State};
 use http::{Request, Response, StatusCode};
-use tower::{service_fn, Layer, Service, ServiceBuilder, ServiceExt};
+use tower::{Layer, Service, ServiceBuilder, ServiceExt, service_fn};
 
 const RECOVERY: Duration = Duration::from_secs(30);
 
@@ -112,8 +112,8 @@ fn retry_after(response: &Response<Body>) -> Option<&str> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_axum_router_answers_503_with_retry_after_after_threshold_5xx_and_lets_one_trial_through(
-) {
+async fn an_axum_router_answers_503_with_retry_after_after_threshold_5xx_and_lets_one_trial_through()
+ {
     let clock = ManualClock::new();
     let breaker = breaker("tower-axum-sick", 3, &clock);
     let backend = Backend::new(500);
@@ -457,11 +457,7 @@ async fn per_authority_only_the_sick_hosts_breaker_opens_and_recovers_alone() {
                         .is_some_and(|h| h == "sick.internal");
                 let status = if sick {
                     sick_hits.hit();
-                    if sick_is_sick.load(SeqCst) {
-                        503
-                    } else {
-                        200
-                    }
+                    if sick_is_sick.load(SeqCst) { 503 } else { 200 }
                 } else {
                     healthy_hits.hit();
                     200

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use failfast::tower::{CircuitBreakerLayer, GrpcClassifier};
 use failfast::{Breaker, State};
-use grpc::{LedgerClient, LedgerService, BALANCE};
+use grpc::{BALANCE, LedgerClient, LedgerService};
 use tonic::Code;
 use tower::ServiceBuilder;
 

@@ -7,10 +7,10 @@ use std::cell::Cell;
 use std::hint::black_box;
 use std::time::Duration;
 
-use failfast::{circuit_breaker, Breaker};
+use failfast::{Breaker, circuit_breaker};
 use failsafe::{backoff, failure_policy};
 
-use crate::call::{answer, Fault};
+use crate::call::{Fault, answer};
 
 /// The floor: a trivial function, called.
 #[inline(never)]

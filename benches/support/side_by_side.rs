@@ -3,8 +3,8 @@
 //! always run together.
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::cpu_time::thread_cpu_time;

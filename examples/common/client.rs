@@ -7,8 +7,8 @@ use std::time::Duration;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper::{Method, Request, StatusCode};
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde::Deserialize;
 

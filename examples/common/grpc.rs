@@ -11,15 +11,15 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::task::{Context, Poll};
 
 use bytes::{Buf, BufMut, Bytes};
 use http::uri::PathAndQuery;
+use tonic::Status;
 use tonic::client::GrpcService;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
-use tonic::Status;
 use tower::Service;
 
 /// Messages are UTF-8 strings.

@@ -15,7 +15,7 @@ mod support;
 #[path = "../../benches/support/cpu_time.rs"]
 mod cpu_time;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{Criterion, criterion_group, criterion_main};
 use failfast_fleet::{Breakers, Fleet};
 use failfast_runtime::{Breaker, State};
 use std::hint::black_box;

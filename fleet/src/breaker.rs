@@ -18,11 +18,11 @@
 //! Nothing is added to a call's path: the breaker does not know it is in a
 //! fleet.
 
+use crate::Notifier;
 use crate::config::Breakers;
 use crate::fleet::Door;
-use crate::lane::{self, local, Lane};
+use crate::lane::{self, Lane, local};
 use crate::member::{Cause, FleetMember, LocalState, RecentOutcomes, Transition};
-use crate::Notifier;
 use failfast_runtime::events::{self, Reason};
 use failfast_runtime::registry::{self, BreakerRef, Watch};
 use failfast_runtime::{Mode, RemoteOpen, State};

@@ -12,7 +12,7 @@
 
 use crate::config::{ConfigError, FleetConfig};
 use crate::keys::valid_breaker_name;
-use crate::lane::{Inbox, Lane, DRAIN};
+use crate::lane::{DRAIN, Inbox, Lane};
 use crate::machine::{Command, Machine};
 use crate::member::{FleetMember, Transition};
 use crate::transport::{
@@ -571,19 +571,18 @@ impl<T: Transport> Task<T> {
             checking: checking @ false,
             ..
         } = &mut self.link
+            && now >= *next_check
         {
-            if now >= *next_check {
-                *checking = true;
-                let transport = self.transport.clone();
-                self.spawn(
-                    None,
-                    async move {
-                        transport.ping().await?;
-                        transport.resume().await
-                    },
-                    Reply::Health,
-                );
-            }
+            *checking = true;
+            let transport = self.transport.clone();
+            self.spawn(
+                None,
+                async move {
+                    transport.ping().await?;
+                    transport.resume().await
+                },
+                Reply::Health,
+            );
         }
         let mut commands = Vec::new();
         let up = matches!(self.link, Link::Up);

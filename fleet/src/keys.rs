@@ -22,7 +22,7 @@ pub struct BreakerKeys {
     /// The single-probe lease.
     pub probe: String,
     /// Generation counter, reopen level and last closed generation.
-    pub gen: String,
+    pub generation: String,
 }
 
 impl BreakerKeys {
@@ -33,7 +33,7 @@ impl BreakerKeys {
             votes: format!("{base}:votes"),
             open: format!("{base}:open"),
             probe: format!("{base}:probe"),
-            gen: format!("{base}:gen"),
+            generation: format!("{base}:gen"),
         }
     }
 }
@@ -62,7 +62,7 @@ mod tests {
     #[test]
     fn the_four_keys_share_one_hash_tag() {
         let k = BreakerKeys::new("payments/prod", "inventory::check");
-        let tags = [&k.votes, &k.open, &k.probe, &k.gen].map(|key| hash_tag(key));
+        let tags = [&k.votes, &k.open, &k.probe, &k.generation].map(|key| hash_tag(key));
         assert!(
             tags.iter().all(|t| *t == "payments/prod/inventory::check"),
             "{tags:?}"

@@ -65,7 +65,7 @@ mod transport;
 
 pub use crate::breaker::BreakerMember;
 pub use crate::config::{Breakers, ConfigError, FleetConfig};
-pub use crate::fleet::{join, AttachError, Fleet, FleetError, FleetStats, Notifier};
+pub use crate::fleet::{AttachError, Fleet, FleetError, FleetStats, Notifier, join};
 pub use crate::member::{Cause, FleetMember, LocalState, RecentOutcomes, Transition};
 pub use crate::redis::RedisTransport;
 pub use crate::transport::{

@@ -14,8 +14,8 @@
 //! ignored, numbers are range-checked, and keys without expiry are repaired.
 
 use crate::config::FleetConfig;
-use crate::keys::{channel, BreakerKeys};
-use crate::payload::{self, clamp_ttl, parse_generation, parse_lease, Codec, Notice, NoticeKind};
+use crate::keys::{BreakerKeys, channel};
+use crate::payload::{self, Codec, Notice, NoticeKind, clamp_ttl, parse_generation, parse_lease};
 use crate::transport::{
     Incoming, LeaseHolder, LeaseOutcome, RemoteOpen, ReportOutcome, Snapshot, Transport,
     TransportError, TransportResult, VoteOutcome,
@@ -336,7 +336,7 @@ impl Transport for RedisTransport {
         let k = BreakerKeys::new(&self.namespace, breaker);
         let prefix = format!("{fingerprint:016x}|");
         let mut inv = self.scripts[0].prepare_invoke();
-        inv.key(&k.votes).key(&k.open).key(&k.gen);
+        inv.key(&k.votes).key(&k.open).key(&k.generation);
         inv.arg(format!("{prefix}{}", self.instance))
             .arg(&prefix)
             .arg(millis(self.vote_window))
@@ -366,7 +366,7 @@ impl Transport for RedisTransport {
     async fn snapshot(&self, breaker: &str) -> TransportResult<Snapshot> {
         let k = BreakerKeys::new(&self.namespace, breaker);
         let mut inv = self.scripts[1].prepare_invoke();
-        inv.key(&k.open).key(&k.probe).key(&k.gen);
+        inv.key(&k.open).key(&k.probe).key(&k.generation);
         let reply = self
             .run(|mut c| async move { inv.invoke_async::<Value>(&mut c).await })
             .await?;
@@ -392,7 +392,7 @@ impl Transport for RedisTransport {
         let k = BreakerKeys::new(&self.namespace, breaker);
         let mut inv = self.scripts[2].prepare_invoke();
         inv.key(&k.probe)
-            .key(&k.gen)
+            .key(&k.generation)
             .arg(self.lease_value(generation))
             .arg(millis(self.probe_lease))
             .arg(generation);
@@ -418,7 +418,10 @@ impl Transport for RedisTransport {
     ) -> TransportResult<ReportOutcome> {
         let k = BreakerKeys::new(&self.namespace, breaker);
         let mut inv = self.scripts[3].prepare_invoke();
-        inv.key(&k.probe).key(&k.open).key(&k.gen).key(&k.votes);
+        inv.key(&k.probe)
+            .key(&k.open)
+            .key(&k.generation)
+            .key(&k.votes);
         inv.arg(self.lease_value(generation))
             .arg(if success { "1" } else { "0" })
             .arg(generation.to_string())

@@ -8,7 +8,7 @@ mod support;
 
 use failfast_fleet::{FleetConfig, LocalState};
 use std::time::Duration;
-use support::{eventually, member_of, RedisServer};
+use support::{RedisServer, eventually, member_of};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -154,7 +154,9 @@ async fn over_tls_as_an_acl_user_opens_are_shared() {
     acl_user(&server.url()).await;
     // rustls-native-certs reads the roots from here; only this test connects
     // over TLS in this binary.
-    std::env::set_var("SSL_CERT_FILE", &ca);
+    // SAFETY: no other thread of this test binary reads or writes the
+    // environment while this test runs (its other tests never touch it).
+    unsafe { std::env::set_var("SSL_CERT_FILE", &ca) };
     let url = format!("rediss://fleet:s3cret@127.0.0.1:{tls_port}/");
     let config = |instance: &str| {
         let mut cfg = support::config(&url, instance);

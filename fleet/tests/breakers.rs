@@ -6,10 +6,10 @@ mod support;
 
 use failfast_fleet::{Breakers, Fleet, FleetConfig, Transport};
 use failfast_runtime::{Breaker, State};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
-use support::{eventually, RedisServer};
+use support::{RedisServer, eventually};
 
 const WAIT: Duration = Duration::from_secs(10);
 

@@ -10,7 +10,7 @@ mod support;
 use failfast_fleet::{Breakers, Fleet};
 use failfast_runtime::{Breaker, Family, State};
 use std::time::Duration;
-use support::{eventually, RedisServer};
+use support::{RedisServer, eventually};
 
 const WAIT: Duration = Duration::from_secs(10);
 

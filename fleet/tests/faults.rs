@@ -3,10 +3,10 @@
 
 mod support;
 
-use failfast_fleet::{join, Cause, Fleet, FleetConfig, LocalState, Transport, TransportError};
+use failfast_fleet::{Cause, Fleet, FleetConfig, LocalState, Transport, TransportError, join};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{eventually, FakeMember, Mode, Proxy, RedisServer};
+use support::{FakeMember, Mode, Proxy, RedisServer, eventually};
 
 const WAIT: Duration = Duration::from_secs(15);
 

@@ -6,7 +6,7 @@ use failfast_fleet::{Cause, Fleet, FleetConfig, LocalState, Transport};
 use redis::AsyncCommands;
 use std::sync::Arc;
 use std::time::Duration;
-use support::{eventually, raw, FakeMember, RedisServer};
+use support::{FakeMember, RedisServer, eventually, raw};
 
 const WAIT: Duration = Duration::from_secs(10);
 

@@ -6,8 +6,8 @@
 
 use failfast_fleet::{Breakers, FleetConfig, FleetStats};
 use failfast_runtime::Breaker;
-use std::sync::mpsc;
 use std::sync::Arc;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 const THREADS: usize = 4;

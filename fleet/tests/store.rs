@@ -9,7 +9,7 @@ use failfast_fleet::{
 };
 use redis::AsyncCommands;
 use std::time::Duration;
-use support::{raw, transport, RedisServer};
+use support::{RedisServer, raw, transport};
 
 const FP: u64 = 7;
 

@@ -654,7 +654,7 @@ pub(crate) fn number(input: ParseStream, key: &str, example: &str) -> syn::Resul
             return Err(syn::Error::new_spanned(
                 &expr,
                 format!("expected a number, e.g. `{key} = {example}`"),
-            ))
+            ));
         }
     };
     Ok((if negative { -value } else { value }, expr))
@@ -933,9 +933,11 @@ mod tests {
         // included (not also "without `key`"); the function's own keys pass.
         let errors = errors_of("breaker = PAYMENTS, threshold = 2, max_keys = 8, name = \"x\"");
         assert_eq!(errors.len(), 3, "{errors:?}");
-        assert!(errors
-            .iter()
-            .all(|e| e.contains("configure the shared breaker where it is declared")));
+        assert!(
+            errors
+                .iter()
+                .all(|e| e.contains("configure the shared breaker where it is declared"))
+        );
         assert!(errors_of(
             "breaker = PAYMENTS, key = host, counts = E::A, timeout = \"1s\", max_concurrent = 2, \
              crate = ::failfast"
@@ -1213,9 +1215,11 @@ mod tests {
             (None, Some(Fallback::Closure(_)))
         ));
         let (error, _) = fallback("fallback = || x()");
-        assert!(error
-            .unwrap()
-            .starts_with("a `fallback` closure takes the error alone"));
+        assert!(
+            error
+                .unwrap()
+                .starts_with("a `fallback` closure takes the error alone")
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ use syn::parse::ParseStream;
 use syn::spanned::Spanned;
 use syn::{Expr, Lit, Token};
 
-use crate::args::{Args, Window, DEFAULT_WINDOW_CALLS};
+use crate::args::{Args, DEFAULT_WINDOW_CALLS, Window};
 
 /// Keys whose value may be a constant: those that are settings of the
 /// breaker's `Config`, with their kind for messages.

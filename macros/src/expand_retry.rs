@@ -98,8 +98,8 @@ use syn::{Attribute, Block, Expr, ExprAsync, FnArg, ItemFn, Meta, Pat, Stmt, Typ
 use crate::args::{Args, Errors};
 use crate::classify::Matcher;
 use crate::expand::{
-    allow, async_block, duration, fallback_call, is_anyhow, not_a_function, respan, result_parts,
-    runtime, with_body, Body, FallbackCall, Shape,
+    Body, FallbackCall, Shape, allow, async_block, duration, fallback_call, is_anyhow,
+    not_a_function, respan, result_parts, runtime, with_body,
 };
 use crate::retry_args::RetryArgs;
 

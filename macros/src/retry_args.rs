@@ -2,11 +2,11 @@
 //! suggestions, durations and error collection are the helpers of
 //! `args.rs`; `retry_on` takes the forms of `counts` (`classify.rs`).
 
-use syn::parse::ParseStream;
 use syn::Path;
+use syn::parse::ParseStream;
 
-use crate::args::{count, crate_path, growing, number, parse_arguments, parse_key, set};
 use crate::args::{Arg, Errors, Recovery};
+use crate::args::{count, crate_path, growing, number, parse_arguments, parse_key, set};
 use crate::classify::Matcher;
 
 /// Every key the attribute understands, in the order the docs list them.

@@ -11,7 +11,7 @@
 //! ```
 
 use proc_macro2::TokenStream;
-use quote::{quote, ToTokens};
+use quote::{ToTokens, quote};
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::{Attribute, Ident, Token, Visibility};
@@ -149,10 +149,12 @@ mod tests {
         ] {
             let declaration = parsed(tokens).unwrap_or_else(|e| panic!("{tokens}: {e}"));
             assert_eq!(declaration.ident, "PAYMENTS");
-            assert!(declaration
-                .settings
-                .to_string()
-                .starts_with("threshold = 5"));
+            assert!(
+                declaration
+                    .settings
+                    .to_string()
+                    .starts_with("threshold = 5")
+            );
         }
         let missing = parsed("PAYMENTS = threshold = 5").err().unwrap();
         assert!(

@@ -24,7 +24,7 @@
 //! `static __FAILFAST_BULKHEAD: Bulkhead`.
 
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned, ToTokens};
+use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, Path};
 

@@ -12,9 +12,9 @@ pub use crate::config::Config;
 pub use crate::error::{Error, Rejected, TimedOut};
 #[cfg(feature = "keyed")]
 pub use crate::keyed::{Family, Key, Member, Slot as KeyedSlot};
-pub use crate::registry::{Declared, DECLARED};
+pub use crate::registry::{DECLARED, Declared};
 #[cfg(feature = "keyed")]
-pub use crate::registry::{DeclaredFamily, DECLARED_FAMILIES};
+pub use crate::registry::{DECLARED_FAMILIES, DeclaredFamily};
 pub use crate::timeout::Timeout;
 pub use linkme;
 pub use linkme::distributed_slice;

@@ -37,8 +37,8 @@ use crate::name::Name;
 use crate::totals::Totals;
 use crate::window::{Tally, Window};
 use crate::word::{
-    Word, CONTROL_BITS, GEN_BITS, GEN_MASK, MAX_ROUND, MODE_BITS, MODE_DISABLED,
-    MODE_FORCED_CLOSED, MODE_FORCED_OPEN, MODE_NORMAL, TAG_CLOSED, TAG_HALF_OPEN, TAG_OPEN,
+    CONTROL_BITS, GEN_BITS, GEN_MASK, MAX_ROUND, MODE_BITS, MODE_DISABLED, MODE_FORCED_CLOSED,
+    MODE_FORCED_OPEN, MODE_NORMAL, TAG_CLOSED, TAG_HALF_OPEN, TAG_OPEN, Word,
 };
 
 /// How one call through the breaker ended.

@@ -167,25 +167,35 @@ mod tests {
                 .map(|s| (*s).to_owned())
                 .unwrap_or_default()
         };
-        assert!(message(|| {
-            let _ = threshold(0);
-        })
-        .starts_with("`threshold` must be at least 1"));
-        assert!(message(|| {
-            let _ = threshold(MAX_THRESHOLD + 1);
-        })
-        .contains("largest value is 16777215"));
-        assert!(message(|| {
-            let _ = failure_rate(1.5);
-        })
-        .starts_with("`failure_rate` is a share"));
-        assert!(message(|| {
-            let _ = slow(Duration::ZERO);
-        })
-        .starts_with("`slow` must be longer than zero"));
-        assert!(message(|| {
-            let _ = slow_under_timeout(Duration::from_secs(2), Duration::from_secs(1));
-        })
-        .starts_with("`slow` must be shorter than `timeout`"));
+        assert!(
+            message(|| {
+                let _ = threshold(0);
+            })
+            .starts_with("`threshold` must be at least 1")
+        );
+        assert!(
+            message(|| {
+                let _ = threshold(MAX_THRESHOLD + 1);
+            })
+            .contains("largest value is 16777215")
+        );
+        assert!(
+            message(|| {
+                let _ = failure_rate(1.5);
+            })
+            .starts_with("`failure_rate` is a share")
+        );
+        assert!(
+            message(|| {
+                let _ = slow(Duration::ZERO);
+            })
+            .starts_with("`slow` must be longer than zero")
+        );
+        assert!(
+            message(|| {
+                let _ = slow_under_timeout(Duration::from_secs(2), Duration::from_secs(1));
+            })
+            .starts_with("`slow` must be shorter than `timeout`")
+        );
     }
 }

@@ -337,7 +337,7 @@ mod coarse {
         nsec: c_long,
     }
 
-    extern "C" {
+    unsafe extern "C" {
         fn clock_gettime(clock: c_int, time: *mut Timespec) -> c_int;
         fn clock_getres(clock: c_int, resolution: *mut Timespec) -> c_int;
     }
@@ -414,10 +414,10 @@ mod coarse {
 #[cfg(unix)]
 #[allow(unsafe_code)]
 mod fork {
-    use super::{Ordering, COARSE, RUNNING};
+    use super::{COARSE, Ordering, RUNNING};
     use std::sync::Once;
 
-    extern "C" {
+    unsafe extern "C" {
         fn pthread_atfork(
             prepare: Option<extern "C" fn()>,
             parent: Option<extern "C" fn()>,

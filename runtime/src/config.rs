@@ -219,11 +219,7 @@ impl Config {
         }
         let tenfold = self.recovery.saturating_mul(10);
         let floor = nanos(MIN_DEFAULT_LEASE);
-        if tenfold > floor {
-            tenfold
-        } else {
-            floor
-        }
+        if tenfold > floor { tenfold } else { floor }
     }
 
     pub(crate) const fn uses_consecutive(&self) -> bool {
@@ -300,13 +296,13 @@ impl Config {
         }
         match self.window {
             Window::Calls(0) => {
-                return Err(ConfigError::new("window", "must hold at least 1 call"))
+                return Err(ConfigError::new("window", "must hold at least 1 call"));
             }
             Window::Calls(n) if n > MAX_WINDOW_CALLS => {
                 return Err(ConfigError::new(
                     "window",
                     format!("must hold at most {MAX_WINDOW_CALLS} calls"),
-                ))
+                ));
             }
             Window::Time(0) => return Err(ConfigError::new("window", "must be longer than zero")),
             _ => {}

@@ -194,7 +194,7 @@ pub struct ConfigPatch {
 
 #[cfg(feature = "serde")]
 mod humantime_option {
-    use serde::{de::Error as _, Deserialize, Deserializer};
+    use serde::{Deserialize, Deserializer, de::Error as _};
     use std::time::Duration;
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(
@@ -946,7 +946,7 @@ fn set_from_text(patch: &mut ConfigPatch, key: &str, text: &str) -> Result<(), S
                 _ => {
                     return Err(format!(
                         "`{text}` is not a mode; write `normal` or `observe_only`"
-                    ))
+                    ));
                 }
             });
         }
@@ -956,7 +956,7 @@ fn set_from_text(patch: &mut ConfigPatch, key: &str, text: &str) -> Result<(), S
                  `failure_rate`, `min_calls`, `window`, `slow_rate`, `recovery`, `max_recovery`, \
                  `jitter`, `trial_calls`, `success_threshold`, `mode`"
                     .to_owned(),
-            )
+            );
         }
     }
     Ok(())

@@ -35,7 +35,7 @@ use crate::breaker::Breaker;
 use crate::config::Config;
 use crate::sync::Ordering;
 use crate::window::Window;
-use crate::word::{Word, TAG_CLOSED};
+use crate::word::{TAG_CLOSED, Word};
 
 impl Breaker {
     /// Makes the Closed word in force ask successes to consult a time

@@ -104,7 +104,7 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
@@ -113,7 +113,7 @@ use crate::breaker::{Breaker, Mode};
 use crate::error::State;
 use crate::name::Name;
 use crate::word::{
-    Word, MODE_DISABLED, MODE_FORCED_CLOSED, MODE_FORCED_OPEN, TAG_CLOSED, TAG_HALF_OPEN, TAG_OPEN,
+    MODE_DISABLED, MODE_FORCED_CLOSED, MODE_FORCED_OPEN, TAG_CLOSED, TAG_HALF_OPEN, TAG_OPEN, Word,
 };
 
 /// Why a breaker changed state.

@@ -53,7 +53,7 @@
 //!   whether or not there are any.
 
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
 use crate::breaker::{Breaker, Mode};

@@ -98,12 +98,12 @@ mod word;
 mod sync {
     #[cfg(loom)]
     pub(crate) use loom::sync::atomic::{
-        fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering,
+        AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering, fence,
     };
     #[cfg(loom)]
     pub(crate) use loom::sync::{Mutex, MutexGuard};
     #[cfg(not(loom))]
-    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
     #[cfg(not(loom))]
     pub(crate) use std::sync::{Mutex, MutexGuard};
 }
@@ -117,7 +117,7 @@ pub use clock::{ManualClock, TICK};
 pub use config::{
     Builder, Config, DEFAULT_MIN_CALLS, DEFAULT_RECOVERY, DEFAULT_THRESHOLD, DEFAULT_WINDOW_CALLS,
 };
-pub use configure::{configure, ConfigPatch, ConfigureError, RunMode};
+pub use configure::{ConfigPatch, ConfigureError, RunMode, configure};
 pub use error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
 #[cfg(feature = "keyed")]
 pub use keyed::{Family, FamilyBuilder, Key, Lease, Member};

@@ -106,11 +106,11 @@
 //! ```
 
 use std::collections::HashMap;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ::metrics::{
-    gauge, with_recorder, Key, KeyName, Label, Level, Metadata, Recorder, SharedString, Unit,
+    Key, KeyName, Label, Level, Metadata, Recorder, SharedString, Unit, gauge, with_recorder,
 };
 
 use crate::breaker::Breaker;

@@ -38,7 +38,7 @@ use crate::breaker::Breaker;
 use crate::clock::duration_nanos;
 use crate::config::{Config, Window};
 use crate::events::Cause;
-use crate::word::{Word, MAX_DEADLINE, MODE_NORMAL, TAG_HALF_OPEN, TAG_OPEN};
+use crate::word::{MAX_DEADLINE, MODE_NORMAL, TAG_HALF_OPEN, TAG_OPEN, Word};
 
 /// An open imposed by [`Breaker::open_remote`]: what
 /// [`Breaker::release_remote`] needs to end it, and the next

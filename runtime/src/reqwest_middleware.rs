@@ -429,7 +429,7 @@ impl<C> CircuitBreakerMiddleware<C> {
     pub fn breaker_for(
         &self,
         url: &reqwest::Url,
-    ) -> Option<impl std::ops::Deref<Target = Breaker>> {
+    ) -> Option<impl std::ops::Deref<Target = Breaker> + use<C>> {
         self.guard(url).map(GuardRef)
     }
 

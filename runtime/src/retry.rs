@@ -543,9 +543,11 @@ mod tests {
             .backoff(Duration::from_millis(100), Duration::from_secs(1))
             .jitter(0.5);
         let delays: Vec<_> = (0..200).map(|_| retry.delay(1)).collect();
-        assert!(delays
-            .iter()
-            .all(|d| *d >= Duration::from_millis(50) && *d <= Duration::from_millis(100)));
+        assert!(
+            delays
+                .iter()
+                .all(|d| *d >= Duration::from_millis(50) && *d <= Duration::from_millis(100))
+        );
         assert!(
             delays.iter().any(|d| *d != delays[0]),
             "jitter spreads the delays"

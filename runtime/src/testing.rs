@@ -148,7 +148,7 @@ use std::time::Duration;
 
 use crate::breaker::Breaker;
 use crate::bulkhead::Bulkhead;
-use crate::clock::{duration_nanos, ManualClock};
+use crate::clock::{ManualClock, duration_nanos};
 #[cfg(feature = "keyed")]
 use crate::keyed::Slot as KeyedSlot;
 use crate::registry::{self, BreakerRef};
@@ -573,7 +573,7 @@ impl Scope {
     /// assert_eq!(registry::get("doc::stock").unwrap().state(), State::Open);
     /// # });
     /// ```
-    pub fn bind<F: Future>(&self, future: F) -> impl Future<Output = F::Output> {
+    pub fn bind<F: Future>(&self, future: F) -> impl Future<Output = F::Output> + use<F> {
         Bound {
             future,
             own: Arc::clone(&self.own),
@@ -594,7 +594,7 @@ impl Scope {
     /// std::thread::spawn(scope.wrap(lookup)).join().unwrap();
     /// assert_eq!(registry::get("doc::lookup").unwrap().state(), State::Open);
     /// ```
-    pub fn wrap<F: FnOnce() -> R, R>(&self, f: F) -> impl FnOnce() -> R {
+    pub fn wrap<F: FnOnce() -> R, R>(&self, f: F) -> impl FnOnce() -> R + use<F, R> {
         let own = Arc::clone(&self.own);
         move || {
             let _entered = Entered::new(&own);

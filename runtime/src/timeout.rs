@@ -23,9 +23,9 @@ use crate::error::TimedOut;
 use crate::name::Name;
 
 #[cfg(not(feature = "tokio"))]
-use self::no_timer::{elapsed, sleep, Sleep};
+use self::no_timer::{Sleep, elapsed, sleep};
 #[cfg(feature = "tokio")]
-use crate::tokio::{elapsed, sleep, Sleep};
+use crate::tokio::{Sleep, elapsed, sleep};
 
 pin_project_lite::pin_project! {
     /// The protected body of a call admitted by a [`Permit`], with a time

@@ -46,8 +46,8 @@
 
 use std::time::Duration;
 
-use tonic::metadata::MetadataValue;
 use tonic::Status;
+use tonic::metadata::MetadataValue;
 
 use crate::{Rejected, TimedOut};
 

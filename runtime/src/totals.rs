@@ -343,8 +343,15 @@ pub(crate) struct Running {
 impl crate::breaker::Breaker {
     /// The running totals of a snapshot taken at `now`.
     pub(crate) fn running_totals(&self, now: u64) -> Running {
-        let [successes, failures, neutral, slow, rejected, timeouts, would_reject] =
-            self.totals.sums().counts;
+        let [
+            successes,
+            failures,
+            neutral,
+            slow,
+            rejected,
+            timeouts,
+            would_reject,
+        ] = self.totals.sums().counts;
         let opened = self.hook.opened_at.load(Ordering::Relaxed);
         Running {
             calls: successes + failures + neutral + rejected,

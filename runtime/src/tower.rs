@@ -145,9 +145,9 @@ pub use crate::classify::{Classify, GrpcClassifier, HttpClassifier};
 pub use tower_layer::Layer;
 pub use tower_service::Service;
 
+use crate::Rejected;
 use crate::breaker::{Breaker, Detached, Outcome};
 use crate::registry::BreakerRef;
-use crate::Rejected;
 
 /// tower's error type: what a [`CircuitBreaker`] service fails with by
 /// default (the same as `tower::BoxError`).
@@ -1215,7 +1215,7 @@ mod tests {
     /// on unwinding to the caller.
     #[tokio::test]
     async fn a_panic_in_the_inner_future_is_counted_as_a_failure() {
-        use tower::{service_fn, ServiceExt};
+        use tower::{ServiceExt, service_fn};
 
         let breaker = Breaker::builder()
             .name("tower-unit-panic")
@@ -1237,7 +1237,7 @@ mod tests {
     #[cfg(feature = "tonic")]
     #[tokio::test]
     async fn a_refusal_with_status_reaches_a_grpc_caller_as_unavailable_with_pushback() {
-        use tower::{service_fn, ServiceExt};
+        use tower::{ServiceExt, service_fn};
 
         let clock = crate::ManualClock::new();
         let breaker = Breaker::builder()
@@ -1276,7 +1276,7 @@ mod tests {
     #[cfg(feature = "keyed")]
     #[tokio::test]
     async fn a_keyed_call_gives_its_place_back_when_it_is_done() {
-        use tower::{service_fn, ServiceExt};
+        use tower::{ServiceExt, service_fn};
 
         let hosts = crate::Family::builder(Breaker::builder().name("tower-places"))
             .max_concurrent(1)
@@ -1300,7 +1300,7 @@ mod tests {
     async fn readiness_is_the_inner_services() {
         use std::task::{Context, Waker};
         use tower::limit::ConcurrencyLimit;
-        use tower::{service_fn, ServiceExt};
+        use tower::{ServiceExt, service_fn};
 
         let breaker = Breaker::builder().name("tower-ready").build().unwrap();
         let service = CircuitBreakerLayer::new(breaker).layer(ConcurrencyLimit::new(

@@ -23,7 +23,7 @@
 //! subscriber that panics is caught: the breaker, its caller and the delivery
 //! of later events carry on.
 
-use ::tracing::{event, Level};
+use ::tracing::{Level, event};
 
 use crate::breaker::Mode;
 use crate::error::State;

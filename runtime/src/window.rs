@@ -83,7 +83,7 @@ use std::sync::atomic::{
 };
 
 use crate::clock::COARSE_BUCKET_RESOLUTIONS;
-use crate::config::{Window as Shape, TIME_BUCKETS};
+use crate::config::{TIME_BUCKETS, Window as Shape};
 
 /// Counts of one window at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -3,8 +3,8 @@
 //! once, and a poll after the end refused rather than admitted again.
 
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::pin::{pin, Pin};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::{Pin, pin};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 

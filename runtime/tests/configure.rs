@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use failfast_runtime::configure::{self, from_vars};
-use failfast_runtime::{registry, Breaker, Builder, ConfigPatch, Mode, RunMode};
+use failfast_runtime::{Breaker, Builder, ConfigPatch, Mode, RunMode, registry};
 
 /// A registered breaker built by `builder`, and an unregistered twin of it.
 fn pair(builder: impl Fn() -> Builder) -> (Arc<Breaker>, Breaker) {
@@ -264,18 +264,25 @@ static ENVIRONMENT: Mutex<()> = Mutex::new(());
 fn from_env_applies_the_process_environment_and_counts_the_breakers() {
     let _lock = ENVIRONMENT.lock().unwrap_or_else(|e| e.into_inner());
     let b = registered("env::process", 5);
-    std::env::set_var("FAILFAST__ENV_PROCESS__THRESHOLD", "6");
-    #[cfg(unix)]
-    std::env::set_var(
-        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"FAILFAST_TEST_CAF\xE9"),
-        "1",
-    );
+    // SAFETY: the tests of this binary that touch the environment hold
+    // ENVIRONMENT, and nothing else in it reads the environment meanwhile.
+    unsafe {
+        std::env::set_var("FAILFAST__ENV_PROCESS__THRESHOLD", "6");
+        #[cfg(unix)]
+        std::env::set_var(
+            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"FAILFAST_TEST_CAF\xE9"),
+            "1",
+        );
+    }
     let changed = configure::from_env();
-    std::env::remove_var("FAILFAST__ENV_PROCESS__THRESHOLD");
-    #[cfg(unix)]
-    std::env::remove_var(
-        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"FAILFAST_TEST_CAF\xE9"),
-    );
+    // SAFETY: as above.
+    unsafe {
+        std::env::remove_var("FAILFAST__ENV_PROCESS__THRESHOLD");
+        #[cfg(unix)]
+        std::env::remove_var(
+            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"FAILFAST_TEST_CAF\xE9"),
+        );
+    }
     assert_eq!(changed, Ok(1));
     assert_eq!(threshold(&b), 6);
 }

@@ -3,7 +3,7 @@
 //! when dropped early, a slow call once it ran longer than `slow` (and a slow
 //! trial fails). On a manual clock, so no test waits.
 
-use std::future::{pending, Future};
+use std::future::{Future, pending};
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use failfast_runtime::{registry, Breaker, Error, Family, ManualClock, Member, State};
+use failfast_runtime::{Breaker, Error, Family, ManualClock, Member, State, registry};
 
 fn family(name: &'static str, max_keys: usize) -> Family<String> {
     Family::builder(Breaker::builder().name(name).threshold(2))
@@ -195,9 +195,11 @@ fn a_registered_family_is_one_entry_with_its_members() {
     );
     let member = registry::get("keyed.registered[db-1]").expect("member by name");
     assert_eq!(member.state(), State::Open);
-    assert!(registry::all()
-        .iter()
-        .all(|b| !b.name().starts_with("keyed.registered")));
+    assert!(
+        registry::all()
+            .iter()
+            .all(|b| !b.name().starts_with("keyed.registered"))
+    );
     assert!(registry::get("keyed.registered[db-9]").is_none());
 }
 

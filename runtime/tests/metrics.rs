@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use failfast_runtime::{registry, Breaker, ManualClock, Outcome, State};
+use failfast_runtime::{Breaker, ManualClock, Outcome, State, registry};
 use metrics::{
     Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
 };

@@ -1,6 +1,6 @@
 //! Only a panic raised by the protected code is the dependency's failure.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use failfast_runtime::{registry, Breaker};
+use failfast_runtime::{Breaker, registry};
 
 fn named(name: impl Into<Cow<'static, str>>) -> Arc<Breaker> {
     let b = Arc::new(Breaker::builder().name(name).build().unwrap());

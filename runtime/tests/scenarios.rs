@@ -3,7 +3,7 @@
 //! The same scenarios through `#[circuit_breaker]` live in the facade's
 //! `tests/attribute_scenarios.rs`.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -321,9 +321,11 @@ async fn trial_future_dropped_by_timeout_gives_the_permit_back() {
     let clock = ManualClock::new();
     let b = half_open(&clock);
     let hung = b.call_async(std::future::pending::<Result<(), &str>>());
-    assert!(tokio::time::timeout(Duration::from_millis(10), hung)
-        .await
-        .is_err());
+    assert!(
+        tokio::time::timeout(Duration::from_millis(10), hung)
+            .await
+            .is_err()
+    );
     assert_eq!(b.state(), State::HalfOpen);
     b.call_async(async { Ok::<_, &str>(()) })
         .await

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use failfast_runtime::{Breaker, Config, ManualClock, Outcome};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn round_trip(config: &Config) -> Config {
     let text = serde_json::to_string(config).unwrap();

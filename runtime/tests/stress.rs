@@ -32,7 +32,7 @@
 //! Also here: the count window's totals while `reset()` races records.
 
 use std::collections::HashMap;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -838,7 +838,7 @@ fn system_clock_three_trials() {
         trial_calls: 3,
         success_threshold: 2,
         fail_pct: 45,
-        seed: rng.gen(),
+        seed: rng.r#gen(),
     });
 }
 
@@ -858,7 +858,7 @@ fn system_clock_one_trial() {
         trial_calls: 1,
         success_threshold: 2,
         fail_pct: 40,
-        seed: rng.gen(),
+        seed: rng.r#gen(),
     });
 }
 
@@ -903,7 +903,7 @@ fn long_run() {
             trial_calls: rng.gen_range(1..=3),
             success_threshold: rng.gen_range(1..=3),
             fail_pct: rng.gen_range(20..=60),
-            seed: rng.gen(),
+            seed: rng.r#gen(),
         };
         match stress(setup) {
             Ok(figures) => println!("run {runs}: ok: {figures}"),

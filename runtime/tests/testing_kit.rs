@@ -5,7 +5,7 @@
 use std::panic::catch_unwind;
 use std::time::Duration;
 
-use failfast_runtime::{testing, Breaker, ManualClock, State};
+use failfast_runtime::{Breaker, ManualClock, State, testing};
 
 #[test]
 fn an_installed_clock_decides_the_open_deadline_to_the_nanosecond() {

@@ -40,9 +40,5 @@ impl From<Rejected> for Down {
 /// `Err(Down::Failed)` when `fail`, else `Ok(())`.
 #[allow(dead_code)]
 pub fn outcome(fail: bool) -> Result<(), Down> {
-    if fail {
-        Err(Down::Failed)
-    } else {
-        Ok(())
-    }
+    if fail { Err(Down::Failed) } else { Ok(()) }
 }

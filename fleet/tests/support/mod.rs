@@ -76,11 +76,11 @@ impl RedisServer {
             if ping(port) {
                 return Some(server);
             }
-            if let Some(child) = server.child.as_mut() {
-                if child.try_wait().unwrap().is_some() {
-                    server.child = None;
-                    return None; // port taken meanwhile: try another
-                }
+            if let Some(child) = server.child.as_mut()
+                && child.try_wait().unwrap().is_some()
+            {
+                server.child = None;
+                return None; // port taken meanwhile: try another
             }
             std::thread::sleep(Duration::from_millis(20));
         }
