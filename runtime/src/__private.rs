@@ -5,17 +5,17 @@ use std::error::Error as StdError;
 use std::future::Future;
 use std::time::Duration;
 
-pub use crate::body::Body;
-pub use crate::breaker::{Breaker, Outcome, Permit};
-pub use crate::bulkhead::{Bulkhead, Slot};
-pub use crate::config::Config;
-pub use crate::error::{Error, Rejected, TimedOut};
+pub use crate::core::body::Body;
+pub use crate::core::breaker::{Breaker, Outcome, Permit};
+pub use crate::core::config::Config;
+pub use crate::core::error::{Error, Rejected, TimedOut};
+pub use crate::ops::registry::{DECLARED, Declared};
 #[cfg(feature = "keyed")]
-pub use crate::keyed::{Family, Key, Member, Slot as KeyedSlot};
-pub use crate::registry::{DECLARED, Declared};
+pub use crate::ops::registry::{DECLARED_FAMILIES, DeclaredFamily};
+pub use crate::policy::bulkhead::{Bulkhead, Slot};
 #[cfg(feature = "keyed")]
-pub use crate::registry::{DECLARED_FAMILIES, DeclaredFamily};
-pub use crate::timeout::Timeout;
+pub use crate::policy::keyed::{Family, Key, Member, Slot as KeyedSlot};
+pub use crate::policy::timeout::Timeout;
 pub use linkme;
 pub use linkme::distributed_slice;
 
@@ -37,7 +37,7 @@ pub mod consts {
 #[inline(always)]
 pub fn acquire(breaker: &'static Breaker) -> Result<Permit<'static>, Rejected> {
     if !breaker.is_registered() {
-        crate::registry::register_static(breaker);
+        crate::ops::registry::register_static(breaker);
     }
     breaker.acquire()
 }
@@ -57,7 +57,7 @@ pub fn body<'b, F: Future>(permit: Permit<'b>, future: F) -> Body<'b, F> {
 #[inline]
 pub fn enter(bulkhead: &'static Bulkhead) -> Option<Slot<'static>> {
     #[cfg(feature = "testing")]
-    if let Some(own) = crate::testing::bulkhead(bulkhead) {
+    if let Some(own) = crate::ops::testing::bulkhead(bulkhead) {
         return own.try_enter();
     }
     bulkhead.try_enter()
@@ -68,7 +68,7 @@ pub fn enter(bulkhead: &'static Bulkhead) -> Option<Slot<'static>> {
 #[cold]
 #[inline(never)]
 pub fn concurrency_limit(breaker: &Breaker, permit: &mut Permit<'_>) -> Rejected {
-    crate::bulkhead::concurrency_limit(breaker, permit)
+    crate::policy::bulkhead::concurrency_limit(breaker, permit)
 }
 
 /// The timer `timeout = ..` uses: tokio's.
@@ -91,7 +91,7 @@ impl TokioFeature for Tokio {}
 #[inline]
 pub fn breaker<B: SharedBreaker>(breaker: &'static B) -> &'static Breaker {
     #[cfg(feature = "testing")]
-    if let Some(own) = crate::testing::breaker(breaker.breaker()) {
+    if let Some(own) = crate::ops::testing::breaker(breaker.breaker()) {
         return own;
     }
     breaker.breaker()
@@ -131,9 +131,9 @@ pub fn acquire_member(member: &Member) -> Result<Permit<'_>, Rejected> {
 pub fn member<S: SharedFamily, Q: Key + ?Sized>(
     family: &'static S,
     key: &Q,
-) -> crate::keyed::Lease<'static> {
+) -> crate::policy::keyed::Lease<'static> {
     #[cfg(feature = "testing")]
-    if let Some(own) = crate::testing::slot(family.slot()) {
+    if let Some(own) = crate::ops::testing::slot(family.slot()) {
         return own.family::<Q::Owned>().lease(key);
     }
     family.slot().family::<Q::Owned>().lease(key)
@@ -453,14 +453,14 @@ pub trait CountsRule {
     fn counts(error: &Self::Error) -> bool;
 }
 
-/// The rule of [`grpc_failure`](crate::classify::grpc_failure): the codes
+/// The rule of [`grpc_failure`](crate::integration::classify::grpc_failure): the codes
 /// that say the server is sick or overloaded, and tonic's own time limit.
 #[cfg(feature = "tonic")]
 impl<T> CountsRule for Result<T, tonic::Status> {
     type Error = tonic::Status;
     #[inline]
     fn counts(error: &tonic::Status) -> bool {
-        crate::classify::grpc_failure(error)
+        crate::integration::classify::grpc_failure(error)
     }
 }
 
@@ -501,7 +501,7 @@ impl<R, E: ?Sized> ViaEvery for DefaultCounts<'_, R, E> {
 // task can run on the thread in between. A breaker without `#[retry]` above
 // it reports nothing and pays nothing.
 
-pub use crate::retry::{Attempts, Retry};
+pub use crate::policy::retry::{Attempts, Retry};
 
 /// How the breaker below `#[retry]` ended an attempt.
 #[derive(Clone, Copy, Debug, Default)]
@@ -526,7 +526,7 @@ thread_local! {
 /// The verdict of a counted failure just recorded on `breaker`.
 #[cold]
 pub fn failure(breaker: &Breaker) -> Verdict {
-    Verdict::Failure(crate::retry::open_for(breaker))
+    Verdict::Failure(crate::policy::retry::open_for(breaker))
 }
 
 /// Leaves the verdict for the retry loop around this breaker call.
@@ -585,9 +585,9 @@ pub struct Timer;
 
 #[cfg(feature = "tokio")]
 impl AsyncTimer for Timer {
-    type Sleep = crate::tokio::Sleep;
+    type Sleep = crate::policy::tokio::Sleep;
     fn sleep(self, delay: std::time::Duration) -> Self::Sleep {
-        crate::tokio::sleep(delay)
+        crate::policy::tokio::sleep(delay)
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::config::{MAX_THRESHOLD, MAX_TRIALS};
+use crate::core::config::{MAX_THRESHOLD, MAX_TRIALS};
 
 /// A count: at least 1, and at most `max`.
 macro_rules! count {

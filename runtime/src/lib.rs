@@ -50,48 +50,27 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
-mod body;
-mod breaker;
-mod bulkhead;
 mod checks;
+mod core;
+mod integration;
+mod ops;
+mod policy;
+
 #[cfg(feature = "http")]
-pub mod classify;
-mod clock;
-mod config;
-pub mod configure;
-mod consult;
-mod error;
-pub mod events;
-pub mod hook;
-#[cfg(feature = "http")]
-mod http;
-mod kept;
-#[cfg(feature = "keyed")]
-pub mod keyed;
-#[cfg(feature = "metrics")]
-pub mod metrics;
-mod name;
-pub mod registry;
-mod remote;
+pub use integration::classify;
+pub use integration::hook;
 #[cfg(feature = "reqwest-middleware")]
-pub mod reqwest_middleware;
-pub mod retry;
-#[cfg(feature = "serde")]
-mod serde;
-#[cfg(feature = "testing")]
-pub mod testing;
-mod timeout;
-#[cfg(feature = "tokio")]
-mod tokio;
-#[cfg(feature = "tonic")]
-mod tonic;
-mod totals;
+pub use integration::reqwest_middleware;
 #[cfg(feature = "tower")]
-pub mod tower;
-#[cfg(feature = "tracing")]
-mod tracing;
-mod window;
-mod word;
+pub use integration::tower;
+#[cfg(feature = "metrics")]
+pub use ops::metrics;
+#[cfg(feature = "testing")]
+pub use ops::testing;
+pub use ops::{configure, events, registry};
+#[cfg(feature = "keyed")]
+pub use policy::keyed;
+pub use policy::retry;
 
 /// Atomics of the state machine: std's, or loom's when model checking
 /// (`RUSTFLAGS="--cfg loom"`).
@@ -111,15 +90,15 @@ mod sync {
 #[doc(hidden)]
 pub mod __private;
 
-pub use breaker::{Breaker, Mode, Outcome, Permit, Snapshot};
-pub use bulkhead::{Bulkhead, Slot};
-pub use clock::{ManualClock, TICK};
-pub use config::{
+pub use crate::core::breaker::{Breaker, Mode, Outcome, Permit, Snapshot};
+pub use crate::core::clock::{ManualClock, TICK};
+pub use crate::core::config::{
     Builder, Config, DEFAULT_MIN_CALLS, DEFAULT_RECOVERY, DEFAULT_THRESHOLD, DEFAULT_WINDOW_CALLS,
 };
-pub use configure::{ConfigPatch, ConfigureError, RunMode, configure};
-pub use error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
+pub use crate::core::error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
+pub use crate::core::name::Name;
+pub use integration::remote::RemoteOpen;
+pub use ops::configure::{ConfigPatch, ConfigureError, RunMode, configure};
+pub use policy::bulkhead::{Bulkhead, Slot};
 #[cfg(feature = "keyed")]
-pub use keyed::{Family, FamilyBuilder, Key, Lease, Member};
-pub use name::Name;
-pub use remote::RemoteOpen;
+pub use policy::keyed::{Family, FamilyBuilder, Key, Lease, Member};

@@ -1,0 +1,1537 @@
+//! The breaker: a lock-free state machine in one atomic word (see the `word`
+//! module for its layout).
+//!
+//! Every change is one compare-and-swap on the word. A successful call in Closed
+//! under the consecutive rule reads the word twice and writes nothing unless a
+//! failure count needs clearing, so threads sharing a healthy breaker do not
+//! contend on its cache line. Under the failure-rate rule, which keeps no
+//! failure count, the word's payload says instead whether a success must
+//! consult the window (see the `consult` module): a count window only while
+//! it fills up after holding a failure (then a success reads the window and
+//! the per-thread call counts, see `window`), so a success in a settled or
+//! eventless count window costs what it costs under the consecutive rule;
+//! a time window always (a success reads the clock and writes only when it
+//! is the first call of its bucket's period). Only failed and slow calls
+//! write the window. An open breaker rejects on one reading of the word: the
+//! deadline is in it.
+//!
+//! Beside the word, on the same cache line, the generation counter hands out a
+//! fresh generation to every Closed and HalfOpen period. Off the hot line: the
+//! trial lease (the time after which unresolved trial permits are presumed
+//! lost), the growing open time's level, the jitter generator and the window
+//! (made on first use and read without a guard; when a reconfiguration
+//! changes its shape, a new one is published and read through arc-swap's
+//! guard, and each one replaced later is freed once no call reads it).
+
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::future::Future;
+use std::mem::ManuallyDrop;
+use std::time::Duration;
+
+use crate::core::clock::{Clock, RetryAt};
+use crate::core::config::Config;
+use crate::core::error::{Error, Rejected, State};
+use crate::core::kept::{Kept, Read};
+use crate::core::name::Name;
+use crate::core::totals::Totals;
+use crate::core::window::{Tally, Window};
+use crate::core::word::{
+    CONTROL_BITS, GEN_BITS, GEN_MASK, MAX_ROUND, MODE_BITS, MODE_DISABLED, MODE_FORCED_CLOSED,
+    MODE_FORCED_OPEN, MODE_NORMAL, TAG_CLOSED, TAG_HALF_OPEN, TAG_OPEN, Word,
+};
+use crate::ops::events::{Cause, Hook};
+
+/// How one call through the breaker ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The dependency answered well.
+    Success,
+    /// Evidence that the dependency is sick: a counted error, a panic, a timeout.
+    Failure,
+    /// Neither: an error that is the caller's fault, or a call abandoned before it
+    /// finished. Moves no counter, but gives back a half-open trial permit.
+    Neutral,
+}
+
+/// How a breaker is being controlled by hand; see [`Breaker::force_open`] and
+/// friends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum Mode {
+    /// The trip rules decide.
+    Normal,
+    /// Every call is rejected until [`Breaker::reset`].
+    ForcedOpen,
+    /// Every call passes and no outcome is recorded until [`Breaker::reset`].
+    ForcedClosed,
+    /// Observe-only: every call passes; outcomes are still recorded and the
+    /// state still moves, so events, [`Breaker::snapshot`] and metrics show
+    /// what the breaker would have done. A call it would have refused is
+    /// counted in [`Snapshot::would_reject`] (and in the `metrics` feature's
+    /// `failfast_calls_total{outcome="would_reject"}`) and let through: its
+    /// outcome is counted like any call's (successes, failures, neutral) but
+    /// moves nothing, as the breaker never admitted it. Set by [`Breaker::disable`] or
+    /// [`RunMode::ObserveOnly`](crate::RunMode::ObserveOnly).
+    Disabled,
+}
+
+/// The part every call reads, on a cache line of its own.
+#[derive(Debug)]
+#[repr(align(128))]
+struct Hot {
+    word: AtomicU64,
+    /// Generations handed out so far; the word holds the low bits of the latest.
+    generations: AtomicU64,
+    registered: AtomicBool,
+}
+
+/// A circuit breaker.
+///
+/// Build one with [`Breaker::builder`], or let `#[circuit_breaker]` declare one
+/// per function. Calls go through [`call`](Breaker::call),
+/// [`call_async`](Breaker::call_async), or by hand with
+/// [`acquire`](Breaker::acquire) and a [`Permit`].
+///
+/// ```
+/// use failfast_runtime::{Breaker, Error, State};
+/// use std::time::Duration;
+///
+/// let breaker = Breaker::builder().threshold(2).recovery(Duration::from_secs(30)).build()?;
+/// for _ in 0..2 {
+///     let _ = breaker.call(|| Err::<(), _>("connection refused"));
+/// }
+/// assert_eq!(breaker.state(), State::Open);
+/// // Open: the closure does not run.
+/// let result = breaker.call(|| -> Result<(), &str> { unreachable!() });
+/// assert!(matches!(result, Err(Error::Rejected(_))));
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+///
+/// # Trials
+///
+/// Once the open period has passed, the next call is a trial (see
+/// [`Permit::is_trial`]); up to `trial_calls` run at once. A trial that
+/// succeeds counts toward closing, one that fails reopens at once, one that
+/// ends neutral (or whose future is dropped) gives its slot back. A trial is
+/// never replaced while it runs, however slow: only a trial permit that is
+/// neither resolved nor dropped within its lease ([`Builder::trial_lease`](crate::Builder::trial_lease),
+/// by default ten times `recovery` and at least 60 s) is presumed lost, so
+/// that a leaked permit (`mem::forget`) cannot wedge the breaker. When every
+/// slot is held past its lease the next call starts a new round of trials; a
+/// late failure from an earlier round still reopens the breaker, while its
+/// late success or neutral is ignored. Rounds are numbered 256 to a
+/// generation of the state word: the 257th round starts a fresh generation,
+/// and from then on the trials of the earlier rounds are ignored whatever
+/// they report, however long they hang, so that no late outcome can ever be
+/// taken for the current round's.
+#[derive(Debug)]
+pub struct Breaker {
+    hot: Hot,
+    pub(crate) config: Config,
+    pub(crate) clock: Clock,
+    /// Unresolved trial permits are presumed lost once this time has passed:
+    /// the latest trial admission plus the lease. Only ever raised, and raised
+    /// before the admission is published, so whoever sees a trial in flight
+    /// sees its lease.
+    lease_until: AtomicU64,
+    /// Consecutive opens without a healthy pause (growing open time).
+    level: AtomicU32,
+    rng: AtomicU64,
+    pub(crate) last_transition: AtomicU64,
+    /// The rate rules' first window, made on first use and read without a
+    /// guard: a breaker whose window's shape never changes pays nothing
+    /// for reclamation. Kept for the breaker's lifetime.
+    #[cfg(not(loom))]
+    first_window: std::sync::OnceLock<Window>,
+    /// The windows that replaced it when a reconfiguration changed its
+    /// shape (`configure` module), each freed once no call reads it after
+    /// it was replaced in turn (`kept` module).
+    pub(crate) window: Kept<Window>,
+    /// Transition events and per-transition totals (`events` module).
+    pub(crate) hook: Hook,
+    /// Calls counted by outcome (`totals` module).
+    pub(crate) totals: Totals,
+    /// Settings changed at run time (`configure` module), read only where
+    /// the breaker decides something.
+    pub(crate) tuning: crate::ops::configure::Tuning,
+    /// Asked before a trip from Closed, when set: a keyed family's
+    /// ejection budget (`keyed` module). `false` keeps the breaker Closed.
+    #[cfg(all(feature = "keyed", not(loom)))]
+    may_open: std::sync::OnceLock<MayOpen>,
+}
+
+/// The question a breaker asks before a trip from Closed.
+#[cfg(all(feature = "keyed", not(loom)))]
+struct MayOpen(Box<dyn Fn() -> bool + Send + Sync>);
+
+// The question reads states and adds to a counter: a panic in it leaves
+// nothing half-changed for a caller that goes on after catching it.
+#[cfg(all(feature = "keyed", not(loom)))]
+impl std::panic::RefUnwindSafe for MayOpen {}
+#[cfg(all(feature = "keyed", not(loom)))]
+impl std::panic::UnwindSafe for MayOpen {}
+
+#[cfg(all(feature = "keyed", not(loom)))]
+impl std::fmt::Debug for MayOpen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MayOpen")
+    }
+}
+
+/// Proof that the breaker admitted a call. Resolve it with the call's
+/// [`Outcome`]; if it is dropped unresolved, it resolves itself as
+/// [`Outcome::Neutral`] (a cancelled call), or as [`Outcome::Failure`] when
+/// dropped by a panic unwinding through the protected code.
+///
+/// In async code, a permit held by a future that is dropped while some *other*
+/// code panics (a sibling in `join!`, the task being torn down) cannot tell
+/// that panic from its own: [`Breaker::call_async`] and `#[circuit_breaker]`
+/// watch the protected future's own polls instead, and count only a panic
+/// raised inside them.
+///
+/// ```
+/// use failfast_runtime::{Breaker, Outcome};
+///
+/// let breaker = Breaker::builder().build()?;
+/// match breaker.acquire() {
+///     Ok(permit) => {
+///         let answer = 6 * 7; // call the dependency here
+///         permit.record(if answer == 42 { Outcome::Success } else { Outcome::Failure });
+///     }
+///     Err(rejected) => eprintln!("{rejected}"),
+/// }
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+#[derive(Debug)]
+#[must_use = "a permit records its call's outcome; dropping it at once records a neutral call"]
+pub struct Permit<'a> {
+    breaker: &'a Breaker,
+    /// The state word the call was admitted under, or `PASSIVE`. Its mode
+    /// bits hold `TRACKED`; with the slow-call rule, the low 16 bits of its
+    /// payload (trial counts or failures, which the permit does not need) hold
+    /// bits 36..52 of the admitted generation. See `Breaker::permit`.
+    admitted: u64,
+    /// When the call started, with the slow-call rule; the generation counter
+    /// at admission without it.
+    started: u64,
+}
+
+/// What `Breaker::acquire_slow` decided.
+enum Slow<'a> {
+    /// Open, before the deadline: rejected (and counted).
+    Open(RetryAt),
+    /// Anything else.
+    Decided(Result<Permit<'a>, Rejected>),
+}
+
+/// A permit whose outcome is not recorded (forced closed), or already
+/// recorded.
+const PASSIVE: u64 = u64::MAX;
+/// A permit an observe-only breaker gave a call it would have refused: its
+/// outcome is counted in the totals, and moves nothing. Like `PASSIVE`, it
+/// has the `TRACKED` bit set and no tag a recorded permit can have.
+const OBSERVED: u64 = u64::MAX - 1;
+/// In a permit's `admitted`: the protected body's polls are watched for panics
+/// (see `__private::body`), so a panic while dropping the permit is someone
+/// else's.
+const TRACKED: u64 = 1 << 60;
+/// In a permit's `admitted`: bits 36..52 of the admitted generation.
+const EPOCH_MASK: u64 = 0xFFFF;
+
+/// The constructors are `const` (so `#[circuit_breaker]` can put a breaker in a
+/// `static` with no lazy initialisation), except under the loom model checker,
+/// whose atomics have no const constructor.
+macro_rules! constructors {
+    ($($const:tt)?) => {
+        /// A breaker with `config`, read from the system clock. Used by
+        /// `#[circuit_breaker]`, whose settings were checked at compile time.
+        #[doc(hidden)]
+        #[must_use]
+        pub $($const)? fn from_config(config: Config) -> Self {
+            Self::with_clock(config, Clock::System)
+        }
+
+        pub(crate) $($const)? fn with_clock(config: Config, clock: Clock) -> Self {
+            let word = Word::closed(MODE_NORMAL, 0, crate::core::consult::fresh_payload(&config));
+            Self {
+                hot: Hot {
+                    word: AtomicU64::new(word.0),
+                    generations: AtomicU64::new(0),
+                    registered: AtomicBool::new(false),
+                },
+                config,
+                clock,
+                lease_until: AtomicU64::new(0),
+                level: AtomicU32::new(0),
+                rng: AtomicU64::new(0),
+                last_transition: AtomicU64::new(0),
+                #[cfg(not(loom))]
+                first_window: std::sync::OnceLock::new(),
+                window: Kept::new(),
+                hook: Hook::new(),
+                totals: Totals::new(),
+                tuning: crate::ops::configure::Tuning::new(),
+                #[cfg(all(feature = "keyed", not(loom)))]
+                may_open: std::sync::OnceLock::new(),
+            }
+        }
+    };
+}
+
+#[cfg(not(loom))]
+impl Breaker {
+    constructors!(const);
+}
+
+#[cfg(loom)]
+impl Breaker {
+    constructors!();
+}
+
+impl Breaker {
+    /// The breaker's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// The breaker's name as stored: cloning it does not allocate.
+    #[must_use]
+    pub fn shared_name(&self) -> Name {
+        self.config.name.clone()
+    }
+
+    /// The name that a `Rejected` or `TimedOut` made on this thread carries:
+    /// a static name as it is, a name built at run time as this thread's
+    /// slot keeps it (`Totals::thread_name`), so that threads rejecting at
+    /// once through one breaker do not all write its name's reference count.
+    #[inline]
+    pub(crate) fn carried_name(&self) -> Name {
+        match self.config.name.as_shared() {
+            None => self.config.name.clone(),
+            Some(shared) => Name::from_shared(self.totals.thread_name(shared)),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn is_registered(&self) -> bool {
+        self.hot.registered.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn mark_registered(&self) -> bool {
+        !self.hot.registered.load(Ordering::Relaxed)
+            && !self.hot.registered.swap(true, Ordering::AcqRel)
+    }
+
+    #[inline]
+    pub(crate) fn load(&self) -> Word {
+        Word(self.hot.word.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn cas(&self, current: Word, new: Word) -> Result<(), Word> {
+        self.hot
+            .word
+            .compare_exchange(current.0, new.0, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ())
+            .map_err(Word)
+    }
+
+    /// A fresh generation for a new Closed or HalfOpen period. Taken after the
+    /// word it replaces was read, so generations grow along the word's history.
+    fn next_generation(&self) -> u64 {
+        self.hot.generations.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Whether a permit admitted under `admitted` still belongs to the period
+    /// of `current`.
+    pub(crate) fn still_current(&self, admitted: Word, current: Word) -> bool {
+        if !current.same_period(admitted) {
+            return false;
+        }
+        // `current` has the same low 36 bits; it is the same generation unless
+        // 2^36 more were handed out since (counted modulo 2^52, the bits the
+        // permit keeps: 2^52 transitions take months of nothing else).
+        let admitted = (admitted.0 & EPOCH_MASK) << GEN_BITS | admitted.generation();
+        let since = self
+            .hot
+            .generations
+            .load(Ordering::Relaxed)
+            .wrapping_sub(admitted);
+        since & ((1 << (GEN_BITS + 16)) - 1) <= GEN_MASK
+    }
+
+    /// The current state. Reports [`State::HalfOpen`] once `recovery` has elapsed,
+    /// but never consumes the trial: only a call does.
+    #[must_use]
+    pub fn state(&self) -> State {
+        self.state_of(self.load())
+    }
+
+    fn state_of(&self, w: Word) -> State {
+        match (w.mode(), w.tag()) {
+            (MODE_FORCED_OPEN, _) => State::Open,
+            (MODE_FORCED_CLOSED, _) | (_, TAG_CLOSED) => State::Closed,
+            (_, TAG_OPEN) if self.clock.reached(w.deadline()) => State::HalfOpen,
+            (_, TAG_OPEN) => State::Open,
+            _ => State::HalfOpen,
+        }
+    }
+
+    /// How the breaker is being controlled.
+    #[must_use]
+    pub fn mode(&self) -> Mode {
+        match self.load().mode() {
+            MODE_FORCED_OPEN => Mode::ForcedOpen,
+            MODE_FORCED_CLOSED => Mode::ForcedClosed,
+            MODE_DISABLED => Mode::Disabled,
+            _ => Mode::Normal,
+        }
+    }
+
+    /// Asks to make a call. `Ok(permit)`: make it, then resolve the permit with its
+    /// outcome. `Err(rejected)`: the breaker is open (or its half-open trials are
+    /// taken); do not call the dependency.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] when the breaker refuses the call.
+    // Always inlined: see `__private::acquire`.
+    #[inline(always)]
+    pub fn acquire(&self) -> Result<Permit<'_>, Rejected> {
+        let w = self.load();
+        if w.0 & CONTROL_BITS == 0 {
+            return Ok(self.permit(w));
+        }
+        match self.acquire_slow(w) {
+            Slow::Open(retry) => Err(Rejected::new(self.carried_name(), State::Open, retry)),
+            Slow::Decided(result) => result,
+        }
+    }
+
+    #[inline(always)]
+    fn permit(&self, admitted: Word) -> Permit<'_> {
+        // The word holds the generation's low 36 bits; the permit also needs
+        // the counter read now, to tell its generation from one 2^36 later.
+        // Without the slow-call rule `started` is free to hold the counter as
+        // read (the arithmetic waits for a write); with it, the generation's
+        // bits 36..52 go into the admitted word at once.
+        let counter = self.hot.generations.load(Ordering::Relaxed);
+        if self.config.slow == 0 {
+            Permit {
+                breaker: self,
+                admitted: admitted.0 & !MODE_BITS,
+                started: counter,
+            }
+        } else {
+            Permit {
+                breaker: self,
+                admitted: with_epoch(admitted.0 & !MODE_BITS, counter),
+                started: self.clock.now(),
+            }
+        }
+    }
+
+    fn passive(&self) -> Permit<'_> {
+        Permit {
+            breaker: self,
+            admitted: PASSIVE,
+            started: 0,
+        }
+    }
+
+    /// Not Closed, or under manual control. Rejecting while open is the common
+    /// case and is decided here, in a small function, on the word alone; the
+    /// rest (time for a trial, half-open, manual modes, lost races) is in
+    /// `admit`.
+    ///
+    /// That common refusal is returned bare: the caller builds the
+    /// `Rejected` inline, where the compiler sees its name is not dropped
+    /// when a caller throws the rejection away.
+    #[cold]
+    fn acquire_slow(&self, w: Word) -> Slow<'_> {
+        if w.tag() == TAG_OPEN && w.mode() == MODE_NORMAL && !self.clock.reached(w.deadline()) {
+            self.totals.add(crate::core::totals::REJECTED);
+            return Slow::Open(self.clock.retry_at(w.deadline()));
+        }
+        Slow::Decided(self.admit(w))
+    }
+
+    /// Decides on `w`, and on every newer word a lost race brings: a decision
+    /// is never taken on a word known to be stale.
+    #[inline(never)]
+    fn admit(&self, mut w: Word) -> Result<Permit<'_>, Rejected> {
+        loop {
+            match (w.mode(), w.tag()) {
+                (MODE_FORCED_OPEN, _) => return Err(self.rejection(State::Open, RetryAt::UNKNOWN)),
+                (MODE_FORCED_CLOSED, _) => return Ok(self.passive()),
+                (_, TAG_CLOSED) => return Ok(self.permit(w)),
+                (mode, TAG_OPEN) => {
+                    if !self.clock.reached(w.deadline()) {
+                        let retry = self.clock.retry_at(w.deadline());
+                        return self.refuse(mode, State::Open, retry);
+                    }
+                    let now = self.take_lease();
+                    let trial = Word::half_open(mode, self.next_generation(), 0, 1, 0);
+                    match self.cas(w, trial) {
+                        Ok(()) => {
+                            self.last_transition.store(now, Ordering::Relaxed);
+                            self.transitioned(w, trial, Cause::Recovery, 0);
+                            return Ok(self.permit(trial));
+                        }
+                        Err(actual) => w = actual,
+                    }
+                }
+                (mode, _) => {
+                    // Half-open: a free slot, or a new round once every slot is
+                    // held past its lease.
+                    let next = if w.in_flight() < self.settings().trial_calls {
+                        w.with_trials(w.round(), w.in_flight() + 1, w.successes())
+                    } else if !self.clock.reached(self.lease_until.load(Ordering::Acquire)) {
+                        return self.refuse(mode, State::HalfOpen, RetryAt::UNKNOWN);
+                    } else if w.round() < MAX_ROUND {
+                        w.with_trials(w.round() + 1, 1, w.successes())
+                    } else {
+                        // The word counts rounds to `MAX_ROUND`: past it, a
+                        // fresh generation, so that no number is ever given to
+                        // two rounds whose trials could both still report.
+                        Word::half_open(mode, self.next_generation(), 0, 1, w.successes())
+                    };
+                    self.take_lease();
+                    match self.cas(w, next) {
+                        Ok(()) if next.generation() != w.generation() => {
+                            self.renumbered(w, next);
+                            return Ok(self.permit(next));
+                        }
+                        Ok(()) => return Ok(self.permit(next)),
+                        Err(actual) => w = actual,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether a call made now would be let through (without taking a trial
+    /// slot): Closed, Open past its open time (the call would be its trial),
+    /// HalfOpen with a trial slot free or every slot past its lease, forced
+    /// closed or observe-only; not forced open.
+    #[cfg(feature = "keyed")]
+    pub(crate) fn admits_now(&self) -> bool {
+        let w = self.load();
+        match (w.mode(), w.tag()) {
+            (MODE_FORCED_OPEN, _) => false,
+            (MODE_FORCED_CLOSED | MODE_DISABLED, _) | (_, TAG_CLOSED) => true,
+            (_, TAG_OPEN) => self.clock.reached(w.deadline()),
+            _ => {
+                w.in_flight() < self.settings().trial_calls
+                    || self.clock.reached(self.lease_until.load(Ordering::Acquire))
+            }
+        }
+    }
+
+    /// Whether a keyed family may forget this breaker when it needs room:
+    /// Closed, or still Open or HalfOpen but left alone for `idle` since
+    /// its open time ended (no call came for a trial), or since the lease
+    /// of its latest trial did. A breaker under manual control is kept.
+    #[cfg(feature = "keyed")]
+    pub(crate) fn forgettable(&self, idle: u64) -> bool {
+        let w = self.load();
+        if w.mode() != MODE_NORMAL {
+            return false;
+        }
+        let since = match w.tag() {
+            TAG_CLOSED => return true,
+            TAG_OPEN => w.deadline(),
+            _ => self.lease_until.load(Ordering::Acquire),
+        };
+        self.clock.reached(since.saturating_add(idle))
+    }
+
+    /// Extends the trial lease to cover a trial starting now; returns now.
+    fn take_lease(&self) -> u64 {
+        let now = self.clock.now();
+        self.lease_until.fetch_max(
+            now.saturating_add(self.settings().lease()),
+            Ordering::Release,
+        );
+        now
+    }
+
+    fn refuse(&self, mode: u64, state: State, retry: RetryAt) -> Result<Permit<'_>, Rejected> {
+        if mode == MODE_DISABLED {
+            self.totals.add(crate::core::totals::WOULD_REJECT);
+            Ok(Permit {
+                breaker: self,
+                admitted: OBSERVED,
+                started: 0,
+            })
+        } else {
+            Err(self.rejection(state, retry))
+        }
+    }
+
+    /// Records a call's outcome. The common case, a success in Closed under the
+    /// consecutive rule alone with no failure count to clear, is decided here,
+    /// inlined into the caller: one read of the state word, no shared write
+    /// (the call is counted on this thread's own line, see `totals`).
+    #[inline]
+    fn finish(&self, admitted: u64, started: u64, outcome: Outcome) {
+        let word = Word(admitted);
+        if outcome == Outcome::Success && self.config.slow == 0 && word.tag() == TAG_CLOSED {
+            self.totals.add(crate::core::totals::SUCCESS);
+            // No slow-call rule, and nothing in the word's payload: no
+            // failure count to clear (consecutive rule), no window to
+            // consult (failure-rate rule, see the `consult` module).
+            let w = self.load();
+            if w.payload() == 0 && w.same_period(word) {
+                return;
+            }
+            return self.closed_success(word, w, started);
+        }
+        self.finish_slow(admitted, started, outcome);
+    }
+
+    /// A success in Closed without the slow-call rule, which the word
+    /// alone could not settle: a failure count to clear, a window to
+    /// consult, or a permit of an earlier period.
+    #[inline(never)]
+    fn closed_success(&self, admitted: Word, w: Word, counter: u64) {
+        if self.config.failure_rate != 0.0 {
+            return self.closed_success_rate(admitted, w, counter);
+        }
+        // A permit of an earlier period is ignored.
+        if w.same_period(admitted) {
+            self.finish_counted(admitted.0, counter, Outcome::Success, true);
+        }
+    }
+
+    /// A success in Closed under the failure-rate rule alone, the word
+    /// `w` asking it to consult the window (see `consult`): what
+    /// `finish_closed` does for it.
+    #[cold]
+    #[inline(never)]
+    fn closed_success_rate(&self, admitted: Word, w: Word, counter: u64) {
+        // Recording a success of a permit that is stale by 2^36 generations
+        // only records a real outcome; the trip below checks in full.
+        if !w.same_period(admitted) {
+            return self.not_recorded();
+        }
+        let window = self.window();
+        if window.record(false, false, self.rule()) {
+            return self.trip(Word(with_epoch(admitted.0, counter)), Cause::Rate);
+        }
+        self.consulted(w, &window);
+    }
+
+    /// The consecutive rule's failure count in the Closed word `w` (0 under
+    /// the failure-rate rule, whose payload is the `consult` module's).
+    pub(crate) fn consecutive_failures(&self, w: Word) -> u32 {
+        if self.config.uses_consecutive() {
+            w.payload()
+        } else {
+            0
+        }
+    }
+
+    /// The rate rules' window, made on the first call that needs it, of
+    /// the shape the settings in force give; held while the returned guard
+    /// lives (a reconfiguration may replace it meanwhile, see `kept`).
+    #[inline]
+    pub(crate) fn window(&self) -> Read<'_, Window> {
+        if let Some(window) = self.window.get() {
+            return window;
+        }
+        #[cfg(not(loom))]
+        return Read::Borrowed(
+            self.first_window.get_or_init(|| {
+                Window::new(self.settings().window, self.clock.coarse_resolution())
+            }),
+        );
+        #[cfg(loom)]
+        self.window
+            .get_or_publish(|| Window::new(self.settings().window, self.clock.coarse_resolution()))
+    }
+
+    /// The window in force, if one was made yet.
+    pub(crate) fn made_window(&self) -> Option<Read<'_, Window>> {
+        if let Some(window) = self.window.get() {
+            return Some(window);
+        }
+        #[cfg(not(loom))]
+        return self.first_window.get().map(Read::Borrowed);
+        #[cfg(loom)]
+        None
+    }
+
+    /// What the window asks of the breaker to record a call.
+    #[inline]
+    fn rule(
+        &self,
+    ) -> crate::core::window::Rule<
+        impl FnOnce(bool) -> u64 + '_,
+        impl FnOnce() -> u64 + '_,
+        impl FnOnce() -> u64 + '_,
+        impl FnOnce(Tally) -> bool + '_,
+    > {
+        crate::core::window::Rule {
+            now: |coarse| {
+                if coarse {
+                    self.clock.coarse_now()
+                } else {
+                    self.clock.now()
+                }
+            },
+            calls: || self.totals.recorded(),
+            min_calls: || u64::from(self.settings().min_calls),
+            trips: |t| self.rate_trips(t),
+        }
+    }
+
+    /// A success or failure counted in the totals that the window does not
+    /// hold (a trial, or a permit of an earlier period): the window's call
+    /// positions must leave it out.
+    #[cold]
+    fn not_recorded(&self) {
+        if self.config.uses_window() {
+            self.window().skip();
+        }
+    }
+
+    /// The rate rules' window's totals now.
+    pub(crate) fn window_tally(&self, now: u64) -> Tally {
+        if !self.config.uses_window() {
+            return Tally::default();
+        }
+        // Made here if no call needed it yet (a count window's successes
+        // need it only once it holds an event): it holds the calls since
+        // the breaker was made, or since its latest clear.
+        self.window().tally(now, self.totals.recorded())
+    }
+
+    /// Counts and records every outcome but the common success.
+    fn finish_slow(&self, admitted: u64, started: u64, outcome: Outcome) {
+        self.finish_timed(admitted, started, outcome, outcome != Outcome::Neutral);
+    }
+
+    /// Records `outcome`; when `timed`, a call that took longer than `slow`
+    /// is also a slow call (a neutral one only when it was abandoned: see
+    /// `Permit::abandoned`).
+    fn finish_timed(&self, admitted: u64, started: u64, outcome: Outcome, timed: bool) {
+        if admitted == PASSIVE {
+            return;
+        }
+        self.totals.outcome(outcome);
+        self.finish_counted(admitted, started, outcome, timed);
+    }
+
+    fn finish_counted(&self, admitted: u64, started: u64, outcome: Outcome, timed: bool) {
+        if admitted == OBSERVED {
+            // Counted by its outcome (above) and as `would_reject` (at
+            // admission); the state machine did not admit it, and the
+            // window's call positions leave it out.
+            if outcome != Outcome::Neutral {
+                self.not_recorded();
+            }
+            return;
+        }
+        let slow = self.config.slow != 0
+            && timed
+            && self.clock.now().saturating_sub(started) > self.config.slow;
+        if slow {
+            self.totals.add(crate::core::totals::SLOW);
+        }
+        let admitted = if self.config.slow == 0 {
+            Word(with_epoch(admitted & !MODE_BITS, started))
+        } else {
+            Word(admitted & !MODE_BITS)
+        };
+        if admitted.tag() == TAG_CLOSED {
+            self.finish_closed(admitted, outcome, slow);
+        } else {
+            // Trials are not the window's: a closing one's count is in the
+            // base the fresh window starts from.
+            if outcome != Outcome::Neutral {
+                self.not_recorded();
+            }
+            // A slow trial is a failed trial when the slow-call rule is on.
+            let outcome = if slow { Outcome::Failure } else { outcome };
+            self.finish_trial(admitted, outcome);
+        }
+    }
+
+    fn finish_closed(&self, admitted: Word, outcome: Outcome, slow: bool) {
+        let mut w = self.load();
+        if !self.still_current(admitted, w) {
+            if outcome != Outcome::Neutral {
+                self.not_recorded();
+            }
+            return;
+        }
+        if self.config.uses_window() && (outcome != Outcome::Neutral || slow) {
+            let window = self.window();
+            if outcome == Outcome::Neutral {
+                window.extra();
+            }
+            let failed = outcome == Outcome::Failure;
+            if window.record(failed, slow, self.rule()) {
+                self.trip(admitted, Cause::Rate);
+                return;
+            }
+            if (failed || slow) && !self.config.uses_consecutive() {
+                self.consult_window(admitted, &window);
+            }
+        }
+        if !self.config.uses_consecutive() {
+            return;
+        }
+        loop {
+            let failures = match outcome {
+                Outcome::Neutral => return,
+                Outcome::Success if w.payload() == 0 => return,
+                Outcome::Success => 0,
+                // The settings are read only where they can decide a trip.
+                Outcome::Failure if w.payload() + 1 >= self.settings().threshold => {
+                    self.trip(admitted, Cause::Threshold);
+                    return;
+                }
+                Outcome::Failure => w.payload() + 1,
+            };
+            match self.cas(w, w.with_payload(failures)) {
+                Ok(()) => return,
+                Err(actual) => w = actual,
+            }
+            if !self.still_current(admitted, w) {
+                return;
+            }
+        }
+    }
+
+    fn rate_trips(&self, t: Tally) -> bool {
+        if t.failures == 0 && t.slow == 0 {
+            return false;
+        }
+        // Read only once the window holds something that could trip it.
+        let config = self.settings();
+        if t.calls < u64::from(config.min_calls) {
+            return false;
+        }
+        // Compare shares, not `rate * calls`: a division is correctly rounded, so
+        // 7 failures of 100 give exactly the same f64 as the literal 0.07, whereas
+        // 0.07 * 100.0 is 7.000000000000001 and 7 failures would not trip.
+        #[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
+        let share = |n: u64| n as f64 / t.calls as f64;
+        (config.failure_rate > 0.0 && share(t.failures) >= config.failure_rate)
+            || (config.slow != 0 && share(t.slow) >= config.slow_rate)
+    }
+
+    fn finish_trial(&self, admitted: Word, outcome: Outcome) {
+        let mut w = self.load();
+        loop {
+            if !self.still_current(admitted, w) {
+                return;
+            }
+            if outcome == Outcome::Failure {
+                // Whatever the round: a trial that failed is evidence.
+                self.trip(admitted, Cause::Trial);
+                return;
+            }
+            if w.round() != admitted.round() {
+                // Presumed lost; its slot was given to a new round.
+                return;
+            }
+            let in_flight = w.in_flight().saturating_sub(1);
+            let next = if outcome == Outcome::Neutral {
+                w.with_trials(w.round(), in_flight, w.successes())
+            } else if w.successes() + 1 >= self.settings().success_threshold {
+                Word::closed(w.mode(), self.next_generation(), 0)
+            } else {
+                w.with_trials(w.round(), in_flight, w.successes() + 1)
+            };
+            match self.cas(w, next) {
+                Ok(()) if next.tag() == TAG_CLOSED => {
+                    self.clear_window();
+                    self.consult_time_window();
+                    self.last_transition
+                        .store(self.clock.now(), Ordering::Relaxed);
+                    self.transitioned(w, next, Cause::Closed, 0);
+                    return;
+                }
+                Ok(()) => return,
+                Err(actual) => w = actual,
+            }
+        }
+    }
+
+    /// Closed or HalfOpen → Open, if the breaker is still in `admitted`'s state and
+    /// generation (its payload may have moved meanwhile).
+    fn trip(&self, admitted: Word, cause: Cause) {
+        if cause != Cause::Trial && admitted.tag() == TAG_CLOSED && !self.may_open() {
+            return;
+        }
+        let mut w = self.load();
+        let now = self.clock.now();
+        let (period, level) = self.open_period(now, cause == Cause::Trial);
+        let deadline = now.saturating_add(period);
+        loop {
+            if !self.still_current(admitted, w) {
+                return;
+            }
+            match self.cas(w, Word::open(w.mode(), deadline)) {
+                Ok(()) => break,
+                Err(actual) => w = actual,
+            }
+        }
+        self.level.store(level, Ordering::Relaxed);
+        self.last_transition.store(now, Ordering::Relaxed);
+        self.clock.watch(deadline);
+        self.transitioned(w, Word::open(w.mode(), deadline), cause, period);
+    }
+
+    /// Whether a trip from Closed may go ahead: always, but in a keyed
+    /// family with an ejection budget that is spent. A trip held back
+    /// leaves the breaker Closed with its counts as they are, so the next
+    /// failure asks again.
+    #[inline]
+    fn may_open(&self) -> bool {
+        #[cfg(all(feature = "keyed", not(loom)))]
+        if let Some(may_open) = self.may_open.get() {
+            return (may_open.0)();
+        }
+        true
+    }
+
+    /// Gives the breaker the question [`may_open`](Self::may_open) asks
+    /// (once; a second is ignored).
+    #[cfg(all(feature = "keyed", not(loom)))]
+    pub(crate) fn ask_before_opening(&self, may_open: Box<dyn Fn() -> bool + Send + Sync>) {
+        let _ = self.may_open.set(MayOpen(may_open));
+    }
+
+    /// Empties the rate rules' window (made here if no call needed it
+    /// yet): it holds the calls from now on.
+    pub(crate) fn clear_window(&self) {
+        if self.config.uses_window() {
+            self.window().clear(self.totals.recorded());
+        }
+    }
+
+    /// How long to stay open for a transition happening at `now`, and the
+    /// growing open time's level after it.
+    ///
+    /// With a growing open time, `level` counts the opens since the dependency was
+    /// last healthy for a while: each open lasts `recovery × 2^level` (capped at
+    /// `max_recovery`) and raises the level; each full `recovery` spent closed
+    /// before a trip lowers it by one.
+    fn open_period(&self, now: u64, from_trial: bool) -> (u64, u32) {
+        let config = self.settings();
+        let base = config.recovery;
+        let mut period = base;
+        let mut level = self.level.load(Ordering::Relaxed);
+        if config.max_recovery != 0 {
+            if !from_trial {
+                let closed_for = now.saturating_sub(self.last_transition.load(Ordering::Relaxed));
+                let healthy = u32::try_from(closed_for / base).unwrap_or(u32::MAX);
+                level = level.saturating_sub(healthy);
+            }
+            period = base
+                .checked_shl(level)
+                .filter(|p| p >> level == base)
+                .map_or(config.max_recovery, |p| p.min(config.max_recovery));
+            if period < config.max_recovery {
+                level += 1;
+            }
+        }
+        if config.jitter > 0.0 {
+            period = self.jittered(period, config.jitter);
+        }
+        (period, level)
+    }
+
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )] // durations in f64 lose only sub-nanosecond precision below 2^53 ns (104 days)
+    fn jittered(&self, period: u64, jitter: f64) -> u64 {
+        let mut seed = self.rng.load(Ordering::Relaxed);
+        if seed == 0 {
+            seed = crate::core::clock::system_now()
+                ^ (u64::from(std::process::id()) << 32)
+                ^ (std::ptr::from_ref(self) as u64);
+        }
+        let (next, random) = splitmix64(seed);
+        self.rng.store(next, Ordering::Relaxed);
+        // Uniform in [-jitter, +jitter).
+        let unit = (random >> 11) as f64 / (1u64 << 53) as f64;
+        let factor = 1.0 + jitter * (2.0 * unit - 1.0);
+        (period as f64 * factor).max(1.0) as u64
+    }
+
+    /// A snapshot of the breaker's state and counters.
+    #[must_use]
+    pub fn snapshot(&self) -> Snapshot {
+        let w = self.load();
+        let now = self.clock.now();
+        let state = self.state_of(w);
+        let tally = self.window_tally(now);
+        let (consecutive_failures, trials_in_flight, trial_successes) = match w.tag() {
+            TAG_CLOSED => (self.consecutive_failures(w), 0, 0),
+            TAG_HALF_OPEN => (0, w.in_flight(), w.successes()),
+            _ => (0, 0, 0),
+        };
+        let retry_after = match (w.mode(), w.tag()) {
+            (MODE_NORMAL | MODE_DISABLED, TAG_OPEN) => {
+                Some(Duration::from_nanos(w.deadline().saturating_sub(now)))
+            }
+            _ => None,
+        };
+        let totals = self.running_totals(now);
+        Snapshot {
+            name: self.shared_name(),
+            state,
+            mode: self.mode(),
+            consecutive_failures,
+            window_calls: tally.calls,
+            window_failures: tally.failures,
+            window_slow: tally.slow,
+            trials_in_flight,
+            trial_successes,
+            since_transition: Duration::from_nanos(
+                now.saturating_sub(self.last_transition.load(Ordering::Relaxed)),
+            ),
+            retry_after,
+            calls: totals.calls,
+            successes: totals.successes,
+            failures: totals.failures,
+            neutral: totals.neutral,
+            slow: totals.slow,
+            rejected: totals.rejected,
+            timeouts: totals.timeouts,
+            would_reject: totals.would_reject,
+            transitions: totals.transitions,
+            opened_at: totals.opened_at,
+        }
+    }
+
+    fn control(&self, tag: u64, mode: u64) {
+        let mut w = self.load();
+        let new = loop {
+            let new = if tag == TAG_OPEN {
+                Word::open(mode, 0)
+            } else {
+                Word::closed(mode, self.next_generation(), 0)
+            };
+            match self.cas(w, new) {
+                Ok(()) => break new,
+                Err(actual) => w = actual,
+            }
+        };
+        self.clear_window();
+        if new.tag() == TAG_CLOSED {
+            self.consult_time_window();
+        }
+        self.last_transition
+            .store(self.clock.now(), Ordering::Relaxed);
+        self.transitioned(w, new, Cause::Manual, 0);
+    }
+
+    /// Back to normal operation: closed, counters cleared, growing open time back
+    /// at its start. Calls in flight are not counted.
+    pub fn reset(&self) {
+        self.control(TAG_CLOSED, MODE_NORMAL);
+        self.level.store(0, Ordering::Relaxed);
+    }
+
+    /// Rejects every call until [`reset`](Self::reset) (or another manual mode).
+    pub fn force_open(&self) {
+        self.control(TAG_OPEN, MODE_FORCED_OPEN);
+    }
+
+    /// Lets every call through, recording nothing, until [`reset`](Self::reset).
+    pub fn force_closed(&self) {
+        self.control(TAG_CLOSED, MODE_FORCED_CLOSED);
+    }
+
+    /// Lets every call through until [`reset`](Self::reset), while still recording
+    /// outcomes from a fresh closed state: the trip rules keep running, so
+    /// [`snapshot`](Self::snapshot) and [`state`](Self::state) show what the breaker
+    /// would have done ("observe only").
+    pub fn disable(&self) {
+        self.control(TAG_CLOSED, MODE_DISABLED);
+    }
+
+    /// Runs `f` through the breaker; every `Err` counts as a failure.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Rejected`] without running `f` when the breaker refuses;
+    /// [`Error::Failed`] with `f`'s error otherwise.
+    #[inline]
+    pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Result<T, E>,
+    {
+        self.call_with(|_| true, f)
+    }
+
+    /// Runs `f` through the breaker; an `Err` counts as a failure when `counts`
+    /// says so, and is neutral otherwise (it moves no counter).
+    ///
+    /// ```
+    /// use failfast_runtime::Breaker;
+    ///
+    /// let breaker = Breaker::builder().threshold(1).build()?;
+    /// // A 400 is the caller's fault: neutral.
+    /// let _ = breaker.call_with(|status: &u16| *status >= 500, || Err::<(), u16>(400));
+    /// assert_eq!(breaker.snapshot().consecutive_failures, 0);
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call).
+    #[inline]
+    pub fn call_with<T, E, C, F>(&self, counts: C, f: F) -> Result<T, Error<E>>
+    where
+        C: FnOnce(&E) -> bool,
+        F: FnOnce() -> Result<T, E>,
+    {
+        let permit = self.acquire()?;
+        let result = f();
+        permit.resolve(&result, counts);
+        result.map_err(Error::Failed)
+    }
+
+    /// Awaits `future` through the breaker; every `Err` counts as a failure. The
+    /// call is admitted when the returned future is first polled. If it is
+    /// dropped before it finishes, the call is neutral (a slow call once it ran
+    /// longer than `slow`); a panic while `future` is polled is a failure.
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call).
+    pub fn call_async<T, E, Fut>(
+        &self,
+        future: Fut,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, Fut>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.call_async_with(|_: &E| true, future)
+    }
+
+    /// Awaits `future` through the breaker, classifying errors with `counts` as
+    /// [`call_with`](Self::call_with) does.
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call).
+    pub fn call_async_with<T, E, C, Fut>(
+        &self,
+        counts: C,
+        future: Fut,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, C, Fut>
+    where
+        C: FnOnce(&E) -> bool,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        crate::core::body::Call::new(self, counts, future)
+    }
+}
+
+/// `admitted` (a state word) with bits 36..52 of its generation in the low
+/// 16 bits, worked out from the generation counter read at admission: the
+/// admitted generation is the latest number at or below it with the word's
+/// low bits.
+#[inline]
+fn with_epoch(admitted: u64, counter: u64) -> u64 {
+    let generation = counter - (counter.wrapping_sub(Word(admitted).generation()) & GEN_MASK);
+    (admitted & !EPOCH_MASK) | (generation >> GEN_BITS & EPOCH_MASK)
+}
+
+pub(crate) fn splitmix64(state: u64) -> (u64, u64) {
+    let next = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = next;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (next, z ^ (z >> 31))
+}
+
+impl Permit<'_> {
+    /// Records how the call ended.
+    #[inline]
+    pub fn record(self, outcome: Outcome) {
+        let this = ManuallyDrop::new(self);
+        this.breaker.finish(this.admitted, this.started, outcome);
+    }
+
+    /// Records a success.
+    #[inline]
+    pub fn success(self) {
+        self.record(Outcome::Success);
+    }
+
+    /// Records a failure.
+    pub fn failure(self) {
+        self.record(Outcome::Failure);
+    }
+
+    /// Records a neutral outcome (gives back a trial permit, moves no counter).
+    pub fn neutral(self) {
+        self.record(Outcome::Neutral);
+    }
+
+    /// Records `Ok` as a success and `Err(e)` as a failure if `counts(e)`, neutral
+    /// otherwise.
+    #[inline]
+    pub fn resolve<T, E>(self, result: &Result<T, E>, counts: impl FnOnce(&E) -> bool) {
+        let outcome = match result {
+            Ok(_) => Outcome::Success,
+            Err(e) if counts(e) => Outcome::Failure,
+            Err(_) => Outcome::Neutral,
+        };
+        self.record(outcome);
+    }
+
+    /// Whether this call is a half-open trial: admitted after the open period,
+    /// to probe whether the dependency has recovered.
+    #[must_use]
+    pub fn is_trial(&self) -> bool {
+        self.admitted != PASSIVE && Word(self.admitted).tag() == TAG_HALF_OPEN
+    }
+
+    /// From now on the protected body's polls are watched: a panic while this
+    /// permit is dropped is not the body's, and a drop without an outcome is
+    /// an abandoned call. (`PASSIVE` has every bit set, `TRACKED` included.)
+    #[inline]
+    pub(crate) fn track_body(&mut self) {
+        self.admitted |= TRACKED;
+    }
+
+    /// The protected body panicked or ran out of time: a failure, recorded now.
+    /// Cut off at its time limit: a failure, also counted as a timeout.
+    pub(crate) fn timed_out(&mut self) {
+        if self.admitted != PASSIVE {
+            self.breaker.totals.add(crate::core::totals::TIMEOUT);
+        }
+        self.failed_now();
+    }
+
+    pub(crate) fn failed_now(&mut self) {
+        let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
+        self.breaker
+            .finish_slow(admitted, self.started, Outcome::Failure);
+    }
+
+    /// Refused after the breaker admitted it (a full bulkhead): the
+    /// admission is given back as a neutral outcome would give it back (a
+    /// half-open trial returns its slot), and the call is counted as
+    /// rejected, not as neutral.
+    pub(crate) fn refused(&mut self) {
+        let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
+        if admitted == PASSIVE {
+            return;
+        }
+        self.breaker.totals.add(crate::core::totals::REJECTED);
+        self.breaker
+            .finish_counted(admitted, self.started, Outcome::Neutral, false);
+    }
+
+    /// The protected body was dropped before it finished: neutral, but a
+    /// slow call when it ran longer than `slow` (a slow trial fails).
+    #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+    pub(crate) fn abandoned(&mut self) {
+        let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
+        self.breaker
+            .finish_timed(admitted, self.started, Outcome::Neutral, true);
+    }
+}
+
+/// A permit's record without the borrow of its breaker, for a permit held by
+/// a type that owns its breaker handle (tower's `OwnedPermit`, the reqwest
+/// middleware's `Verdict`). Moving the two words out and back costs nothing
+/// on the call path.
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+#[derive(Debug)]
+pub(crate) struct Detached {
+    admitted: u64,
+    started: u64,
+}
+
+impl<'b> Permit<'b> {
+    /// The breaker that admitted the call.
+    pub(crate) fn breaker(&self) -> &'b Breaker {
+        self.breaker
+    }
+}
+
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+impl Permit<'_> {
+    /// The permit's record, leaving the breaker to be named again by
+    /// [`Detached::attach`]; nothing is recorded now.
+    pub(crate) fn detach(self) -> Detached {
+        let this = ManuallyDrop::new(self);
+        Detached {
+            admitted: this.admitted,
+            started: this.started,
+        }
+    }
+}
+
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+impl Detached {
+    /// The permit again. `breaker` must be the one that admitted it.
+    pub(crate) fn attach(self, breaker: &Breaker) -> Permit<'_> {
+        Permit {
+            breaker,
+            admitted: self.admitted,
+            started: self.started,
+        }
+    }
+}
+
+impl Drop for Permit<'_> {
+    /// Dropped without an outcome. A permit whose body is watched
+    /// (`track_body`) was abandoned: neutral, or slow past `slow`, whatever
+    /// else is panicking (its body's own panic was recorded when it was
+    /// raised). Any other permit is a failure while the thread panics
+    /// (the protected code unwound through it), neutral otherwise.
+    fn drop(&mut self) {
+        let tracked = self.admitted & TRACKED != 0;
+        let outcome = if !tracked && std::thread::panicking() {
+            Outcome::Failure
+        } else {
+            Outcome::Neutral
+        };
+        self.breaker.finish_timed(
+            self.admitted,
+            self.started,
+            outcome,
+            tracked || outcome == Outcome::Failure,
+        );
+    }
+}
+
+/// A breaker's state and counters at one moment; see [`Breaker::snapshot`].
+///
+/// With the `serde` feature it is `Serialize`: durations as strings
+/// (`"1m 30s"`), `opened_at` as RFC 3339.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct Snapshot {
+    /// The breaker's name.
+    pub name: Name,
+    /// The state, as [`Breaker::state`] reports it.
+    pub state: State,
+    /// Manual control in force.
+    pub mode: Mode,
+    /// Consecutive counted failures so far (Closed, consecutive rule).
+    pub consecutive_failures: u32,
+    /// Calls in the rate rule's window.
+    pub window_calls: u64,
+    /// Failed calls in the rate rule's window.
+    pub window_failures: u64,
+    /// Slow calls in the rate rule's window.
+    pub window_slow: u64,
+    /// Trial calls running now (HalfOpen).
+    pub trials_in_flight: u32,
+    /// Successful trials so far in this half-open round.
+    pub trial_successes: u32,
+    /// Time since the last state change.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::core::serde::duration")
+    )]
+    pub since_transition: Duration,
+    /// Time until the next trial is admitted (Open only).
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::core::serde::option_duration")
+    )]
+    pub retry_after: Option<Duration>,
+    /// Calls since the breaker was built: those let through, once they ended
+    /// (`successes + failures + neutral`), and those rejected. Calls let
+    /// through while [`Mode::ForcedClosed`] are not counted.
+    pub calls: u64,
+    /// Calls that ended in [`Outcome::Success`].
+    pub successes: u64,
+    /// Calls that ended in [`Outcome::Failure`] (counted errors, panics).
+    pub failures: u64,
+    /// Calls that ended in [`Outcome::Neutral`] (errors not counted, dropped
+    /// futures).
+    pub neutral: u64,
+    /// Calls slower than the `slow` setting (also counted as a success or
+    /// failure); 0 without the slow-call rule.
+    pub slow: u64,
+    /// Calls refused without running.
+    pub rejected: u64,
+    /// Calls cut off at their time limit (`timeout`); also counted in
+    /// [`failures`](Self::failures).
+    pub timeouts: u64,
+    /// Calls an observe-only breaker ([`Mode::Disabled`]) let through that
+    /// it would have rejected: open, or half-open with its trials taken.
+    /// Each is also counted by its outcome, in [`calls`](Self::calls), once
+    /// it ended; 0 in any other mode.
+    pub would_reject: u64,
+    /// State transitions since the breaker was built, manual ones included.
+    pub transitions: u64,
+    /// When the breaker last opened on its own (trip rule or failed trial),
+    /// as wall-clock time: the system time now less the time passed since, on
+    /// the breaker's clock.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::core::serde::option_time")
+    )]
+    pub opened_at: Option<std::time::SystemTime>,
+}
+
+impl Snapshot {
+    /// Share of failed calls in the window, once it holds any call.
+    #[must_use]
+    #[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
+    pub fn failure_rate(&self) -> Option<f64> {
+        (self.window_calls > 0).then(|| self.window_failures as f64 / self.window_calls as f64)
+    }
+
+    /// Share of slow calls in the window, once it holds any call.
+    #[must_use]
+    #[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
+    pub fn slow_rate(&self) -> Option<f64> {
+        (self.window_calls > 0).then(|| self.window_slow as f64 / self.window_calls as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ManualClock;
+
+    const RECOVERY: Duration = Duration::from_secs(1);
+
+    fn breaker(clock: &ManualClock, trial_calls: u32) -> Breaker {
+        Breaker::builder()
+            .threshold(1)
+            .recovery(RECOVERY)
+            .trial_calls(trial_calls)
+            .success_threshold(2)
+            .clock(clock.clone())
+            .build()
+            .unwrap()
+    }
+
+    fn trip(b: &Breaker) {
+        b.acquire().unwrap().failure();
+        assert_eq!(b.state(), State::Open);
+    }
+
+    /// A caller read `Open` with its deadline reached, then lost the race for
+    /// the trial: it must decide on the word that beat it, not on its stale one.
+    #[test]
+    fn a_caller_holding_a_stale_open_word_decides_on_the_current_one() {
+        let clock = ManualClock::new();
+        for trial_calls in [1, 2] {
+            let b = breaker(&clock, trial_calls);
+            trip(&b);
+            clock.advance(RECOVERY);
+            let stale = b.load();
+            let winner = b.acquire().expect("the first trial");
+            match b.admit(stale) {
+                Ok(second) => {
+                    assert_eq!(trial_calls, 2, "a second trial only with two slots");
+                    assert!(second.is_trial());
+                    second.neutral();
+                }
+                Err(rejected) => {
+                    assert_eq!(trial_calls, 1);
+                    assert_eq!(rejected.state(), State::HalfOpen, "{rejected:?}");
+                }
+            }
+            winner.success();
+        }
+    }
+
+    /// 36 bits of generation in the word repeat after 2^36 transitions; the
+    /// permit's epoch still tells them apart.
+    #[test]
+    fn a_permit_held_across_2_pow_36_generations_stays_stale() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock, 1);
+        trip(&b);
+        clock.advance(RECOVERY);
+        let old = b.acquire().expect("a trial");
+        let generation = b.hot.generations.load(Ordering::Relaxed);
+        // As if 2^36 − 2 transitions had happened: reset (one more) and the
+        // next trial (one more) land on the same low bits as `old`.
+        b.hot
+            .generations
+            .store(generation + (1 << 36) - 2, Ordering::Relaxed);
+        b.reset();
+        trip(&b);
+        clock.advance(RECOVERY);
+        let current = b.acquire().expect("the current trial");
+        assert_eq!(
+            Word(current.admitted).generation(),
+            Word(old.admitted).generation()
+        );
+        // The old trial's success must not count in the current round.
+        old.success();
+        let s = b.snapshot();
+        assert_eq!(
+            (s.state, s.trial_successes, s.trials_in_flight),
+            (State::HalfOpen, 0, 1)
+        );
+        current.success();
+        assert_eq!(b.snapshot().trial_successes, 1);
+    }
+
+    /// A closed permit held while 2^36 − 1 generations pass, then a reset:
+    /// the word's 36 bits match the permit's again, and its failure must still
+    /// be ignored, whether the permit keeps the counter (no slow-call rule) or
+    /// the generation's high bits (slow-call rule).
+    #[test]
+    fn a_stale_closed_permit_cannot_trip_after_a_wrap() {
+        let clock = ManualClock::new();
+        for slow in [None, Some(Duration::from_secs(10))] {
+            let mut builder = Breaker::builder().threshold(1).clock(clock.clone());
+            if let Some(slow) = slow {
+                builder = builder.slow(slow);
+            }
+            let b = builder.build().unwrap();
+            let old = b.acquire().expect("closed");
+            let generation = b.hot.generations.load(Ordering::Relaxed);
+            b.hot
+                .generations
+                .store(generation + (1 << 36) - 1, Ordering::Relaxed);
+            b.reset();
+            assert_eq!(b.load().generation(), Word(old.admitted).generation());
+            old.failure();
+            assert_eq!(b.state(), State::Closed, "slow rule: {slow:?}");
+            // A permit of the current generation still counts.
+            b.acquire().unwrap().failure();
+            assert_eq!(b.state(), State::Open, "slow rule: {slow:?}");
+        }
+    }
+
+    /// Generations handed out by lost races leave the counter ahead of the
+    /// word; a permit admitted then is still current, also where the counter
+    /// has crossed into the next 2^36.
+    #[test]
+    fn a_permit_admitted_while_the_counter_is_ahead_of_the_word_is_current() {
+        let clock = ManualClock::new();
+        let b = Breaker::builder()
+            .threshold(3)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        b.hot.generations.store(GEN_MASK - 1, Ordering::Relaxed);
+        b.reset(); // the word's generation: 2^36 − 1
+        b.next_generation(); // lost races: the counter moves on to 2^36 + 1
+        b.next_generation();
+        b.acquire().unwrap().failure();
+        b.acquire().unwrap().failure();
+        assert_eq!(b.snapshot().consecutive_failures, 2);
+        b.acquire().unwrap().failure();
+        assert_eq!(b.state(), State::Open);
+    }
+}

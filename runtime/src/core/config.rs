@@ -1,0 +1,637 @@
+//! Breaker settings: the const [`Config`] the attribute emits and the validating
+//! [`Builder`].
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use crate::core::breaker::Breaker;
+use crate::core::clock::{Clock, ManualClock};
+use crate::core::error::ConfigError;
+use crate::core::name::Name;
+
+/// Default number of consecutive counted failures that trips a breaker.
+pub const DEFAULT_THRESHOLD: u32 = 5;
+/// Default time a breaker stays open before it admits a trial call.
+pub const DEFAULT_RECOVERY: Duration = Duration::from_secs(30);
+/// Default size of a failure-rate window, in calls.
+pub const DEFAULT_WINDOW_CALLS: u32 = 100;
+/// Default number of calls a window must hold before a rate can trip the breaker.
+pub const DEFAULT_MIN_CALLS: u32 = 10;
+/// Largest `trial_calls` and `success_threshold` a breaker accepts.
+pub const MAX_TRIALS: u32 = crate::core::word::MAX_TRIALS;
+/// Largest consecutive-failure `threshold` a breaker accepts.
+pub const MAX_THRESHOLD: u32 = crate::core::word::MAX_THRESHOLD;
+/// Shortest default trial lease; see [`Builder::trial_lease`].
+pub const MIN_DEFAULT_LEASE: Duration = Duration::from_secs(60);
+/// Largest count window, in calls.
+pub const MAX_WINDOW_CALLS: u32 = 1 << 20;
+/// Number of buckets a time window is divided into.
+pub const TIME_BUCKETS: u32 = 20;
+
+/// The sliding window of a rate rule.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Window {
+    /// The last N calls.
+    Calls(u32),
+    /// The calls of the last T nanoseconds.
+    Time(u64),
+}
+
+/// A breaker's settings, constructible in `const` context.
+///
+/// This is what `#[circuit_breaker]` emits (after checking every value at compile
+/// time); values are not re-checked. Use [`Breaker::builder`] for settings chosen
+/// at run time; [`Breaker::config`] shows a breaker's settings.
+///
+/// With the `serde` feature a `Config` is `Serialize` and `Deserialize`:
+/// durations are written as strings (`"30s"`, `"1m 30s"`, `"250ms"`), only
+/// the settings of the rules in use appear, and deserializing checks every
+/// value as [`Builder::build`] does. Build a breaker from it with
+/// `Breaker::try_from(config)`:
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use failfast_runtime::{Breaker, Config};
+///
+/// let config: Config = serde_json::from_str(
+///     r#"{ "name": "payments", "threshold": 3, "recovery": "10s" }"#,
+/// ).unwrap();
+/// let breaker = Breaker::try_from(config).unwrap();
+/// assert_eq!(breaker.config().name(), "payments");
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub(crate) name: Name,
+    pub(crate) threshold: u32,
+    pub(crate) recovery: u64,
+    pub(crate) max_recovery: u64,
+    pub(crate) jitter: f64,
+    pub(crate) trial_calls: u32,
+    pub(crate) success_threshold: u32,
+    pub(crate) failure_rate: f64,
+    pub(crate) window: Window,
+    pub(crate) min_calls: u32,
+    pub(crate) slow: u64,
+    pub(crate) slow_rate: f64,
+    /// How long a trial permit may stay unresolved before it is presumed lost;
+    /// 0 for the default.
+    pub(crate) lease: u64,
+}
+
+#[allow(clippy::cast_possible_truncation)] // durations beyond u64 nanoseconds (584 years) saturate below
+const fn nanos(d: Duration) -> u64 {
+    let n = d.as_nanos();
+    if n > u64::MAX as u128 {
+        u64::MAX
+    } else {
+        n as u64
+    }
+}
+
+impl Config {
+    /// Defaults: consecutive-failure rule with threshold 5, 30 s recovery, one trial.
+    #[must_use]
+    pub const fn new(name: &'static str) -> Self {
+        Self {
+            name: Name::new_static(name),
+            threshold: DEFAULT_THRESHOLD,
+            recovery: nanos(DEFAULT_RECOVERY),
+            max_recovery: 0,
+            jitter: 0.0,
+            trial_calls: 1,
+            success_threshold: 1,
+            failure_rate: 0.0,
+            window: Window::Calls(DEFAULT_WINDOW_CALLS),
+            min_calls: DEFAULT_MIN_CALLS,
+            slow: 0,
+            slow_rate: 0.0,
+            lease: 0,
+        }
+    }
+
+    /// The breaker's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Consecutive counted failures that trip the breaker.
+    #[must_use]
+    pub const fn threshold(mut self, n: u32) -> Self {
+        self.threshold = n;
+        self
+    }
+
+    /// Open time before a trial (the first one, when it grows).
+    #[must_use]
+    pub const fn recovery(mut self, d: Duration) -> Self {
+        self.recovery = nanos(d);
+        self
+    }
+
+    /// Cap of a growing open time; enables doubling on consecutive reopens.
+    #[must_use]
+    pub const fn max_recovery(mut self, d: Duration) -> Self {
+        self.max_recovery = nanos(d);
+        self
+    }
+
+    /// Random spread of each open period, as a fraction in `[0, 1)`.
+    #[must_use]
+    pub const fn jitter(mut self, j: f64) -> Self {
+        self.jitter = j;
+        self
+    }
+
+    /// Trial calls admitted at once in half-open.
+    #[must_use]
+    pub const fn trial_calls(mut self, n: u32) -> Self {
+        self.trial_calls = n;
+        self
+    }
+
+    /// Successful trials needed to close.
+    #[must_use]
+    pub const fn success_threshold(mut self, n: u32) -> Self {
+        self.success_threshold = n;
+        self
+    }
+
+    /// Share of failed calls in the window that trips the breaker; replaces the
+    /// consecutive rule.
+    #[must_use]
+    pub const fn failure_rate(mut self, rate: f64) -> Self {
+        self.failure_rate = rate;
+        self
+    }
+
+    /// A window of the last `n` calls.
+    #[must_use]
+    pub const fn window_calls(mut self, n: u32) -> Self {
+        self.window = Window::Calls(n);
+        self
+    }
+
+    /// A window of the calls that ended in the last `d`.
+    #[must_use]
+    pub const fn window_time(mut self, d: Duration) -> Self {
+        self.window = Window::Time(nanos(d));
+        self
+    }
+
+    /// Calls the window must hold before a rate can trip the breaker.
+    #[must_use]
+    pub const fn min_calls(mut self, n: u32) -> Self {
+        self.min_calls = n;
+        self
+    }
+
+    /// Calls slower than this are slow calls.
+    #[must_use]
+    pub const fn slow(mut self, d: Duration) -> Self {
+        self.slow = nanos(d);
+        if self.slow_rate == 0.0 {
+            self.slow_rate = 1.0;
+        }
+        self
+    }
+
+    /// Share of slow calls in the window that trips the breaker.
+    #[must_use]
+    pub const fn slow_rate(mut self, rate: f64) -> Self {
+        self.slow_rate = rate;
+        self
+    }
+
+    /// Unresolved trial permits are presumed lost after this long.
+    #[must_use]
+    pub const fn trial_lease(mut self, d: Duration) -> Self {
+        self.lease = nanos(d);
+        self
+    }
+
+    /// The trial lease in force: as set, or ten times `recovery` and at least
+    /// [`MIN_DEFAULT_LEASE`].
+    pub(crate) const fn lease(&self) -> u64 {
+        if self.lease != 0 {
+            return self.lease;
+        }
+        let tenfold = self.recovery.saturating_mul(10);
+        let floor = nanos(MIN_DEFAULT_LEASE);
+        if tenfold > floor { tenfold } else { floor }
+    }
+
+    pub(crate) const fn uses_consecutive(&self) -> bool {
+        self.failure_rate == 0.0
+    }
+
+    pub(crate) const fn uses_window(&self) -> bool {
+        self.failure_rate > 0.0 || self.slow > 0
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
+        fn rate(setting: &'static str, r: f64) -> Result<(), ConfigError> {
+            if r > 0.0 && r <= 1.0 {
+                Ok(())
+            } else {
+                Err(ConfigError::new(
+                    setting,
+                    format!("{r} is outside (0, 1]; write a share like 0.5 for 50%"),
+                ))
+            }
+        }
+        let positive = |setting, n: u32| {
+            if n == 0 {
+                Err(ConfigError::new(setting, "must be at least 1"))
+            } else {
+                Ok(())
+            }
+        };
+        positive("threshold", self.threshold)?;
+        if self.threshold > MAX_THRESHOLD {
+            return Err(ConfigError::new(
+                "threshold",
+                format!("must be at most {MAX_THRESHOLD}"),
+            ));
+        }
+        positive("trial_calls", self.trial_calls)?;
+        positive("success_threshold", self.success_threshold)?;
+        positive("min_calls", self.min_calls)?;
+        if self.trial_calls > MAX_TRIALS {
+            return Err(ConfigError::new(
+                "trial_calls",
+                format!("must be at most {MAX_TRIALS}"),
+            ));
+        }
+        if self.success_threshold > MAX_TRIALS {
+            return Err(ConfigError::new(
+                "success_threshold",
+                format!("must be at most {MAX_TRIALS}"),
+            ));
+        }
+        if self.recovery == 0 {
+            return Err(ConfigError::new("recovery", "must be longer than zero"));
+        }
+        if self.max_recovery != 0 && self.max_recovery < self.recovery {
+            return Err(ConfigError::new(
+                "max_recovery",
+                "must be at least as long as `recovery`",
+            ));
+        }
+        if !(0.0..1.0).contains(&self.jitter) {
+            return Err(ConfigError::new(
+                "jitter",
+                format!("{} is outside [0, 1)", self.jitter),
+            ));
+        }
+        if self.failure_rate != 0.0 {
+            rate("failure_rate", self.failure_rate)?;
+        }
+        if self.slow == 0 && self.slow_rate != 0.0 {
+            return Err(ConfigError::new("slow", "must be longer than zero"));
+        }
+        if self.slow_rate != 0.0 || self.slow != 0 {
+            rate("slow_rate", self.slow_rate)?;
+        }
+        match self.window {
+            Window::Calls(0) => {
+                return Err(ConfigError::new("window", "must hold at least 1 call"));
+            }
+            Window::Calls(n) if n > MAX_WINDOW_CALLS => {
+                return Err(ConfigError::new(
+                    "window",
+                    format!("must hold at most {MAX_WINDOW_CALLS} calls"),
+                ));
+            }
+            Window::Time(0) => return Err(ConfigError::new("window", "must be longer than zero")),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Builds a [`Breaker`] from settings chosen at run time.
+///
+/// Every setting is checked by [`build`](Builder::build): a configuration that
+/// cannot work is an error value, never a panic.
+///
+/// ```
+/// use failfast_runtime::Breaker;
+/// use std::time::Duration;
+///
+/// let breaker = Breaker::builder()
+///     .name("payments")
+///     .threshold(5)
+///     .recovery(Duration::from_secs(30))
+///     .build()?;
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct Builder {
+    config: Config,
+    rate_rule: bool,
+    threshold_set: bool,
+    window_set: bool,
+    min_calls_set: bool,
+    slow_rate_set: bool,
+    lease_set: bool,
+    clock: Clock,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self {
+            config: Config::new("unnamed"),
+            rate_rule: false,
+            threshold_set: false,
+            window_set: false,
+            min_calls_set: false,
+            slow_rate_set: false,
+            lease_set: false,
+            clock: Clock::System,
+        }
+    }
+}
+
+impl Builder {
+    /// The name under which [`registry`](crate::ops::registry) finds the breaker and that
+    /// [`Rejected`](crate::Rejected) reports. Default `"unnamed"`.
+    ///
+    /// A `&'static str` is kept as it is; a name built at run time
+    /// (`format!("payments@{host}")`) is stored once, in an `Arc<str>`, and
+    /// shared from there by every rejection, snapshot and event: naming a
+    /// breaker allocates once, calling it never does.
+    pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.config.name = Name::from(name.into());
+        self
+    }
+
+    /// Trip after this many consecutive counted failures (default 5).
+    pub fn threshold(mut self, n: u32) -> Self {
+        self.config = self.config.threshold(n);
+        self.threshold_set = true;
+        self
+    }
+
+    /// How long the breaker stays open before it admits a trial (default 30 s).
+    pub fn recovery(mut self, d: Duration) -> Self {
+        self.config = self.config.recovery(d);
+        self
+    }
+
+    /// Let the open time grow: it doubles each time the breaker opens again without
+    /// a healthy pause, up to `max`; see the crate docs on growing open time.
+    pub fn max_recovery(mut self, max: Duration) -> Self {
+        // Zero means "not growing" in `Config`; an explicit zero is kept non-zero
+        // so that `build` reports it as shorter than `recovery`.
+        self.config = self.config.max_recovery(max.max(Duration::from_nanos(1)));
+        self
+    }
+
+    /// Spread each open period at random by up to this fraction (in `[0, 1)`), so
+    /// a fleet of instances does not probe in lockstep.
+    pub fn jitter(mut self, fraction: f64) -> Self {
+        self.config = self.config.jitter(fraction);
+        self
+    }
+
+    /// Trial calls admitted at once while half-open (default 1).
+    pub fn trial_calls(mut self, n: u32) -> Self {
+        self.config = self.config.trial_calls(n);
+        self
+    }
+
+    /// Successful trials needed to close again (default 1).
+    pub fn success_threshold(mut self, n: u32) -> Self {
+        self.config = self.config.success_threshold(n);
+        self
+    }
+
+    /// Trip when this share (0 < rate ≤ 1) of the window's calls failed. Replaces
+    /// the consecutive rule; cannot be combined with [`threshold`](Self::threshold).
+    /// Over a count window the share is exact on one thread and within one
+    /// call per extra thread sharing the breaker (see
+    /// [`window_calls`](Self::window_calls)).
+    pub fn failure_rate(mut self, rate: f64) -> Self {
+        self.config = self.config.failure_rate(rate);
+        self.rate_rule = true;
+        self
+    }
+
+    /// A sliding window of the last `n` calls (default 100).
+    ///
+    /// Only failed and slow calls are stored, numbered by the calls each
+    /// thread counts on a line of its own, so a successful call writes
+    /// nothing shared. Exact on one thread; with threads sharing the breaker
+    /// a failure can be placed up to (threads − 1) calls from its true place
+    /// (the `window` module of the source says how), so it leaves the window
+    /// that many calls early or late: with two threads the share of failures
+    /// a verdict sees is within one call of the share among the last `n`.
+    pub fn window_calls(mut self, n: u32) -> Self {
+        self.config = self.config.window_calls(n);
+        self.window_set = true;
+        self
+    }
+
+    /// A sliding window of the calls that ended within the last `d`, in 20
+    /// buckets of `d / 20` (a call leaves it between `d − d/20` and `d`
+    /// after it ended).
+    ///
+    /// Like a count window it stores only the calls that failed (or were
+    /// slow): a success writes nothing shared, except the first call of each
+    /// bucket's period, which notes where the bucket starts. The calls in the
+    /// window are counted from the per-thread counts: exact on one thread;
+    /// with threads sharing the breaker a reading can miss the calls other
+    /// threads are finishing at that moment, so it is off by at most
+    /// (threads − 1) calls.
+    pub fn window_time(mut self, d: Duration) -> Self {
+        self.config = self.config.window_time(d);
+        self.window_set = true;
+        self
+    }
+
+    /// No rate verdict before the window holds this many calls (default 10, or
+    /// the whole window when a count window holds fewer calls).
+    pub fn min_calls(mut self, n: u32) -> Self {
+        self.config = self.config.min_calls(n);
+        self.min_calls_set = true;
+        self
+    }
+
+    /// A call that takes longer than `d` is a slow call (even when it succeeds).
+    pub fn slow(mut self, d: Duration) -> Self {
+        self.config = self.config.slow(d);
+        self
+    }
+
+    /// Trip when this share (0 < rate ≤ 1) of the window's calls were slow
+    /// (default 1.0 once [`slow`](Self::slow) is set).
+    pub fn slow_rate(mut self, rate: f64) -> Self {
+        self.config = self.config.slow_rate(rate);
+        self.slow_rate_set = true;
+        self
+    }
+
+    /// How long a half-open trial permit may stay unresolved before it is
+    /// presumed lost (default: ten times `recovery`, and at least 60 s).
+    ///
+    /// A trial is never replaced while it runs, however slow, until its lease
+    /// has passed: only then does a permit that was leaked (`mem::forget`) or
+    /// is stuck give its slot to a new round of trials. Set it above the
+    /// longest a call can take (its timeout, if it has one).
+    pub fn trial_lease(mut self, lease: Duration) -> Self {
+        self.config = self.config.trial_lease(lease);
+        self.lease_set = true;
+        self
+    }
+
+    /// Read time from `clock` instead of the system's monotonic clock.
+    pub fn clock(mut self, clock: ManualClock) -> Self {
+        self.clock = Clock::Manual(clock);
+        self
+    }
+
+    /// Checks the settings and builds the breaker.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the setting when a value is out of range (zero
+    /// counts or durations, rates outside (0, 1]) or settings contradict each other
+    /// (`threshold` with `failure_rate`, a window without a rate rule, `slow_rate`
+    /// without `slow`).
+    pub fn build(self) -> Result<Breaker, ConfigError> {
+        let clock = self.clock.clone();
+        Ok(Breaker::with_clock(self.checked()?, clock))
+    }
+
+    /// The settings and the clock, checked as [`build`](Self::build) checks
+    /// them.
+    #[cfg_attr(not(feature = "keyed"), allow(dead_code))]
+    pub(crate) fn checked_with_clock(self) -> Result<(Config, Clock), ConfigError> {
+        let clock = self.clock.clone();
+        Ok((self.checked()?, clock))
+    }
+
+    /// The settings, checked as [`build`](Self::build) checks them.
+    pub(crate) fn checked(mut self) -> Result<Config, ConfigError> {
+        if self.threshold_set && self.rate_rule {
+            return Err(ConfigError::new(
+                "threshold",
+                "cannot be combined with `failure_rate`: choose consecutive failures or a failure rate",
+            ));
+        }
+        if self.rate_rule && self.config.failure_rate == 0.0 {
+            return Err(ConfigError::new("failure_rate", "0 is outside (0, 1]"));
+        }
+        if self.slow_rate_set && self.config.slow == 0 {
+            return Err(ConfigError::new(
+                "slow_rate",
+                "needs `slow`, the duration above which a call is slow",
+            ));
+        }
+        if self.window_set && !self.config.uses_window() {
+            return Err(ConfigError::new(
+                "window",
+                "a window needs a rate rule: set `failure_rate` or `slow`",
+            ));
+        }
+        if self.min_calls_set && !self.config.uses_window() {
+            return Err(ConfigError::new(
+                "min_calls",
+                "only applies to a rate rule: set `failure_rate` or `slow`",
+            ));
+        }
+        // A count window never holds more than its size: an explicit `min_calls`
+        // above it could never be reached; the default waits for a full window.
+        if let Window::Calls(size @ 1..) = self.config.window {
+            if self.config.min_calls > size {
+                if self.min_calls_set {
+                    return Err(ConfigError::new(
+                        "min_calls",
+                        format!(
+                            "{} is more than the {size} calls the window holds, so the rate \
+                             rule could never trip; use at most {size}",
+                            self.config.min_calls
+                        ),
+                    ));
+                }
+                self.config.min_calls = size;
+            }
+        }
+        if self.lease_set && self.config.lease == 0 {
+            return Err(ConfigError::new("trial_lease", "must be longer than zero"));
+        }
+        self.config.validate()?;
+        Ok(self.config)
+    }
+}
+
+impl Breaker {
+    /// Starts building a breaker. See [`Builder`].
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+}
+
+impl Breaker {
+    /// The breaker's settings.
+    #[must_use]
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+}
+
+/// A breaker with `config`, checked as [`Builder::build`] checks settings, on
+/// the system clock.
+impl TryFrom<Config> for Breaker {
+    type Error = ConfigError;
+
+    fn try_from(config: Config) -> Result<Self, ConfigError> {
+        config.validate()?;
+        Ok(Breaker::from_config(config))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_keeps_its_name() {
+        let b = Breaker::builder().name("payments::charge").build().unwrap();
+        assert_eq!(b.config().name(), "payments::charge");
+    }
+
+    #[test]
+    fn durations_past_u64_nanoseconds_saturate_instead_of_wrapping() {
+        assert_eq!(nanos(Duration::MAX), u64::MAX);
+        // 2^64 ns + 1 ns would wrap to 1 ns.
+        let past = Duration::from_nanos(u64::MAX) + Duration::from_nanos(2);
+        assert_eq!(nanos(past), u64::MAX);
+        assert_eq!(nanos(Duration::from_nanos(u64::MAX)), u64::MAX);
+        assert_eq!(nanos(Duration::from_secs(3)), 3_000_000_000);
+    }
+
+    #[test]
+    fn the_largest_values_are_accepted_and_one_more_is_refused() {
+        let largest = || {
+            Breaker::builder()
+                .threshold(MAX_THRESHOLD)
+                .trial_calls(MAX_TRIALS)
+                .success_threshold(MAX_TRIALS)
+        };
+        assert!(largest().build().is_ok());
+        let rate = || Breaker::builder().failure_rate(0.5).min_calls(1);
+        assert!(rate().window_calls(MAX_WINDOW_CALLS).build().is_ok());
+        let key = |b: Builder| b.build().unwrap_err().setting();
+        assert_eq!(key(largest().trial_calls(MAX_TRIALS + 1)), "trial_calls");
+        assert_eq!(
+            key(largest().success_threshold(MAX_TRIALS + 1)),
+            "success_threshold"
+        );
+        assert_eq!(key(largest().threshold(MAX_THRESHOLD + 1)), "threshold");
+        assert_eq!(key(rate().window_calls(MAX_WINDOW_CALLS + 1)), "window");
+    }
+}

@@ -1,0 +1,592 @@
+//! What a caller gets back when the breaker refuses or the call fails.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::core::clock::RetryAt;
+use crate::core::name::Name;
+
+/// The state of a breaker, as callers see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum State {
+    /// Calls pass through; outcomes are counted by the trip rule.
+    Closed,
+    /// Calls are rejected at once without touching the dependency.
+    Open,
+    /// A limited number of trial calls probe whether the dependency has recovered.
+    HalfOpen,
+}
+
+impl State {
+    /// A short lowercase name: `closed`, `open`, `half-open`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            State::Closed => "closed",
+            State::Open => "open",
+            State::HalfOpen => "half-open",
+        }
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a call was refused; see [`Rejected::reason`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Reason {
+    /// The breaker is open: the dependency looked sick, and the open period
+    /// has not passed yet.
+    Open,
+    /// The breaker is half-open and every trial slot is taken: the trials in
+    /// flight decide whether it closes.
+    TrialsInFlight,
+    /// The breaker is forced open by hand
+    /// ([`Breaker::force_open`](crate::Breaker::force_open)).
+    ForcedOpen,
+    /// As many calls as `max_concurrent` allows are already running (see
+    /// [`Bulkhead`](crate::Bulkhead)). Not evidence against the dependency: it
+    /// moves no counter of the breaker.
+    ConcurrencyLimit,
+}
+
+impl Reason {
+    /// A short lowercase description: `open`, `half-open trials in flight`,
+    /// `forced open`, `concurrency limit`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Reason::Open => "open",
+            Reason::TrialsInFlight => "half-open trials in flight",
+            Reason::ForcedOpen => "forced open",
+            Reason::ConcurrencyLimit => "concurrency limit",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A call refused by an open (or busy half-open) breaker, or by a full
+/// [`Bulkhead`](crate::Bulkhead). The protected code did not run;
+/// [`reason`](Rejected::reason) says which.
+///
+/// Functions annotated with `#[circuit_breaker]` and no `fallback` return
+/// `Err(E::from(rejected))`, so their error type implements `From<Rejected>`:
+///
+/// ```
+/// use failfast_runtime::Rejected;
+///
+/// #[derive(Debug)]
+/// enum InventoryError {
+///     Unavailable(Rejected),
+///     Http(u16),
+/// }
+///
+/// impl From<Rejected> for InventoryError {
+///     fn from(rejected: Rejected) -> Self {
+///         InventoryError::Unavailable(rejected)
+///     }
+/// }
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct Rejected {
+    name: Name,
+    state: State,
+    reason: Reason,
+    retry_at: RetryAt,
+}
+
+impl Rejected {
+    /// A refusal by the breaker itself. Its reason follows from what the
+    /// breaker reports: only a breaker forced open rejects in `Open` without
+    /// a known time for the next trial, and a half-open breaker rejects only
+    /// when its trial slots are taken.
+    pub(crate) fn new(name: Name, state: State, retry_at: RetryAt) -> Self {
+        let reason = match (state, retry_at) {
+            (State::HalfOpen, _) => Reason::TrialsInFlight,
+            (_, RetryAt::UNKNOWN) => Reason::ForcedOpen,
+            _ => Reason::Open,
+        };
+        Self {
+            name,
+            state,
+            reason,
+            retry_at,
+        }
+    }
+
+    /// A refusal by a full bulkhead in front of breaker `name`, in `state`.
+    pub(crate) fn concurrency_limit(name: Name, state: State) -> Self {
+        Self {
+            name,
+            state,
+            reason: Reason::ConcurrencyLimit,
+            retry_at: RetryAt::UNKNOWN,
+        }
+    }
+
+    /// The name of the breaker that refused the call.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The breaker's state when it refused: [`State::Open`], or
+    /// [`State::HalfOpen`] when every trial permit was taken. For a refusal
+    /// at the concurrency limit, the state the breaker had admitted the call
+    /// in (`Closed`, or `HalfOpen` for a trial, whose slot is given back).
+    #[must_use]
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// Why the call was refused: the breaker is open, its half-open trials
+    /// are in flight, it is forced open, or (with `max_concurrent`) the
+    /// concurrency limit is reached.
+    ///
+    /// ```
+    /// use failfast_runtime::{Breaker, Reason};
+    ///
+    /// let breaker = Breaker::builder().build()?;
+    /// breaker.force_open();
+    /// assert_eq!(breaker.acquire().unwrap_err().reason(), Reason::ForcedOpen);
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn reason(&self) -> Reason {
+        self.reason
+    }
+
+    /// Whether the refusal came from the concurrency limit rather than from
+    /// the breaker's state.
+    #[must_use]
+    pub fn is_concurrency_limit(&self) -> bool {
+        self.reason == Reason::ConcurrencyLimit
+    }
+
+    /// Time left until the breaker admits its next trial call, if known.
+    ///
+    /// Measured when you ask, so it counts down; `Some(Duration::ZERO)` means a trial
+    /// is allowed now. `None` while the breaker is forced open or its trials are in
+    /// flight (the next trial depends on how they end).
+    #[must_use]
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_at.remaining()
+    }
+}
+
+/// Shows what a log reader needs: the breaker, its state, and the time until
+/// the next trial as a duration.
+///
+/// ```
+/// # use failfast_runtime::{Breaker, ManualClock};
+/// # use std::time::Duration;
+/// let clock = ManualClock::new();
+/// let breaker = Breaker::builder().name("payments").threshold(1)
+///     .recovery(Duration::from_secs(30)).clock(clock.clone()).build()?;
+/// let _ = breaker.call(|| Err::<(), _>("down"));
+/// clock.advance(Duration::from_secs(10));
+/// let rejected = breaker.acquire().unwrap_err();
+/// assert_eq!(
+///     format!("{rejected:?}"),
+///     r#"Rejected { breaker: "payments", state: Open, reason: Open, retry_after: Some(20s) }"#
+/// );
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+impl fmt::Debug for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rejected")
+            .field("breaker", &self.name)
+            .field("state", &self.state)
+            .field("reason", &self.reason)
+            .field("retry_after", &self.retry_after())
+            .finish()
+    }
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.reason == Reason::ConcurrencyLimit {
+            return write!(
+                f,
+                "circuit breaker `{}` is at its concurrency limit: call not attempted",
+                self.name
+            );
+        }
+        write!(f, "circuit breaker `{}` is {}", self.name, self.state)?;
+        match self.reason {
+            Reason::TrialsInFlight => f.write_str(": its trial calls are in flight")?,
+            _ => f.write_str(": call not attempted")?,
+        }
+        if let Some(after) = self.retry_after() {
+            write!(f, "; next trial in {after:.3?}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Rejected {}
+
+/// A function returning `std::io::Result<T>` can be guarded without a
+/// `fallback`: the refusal becomes an [`io::Error`](std::io::Error) whose
+/// message is the rejection's and whose inner error is the [`Rejected`]
+/// itself. Its kind is
+/// [`ResourceBusy`](std::io::ErrorKind::ResourceBusy) for a refusal at the
+/// concurrency limit, and
+/// [`ConnectionRefused`](std::io::ErrorKind::ConnectionRefused) otherwise
+/// (the dependency is known to be down, so no connection was attempted).
+///
+/// ```
+/// # use failfast_runtime::{Breaker, Rejected};
+/// # use std::io;
+/// let breaker = Breaker::builder().name("disk").threshold(1).build()?;
+/// let _ = breaker.call(|| Err::<(), _>(io::Error::other("broken pipe")));
+/// let error = io::Error::from(breaker.acquire().unwrap_err());
+/// assert_eq!(error.kind(), io::ErrorKind::ConnectionRefused);
+/// let rejected = error.get_ref().and_then(|e| e.downcast_ref::<Rejected>()).unwrap();
+/// assert_eq!(rejected.name(), "disk");
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+impl From<Rejected> for std::io::Error {
+    fn from(rejected: Rejected) -> Self {
+        let kind = if rejected.is_concurrency_limit() {
+            std::io::ErrorKind::ResourceBusy
+        } else {
+            std::io::ErrorKind::ConnectionRefused
+        };
+        std::io::Error::new(kind, rejected)
+    }
+}
+
+/// A call that ran out of its time limit (`timeout = "3s"`): the protected
+/// future was dropped at the deadline, and the breaker counted a failure.
+///
+/// Functions annotated with `#[circuit_breaker(timeout = ..)]` and no
+/// `fallback` return `Err(E::from(timed_out))`, so their error type
+/// implements `From<TimedOut>`:
+///
+/// ```
+/// use failfast_runtime::{Rejected, TimedOut};
+///
+/// #[derive(Debug)]
+/// enum InventoryError {
+///     Unavailable(Rejected),
+///     TimedOut(TimedOut),
+///     Http(u16),
+/// }
+///
+/// impl From<TimedOut> for InventoryError {
+///     fn from(timed_out: TimedOut) -> Self {
+///         InventoryError::TimedOut(timed_out)
+///     }
+/// }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TimedOut {
+    name: Name,
+    limit: Duration,
+}
+
+impl TimedOut {
+    pub(crate) fn new(name: Name, limit: Duration) -> Self {
+        Self { name, limit }
+    }
+
+    /// The name of the breaker the call went through.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The time limit the call ran out of.
+    #[must_use]
+    pub fn limit(&self) -> Duration {
+        self.limit
+    }
+}
+
+impl fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "call through circuit breaker `{}` timed out after {:?}",
+            self.name, self.limit
+        )
+    }
+}
+
+impl std::error::Error for TimedOut {}
+
+/// A timed-out call of a function returning `std::io::Result<T>`: an
+/// [`io::Error`](std::io::Error) of kind
+/// [`TimedOut`](std::io::ErrorKind::TimedOut) with the [`TimedOut`] inside.
+impl From<TimedOut> for std::io::Error {
+    fn from(timed_out: TimedOut) -> Self {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, timed_out)
+    }
+}
+
+/// The error of a call through a breaker: the breaker refused it, the
+/// protected code ran and failed, or it ran out of its time limit.
+///
+/// This is what [`Breaker::call`](crate::Breaker::call) returns, and what a
+/// `fallback` receives. It is `#[non_exhaustive]`, so a `match` needs a `_`
+/// arm (or use [`is_rejected`](Error::is_rejected), [`failed`](Error::failed),
+/// [`is_timeout`](Error::is_timeout)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error<E> {
+    /// The breaker refused the call; the protected code did not run.
+    Rejected(Rejected),
+    /// The protected code ran and returned this error.
+    Failed(E),
+    /// The protected code ran past its time limit and was dropped; the
+    /// breaker counted it as a failure.
+    Timeout(TimedOut),
+}
+
+impl<E> Error<E> {
+    /// Whether the breaker refused the call.
+    #[must_use]
+    pub fn is_rejected(&self) -> bool {
+        matches!(self, Error::Rejected(_))
+    }
+
+    /// Whether the protected code ran and failed.
+    #[must_use]
+    pub fn is_failed(&self) -> bool {
+        matches!(self, Error::Failed(_))
+    }
+
+    /// Whether the protected code ran out of its time limit.
+    #[must_use]
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout(_))
+    }
+
+    /// The rejection, if the breaker refused the call.
+    #[must_use]
+    pub fn rejected(&self) -> Option<&Rejected> {
+        match self {
+            Error::Rejected(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The protected code's error, if it ran and failed.
+    #[must_use]
+    pub fn failed(&self) -> Option<&E> {
+        match self {
+            Error::Failed(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The timeout, if the protected code ran out of its time limit.
+    #[must_use]
+    pub fn timed_out(&self) -> Option<&TimedOut> {
+        match self {
+            Error::Timeout(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Takes the protected code's error, if it ran and failed.
+    #[must_use]
+    pub fn into_failed(self) -> Option<E> {
+        match self {
+            Error::Failed(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Converts into the protected code's error type, turning a rejection into
+    /// `E::from(rejected)` and a timeout into `E::from(timed_out)`.
+    pub fn into_inner(self) -> E
+    where
+        E: From<Rejected> + From<TimedOut>,
+    {
+        match self {
+            Error::Failed(e) => e,
+            Error::Rejected(r) => E::from(r),
+            Error::Timeout(t) => E::from(t),
+        }
+    }
+}
+
+impl<E> From<TimedOut> for Error<E> {
+    fn from(timed_out: TimedOut) -> Self {
+        Error::Timeout(timed_out)
+    }
+}
+
+impl<E> From<Rejected> for Error<E> {
+    fn from(rejected: Rejected) -> Self {
+        Error::Rejected(rejected)
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for Error<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Rejected(r) => fmt::Display::fmt(r, f),
+            Error::Failed(e) => fmt::Display::fmt(e, f),
+            Error::Timeout(t) => fmt::Display::fmt(t, f),
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for Error<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Failed(e) => e.source(),
+            Error::Rejected(_) | Error::Timeout(_) => None,
+        }
+    }
+}
+
+/// A breaker configuration that cannot work, returned by
+/// [`Builder::build`](crate::Builder::build).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    setting: &'static str,
+    problem: String,
+}
+
+impl ConfigError {
+    pub(crate) fn new(setting: &'static str, problem: impl Into<String>) -> Self {
+        Self {
+            setting,
+            problem: problem.into(),
+        }
+    }
+
+    /// What is wrong with it.
+    pub(crate) fn problem(&self) -> &str {
+        &self.problem
+    }
+
+    /// The builder setting at fault, named like the attribute key (`threshold`,
+    /// `failure_rate`, …).
+    #[must_use]
+    pub fn setting(&self) -> &'static str {
+        self.setting
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid circuit breaker setting `{}`: {}",
+            self.setting, self.problem
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error with a cause, as a protected call might return.
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+
+    impl fmt::Display for Outer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("charge failed")
+        }
+    }
+
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    fn name() -> Name {
+        Name::new_static("payments")
+    }
+
+    fn timed_out() -> TimedOut {
+        TimedOut::new(name(), Duration::from_millis(250))
+    }
+
+    #[test]
+    fn each_variant_answers_only_its_own_question() {
+        let failed: Error<&str> = Error::Failed("down");
+        let timeout: Error<&str> = Error::Timeout(timed_out());
+        let rejected: Error<&str> =
+            Error::Rejected(Rejected::new(name(), State::Open, RetryAt::UNKNOWN));
+        assert_eq!(
+            [
+                failed.is_failed(),
+                timeout.is_failed(),
+                rejected.is_failed()
+            ],
+            [true, false, false]
+        );
+        assert_eq!(
+            [
+                failed.is_timeout(),
+                timeout.is_timeout(),
+                rejected.is_timeout()
+            ],
+            [false, true, false]
+        );
+        assert_eq!(failed.failed(), Some(&"down"));
+        assert_eq!(timeout.failed(), None);
+        assert_eq!(timeout.timed_out(), Some(&timed_out()));
+        assert_eq!(failed.timed_out(), None);
+        assert_eq!(rejected.timed_out(), None);
+    }
+
+    #[test]
+    fn a_timeout_names_its_breaker_and_limit() {
+        let t = timed_out();
+        assert_eq!(t.name(), "payments");
+        assert_eq!(t.limit(), Duration::from_millis(250));
+        assert_eq!(
+            t.to_string(),
+            "call through circuit breaker `payments` timed out after 250ms"
+        );
+        let e: Error<Outer> = Error::Timeout(t);
+        assert_eq!(
+            e.to_string(),
+            "call through circuit breaker `payments` timed out after 250ms"
+        );
+    }
+
+    #[test]
+    fn a_failure_displays_and_chains_as_the_error_inside() {
+        let e: Error<Outer> = Error::Failed(Outer(std::io::Error::other("connection reset")));
+        assert_eq!(e.to_string(), "charge failed");
+        let source = std::error::Error::source(&e).expect("the inner error's cause");
+        assert_eq!(source.to_string(), "connection reset");
+        let timeout: Error<Outer> = Error::Timeout(timed_out());
+        assert!(std::error::Error::source(&timeout).is_none());
+    }
+
+    #[test]
+    fn a_config_error_says_what_is_wrong() {
+        let e = ConfigError::new("jitter", "1.5 is outside [0, 1)");
+        assert_eq!(e.setting(), "jitter");
+        assert_eq!(e.problem(), "1.5 is outside [0, 1)");
+        assert_eq!(
+            e.to_string(),
+            "invalid circuit breaker setting `jitter`: 1.5 is outside [0, 1)"
+        );
+    }
+}

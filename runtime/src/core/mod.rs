@@ -1,0 +1,17 @@
+//! The state machine: the breaker, its word, clock, windows, settings,
+//! permits, snapshots and errors. It imports nothing from the layers above
+//! it; they watch it through the observer points of [`observe`].
+
+pub(crate) mod body;
+pub(crate) mod breaker;
+pub(crate) mod clock;
+pub(crate) mod config;
+pub(crate) mod consult;
+pub(crate) mod error;
+pub(crate) mod kept;
+pub(crate) mod name;
+#[cfg(feature = "serde")]
+pub(crate) mod serde;
+pub(crate) mod totals;
+pub(crate) mod window;
+pub(crate) mod word;

@@ -1,0 +1,374 @@
+//! Opens imposed from outside the breaker: what a fleet of instances (the
+//! `failfast-fleet` crate) needs to apply another instance's verdict here.
+//!
+//! A remote open is one compare-and-swap on the state word, like every other
+//! transition: Closed → Open with a deadline, or an Open deadline moved later.
+//! It never shortens an open, never interrupts a half-open trial already
+//! running, and leaves manual modes alone. [`Breaker::release_remote`] ends an
+//! imposed open early, but only while the word still holds the deadline it
+//! wrote, and never before the local open it extended: an open caused by this
+//! breaker's own evidence is never cut short from outside.
+//!
+//! Both transitions are delivered to listeners with
+//! [`Reason::Remote`](crate::ops::events::Reason::Remote), which is how a fleet
+//! tells them from opens caused by local evidence and does not echo them back.
+//!
+//! Nothing here is on a call's path: the state word keeps its layout, and a
+//! call through a breaker that a fleet opened is rejected exactly as one that
+//! opened on its own.
+//!
+//! ```
+//! use failfast_runtime::{Breaker, State};
+//! use std::time::Duration;
+//!
+//! let breaker = Breaker::builder().name("payments").build()?;
+//! let open = breaker.open_remote(Duration::from_secs(20), None).expect("closed, so opened");
+//! assert_eq!(breaker.state(), State::Open);
+//! // A shorter remote open changes nothing; the fleet closes: the open ends now.
+//! assert!(breaker.open_remote(Duration::from_secs(1), Some(open)).is_none());
+//! assert!(breaker.release_remote(open, Duration::ZERO).is_some());
+//! assert_eq!(breaker.snapshot().retry_after, Some(Duration::ZERO)); // the next call is a trial
+//! # Ok::<(), failfast_runtime::ConfigError>(())
+//! ```
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::core::breaker::Breaker;
+use crate::core::clock::duration_nanos;
+use crate::core::config::{Config, Window};
+use crate::core::word::{MAX_DEADLINE, MODE_NORMAL, TAG_HALF_OPEN, TAG_OPEN, Word};
+use crate::ops::events::Cause;
+
+/// An open imposed by [`Breaker::open_remote`]: what
+/// [`Breaker::release_remote`] needs to end it, and the next
+/// `open_remote` to extend it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemoteOpen {
+    /// The deadline written, on the breaker's clock.
+    deadline: u64,
+    /// The deadline of the open caused by local evidence that this one
+    /// extended (0: the breaker was not open on its own).
+    floor: u64,
+}
+
+impl Breaker {
+    /// Refuses calls for `remaining` from now, on a verdict reached elsewhere:
+    /// opens a closed breaker, or moves an open breaker's deadline later.
+    ///
+    /// `previous` is the open this breaker last imposed, if any: extending it
+    /// keeps track of the local open underneath, which
+    /// [`release_remote`](Self::release_remote) will not cut short.
+    ///
+    /// Returns `None`, changing nothing, when the breaker is already open
+    /// until then or later, is running a half-open trial, or is under manual
+    /// control ([`Mode`](crate::Mode) other than normal). The transition is
+    /// delivered to listeners with
+    /// [`Reason::Remote`](crate::ops::events::Reason::Remote).
+    pub fn open_remote(
+        &self,
+        remaining: Duration,
+        previous: Option<RemoteOpen>,
+    ) -> Option<RemoteOpen> {
+        let now = self.clock.now();
+        let deadline = now
+            .saturating_add(duration_nanos(remaining))
+            .min(MAX_DEADLINE);
+        let mut w = self.load();
+        loop {
+            if w.mode() != MODE_NORMAL {
+                return None;
+            }
+            let floor = match w.tag() {
+                TAG_OPEN if w.deadline() >= deadline => return None,
+                TAG_OPEN => match previous {
+                    Some(p) if p.deadline == w.deadline() => p.floor,
+                    _ => w.deadline(),
+                },
+                TAG_HALF_OPEN if w.in_flight() > 0 => return None,
+                _ => 0,
+            };
+            let new = Word::open(MODE_NORMAL, deadline);
+            match self.cas(w, new) {
+                Ok(()) => {
+                    if w.tag() != TAG_OPEN {
+                        self.clear_window();
+                        self.last_transition.store(now, Ordering::Relaxed);
+                    }
+                    self.clock.watch(deadline);
+                    self.transitioned(w, new, Cause::Remote, 0);
+                    return Some(RemoteOpen { deadline, floor });
+                }
+                Err(actual) => w = actual,
+            }
+        }
+    }
+
+    /// Ends an open imposed by [`open_remote`](Self::open_remote) no later
+    /// than `within` from now (a trial is then admitted as after any open).
+    /// Returns the open as it now stands, for a later `open_remote` or
+    /// `release_remote`.
+    ///
+    /// Returns `None`, changing nothing, when the breaker no longer holds
+    /// that open (it moved on, or opened again on its own), or when it would
+    /// end no sooner. An open caused by local evidence that `open` extended
+    /// still runs to its own deadline.
+    pub fn release_remote(&self, open: RemoteOpen, within: Duration) -> Option<RemoteOpen> {
+        let w = self.load();
+        if w.mode() != MODE_NORMAL || w.tag() != TAG_OPEN || w.deadline() != open.deadline {
+            return None;
+        }
+        let at = self.clock.now().saturating_add(duration_nanos(within));
+        let deadline = at.max(open.floor);
+        if deadline >= open.deadline {
+            return None;
+        }
+        let new = Word::open(MODE_NORMAL, deadline);
+        self.cas(w, new).ok()?;
+        self.transitioned(w, new, Cause::Remote, 0);
+        Some(RemoteOpen { deadline, ..open })
+    }
+}
+
+impl Config {
+    /// A fingerprint of the settings that decide when the breaker opens and
+    /// how it recovers (every setting but the name, the jitter and the trial
+    /// lease). Breakers of the same name on different instances count as the
+    /// same breaker only when their fingerprints match. Stable across
+    /// processes, platforms and releases of this crate's 0.x line.
+    #[must_use]
+    pub fn fingerprint(&self) -> u64 {
+        // FNV-1a over the settings' bits: defined here, so it never changes
+        // with the standard library's hasher.
+        let (shape, size) = match self.window {
+            Window::Calls(n) => (1, u64::from(n)),
+            Window::Time(t) => (2, t),
+        };
+        [
+            u64::from(self.threshold),
+            self.recovery,
+            self.max_recovery,
+            u64::from(self.trial_calls),
+            u64::from(self.success_threshold),
+            self.failure_rate.to_bits(),
+            shape,
+            size,
+            u64::from(self.min_calls),
+            self.slow,
+            self.slow_rate.to_bits(),
+        ]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .fold(0xcbf2_9ce4_8422_2325, |hash: u64, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::events::Reason;
+    use crate::{ManualClock, State};
+    use std::sync::{Arc, Mutex};
+
+    const PINNED: u64 = 14_004_745_945_460_312_066;
+
+    fn breaker(clock: &ManualClock) -> Breaker {
+        Breaker::builder()
+            .name("remote-tests")
+            .threshold(1)
+            .recovery(Duration::from_secs(10))
+            .clock(clock.clone())
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_remote_open_rejects_calls_until_its_deadline_then_admits_a_trial() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock);
+        let open = b.open_remote(Duration::from_secs(3), None);
+        assert!(open.is_some());
+        let rejected = b.acquire().expect_err("open");
+        assert_eq!(rejected.retry_after(), Some(Duration::from_secs(3)));
+        clock.advance(Duration::from_secs(3));
+        let trial = b.acquire().expect("a trial");
+        assert!(trial.is_trial());
+        trial.success();
+        assert_eq!(b.state(), State::Closed);
+    }
+
+    #[test]
+    fn a_remote_open_extends_but_never_shortens_and_spares_trials_and_manual_modes() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock);
+        b.acquire().unwrap().failure(); // open on its own for 10 s
+        assert_eq!(b.open_remote(Duration::from_secs(5), None), None);
+        let longer = b
+            .open_remote(Duration::from_secs(20), None)
+            .expect("extended");
+        assert_eq!(b.snapshot().retry_after, Some(Duration::from_secs(20)));
+        // Released: the local open still runs to its own 10 s.
+        assert!(b.release_remote(longer, Duration::ZERO).is_some());
+        assert_eq!(b.snapshot().retry_after, Some(Duration::from_secs(10)));
+        clock.advance(Duration::from_secs(10));
+        let trial = b.acquire().expect("the local trial");
+        assert_eq!(b.open_remote(Duration::from_secs(20), None), None);
+        trial.neutral();
+        assert!(b.open_remote(Duration::from_secs(20), None).is_some());
+        b.force_closed();
+        assert_eq!(b.open_remote(Duration::from_secs(20), None), None);
+        assert!(b.acquire().is_ok());
+    }
+
+    #[test]
+    fn release_only_ends_the_open_it_imposed() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock);
+        let first = b.open_remote(Duration::from_secs(5), None).unwrap();
+        let second = b.open_remote(Duration::from_secs(8), Some(first)).unwrap();
+        assert_eq!(
+            b.release_remote(first, Duration::ZERO),
+            None,
+            "no longer held"
+        );
+        let shorter = b.release_remote(second, Duration::from_secs(2)).unwrap();
+        assert_eq!(b.snapshot().retry_after, Some(Duration::from_secs(2)));
+        // The released open can be released further, never lengthened.
+        assert_eq!(b.release_remote(shorter, Duration::from_secs(3)), None);
+        let shortest = b.release_remote(shorter, Duration::from_secs(1)).unwrap();
+        assert_eq!(b.snapshot().retry_after, Some(Duration::from_secs(1)));
+        clock.advance(Duration::from_secs(1));
+        b.acquire().unwrap().failure(); // reopened on its own evidence
+        assert_eq!(b.release_remote(shortest, Duration::ZERO), None);
+        assert_eq!(b.state(), State::Open);
+    }
+
+    #[test]
+    fn remote_transitions_reach_listeners_as_remote() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let _s = b.subscribe(move |t| sink.lock().unwrap().push((t.from, t.to, t.reason)));
+        let open = b.open_remote(Duration::from_secs(5), None).unwrap();
+        assert!(b.release_remote(open, Duration::ZERO).is_some());
+        clock.advance(Duration::from_secs(1));
+        b.acquire().unwrap().failure();
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                (State::Closed, State::Open, Reason::Remote),
+                (State::Open, State::Open, Reason::Remote),
+                (State::Open, State::HalfOpen, Reason::RecoveryElapsed),
+                (State::HalfOpen, State::Open, Reason::TrialFailed),
+            ]
+        );
+    }
+
+    /// Threads racing to impose opens of different lengths, one tripping the
+    /// breaker on its own meanwhile: whatever the interleaving, the breaker
+    /// ends up open until the latest deadline asked for.
+    #[test]
+    fn racing_remote_opens_leave_the_latest_deadline() {
+        for round in 0..50u64 {
+            let clock = ManualClock::new();
+            let b = Arc::new(breaker(&clock));
+            let threads: Vec<_> = (1..=4u64)
+                .map(|t| {
+                    let b = b.clone();
+                    std::thread::spawn(move || {
+                        for i in 0..50 {
+                            let secs = (t * 7 + i * 13 + round) % 40 + 1;
+                            let _ = b.open_remote(Duration::from_secs(secs), None);
+                        }
+                    })
+                })
+                .collect();
+            let tripper = {
+                let b = b.clone();
+                std::thread::spawn(move || {
+                    if let Ok(permit) = b.acquire() {
+                        permit.failure(); // 10 s on its own, if still closed
+                    }
+                })
+            };
+            for t in threads {
+                t.join().unwrap();
+            }
+            tripper.join().unwrap();
+            let longest = (1..=4u64)
+                .flat_map(|t| (0..50).map(move |i| (t * 7 + i * 13 + round) % 40 + 1))
+                .max()
+                .unwrap();
+            assert_eq!(
+                b.snapshot().retry_after,
+                Some(Duration::from_secs(longest.max(10))),
+                "round {round}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_fingerprint_follows_the_trip_rule_not_the_name() {
+        let a = Breaker::builder().name("a").threshold(5).build().unwrap();
+        let b = Breaker::builder().name("b").threshold(5).build().unwrap();
+        let c = Breaker::builder().name("a").threshold(6).build().unwrap();
+        let d = Breaker::builder()
+            .name("a")
+            .threshold(5)
+            .recovery(Duration::from_secs(1))
+            .build()
+            .unwrap();
+        let f = |x: &Breaker| x.config().fingerprint();
+        assert_eq!(f(&a), f(&b));
+        assert_ne!(f(&a), f(&c));
+        assert_ne!(f(&a), f(&d));
+    }
+
+    #[test]
+    fn over_a_breaker_that_reopened_on_its_own_the_local_deadline_is_the_floor() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock);
+        let first = b.open_remote(Duration::from_secs(5), None).unwrap();
+        clock.advance(Duration::from_secs(5));
+        b.acquire().expect("the trial").failure(); // open on its own until 15 s
+        let again = b
+            .open_remote(Duration::from_secs(20), Some(first))
+            .expect("extended");
+        // Released at once: the breaker's own open still runs to 15 s.
+        assert!(b.release_remote(again, Duration::ZERO).is_some());
+        assert_eq!(b.snapshot().retry_after, Some(Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn a_remote_open_of_a_closed_breaker_is_a_transition_now() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock);
+        clock.advance(Duration::from_secs(7));
+        assert_eq!(b.snapshot().since_transition, Duration::from_secs(7));
+        b.open_remote(Duration::from_secs(3), None).unwrap();
+        assert_eq!(b.snapshot().since_transition, Duration::ZERO);
+    }
+
+    #[test]
+    fn release_leaves_a_breaker_forced_open_alone() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock);
+        let open = b.open_remote(Duration::from_secs(5), None).unwrap();
+        b.force_open();
+        assert_eq!(b.release_remote(open, Duration::ZERO), None);
+        assert_eq!(b.mode(), crate::Mode::ForcedOpen);
+        clock.advance(Duration::from_secs(60));
+        assert!(b.acquire().is_err(), "still forced open");
+    }
+
+    /// Instances of different builds compare fingerprints, so the value of
+    /// a given configuration must never change (FNV-1a over the settings).
+    #[test]
+    fn the_fingerprint_of_a_configuration_is_stable() {
+        let b = Breaker::builder().name("any").threshold(5).build().unwrap();
+        assert_eq!(b.config().fingerprint(), PINNED);
+    }
+}

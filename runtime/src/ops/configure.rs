@@ -1,0 +1,1042 @@
+//! Settings changed while the program runs: overrides by name before
+//! traffic ([`configure`], [`from_env`], and with the `serde` feature a
+//! [`ConfigPatch`] per breaker read from a TOML or YAML section), and live
+//! changes of a running breaker ([`Breaker::reconfigure`], also on a
+//! [`registry::get`] handle). With the `keyed` feature a name may also be a
+//! keyed family's, for every key's breaker, or `family[key]`, for one key's
+//! (see [`configure`]).
+//!
+//! ```
+//! use failfast_runtime::{configure, registry, Breaker, ConfigPatch};
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! let payments = Arc::new(Breaker::builder().name("payments::charge").threshold(5).build()?);
+//! registry::register(&payments);
+//!
+//! configure::configure(
+//!     "payments::charge",
+//!     ConfigPatch::new().threshold(10).recovery(Duration::from_secs(60)),
+//! )?;
+//! assert_eq!(payments.current_config().threshold_value(), 10);
+//!
+//! // A patch that cannot work is refused whole, naming breaker, key and reason.
+//! let refused = payments.reconfigure(&ConfigPatch::new().recovery(Duration::from_secs(5)).threshold(0));
+//! assert_eq!(refused.unwrap_err().to_string(), "breaker `payments::charge`: `threshold` must be at least 1");
+//! assert_eq!(payments.current_config().threshold_value(), 10);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What can change
+//!
+//! The values of the rules the breaker was declared with: `threshold`,
+//! `failure_rate`, `min_calls`, `slow_rate`, `recovery`, `max_recovery`,
+//! `jitter`, `trial_calls`, `success_threshold`, and the `mode`
+//! (`observe_only`: calls always pass while the rules keep running, so
+//! events, `state()` and snapshots show what the breaker would have done;
+//! `normal`: back to normal operation, closed); and, for a breaker with a
+//! rate rule, the `window`'s shape (below). Which rules are in force
+//! (consecutive failures, failure rate, slow calls) and the `slow` duration
+//! are part of how calls are counted and stay as declared: a patch changing
+//! them is refused (so is a `window` for a breaker without a rate rule). A
+//! changed value applies from the next decision that reads it: a new
+//! `threshold` at the next failure, a new `recovery` at the next opening, a
+//! new `trial_calls` at the next half-open admission.
+//!
+//! # The window's shape
+//!
+//! A patch that changes the window's shape (a count window's size, a time
+//! window's length, or a count window for a time window or the other way)
+//! resets the window: the breaker starts a fresh, empty window of the new
+//! shape, so the rate verdict starts again from zero calls and needs
+//! `min_calls` new calls before it can trip. Nothing else is reset: the
+//! state, the consecutive count and the running totals of
+//! [`Snapshot`](crate::Snapshot) (`calls`, `failures`, …) go on. A patch
+//! giving the shape the window already has changes nothing. A count window
+//! smaller than `min_calls` could never trip and is refused, unless the same
+//! patch lowers `min_calls` to fit.
+//!
+//! ```
+//! use failfast_runtime::{Breaker, ConfigPatch, State};
+//! use std::time::Duration;
+//!
+//! let b = Breaker::builder().failure_rate(0.5).window_calls(100).min_calls(10).build()?;
+//! for _ in 0..5 {
+//!     let _ = b.call(|| Err::<(), _>("down"));
+//! }
+//! assert_eq!(b.snapshot().window_failures, 5);
+//! b.reconfigure(&ConfigPatch::new().window_time(Duration::from_secs(60)).min_calls(4))?;
+//! let s = b.snapshot();
+//! assert_eq!((s.window_calls, s.window_failures, s.failures), (0, 0, 5));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The new window and the settings that describe it are published one
+//! after the other, the window first. A call that read the window just
+//! before the swap records into the old one: its outcome is counted in the
+//! totals but lost to the new window (and a verdict it brings is taken on
+//! the old window with whichever settings it reads). A call is never lost
+//! to the totals, and no call is recorded twice. The old window (a count
+//! window of N calls takes about N / 4 + 512 bytes, a time window about
+//! 1 KiB) is freed once no call reads it: a thread still recording into it
+//! holds it until it is done. However often a breaker is reconfigured, it
+//! holds the window in force and those that calls are still recording into.
+//!
+//! # Cost
+//!
+//! The closed-call path never reads an override: the values above are read
+//! where a breaker decides something (a failure, a trip, a trial). There a
+//! breaker never reconfigured reads one flag; a reconfigured one holds the
+//! settings in force while it reads them, with a guard that costs a couple
+//! of atomic operations on a line of the calling thread's own and writes
+//! nothing that other threads read or write. Each reconfiguration publishes
+//! an immutable copy of the settings (one `Config`, under 128 bytes); the
+//! copy it replaces is freed once no call reads it. The window sits behind a
+//! guard of the same kind, taken by every call that reads the window (a
+//! failed or slow call, a success that consults it), whether its shape ever
+//! changed or not.
+//!
+//! # Environment variables
+//!
+//! [`from_env`] reads `FAILFAST__<BREAKER>__<KEY>=<value>`: `<BREAKER>` is
+//! the name of a breaker or of a keyed family (every key's breaker, as by
+//! [`configure`]) in upper case with every run of characters other than
+//! letters and digits written `_` (`payments::charge` →
+//! `PAYMENTS_CHARGE`), `<KEY>` the key in upper case (`THRESHOLD`,
+//! `FAILURE_RATE`, `RECOVERY`, `WINDOW`, `MODE`, …), durations written as
+//! in the attribute (`30s`, `250ms`, `1m 30s`; a `WINDOW` is a number of
+//! calls or a duration):
+//!
+//! ```text
+//! FAILFAST__PAYMENTS_CHARGE__THRESHOLD=10
+//! FAILFAST__PAYMENTS_CHARGE__RECOVERY=1m
+//! FAILFAST__INVENTORY__MODE=observe_only
+//! ```
+//!
+//! Every variable is checked before any is applied: an unknown breaker or
+//! key, a value that does not parse or does not fit, and nothing changes.
+//! (A file's sections are applied each on its own: see [`apply`].)
+//!
+//! Different names can map to one name in variables (`pay.charge` and
+//! `pay-charge` are both `PAY_CHARGE`): a variable that matches more than
+//! one name of breakers or families is refused, with the names it matched
+//! (set them by name with [`configure`] or [`apply`]). A name with no ASCII
+//! letter or digit (`платежи`, `支付`) maps to the empty name: such a
+//! breaker cannot be set from the environment, and a variable naming the
+//! empty breaker (`FAILFAST____THRESHOLD`) is refused. Breakers built at run
+//! time that share a name are all changed, as by [`configure`]. A key's
+//! breaker (`family[key]`) has no name in variables: set it with
+//! [`configure`] or [`apply`]. A variable
+//! under `FAILFAST__` whose name or value is not UTF-8 is refused (shown with
+//! `�` for the bytes that are not); every other variable is ignored, UTF-8
+//! or not.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fmt;
+use std::time::Duration;
+
+use crate::core::breaker::Breaker;
+use crate::core::config::{Config, Window};
+use crate::core::kept::{Kept, Read};
+use crate::core::name::Name;
+use crate::ops::registry::{self, BreakerRef};
+
+/// How a breaker runs, as a patch sets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Deserialize, serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum RunMode {
+    /// Closed, normal operation ([`Breaker::reset`]).
+    Normal,
+    /// Every call passes; the rules keep running, so events and snapshots
+    /// say what the breaker would have done ([`Breaker::disable`]): its
+    /// transitions carry [`Mode::Disabled`](crate::Mode::Disabled), and the
+    /// calls it would have refused are counted in
+    /// [`Snapshot::would_reject`](crate::Snapshot::would_reject).
+    ObserveOnly,
+}
+
+/// Changes to a breaker's settings: only what is set changes.
+///
+/// With the `serde` feature it is `Deserialize`, with the attribute's key
+/// names and durations as strings, so a configuration file can hold one per
+/// breaker name (see [`apply`]):
+///
+/// ```toml
+/// [failfast."payments::charge"]
+/// threshold = 10
+/// recovery = "1m"
+/// mode = "observe_only"
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+pub struct ConfigPatch {
+    threshold: Option<u32>,
+    failure_rate: Option<f64>,
+    min_calls: Option<u32>,
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, deserialize_with = "crate::core::serde::window_option")
+    )]
+    window: Option<Window>,
+    slow_rate: Option<f64>,
+    #[cfg_attr(feature = "serde", serde(default, with = "humantime_option"))]
+    recovery: Option<Duration>,
+    #[cfg_attr(feature = "serde", serde(default, with = "humantime_option"))]
+    max_recovery: Option<Duration>,
+    jitter: Option<f64>,
+    trial_calls: Option<u32>,
+    success_threshold: Option<u32>,
+    mode: Option<RunMode>,
+}
+
+#[cfg(feature = "serde")]
+mod humantime_option {
+    use serde::{Deserialize, Deserializer, de::Error as _};
+    use std::time::Duration;
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        let Some(text) = Option::<String>::deserialize(d)? else {
+            return Ok(None);
+        };
+        super::parse_duration(&text)
+            .map(Some)
+            .map_err(D::Error::custom)
+    }
+}
+
+macro_rules! setters {
+    ($($key:ident: $ty:ty, $doc:literal;)*) => {
+        impl ConfigPatch {
+            $(
+                #[doc = $doc]
+                #[must_use]
+                pub fn $key(mut self, value: $ty) -> Self {
+                    self.$key = Some(value);
+                    self
+                }
+            )*
+        }
+    };
+}
+
+setters! {
+    threshold: u32, "Consecutive counted failures that trip (consecutive rule).";
+    failure_rate: f64, "Share of failed calls that trips (failure-rate rule).";
+    min_calls: u32, "Calls the window must hold before a rate trips.";
+    slow_rate: f64, "Share of slow calls that trips (slow-call rule).";
+    recovery: Duration, "Open time before a trial.";
+    max_recovery: Duration, "Cap of a growing open time.";
+    jitter: f64, "Random spread of each open period, in `[0, 1)`.";
+    trial_calls: u32, "Trial calls admitted at once in half-open.";
+    success_threshold: u32, "Successful trials needed to close.";
+    mode: RunMode, "Normal operation, or observe only.";
+}
+
+impl ConfigPatch {
+    /// A patch that changes nothing.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A window of the last `n` calls (rate rules). A new shape starts a
+    /// fresh, empty window: see [the module](mod@crate::ops::configure#the-windows-shape).
+    #[must_use]
+    pub fn window_calls(mut self, n: u32) -> Self {
+        self.window = Some(Window::Calls(n));
+        self
+    }
+
+    /// A window of the calls that ended in the last `d` (rate rules). A new
+    /// shape starts a fresh, empty window: see
+    /// [the module](mod@crate::ops::configure#the-windows-shape).
+    #[must_use]
+    pub fn window_time(mut self, d: Duration) -> Self {
+        self.window = Some(Window::Time(
+            u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
+        ));
+        self
+    }
+
+    /// The run mode this patch sets, if any.
+    #[cfg(feature = "keyed")]
+    pub(crate) fn run_mode(&self) -> Option<RunMode> {
+        self.mode
+    }
+
+    /// `config` with this patch applied, checked, or the first key at fault.
+    pub(crate) fn applied_to(&self, config: &Config) -> Result<Config, (&'static str, String)> {
+        let mut next = config.clone();
+        let rule = |key: &'static str, on: bool, rule: &str| {
+            if on {
+                Ok(())
+            } else {
+                Err((
+                    key,
+                    format!(
+                        "the breaker does not use the {rule}; which rules a breaker uses is \
+                         set where it is declared"
+                    ),
+                ))
+            }
+        };
+        if let Some(n) = self.threshold {
+            rule(
+                "threshold",
+                config.uses_consecutive(),
+                "consecutive-failure rule",
+            )?;
+            next.threshold = n;
+        }
+        if let Some(r) = self.failure_rate {
+            rule(
+                "failure_rate",
+                config.failure_rate > 0.0,
+                "failure-rate rule",
+            )?;
+            if !(r > 0.0 && r <= 1.0) {
+                return Err(("failure_rate", format!("{r} is outside (0, 1]")));
+            }
+            next.failure_rate = r;
+        }
+        if let Some(n) = self.min_calls {
+            rule("min_calls", config.uses_window(), "a rate rule")?;
+            next.min_calls = n;
+        }
+        if let Some(shape) = self.window {
+            rule("window", config.uses_window(), "a rate rule")?;
+            next.window = shape;
+        }
+        if let Some(r) = self.slow_rate {
+            rule("slow_rate", config.slow != 0, "slow-call rule")?;
+            next.slow_rate = r;
+        }
+        if let Some(d) = self.recovery {
+            next = next.recovery(d);
+        }
+        if let Some(d) = self.max_recovery {
+            next = next.max_recovery(d);
+        }
+        if let Some(j) = self.jitter {
+            next.jitter = j;
+        }
+        if let Some(n) = self.trial_calls {
+            next.trial_calls = n;
+        }
+        if let Some(n) = self.success_threshold {
+            next.success_threshold = n;
+        }
+        next.validate()
+            .map_err(|e| (e.setting(), e.problem().to_owned()))?;
+        // As when building: a count window never holds more than its size.
+        if let Window::Calls(size) = next.window {
+            if next.min_calls > size && (self.window.is_some() || self.min_calls.is_some()) {
+                let key = if self.min_calls.is_some() {
+                    "min_calls"
+                } else {
+                    "window"
+                };
+                return Err((
+                    key,
+                    format!(
+                        "of {size} calls holds fewer than `min_calls` ({}), so the rate rule \
+                         could never trip; set `min_calls` to at most {size}",
+                        next.min_calls
+                    ),
+                ));
+            }
+        }
+        Ok(next)
+    }
+}
+
+/// An override refused: which breaker (or family), which key, why. Nothing
+/// of its patch was applied; what else was depends on the entry point
+/// ([`apply`] applies the other sections, [`from_env`] nothing).
+///
+/// Its message names what is at fault: `` breaker `search`: `threshold` … ``
+/// for a key, `` `inventory` matches no registered breaker or family `` for a
+/// name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigureError {
+    breaker: String,
+    key: String,
+    reason: String,
+}
+
+impl ConfigureError {
+    pub(crate) fn new(breaker: &str, key: &str, reason: impl Into<String>) -> Self {
+        Self {
+            breaker: breaker.to_owned(),
+            key: key.to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The breaker's or family's name (as written in the override).
+    #[must_use]
+    pub fn breaker(&self) -> &str {
+        &self.breaker
+    }
+
+    /// The key at fault (`threshold`, `recovery`, …; `name` when the name
+    /// is: it matches no breaker or family, or several in variables; empty
+    /// for a variable that is not `FAILFAST__<BREAKER>__<KEY>`).
+    #[must_use]
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Why it was refused.
+    #[must_use]
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
+impl fmt::Display for ConfigureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.key.as_str() {
+            // The name is at fault, not a key: `inventory` matches no …
+            "name" => write!(f, "`{}` {}", self.breaker, self.reason),
+            "" => write!(f, "breaker `{}`: {}", self.breaker, self.reason),
+            key => write!(f, "breaker `{}`: `{key}` {}", self.breaker, self.reason),
+        }
+    }
+}
+
+impl std::error::Error for ConfigureError {}
+
+/// A breaker's settings as changed at run time: read only where the breaker
+/// decides something, never on the closed-call path. Each reconfiguration
+/// publishes a `Config` (`size_of::<Config>()`, under 128 bytes; its name is
+/// shared, not copied); the one it replaces is freed once no call reads it
+/// (see `kept`).
+pub(crate) type Tuning = Kept<Config>;
+
+impl Breaker {
+    /// The settings in force, held while the returned guard lives: one
+    /// flag read while the breaker was never reconfigured, then a guard of
+    /// `kept`'s (no shared write).
+    #[inline]
+    pub(crate) fn settings(&self) -> Read<'_, Config> {
+        self.tuning.get().unwrap_or(Read::Borrowed(&self.config))
+    }
+
+    /// The settings in force: as declared ([`config`](Self::config)), with
+    /// any change made by [`reconfigure`](Self::reconfigure) applied.
+    #[must_use]
+    pub fn current_config(&self) -> Config {
+        self.settings().clone()
+    }
+
+    /// Changes the settings of this breaker while it runs: checked whole,
+    /// applied whole or not at all. See [the module](mod@crate::ops::configure) for
+    /// what can change and when it takes effect.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigureError`] naming the breaker, the key and the reason; the
+    /// breaker is left as it was.
+    pub fn reconfigure(&self, patch: &ConfigPatch) -> Result<(), ConfigureError> {
+        let mut tuning = self.tuning.publisher();
+        let current = tuning.latest().unwrap_or(Read::Borrowed(&self.config));
+        let next = patch
+            .applied_to(&current)
+            .map_err(|(key, reason)| ConfigureError::new(self.name(), key, reason))?;
+        let reshaped = next.window != current.window;
+        drop(current);
+        if reshaped {
+            // A new shape: a fresh, empty window, published before the
+            // settings that describe it (see the module docs on races).
+            self.reshape(next.window);
+        }
+        tuning.publish(next);
+        drop(tuning);
+        // The settings' gauges show the new values.
+        #[cfg(feature = "metrics")]
+        if self.is_registered() {
+            crate::ops::metrics::registered(self);
+        }
+        match patch.mode {
+            Some(RunMode::ObserveOnly) => self.disable(),
+            Some(RunMode::Normal) => self.reset(),
+            None => {}
+        }
+        Ok(())
+    }
+}
+
+impl Breaker {
+    /// Publishes a fresh, empty window of `shape`, holding the calls from
+    /// now on. The window it replaces is freed once no call reads it (see
+    /// `kept`): a call still recording into it is safe, and lost to the new
+    /// window.
+    ///
+    /// Successes consult a time window always, a count window only once an
+    /// event finds it unsettled (the `consult` module): the word says
+    /// which, set to "no" before a count window is published (an event in
+    /// it sets it again) and to "yes" after a time window is.
+    fn reshape(&self, shape: Window) {
+        let fresh = crate::core::window::Window::new(shape, self.clock.coarse_resolution());
+        fresh.clear(self.totals.recorded());
+        if !fresh.is_time() {
+            self.consult(false);
+        }
+        self.window.publisher().publish(fresh);
+        self.consult_time_window();
+    }
+}
+
+impl Config {
+    /// Consecutive counted failures that trip (consecutive rule).
+    #[must_use]
+    pub fn threshold_value(&self) -> u32 {
+        self.threshold
+    }
+
+    /// Open time before a trial (the first one, when it grows).
+    #[must_use]
+    pub fn recovery_value(&self) -> Duration {
+        Duration::from_nanos(self.recovery)
+    }
+}
+
+/// Overrides the settings of the breaker registered under `name` (every
+/// `#[circuit_breaker]` is, from program start): checked whole, applied
+/// whole or not at all.
+///
+/// Breakers built at run time may share a name (see
+/// [`registry`]): the patch then applies to every live
+/// breaker of that name. It is checked against each of them first, and
+/// applied to none if any of them refuses it.
+///
+/// With the `keyed` feature, `name` may also be a registered keyed
+/// family's: the patch then changes every key's breaker, now and later
+/// ([`FamilyRef::reconfigure`](crate::ops::registry::FamilyRef::reconfigure)),
+/// checked first against the family's settings and its members'. And
+/// `family[key]` (`inventory[10.0.0.3]`) changes that key's breaker alone,
+/// made before the key's first call if need be
+/// ([`FamilyRef::member`](crate::ops::registry::FamilyRef::member)); a breaker
+/// changed so is never evicted.
+///
+/// ```
+/// # #[cfg(feature = "keyed")] {
+/// use failfast_runtime::{configure, Breaker, ConfigPatch, Family};
+///
+/// let replicas: Family<String> =
+///     Family::builder(Breaker::builder().name("replicas").threshold(5)).build()?;
+/// replicas.register();
+/// configure::configure("replicas", ConfigPatch::new().threshold(3))?;
+/// configure::configure("replicas[10.0.0.3]", ConfigPatch::new().threshold(1))?;
+/// assert_eq!(replicas.get("10.0.0.1").current_config().threshold_value(), 3);
+/// assert_eq!(replicas.get("10.0.0.3").current_config().threshold_value(), 1);
+///
+/// let unknown = configure::configure("replica", ConfigPatch::new().threshold(3));
+/// assert_eq!(
+///     unknown.unwrap_err().to_string(),
+///     "`replica` matches no registered breaker or family"
+/// );
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// [`ConfigureError`]: no breaker or family of that name (key `name`), or a
+/// value that cannot work (for a breaker of that name; the first such
+/// refusal).
+pub fn configure(name: &str, patch: ConfigPatch) -> Result<(), ConfigureError> {
+    let patches = BTreeMap::from([(name.to_owned(), patch)]);
+    match apply_counted(&patches, Sections::AllOrNothing) {
+        Ok(_) => Ok(()),
+        Err(errors) => Err(errors
+            .into_iter()
+            .next()
+            .expect("a refusal carries at least one error")),
+    }
+}
+
+/// Applies one patch per name, section by section: each section (a name and
+/// its patch) is checked whole against everything the name addresses and
+/// applied whole or not at all, as [`configure`] does; a section refused
+/// never keeps the others from being applied, and every refusal is
+/// returned at once. A name is a breaker's (every live breaker of a name
+/// several share), a keyed family's, or `family[key]`, as in
+/// [`configure`]. With the `serde` feature, read the map from a
+/// configuration file's section:
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use failfast_runtime::{configure, registry, Breaker, ConfigPatch};
+/// use std::collections::BTreeMap;
+/// use std::sync::Arc;
+///
+/// let inventory = Arc::new(Breaker::builder().name("inventory").build().unwrap());
+/// registry::register(&inventory);
+///
+/// // e.g. `toml::from_str` of the `[failfast]` table of the service's file.
+/// let section: BTreeMap<String, ConfigPatch> = serde_json::from_str(
+///     r#"{ "inventory": { "threshold": 3, "recovery": "10s" },
+///          "invetory": { "threshold": 4 } }"#,
+/// ).unwrap();
+/// let refused = configure::apply(&section).unwrap_err();
+/// assert_eq!(refused[0].to_string(), "`invetory` matches no registered breaker or family");
+/// assert_eq!(inventory.current_config().threshold_value(), 3, "the good section applied");
+/// # }
+/// ```
+///
+/// # Errors
+///
+/// Every section refused, each with its name, key and reason: nothing of
+/// those sections was applied, and every other section was.
+pub fn apply(patches: &BTreeMap<String, ConfigPatch>) -> Result<(), Vec<ConfigureError>> {
+    apply_counted(patches, Sections::EachAlone).map(drop)
+}
+
+/// Whether a refused section keeps the others from being applied.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sections {
+    /// [`apply`]: each section applied if it fits, whatever the others do.
+    EachAlone,
+    /// [`configure`], [`from_env`]: every section fits, or none is applied.
+    AllOrNothing,
+}
+
+/// [`apply`], returning how many breakers and families it changed. An
+/// `Err` holds at least one error.
+fn apply_counted(
+    patches: &BTreeMap<String, ConfigPatch>,
+    sections: Sections,
+) -> Result<usize, Vec<ConfigureError>> {
+    let mut errors: Vec<ConfigureError> = Vec::new();
+    let mut fitting = Vec::new();
+    for (name, patch) in patches {
+        match targets(name, patch) {
+            Ok(targets) => fitting.push((targets, patch)),
+            Err(refused) => errors.extend(refused),
+        }
+    }
+    if sections == Sections::AllOrNothing && !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut changed = 0;
+    for (targets, patch) in fitting {
+        for target in targets {
+            // Checked above; a concurrent change in between is reported here.
+            match target.reconfigure(patch) {
+                Ok(()) => changed += 1,
+                Err(error) => errors.push(error),
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(changed)
+    } else {
+        Err(errors)
+    }
+}
+
+/// What a name in an override changes.
+enum Target {
+    /// A breaker: registered, or a family's member.
+    Breaker(BreakerRef),
+    /// Every breaker of a keyed family, now and later.
+    #[cfg(feature = "keyed")]
+    Family(registry::FamilyRef),
+}
+
+impl Target {
+    fn reconfigure(&self, patch: &ConfigPatch) -> Result<(), ConfigureError> {
+        match self {
+            Target::Breaker(breaker) => breaker.reconfigure(patch),
+            #[cfg(feature = "keyed")]
+            Target::Family(family) => family.reconfigure(patch),
+        }
+    }
+}
+
+/// What `name` addresses, each checked against `patch`: every live breaker
+/// registered under `name` (breakers built at run time may share one) and
+/// every keyed family of that name; else the breaker of a family's key
+/// (`family[key]`). Every refusal, named `name`, when any.
+fn targets(name: &str, patch: &ConfigPatch) -> Result<Vec<Target>, Vec<ConfigureError>> {
+    let mut errors: Vec<ConfigureError> = Vec::new();
+    let mut check = |config: &Config| {
+        if let Err((key, reason)) = patch.applied_to(config) {
+            let error = ConfigureError::new(name, key, reason);
+            if !errors.contains(&error) {
+                errors.push(error);
+            }
+        }
+    };
+    let mut found: Vec<Target> = Vec::new();
+    for breaker in registry::all().into_iter().filter(|b| b.name() == name) {
+        check(&breaker.current_config());
+        found.push(Target::Breaker(breaker));
+    }
+    #[cfg(feature = "keyed")]
+    for family in registry::families()
+        .into_iter()
+        .filter(|f| f.name() == name)
+    {
+        check(&family.config());
+        for member in family.members() {
+            check(&member.breaker().current_config());
+        }
+        found.push(Target::Family(family));
+    }
+    #[cfg(feature = "keyed")]
+    if found.is_empty() {
+        match key_breaker(name, patch) {
+            Some(Ok(member)) => {
+                check(&member.current_config());
+                found.push(Target::Breaker(member));
+            }
+            Some(Err(error)) => errors.push(error),
+            None => {}
+        }
+    }
+    if found.is_empty() && errors.is_empty() {
+        errors.push(ConfigureError::new(
+            name,
+            "name",
+            "matches no registered breaker or family",
+        ));
+    }
+    if errors.is_empty() {
+        Ok(found)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The breaker of `family[label]`: the member if the key has one (or the
+/// overflow breaker `family[*]` once used), else one its first call adopts,
+/// made only once `patch` fits the family's settings. `None` when `name`
+/// names no registered family's key.
+#[cfg(feature = "keyed")]
+fn key_breaker(name: &str, patch: &ConfigPatch) -> Option<Result<BreakerRef, ConfigureError>> {
+    if let Some(member) = registry::get(name) {
+        return Some(Ok(member));
+    }
+    // The longest family name that fits: a key may hold brackets itself
+    // (`[::1]:80`).
+    let (family, label) = registry::families()
+        .into_iter()
+        .filter_map(|f| {
+            let label = name
+                .strip_prefix(f.name().as_str())?
+                .strip_prefix('[')?
+                .strip_suffix(']')?
+                .to_owned();
+            Some((f, label))
+        })
+        .max_by_key(|(f, _)| f.name().len())?;
+    if let Err((key, reason)) = patch.applied_to(&family.config()) {
+        return Some(Err(ConfigureError::new(name, key, reason)));
+    }
+    Some(family.member(&label).ok_or_else(|| {
+        let (waiting, family) = (family.max_keys(), family.name());
+        let reason = if label == "*" {
+            format!(
+                "is the overflow breaker of the family `{family}`, made when a key first finds \
+                 the family full; set the family's settings by its name `{family}`"
+            )
+        } else {
+            format!(
+                "is a key of the family `{family}` with no breaker yet, and {waiting} keys \
+                 already wait for their first call with breakers made before it: set the \
+                 family's settings by its name `{family}`, or this key's after its first call"
+            )
+        };
+        ConfigureError::new(name, "name", reason)
+    }))
+}
+
+/// Reads `FAILFAST__<BREAKER>__<KEY>` overrides from the environment and
+/// applies them, all or nothing (see [the scheme](self#environment-variables)).
+/// Returns how many breakers were changed (a keyed family counts once). Variables outside the scheme are
+/// ignored, whether or not they are UTF-8.
+///
+/// # Errors
+///
+/// Every variable refused (a name that is unknown, empty or ambiguous, an
+/// unknown key, a name or value that is not UTF-8, unparsable value, a value that
+/// cannot work), each with its breaker, key and reason; then nothing was
+/// applied.
+pub fn from_env() -> Result<usize, Vec<ConfigureError>> {
+    from_vars(std::env::vars_os())
+}
+
+/// [`from_env`] over the given variables (`(name, value)` pairs of
+/// `String`s, `&str`s or `OsString`s, as `std::env::vars_os` gives them);
+/// those not starting with `FAILFAST__` are ignored. Returns how many
+/// breakers were changed (every breaker of a name several share counts, a
+/// keyed family once).
+///
+/// # Errors
+///
+/// As [`from_env`].
+pub fn from_vars<K, V>(vars: impl IntoIterator<Item = (K, V)>) -> Result<usize, Vec<ConfigureError>>
+where
+    K: Into<OsString>,
+    V: Into<OsString>,
+{
+    const PREFIX: &str = "FAILFAST__";
+    // Each name in variables, with the breaker and family names that map to
+    // it: more than one, and a variable cannot say which it means. A name
+    // that maps to the empty name is left out: nothing can address it.
+    let mut by_env: BTreeMap<String, Vec<Name>> = BTreeMap::new();
+    let registered = registry::all().into_iter().map(|b| b.shared_name());
+    #[cfg(feature = "keyed")]
+    let registered = registered.chain(registry::families().into_iter().map(|f| f.name()));
+    for name in registered {
+        let env = env_name(&name);
+        if env.is_empty() {
+            continue;
+        }
+        let names = by_env.entry(env).or_default();
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let mut patches: BTreeMap<String, ConfigPatch> = BTreeMap::new();
+    let mut errors = Vec::new();
+    for (var, value) in vars {
+        let (var, value): (OsString, OsString) = (var.into(), value.into());
+        if !var.as_encoded_bytes().starts_with(PREFIX.as_bytes()) {
+            continue;
+        }
+        let Some(var) = var.to_str() else {
+            let lossy = var.to_string_lossy();
+            errors.push(ConfigureError::new(
+                &lossy[PREFIX.len()..],
+                "",
+                format!("`{lossy}` is not UTF-8, as the name of a `{PREFIX}` variable must be"),
+            ));
+            continue;
+        };
+        let rest = &var[PREFIX.len()..];
+        let Some((breaker, key)) = rest.rsplit_once("__") else {
+            errors.push(ConfigureError::new(
+                rest,
+                "",
+                format!("`{var}` is not `FAILFAST__<BREAKER>__<KEY>`"),
+            ));
+            continue;
+        };
+        let name = match by_env.get(breaker).map(Vec::as_slice) {
+            Some([name]) => name,
+            Some(names) => {
+                let mut names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+                names.sort();
+                errors.push(ConfigureError::new(
+                    breaker,
+                    "name",
+                    format!(
+                        "(from `{var}`) matches {} names of breakers or families, {}: they \
+                         differ only in characters other than ASCII letters and digits, which \
+                         variables cannot tell apart; set them by name with `configure` or \
+                         `apply`",
+                        names.len(),
+                        names.join(", ")
+                    ),
+                ));
+                continue;
+            }
+            None if breaker.is_empty() => {
+                errors.push(ConfigureError::new(
+                    breaker,
+                    "name",
+                    format!(
+                        "(from `{var}`) is empty: a breaker or family whose name has no ASCII \
+                         letter or digit cannot be set from the environment"
+                    ),
+                ));
+                continue;
+            }
+            None => {
+                errors.push(ConfigureError::new(
+                    breaker,
+                    "name",
+                    format!("(from `{var}`) matches no registered breaker or family"),
+                ));
+                continue;
+            }
+        };
+        let key = key.to_ascii_lowercase();
+        let Some(text) = value.to_str() else {
+            errors.push(ConfigureError::new(
+                name,
+                &key,
+                format!("`{}` (from `{var}`) is not UTF-8", value.to_string_lossy()),
+            ));
+            continue;
+        };
+        let patch = patches.entry(name.to_string()).or_default();
+        if let Err(reason) = set_from_text(patch, &key, text.trim()) {
+            errors.push(ConfigureError::new(name, &key, reason));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    apply_counted(&patches, Sections::AllOrNothing)
+}
+
+/// A breaker's (or keyed family's) name as written in environment
+/// variables: upper case, every run of characters other than ASCII letters
+/// and digits as one `_`.
+///
+/// Empty for a name with no ASCII letter or digit (`платежи`): such a
+/// breaker cannot be set from the environment. Names that differ only in
+/// other characters (`pay.charge`, `pay-charge`) give the same result, and
+/// a variable that matches more than one name is refused (see
+/// [the scheme](self#environment-variables)).
+#[must_use]
+pub fn env_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_uppercase());
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_matches('_').to_owned()
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| {
+        format!("`{text}` is not a duration ({e}); write it like \"30s\", \"250ms\" or \"1m 30s\"")
+    })
+}
+
+fn set_from_text(patch: &mut ConfigPatch, key: &str, text: &str) -> Result<(), String> {
+    fn number<T: std::str::FromStr>(text: &str) -> Result<T, String> {
+        text.parse()
+            .map_err(|_| format!("`{text}` is not a number of the expected kind"))
+    }
+    match key {
+        "threshold" => patch.threshold = Some(number(text)?),
+        "failure_rate" => patch.failure_rate = Some(number(text)?),
+        "min_calls" => patch.min_calls = Some(number(text)?),
+        "window" => {
+            *patch = match text.parse::<u32>() {
+                Ok(n) => std::mem::take(patch).window_calls(n),
+                Err(_) => std::mem::take(patch).window_time(parse_duration(text)?),
+            };
+        }
+        "slow_rate" => patch.slow_rate = Some(number(text)?),
+        "recovery" => patch.recovery = Some(parse_duration(text)?),
+        "max_recovery" => patch.max_recovery = Some(parse_duration(text)?),
+        "jitter" => patch.jitter = Some(number(text)?),
+        "trial_calls" => patch.trial_calls = Some(number(text)?),
+        "success_threshold" => patch.success_threshold = Some(number(text)?),
+        "mode" => {
+            patch.mode = Some(match text {
+                "normal" => RunMode::Normal,
+                "observe_only" => RunMode::ObserveOnly,
+                _ => {
+                    return Err(format!(
+                        "`{text}` is not a mode; write `normal` or `observe_only`"
+                    ));
+                }
+            });
+        }
+        _ => {
+            return Err(
+                "is not a key that can change at run time; expected one of `threshold`, \
+                 `failure_rate`, `min_calls`, `window`, `slow_rate`, `recovery`, `max_recovery`, \
+                 `jitter`, `trial_calls`, `success_threshold`, `mode`"
+                    .to_owned(),
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two threads deciding on a breaker (failures read the threshold, a
+    /// check reads the whole settings) while it is reconfigured again and
+    /// again: every reading is one published whole, and the latest one
+    /// decides the next trip.
+    #[test]
+    fn reconfiguring_while_two_threads_call() {
+        use crate::core::error::State;
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        const HIGH: u32 = 1_000_000;
+        let b = Breaker::builder()
+            .threshold(HIGH)
+            .recovery(Duration::from_secs(u64::from(HIGH)))
+            .clock(crate::ManualClock::new())
+            .build()
+            .unwrap();
+        let stop = AtomicBool::new(false);
+        let readings = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                let (b, stop, readings) = (&b, &stop, &readings);
+                s.spawn(move || {
+                    let mut last = HIGH;
+                    while !stop.load(Ordering::Relaxed) {
+                        let c = b.settings();
+                        // Published together: threshold n, recovery n seconds.
+                        assert_eq!(
+                            u64::from(c.threshold_value()),
+                            c.recovery_value().as_secs(),
+                            "a torn reading"
+                        );
+                        assert!(c.threshold_value() <= last, "went back in time");
+                        last = c.threshold_value();
+                        let _ = b.call(|| Err::<(), _>(()));
+                        let _ = b.call(|| Ok::<_, ()>(()));
+                        readings.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+            for n in (HIGH - 2000..HIGH).rev() {
+                let patch = ConfigPatch::new()
+                    .threshold(n)
+                    .recovery(Duration::from_secs(u64::from(n)));
+                b.reconfigure(&patch).unwrap();
+            }
+            while readings.load(Ordering::Relaxed) < 1000 {
+                std::thread::yield_now();
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert_eq!(b.state(), State::Closed);
+        b.reconfigure(&ConfigPatch::new().threshold(2)).unwrap();
+        let _ = b.call(|| Err::<(), _>(()));
+        assert_eq!(b.state(), State::Closed);
+        let _ = b.call(|| Err::<(), _>(()));
+        assert_eq!(b.state(), State::Open, "the latest threshold decides");
+        assert_eq!(b.tuning.published(), 2001);
+    }
+
+    /// The memory each reconfiguration keeps, as the module docs state it.
+    #[test]
+    fn a_published_config_is_under_128_bytes() {
+        assert!(std::mem::size_of::<Config>() < 128);
+    }
+
+    #[test]
+    fn env_names_collapse_separators() {
+        assert_eq!(env_name("payments::charge"), "PAYMENTS_CHARGE");
+        assert_eq!(env_name("payments@host-3"), "PAYMENTS_HOST_3");
+        assert_eq!(env_name("inventory"), "INVENTORY");
+        assert_eq!(env_name("pay.charge"), env_name("pay-charge"));
+        assert_eq!(env_name("платежи"), "");
+        assert_eq!(env_name("支付"), "");
+    }
+}

@@ -1,0 +1,832 @@
+//! Every breaker, reachable by name.
+//!
+//! Breakers declared by `#[circuit_breaker]` are listed from program start,
+//! before their first call: each adds itself at link time to a slice the
+//! registry reads the first time it is used (see [Declared breakers](#declared-breakers)).
+//! Breakers built with [`Breaker::builder`] are registered with [`register`].
+//!
+//! ```
+//! use failfast_runtime::{registry, Breaker};
+//! use std::sync::Arc;
+//!
+//! let payments = Arc::new(Breaker::builder().name("payments").build()?);
+//! registry::register(&payments);
+//!
+//! let handle = registry::get("payments").expect("registered");
+//! handle.force_open();
+//! assert_eq!(payments.state(), failfast_runtime::State::Open);
+//! handle.reset();
+//! # Ok::<(), failfast_runtime::ConfigError>(())
+//! ```
+//!
+//! Registration takes a lock, once per breaker, and costs O(1) amortised, as
+//! does [`get`]; calls through a breaker never touch the registry.
+//!
+//! [`watch`] hands every breaker to a callback, those registered already and
+//! those registered later (an attribute breaker on its first call): what a
+//! fleet of instances uses to take every breaker of the process along.
+//!
+//! # Declared breakers
+//!
+//! Every `#[circuit_breaker]` puts a reference to its breaker in a
+//! [`linkme`](https://docs.rs/linkme) distributed slice: the linker gathers
+//! the entries of every crate of the program into one array, so nothing runs
+//! before `main` and nothing is registered by hand. The first use of the
+//! registry (a lookup, [`all`], a `register`, or any attribute breaker's
+//! first call) adds every declared breaker, so [`get`] finds a breaker whose
+//! function has never run, and `force_open()` before any traffic works.
+//! (`linkme` rather than `inventory`: a static array filled by the linker
+//! costs nothing at start-up and runs no code before `main`, where
+//! `inventory` runs one constructor per entry at load time. It supports
+//! Linux, macOS, Windows, the BSDs and illumos.)
+//!
+//! Names should be unique among declared breakers. Two `#[circuit_breaker]`s
+//! of one crate given the same `name = "…"` (or functions whose default names
+//! meet, see the attribute's `name` key) are a programming error, reported
+//! when the registry is first used: in a debug build (tests) that use panics
+//! with both declaration sites, on every run, so the first test that touches
+//! a breaker shows it. A release build never panics for it: it keeps both
+//! and reports them as below.
+//!
+//! Two crates of one program may pick the same name without knowing of each
+//! other (two libraries that both call their breaker `"redis"`), and the
+//! program's author can fix neither: that never panics, in any build. Both
+//! breakers are kept and work as declared; [`all`] lists both, [`get`] finds
+//! the first declared, [`configure`](crate::ops::configure::configure) applies a change to
+//! every breaker of the name, and with the `tracing` feature the registry's
+//! first use logs a warning naming both crates and sites.
+//!
+//! Breakers built at run time may share a name with each other; [`get`]
+//! returns the first registered that still exists.
+//!
+//! With the `testing` feature, inside a scope of `testing::isolate`,
+//! [`get`], [`all`] and `families` show the scope's breakers and families
+//! in place of the declared ones they stand for.
+//!
+//! A keyed family (`Family`, feature `keyed`) is one entry, listed by
+//! [`families`] with its members; [`all`] does not list members one by one
+//! (a family may hold thousands), but [`get`] finds a member by its name,
+//! `family[key]`.
+
+use std::collections::HashMap;
+use std::ops::Deref;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use crate::core::breaker::Breaker;
+use crate::core::name::Name;
+
+enum Entry {
+    Static(&'static Breaker),
+    Shared(Weak<Breaker>),
+}
+
+impl Entry {
+    fn upgrade(&self) -> Option<BreakerRef> {
+        match self {
+            Entry::Static(b) => Some(BreakerRef::Static(b)),
+            Entry::Shared(w) => w.upgrade().map(BreakerRef::Shared),
+        }
+    }
+
+    fn is_live(&self) -> bool {
+        match self {
+            Entry::Static(_) => true,
+            Entry::Shared(w) => w.strong_count() > 0,
+        }
+    }
+}
+
+/// Breakers in order of registration, and an index from name to their
+/// positions. Registration and lookup by name cost O(1) amortised; entries of
+/// dropped breakers are swept once they make up half the list.
+#[derive(Default)]
+struct Registry {
+    entries: Vec<Entry>,
+    #[cfg(feature = "keyed")]
+    families: Vec<std::sync::Weak<dyn crate::policy::keyed::Listing>>,
+    /// Families declared by `#[circuit_breaker(key = …)]` and
+    /// `breaker!(… max_keys = …)`, listed from program start.
+    #[cfg(feature = "keyed")]
+    declared_families: Vec<Arc<dyn crate::policy::keyed::Listing>>,
+    by_name: HashMap<Name, Vec<usize>>,
+    /// Live entries at the last sweep, doubled: the next sweep is due when the
+    /// list grows past it.
+    sweep_at: usize,
+    /// Callbacks of [`watch`], called for each breaker registered from now on.
+    watchers: Vec<(u64, Arc<Watcher>)>,
+}
+
+type Watcher = dyn Fn(&BreakerRef) + Send + Sync;
+
+impl Registry {
+    fn push(&mut self, name: Name, entry: Entry) {
+        if self.entries.len() >= self.sweep_at {
+            self.sweep();
+        }
+        self.by_name
+            .entry(name)
+            .or_default()
+            .push(self.entries.len());
+        self.entries.push(entry);
+    }
+
+    /// Drops the entries of breakers that no longer exist and rebuilds the
+    /// index: O(n), at most once per n registrations.
+    fn sweep(&mut self) {
+        self.entries.retain(Entry::is_live);
+        self.by_name.clear();
+        for (i, entry) in self.entries.iter().enumerate() {
+            if let Some(b) = entry.upgrade() {
+                self.by_name.entry(b.shared_name()).or_default().push(i);
+            }
+        }
+        self.sweep_at = (self.entries.len() * 2).max(16);
+    }
+}
+
+static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+
+/// A duplicate name that is kept: a `tracing` warning with that feature.
+fn report(message: &str) {
+    #[cfg(feature = "tracing")]
+    ::tracing::warn!(target: "failfast", "{message}");
+    #[cfg(not(feature = "tracing"))]
+    let _ = message;
+}
+
+/// A breaker declared by `#[circuit_breaker]`, and where.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Declared {
+    /// The function's breaker.
+    pub breaker: &'static Breaker,
+    /// `file:line` of the function.
+    pub at: &'static str,
+    /// `module_path!()` of the function: its first segment names the crate.
+    pub module: &'static str,
+}
+
+impl Declared {
+    fn krate(&self) -> &'static str {
+        self.module.split("::").next().unwrap_or(self.module)
+    }
+}
+
+/// What to do about `again`, declared with the name of `first`.
+#[derive(Debug, PartialEq, Eq)]
+enum Duplicate {
+    /// Panic with the message: both in one crate, in a debug build (tests).
+    Panic(String),
+    /// Keep both and report the message.
+    Report(String),
+}
+
+fn duplicate(first: &Declared, again: &Declared, debug: bool) -> Duplicate {
+    let (one, other) = (first.krate(), again.krate());
+    if one == other {
+        let message = format!(
+            "two #[circuit_breaker] functions are named `{}` (at {} and at {}): a name \
+             picks one breaker in the registry, in metrics and in events; give one of \
+             them another `name = \"…\"`",
+            first.breaker.name(),
+            first.at,
+            again.at,
+        );
+        if debug {
+            Duplicate::Panic(message)
+        } else {
+            Duplicate::Report(message)
+        }
+    } else {
+        Duplicate::Report(format!(
+            "crates `{one}` and `{other}` both declare a #[circuit_breaker] named `{}` \
+             (at {} and at {}): both are kept, `registry::get` finds the first, \
+             `registry::all` lists both, and their metrics share one label",
+            first.breaker.name(),
+            first.at,
+            again.at,
+        ))
+    }
+}
+
+/// Every breaker declared by `#[circuit_breaker]` in the program, gathered
+/// by the linker.
+#[doc(hidden)]
+#[linkme::distributed_slice]
+pub static DECLARED: [Declared];
+
+/// A keyed family declared by `#[circuit_breaker(key = …)]` or
+/// `breaker!(… max_keys = …)`, and where.
+#[cfg(feature = "keyed")]
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct DeclaredFamily {
+    /// The family's slot.
+    pub slot: &'static crate::policy::keyed::Slot,
+    /// `file:line` of the declaration.
+    pub at: &'static str,
+}
+
+/// Every keyed family declared in the program, gathered by the linker.
+#[cfg(feature = "keyed")]
+#[doc(hidden)]
+#[linkme::distributed_slice]
+pub static DECLARED_FAMILIES: [DeclaredFamily];
+
+impl Registry {
+    /// The registry holding every declared breaker, or the message naming
+    /// two declared breakers that share a name.
+    fn with_declared() -> Registry {
+        Self::with(&DECLARED, cfg!(debug_assertions))
+    }
+
+    /// The registry holding `declared`; `debug`: whether one crate's
+    /// duplicate names panic.
+    fn with(declared: &'static [Declared], debug: bool) -> Registry {
+        let mut seen: HashMap<&str, &Declared> = HashMap::new();
+        for again in declared {
+            let Some(first) = seen.get(again.breaker.name()) else {
+                seen.insert(again.breaker.name(), again);
+                continue;
+            };
+            match duplicate(first, again, debug) {
+                Duplicate::Panic(message) => panic!("{message}"),
+                Duplicate::Report(message) => report(&message),
+            }
+        }
+        let mut registry = Registry::default();
+        for declared in declared {
+            if declared.breaker.mark_registered() {
+                registry.push(
+                    declared.breaker.shared_name(),
+                    Entry::Static(declared.breaker),
+                );
+            }
+        }
+        #[cfg(feature = "keyed")]
+        for declared in DECLARED_FAMILIES.iter() {
+            registry.add_slot(declared.slot);
+        }
+        registry
+    }
+
+    #[cfg(feature = "keyed")]
+    fn add_slot(&mut self, slot: &'static crate::policy::keyed::Slot) {
+        let view: Arc<dyn crate::policy::keyed::Listing> =
+            Arc::new(crate::policy::keyed::SlotView(slot));
+        if view.mark_registered() {
+            self.declared_families.push(view);
+        }
+    }
+}
+
+fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
+    // The registry holds no invariant a panic could break halfway; a
+    // duplicate declared name panics before anything is stored, so every
+    // use reports it again.
+    let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+    let fresh = registry.is_none();
+    let result = f(registry.get_or_insert_with(Registry::with_declared));
+    drop(registry);
+    // The declared breakers' series, outside the lock: a recorder may look
+    // breakers up.
+    #[cfg(feature = "metrics")]
+    if fresh {
+        for declared in DECLARED.iter() {
+            crate::ops::metrics::registered(declared.breaker);
+        }
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = fresh;
+    result
+}
+
+/// Adds `entry` and returns the watchers to tell, to be called once the
+/// registry's lock is released (a watcher may look breakers up).
+fn add(name: Name, entry: Entry) -> Vec<Arc<Watcher>> {
+    with_registry(|r| {
+        r.push(name, entry);
+        r.watchers.iter().map(|(_, w)| w.clone()).collect()
+    })
+}
+
+fn tell(watchers: &[Arc<Watcher>], breaker: &BreakerRef) {
+    for watcher in watchers {
+        watcher(breaker);
+    }
+}
+
+/// A handle to a registered breaker: derefs to [`Breaker`], so it has
+/// `name()`, `state()`, `snapshot()`, `reset()`, `force_open()`,
+/// `force_closed()` and `disable()`.
+#[derive(Clone, Debug)]
+pub enum BreakerRef {
+    /// A breaker in a `static`, as `#[circuit_breaker]` declares them.
+    Static(&'static Breaker),
+    /// A breaker built at run time and [`register`]ed.
+    Shared(Arc<Breaker>),
+    /// One key's breaker in a keyed family.
+    #[cfg(feature = "keyed")]
+    Member(Arc<crate::policy::keyed::Member>),
+}
+
+impl Deref for BreakerRef {
+    type Target = Breaker;
+
+    fn deref(&self) -> &Breaker {
+        match self {
+            BreakerRef::Static(b) => b,
+            BreakerRef::Shared(b) => b,
+            #[cfg(feature = "keyed")]
+            BreakerRef::Member(m) => m.breaker(),
+        }
+    }
+}
+
+impl From<Breaker> for BreakerRef {
+    /// A breaker put in an `Arc` (not registered: see
+    /// [`registry::register`](crate::ops::registry::register)).
+    fn from(breaker: Breaker) -> Self {
+        BreakerRef::Shared(Arc::new(breaker))
+    }
+}
+
+impl From<Arc<Breaker>> for BreakerRef {
+    /// The shared breaker itself.
+    fn from(breaker: Arc<Breaker>) -> Self {
+        BreakerRef::Shared(breaker)
+    }
+}
+
+impl From<&'static Breaker> for BreakerRef {
+    /// The breaker in a `static` (or leaked).
+    fn from(breaker: &'static Breaker) -> Self {
+        BreakerRef::Static(breaker)
+    }
+}
+
+/// Registers a breaker built at run time, so [`get`] and [`all`] find it. The
+/// registry holds it weakly: once every `Arc` is dropped it disappears.
+/// Registering the same breaker twice has no effect.
+pub fn register(breaker: &Arc<Breaker>) {
+    if breaker.mark_registered() {
+        let weak = Arc::downgrade(breaker);
+        let watchers = add(breaker.shared_name(), Entry::Shared(weak));
+        #[cfg(feature = "metrics")]
+        crate::ops::metrics::registered(breaker);
+        tell(&watchers, &BreakerRef::Shared(breaker.clone()));
+    }
+}
+
+/// Registers a breaker that lives in a `static`.
+pub fn register_static(breaker: &'static Breaker) {
+    if breaker.mark_registered() {
+        let watchers = add(breaker.shared_name(), Entry::Static(breaker));
+        #[cfg(feature = "metrics")]
+        crate::ops::metrics::registered(breaker);
+        tell(&watchers, &BreakerRef::Static(breaker));
+    }
+}
+
+/// The breaker registered under `name`. When several share a name (two
+/// functions given the same `name = "…"`), the first registered that still
+/// exists. A name `family[key]` also finds the member of a registered
+/// keyed family (to reach a key's breaker before its first call, see
+/// [`FamilyRef::member`]).
+#[must_use]
+pub fn get(name: &str) -> Option<BreakerRef> {
+    let found = with_registry(|r| {
+        let positions = r.by_name.get(name)?;
+        positions.iter().find_map(|&i| r.entries[i].upgrade())
+    });
+    #[cfg(feature = "testing")]
+    let found = found.map(crate::ops::testing::seen);
+    #[cfg(feature = "keyed")]
+    let found = found.or_else(|| member(name));
+    found
+}
+
+#[cfg(feature = "keyed")]
+fn member(name: &str) -> Option<BreakerRef> {
+    let (family, _) = name.strip_suffix(']')?.split_once('[')?;
+    families()
+        .into_iter()
+        .filter(|f| f.name() == family)
+        .find_map(|f| f.0.named(name, false))
+        .map(BreakerRef::Member)
+}
+
+/// A registered keyed family: its name, its members, and what it counted.
+#[cfg(feature = "keyed")]
+#[derive(Clone)]
+pub struct FamilyRef(Arc<dyn crate::policy::keyed::Listing>);
+
+#[cfg(feature = "keyed")]
+impl std::fmt::Debug for FamilyRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FamilyRef")
+            .field("name", &self.0.name())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(feature = "keyed")]
+impl FamilyRef {
+    /// The family's name; its members are named `name[key]`.
+    #[must_use]
+    pub fn name(&self) -> crate::Name {
+        self.0.name()
+    }
+
+    /// The breakers the family holds now, in no particular order, its
+    /// overflow breaker `name[*]` once used.
+    #[must_use]
+    pub fn members(&self) -> Vec<Arc<crate::policy::keyed::Member>> {
+        self.0.members()
+    }
+
+    /// The breaker of the key labelled `label` (its name is
+    /// `family[label]`): the member if the key has one, else a breaker that
+    /// the key's first call adopts, so that a key can be forced open or
+    /// reconfigured before any traffic. `None` for `*` (the overflow
+    /// breaker's label) and once `max_keys` breakers wait so.
+    #[must_use]
+    pub fn member(&self, label: &str) -> Option<BreakerRef> {
+        let name = format!("{}[{label}]", self.0.name());
+        self.0.named(&name, true).map(BreakerRef::Member)
+    }
+
+    /// The keys among `labels` (as a member's name writes them:
+    /// `family[label]`) whose breaker would let a call through now, in
+    /// their order: see [`Family::callable`](crate::Family::callable), the
+    /// same for a family whose key type is not at hand (one declared by
+    /// `#[circuit_breaker(key = …)]`).
+    pub fn callable<'k>(
+        &self,
+        labels: impl IntoIterator<Item = &'k str>,
+    ) -> impl Iterator<Item = &'k str> {
+        let family = Arc::clone(&self.0);
+        let prefix = format!("{}[", family.name());
+        labels.into_iter().filter(move |label| {
+            let name = format!("{prefix}{label}]");
+            family
+                .named(&name, false)
+                .is_none_or(|member| member.breaker().admits_now())
+        })
+    }
+
+    /// The settings the family gives its members now, under its own name.
+    #[must_use]
+    pub fn config(&self) -> crate::Config {
+        self.0.config()
+    }
+
+    /// Changes the settings of every member now held and of every member
+    /// made from now on, as [`Breaker::reconfigure`] does for one breaker:
+    /// checked whole against the family's settings, applied whole or not
+    /// at all. A member whose own settings were changed by its name
+    /// (`family[key]`) keeps them where the patch does not touch them.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigureError`](crate::ops::configure::ConfigureError) naming the
+    /// family when the patch does not fit its settings (nothing changed),
+    /// or the first member whose own settings refused it (the others
+    /// changed).
+    pub fn reconfigure(
+        &self,
+        patch: &crate::ops::configure::ConfigPatch,
+    ) -> Result<(), crate::ops::configure::ConfigureError> {
+        self.0.reconfigure(patch)
+    }
+
+    /// The most breakers the family keeps.
+    #[must_use]
+    pub fn max_keys(&self) -> usize {
+        self.0.max_keys()
+    }
+
+    /// Breakers created and stored so far.
+    #[must_use]
+    pub fn created(&self) -> u64 {
+        self.0.counts()[0]
+    }
+
+    /// Closed breakers evicted to make room for new keys.
+    #[must_use]
+    pub fn evicted(&self) -> u64 {
+        self.0.counts()[1]
+    }
+
+    /// Calls that found the family full of breakers it may not evict and
+    /// ran through its overflow breaker `family[*]`.
+    #[must_use]
+    pub fn unstored(&self) -> u64 {
+        self.0.counts()[2]
+    }
+
+    /// Trips held back by the family's ejection budget
+    /// (`max_ejection_percent`); see [`Family::spared`](crate::Family::spared).
+    #[must_use]
+    pub fn spared(&self) -> u64 {
+        self.0.counts()[3]
+    }
+}
+
+/// Lists a declared family whose slot the linker did not gather (it is,
+/// on the platforms `linkme` supports): on its first call.
+#[cfg(feature = "keyed")]
+pub(crate) fn register_slot(slot: &'static crate::policy::keyed::Slot) {
+    with_registry(|r| r.add_slot(slot));
+}
+
+#[cfg(feature = "keyed")]
+pub(crate) fn register_family(family: &Arc<dyn crate::policy::keyed::Listing>) {
+    if family.mark_registered() {
+        let weak = Arc::downgrade(family);
+        with_registry(|r| {
+            r.families.retain(|f| f.strong_count() > 0);
+            r.families.push(weak);
+        });
+    }
+}
+
+/// Every registered keyed family: those declared by `#[circuit_breaker(key
+/// = …)]` and `breaker!(… max_keys = …)` from program start (before their
+/// first call they have no members, but [`FamilyRef::member`] and
+/// [`FamilyRef::reconfigure`] work), then those registered at run time.
+#[cfg(feature = "keyed")]
+#[must_use]
+pub fn families() -> Vec<FamilyRef> {
+    let families: Vec<FamilyRef> = with_registry(|r| {
+        r.declared_families
+            .iter()
+            .cloned()
+            .chain(r.families.iter().filter_map(std::sync::Weak::upgrade))
+            .map(FamilyRef)
+            .collect()
+    });
+    #[cfg(feature = "testing")]
+    let families = families.into_iter().map(FamilyRef::seen).collect();
+    families
+}
+
+#[cfg(all(feature = "keyed", feature = "testing"))]
+impl FamilyRef {
+    /// Inside a scope of `testing::isolate`, the scope's family in place of
+    /// a declared one.
+    fn seen(self) -> Self {
+        match self.0.slot().and_then(crate::ops::testing::slot) {
+            Some(own) => FamilyRef(Arc::new(crate::policy::keyed::SlotView(own))),
+            None => self,
+        }
+    }
+}
+
+/// The registered keyed family named `name`.
+#[cfg(feature = "keyed")]
+#[must_use]
+pub fn family(name: &str) -> Option<FamilyRef> {
+    families().into_iter().find(|f| f.name() == name)
+}
+
+/// Every registered breaker, in order of registration.
+#[must_use]
+pub fn all() -> Vec<BreakerRef> {
+    let all: Vec<BreakerRef> =
+        with_registry(|r| r.entries.iter().filter_map(Entry::upgrade).collect());
+    // Inside a scope of `testing::isolate`, its breakers in place of the
+    // declared ones.
+    #[cfg(feature = "testing")]
+    let all = all.into_iter().map(crate::ops::testing::seen).collect();
+    all
+}
+
+static NEXT_WATCH: AtomicU64 = AtomicU64::new(1);
+
+/// Calls `watcher` with every registered breaker, at once for those
+/// registered already and on registration for those to come, until the
+/// returned [`Watch`] is dropped. Each breaker is handed over exactly once,
+/// whatever registrations race with this call.
+///
+/// The callback runs on the registering thread (for an attribute breaker,
+/// the thread of its first call): keep it short.
+///
+/// ```
+/// use failfast_runtime::{registry, Breaker};
+/// use std::sync::{Arc, Mutex};
+///
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = seen.clone();
+/// let _watch = registry::watch(move |b| sink.lock().unwrap().push(b.name().to_owned()));
+/// let late = Arc::new(Breaker::builder().name("registered-later").build()?);
+/// registry::register(&late);
+/// assert!(seen.lock().unwrap().iter().any(|n| n == "registered-later"));
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+pub fn watch(watcher: impl Fn(&BreakerRef) + Send + Sync + 'static) -> Watch {
+    let id = NEXT_WATCH.fetch_add(1, Ordering::Relaxed);
+    let watcher: Arc<Watcher> = Arc::new(watcher);
+    let present = with_registry(|r| {
+        r.watchers.push((id, watcher.clone()));
+        r.entries
+            .iter()
+            .filter_map(Entry::upgrade)
+            .collect::<Vec<_>>()
+    });
+    for breaker in &present {
+        watcher(breaker);
+    }
+    Watch { id }
+}
+
+/// A [`watch`]er's registration: dropping it stops the callback.
+#[derive(Debug)]
+#[must_use = "dropping a watch at once stops its callback"]
+pub struct Watch {
+    id: u64,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let id = self.id;
+        with_registry(|r| r.watchers.retain(|(w, _)| *w != id));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Entries of dropped breakers are swept as registrations go on, so the
+    /// list stays within twice the live breakers (plus a small floor).
+    /// Breakers registered before the watch and after it, from racing
+    /// threads, each reach the watcher exactly once; none after it is dropped.
+    #[test]
+    fn a_watch_sees_every_breaker_once_and_nothing_after_it_ends() {
+        use std::collections::HashMap;
+        let before = Arc::new(Breaker::builder().name("watch-before").build().unwrap());
+        register(&before);
+        let seen = Arc::new(Mutex::new(HashMap::<String, usize>::new()));
+        let racers: Vec<_> = (0..4)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    (0..50)
+                        .map(|i| {
+                            let b = Arc::new(
+                                Breaker::builder()
+                                    .name(format!("watch-race-{t}-{i}"))
+                                    .build()
+                                    .unwrap(),
+                            );
+                            register(&b);
+                            b
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let sink = seen.clone();
+        let w = watch(move |b| {
+            *sink.lock().unwrap().entry(b.name().to_owned()).or_default() += 1;
+        });
+        let kept: Vec<_> = racers.into_iter().flat_map(|r| r.join().unwrap()).collect();
+        let after = Arc::new(Breaker::builder().name("watch-after").build().unwrap());
+        register(&after);
+        drop(w);
+        let gone = Arc::new(Breaker::builder().name("watch-gone").build().unwrap());
+        register(&gone);
+        let seen = seen.lock().unwrap();
+        for name in kept
+            .iter()
+            .map(|b| b.name())
+            .chain(["watch-before", "watch-after"])
+        {
+            assert_eq!(seen.get(name), Some(&1), "{name}");
+        }
+        assert_eq!(seen.get("watch-gone"), None);
+    }
+
+    #[test]
+    fn dropped_breakers_are_swept() {
+        let keep: Vec<_> = (0..50)
+            .map(|_| Arc::new(Breaker::builder().name("sweep-kept").build().unwrap()))
+            .collect();
+        for b in &keep {
+            register(b);
+        }
+        for _ in 0..2_000 {
+            let gone = Arc::new(Breaker::builder().name("sweep-gone").build().unwrap());
+            register(&gone);
+        }
+        let (entries, live) = with_registry(|r| {
+            let live = r.entries.iter().filter(|e| e.upgrade().is_some()).count();
+            (r.entries.len(), live)
+        });
+        assert!(live >= keep.len());
+        assert!(
+            entries <= 2 * live + 16,
+            "{entries} entries for {live} live breakers"
+        );
+        assert!(get("sweep-gone").is_none());
+        assert!(get("sweep-kept").is_some());
+    }
+
+    static REDIS_A: Breaker = Breaker::from_config(crate::Config::new("dup-redis"));
+    static REDIS_B: Breaker = Breaker::from_config(crate::Config::new("dup-redis"));
+    static OTHER: Breaker = Breaker::from_config(crate::Config::new("dup-other"));
+
+    static ACROSS_CRATES: [Declared; 3] = [
+        Declared {
+            breaker: &REDIS_A,
+            at: "cache/src/lib.rs:10",
+            module: "cache::client",
+        },
+        Declared {
+            breaker: &OTHER,
+            at: "app/src/main.rs:3",
+            module: "app",
+        },
+        Declared {
+            breaker: &REDIS_B,
+            at: "queue/src/lib.rs:20",
+            module: "queue",
+        },
+    ];
+
+    /// Two crates naming a breaker alike never panic, in any build: both
+    /// are kept and listed, the first declared is the one found by name.
+    #[test]
+    fn one_name_in_two_crates_keeps_both_and_never_panics() {
+        // A debug build, where one crate's duplicates panic.
+        let registry = Registry::with(&ACROSS_CRATES, true);
+        let named: Vec<_> = registry
+            .entries
+            .iter()
+            .filter_map(Entry::upgrade)
+            .filter(|b| b.name() == "dup-redis")
+            .map(|b| std::ptr::from_ref::<Breaker>(&*b))
+            .collect();
+        assert_eq!(
+            named,
+            [std::ptr::from_ref(&REDIS_A), std::ptr::from_ref(&REDIS_B)]
+        );
+        let first = registry.by_name["dup-redis"][0];
+        let found = registry.entries[first].upgrade().unwrap();
+        assert!(std::ptr::eq(&*found, &REDIS_A));
+        for debug in [true, false] {
+            match duplicate(&ACROSS_CRATES[0], &ACROSS_CRATES[2], debug) {
+                Duplicate::Report(message) => {
+                    for part in [
+                        "`cache`",
+                        "`queue`",
+                        "`dup-redis`",
+                        "lib.rs:10",
+                        "lib.rs:20",
+                    ] {
+                        assert!(message.contains(part), "{message}");
+                    }
+                }
+                panic @ Duplicate::Panic(_) => panic!("{panic:?}"),
+            }
+        }
+    }
+
+    /// One crate's duplicate: loud in a debug build, kept and reported in a
+    /// release build.
+    #[test]
+    fn one_name_twice_in_one_crate_panics_only_in_a_debug_build() {
+        let one = Declared {
+            breaker: &REDIS_A,
+            at: "app/src/a.rs:1",
+            module: "app::a",
+        };
+        let two = Declared {
+            breaker: &REDIS_B,
+            at: "app/src/b.rs:2",
+            module: "app::b",
+        };
+        let Duplicate::Panic(message) = duplicate(&one, &two, true) else {
+            panic!("one crate, debug build: a panic");
+        };
+        assert!(
+            message.contains("a.rs:1") && message.contains("b.rs:2"),
+            "{message}"
+        );
+        assert!(matches!(duplicate(&one, &two, false), Duplicate::Report(_)));
+    }
+
+    /// A declared family is listed once, however often it is added (by the
+    /// linker's list and by its first call).
+    #[cfg(feature = "keyed")]
+    #[test]
+    fn a_declared_family_is_listed_once() {
+        static SLOT: crate::policy::keyed::Slot =
+            crate::policy::keyed::Slot::new(crate::Config::new("registry-slot"), 8, None, 100);
+        let mut registry = Registry::default();
+        registry.add_slot(&SLOT);
+        registry.add_slot(&SLOT);
+        assert_eq!(registry.declared_families.len(), 1);
+    }
+}

@@ -1,0 +1,623 @@
+//! A test kit for breakers you do not build yourself (feature `testing`):
+//! `#[circuit_breaker]` breakers, and any breaker built without
+//! [`Builder::clock`](crate::Builder::clock), on a clock the test moves,
+//! resets between tests, and attribute breakers of each test's own
+//! ([`isolate`]) for tests running in parallel.
+//!
+//! ```
+//! use failfast_runtime::{registry, testing, Breaker, Config, ManualClock, State};
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! // Once per test binary (again in each test is fine: the same clock).
+//! let clock = ManualClock::new();
+//! testing::install_clock(&clock);
+//!
+//! // What `#[circuit_breaker(threshold = 1, recovery = "30s")]` declares.
+//! let breaker = Arc::new(Breaker::builder().name("kit").threshold(1).build()?);
+//! registry::register(&breaker);
+//! let _ = breaker.call(|| Err::<(), _>("down"));
+//! assert_eq!(breaker.state(), State::Open);
+//! clock.advance(Duration::from_secs(30));
+//! assert_eq!(breaker.state(), State::HalfOpen);
+//!
+//! assert!(testing::reset("kit"));
+//! assert_eq!(breaker.state(), State::Closed);
+//! # Ok::<(), failfast_runtime::ConfigError>(())
+//! ```
+//!
+//! # Which clock
+//!
+//! One test clock per test binary (each file in `tests/` is one): either a
+//! [`ManualClock`] ([`install_clock`]) or, with the `tokio` feature, tokio's
+//! clock ([`follow_tokio_clock`]), so that `tokio::time::pause()` and
+//! `tokio::time::advance()` move the breakers too. From then on every breaker
+//! that would read the system clock reads the test clock instead; breakers
+//! given a clock with `Builder::clock` keep theirs. Install it at the start
+//! of every test that needs it (installing the same clock again does
+//! nothing); a different clock in the same binary panics, since breakers
+//! would see time jump. Deadlines already set on the system clock are not
+//! carried over: install before the breakers trip.
+//!
+//! # Tests in parallel
+//!
+//! `cargo test` runs the tests of a binary on several threads, and an
+//! attribute breaker is one `static` shared by all of them: a test that
+//! trips `fetch`'s breaker would trip it for the test running beside it.
+//! Start each test with [`isolate`]:
+//!
+//! ```
+//! use failfast_runtime::{registry, testing, State};
+//! # use failfast_runtime::__private::{acquire, breaker, Breaker, Config};
+//! # // What `#[circuit_breaker(threshold = 1, name = "doc::fetch")] fn fetch(..)` declares.
+//! # static FETCH: Breaker = Breaker::from_config(Config::new("doc::fetch").threshold(1));
+//! # registry::register_static(&FETCH);
+//! # fn fetch(fail: bool) -> Result<(), failfast_runtime::Rejected> {
+//! #     let permit = acquire(breaker(&FETCH))?;
+//! #     if fail { permit.failure() } else { permit.success() }
+//! #     Ok(())
+//! # }
+//!
+//! let scope = testing::isolate(); // in a test: `let _scope = …` (`let _ =` ends it at once)
+//! let _ = fetch(true); // a failure trips the scope's `doc::fetch`
+//! assert_eq!(registry::get("doc::fetch").unwrap().state(), State::Open);
+//! assert!(fetch(false).is_err());
+//! drop(scope);
+//!
+//! // Outside it (another test), the program's `doc::fetch` never saw a call.
+//! assert_eq!(registry::get("doc::fetch").unwrap().state(), State::Closed);
+//! assert!(fetch(false).is_ok());
+//! ```
+//!
+//! Until the scope is dropped, every attribute breaker the thread calls is one
+//! of the scope's own: made on its first call in the scope, from the
+//! settings the attribute declared (not from changes made to the program's
+//! breaker), and forgotten when the scope ends. That covers
+//! `#[circuit_breaker]` breakers, the families of `key = …` (each key's
+//! breaker is the scope's), breakers and families declared with
+//! `failfast::breaker!` (still shared, within the scope, by the functions
+//! that name them), and the bulkheads of `max_concurrent`. Inside a scope,
+//! [`registry::get`], [`registry::all`] and `registry::families` (and so
+//! [`configure`](mod@crate::ops::configure), [`reset`], [`reset_all`] and, with the
+//! `metrics` feature, `metrics::export`) see the scope's breakers in place
+//! of the ones they stand for, made if need be, so a test can force one
+//! open or reconfigure it before its first call.
+//!
+//! Not isolated:
+//!
+//! - the test clock: one per binary (see [which clock](#which-clock));
+//! - a `breaker!` static read or called directly (`PAYMENTS.state()`): that
+//!   is the program's breaker; look it up by name instead;
+//! - breakers and families you build yourself (`Breaker::builder`,
+//!   `Family::builder`): each test already has its own;
+//! - everything keyed by name beyond the registry: event listeners and the
+//!   transition hook see the scope's breakers' transitions under the
+//!   breaker's name, and metrics count every breaker of a name together
+//!   (`metrics` module, "Counters count on under a name");
+//! - `#[retry]`'s budget, which stays one per function.
+//!
+//! A scope is the thread's, and so is what it covers:
+//!
+//! - a `#[test]`: calls made on the test's thread;
+//! - a `#[tokio::test]` (a current-thread runtime): the test's body and
+//!   every task it spawns run on the test's thread, so a scope entered at
+//!   the top of the body covers them all;
+//! - `#[tokio::test(flavor = "multi_thread")]`: the body still runs on the
+//!   test's thread; spawned tasks run on the runtime's workers, so spawn
+//!   them with [`Scope::bind`] (`tokio::spawn(scope.bind(async { … }))`);
+//! - a thread the test starts (or `spawn_blocking`): give it
+//!   [`Scope::wrap`] (`std::thread::spawn(scope.wrap(|| …))`).
+//!
+//! A call made outside its test's scope (a task spawned without `bind`)
+//! goes through the program's breaker, as without a scope.
+//!
+//! Without scopes, give each test its own breakers (one function per
+//! test, or `name = "…"` per test) and reset by name ([`reset`]) at the
+//! start of a test; [`reset_all`] outside a scope resets every breaker of
+//! the program, those of tests running beside it included. The running
+//! totals of a [`Snapshot`](crate::Snapshot) are never reset (they feed
+//! `_total` counters): compare them before and after, or read a scope's
+//! breaker, whose totals start at zero.
+//!
+//! # Cost
+//!
+//! Without the feature none of this is compiled: the clock is read as
+//! before, and a call finds its breaker as before. With it, each read of
+//! the system clock first looks whether a test clock is installed (one
+//! atomic load), and each call of an attribute breaker first reads how many
+//! scopes are entered in the binary (one relaxed atomic load); while any
+//! is, on any thread, the call also reads a thread-local, and inside a
+//! scope it takes a lock to find the scope's breaker. A scope's breakers
+//! are never freed (a call still running on a thread the test left behind
+//! may hold one): about 2 KiB per breaker, each key's of a family
+//! included, for each scope that used it. Enable the feature for tests
+//! only: `[dev-dependencies] failfast = { version = "0.1", features =
+//! ["testing"] }`.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::task::{Context, Poll};
+#[cfg(feature = "tokio")]
+use std::time::Duration;
+
+use crate::core::breaker::Breaker;
+use crate::core::clock::{ManualClock, duration_nanos};
+use crate::ops::registry::{self, BreakerRef};
+use crate::policy::bulkhead::Bulkhead;
+#[cfg(feature = "keyed")]
+use crate::policy::keyed::Slot as KeyedSlot;
+
+enum Source {
+    Manual(ManualClock),
+    /// tokio's clock, in nanoseconds since `origin`.
+    #[cfg(feature = "tokio")]
+    Tokio {
+        origin: std::time::Instant,
+    },
+}
+
+static SOURCE: OnceLock<Source> = OnceLock::new();
+
+const TWICE: &str = "a test clock is installed once per test binary, and this one already \
+                     has another: give every test of the binary the same `ManualClock` (a \
+                     `static` behind a `LazyLock`), or put tests that need another clock in \
+                     their own file under `tests/`";
+
+/// Runs every breaker that reads the system clock on `clock` instead, for
+/// the rest of the test binary.
+///
+/// # Panics
+///
+/// When another clock (another `ManualClock`, or tokio's) is already
+/// installed.
+pub fn install_clock(clock: &ManualClock) {
+    let installed = SOURCE.get_or_init(|| Source::Manual(clock.clone()));
+    match installed {
+        Source::Manual(c) if c.same(clock) => {}
+        _ => panic!("{TWICE}"),
+    }
+}
+
+/// Runs every breaker that reads the system clock on tokio's clock, for the
+/// rest of the test binary: under `tokio::time::pause()`, time moves for the
+/// breakers only with `tokio::time::advance()` (or tokio's auto-advance).
+/// Outside a paused runtime tokio's clock is the system's.
+///
+/// ```
+/// # #[cfg(feature = "tokio")] {
+/// use failfast_runtime::{testing, Breaker, State};
+/// use std::time::Duration;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
+/// testing::follow_tokio_clock();
+/// let breaker = Breaker::builder().threshold(1).build().unwrap();
+/// let _ = breaker.call(|| Err::<(), _>("down"));
+/// tokio::time::advance(Duration::from_secs(30)).await;
+/// assert_eq!(breaker.state(), State::HalfOpen);
+/// # });
+/// # }
+/// ```
+///
+/// # Panics
+///
+/// When a `ManualClock` is already installed.
+#[cfg(feature = "tokio")]
+pub fn follow_tokio_clock() {
+    let installed = SOURCE.get_or_init(|| {
+        // Well before any runtime's paused clock (which starts at the time
+        // the runtime was built), so readings never fall below it.
+        let now = std::time::Instant::now();
+        let origin = [86_400, 3_600, 60, 1]
+            .into_iter()
+            .find_map(|secs| now.checked_sub(Duration::from_secs(secs)))
+            .unwrap_or(now);
+        Source::Tokio { origin }
+    });
+    if !matches!(installed, Source::Tokio { .. }) {
+        panic!("{TWICE}");
+    }
+}
+
+/// The test clock's time in nanoseconds, when one is installed.
+#[inline]
+pub(crate) fn now() -> Option<u64> {
+    match SOURCE.get()? {
+        Source::Manual(clock) => Some(duration_nanos(clock.now())),
+        #[cfg(feature = "tokio")]
+        Source::Tokio { origin } => {
+            let now = ::tokio::time::Instant::now().into_std();
+            Some(duration_nanos(now.saturating_duration_since(*origin)).max(1))
+        }
+    }
+}
+
+/// Resets every registered breaker ([`Breaker::reset`](crate::Breaker::reset)):
+/// closed, counters cleared, manual modes lifted. Inside a scope
+/// ([`isolate`]), the scope's breakers only (every key's breaker of its
+/// families included); outside one, every breaker of the program: for
+/// binaries whose tests run one at a time, see [tests in
+/// parallel](self#tests-in-parallel).
+///
+/// ```
+/// use failfast_runtime::{registry, testing, Breaker, State};
+/// use std::sync::Arc;
+///
+/// let breaker = Arc::new(Breaker::builder().name("doc::reset_all").build()?);
+/// registry::register(&breaker);
+/// breaker.force_open();
+/// testing::reset_all();
+/// assert_eq!(breaker.state(), State::Closed);
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+pub fn reset_all() {
+    if in_scope(Own::reset).is_none() {
+        for breaker in registry::all() {
+            breaker.reset();
+        }
+    }
+}
+
+/// Resets the breaker registered under `name` (inside a scope, the
+/// scope's), if there is one: whether there was.
+///
+/// ```
+/// use failfast_runtime::{registry, testing, Breaker, State};
+/// use std::sync::Arc;
+///
+/// let breaker = Arc::new(Breaker::builder().name("doc::reset").build()?);
+/// registry::register(&breaker);
+/// breaker.force_open();
+/// assert!(testing::reset("doc::reset"));
+/// assert_eq!(breaker.state(), State::Closed);
+/// assert!(!testing::reset("doc::no-such-breaker"));
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+pub fn reset(name: &str) -> bool {
+    registry::get(name).map(|b| b.reset()).is_some()
+}
+
+/// Scopes entered now, on any thread: each [`Scope`] alive, and each
+/// future of [`Scope::bind`] or closure of [`Scope::wrap`] while it runs.
+/// While none is, a call reads this and nothing else. Relaxed is enough: a
+/// thread in a scope entered it itself, and reads its own increment.
+static ENTERED: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// The scopes entered on this thread, the innermost last.
+    static ENTERED_HERE: RefCell<Vec<Arc<Own>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A scope's breakers, families and bulkheads, each by the address of the
+/// `static` it stands for. They are leaked, never freed: a call the scope
+/// admitted may outlive it (on a thread the test left running), holding a
+/// `&'static` to its breaker.
+#[derive(Default)]
+struct Own {
+    breakers: Mutex<HashMap<usize, &'static Breaker>>,
+    bulkheads: Mutex<HashMap<usize, &'static Bulkhead>>,
+    #[cfg(feature = "keyed")]
+    slots: Mutex<HashMap<usize, &'static KeyedSlot>>,
+}
+
+fn address<T>(item: &T) -> usize {
+    std::ptr::from_ref(item).addr()
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Maps of references: a panic cannot leave one half-changed.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The scope's own from `statics`, made from `shared` with `fresh` on
+/// first use.
+fn own<T>(
+    statics: &Mutex<HashMap<usize, &'static T>>,
+    shared: &'static T,
+    fresh: impl FnOnce(&T) -> T,
+) -> &'static T {
+    lock(statics)
+        .entry(address(shared))
+        .or_insert_with(|| Box::leak(Box::new(fresh(shared))))
+}
+
+impl Own {
+    fn breaker(&self, shared: &'static Breaker) -> &'static Breaker {
+        own(&self.breakers, shared, |shared| {
+            let fresh = Breaker::with_clock(shared.config.clone(), shared.clock.clone());
+            // Marked so that its first call does not list it in the
+            // program's registry; the registry finds it through the scope.
+            fresh.mark_registered();
+            fresh
+        })
+    }
+
+    /// The scope's breaker for `shared`, if `shared` is one an attribute
+    /// declared (or one the scope already stands in for).
+    fn stand_in(&self, shared: &'static Breaker) -> Option<&'static Breaker> {
+        let known = lock(&self.breakers).contains_key(&address(shared));
+        (known || declared(shared)).then(|| self.breaker(shared))
+    }
+
+    fn bulkhead(&self, shared: &'static Bulkhead) -> &'static Bulkhead {
+        own(&self.bulkheads, shared, |shared| {
+            Bulkhead::new(shared.max())
+        })
+    }
+
+    #[cfg(feature = "keyed")]
+    fn slot(&self, shared: &'static KeyedSlot) -> &'static KeyedSlot {
+        own(&self.slots, shared, KeyedSlot::fresh)
+    }
+
+    /// Resets every breaker of the scope, each key's of its families too.
+    fn reset(&self) {
+        // Copied out first: a reset tells listeners, which may look
+        // breakers up.
+        let breakers: Vec<&'static Breaker> = lock(&self.breakers).values().copied().collect();
+        for breaker in breakers {
+            breaker.reset();
+        }
+        #[cfg(feature = "keyed")]
+        {
+            let slots: Vec<&'static KeyedSlot> = lock(&self.slots).values().copied().collect();
+            for slot in slots {
+                for member in slot.members() {
+                    member.reset();
+                }
+            }
+        }
+    }
+}
+
+/// Whether `breaker` is one of the program's declared breakers
+/// (`#[circuit_breaker]`, `breaker!`).
+fn declared(breaker: &Breaker) -> bool {
+    static DECLARED: OnceLock<HashSet<usize>> = OnceLock::new();
+    DECLARED
+        .get_or_init(|| {
+            registry::DECLARED
+                .iter()
+                .map(|d| address(d.breaker))
+                .collect()
+        })
+        .contains(&address(breaker))
+}
+
+/// `f` of the innermost scope entered on this thread, if there is one.
+#[cold]
+#[inline(never)]
+fn in_scope<R>(f: impl FnOnce(&Own) -> R) -> Option<R> {
+    if ENTERED.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let own = ENTERED_HERE
+        .try_with(|entered| entered.borrow().last().cloned())
+        .ok()
+        .flatten()?;
+    Some(f(&own))
+}
+
+/// The breaker a call through the `static` breaker `shared` uses instead:
+/// the scope's, inside one.
+#[inline]
+pub(crate) fn breaker(shared: &'static Breaker) -> Option<&'static Breaker> {
+    if ENTERED.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    in_scope(|own| own.breaker(shared))
+}
+
+/// The bulkhead a call through the `static` bulkhead `shared` uses instead.
+#[inline]
+pub(crate) fn bulkhead(shared: &'static Bulkhead) -> Option<&'static Bulkhead> {
+    if ENTERED.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    in_scope(|own| own.bulkhead(shared))
+}
+
+/// The slot a call through the `static` keyed slot `shared` uses instead.
+#[cfg(feature = "keyed")]
+#[inline]
+pub(crate) fn slot(shared: &'static KeyedSlot) -> Option<&'static KeyedSlot> {
+    if ENTERED.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    in_scope(|own| own.slot(shared))
+}
+
+/// Whether `slot` is a scope's, on this thread.
+#[cfg(feature = "keyed")]
+pub(crate) fn owns_slot(slot: &KeyedSlot) -> bool {
+    in_scope(|own| lock(&own.slots).values().any(|s| std::ptr::eq(*s, slot))).unwrap_or(false)
+}
+
+/// What the registry shows for `found`: inside a scope, the scope's breaker
+/// in place of a declared one.
+pub(crate) fn seen(found: BreakerRef) -> BreakerRef {
+    match found {
+        BreakerRef::Static(shared) => in_scope(|own| own.stand_in(shared))
+            .flatten()
+            .map_or(found, BreakerRef::Static),
+        found => found,
+    }
+}
+
+/// Enters `own` on this thread.
+fn push(own: &Arc<Own>) {
+    ENTERED.fetch_add(1, Ordering::Relaxed);
+    ENTERED_HERE.with_borrow_mut(|entered| entered.push(Arc::clone(own)));
+}
+
+/// Leaves `own` on this thread: its latest entry, so that scopes ended out
+/// of order leave the others in force.
+fn pop(own: &Arc<Own>) {
+    let left = ENTERED_HERE.try_with(|entered| {
+        let mut entered = entered.borrow_mut();
+        let at = entered.iter().rposition(|o| Arc::ptr_eq(o, own))?;
+        Some(entered.remove(at))
+    });
+    drop(left);
+    ENTERED.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// `own`, entered on this thread while this lives.
+struct Entered<'a>(&'a Arc<Own>);
+
+impl<'a> Entered<'a> {
+    fn new(own: &'a Arc<Own>) -> Self {
+        push(own);
+        Entered(own)
+    }
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        pop(self.0);
+    }
+}
+
+/// A test's own breakers, from [`isolate`] until dropped; see [tests in
+/// parallel](self#tests-in-parallel). Entered on the thread that made it,
+/// it cannot be sent to another: hand [`bind`](Self::bind) futures and
+/// [`wrap`](Self::wrap) closures to other threads instead.
+///
+/// ```
+/// use failfast_runtime::testing;
+///
+/// let test = testing::isolate();
+/// {
+///     let _inner = testing::isolate(); // in force until the end of the block
+/// }
+/// // `test`'s breakers again, until it is dropped: then the program's.
+/// drop(test);
+/// ```
+#[must_use = "the scope ends when this value is dropped: keep it, `let _scope = testing::isolate();`"]
+pub struct Scope {
+    own: Arc<Own>,
+    /// Left on the thread it was entered on.
+    _here: PhantomData<*const ()>,
+}
+
+impl fmt::Debug for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scope").finish_non_exhaustive()
+    }
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        pop(&self.own);
+    }
+}
+
+/// Gives the calling thread breakers of its own until the returned
+/// [`Scope`] is dropped: every attribute breaker (and `key = …` family,
+/// `breaker!` breaker, `max_concurrent` bulkhead) called on this thread in
+/// the meantime is the scope's, fresh from its declared settings, and the
+/// registry finds the scope's; see [tests in
+/// parallel](self#tests-in-parallel) for what is covered. Scopes nest: the
+/// innermost is in force.
+///
+/// ```
+/// use failfast_runtime::{registry, testing, State};
+/// # use failfast_runtime::__private::{acquire, breaker, Breaker, Config};
+/// # // What `#[circuit_breaker(threshold = 1, name = "doc::charge")] fn charge()` declares.
+/// # static CHARGE: Breaker = Breaker::from_config(Config::new("doc::charge").threshold(1));
+/// # registry::register_static(&CHARGE);
+/// # fn charge() { let _ = acquire(breaker(&CHARGE)).map(|permit| permit.failure()); }
+///
+/// # let test = || {
+/// // #[test]
+/// // fn a_declined_charge_opens_the_breaker() {
+///     let _scope = testing::isolate();
+///     charge();
+///     assert_eq!(registry::get("doc::charge").unwrap().state(), State::Open);
+///     assert_eq!(registry::get("doc::charge").unwrap().snapshot().failures, 1);
+/// // }
+/// # };
+/// # let (a, b) = (std::thread::spawn(test), std::thread::spawn(test));
+/// # a.join().unwrap();
+/// # b.join().unwrap();
+/// ```
+pub fn isolate() -> Scope {
+    let own = Arc::new(Own::default());
+    push(&own);
+    Scope {
+        own,
+        _here: PhantomData,
+    }
+}
+
+impl Scope {
+    /// `future`, run in this scope wherever it is polled: for tasks spawned
+    /// on a multi-thread runtime (`tokio::spawn(scope.bind(async { … }))`).
+    /// It keeps the scope's breakers after the `Scope` is dropped.
+    ///
+    /// ```
+    /// use failfast_runtime::{registry, testing, State};
+    /// # use failfast_runtime::__private::{acquire, breaker, Breaker, Config};
+    /// # static STOCK: Breaker = Breaker::from_config(Config::new("doc::stock").threshold(1));
+    /// # registry::register_static(&STOCK);
+    /// # async fn stock() { let _ = acquire(breaker(&STOCK)).map(|permit| permit.failure()); }
+    ///
+    /// # tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap().block_on(async {
+    /// let scope = testing::isolate();
+    /// tokio::spawn(scope.bind(async { stock().await })).await.unwrap();
+    /// assert_eq!(registry::get("doc::stock").unwrap().state(), State::Open);
+    /// # });
+    /// ```
+    pub fn bind<F: Future>(&self, future: F) -> impl Future<Output = F::Output> + use<F> {
+        Bound {
+            future,
+            own: Arc::clone(&self.own),
+        }
+    }
+
+    /// `f`, run in this scope on whichever thread calls it: for threads the
+    /// test starts (`std::thread::spawn(scope.wrap(|| …))`).
+    ///
+    /// ```
+    /// use failfast_runtime::{registry, testing, State};
+    /// # use failfast_runtime::__private::{acquire, breaker, Breaker, Config};
+    /// # static LOOKUP: Breaker = Breaker::from_config(Config::new("doc::lookup").threshold(1));
+    /// # registry::register_static(&LOOKUP);
+    /// # fn lookup() { let _ = acquire(breaker(&LOOKUP)).map(|permit| permit.failure()); }
+    ///
+    /// let scope = testing::isolate();
+    /// std::thread::spawn(scope.wrap(lookup)).join().unwrap();
+    /// assert_eq!(registry::get("doc::lookup").unwrap().state(), State::Open);
+    /// ```
+    pub fn wrap<F: FnOnce() -> R, R>(&self, f: F) -> impl FnOnce() -> R + use<F, R> {
+        let own = Arc::clone(&self.own);
+        move || {
+            let _entered = Entered::new(&own);
+            f()
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future polled in a scope.
+    struct Bound<F> {
+        #[pin]
+        future: F,
+        own: Arc<Own>,
+    }
+}
+
+impl<F: Future> Future for Bound<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let _entered = Entered::new(this.own);
+        this.future.poll(cx)
+    }
+}

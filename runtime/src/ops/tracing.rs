@@ -1,0 +1,74 @@
+//! Transitions as `tracing` events (feature `tracing`).
+//!
+//! Every transition of every breaker is one event with target `failfast`:
+//! into Open at `WARN`, back to Closed at `INFO`, into HalfOpen at `DEBUG`.
+//! Nothing is emitted per call. Fields:
+//!
+//! | field | value |
+//! |---|---|
+//! | `breaker` | the breaker's name |
+//! | `from`, `to` | `closed`, `open`, `half-open` |
+//! | `reason` | [`Reason::as_str`](crate::ops::events::Reason::as_str): `threshold_reached`, `failure_rate`, … |
+//! | `mode` | manual control in force: `Normal`, `ForcedOpen`, `ForcedClosed`, `Disabled` |
+//! | `observe_only` | `true` when the mode is `Disabled` (observe-only): the breaker moved, but calls still pass; the message says so too |
+//! | `consecutive_failures`, `window_calls`, `window_failures`, `window_slow`, `trial_successes` | the counts that decided it ([`Counts`](crate::ops::events::Counts)) |
+//! | `open_for_secs` | the open time chosen, in seconds, when it opened on its own |
+//! | `seq` | the breaker's transition number |
+//! | `dropped` | events of the breaker dropped just before this one, unlogged ([`Transition::dropped`](crate::ops::events::Transition::dropped)) |
+//!
+//! Events are emitted like any listener's delivery (see
+//! [`events`](crate::ops::events#delivery)): in order per breaker, on the thread
+//! delivering them (the transitioning one, unless another was delivering that
+//! breaker's events at the time), inside the span that thread is in. A
+//! subscriber that panics is caught: the breaker, its caller and the delivery
+//! of later events carry on.
+
+use ::tracing::{Level, event};
+
+use crate::core::breaker::Mode;
+use crate::core::error::State;
+use crate::ops::events::Transition;
+
+macro_rules! emit {
+    ($level:expr, $t:expr) => {{
+        let t = $t;
+        let c = &t.counts;
+        event!(
+            target: "failfast",
+            $level,
+            breaker = %t.name,
+            from = t.from.as_str(),
+            to = t.to.as_str(),
+            reason = t.reason.as_str(),
+            mode = ?t.mode,
+            observe_only = t.mode == Mode::Disabled,
+            consecutive_failures = c.consecutive_failures,
+            window_calls = c.window_calls,
+            window_failures = c.window_failures,
+            window_slow = c.window_slow,
+            trial_successes = c.trial_successes,
+            open_for_secs = t.open_for.map(|d| d.as_secs_f64()),
+            seq = t.seq,
+            dropped = t.dropped,
+            "circuit breaker `{}` {} → {} ({}){}",
+            t.name,
+            t.from,
+            t.to,
+            t.reason,
+            if t.mode == Mode::Disabled {
+                "; observe only, calls still pass"
+            } else {
+                ""
+            },
+        )
+    }};
+}
+
+/// Emits `t` at its level.
+pub(crate) fn transition(t: &Transition) {
+    match t.to {
+        State::Open => emit!(Level::WARN, t),
+        State::Closed => emit!(Level::INFO, t),
+        State::HalfOpen => emit!(Level::DEBUG, t),
+    }
+}
