@@ -97,8 +97,9 @@ pub use crate::core::config::{
 };
 pub use crate::core::error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
 pub use crate::core::name::Name;
+pub use crate::core::patch::{ConfigPatch, ConfigureError, RunMode};
 pub use integration::remote::RemoteOpen;
-pub use ops::configure::{ConfigPatch, ConfigureError, RunMode, configure};
+pub use ops::configure::configure;
 pub use policy::bulkhead::{Bulkhead, Slot};
 #[cfg(feature = "keyed")]
 pub use policy::keyed::{Family, FamilyBuilder, Key, Lease, Member};

@@ -4,7 +4,6 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use crate::core::breaker::Breaker;
 use crate::core::clock::{Clock, ManualClock};
 use crate::core::error::ConfigError;
 use crate::core::name::Name;
@@ -493,22 +492,8 @@ impl Builder {
         self
     }
 
-    /// Checks the settings and builds the breaker.
-    ///
-    /// # Errors
-    ///
-    /// A [`ConfigError`] naming the setting when a value is out of range (zero
-    /// counts or durations, rates outside (0, 1]) or settings contradict each other
-    /// (`threshold` with `failure_rate`, a window without a rate rule, `slow_rate`
-    /// without `slow`).
-    pub fn build(self) -> Result<Breaker, ConfigError> {
-        let clock = self.clock.clone();
-        Ok(Breaker::with_clock(self.checked()?, clock))
-    }
-
     /// The settings and the clock, checked as [`build`](Self::build) checks
     /// them.
-    #[cfg_attr(not(feature = "keyed"), allow(dead_code))]
     pub(crate) fn checked_with_clock(self) -> Result<(Config, Clock), ConfigError> {
         let clock = self.clock.clone();
         Ok((self.checked()?, clock))
@@ -568,35 +553,24 @@ impl Builder {
     }
 }
 
-impl Breaker {
-    /// Starts building a breaker. See [`Builder`].
-    pub fn builder() -> Builder {
-        Builder::default()
-    }
-}
-
-impl Breaker {
-    /// The breaker's settings.
+impl Config {
+    /// Consecutive counted failures that trip (consecutive rule).
     #[must_use]
-    pub fn config(&self) -> &Config {
-        &self.config
+    pub fn threshold_value(&self) -> u32 {
+        self.threshold
     }
-}
 
-/// A breaker with `config`, checked as [`Builder::build`] checks settings, on
-/// the system clock.
-impl TryFrom<Config> for Breaker {
-    type Error = ConfigError;
-
-    fn try_from(config: Config) -> Result<Self, ConfigError> {
-        config.validate()?;
-        Ok(Breaker::from_config(config))
+    /// Open time before a trial (the first one, when it grows).
+    #[must_use]
+    pub fn recovery_value(&self) -> Duration {
+        Duration::from_nanos(self.recovery)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::breaker::Breaker;
 
     #[test]
     fn a_config_keeps_its_name() {

@@ -6,10 +6,11 @@ pub(crate) mod body;
 pub(crate) mod breaker;
 pub(crate) mod clock;
 pub(crate) mod config;
-pub(crate) mod consult;
 pub(crate) mod error;
 pub(crate) mod kept;
 pub(crate) mod name;
+pub(crate) mod outcome;
+pub(crate) mod patch;
 #[cfg(feature = "serde")]
 pub(crate) mod serde;
 pub(crate) mod totals;

@@ -28,9 +28,9 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
-use crate::core::breaker::Outcome;
+use crate::core::outcome::Outcome;
 
 /// Counter indices in a shard.
 pub(crate) const SUCCESS: usize = 0;
@@ -314,18 +314,6 @@ impl Totals {
     }
 }
 
-impl crate::core::breaker::Breaker {
-    /// A rejection by this breaker, counted.
-    pub(crate) fn rejection(
-        &self,
-        state: crate::core::error::State,
-        retry: crate::core::clock::RetryAt,
-    ) -> crate::core::error::Rejected {
-        self.totals.add(REJECTED);
-        crate::core::error::Rejected::new(self.carried_name(), state, retry)
-    }
-}
-
 /// The running totals a [`Snapshot`](crate::Snapshot) shows.
 pub(crate) struct Running {
     pub(crate) calls: u64,
@@ -338,37 +326,6 @@ pub(crate) struct Running {
     pub(crate) would_reject: u64,
     pub(crate) transitions: u64,
     pub(crate) opened_at: Option<SystemTime>,
-}
-
-impl crate::core::breaker::Breaker {
-    /// The running totals of a snapshot taken at `now`.
-    pub(crate) fn running_totals(&self, now: u64) -> Running {
-        let [
-            successes,
-            failures,
-            neutral,
-            slow,
-            rejected,
-            timeouts,
-            would_reject,
-        ] = self.totals.sums().counts;
-        let opened = self.hook.opened_at.load(Ordering::Relaxed);
-        Running {
-            calls: successes + failures + neutral + rejected,
-            successes,
-            failures,
-            neutral,
-            slow,
-            rejected,
-            timeouts,
-            would_reject,
-            transitions: self.hook.transitions.load(Ordering::Relaxed),
-            opened_at: (opened != 0).then(|| {
-                let ago = Duration::from_nanos(now.saturating_sub(opened));
-                SystemTime::now().checked_sub(ago).unwrap_or(UNIX_EPOCH)
-            }),
-        }
-    }
 }
 
 #[cfg(all(test, not(loom)))]

@@ -490,14 +490,14 @@ impl FamilyRef {
     ///
     /// # Errors
     ///
-    /// A [`ConfigureError`](crate::ops::configure::ConfigureError) naming the
+    /// A [`ConfigureError`](crate::core::patch::ConfigureError) naming the
     /// family when the patch does not fit its settings (nothing changed),
     /// or the first member whose own settings refused it (the others
     /// changed).
     pub fn reconfigure(
         &self,
-        patch: &crate::ops::configure::ConfigPatch,
-    ) -> Result<(), crate::ops::configure::ConfigureError> {
+        patch: &crate::core::patch::ConfigPatch,
+    ) -> Result<(), crate::core::patch::ConfigureError> {
         self.0.reconfigure(patch)
     }
 

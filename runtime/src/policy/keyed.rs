@@ -553,7 +553,7 @@ type Map<K> = scc::HashIndex<K, Arc<Member>, foldhash::fast::RandomState>;
 #[derive(Default)]
 struct Tuned {
     config: Option<Config>,
-    mode: Option<crate::ops::configure::RunMode>,
+    mode: Option<crate::core::patch::RunMode>,
 }
 
 impl Tuned {
@@ -573,12 +573,12 @@ impl Tuned {
     fn change(
         &mut self,
         declared: &Config,
-        patch: &crate::ops::configure::ConfigPatch,
-    ) -> Result<(), crate::ops::configure::ConfigureError> {
+        patch: &crate::core::patch::ConfigPatch,
+    ) -> Result<(), crate::core::patch::ConfigureError> {
         let next = patch
             .applied_to(&self.config(declared))
             .map_err(|(key, reason)| {
-                crate::ops::configure::ConfigureError::new(&declared.name, key, reason)
+                crate::core::patch::ConfigureError::new(&declared.name, key, reason)
             })?;
         self.config = Some(next);
         if let Some(mode) = patch.run_mode() {
@@ -605,7 +605,7 @@ impl Tuned {
             leases: Default::default(),
             retired: AtomicBool::new(false),
         };
-        if self.mode == Some(crate::ops::configure::RunMode::ObserveOnly) {
+        if self.mode == Some(crate::core::patch::RunMode::ObserveOnly) {
             member.breaker.disable();
         }
         member
@@ -616,8 +616,8 @@ impl Tuned {
 /// others changed.
 fn reconfigure_each<'m>(
     members: impl IntoIterator<Item = &'m Arc<Member>>,
-    patch: &crate::ops::configure::ConfigPatch,
-) -> Result<(), crate::ops::configure::ConfigureError> {
+    patch: &crate::core::patch::ConfigPatch,
+) -> Result<(), crate::core::patch::ConfigureError> {
     let mut first = Ok(());
     for member in members {
         if let Err(refused) = member.breaker.reconfigure(patch) {
@@ -1251,8 +1251,8 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
     /// rest were changed.
     fn reconfigure(
         &self,
-        patch: &crate::ops::configure::ConfigPatch,
-    ) -> Result<(), crate::ops::configure::ConfigureError> {
+        patch: &crate::core::patch::ConfigPatch,
+    ) -> Result<(), crate::core::patch::ConfigureError> {
         let mut tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
         tuned.change(&self.config, patch)?;
         // Held while the members change: a member made meanwhile waits, and
@@ -1429,8 +1429,8 @@ pub(crate) trait Listing: Send + Sync {
     /// See `Inner::reconfigure`.
     fn reconfigure(
         &self,
-        patch: &crate::ops::configure::ConfigPatch,
-    ) -> Result<(), crate::ops::configure::ConfigureError>;
+        patch: &crate::core::patch::ConfigPatch,
+    ) -> Result<(), crate::core::patch::ConfigureError>;
     /// The settings new members get now.
     fn config(&self) -> Config;
     fn max_keys(&self) -> usize;
@@ -1457,8 +1457,8 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
     }
     fn reconfigure(
         &self,
-        patch: &crate::ops::configure::ConfigPatch,
-    ) -> Result<(), crate::ops::configure::ConfigureError> {
+        patch: &crate::core::patch::ConfigPatch,
+    ) -> Result<(), crate::core::patch::ConfigureError> {
         Inner::reconfigure(self, patch)
     }
     fn config(&self) -> Config {
@@ -1676,8 +1676,8 @@ impl Listing for SlotView {
     }
     fn reconfigure(
         &self,
-        patch: &crate::ops::configure::ConfigPatch,
-    ) -> Result<(), crate::ops::configure::ConfigureError> {
+        patch: &crate::core::patch::ConfigPatch,
+    ) -> Result<(), crate::core::patch::ConfigureError> {
         let mut early = match self.early() {
             Ok(early) => early,
             Err(built) => return built.reconfigure(patch),

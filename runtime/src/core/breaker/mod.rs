@@ -23,6 +23,20 @@
 //! changes its shape, a new one is published and read through arc-swap's
 //! guard, and each one replaced later is freed once no call reads it).
 
+mod build;
+mod call;
+pub(crate) mod consult;
+mod control;
+mod permit;
+mod settings;
+mod snapshot;
+
+pub use crate::core::outcome::Outcome;
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+pub(crate) use permit::Detached;
+pub use permit::Permit;
+pub use snapshot::Snapshot;
+
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::future::Future;
 use std::mem::ManuallyDrop;
@@ -40,18 +54,6 @@ use crate::core::word::{
     MODE_FORCED_OPEN, MODE_NORMAL, TAG_CLOSED, TAG_HALF_OPEN, TAG_OPEN, Word,
 };
 use crate::ops::events::{Cause, Hook};
-
-/// How one call through the breaker ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    /// The dependency answered well.
-    Success,
-    /// Evidence that the dependency is sick: a counted error, a panic, a timeout.
-    Failure,
-    /// Neither: an error that is the caller's fault, or a call abandoned before it
-    /// finished. Moves no counter, but gives back a half-open trial permit.
-    Neutral,
-}
 
 /// How a breaker is being controlled by hand; see [`Breaker::force_open`] and
 /// friends.
@@ -154,7 +156,7 @@ pub struct Breaker {
     pub(crate) totals: Totals,
     /// Settings changed at run time (`configure` module), read only where
     /// the breaker decides something.
-    pub(crate) tuning: crate::ops::configure::Tuning,
+    pub(crate) tuning: settings::Tuning,
     /// Asked before a trip from Closed, when set: a keyed family's
     /// ejection budget (`keyed` module). `false` keeps the breaker Closed.
     #[cfg(all(feature = "keyed", not(loom)))]
@@ -177,44 +179,6 @@ impl std::fmt::Debug for MayOpen {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("MayOpen")
     }
-}
-
-/// Proof that the breaker admitted a call. Resolve it with the call's
-/// [`Outcome`]; if it is dropped unresolved, it resolves itself as
-/// [`Outcome::Neutral`] (a cancelled call), or as [`Outcome::Failure`] when
-/// dropped by a panic unwinding through the protected code.
-///
-/// In async code, a permit held by a future that is dropped while some *other*
-/// code panics (a sibling in `join!`, the task being torn down) cannot tell
-/// that panic from its own: [`Breaker::call_async`] and `#[circuit_breaker]`
-/// watch the protected future's own polls instead, and count only a panic
-/// raised inside them.
-///
-/// ```
-/// use failfast_runtime::{Breaker, Outcome};
-///
-/// let breaker = Breaker::builder().build()?;
-/// match breaker.acquire() {
-///     Ok(permit) => {
-///         let answer = 6 * 7; // call the dependency here
-///         permit.record(if answer == 42 { Outcome::Success } else { Outcome::Failure });
-///     }
-///     Err(rejected) => eprintln!("{rejected}"),
-/// }
-/// # Ok::<(), failfast_runtime::ConfigError>(())
-/// ```
-#[derive(Debug)]
-#[must_use = "a permit records its call's outcome; dropping it at once records a neutral call"]
-pub struct Permit<'a> {
-    breaker: &'a Breaker,
-    /// The state word the call was admitted under, or `PASSIVE`. Its mode
-    /// bits hold `TRACKED`; with the slow-call rule, the low 16 bits of its
-    /// payload (trial counts or failures, which the permit does not need) hold
-    /// bits 36..52 of the admitted generation. See `Breaker::permit`.
-    admitted: u64,
-    /// When the call started, with the slow-call rule; the generation counter
-    /// at admission without it.
-    started: u64,
 }
 
 /// What `Breaker::acquire_slow` decided.
@@ -253,7 +217,7 @@ macro_rules! constructors {
         }
 
         pub(crate) $($const)? fn with_clock(config: Config, clock: Clock) -> Self {
-            let word = Word::closed(MODE_NORMAL, 0, crate::core::consult::fresh_payload(&config));
+            let word = Word::closed(MODE_NORMAL, 0, crate::core::breaker::consult::fresh_payload(&config));
             Self {
                 hot: Hot {
                     word: AtomicU64::new(word.0),
@@ -271,7 +235,7 @@ macro_rules! constructors {
                 window: Kept::new(),
                 hook: Hook::new(),
                 totals: Totals::new(),
-                tuning: crate::ops::configure::Tuning::new(),
+                tuning: settings::Tuning::new(),
                 #[cfg(all(feature = "keyed", not(loom)))]
                 may_open: std::sync::OnceLock::new(),
             }
@@ -966,177 +930,6 @@ impl Breaker {
         let factor = 1.0 + jitter * (2.0 * unit - 1.0);
         (period as f64 * factor).max(1.0) as u64
     }
-
-    /// A snapshot of the breaker's state and counters.
-    #[must_use]
-    pub fn snapshot(&self) -> Snapshot {
-        let w = self.load();
-        let now = self.clock.now();
-        let state = self.state_of(w);
-        let tally = self.window_tally(now);
-        let (consecutive_failures, trials_in_flight, trial_successes) = match w.tag() {
-            TAG_CLOSED => (self.consecutive_failures(w), 0, 0),
-            TAG_HALF_OPEN => (0, w.in_flight(), w.successes()),
-            _ => (0, 0, 0),
-        };
-        let retry_after = match (w.mode(), w.tag()) {
-            (MODE_NORMAL | MODE_DISABLED, TAG_OPEN) => {
-                Some(Duration::from_nanos(w.deadline().saturating_sub(now)))
-            }
-            _ => None,
-        };
-        let totals = self.running_totals(now);
-        Snapshot {
-            name: self.shared_name(),
-            state,
-            mode: self.mode(),
-            consecutive_failures,
-            window_calls: tally.calls,
-            window_failures: tally.failures,
-            window_slow: tally.slow,
-            trials_in_flight,
-            trial_successes,
-            since_transition: Duration::from_nanos(
-                now.saturating_sub(self.last_transition.load(Ordering::Relaxed)),
-            ),
-            retry_after,
-            calls: totals.calls,
-            successes: totals.successes,
-            failures: totals.failures,
-            neutral: totals.neutral,
-            slow: totals.slow,
-            rejected: totals.rejected,
-            timeouts: totals.timeouts,
-            would_reject: totals.would_reject,
-            transitions: totals.transitions,
-            opened_at: totals.opened_at,
-        }
-    }
-
-    fn control(&self, tag: u64, mode: u64) {
-        let mut w = self.load();
-        let new = loop {
-            let new = if tag == TAG_OPEN {
-                Word::open(mode, 0)
-            } else {
-                Word::closed(mode, self.next_generation(), 0)
-            };
-            match self.cas(w, new) {
-                Ok(()) => break new,
-                Err(actual) => w = actual,
-            }
-        };
-        self.clear_window();
-        if new.tag() == TAG_CLOSED {
-            self.consult_time_window();
-        }
-        self.last_transition
-            .store(self.clock.now(), Ordering::Relaxed);
-        self.transitioned(w, new, Cause::Manual, 0);
-    }
-
-    /// Back to normal operation: closed, counters cleared, growing open time back
-    /// at its start. Calls in flight are not counted.
-    pub fn reset(&self) {
-        self.control(TAG_CLOSED, MODE_NORMAL);
-        self.level.store(0, Ordering::Relaxed);
-    }
-
-    /// Rejects every call until [`reset`](Self::reset) (or another manual mode).
-    pub fn force_open(&self) {
-        self.control(TAG_OPEN, MODE_FORCED_OPEN);
-    }
-
-    /// Lets every call through, recording nothing, until [`reset`](Self::reset).
-    pub fn force_closed(&self) {
-        self.control(TAG_CLOSED, MODE_FORCED_CLOSED);
-    }
-
-    /// Lets every call through until [`reset`](Self::reset), while still recording
-    /// outcomes from a fresh closed state: the trip rules keep running, so
-    /// [`snapshot`](Self::snapshot) and [`state`](Self::state) show what the breaker
-    /// would have done ("observe only").
-    pub fn disable(&self) {
-        self.control(TAG_CLOSED, MODE_DISABLED);
-    }
-
-    /// Runs `f` through the breaker; every `Err` counts as a failure.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Rejected`] without running `f` when the breaker refuses;
-    /// [`Error::Failed`] with `f`'s error otherwise.
-    #[inline]
-    pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
-    where
-        F: FnOnce() -> Result<T, E>,
-    {
-        self.call_with(|_| true, f)
-    }
-
-    /// Runs `f` through the breaker; an `Err` counts as a failure when `counts`
-    /// says so, and is neutral otherwise (it moves no counter).
-    ///
-    /// ```
-    /// use failfast_runtime::Breaker;
-    ///
-    /// let breaker = Breaker::builder().threshold(1).build()?;
-    /// // A 400 is the caller's fault: neutral.
-    /// let _ = breaker.call_with(|status: &u16| *status >= 500, || Err::<(), u16>(400));
-    /// assert_eq!(breaker.snapshot().consecutive_failures, 0);
-    /// # Ok::<(), failfast_runtime::ConfigError>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// As [`call`](Self::call).
-    #[inline]
-    pub fn call_with<T, E, C, F>(&self, counts: C, f: F) -> Result<T, Error<E>>
-    where
-        C: FnOnce(&E) -> bool,
-        F: FnOnce() -> Result<T, E>,
-    {
-        let permit = self.acquire()?;
-        let result = f();
-        permit.resolve(&result, counts);
-        result.map_err(Error::Failed)
-    }
-
-    /// Awaits `future` through the breaker; every `Err` counts as a failure. The
-    /// call is admitted when the returned future is first polled. If it is
-    /// dropped before it finishes, the call is neutral (a slow call once it ran
-    /// longer than `slow`); a panic while `future` is polled is a failure.
-    ///
-    /// # Errors
-    ///
-    /// As [`call`](Self::call).
-    pub fn call_async<T, E, Fut>(
-        &self,
-        future: Fut,
-    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, Fut>
-    where
-        Fut: Future<Output = Result<T, E>>,
-    {
-        self.call_async_with(|_: &E| true, future)
-    }
-
-    /// Awaits `future` through the breaker, classifying errors with `counts` as
-    /// [`call_with`](Self::call_with) does.
-    ///
-    /// # Errors
-    ///
-    /// As [`call`](Self::call).
-    pub fn call_async_with<T, E, C, Fut>(
-        &self,
-        counts: C,
-        future: Fut,
-    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, C, Fut>
-    where
-        C: FnOnce(&E) -> bool,
-        Fut: Future<Output = Result<T, E>>,
-    {
-        crate::core::body::Call::new(self, counts, future)
-    }
 }
 
 /// `admitted` (a state word) with bits 36..52 of its generation in the low
@@ -1157,248 +950,15 @@ pub(crate) fn splitmix64(state: u64) -> (u64, u64) {
     (next, z ^ (z >> 31))
 }
 
-impl Permit<'_> {
-    /// Records how the call ended.
-    #[inline]
-    pub fn record(self, outcome: Outcome) {
-        let this = ManuallyDrop::new(self);
-        this.breaker.finish(this.admitted, this.started, outcome);
-    }
-
-    /// Records a success.
-    #[inline]
-    pub fn success(self) {
-        self.record(Outcome::Success);
-    }
-
-    /// Records a failure.
-    pub fn failure(self) {
-        self.record(Outcome::Failure);
-    }
-
-    /// Records a neutral outcome (gives back a trial permit, moves no counter).
-    pub fn neutral(self) {
-        self.record(Outcome::Neutral);
-    }
-
-    /// Records `Ok` as a success and `Err(e)` as a failure if `counts(e)`, neutral
-    /// otherwise.
-    #[inline]
-    pub fn resolve<T, E>(self, result: &Result<T, E>, counts: impl FnOnce(&E) -> bool) {
-        let outcome = match result {
-            Ok(_) => Outcome::Success,
-            Err(e) if counts(e) => Outcome::Failure,
-            Err(_) => Outcome::Neutral,
-        };
-        self.record(outcome);
-    }
-
-    /// Whether this call is a half-open trial: admitted after the open period,
-    /// to probe whether the dependency has recovered.
-    #[must_use]
-    pub fn is_trial(&self) -> bool {
-        self.admitted != PASSIVE && Word(self.admitted).tag() == TAG_HALF_OPEN
-    }
-
-    /// From now on the protected body's polls are watched: a panic while this
-    /// permit is dropped is not the body's, and a drop without an outcome is
-    /// an abandoned call. (`PASSIVE` has every bit set, `TRACKED` included.)
-    #[inline]
-    pub(crate) fn track_body(&mut self) {
-        self.admitted |= TRACKED;
-    }
-
-    /// The protected body panicked or ran out of time: a failure, recorded now.
-    /// Cut off at its time limit: a failure, also counted as a timeout.
-    pub(crate) fn timed_out(&mut self) {
-        if self.admitted != PASSIVE {
-            self.breaker.totals.add(crate::core::totals::TIMEOUT);
-        }
-        self.failed_now();
-    }
-
-    pub(crate) fn failed_now(&mut self) {
-        let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
-        self.breaker
-            .finish_slow(admitted, self.started, Outcome::Failure);
-    }
-
-    /// Refused after the breaker admitted it (a full bulkhead): the
-    /// admission is given back as a neutral outcome would give it back (a
-    /// half-open trial returns its slot), and the call is counted as
-    /// rejected, not as neutral.
-    pub(crate) fn refused(&mut self) {
-        let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
-        if admitted == PASSIVE {
-            return;
-        }
-        self.breaker.totals.add(crate::core::totals::REJECTED);
-        self.breaker
-            .finish_counted(admitted, self.started, Outcome::Neutral, false);
-    }
-
-    /// The protected body was dropped before it finished: neutral, but a
-    /// slow call when it ran longer than `slow` (a slow trial fails).
-    #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-    pub(crate) fn abandoned(&mut self) {
-        let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
-        self.breaker
-            .finish_timed(admitted, self.started, Outcome::Neutral, true);
-    }
-}
-
-/// A permit's record without the borrow of its breaker, for a permit held by
-/// a type that owns its breaker handle (tower's `OwnedPermit`, the reqwest
-/// middleware's `Verdict`). Moving the two words out and back costs nothing
-/// on the call path.
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-#[derive(Debug)]
-pub(crate) struct Detached {
-    admitted: u64,
-    started: u64,
-}
-
-impl<'b> Permit<'b> {
-    /// The breaker that admitted the call.
-    pub(crate) fn breaker(&self) -> &'b Breaker {
-        self.breaker
-    }
-}
-
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-impl Permit<'_> {
-    /// The permit's record, leaving the breaker to be named again by
-    /// [`Detached::attach`]; nothing is recorded now.
-    pub(crate) fn detach(self) -> Detached {
-        let this = ManuallyDrop::new(self);
-        Detached {
-            admitted: this.admitted,
-            started: this.started,
-        }
-    }
-}
-
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-impl Detached {
-    /// The permit again. `breaker` must be the one that admitted it.
-    pub(crate) fn attach(self, breaker: &Breaker) -> Permit<'_> {
-        Permit {
-            breaker,
-            admitted: self.admitted,
-            started: self.started,
-        }
-    }
-}
-
-impl Drop for Permit<'_> {
-    /// Dropped without an outcome. A permit whose body is watched
-    /// (`track_body`) was abandoned: neutral, or slow past `slow`, whatever
-    /// else is panicking (its body's own panic was recorded when it was
-    /// raised). Any other permit is a failure while the thread panics
-    /// (the protected code unwound through it), neutral otherwise.
-    fn drop(&mut self) {
-        let tracked = self.admitted & TRACKED != 0;
-        let outcome = if !tracked && std::thread::panicking() {
-            Outcome::Failure
-        } else {
-            Outcome::Neutral
-        };
-        self.breaker.finish_timed(
-            self.admitted,
-            self.started,
-            outcome,
-            tracked || outcome == Outcome::Failure,
-        );
-    }
-}
-
-/// A breaker's state and counters at one moment; see [`Breaker::snapshot`].
-///
-/// With the `serde` feature it is `Serialize`: durations as strings
-/// (`"1m 30s"`), `opened_at` as RFC 3339.
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[non_exhaustive]
-pub struct Snapshot {
-    /// The breaker's name.
-    pub name: Name,
-    /// The state, as [`Breaker::state`] reports it.
-    pub state: State,
-    /// Manual control in force.
-    pub mode: Mode,
-    /// Consecutive counted failures so far (Closed, consecutive rule).
-    pub consecutive_failures: u32,
-    /// Calls in the rate rule's window.
-    pub window_calls: u64,
-    /// Failed calls in the rate rule's window.
-    pub window_failures: u64,
-    /// Slow calls in the rate rule's window.
-    pub window_slow: u64,
-    /// Trial calls running now (HalfOpen).
-    pub trials_in_flight: u32,
-    /// Successful trials so far in this half-open round.
-    pub trial_successes: u32,
-    /// Time since the last state change.
-    #[cfg_attr(
-        feature = "serde",
-        serde(serialize_with = "crate::core::serde::duration")
-    )]
-    pub since_transition: Duration,
-    /// Time until the next trial is admitted (Open only).
-    #[cfg_attr(
-        feature = "serde",
-        serde(serialize_with = "crate::core::serde::option_duration")
-    )]
-    pub retry_after: Option<Duration>,
-    /// Calls since the breaker was built: those let through, once they ended
-    /// (`successes + failures + neutral`), and those rejected. Calls let
-    /// through while [`Mode::ForcedClosed`] are not counted.
-    pub calls: u64,
-    /// Calls that ended in [`Outcome::Success`].
-    pub successes: u64,
-    /// Calls that ended in [`Outcome::Failure`] (counted errors, panics).
-    pub failures: u64,
-    /// Calls that ended in [`Outcome::Neutral`] (errors not counted, dropped
-    /// futures).
-    pub neutral: u64,
-    /// Calls slower than the `slow` setting (also counted as a success or
-    /// failure); 0 without the slow-call rule.
-    pub slow: u64,
-    /// Calls refused without running.
-    pub rejected: u64,
-    /// Calls cut off at their time limit (`timeout`); also counted in
-    /// [`failures`](Self::failures).
-    pub timeouts: u64,
-    /// Calls an observe-only breaker ([`Mode::Disabled`]) let through that
-    /// it would have rejected: open, or half-open with its trials taken.
-    /// Each is also counted by its outcome, in [`calls`](Self::calls), once
-    /// it ended; 0 in any other mode.
-    pub would_reject: u64,
-    /// State transitions since the breaker was built, manual ones included.
-    pub transitions: u64,
-    /// When the breaker last opened on its own (trip rule or failed trial),
-    /// as wall-clock time: the system time now less the time passed since, on
-    /// the breaker's clock.
-    #[cfg_attr(
-        feature = "serde",
-        serde(serialize_with = "crate::core::serde::option_time")
-    )]
-    pub opened_at: Option<std::time::SystemTime>,
-}
-
-impl Snapshot {
-    /// Share of failed calls in the window, once it holds any call.
-    #[must_use]
-    #[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
-    pub fn failure_rate(&self) -> Option<f64> {
-        (self.window_calls > 0).then(|| self.window_failures as f64 / self.window_calls as f64)
-    }
-
-    /// Share of slow calls in the window, once it holds any call.
-    #[must_use]
-    #[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
-    pub fn slow_rate(&self) -> Option<f64> {
-        (self.window_calls > 0).then(|| self.window_slow as f64 / self.window_calls as f64)
+impl Breaker {
+    /// A rejection by this breaker, counted.
+    pub(crate) fn rejection(
+        &self,
+        state: crate::core::error::State,
+        retry: crate::core::clock::RetryAt,
+    ) -> crate::core::error::Rejected {
+        self.totals.add(crate::core::totals::REJECTED);
+        crate::core::error::Rejected::new(self.carried_name(), state, retry)
     }
 }
 

@@ -1,0 +1,83 @@
+//! Calling through a breaker: a closure or a future, with every error or a rule's errors counted.
+
+use super::*;
+
+impl Breaker {
+    /// Runs `f` through the breaker; every `Err` counts as a failure.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Rejected`] without running `f` when the breaker refuses;
+    /// [`Error::Failed`] with `f`'s error otherwise.
+    #[inline]
+    pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Result<T, E>,
+    {
+        self.call_with(|_| true, f)
+    }
+
+    /// Runs `f` through the breaker; an `Err` counts as a failure when `counts`
+    /// says so, and is neutral otherwise (it moves no counter).
+    ///
+    /// ```
+    /// use failfast_runtime::Breaker;
+    ///
+    /// let breaker = Breaker::builder().threshold(1).build()?;
+    /// // A 400 is the caller's fault: neutral.
+    /// let _ = breaker.call_with(|status: &u16| *status >= 500, || Err::<(), u16>(400));
+    /// assert_eq!(breaker.snapshot().consecutive_failures, 0);
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call).
+    #[inline]
+    pub fn call_with<T, E, C, F>(&self, counts: C, f: F) -> Result<T, Error<E>>
+    where
+        C: FnOnce(&E) -> bool,
+        F: FnOnce() -> Result<T, E>,
+    {
+        let permit = self.acquire()?;
+        let result = f();
+        permit.resolve(&result, counts);
+        result.map_err(Error::Failed)
+    }
+
+    /// Awaits `future` through the breaker; every `Err` counts as a failure. The
+    /// call is admitted when the returned future is first polled. If it is
+    /// dropped before it finishes, the call is neutral (a slow call once it ran
+    /// longer than `slow`); a panic while `future` is polled is a failure.
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call).
+    pub fn call_async<T, E, Fut>(
+        &self,
+        future: Fut,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, Fut>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.call_async_with(|_: &E| true, future)
+    }
+
+    /// Awaits `future` through the breaker, classifying errors with `counts` as
+    /// [`call_with`](Self::call_with) does.
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call).
+    pub fn call_async_with<T, E, C, Fut>(
+        &self,
+        counts: C,
+        future: Fut,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, C, Fut>
+    where
+        C: FnOnce(&E) -> bool,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        crate::core::body::Call::new(self, counts, future)
+    }
+}

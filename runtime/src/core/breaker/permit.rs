@@ -1,0 +1,196 @@
+//! The permit: proof that a breaker admitted a call, and how its outcome is recorded.
+
+use super::*;
+
+/// Proof that the breaker admitted a call. Resolve it with the call's
+/// [`Outcome`]; if it is dropped unresolved, it resolves itself as
+/// [`Outcome::Neutral`] (a cancelled call), or as [`Outcome::Failure`] when
+/// dropped by a panic unwinding through the protected code.
+///
+/// In async code, a permit held by a future that is dropped while some *other*
+/// code panics (a sibling in `join!`, the task being torn down) cannot tell
+/// that panic from its own: [`Breaker::call_async`] and `#[circuit_breaker]`
+/// watch the protected future's own polls instead, and count only a panic
+/// raised inside them.
+///
+/// ```
+/// use failfast_runtime::{Breaker, Outcome};
+///
+/// let breaker = Breaker::builder().build()?;
+/// match breaker.acquire() {
+///     Ok(permit) => {
+///         let answer = 6 * 7; // call the dependency here
+///         permit.record(if answer == 42 { Outcome::Success } else { Outcome::Failure });
+///     }
+///     Err(rejected) => eprintln!("{rejected}"),
+/// }
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+#[derive(Debug)]
+#[must_use = "a permit records its call's outcome; dropping it at once records a neutral call"]
+pub struct Permit<'a> {
+    pub(super) breaker: &'a Breaker,
+    /// The state word the call was admitted under, or `PASSIVE`. Its mode
+    /// bits hold `TRACKED`; with the slow-call rule, the low 16 bits of its
+    /// payload (trial counts or failures, which the permit does not need) hold
+    /// bits 36..52 of the admitted generation. See `Breaker::permit`.
+    pub(super) admitted: u64,
+    /// When the call started, with the slow-call rule; the generation counter
+    /// at admission without it.
+    pub(super) started: u64,
+}
+
+impl Permit<'_> {
+    /// Records how the call ended.
+    #[inline]
+    pub fn record(self, outcome: Outcome) {
+        let this = ManuallyDrop::new(self);
+        this.breaker.finish(this.admitted, this.started, outcome);
+    }
+
+    /// Records a success.
+    #[inline]
+    pub fn success(self) {
+        self.record(Outcome::Success);
+    }
+
+    /// Records a failure.
+    pub fn failure(self) {
+        self.record(Outcome::Failure);
+    }
+
+    /// Records a neutral outcome (gives back a trial permit, moves no counter).
+    pub fn neutral(self) {
+        self.record(Outcome::Neutral);
+    }
+
+    /// Records `Ok` as a success and `Err(e)` as a failure if `counts(e)`, neutral
+    /// otherwise.
+    #[inline]
+    pub fn resolve<T, E>(self, result: &Result<T, E>, counts: impl FnOnce(&E) -> bool) {
+        let outcome = match result {
+            Ok(_) => Outcome::Success,
+            Err(e) if counts(e) => Outcome::Failure,
+            Err(_) => Outcome::Neutral,
+        };
+        self.record(outcome);
+    }
+
+    /// Whether this call is a half-open trial: admitted after the open period,
+    /// to probe whether the dependency has recovered.
+    #[must_use]
+    pub fn is_trial(&self) -> bool {
+        self.admitted != PASSIVE && Word(self.admitted).tag() == TAG_HALF_OPEN
+    }
+
+    /// From now on the protected body's polls are watched: a panic while this
+    /// permit is dropped is not the body's, and a drop without an outcome is
+    /// an abandoned call. (`PASSIVE` has every bit set, `TRACKED` included.)
+    #[inline]
+    pub(crate) fn track_body(&mut self) {
+        self.admitted |= TRACKED;
+    }
+
+    /// The protected body panicked or ran out of time: a failure, recorded now.
+    /// Cut off at its time limit: a failure, also counted as a timeout.
+    pub(crate) fn timed_out(&mut self) {
+        if self.admitted != PASSIVE {
+            self.breaker.totals.add(crate::core::totals::TIMEOUT);
+        }
+        self.failed_now();
+    }
+
+    pub(crate) fn failed_now(&mut self) {
+        let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
+        self.breaker
+            .finish_slow(admitted, self.started, Outcome::Failure);
+    }
+
+    /// Refused after the breaker admitted it (a full bulkhead): the
+    /// admission is given back as a neutral outcome would give it back (a
+    /// half-open trial returns its slot), and the call is counted as
+    /// rejected, not as neutral.
+    pub(crate) fn refused(&mut self) {
+        let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
+        if admitted == PASSIVE {
+            return;
+        }
+        self.breaker.totals.add(crate::core::totals::REJECTED);
+        self.breaker
+            .finish_counted(admitted, self.started, Outcome::Neutral, false);
+    }
+
+    /// The protected body was dropped before it finished: neutral, but a
+    /// slow call when it ran longer than `slow` (a slow trial fails).
+    #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+    pub(crate) fn abandoned(&mut self) {
+        let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
+        self.breaker
+            .finish_timed(admitted, self.started, Outcome::Neutral, true);
+    }
+}
+
+/// A permit's record without the borrow of its breaker, for a permit held by
+/// a type that owns its breaker handle (tower's `OwnedPermit`, the reqwest
+/// middleware's `Verdict`). Moving the two words out and back costs nothing
+/// on the call path.
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+#[derive(Debug)]
+pub(crate) struct Detached {
+    admitted: u64,
+    started: u64,
+}
+
+impl<'b> Permit<'b> {
+    /// The breaker that admitted the call.
+    pub(crate) fn breaker(&self) -> &'b Breaker {
+        self.breaker
+    }
+}
+
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+impl Permit<'_> {
+    /// The permit's record, leaving the breaker to be named again by
+    /// [`Detached::attach`]; nothing is recorded now.
+    pub(crate) fn detach(self) -> Detached {
+        let this = ManuallyDrop::new(self);
+        Detached {
+            admitted: this.admitted,
+            started: this.started,
+        }
+    }
+}
+
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+impl Detached {
+    /// The permit again. `breaker` must be the one that admitted it.
+    pub(crate) fn attach(self, breaker: &Breaker) -> Permit<'_> {
+        Permit {
+            breaker,
+            admitted: self.admitted,
+            started: self.started,
+        }
+    }
+}
+
+impl Drop for Permit<'_> {
+    /// Dropped without an outcome. A permit whose body is watched
+    /// (`track_body`) was abandoned: neutral, or slow past `slow`, whatever
+    /// else is panicking (its body's own panic was recorded when it was
+    /// raised). Any other permit is a failure while the thread panics
+    /// (the protected code unwound through it), neutral otherwise.
+    fn drop(&mut self) {
+        let tracked = self.admitted & TRACKED != 0;
+        let outcome = if !tracked && std::thread::panicking() {
+            Outcome::Failure
+        } else {
+            Outcome::Neutral
+        };
+        self.breaker.finish_timed(
+            self.admitted,
+            self.started,
+            outcome,
+            tracked || outcome == Outcome::Failure,
+        );
+    }
+}

@@ -1,0 +1,88 @@
+//! Settings changed at run time: the tuning a breaker reads where it decides
+//! something, and [`Breaker::reconfigure`].
+
+use super::Breaker;
+use crate::core::config::{Config, Window};
+use crate::core::kept::{Kept, Read};
+use crate::core::patch::{ConfigPatch, ConfigureError, RunMode};
+
+/// A breaker's settings as changed at run time: read only where the breaker
+/// decides something, never on the closed-call path. Each reconfiguration
+/// publishes a `Config` (`size_of::<Config>()`, under 128 bytes; its name is
+/// shared, not copied); the one it replaces is freed once no call reads it
+/// (see `kept`).
+pub(crate) type Tuning = Kept<Config>;
+
+impl Breaker {
+    /// The settings in force, held while the returned guard lives: one
+    /// flag read while the breaker was never reconfigured, then a guard of
+    /// `kept`'s (no shared write).
+    #[inline]
+    pub(crate) fn settings(&self) -> Read<'_, Config> {
+        self.tuning.get().unwrap_or(Read::Borrowed(&self.config))
+    }
+
+    /// The settings in force: as declared ([`config`](Self::config)), with
+    /// any change made by [`reconfigure`](Self::reconfigure) applied.
+    #[must_use]
+    pub fn current_config(&self) -> Config {
+        self.settings().clone()
+    }
+
+    /// Changes the settings of this breaker while it runs: checked whole,
+    /// applied whole or not at all. See [the module](mod@crate::ops::configure) for
+    /// what can change and when it takes effect.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigureError`] naming the breaker, the key and the reason; the
+    /// breaker is left as it was.
+    pub fn reconfigure(&self, patch: &ConfigPatch) -> Result<(), ConfigureError> {
+        let mut tuning = self.tuning.publisher();
+        let current = tuning.latest().unwrap_or(Read::Borrowed(&self.config));
+        let next = patch
+            .applied_to(&current)
+            .map_err(|(key, reason)| ConfigureError::new(self.name(), key, reason))?;
+        let reshaped = next.window != current.window;
+        drop(current);
+        if reshaped {
+            // A new shape: a fresh, empty window, published before the
+            // settings that describe it (see the module docs on races).
+            self.reshape(next.window);
+        }
+        tuning.publish(next);
+        drop(tuning);
+        // The settings' gauges show the new values.
+        #[cfg(feature = "metrics")]
+        if self.is_registered() {
+            crate::ops::metrics::registered(self);
+        }
+        match patch.run_mode() {
+            Some(RunMode::ObserveOnly) => self.disable(),
+            Some(RunMode::Normal) => self.reset(),
+            None => {}
+        }
+        Ok(())
+    }
+}
+
+impl Breaker {
+    /// Publishes a fresh, empty window of `shape`, holding the calls from
+    /// now on. The window it replaces is freed once no call reads it (see
+    /// `kept`): a call still recording into it is safe, and lost to the new
+    /// window.
+    ///
+    /// Successes consult a time window always, a count window only once an
+    /// event finds it unsettled (the `consult` module): the word says
+    /// which, set to "no" before a count window is published (an event in
+    /// it sets it again) and to "yes" after a time window is.
+    fn reshape(&self, shape: Window) {
+        let fresh = crate::core::window::Window::new(shape, self.clock.coarse_resolution());
+        fresh.clear(self.totals.recorded());
+        if !fresh.is_time() {
+            self.consult(false);
+        }
+        self.window.publisher().publish(fresh);
+        self.consult_time_window();
+    }
+}

@@ -1,0 +1,174 @@
+//! A breaker's state and counters at one instant.
+
+use super::*;
+use crate::core::totals::Running;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+impl Breaker {
+    /// A snapshot of the breaker's state and counters.
+    #[must_use]
+    pub fn snapshot(&self) -> Snapshot {
+        let w = self.load();
+        let now = self.clock.now();
+        let state = self.state_of(w);
+        let tally = self.window_tally(now);
+        let (consecutive_failures, trials_in_flight, trial_successes) = match w.tag() {
+            TAG_CLOSED => (self.consecutive_failures(w), 0, 0),
+            TAG_HALF_OPEN => (0, w.in_flight(), w.successes()),
+            _ => (0, 0, 0),
+        };
+        let retry_after = match (w.mode(), w.tag()) {
+            (MODE_NORMAL | MODE_DISABLED, TAG_OPEN) => {
+                Some(Duration::from_nanos(w.deadline().saturating_sub(now)))
+            }
+            _ => None,
+        };
+        let totals = self.running_totals(now);
+        Snapshot {
+            name: self.shared_name(),
+            state,
+            mode: self.mode(),
+            consecutive_failures,
+            window_calls: tally.calls,
+            window_failures: tally.failures,
+            window_slow: tally.slow,
+            trials_in_flight,
+            trial_successes,
+            since_transition: Duration::from_nanos(
+                now.saturating_sub(self.last_transition.load(Ordering::Relaxed)),
+            ),
+            retry_after,
+            calls: totals.calls,
+            successes: totals.successes,
+            failures: totals.failures,
+            neutral: totals.neutral,
+            slow: totals.slow,
+            rejected: totals.rejected,
+            timeouts: totals.timeouts,
+            would_reject: totals.would_reject,
+            transitions: totals.transitions,
+            opened_at: totals.opened_at,
+        }
+    }
+}
+
+/// A breaker's state and counters at one moment; see [`Breaker::snapshot`].
+///
+/// With the `serde` feature it is `Serialize`: durations as strings
+/// (`"1m 30s"`), `opened_at` as RFC 3339.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct Snapshot {
+    /// The breaker's name.
+    pub name: Name,
+    /// The state, as [`Breaker::state`] reports it.
+    pub state: State,
+    /// Manual control in force.
+    pub mode: Mode,
+    /// Consecutive counted failures so far (Closed, consecutive rule).
+    pub consecutive_failures: u32,
+    /// Calls in the rate rule's window.
+    pub window_calls: u64,
+    /// Failed calls in the rate rule's window.
+    pub window_failures: u64,
+    /// Slow calls in the rate rule's window.
+    pub window_slow: u64,
+    /// Trial calls running now (HalfOpen).
+    pub trials_in_flight: u32,
+    /// Successful trials so far in this half-open round.
+    pub trial_successes: u32,
+    /// Time since the last state change.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::core::serde::duration")
+    )]
+    pub since_transition: Duration,
+    /// Time until the next trial is admitted (Open only).
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::core::serde::option_duration")
+    )]
+    pub retry_after: Option<Duration>,
+    /// Calls since the breaker was built: those let through, once they ended
+    /// (`successes + failures + neutral`), and those rejected. Calls let
+    /// through while [`Mode::ForcedClosed`] are not counted.
+    pub calls: u64,
+    /// Calls that ended in [`Outcome::Success`].
+    pub successes: u64,
+    /// Calls that ended in [`Outcome::Failure`] (counted errors, panics).
+    pub failures: u64,
+    /// Calls that ended in [`Outcome::Neutral`] (errors not counted, dropped
+    /// futures).
+    pub neutral: u64,
+    /// Calls slower than the `slow` setting (also counted as a success or
+    /// failure); 0 without the slow-call rule.
+    pub slow: u64,
+    /// Calls refused without running.
+    pub rejected: u64,
+    /// Calls cut off at their time limit (`timeout`); also counted in
+    /// [`failures`](Self::failures).
+    pub timeouts: u64,
+    /// Calls an observe-only breaker ([`Mode::Disabled`]) let through that
+    /// it would have rejected: open, or half-open with its trials taken.
+    /// Each is also counted by its outcome, in [`calls`](Self::calls), once
+    /// it ended; 0 in any other mode.
+    pub would_reject: u64,
+    /// State transitions since the breaker was built, manual ones included.
+    pub transitions: u64,
+    /// When the breaker last opened on its own (trip rule or failed trial),
+    /// as wall-clock time: the system time now less the time passed since, on
+    /// the breaker's clock.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::core::serde::option_time")
+    )]
+    pub opened_at: Option<std::time::SystemTime>,
+}
+
+impl Snapshot {
+    /// Share of failed calls in the window, once it holds any call.
+    #[must_use]
+    #[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
+    pub fn failure_rate(&self) -> Option<f64> {
+        (self.window_calls > 0).then(|| self.window_failures as f64 / self.window_calls as f64)
+    }
+
+    /// Share of slow calls in the window, once it holds any call.
+    #[must_use]
+    #[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
+    pub fn slow_rate(&self) -> Option<f64> {
+        (self.window_calls > 0).then(|| self.window_slow as f64 / self.window_calls as f64)
+    }
+}
+
+impl Breaker {
+    /// The running totals of a snapshot taken at `now`.
+    pub(crate) fn running_totals(&self, now: u64) -> Running {
+        let [
+            successes,
+            failures,
+            neutral,
+            slow,
+            rejected,
+            timeouts,
+            would_reject,
+        ] = self.totals.sums().counts;
+        let opened = self.hook.opened_at.load(Ordering::Relaxed);
+        Running {
+            calls: successes + failures + neutral + rejected,
+            successes,
+            failures,
+            neutral,
+            slow,
+            rejected,
+            timeouts,
+            would_reject,
+            transitions: self.hook.transitions.load(Ordering::Relaxed),
+            opened_at: (opened != 0).then(|| {
+                let ago = Duration::from_nanos(now.saturating_sub(opened));
+                SystemTime::now().checked_sub(ago).unwrap_or(UNIX_EPOCH)
+            }),
+        }
+    }
+}
