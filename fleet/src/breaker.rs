@@ -9,7 +9,7 @@
 //! transitions reach the fleet through the runtime's process-wide transition
 //! hook ([`failfast_runtime::hook`]), which writes them to the breaker's lane:
 //! no lock and no wait on the transitioning thread, whatever the fleet's task
-//! is doing. Transitions with [`Reason::Remote`] are the fleet's own and are
+//! is doing. Transitions with [`TransitionReason::Remote`] are the fleet's own and are
 //! not voted (no echo). Should another crate have installed the runtime's hook
 //! first (or the breaker have joined another fleet of this process), the
 //! member listens to the breaker's events instead, which may wait briefly to
@@ -23,7 +23,7 @@ use crate::config::Breakers;
 use crate::fleet::Door;
 use crate::lane::{self, Lane, local};
 use crate::member::{Cause, FleetMember, LocalState, RecentOutcomes, Transition};
-use failfast_runtime::events::{self, Reason};
+use failfast_runtime::events::{self, TransitionReason};
 use failfast_runtime::registry::{self, BreakerRef, Watch};
 use failfast_runtime::{Mode, RemoteOpen, State};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -98,8 +98,8 @@ fn transition(t: &events::Transition) -> Transition {
         t.from,
         t.to,
         t.mode,
-        t.reason == Reason::Remote,
-        matches!(t.reason, Reason::Manual | Reason::ConfigChange),
+        t.reason == TransitionReason::Remote,
+        matches!(t.reason, TransitionReason::Manual),
     )
 }
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use failfast_runtime::events::{self, Reason, Subscription, Transition};
+use failfast_runtime::events::{self, Subscription, Transition, TransitionReason};
 use failfast_runtime::{Breaker, Builder, ManualClock, Mode, Outcome, State};
 
 const RECOVERY: Duration = Duration::from_secs(30);
@@ -50,7 +50,7 @@ fn builder(clock: &ManualClock) -> Builder {
 }
 
 /// From, to and why.
-fn edge(t: &Transition) -> (State, State, Reason) {
+fn edge(t: &Transition) -> (State, State, TransitionReason) {
     (t.from, t.to, t.reason)
 }
 
@@ -80,7 +80,11 @@ fn consecutive_failures_reaching_the_threshold_open_with_one_event() {
     assert_eq!(t.name, "events-under-test");
     assert_eq!(
         edge(&t),
-        (State::Closed, State::Open, Reason::ThresholdReached)
+        (
+            State::Closed,
+            State::Open,
+            TransitionReason::ThresholdReached
+        )
     );
     assert_eq!(t.counts.consecutive_failures, 3);
     assert_eq!(t.open_for, Some(RECOVERY));
@@ -110,7 +114,11 @@ fn recovery_trials_and_their_outcomes_each_give_one_event() {
     let t = log.one();
     assert_eq!(
         edge(&t),
-        (State::Open, State::HalfOpen, Reason::RecoveryElapsed)
+        (
+            State::Open,
+            State::HalfOpen,
+            TransitionReason::RecoveryElapsed
+        )
     );
     assert_eq!((t.open_for, t.seq), (None, 2));
 
@@ -119,7 +127,7 @@ fn recovery_trials_and_their_outcomes_each_give_one_event() {
     let t = log.one();
     assert_eq!(
         edge(&t),
-        (State::HalfOpen, State::Open, Reason::TrialFailed)
+        (State::HalfOpen, State::Open, TransitionReason::TrialFailed)
     );
     assert_eq!(t.open_for, Some(RECOVERY * 2));
     assert_eq!(t.counts.trial_successes, 0);
@@ -127,12 +135,16 @@ fn recovery_trials_and_their_outcomes_each_give_one_event() {
     // Two successful trials close it: one event for the second.
     clock.advance(RECOVERY * 2);
     succeed(&b);
-    assert_eq!(log.one().reason, Reason::RecoveryElapsed);
+    assert_eq!(log.one().reason, TransitionReason::RecoveryElapsed);
     succeed(&b);
     let t = log.one();
     assert_eq!(
         edge(&t),
-        (State::HalfOpen, State::Closed, Reason::TrialsSucceeded)
+        (
+            State::HalfOpen,
+            State::Closed,
+            TransitionReason::TrialsSucceeded
+        )
     );
     assert_eq!(t.counts.trial_successes, 2);
     assert_eq!(t.seq, 5);
@@ -153,7 +165,10 @@ fn a_failure_rate_opens_with_the_window_counts() {
     assert!(log.take().is_empty());
     fail(&b);
     let t = log.one();
-    assert_eq!(edge(&t), (State::Closed, State::Open, Reason::FailureRate));
+    assert_eq!(
+        edge(&t),
+        (State::Closed, State::Open, TransitionReason::FailureRate)
+    );
     assert_eq!(window(&t), (4, 2, 0));
     assert_eq!(t.open_for, Some(RECOVERY));
 }
@@ -180,7 +195,10 @@ fn a_slow_call_rate_opens_with_the_window_counts() {
     assert!(log.take().is_empty());
     slow_success();
     let t = log.one();
-    assert_eq!(edge(&t), (State::Closed, State::Open, Reason::SlowCallRate));
+    assert_eq!(
+        edge(&t),
+        (State::Closed, State::Open, TransitionReason::SlowCallRate)
+    );
     assert_eq!(window(&t), (4, 0, 2));
 }
 
@@ -194,7 +212,12 @@ fn each_manual_control_gives_one_event_with_its_mode() {
     let t = log.one();
     assert_eq!(
         (t.from, t.to, t.reason, t.mode),
-        (State::Closed, State::Open, Reason::Manual, Mode::ForcedOpen)
+        (
+            State::Closed,
+            State::Open,
+            TransitionReason::Manual,
+            Mode::ForcedOpen
+        )
     );
     assert_eq!(
         t.counts.consecutive_failures, 2,
@@ -217,7 +240,12 @@ fn each_manual_control_gives_one_event_with_its_mode() {
     let t = log.one();
     assert_eq!(
         (t.from, t.to, t.reason, t.mode),
-        (State::Closed, State::Closed, Reason::Manual, Mode::Normal)
+        (
+            State::Closed,
+            State::Closed,
+            TransitionReason::Manual,
+            Mode::Normal
+        )
     );
     assert_eq!(t.seq, 4);
 }
@@ -261,7 +289,7 @@ fn a_listener_may_drive_the_breaker_it_listens_to() {
     let _log = log.listen(&b);
     let weak = Arc::downgrade(&b);
     let _resets = b.subscribe(move |t| {
-        if t.reason == Reason::ThresholdReached {
+        if t.reason == TransitionReason::ThresholdReached {
             weak.upgrade().unwrap().reset();
         }
     });
@@ -270,7 +298,10 @@ fn a_listener_may_drive_the_breaker_it_listens_to() {
     let reasons: Vec<_> = log.take().iter().map(|t| (t.reason, t.seq)).collect();
     assert_eq!(
         reasons,
-        [(Reason::ThresholdReached, 1), (Reason::Manual, 2)]
+        [
+            (TransitionReason::ThresholdReached, 1),
+            (TransitionReason::Manual, 2)
+        ]
     );
 }
 
@@ -431,7 +462,7 @@ fn a_blocked_listener_holds_up_only_the_thread_delivering_to_it() {
     let log = Log::default();
     let sink = log.clone();
     let _s = b.subscribe(move |t| {
-        if t.reason == Reason::ThresholdReached {
+        if t.reason == TransitionReason::ThresholdReached {
             entered.send(()).unwrap();
             released.lock().unwrap().recv().unwrap();
         }
@@ -453,7 +484,10 @@ fn a_blocked_listener_holds_up_only_the_thread_delivering_to_it() {
         tripping.join().unwrap();
     });
     let reasons: Vec<_> = log.take().iter().map(|t| t.reason).collect();
-    assert_eq!(reasons, [Reason::ThresholdReached, Reason::Manual]);
+    assert_eq!(
+        reasons,
+        [TransitionReason::ThresholdReached, TransitionReason::Manual]
+    );
 }
 
 /// A manual control reports what it cleared: the trial successes of a
@@ -472,7 +506,7 @@ fn a_manual_control_reports_the_counts_it_cleared() {
     let t = log.one();
     assert_eq!(
         (t.from, t.to, t.reason),
-        (State::HalfOpen, State::Closed, Reason::Manual)
+        (State::HalfOpen, State::Closed, TransitionReason::Manual)
     );
     assert_eq!(t.counts.trial_successes, 1);
 
@@ -486,7 +520,10 @@ fn a_manual_control_reports_the_counts_it_cleared() {
     fail(&b);
     b.force_open();
     let t = log.one();
-    assert_eq!((t.from, t.reason), (State::Closed, Reason::Manual));
+    assert_eq!(
+        (t.from, t.reason),
+        (State::Closed, TransitionReason::Manual)
+    );
     assert_eq!(t.counts.consecutive_failures, 0);
 }
 

@@ -53,45 +53,11 @@
 //!   whether or not there are any.
 
 use std::fmt;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
-use crate::core::breaker::{Breaker, Mode};
-use crate::core::error::State;
+use crate::core::breaker::transition::TRANSITIONED;
 
-/// What made a breaker change state, as the hook sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Cause {
-    /// The breaker's own calls: a trip rule, a trial's result, or a call
-    /// finding the open time passed.
-    Calls,
-    /// Manual control: [`reset`](crate::Breaker::reset),
-    /// [`force_open`](crate::Breaker::force_open),
-    /// [`force_closed`](crate::Breaker::force_closed),
-    /// [`disable`](crate::Breaker::disable).
-    Manual,
-    /// An open imposed from outside or its end moved
-    /// ([`Breaker::open_remote`], [`Breaker::release_remote`]).
-    Remote,
-}
-
-/// One transition, as handed to the hook.
-#[derive(Clone, Copy, Debug)]
-#[non_exhaustive]
-pub struct Change<'a> {
-    /// The breaker that changed state. Its address identifies it for as long
-    /// as it lives.
-    pub breaker: &'a Breaker,
-    /// The state it left.
-    pub from: State,
-    /// The state it entered.
-    pub to: State,
-    /// Manual control in force after the transition.
-    pub mode: Mode,
-    /// What made it change.
-    pub cause: Cause,
-}
+pub use crate::core::breaker::transition::{Cause, Change};
 
 /// The hook's type: a function of the [`Change`], for the life of the process.
 pub type Hook = dyn Fn(&Change<'_>) + Send + Sync;
@@ -126,21 +92,15 @@ pub fn installed() -> bool {
     HOOK.get().is_some()
 }
 
-/// Calls the hook, if any, with a transition; see `Breaker::transitioned`.
-#[inline]
-pub(crate) fn call(breaker: &Breaker, from: State, to: State, mode: Mode, cause: Cause) {
+/// Hands every transition to the hook, if one is installed (the state
+/// machine catches its panic).
+#[linkme::distributed_slice(TRANSITIONED)]
+#[allow(unsafe_code)] // linkme places the entry in a link section
+static CALL: fn(&Change<'_>) = |change| {
     if let Some(hook) = HOOK.get() {
-        let change = Change {
-            breaker,
-            from,
-            to,
-            mode,
-            cause,
-        };
-        // The hook's panic is its own: the breaker carries on.
-        let _ = catch_unwind(AssertUnwindSafe(|| hook(&change)));
+        hook(change);
     }
-}
+};
 
 #[cfg(test)]
 mod tests {

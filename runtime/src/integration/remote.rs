@@ -10,7 +10,7 @@
 //! breaker's own evidence is never cut short from outside.
 //!
 //! Both transitions are delivered to listeners with
-//! [`Reason::Remote`](crate::ops::events::Reason::Remote), which is how a fleet
+//! [`TransitionReason::Remote`](crate::events::TransitionReason::Remote), which is how a fleet
 //! tells them from opens caused by local evidence and does not echo them back.
 //!
 //! Nothing here is on a call's path: the state word keeps its layout, and a
@@ -35,10 +35,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::core::breaker::Breaker;
+use crate::core::breaker::transition::Why;
 use crate::core::clock::duration_nanos;
 use crate::core::config::{Config, Window};
 use crate::core::word::{MAX_DEADLINE, MODE_NORMAL, TAG_HALF_OPEN, TAG_OPEN, Word};
-use crate::ops::events::Cause;
 
 /// An open imposed by [`Breaker::open_remote`]: what
 /// [`Breaker::release_remote`] needs to end it, and the next
@@ -64,7 +64,7 @@ impl Breaker {
     /// until then or later, is running a half-open trial, or is under manual
     /// control ([`Mode`](crate::Mode) other than normal). The transition is
     /// delivered to listeners with
-    /// [`Reason::Remote`](crate::ops::events::Reason::Remote).
+    /// [`TransitionReason::Remote`](crate::events::TransitionReason::Remote).
     pub fn open_remote(
         &self,
         remaining: Duration,
@@ -96,7 +96,7 @@ impl Breaker {
                         self.last_transition.store(now, Ordering::Relaxed);
                     }
                     self.clock.watch(deadline);
-                    self.transitioned(w, new, Cause::Remote, 0);
+                    self.transitioned(w, new, Why::Remote, 0);
                     return Some(RemoteOpen { deadline, floor });
                 }
                 Err(actual) => w = actual,
@@ -125,7 +125,7 @@ impl Breaker {
         }
         let new = Word::open(MODE_NORMAL, deadline);
         self.cas(w, new).ok()?;
-        self.transitioned(w, new, Cause::Remote, 0);
+        self.transitioned(w, new, Why::Remote, 0);
         Some(RemoteOpen { deadline, ..open })
     }
 }
@@ -168,7 +168,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::events::Reason;
+    use crate::ops::events::TransitionReason as Reason;
     use crate::{ManualClock, State};
     use std::sync::{Arc, Mutex};
 

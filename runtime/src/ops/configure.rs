@@ -9,7 +9,8 @@
 //! ```
 //! use failfast_runtime::{configure, registry, Breaker, ConfigPatch};
 //! use std::sync::Arc;
-//! //!
+//! use std::time::Duration;
+//!
 //! let payments = Arc::new(Breaker::builder().name("payments::charge").threshold(5).build()?);
 //! registry::register(&payments);
 //!

@@ -114,6 +114,7 @@ use ::metrics::{
 };
 
 use crate::core::breaker::Breaker;
+use crate::core::breaker::transition::{Change, RECONFIGURED, TRANSITIONED};
 use crate::core::error::State;
 use crate::core::name::Name;
 use crate::ops::registry;
@@ -309,7 +310,7 @@ impl Keys {
 }
 
 fn keys(b: &Breaker) -> &Keys {
-    b.hook.metric_keys.get_or_init(|| Keys::new(&b.config.name))
+    b.exported().get_or_init(|| Keys::new(&b.shared_name()))
 }
 
 /// Adds what `b` counted since its last report to the counts of its name,
@@ -368,7 +369,7 @@ pub fn export() {
 /// counters at zero the first time, as registration does for a breaker.
 #[cfg(feature = "keyed")]
 fn export_member(b: &Breaker) {
-    let first = b.hook.metric_keys.get().is_none();
+    let first = !b.exported().is_set();
     export_breaker(b);
     if first {
         zero_transitions(keys(b));
@@ -381,7 +382,7 @@ fn export_member(b: &Breaker) {
 /// before (a transition).
 #[cfg(feature = "keyed")]
 pub(crate) fn evicted(b: &Breaker, registered: bool) {
-    if registered || b.hook.metric_keys.get().is_some() {
+    if registered || b.exported().is_set() {
         caught(|| export_member(b));
     }
 }
@@ -443,7 +444,20 @@ fn series(b: &Breaker) {
 
 /// A transition from `from` to `to`: its counter, then the breaker's state
 /// and call totals as they are now (later transitions may have come first).
-pub(crate) fn transition(b: &Breaker, from: State, to: State) {
+#[linkme::distributed_slice(TRANSITIONED)]
+#[allow(unsafe_code)] // linkme places the entry in a link section
+static TRANSITION: fn(&Change<'_>) = |c| transition(c.breaker, c.from, c.to);
+
+/// The settings' gauges of a registered breaker show its new settings.
+#[linkme::distributed_slice(RECONFIGURED)]
+#[allow(unsafe_code)] // linkme places the entry in a link section
+static RECONFIGURE: fn(&Breaker) = |b| {
+    if b.is_registered() {
+        registered(b);
+    }
+};
+
+fn transition(b: &Breaker, from: State, to: State) {
     caught(|| {
         let keys = keys(b);
         with_recorder(|r| {

@@ -8,7 +8,7 @@
 //! |---|---|
 //! | `breaker` | the breaker's name |
 //! | `from`, `to` | `closed`, `open`, `half-open` |
-//! | `reason` | [`Reason::as_str`](crate::ops::events::Reason::as_str): `threshold_reached`, `failure_rate`, … |
+//! | `reason` | [`TransitionReason::as_str`](crate::events::TransitionReason::as_str): `threshold_reached`, `failure_rate`, … |
 //! | `mode` | manual control in force: `Normal`, `ForcedOpen`, `ForcedClosed`, `Disabled` |
 //! | `observe_only` | `true` when the mode is `Disabled` (observe-only): the breaker moved, but calls still pass; the message says so too |
 //! | `consecutive_failures`, `window_calls`, `window_failures`, `window_slow`, `trial_successes` | the counts that decided it ([`Counts`](crate::ops::events::Counts)) |
@@ -25,9 +25,9 @@
 
 use ::tracing::{Level, event};
 
-use crate::core::breaker::Mode;
+use crate::core::breaker::transition::{DELIVERED, Transition, WANTED};
+use crate::core::breaker::{Breaker, Mode};
 use crate::core::error::State;
-use crate::ops::events::Transition;
 
 macro_rules! emit {
     ($level:expr, $t:expr) => {{
@@ -64,8 +64,17 @@ macro_rules! emit {
     }};
 }
 
+/// Every transition as a `tracing` event.
+#[linkme::distributed_slice(DELIVERED)]
+#[allow(unsafe_code)] // linkme places the entry in a link section
+static EMIT: fn(&Breaker, &Transition) = |_, t| transition(t);
+
+#[linkme::distributed_slice(WANTED)]
+#[allow(unsafe_code)] // linkme places the entry in a link section
+static WANTED_BY_TRACING: fn() -> bool = || true;
+
 /// Emits `t` at its level.
-pub(crate) fn transition(t: &Transition) {
+fn transition(t: &Transition) {
     match t.to {
         State::Open => emit!(Level::WARN, t),
         State::Closed => emit!(Level::INFO, t),

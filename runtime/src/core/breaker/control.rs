@@ -22,7 +22,7 @@ impl Breaker {
         }
         self.last_transition
             .store(self.clock.now(), Ordering::Relaxed);
-        self.transitioned(w, new, Cause::Manual, 0);
+        self.transitioned(w, new, Why::Manual, 0);
     }
 
     /// Back to normal operation: closed, counters cleared, growing open time back

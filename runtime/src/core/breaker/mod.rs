@@ -30,6 +30,7 @@ mod control;
 mod permit;
 mod settings;
 mod snapshot;
+pub(crate) mod transition;
 
 pub use crate::core::outcome::Outcome;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
@@ -53,7 +54,7 @@ use crate::core::word::{
     CONTROL_BITS, GEN_BITS, GEN_MASK, MAX_ROUND, MODE_BITS, MODE_DISABLED, MODE_FORCED_CLOSED,
     MODE_FORCED_OPEN, MODE_NORMAL, TAG_CLOSED, TAG_HALF_OPEN, TAG_OPEN, Word,
 };
-use crate::ops::events::{Cause, Hook};
+use transition::{Events, Why};
 
 /// How a breaker is being controlled by hand; see [`Breaker::force_open`] and
 /// friends.
@@ -151,7 +152,7 @@ pub struct Breaker {
     /// it was replaced in turn (`kept` module).
     pub(crate) window: Kept<Window>,
     /// Transition events and per-transition totals (`events` module).
-    pub(crate) hook: Hook,
+    events: Events,
     /// Calls counted by outcome (`totals` module).
     pub(crate) totals: Totals,
     /// Settings changed at run time (`configure` module), read only where
@@ -233,7 +234,7 @@ macro_rules! constructors {
                 #[cfg(not(loom))]
                 first_window: std::sync::OnceLock::new(),
                 window: Kept::new(),
-                hook: Hook::new(),
+                events: Events::new(),
                 totals: Totals::new(),
                 tuning: settings::Tuning::new(),
                 #[cfg(all(feature = "keyed", not(loom)))]
@@ -440,7 +441,7 @@ impl Breaker {
                     match self.cas(w, trial) {
                         Ok(()) => {
                             self.last_transition.store(now, Ordering::Relaxed);
-                            self.transitioned(w, trial, Cause::Recovery, 0);
+                            self.transitioned(w, trial, Why::Recovery, 0);
                             return Ok(self.permit(trial));
                         }
                         Err(actual) => w = actual,
@@ -582,7 +583,7 @@ impl Breaker {
         }
         let window = self.window();
         if window.record(false, false, self.rule()) {
-            return self.trip(Word(with_epoch(admitted.0, counter)), Cause::Rate);
+            return self.trip(Word(with_epoch(admitted.0, counter)), Why::Rate);
         }
         self.consulted(w, &window);
     }
@@ -738,7 +739,7 @@ impl Breaker {
             }
             let failed = outcome == Outcome::Failure;
             if window.record(failed, slow, self.rule()) {
-                self.trip(admitted, Cause::Rate);
+                self.trip(admitted, Why::Rate);
                 return;
             }
             if (failed || slow) && !self.config.uses_consecutive() {
@@ -755,7 +756,7 @@ impl Breaker {
                 Outcome::Success => 0,
                 // The settings are read only where they can decide a trip.
                 Outcome::Failure if w.payload() + 1 >= self.settings().threshold => {
-                    self.trip(admitted, Cause::Threshold);
+                    self.trip(admitted, Why::Threshold);
                     return;
                 }
                 Outcome::Failure => w.payload() + 1,
@@ -796,7 +797,7 @@ impl Breaker {
             }
             if outcome == Outcome::Failure {
                 // Whatever the round: a trial that failed is evidence.
-                self.trip(admitted, Cause::Trial);
+                self.trip(admitted, Why::Trial);
                 return;
             }
             if w.round() != admitted.round() {
@@ -817,7 +818,7 @@ impl Breaker {
                     self.consult_time_window();
                     self.last_transition
                         .store(self.clock.now(), Ordering::Relaxed);
-                    self.transitioned(w, next, Cause::Closed, 0);
+                    self.transitioned(w, next, Why::Closed, 0);
                     return;
                 }
                 Ok(()) => return,
@@ -828,13 +829,13 @@ impl Breaker {
 
     /// Closed or HalfOpen → Open, if the breaker is still in `admitted`'s state and
     /// generation (its payload may have moved meanwhile).
-    fn trip(&self, admitted: Word, cause: Cause) {
-        if cause != Cause::Trial && admitted.tag() == TAG_CLOSED && !self.may_open() {
+    fn trip(&self, admitted: Word, cause: Why) {
+        if cause != Why::Trial && admitted.tag() == TAG_CLOSED && !self.may_open() {
             return;
         }
         let mut w = self.load();
         let now = self.clock.now();
-        let (period, level) = self.open_period(now, cause == Cause::Trial);
+        let (period, level) = self.open_period(now, cause == Why::Trial);
         let deadline = now.saturating_add(period);
         loop {
             if !self.still_current(admitted, w) {

@@ -52,10 +52,8 @@ impl Breaker {
         }
         tuning.publish(next);
         drop(tuning);
-        // The settings' gauges show the new values.
-        #[cfg(feature = "metrics")]
-        if self.is_registered() {
-            crate::ops::metrics::registered(self);
+        for observe in super::transition::RECONFIGURED {
+            observe(self);
         }
         match patch.run_mode() {
             Some(RunMode::ObserveOnly) => self.disable(),

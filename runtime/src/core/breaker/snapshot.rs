@@ -154,7 +154,7 @@ impl Breaker {
             timeouts,
             would_reject,
         ] = self.totals.sums().counts;
-        let opened = self.hook.opened_at.load(Ordering::Relaxed);
+        let opened = self.events.opened_at.load(Ordering::Relaxed);
         Running {
             calls: successes + failures + neutral + rejected,
             successes,
@@ -164,7 +164,7 @@ impl Breaker {
             rejected,
             timeouts,
             would_reject,
-            transitions: self.hook.transitions.load(Ordering::Relaxed),
+            transitions: self.events.transitions.load(Ordering::Relaxed),
             opened_at: (opened != 0).then(|| {
                 let ago = Duration::from_nanos(now.saturating_sub(opened));
                 SystemTime::now().checked_sub(ago).unwrap_or(UNIX_EPOCH)
