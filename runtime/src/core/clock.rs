@@ -123,7 +123,7 @@ impl Clock {
         match self {
             Clock::System => {
                 #[cfg(feature = "testing")]
-                if let Some(now) = crate::ops::testing::now() {
+                if let Some(now) = test_now() {
                     return now;
                 }
                 system_now()
@@ -141,7 +141,7 @@ impl Clock {
         match self {
             Clock::System => {
                 #[cfg(feature = "testing")]
-                if let Some(now) = crate::ops::testing::now() {
+                if let Some(now) = test_now() {
                     return now;
                 }
                 coarse::now()
@@ -166,7 +166,7 @@ impl Clock {
         match self {
             Clock::System => {
                 #[cfg(feature = "testing")]
-                if let Some(now) = crate::ops::testing::now() {
+                if let Some(now) = test_now() {
                     return now >= deadline;
                 }
                 let coarse = COARSE.load(Ordering::Relaxed);
@@ -183,7 +183,7 @@ impl Clock {
     pub(crate) fn watch(&self, deadline: u64) {
         if let Clock::System = self {
             #[cfg(feature = "testing")]
-            if crate::ops::testing::now().is_some() {
+            if test_now().is_some() {
                 return;
             }
             Ticker::watch(deadline);
@@ -195,7 +195,7 @@ impl Clock {
         match self {
             Clock::System => {
                 #[cfg(feature = "testing")]
-                if let Some(now) = crate::ops::testing::now() {
+                if let Some(now) = test_now() {
                     return RetryAt::after(deadline.saturating_sub(now));
                 }
                 RetryAt::system(deadline)
@@ -447,6 +447,35 @@ mod fork {
 #[cfg(not(unix))]
 mod fork {
     pub(super) fn forget_ticker_in_children() {}
+}
+
+/// The clock the `testing` module put in place of the system's for the
+/// rest of the test binary (`testing::install_clock`,
+/// `testing::follow_tokio_clock`).
+#[cfg(feature = "testing")]
+pub(crate) enum Source {
+    Manual(ManualClock),
+    /// tokio's clock, in nanoseconds since `origin`.
+    #[cfg(feature = "tokio")]
+    Tokio {
+        origin: std::time::Instant,
+    },
+}
+
+pub(crate) static SOURCE: OnceLock<Source> = OnceLock::new();
+
+#[cfg(feature = "testing")]
+/// The test clock's time in nanoseconds, when one is installed.
+#[inline]
+fn test_now() -> Option<u64> {
+    match SOURCE.get()? {
+        Source::Manual(clock) => Some(duration_nanos(clock.now())),
+        #[cfg(feature = "tokio")]
+        Source::Tokio { origin } => {
+            let now = tokio::time::Instant::now().into_std();
+            Some(duration_nanos(now.saturating_duration_since(*origin)).max(1))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -381,7 +381,17 @@ fn export_member(b: &Breaker) {
 /// family is registered (`export` would have found it) or it was reported
 /// before (a transition).
 #[cfg(feature = "keyed")]
-pub(crate) fn evicted(b: &Breaker, registered: bool) {
+#[cfg(feature = "keyed")]
+#[linkme::distributed_slice(crate::policy::keyed::OBSERVERS)]
+#[allow(unsafe_code)] // linkme places the entry in a link section
+static EVICTED: fn(crate::policy::keyed::Seen<'_>) = |seen| {
+    if let crate::policy::keyed::Seen::Evicted(breaker, registered) = seen {
+        evicted(breaker, registered);
+    }
+};
+
+#[cfg(feature = "keyed")]
+fn evicted(b: &Breaker, registered: bool) {
     if registered || b.exported().is_set() {
         caught(|| export_member(b));
     }

@@ -536,6 +536,23 @@ impl FamilyRef {
 
 /// Lists a declared family whose slot the linker did not gather (it is,
 /// on the platforms `linkme` supports): on its first call.
+/// What the registry does when a family tells: lists it.
+#[cfg(feature = "keyed")]
+#[linkme::distributed_slice(crate::policy::keyed::OBSERVERS)]
+#[allow(unsafe_code)] // linkme places the entry in a link section
+static LIST_FAMILIES: fn(crate::policy::keyed::Seen<'_>) = |seen| {
+    use crate::policy::keyed::Seen;
+    match seen {
+        Seen::Registered(listing) => register_family(listing),
+        Seen::SlotBuilt(slot) => register_slot(slot),
+        // A scope's family (`testing::isolate`) is listed through its scope.
+        #[cfg(feature = "testing")]
+        Seen::OtherFamily(slot, _) if crate::ops::testing::owns_slot(slot) => {}
+        Seen::OtherFamily(_, listing) => register_family(listing),
+        Seen::Evicted(..) => {}
+    }
+};
+
 #[cfg(feature = "keyed")]
 pub(crate) fn register_slot(slot: &'static crate::policy::keyed::Slot) {
     with_registry(|r| r.add_slot(slot));

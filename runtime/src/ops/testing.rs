@@ -147,22 +147,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::core::breaker::Breaker;
-use crate::core::clock::{ManualClock, duration_nanos};
+use crate::core::clock::ManualClock;
 use crate::ops::registry::{self, BreakerRef};
 use crate::policy::bulkhead::Bulkhead;
 #[cfg(feature = "keyed")]
 use crate::policy::keyed::Slot as KeyedSlot;
 
-enum Source {
-    Manual(ManualClock),
-    /// tokio's clock, in nanoseconds since `origin`.
-    #[cfg(feature = "tokio")]
-    Tokio {
-        origin: std::time::Instant,
-    },
-}
-
-static SOURCE: OnceLock<Source> = OnceLock::new();
+use crate::core::clock::{SOURCE, Source};
 
 const TWICE: &str = "a test clock is installed once per test binary, and this one already \
                      has another: give every test of the binary the same `ManualClock` (a \
@@ -221,19 +212,6 @@ pub fn follow_tokio_clock() {
     });
     if !matches!(installed, Source::Tokio { .. }) {
         panic!("{TWICE}");
-    }
-}
-
-/// The test clock's time in nanoseconds, when one is installed.
-#[inline]
-pub(crate) fn now() -> Option<u64> {
-    match SOURCE.get()? {
-        Source::Manual(clock) => Some(duration_nanos(clock.now())),
-        #[cfg(feature = "tokio")]
-        Source::Tokio { origin } => {
-            let now = ::tokio::time::Instant::now().into_std();
-            Some(duration_nanos(now.saturating_duration_since(*origin)).max(1))
-        }
     }
 }
 

@@ -1148,7 +1148,9 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
     /// effect.
     pub fn register(&self) {
         let listing: Arc<dyn Listing> = self.inner.clone();
-        crate::ops::registry::register_family(&listing);
+        for observe in OBSERVERS {
+            observe(Seen::Registered(&listing));
+        }
     }
 }
 
@@ -1372,12 +1374,11 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
     /// [`metrics`](crate::ops::metrics#keyed-families)), when the family is
     /// registered or the member was reported before. No lease of it is
     /// out, so its totals are final.
-    #[cfg_attr(not(feature = "metrics"), allow(clippy::unused_self))]
     fn evicted(&self, member: &Member) {
-        #[cfg(feature = "metrics")]
-        crate::ops::metrics::evicted(&member.breaker, self.registered.load(Ordering::Relaxed));
-        #[cfg(not(feature = "metrics"))]
-        let _ = member;
+        let registered = self.registered.load(Ordering::Relaxed);
+        for observe in OBSERVERS {
+            observe(Seen::Evicted(&member.breaker, registered));
+        }
     }
 
     /// The family has just become full of members it may not evict: said
@@ -1419,6 +1420,27 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
             .collect()
     }
 }
+
+/// What a family tells the layers above it (the registry, metrics), which
+/// the linker gathers (`linkme`): this module names none of them.
+// What a variant carries is read by the observers the features bring
+// (`metrics`, `testing`).
+#[cfg_attr(not(all(feature = "metrics", feature = "testing")), allow(dead_code))]
+pub(crate) enum Seen<'a> {
+    /// A member was evicted: its breaker, and whether its family is
+    /// registered.
+    Evicted(&'a Breaker, bool),
+    /// [`Family::register`] was called.
+    Registered(&'a Arc<dyn Listing>),
+    /// A declared family's slot built its first family.
+    SlotBuilt(&'static Slot),
+    /// A declared family's slot built a family for another key type.
+    OtherFamily(&'static Slot, &'a Arc<dyn Listing>),
+}
+
+/// Told what a family does that the layers above it keep track of.
+#[linkme::distributed_slice]
+pub(crate) static OBSERVERS: [fn(Seen<'_>)];
 
 /// A family as the registry sees it, whatever its key type.
 pub(crate) trait Listing: Send + Sync {
@@ -1560,7 +1582,9 @@ impl Slot {
         let listing: Arc<dyn Listing> = inner.clone();
         let _ = self.built.set(listing);
         drop(early);
-        crate::ops::registry::register_slot(self);
+        for observe in OBSERVERS {
+            observe(Seen::SlotBuilt(self));
+        }
         family
     }
 
@@ -1593,13 +1617,12 @@ impl Slot {
             self.max_concurrent,
             self.max_ejection_percent,
         )));
-        // A scope's family (`testing::isolate`) is listed through its scope.
-        #[cfg(feature = "testing")]
-        if !crate::ops::testing::owns_slot(self) {
-            family.register();
+        // Listed unless the registry says it lists the slot's families
+        // another way (a test scope's, `testing::isolate`).
+        let listing: Arc<dyn Listing> = family.inner.clone();
+        for observe in OBSERVERS {
+            observe(Seen::OtherFamily(self, &listing));
         }
-        #[cfg(not(feature = "testing"))]
-        family.register();
         others.push(family);
         family
     }

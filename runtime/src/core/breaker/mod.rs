@@ -157,12 +157,19 @@ pub struct Breaker {
     pub(crate) totals: Totals,
     /// Settings changed at run time (`configure` module), read only where
     /// the breaker decides something.
-    pub(crate) tuning: settings::Tuning,
+    pub(crate) tuning: Tuning,
     /// Asked before a trip from Closed, when set: a keyed family's
     /// ejection budget (`keyed` module). `false` keeps the breaker Closed.
     #[cfg(all(feature = "keyed", not(loom)))]
     may_open: std::sync::OnceLock<MayOpen>,
 }
+
+/// A breaker's settings as changed at run time: read only where the breaker
+/// decides something, never on the closed-call path. Each reconfiguration
+/// publishes a `Config` (`size_of::<Config>()`, under 128 bytes; its name is
+/// shared, not copied); the one it replaces is freed once no call reads it
+/// (see `kept`).
+pub(crate) type Tuning = Kept<Config>;
 
 /// The question a breaker asks before a trip from Closed.
 #[cfg(all(feature = "keyed", not(loom)))]
@@ -236,7 +243,7 @@ macro_rules! constructors {
                 window: Kept::new(),
                 events: Events::new(),
                 totals: Totals::new(),
-                tuning: settings::Tuning::new(),
+                tuning: Tuning::new(),
                 #[cfg(all(feature = "keyed", not(loom)))]
                 may_open: std::sync::OnceLock::new(),
             }

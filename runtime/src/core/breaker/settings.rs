@@ -3,15 +3,8 @@
 
 use super::Breaker;
 use crate::core::config::{Config, Window};
-use crate::core::kept::{Kept, Read};
+use crate::core::kept::Read;
 use crate::core::patch::{ConfigPatch, ConfigureError, RunMode};
-
-/// A breaker's settings as changed at run time: read only where the breaker
-/// decides something, never on the closed-call path. Each reconfiguration
-/// publishes a `Config` (`size_of::<Config>()`, under 128 bytes; its name is
-/// shared, not copied); the one it replaces is freed once no call reads it
-/// (see `kept`).
-pub(crate) type Tuning = Kept<Config>;
 
 impl Breaker {
     /// The settings in force, held while the returned guard lives: one
