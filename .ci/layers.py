@@ -8,8 +8,8 @@ or a sibling), or a child module of A by its name. Checks:
 
 1. no circle (simple cycle) of more than two files;
 2. the layers: a module of `core` imports nothing from `policy`, `ops` or
-   `integration`; `policy` nothing from `ops` or `integration`; `ops`
-   nothing from `integration`.
+   `integrations`; `policy` nothing from `ops` or `integrations`; `ops`
+   nothing from `integrations`.
 
 Prints what breaks them and exits 1; `-v` prints every edge.
 """
@@ -96,7 +96,7 @@ def dfs(start, node, path, seen):
 for s in sorted(mods):
     dfs(s, s, [s], {s})
 
-rank = {'core': 0, 'policy': 1, 'ops': 2, 'integration': 3}
+rank = {'core': 0, 'policy': 1, 'ops': 2, 'integrations': 3}
 def layer(m):
     return rank.get(m.split('::')[0])
 upward = [(a, b) for a in sorted(edges) for b in sorted(edges[a])

@@ -3,11 +3,11 @@
 //! A [`BreakerMember`] wraps a runtime breaker (attribute or builder, through
 //! its [`BreakerRef`]) and implements [`FleetMember`] with the breaker's own
 //! primitives: a remote open is
-//! [`Breaker::open_remote`](failfast_runtime::Breaker::open_remote), one
+//! [`integration::open_remote`](failfast_runtime::integration::open_remote), one
 //! compare-and-swap on its state word, and a fleet close is
-//! [`release_remote`](failfast_runtime::Breaker::release_remote). Its
+//! [`release_remote`](failfast_runtime::integration::release_remote). Its
 //! transitions reach the fleet through the runtime's process-wide transition
-//! hook ([`failfast_runtime::hook`]), which writes them to the breaker's lane:
+//! hook ([`failfast_runtime::integration`]), which writes them to the breaker's lane:
 //! no lock and no wait on the transitioning thread, whatever the fleet's task
 //! is doing. Transitions with [`TransitionReason::Remote`] are the fleet's own and are
 //! not voted (no echo). Should another crate have installed the runtime's hook
@@ -24,8 +24,9 @@ use crate::fleet::Door;
 use crate::lane::{self, Lane, local};
 use crate::member::{Cause, FleetMember, LocalState, RecentOutcomes, Transition};
 use failfast_runtime::events::{self, TransitionReason};
-use failfast_runtime::registry::{self, BreakerRef, Watch};
-use failfast_runtime::{Mode, RemoteOpen, State};
+use failfast_runtime::integration::{self, RemoteOpen, Watch};
+use failfast_runtime::registry::{self, BreakerRef};
+use failfast_runtime::{Mode, State};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -65,7 +66,7 @@ impl BreakerMember {
     pub fn new(breaker: impl Into<BreakerRef>) -> Arc<Self> {
         let breaker = breaker.into();
         Arc::new(BreakerMember {
-            fingerprint: breaker.config().fingerprint(),
+            fingerprint: integration::fingerprint(breaker.config()),
             breaker,
             imposed: Mutex::new(None),
             routed: Mutex::new(None),
@@ -119,7 +120,7 @@ impl FleetMember for BreakerMember {
     fn apply_remote_open(&self, until: Instant) {
         let remaining = until.saturating_duration_since(Instant::now());
         let mut imposed = self.imposed.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(open) = self.breaker.open_remote(remaining, *imposed) {
+        if let Some(open) = integration::open_remote(&self.breaker, remaining, *imposed) {
             *imposed = Some(open);
         }
     }
@@ -130,7 +131,7 @@ impl FleetMember for BreakerMember {
             let within = at.saturating_duration_since(Instant::now());
             // A token the breaker no longer holds is harmless: both calls
             // check it against the state word.
-            if let Some(shorter) = self.breaker.release_remote(open, within) {
+            if let Some(shorter) = integration::release_remote(&self.breaker, open, within) {
                 *imposed = Some(shorter);
             }
         }
@@ -195,7 +196,7 @@ pub(crate) fn watch_registry(door: &Arc<Door>, which: Breakers) -> Option<Watch>
         return None;
     }
     let door = Arc::downgrade(door);
-    Some(registry::watch(move |breaker| {
+    Some(integration::watch(move |breaker| {
         let wanted = match &which {
             Breakers::All => true,
             Breakers::Named(names) => names.iter().any(|n| n == breaker.name()),

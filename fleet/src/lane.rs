@@ -31,13 +31,13 @@
 //!   windows of seconds.
 //!
 //! failfast breakers write their lane from the runtime's process-wide
-//! transition hook ([`failfast_runtime::hook`]), which finds the lane from the
+//! transition hook ([`failfast_runtime::integration`]), which finds the lane from the
 //! breaker's address in a lock-free map (scc's `HashIndex`, read without a
 //! lock; its epoch guard allocates once per thread, on the thread's first
 //! transition).
 
 use crate::member::{self, LocalState, Transition};
-use failfast_runtime::hook::{Cause, Change};
+use failfast_runtime::integration::{Cause, Change};
 use failfast_runtime::{Breaker, Mode, State};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock};
@@ -213,7 +213,7 @@ fn hook(change: &Change<'_>) {
 /// when another one was installed first).
 fn hooked() -> bool {
     static OURS: OnceLock<bool> = OnceLock::new();
-    *OURS.get_or_init(|| failfast_runtime::hook::install(&hook).is_ok())
+    *OURS.get_or_init(|| failfast_runtime::integration::install_hook(&hook).is_ok())
 }
 
 /// Routes `breaker`'s transitions to `lane`. `false` when the hook is not ours

@@ -33,7 +33,7 @@
 //! [`Fleet::attach_breaker`] attaches any breaker by hand. Each is driven through
 //! [`BreakerMember`]: remote opens are compare-and-swaps on the breaker's state
 //! word, its transitions reach the fleet through the runtime's transition hook
-//! ([`failfast_runtime::hook`]) without a lock or a wait. Members of keyed
+//! ([`failfast_runtime::integration`]) without a lock or a wait. Members of keyed
 //! families join as their family creates them ([`Fleet::attach_family`]). Any
 //! other breaker can take part by implementing [`FleetMember`].
 //!

@@ -453,14 +453,14 @@ pub trait CountsRule {
     fn counts(error: &Self::Error) -> bool;
 }
 
-/// The rule of [`grpc_failure`](crate::integration::classify::grpc_failure): the codes
+/// The rule of [`grpc_failure`](crate::integrations::classify::grpc_failure): the codes
 /// that say the server is sick or overloaded, and tonic's own time limit.
 #[cfg(feature = "tonic")]
 impl<T> CountsRule for Result<T, tonic::Status> {
     type Error = tonic::Status;
     #[inline]
     fn counts(error: &tonic::Status) -> bool {
-        crate::integration::classify::grpc_failure(error)
+        crate::integrations::classify::grpc_failure(error)
     }
 }
 

@@ -52,17 +52,17 @@
 
 mod checks;
 mod core;
-mod integration;
+mod integrations;
 mod ops;
 mod policy;
 
 #[cfg(feature = "http")]
-pub use integration::classify;
-pub use integration::hook;
+pub use integrations::classify;
+pub use integrations::integration;
 #[cfg(feature = "reqwest-middleware")]
-pub use integration::reqwest_middleware;
+pub use integrations::reqwest_middleware;
 #[cfg(feature = "tower")]
-pub use integration::tower;
+pub use integrations::tower;
 #[cfg(feature = "metrics")]
 pub use ops::metrics;
 #[cfg(feature = "testing")]
@@ -98,7 +98,6 @@ pub use crate::core::config::{
 pub use crate::core::error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
 pub use crate::core::name::Name;
 pub use crate::core::patch::{ConfigPatch, ConfigureError, RunMode};
-pub use integration::remote::RemoteOpen;
 pub use ops::configure::configure;
 pub use policy::bulkhead::{Bulkhead, Slot};
 #[cfg(feature = "keyed")]

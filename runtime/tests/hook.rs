@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use failfast_runtime::hook::{self, Cause, Change};
+use failfast_runtime::integration::{self, Cause, Change};
 use failfast_runtime::{Breaker, ManualClock, Mode, State};
 
 type Seen = (State, State, Mode, Cause);
@@ -27,7 +27,7 @@ fn record(change: &Change<'_>) {
 
 fn installed() {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| hook::install(&record).expect("the first hook"));
+    ONCE.call_once(|| integration::install_hook(&record).expect("the first hook"));
 }
 
 fn seen(name: &str) -> Vec<Seen> {
@@ -50,8 +50,11 @@ fn breaker(name: &str, clock: &ManualClock) -> Breaker {
 #[test]
 fn a_second_hook_is_refused() {
     installed();
-    assert!(hook::installed());
-    assert_eq!(hook::install(&record), Err(hook::AlreadyInstalled));
+    assert!(integration::hook_installed());
+    assert_eq!(
+        integration::install_hook(&record),
+        Err(integration::AlreadyInstalled)
+    );
 }
 
 /// Four threads, each cycling its own breaker through trips, trials and manual
@@ -101,10 +104,8 @@ fn remote_opens_reach_the_hook_as_remote() {
     installed();
     let clock = ManualClock::new();
     let b = breaker("hook-remote", &clock);
-    let open = b
-        .open_remote(Duration::from_secs(5), None)
-        .expect("applied");
-    b.release_remote(open, Duration::ZERO);
+    let open = integration::open_remote(&b, Duration::from_secs(5), None).expect("applied");
+    integration::release_remote(&b, open, Duration::ZERO);
     let causes: Vec<_> = seen("hook-remote").iter().map(|s| (s.1, s.3)).collect();
     assert_eq!(causes[0], (State::Open, Cause::Remote));
     assert!(

@@ -567,6 +567,37 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The settings that decide when a breaker opens and how it recovers,
+    /// hashed (see [`integration::fingerprint`](crate::integration::fingerprint)).
+    pub(crate) fn fingerprint(&self) -> u64 {
+        // FNV-1a over the settings' bits: defined here, so it never changes
+        // with the standard library's hasher.
+        let (shape, size) = match self.window {
+            Window::Calls(n) => (1, u64::from(n)),
+            Window::Time(t) => (2, t),
+        };
+        [
+            u64::from(self.threshold),
+            self.recovery,
+            self.max_recovery,
+            u64::from(self.trial_calls),
+            u64::from(self.success_threshold),
+            self.failure_rate.to_bits(),
+            shape,
+            size,
+            u64::from(self.min_calls),
+            self.slow,
+            self.slow_rate.to_bits(),
+        ]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .fold(0xcbf2_9ce4_8422_2325, |hash: u64, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

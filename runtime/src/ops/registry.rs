@@ -117,7 +117,7 @@ struct Registry {
     watchers: Vec<(u64, Arc<Watcher>)>,
 }
 
-type Watcher = dyn Fn(&BreakerRef) + Send + Sync;
+pub(crate) type Watcher = dyn Fn(&BreakerRef) + Send + Sync;
 
 impl Registry {
     fn push(&mut self, name: Name, entry: Entry) {
@@ -622,54 +622,23 @@ pub fn all() -> Vec<BreakerRef> {
 
 static NEXT_WATCH: AtomicU64 = AtomicU64::new(1);
 
-/// Calls `watcher` with every registered breaker, at once for those
-/// registered already and on registration for those to come, until the
-/// returned [`Watch`] is dropped. Each breaker is handed over exactly once,
-/// whatever registrations race with this call.
-///
-/// The callback runs on the registering thread (for an attribute breaker,
-/// the thread of its first call): keep it short.
-///
-/// ```
-/// use failfast_runtime::{registry, Breaker};
-/// use std::sync::{Arc, Mutex};
-///
-/// let seen = Arc::new(Mutex::new(Vec::new()));
-/// let sink = seen.clone();
-/// let _watch = registry::watch(move |b| sink.lock().unwrap().push(b.name().to_owned()));
-/// let late = Arc::new(Breaker::builder().name("registered-later").build()?);
-/// registry::register(&late);
-/// assert!(seen.lock().unwrap().iter().any(|n| n == "registered-later"));
-/// # Ok::<(), failfast_runtime::ConfigError>(())
-/// ```
-pub fn watch(watcher: impl Fn(&BreakerRef) + Send + Sync + 'static) -> Watch {
+/// Adds `watcher`: it is told of every breaker registered from now on.
+/// Returns its id and the breakers registered already.
+pub(crate) fn add_watcher(watcher: Arc<Watcher>) -> (u64, Vec<BreakerRef>) {
     let id = NEXT_WATCH.fetch_add(1, Ordering::Relaxed);
-    let watcher: Arc<Watcher> = Arc::new(watcher);
     let present = with_registry(|r| {
-        r.watchers.push((id, watcher.clone()));
+        r.watchers.push((id, watcher));
         r.entries
             .iter()
             .filter_map(Entry::upgrade)
             .collect::<Vec<_>>()
     });
-    for breaker in &present {
-        watcher(breaker);
-    }
-    Watch { id }
+    (id, present)
 }
 
-/// A [`watch`]er's registration: dropping it stops the callback.
-#[derive(Debug)]
-#[must_use = "dropping a watch at once stops its callback"]
-pub struct Watch {
-    id: u64,
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let id = self.id;
-        with_registry(|r| r.watchers.retain(|(w, _)| *w != id));
-    }
+/// Removes the watcher `id`.
+pub(crate) fn remove_watcher(id: u64) {
+    with_registry(|r| r.watchers.retain(|(w, _)| *w != id));
 }
 
 #[cfg(test)]
@@ -705,7 +674,7 @@ mod tests {
             })
             .collect();
         let sink = seen.clone();
-        let w = watch(move |b| {
+        let w = crate::integration::watch(move |b| {
             *sink.lock().unwrap().entry(b.name().to_owned()).or_default() += 1;
         });
         let kept: Vec<_> = racers.into_iter().flat_map(|r| r.join().unwrap()).collect();

@@ -28,6 +28,7 @@ mod call;
 pub(crate) mod consult;
 mod control;
 mod permit;
+pub(crate) mod remote;
 mod settings;
 mod snapshot;
 pub(crate) mod transition;

@@ -100,8 +100,8 @@ pub enum Cause {
     /// [`disable`](crate::Breaker::disable).
     Manual,
     /// An open imposed from outside or its end moved
-    /// ([`integration::open_remote`](crate::integration::open_remote),
-    /// [`integration::release_remote`](crate::integration::release_remote)).
+    /// ([`integration::open_remote`](crate::integrations::open_remote),
+    /// [`integration::release_remote`](crate::integrations::release_remote)).
     Remote,
 }
 

@@ -141,7 +141,7 @@ use std::mem;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-pub use crate::integration::classify::{Classify, GrpcClassifier, HttpClassifier};
+pub use crate::integrations::classify::{Classify, GrpcClassifier, HttpClassifier};
 pub use tower_layer::Layer;
 pub use tower_service::Service;
 

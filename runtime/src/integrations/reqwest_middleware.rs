@@ -115,7 +115,7 @@ use http::Extensions;
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
-pub use crate::integration::classify::{Classify, HttpClassifier};
+pub use crate::integrations::classify::{Classify, HttpClassifier};
 use crate::ops::registry::BreakerRef;
 use crate::policy::keyed::Member;
 use crate::{
@@ -598,8 +598,8 @@ impl<E: 'static> Classify<Response, E> for HttpClassifier {
     #[inline]
     fn classify(&self, result: &Result<Response, E>) -> Outcome {
         match result {
-            Ok(response) => crate::integration::classify::status_outcome(response.status()),
-            Err(error) => crate::integration::classify::error_outcome(error),
+            Ok(response) => crate::integrations::classify::status_outcome(response.status()),
+            Err(error) => crate::integrations::classify::error_outcome(error),
         }
     }
 }

@@ -11,7 +11,7 @@
 //! # Which statuses count
 //!
 //! Without `counts = …`, the attribute counts a `tonic::Status` as a failure
-//! only when [`grpc_failure`](crate::integration::classify::grpc_failure) does: the codes
+//! only when [`grpc_failure`](crate::integrations::classify::grpc_failure) does: the codes
 //! that say the server is sick or overloaded (`UNAVAILABLE`,
 //! `DEADLINE_EXCEEDED`, `RESOURCE_EXHAUSTED`, `INTERNAL`, `UNKNOWN`). Every
 //! other code is the caller's (`INVALID_ARGUMENT`, `NOT_FOUND`,

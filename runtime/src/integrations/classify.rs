@@ -4,7 +4,7 @@
 //!
 //! [`HttpClassifier`] judges HTTP answers by status, [`GrpcClassifier`] gRPC
 //! answers by `grpc-status`, and any closure `Fn(&Result<Res, E>) -> Outcome`
-//! judges what you like. [`tower::CircuitBreakerLayer`](crate::integration::tower) and the
+//! judges what you like. [`tower::CircuitBreakerLayer`](crate::integrations::tower) and the
 //! reqwest middleware take one of them.
 //!
 //! Their rules are also predicates for the attribute's `counts = …`, so a

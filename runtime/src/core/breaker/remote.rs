@@ -1,47 +1,16 @@
-//! Opens imposed from outside the breaker: what a fleet of instances (the
-//! `failfast-fleet` crate) needs to apply another instance's verdict here.
-//!
-//! A remote open is one compare-and-swap on the state word, like every other
-//! transition: Closed → Open with a deadline, or an Open deadline moved later.
-//! It never shortens an open, never interrupts a half-open trial already
-//! running, and leaves manual modes alone. [`Breaker::release_remote`] ends an
-//! imposed open early, but only while the word still holds the deadline it
-//! wrote, and never before the local open it extended: an open caused by this
-//! breaker's own evidence is never cut short from outside.
-//!
-//! Both transitions are delivered to listeners with
-//! [`TransitionReason::Remote`](crate::events::TransitionReason::Remote), which is how a fleet
-//! tells them from opens caused by local evidence and does not echo them back.
-//!
-//! Nothing here is on a call's path: the state word keeps its layout, and a
-//! call through a breaker that a fleet opened is rejected exactly as one that
-//! opened on its own.
-//!
-//! ```
-//! use failfast_runtime::{Breaker, State};
-//! use std::time::Duration;
-//!
-//! let breaker = Breaker::builder().name("payments").build()?;
-//! let open = breaker.open_remote(Duration::from_secs(20), None).expect("closed, so opened");
-//! assert_eq!(breaker.state(), State::Open);
-//! // A shorter remote open changes nothing; the fleet closes: the open ends now.
-//! assert!(breaker.open_remote(Duration::from_secs(1), Some(open)).is_none());
-//! assert!(breaker.release_remote(open, Duration::ZERO).is_some());
-//! assert_eq!(breaker.snapshot().retry_after, Some(Duration::ZERO)); // the next call is a trial
-//! # Ok::<(), failfast_runtime::ConfigError>(())
-//! ```
+//! Opens imposed from outside the breaker (see [`integration`](crate::integration)):
+//! one compare-and-swap on the state word, like every other transition.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::core::breaker::Breaker;
-use crate::core::breaker::transition::Why;
+use super::Breaker;
+use super::transition::Why;
 use crate::core::clock::duration_nanos;
-use crate::core::config::{Config, Window};
 use crate::core::word::{MAX_DEADLINE, MODE_NORMAL, TAG_HALF_OPEN, TAG_OPEN, Word};
 
-/// An open imposed by [`Breaker::open_remote`]: what
-/// [`Breaker::release_remote`] needs to end it, and the next
+/// An open imposed by [`open_remote`](crate::integration::open_remote): what
+/// [`release_remote`](crate::integration::release_remote) needs to end it, and the next
 /// `open_remote` to extend it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RemoteOpen {
@@ -58,14 +27,14 @@ impl Breaker {
     ///
     /// `previous` is the open this breaker last imposed, if any: extending it
     /// keeps track of the local open underneath, which
-    /// [`release_remote`](Self::release_remote) will not cut short.
+    /// [`release_remote`](crate::integration::release_remote) will not cut short.
     ///
     /// Returns `None`, changing nothing, when the breaker is already open
     /// until then or later, is running a half-open trial, or is under manual
     /// control ([`Mode`](crate::Mode) other than normal). The transition is
     /// delivered to listeners with
     /// [`TransitionReason::Remote`](crate::events::TransitionReason::Remote).
-    pub fn open_remote(
+    pub(crate) fn open_remote(
         &self,
         remaining: Duration,
         previous: Option<RemoteOpen>,
@@ -104,7 +73,7 @@ impl Breaker {
         }
     }
 
-    /// Ends an open imposed by [`open_remote`](Self::open_remote) no later
+    /// Ends an open imposed by [`open_remote`](crate::integration::open_remote) no later
     /// than `within` from now (a trial is then admitted as after any open).
     /// Returns the open as it now stands, for a later `open_remote` or
     /// `release_remote`.
@@ -113,7 +82,7 @@ impl Breaker {
     /// that open (it moved on, or opened again on its own), or when it would
     /// end no sooner. An open caused by local evidence that `open` extended
     /// still runs to its own deadline.
-    pub fn release_remote(&self, open: RemoteOpen, within: Duration) -> Option<RemoteOpen> {
+    pub(crate) fn release_remote(&self, open: RemoteOpen, within: Duration) -> Option<RemoteOpen> {
         let w = self.load();
         if w.mode() != MODE_NORMAL || w.tag() != TAG_OPEN || w.deadline() != open.deadline {
             return None;
@@ -130,44 +99,10 @@ impl Breaker {
     }
 }
 
-impl Config {
-    /// A fingerprint of the settings that decide when the breaker opens and
-    /// how it recovers (every setting but the name, the jitter and the trial
-    /// lease). Breakers of the same name on different instances count as the
-    /// same breaker only when their fingerprints match. Stable across
-    /// processes, platforms and releases of this crate's 0.x line.
-    #[must_use]
-    pub fn fingerprint(&self) -> u64 {
-        // FNV-1a over the settings' bits: defined here, so it never changes
-        // with the standard library's hasher.
-        let (shape, size) = match self.window {
-            Window::Calls(n) => (1, u64::from(n)),
-            Window::Time(t) => (2, t),
-        };
-        [
-            u64::from(self.threshold),
-            self.recovery,
-            self.max_recovery,
-            u64::from(self.trial_calls),
-            u64::from(self.success_threshold),
-            self.failure_rate.to_bits(),
-            shape,
-            size,
-            u64::from(self.min_calls),
-            self.slow,
-            self.slow_rate.to_bits(),
-        ]
-        .iter()
-        .flat_map(|v| v.to_le_bytes())
-        .fold(0xcbf2_9ce4_8422_2325, |hash: u64, byte| {
-            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::integration::fingerprint;
     use crate::ops::events::TransitionReason as Reason;
     use crate::{ManualClock, State};
     use std::sync::{Arc, Mutex};
@@ -321,7 +256,7 @@ mod tests {
             .recovery(Duration::from_secs(1))
             .build()
             .unwrap();
-        let f = |x: &Breaker| x.config().fingerprint();
+        let f = |x: &Breaker| fingerprint(x.config());
         assert_eq!(f(&a), f(&b));
         assert_ne!(f(&a), f(&c));
         assert_ne!(f(&a), f(&d));
@@ -369,6 +304,6 @@ mod tests {
     #[test]
     fn the_fingerprint_of_a_configuration_is_stable() {
         let b = Breaker::builder().name("any").threshold(5).build().unwrap();
-        assert_eq!(b.config().fingerprint(), PINNED);
+        assert_eq!(fingerprint(b.config()), PINNED);
     }
 }

@@ -4,10 +4,9 @@
 
 #[cfg(feature = "http")]
 pub mod classify;
-pub mod hook;
 #[cfg(feature = "http")]
 pub(crate) mod http;
-pub(crate) mod remote;
+pub mod integration;
 #[cfg(feature = "reqwest-middleware")]
 pub mod reqwest_middleware;
 #[cfg(feature = "tonic")]
