@@ -91,7 +91,7 @@ mod sync {
 pub mod __private;
 
 pub use crate::core::breaker::{Breaker, Mode, Outcome, Permit, Snapshot};
-pub use crate::core::clock::{ManualClock, TICK};
+pub use crate::core::clock::ManualClock;
 pub use crate::core::config::{
     Builder, Config, DEFAULT_MIN_CALLS, DEFAULT_RECOVERY, DEFAULT_THRESHOLD, DEFAULT_WINDOW_CALLS,
 };

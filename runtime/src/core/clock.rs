@@ -7,45 +7,43 @@
 //!
 //! # The coarse clock
 //!
-//! Reading `Instant::now()` costs tens of nanoseconds, more than an open breaker
-//! should spend rejecting a call. While at least one breaker is waiting out its
-//! open period, a background thread (`failfast-clock`) publishes the time into an
-//! atomic once per [`TICK`]. The rejection path compares the deadline with that
-//! coarse reading and only consults the precise clock once the coarse time is within
-//! [`TICK`] of the deadline. So the Open → HalfOpen transition is never early, and is
-//! late by at most one tick plus however long the operating system delays the
-//! ticker thread (typically well under a millisecond past the tick).
+//! Reading the precise clock costs tens of nanoseconds, more than an open
+//! breaker should spend refusing a call, and more than a time window should
+//! spend placing one. Where the kernel keeps a coarse monotonic clock (Linux's
+//! `CLOCK_MONOTONIC_COARSE`, read through the vDSO in a few nanoseconds), the
+//! breaker reads that clock first, on the same time line. The kernel moves it
+//! at each scheduler tick (its resolution: every 1 to 4 ms), in whole ticks,
+//! keeping what is left over for the next: so a coarse reading is never ahead
+//! of the precise time, and trails it by less than [`TRAIL_RESOLUTIONS`] (two)
+//! resolutions, unless a tick itself runs late. (Measured on a 4 ms kernel:
+//! 1 to 5 ms behind, almost never more.) Everywhere else, and under loom, the
+//! coarse clock is the precise one.
 //!
-//! The ticker is started on a transition into Open and stops once every open
-//! deadline it was told about has passed: a process whose breakers are all
-//! closed has no ticking thread.
+//! A deadline check (`Clock::reached`, the open breaker's refusal) reads the
+//! coarse clock, and while that is more than two resolutions short of the
+//! deadline the deadline has not passed: it refuses without reading the
+//! precise clock. Closer to the deadline it reads the precise clock. So the
+//! Open → HalfOpen transition is never early, and is seen by the first call
+//! after the deadline (should a tick run late, by the first call once the
+//! coarse clock has caught up to within two resolutions).
 //!
-//! # The coarse clock of time windows
+//! A time window places every call it records in a bucket of T / 20. A window
+//! whose buckets are at least [`COARSE_BUCKET_RESOLUTIONS`] times the coarse
+//! clock's resolution reads the coarse clock, so a call is placed at most two
+//! resolutions (a fifth of a bucket, T/100) earlier than the precise clock
+//! would place it. Shorter windows read the precise clock.
 //!
-//! A time window places every call it records in a bucket of T / 20, so a
-//! call through a breaker with a time window reads the time. Where the
-//! kernel keeps a coarse monotonic clock (Linux's `CLOCK_MONOTONIC_COARSE`,
-//! advanced once per scheduler tick, typically every 1 to 4 ms), a window
-//! whose buckets are at least [`COARSE_BUCKET_RESOLUTIONS`] times its
-//! resolution reads that clock instead: a few nanoseconds against tens for
-//! the precise clock, and no thread of its own. Its reading trails the
-//! precise time by less than one resolution, so a call is placed at most one
-//! resolution (a tenth of a bucket, T/200) earlier than the precise clock
-//! would place it. Everywhere else, and for shorter windows, the window
-//! reads the precise clock.
-//!
-//! After `fork()` the child has no ticker, whatever the parent had. On Unix a
-//! `pthread_atfork` handler clears the coarse time in the child (so every
-//! check reads the precise clock) and marks the ticker as not running (so the
-//! next open starts one); a coarse time frozen at the fork can never keep a
-//! child's breaker open.
+//! Nothing here keeps a thread or any state that a `fork()` could copy half
+//! way: a forked child reads the same kernel clocks as its parent.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-/// How often the coarse clock is refreshed while a breaker is open.
-pub const TICK: Duration = Duration::from_millis(1);
+/// A coarse reading trails the precise time by less than this many of the
+/// coarse clock's resolutions (see the module docs).
+#[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
+pub(crate) const TRAIL_RESOLUTIONS: u64 = 2;
 
 /// A time window reads the kernel's coarse clock when its buckets are at
 /// least this many times the coarse clock's resolution (see the module
@@ -134,7 +132,7 @@ impl Clock {
 
     /// Time in nanoseconds as a time window reads it: [`now`](Self::now),
     /// or on the system clock where the kernel keeps a coarse clock, that
-    /// clock, which trails `now` by less than
+    /// clock, which trails `now` by less than [`TRAIL_RESOLUTIONS`] times
     /// [`coarse_resolution`](Self::coarse_resolution).
     #[inline]
     pub(crate) fn coarse_now(&self) -> u64 {
@@ -150,8 +148,8 @@ impl Clock {
         }
     }
 
-    /// How far [`coarse_now`](Self::coarse_now) can trail
-    /// [`now`](Self::now), in nanoseconds; `None` when it is `now`.
+    /// The resolution of [`coarse_now`](Self::coarse_now), in nanoseconds;
+    /// `None` when it is [`now`](Self::now).
     pub(crate) fn coarse_resolution(&self) -> Option<u64> {
         match self {
             Clock::System => coarse::resolution(),
@@ -159,8 +157,9 @@ impl Clock {
         }
     }
 
-    /// Whether `deadline` (nanoseconds on this clock) has passed. Cheap on the system
-    /// clock while the ticker runs; see the module docs for the bound.
+    /// Whether `deadline` (nanoseconds on this clock) has passed. On the
+    /// system clock, cheap while the deadline is more than two of the coarse
+    /// clock's resolutions away, and never early; see the module docs.
     #[inline]
     pub(crate) fn reached(&self, deadline: u64) -> bool {
         match self {
@@ -169,24 +168,12 @@ impl Clock {
                 if let Some(now) = test_now() {
                     return now >= deadline;
                 }
-                let coarse = COARSE.load(Ordering::Relaxed);
-                if coarse != 0 && coarse.saturating_add(TICK_NANOS) < deadline {
+                if coarse::short_of(deadline) {
                     return false;
                 }
                 system_now() >= deadline
             }
             Clock::Manual(m) => m.nanos.load(Ordering::SeqCst) >= deadline,
-        }
-    }
-
-    /// Tells the ticker that someone will be comparing against `deadline`.
-    pub(crate) fn watch(&self, deadline: u64) {
-        if let Clock::System = self {
-            #[cfg(feature = "testing")]
-            if test_now().is_some() {
-                return;
-            }
-            Ticker::watch(deadline);
         }
     }
 
@@ -258,8 +245,6 @@ pub(crate) fn duration_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-const TICK_NANOS: u64 = 1_000_000;
-
 fn origin() -> Instant {
     static ORIGIN: OnceLock<Instant> = OnceLock::new();
     *ORIGIN.get_or_init(Instant::now)
@@ -271,134 +256,76 @@ pub(crate) fn system_now() -> u64 {
     duration_nanos(origin().elapsed()).max(1)
 }
 
-/// Coarse time in nanoseconds, or 0 while no ticker runs.
-static COARSE: AtomicU64 = AtomicU64::new(0);
-/// The latest deadline any breaker asked the ticker to watch.
-static WATCH_UNTIL: AtomicU64 = AtomicU64::new(0);
-/// Whether a ticker thread is running (or being started).
-static RUNNING: AtomicBool = AtomicBool::new(false);
-
-struct Ticker;
-
-impl Ticker {
-    fn watch(deadline: u64) {
-        WATCH_UNTIL.fetch_max(deadline, Ordering::SeqCst);
-        if !RUNNING.swap(true, Ordering::SeqCst) {
-            fork::forget_ticker_in_children();
-            let spawned = std::thread::Builder::new()
-                .name("failfast-clock".into())
-                .spawn(Ticker::run);
-            // Without a ticker every check simply reads the precise clock.
-            if spawned.is_err() {
-                RUNNING.store(false, Ordering::SeqCst);
-            }
-        }
-    }
-
-    fn run() {
-        loop {
-            let now = system_now();
-            if now > WATCH_UNTIL.load(Ordering::SeqCst) {
-                // Nothing left to watch: readers fall back to the precise
-                // clock. A `watch` racing this check either saw `RUNNING`
-                // still set (and is caught by the check below) or started a
-                // new ticker (and this one leaves).
-                COARSE.store(0, Ordering::SeqCst);
-                RUNNING.store(false, Ordering::SeqCst);
-                if system_now() > WATCH_UNTIL.load(Ordering::SeqCst)
-                    || RUNNING.swap(true, Ordering::SeqCst)
-                {
-                    return;
-                }
-                continue;
-            }
-            COARSE.store(now, Ordering::Relaxed);
-            std::thread::sleep(TICK);
-        }
-    }
-}
-
 /// The kernel's coarse monotonic clock, on the breakers' time line.
-#[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
-#[allow(unsafe_code)]
+#[cfg(all(target_os = "linux", not(loom)))]
 mod coarse {
-    use std::os::raw::{c_int, c_long};
     use std::sync::OnceLock;
 
-    use super::system_now;
+    use rustix::time::{ClockId, Timespec, clock_getres, clock_gettime};
 
-    const CLOCK_MONOTONIC: c_int = 1;
-    const CLOCK_MONOTONIC_COARSE: c_int = 6;
+    use super::{TRAIL_RESOLUTIONS, system_now};
 
-    /// `struct timespec` where `time_t` is a `long` (64-bit Linux).
-    #[repr(C)]
-    struct Timespec {
-        sec: c_long,
-        nsec: c_long,
-    }
-
-    unsafe extern "C" {
-        fn clock_gettime(clock: c_int, time: *mut Timespec) -> c_int;
-        fn clock_getres(clock: c_int, resolution: *mut Timespec) -> c_int;
-    }
-
-    fn nanos(time: &Timespec) -> u64 {
-        let sec = u64::try_from(time.sec).unwrap_or(0);
-        let nsec = u64::try_from(time.nsec).unwrap_or(0);
+    fn nanos(time: Timespec) -> u64 {
+        let sec = u64::try_from(time.tv_sec).unwrap_or(0);
+        let nsec = u64::try_from(time.tv_nsec).unwrap_or(0);
         sec.saturating_mul(1_000_000_000).saturating_add(nsec)
-    }
-
-    fn read(clock: c_int) -> Option<u64> {
-        let mut time = Timespec { sec: 0, nsec: 0 };
-        // SAFETY: `clock_gettime` writes one `timespec` through the pointer,
-        // which points to one, valid and exclusively borrowed for the call.
-        (unsafe { clock_gettime(clock, &mut time) } == 0).then(|| nanos(&time))
     }
 
     struct Coarse {
         /// `CLOCK_MONOTONIC`'s reading at the breakers' origin: `Instant`
         /// is that clock on Linux, and the coarse clock is the same clock
-        /// advanced once per tick.
+        /// as of the latest tick.
         origin: u64,
         resolution: u64,
+        /// How far a coarse reading can trail the precise time.
+        trail: u64,
     }
 
-    fn coarse() -> Option<&'static Coarse> {
-        static COARSE: OnceLock<Option<Coarse>> = OnceLock::new();
-        COARSE
-            .get_or_init(|| {
-                let mut resolution = Timespec { sec: 0, nsec: 0 };
-                // SAFETY: as in `read`.
-                if unsafe { clock_getres(CLOCK_MONOTONIC_COARSE, &mut resolution) } != 0 {
-                    return None;
-                }
-                let resolution = nanos(&resolution);
-                // The origin read a few nanoseconds early: coarse readings
-                // come out that much later, never ahead of the precise clock.
-                let since_origin = system_now();
-                let raw = read(CLOCK_MONOTONIC)?;
-                Some(Coarse {
-                    origin: raw.saturating_sub(since_origin),
-                    resolution,
-                })
-            })
-            .as_ref()
+    #[inline]
+    fn coarse() -> &'static Coarse {
+        static COARSE: OnceLock<Coarse> = OnceLock::new();
+        COARSE.get_or_init(|| {
+            // Read after the time since the origin, the raw reading puts the
+            // origin that much late: coarse readings come out as much
+            // earlier, never ahead of the precise clock.
+            let since_origin = system_now();
+            let raw = nanos(clock_gettime(ClockId::Monotonic));
+            let resolution = nanos(clock_getres(ClockId::MonotonicCoarse));
+            Coarse {
+                origin: raw.saturating_sub(since_origin),
+                resolution,
+                trail: resolution.saturating_mul(TRAIL_RESOLUTIONS),
+            }
+        })
     }
 
     pub(super) fn resolution() -> Option<u64> {
-        coarse().map(|c| c.resolution)
+        Some(coarse().resolution)
     }
 
     #[inline]
     pub(super) fn now() -> u64 {
-        coarse()
-            .and_then(|c| Some(read(CLOCK_MONOTONIC_COARSE)?.saturating_sub(c.origin)))
-            .map_or_else(system_now, |now| now.max(1))
+        let c = coarse();
+        nanos(clock_gettime(ClockId::MonotonicCoarse))
+            .saturating_sub(c.origin)
+            .max(1)
+    }
+
+    /// Whether the coarse clock shows `deadline` further away than the
+    /// coarse time can trail the precise time: then the precise time has
+    /// not reached it either.
+    #[inline]
+    pub(super) fn short_of(deadline: u64) -> bool {
+        let c = coarse();
+        nanos(clock_gettime(ClockId::MonotonicCoarse))
+            .saturating_sub(c.origin)
+            .saturating_add(c.trail)
+            < deadline
     }
 }
 
-/// No coarse clock: time windows read the precise clock.
-#[cfg(not(all(target_os = "linux", target_pointer_width = "64", not(loom))))]
+/// No coarse clock: the precise clock stands in for it.
+#[cfg(not(all(target_os = "linux", not(loom))))]
 mod coarse {
     pub(super) fn resolution() -> Option<u64> {
         None
@@ -408,45 +335,12 @@ mod coarse {
     pub(super) fn now() -> u64 {
         super::system_now()
     }
-}
 
-/// The child of a `fork()` starts with no ticker.
-#[cfg(unix)]
-#[allow(unsafe_code)]
-mod fork {
-    use super::{COARSE, Ordering, RUNNING};
-    use std::sync::Once;
-
-    unsafe extern "C" {
-        fn pthread_atfork(
-            prepare: Option<extern "C" fn()>,
-            parent: Option<extern "C" fn()>,
-            child: Option<extern "C" fn()>,
-        ) -> i32;
+    /// Never short: every deadline check reads the precise clock.
+    #[inline]
+    pub(super) fn short_of(_deadline: u64) -> bool {
+        false
     }
-
-    /// Runs in the child, right after `fork()`: only atomic stores, which are
-    /// async-signal-safe.
-    extern "C" fn in_child() {
-        COARSE.store(0, Ordering::SeqCst);
-        RUNNING.store(false, Ordering::SeqCst);
-    }
-
-    pub(super) fn forget_ticker_in_children() {
-        static REGISTERED: Once = Once::new();
-        REGISTERED.call_once(|| {
-            // SAFETY: `pthread_atfork` only records the handler, a plain
-            // `extern "C" fn` that lives for the whole program. If registration
-            // fails (out of memory), a forked child could see a frozen coarse
-            // time; there is nothing better to do than carry on.
-            let _ = unsafe { pthread_atfork(None, None, Some(in_child)) };
-        });
-    }
-}
-
-#[cfg(not(unix))]
-mod fork {
-    pub(super) fn forget_ticker_in_children() {}
 }
 
 /// The clock the `testing` module put in place of the system's for the
@@ -484,8 +378,8 @@ mod tests {
 
     /// Linux keeps a coarse clock, whose readings land on the breakers' time
     /// line: never ahead of the precise clock, and behind it by less than
-    /// the resolution (with room for a tick the kernel took late).
-    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    /// two resolutions (with room for a tick the kernel took late).
+    #[cfg(all(target_os = "linux", not(loom)))]
     #[test]
     fn coarse_readings_trail_the_precise_clock() {
         let resolution = Clock::System
@@ -506,7 +400,7 @@ mod tests {
     /// A coarse reading stands still between ticks, where two precise
     /// readings do not, and moves in steps of the order of the resolution
     /// the kernel gives for it, which windows compare their buckets with.
-    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    #[cfg(all(target_os = "linux", not(loom)))]
     #[test]
     fn coarse_readings_stand_still_between_ticks() {
         let still = (0..100_000).any(|_| Clock::System.coarse_now() == Clock::System.coarse_now());
@@ -582,51 +476,48 @@ mod tests {
         assert_eq!(c.now(), Duration::from_nanos(u64::MAX));
     }
 
-    /// Watching a deadline starts the ticker, which publishes the coarse time
-    /// until the deadline has passed and then stops.
+    /// A deadline check is never true before the deadline, and is true once
+    /// the precise clock has reached it with the coarse clock within two
+    /// resolutions of it, for deadlines from now to a few ticks away; the
+    /// coarse clock never shows a time the precise clock read after it has
+    /// not reached.
     #[test]
-    fn the_ticker_runs_while_a_deadline_is_watched() {
+    fn a_deadline_is_reached_at_the_deadline_and_not_before() {
         let clock = Clock::System;
-        let deadline = system_now() + 200 * TICK_NANOS;
-        clock.watch(deadline);
-        let start = Instant::now();
-        while COARSE.load(Ordering::SeqCst) == 0 {
-            assert!(start.elapsed() < Duration::from_secs(30), "no ticker");
-            std::thread::yield_now();
-        }
-        let seen = COARSE.load(Ordering::SeqCst);
-        while COARSE.load(Ordering::SeqCst) == seen {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "the ticker stalled"
-            );
-            std::thread::yield_now();
-        }
-        while !clock.reached(deadline) {
-            std::hint::spin_loop();
-        }
-        // Other tests may watch later deadlines; only once nothing is watched
-        // does the ticker stop.
-        while system_now() <= WATCH_UNTIL.load(Ordering::SeqCst) {
-            std::thread::sleep(TICK);
-        }
-        while COARSE.load(Ordering::SeqCst) != 0 || RUNNING.load(Ordering::SeqCst) {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "the ticker never stopped"
-            );
-            std::thread::sleep(TICK);
+        let resolution = clock.coarse_resolution().unwrap_or(0);
+        let trail = resolution * TRAIL_RESOLUTIONS;
+        for ahead in [0, 1_000, 100_000, 1_000_000, 3_000_000, resolution, trail] {
+            let deadline = system_now() + ahead;
+            loop {
+                let coarse = clock.coarse_now();
+                let before = system_now();
+                let reached = clock.reached(deadline);
+                let after = system_now();
+                // Never ahead: a check that trusted it could never be early.
+                assert!(coarse <= before, "coarse {coarse} after precise {before}");
+                if reached {
+                    // The clock read inside was read before `after`.
+                    assert!(after >= deadline, "reached at {after}, before {deadline}");
+                    break;
+                }
+                // Not reached: the clocks read inside, each read after the
+                // reading above it, fell short.
+                assert!(
+                    before < deadline || coarse.saturating_add(trail) < deadline,
+                    "not reached at {before} (coarse {coarse}, trailing by up to \
+                     {trail}), past {deadline}"
+                );
+                std::hint::spin_loop();
+            }
         }
     }
 
+    /// Deadlines at the ends of the time line: one long passed is reached,
+    /// one never to come is not.
     #[test]
-    fn coarse_check_is_never_early() {
-        let clock = Clock::System;
-        let deadline = system_now() + 20 * TICK_NANOS;
-        clock.watch(deadline);
-        while !clock.reached(deadline) {
-            std::hint::spin_loop();
-        }
-        assert!(system_now() >= deadline);
+    fn deadlines_at_the_ends_of_the_time_line() {
+        assert!(Clock::System.reached(0));
+        assert!(Clock::System.reached(1));
+        assert!(!Clock::System.reached(u64::MAX));
     }
 }

@@ -856,7 +856,6 @@ impl Breaker {
         }
         self.level.store(level, Ordering::Relaxed);
         self.last_transition.store(now, Ordering::Relaxed);
-        self.clock.watch(deadline);
         self.transitioned(w, Word::open(w.mode(), deadline), cause, period);
     }
 

@@ -64,7 +64,6 @@ impl Breaker {
                         self.clear_window();
                         self.last_transition.store(now, Ordering::Relaxed);
                     }
-                    self.clock.watch(deadline);
                     self.transitioned(w, new, Why::Remote, 0);
                     return Some(RemoteOpen { deadline, floor });
                 }
