@@ -544,8 +544,7 @@ fn async_call(c: &mut Criterion) {
     g.finish();
 }
 
-/// Last: opening a breaker starts the coarse clock's ticker, which then runs for
-/// the rest of the process.
+/// Each breaker refusing a call while open (opened for an hour by failures).
 fn open_rejected(c: &mut Criterion) {
     let an_hour = Duration::from_secs(3600);
     let ff = Breaker::builder()

@@ -1,6 +1,8 @@
-//! A forked child's breakers leave Open on time, even when the parent's coarse
-//! clock was ticking at the fork. Runs without the test harness: `fork()` in a
-//! process with several threads running tests would copy them half-way.
+//! A forked child's breakers leave Open on time, when the parent had a breaker
+//! open (and had read the coarse clock) at the fork: the child must never be
+//! left with a coarse time frozen at the fork. Runs without the test harness:
+//! `fork()` in a process with several threads running tests would copy them
+//! half-way.
 #![allow(unsafe_code)]
 
 use std::time::Duration;
@@ -41,8 +43,10 @@ fn child(inherited: &Breaker) -> i32 {
 #[cfg(unix)]
 fn main() {
     let parents = tripped();
-    // Let the coarse clock start publishing, so the child inherits a reading.
+    // Refused (reading the coarse clock) a few ms after the trip, so that
+    // whatever the clock keeps is set up when the child inherits it.
     std::thread::sleep(Duration::from_millis(5));
+    let _ = parents.acquire();
     // SAFETY: the child only sleeps, reads atomics and the clock, and leaves
     // with `_exit`.
     let pid = unsafe { libc::fork() };

@@ -1,29 +1,28 @@
 //! An open breaker on the system clock admits its trial call promptly once
-//! `recovery` has elapsed, although a rejected call reads only the coarse clock.
+//! `recovery` has elapsed, although a rejected call far from its deadline
+//! reads only the kernel's coarse clock.
 //!
 //! # The bound
 //!
-//! While a breaker is open, the `failfast-clock` thread publishes the time every
-//! `TICK` (1 ms), and a rejected call reads the precise clock only once that
-//! coarse time is within one `TICK` of the deadline. So the transition is never
-//! early, and it is late by at most how far the ticker's wake-up overshoots its
-//! 1 ms sleep: the timer slack plus the time the operating system takes to run
-//! the woken thread. On an idle Linux machine that is tens of microseconds; on a
-//! loaded one it is the scheduler's latency, a few milliseconds at worst. (The
-//! trial itself is admitted by the first call after that, so a caller's own
-//! interval between calls adds to it.)
+//! A rejected call reads the precise clock once the coarse clock is within two
+//! of its resolutions of the deadline (the most it trails the precise time), so
+//! the transition is never early, and the first call after the deadline is the
+//! trial. How late the trial is admitted is then the caller's own interval
+//! between calls plus the time the operating system keeps the caller off a CPU:
+//! on a quiet machine microseconds, on a loaded one the scheduler's latency, a
+//! few milliseconds at worst.
 //!
-//! Measured on the 2-core development machine (debug build, 8 rounds each): a
-//! caller calling in a loop was admitted a median of 0.6 to 1.8 µs and at most
-//! 26 µs after the deadline on a quiet machine, and at most 4.2 ms while other
-//! builds kept both cores busy; a caller calling every 100 µs, within its own
-//! interval plus timer slack (at most 170 µs quiet, 1.9 ms loaded). The test
-//! prints its figures with
+//! Measured on the 2-core development machine (debug build, 8 rounds each, a
+//! load average of 8 from other builds): a caller in a loop was admitted a
+//! median of 13 to 36 µs and at most 3.8 ms after the deadline; a caller
+//! calling every 100 µs, within its own interval plus timer slack (medians of
+//! 50 to 150 µs), at most 1.9 ms. The test prints its figures with
 //! `cargo test -p failfast-runtime --test open_transition -- --nocapture`.
 //!
 //! The assertion uses a bound of 250 ms, far above that, so that it cannot flake
 //! on a loaded CI machine and still catches a breaker that waits for something
-//! other than its deadline (a second recovery period, a ticker that never starts).
+//! other than its deadline (a second recovery period, a coarse clock trusted
+//! past the deadline).
 
 use std::hint::spin_loop;
 use std::sync::{Mutex, PoisonError};
@@ -81,8 +80,8 @@ fn lateness(breaker: &Breaker, between: impl Fn()) -> (Duration, u64) {
     (admitted - due, rejections)
 }
 
-/// The tests measure how late a thread is woken: run them one at a time, so
-/// that two spinning callers do not keep the ticker thread off a 2-core
+/// The tests measure how late a caller sees the deadline: run them one at a
+/// time, so that two spinning callers do not keep each other off a 2-core
 /// machine's cores.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -118,9 +117,9 @@ fn trial_is_admitted_promptly_under_sparse_calls() {
 
 #[test]
 fn a_long_open_elsewhere_does_not_delay_a_short_one() {
-    // This breaker's 20 s open keeps the ticker running past every deadline
-    // below, so their checks read a coarse time that has passed them (a
-    // check that trusted it the wrong way would wait those 20 s, and fail).
+    // This breaker's 20 s open keeps its own deadline far ahead of every
+    // deadline below: a check that compared the coarse time with the wrong
+    // deadline would wait those 20 s, and fail.
     let long = Breaker::builder()
         .name("open-transition-long")
         .threshold(1)

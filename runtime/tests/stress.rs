@@ -640,10 +640,9 @@ fn monitor(shared: &Shared) {
 /// On the manual clock this is exact: the clock is moved by `retry_after` (or by
 /// 1 ms when no deadline is given), and no slack is needed beyond 1 µs per step.
 /// On the system clock, the bound gets 2 s of slack: the Open → HalfOpen
-/// transition is late by at most the coarse clock's tick (1 ms) plus the
-/// ticker's scheduling delay, and this thread may itself be descheduled on a
-/// loaded 2-core machine; 2 s is hundreds of times those delays, while a wedged
-/// breaker never closes at all.
+/// transition is seen by the first call after the deadline, and this thread may
+/// be descheduled on a loaded 2-core machine for milliseconds; 2 s is hundreds
+/// of times that, while a wedged breaker never closes at all.
 fn closes_again(shared: &Shared) -> Result<(), String> {
     let b = &shared.breaker;
     let bound = shared.setup.longest_open() * 2;
