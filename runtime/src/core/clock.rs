@@ -160,7 +160,12 @@ impl Clock {
     /// Whether `deadline` (nanoseconds on this clock) has passed. On the
     /// system clock, cheap while the deadline is more than two of the coarse
     /// clock's resolutions away, and never early; see the module docs.
-    #[inline]
+    ///
+    /// Always inlined: the refusal of an open breaker is decided in a cold
+    /// function, where the compiler would otherwise call this out of line
+    /// and pay a frame around the coarse read. The precise read is out of
+    /// line.
+    #[inline(always)]
     pub(crate) fn reached(&self, deadline: u64) -> bool {
         match self {
             Clock::System => {
@@ -168,10 +173,7 @@ impl Clock {
                 if let Some(now) = test_now() {
                     return now >= deadline;
                 }
-                if coarse::short_of(deadline) {
-                    return false;
-                }
-                system_now() >= deadline
+                !coarse::short_of(deadline) && system_reached(deadline)
             }
             Clock::Manual(m) => m.nanos.load(Ordering::SeqCst) >= deadline,
         }
@@ -250,6 +252,13 @@ fn origin() -> Instant {
     *ORIGIN.get_or_init(Instant::now)
 }
 
+/// Whether the precise clock has reached `deadline`: the slow half of
+/// [`Clock::reached`].
+#[inline(never)]
+fn system_reached(deadline: u64) -> bool {
+    system_now() >= deadline
+}
+
 /// Nanoseconds since the process-wide origin; never zero, so zero can mean "unset".
 #[inline]
 pub(crate) fn system_now() -> u64 {
@@ -265,6 +274,7 @@ mod coarse {
 
     use super::{TRAIL_RESOLUTIONS, system_now};
 
+    #[inline(always)]
     fn nanos(time: Timespec) -> u64 {
         let sec = u64::try_from(time.tv_sec).unwrap_or(0);
         let nsec = u64::try_from(time.tv_nsec).unwrap_or(0);
@@ -281,7 +291,7 @@ mod coarse {
         trail: u64,
     }
 
-    #[inline]
+    #[inline(always)]
     fn coarse() -> &'static Coarse {
         static COARSE: OnceLock<Coarse> = OnceLock::new();
         COARSE.get_or_init(|| {
@@ -314,7 +324,7 @@ mod coarse {
     /// Whether the coarse clock shows `deadline` further away than the
     /// coarse time can trail the precise time: then the precise time has
     /// not reached it either.
-    #[inline]
+    #[inline(always)]
     pub(super) fn short_of(deadline: u64) -> bool {
         let c = coarse();
         nanos(clock_gettime(ClockId::MonotonicCoarse))
@@ -337,7 +347,7 @@ mod coarse {
     }
 
     /// Never short: every deadline check reads the precise clock.
-    #[inline]
+    #[inline(always)]
     pub(super) fn short_of(_deadline: u64) -> bool {
         false
     }
