@@ -47,7 +47,7 @@ pub(crate) const TRAIL_RESOLUTIONS: u64 = 2;
 
 /// A time window reads the kernel's coarse clock when its buckets are at
 /// least this many times the coarse clock's resolution (see the module
-/// docs): a call is then placed at most a tenth of a bucket early.
+/// docs): a call is then placed at most a fifth of a bucket early.
 pub(crate) const COARSE_BUCKET_RESOLUTIONS: u64 = 10;
 
 /// A clock whose time only moves when told to: for tests.
