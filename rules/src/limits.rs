@@ -1,0 +1,36 @@
+//! The limits and defaults of a breaker's settings.
+
+use std::time::Duration;
+
+/// Default number of consecutive counted failures that trips a breaker.
+pub const DEFAULT_THRESHOLD: u32 = 5;
+/// Largest consecutive-failure `threshold` a breaker accepts (2^24 − 1: the
+/// runtime keeps the count in 24 bits of its state word).
+pub const MAX_THRESHOLD: u32 = (1 << 24) - 1;
+/// Default number of trial calls admitted at once in half-open.
+pub const DEFAULT_TRIAL_CALLS: u32 = 1;
+/// Default number of successful trials needed to close.
+pub const DEFAULT_SUCCESS_THRESHOLD: u32 = 1;
+/// Largest `trial_calls` and `success_threshold` a breaker accepts (the
+/// runtime keeps them in 8 bits).
+pub const MAX_TRIALS: u32 = 0xFF;
+/// Default size of a failure-rate window, in calls.
+pub const DEFAULT_WINDOW_CALLS: u32 = 100;
+/// Largest count window, in calls.
+pub const MAX_WINDOW_CALLS: u32 = 1 << 20;
+/// Default number of calls a window must hold before a rate can trip the
+/// breaker (see [`default_min_calls`](crate::default_min_calls) for a count
+/// window smaller than that).
+pub const DEFAULT_MIN_CALLS: u32 = 10;
+/// Default time a breaker stays open before it admits a trial call.
+pub const DEFAULT_RECOVERY: Duration = Duration::from_secs(30);
+/// Shortest default trial lease: a trial permit is presumed lost after ten
+/// times `recovery`, and never before this.
+pub const MIN_DEFAULT_LEASE: Duration = Duration::from_secs(60);
+/// Number of buckets a time window is divided into.
+pub const TIME_BUCKETS: u32 = 20;
+/// How many breakers a keyed family holds unless `max_keys` says otherwise.
+pub const DEFAULT_MAX_KEYS: u32 = 1024;
+/// Largest `max_ejection_percent`, and its default: 100 sets no ejection
+/// budget.
+pub const MAX_EJECTION_PERCENT: u32 = 100;

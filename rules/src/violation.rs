@@ -1,0 +1,222 @@
+//! A setting that breaks its rule, and what each side says about it.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::key::{Key, sentence};
+
+/// A value, or a combination of settings, that cannot work: which key is at
+/// fault, and which rule it breaks.
+///
+/// Shown three ways, one for each place a mistake is reported:
+/// - [`Display`](fmt::Display): the attribute's compile error, a sentence
+///   naming the key (`` `threshold` must be at least 1 ``);
+/// - [`brief`](Self::brief): the same sentence without the values, for
+///   const evaluation, where nothing can be formatted;
+/// - [`problem`](Self::problem): what `ConfigError` says after the setting's
+///   name (`must be at least 1`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Violation {
+    key: Key,
+    rule: Rule,
+}
+
+/// The rule a value breaks, with what the messages show of it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Rule {
+    /// A count of zero.
+    AtLeastOne,
+    /// A count above the largest the key takes.
+    AtMost(u32),
+    /// A rate outside (0, 1].
+    Share(f64),
+    /// A jitter outside [0, 1).
+    Fraction(f64),
+    /// A zero duration.
+    LongerThanZero,
+    /// `max_recovery` below `recovery`.
+    NotBelowRecovery,
+    /// `slow` not below `timeout`.
+    ShorterThanTimeout { slow: Duration, timeout: Duration },
+    /// `min_calls` above the calls a count window holds.
+    WithinWindow {
+        min_calls: u32,
+        window: u32,
+        /// The window is the default one, not written.
+        default_window: bool,
+    },
+    /// `threshold` with `failure_rate`.
+    TwoTripRules,
+    /// `window` or `min_calls` without a rate rule.
+    WithoutRate,
+    /// `slow_rate` without `slow`.
+    WithoutSlow,
+}
+
+impl Violation {
+    pub(crate) const fn new(key: Key, rule: Rule) -> Self {
+        Self { key, rule }
+    }
+
+    /// The key at fault.
+    #[must_use]
+    pub const fn key(&self) -> Key {
+        self.key
+    }
+
+    /// The attribute's message without the values it would show: what a
+    /// constant that breaks the rule makes const evaluation panic with.
+    #[must_use]
+    pub const fn brief(&self) -> &'static str {
+        match self.rule {
+            Rule::AtLeastOne => sentence!(self.key, " must be at least 1"),
+            Rule::AtMost(_) => match self.key {
+                Key::Threshold => "`threshold` is too large; the largest value is 16777215",
+                Key::TrialCalls => "`trial_calls` is too large; the largest value is 255",
+                Key::SuccessThreshold => {
+                    "`success_threshold` is too large; the largest value is 255"
+                }
+                Key::Window => "`window` is too large; the largest value is 1048576",
+                Key::MaxEjectionPercent => {
+                    "`max_ejection_percent` is too large; the largest value is 100"
+                }
+                other => sentence!(other, " is too large; the largest value is 4294967295"),
+            },
+            Rule::Share(_) => sentence!(
+                self.key,
+                " is a share of calls: greater than 0 and at most 1 (0.5 means half of the calls)"
+            ),
+            Rule::Fraction(_) => {
+                "`jitter` is a fraction of the open time: at least 0 and less than 1 \
+                 (0.2 spreads each open period by up to 20%)"
+            }
+            Rule::LongerThanZero => sentence!(self.key, " must be longer than zero"),
+            Rule::NotBelowRecovery => "`max_recovery` must be at least as long as `recovery`",
+            Rule::ShorterThanTimeout { .. } => {
+                "`slow` must be shorter than `timeout`: a call is cut off at `timeout`, so a \
+                 longer `slow` could never be seen; use a shorter `slow`, or drop it"
+            }
+            Rule::WithinWindow { .. } => match self.key {
+                Key::Window => {
+                    "`window` holds fewer calls than `min_calls`, so the rate rule could never \
+                     trip; use a larger `window`, or a smaller `min_calls`"
+                }
+                _ => {
+                    "`min_calls` is more than the calls the `window` holds, so the rate rule \
+                     could never trip; use at most the window's size, or a larger `window`"
+                }
+            },
+            Rule::TwoTripRules => {
+                "`threshold` and `failure_rate` are two different trip rules; keep one: \
+                 `threshold` trips on consecutive failures, `failure_rate` on a share of the \
+                 calls in `window`"
+            }
+            Rule::WithoutRate => sentence!(
+                self.key,
+                " only applies to a rate rule; add `failure_rate = 0.5` (or `slow = \"2s\"` for \
+                 a slow-call rate), or use `threshold` for consecutive failures"
+            ),
+            Rule::WithoutSlow => {
+                "`slow_rate` needs `slow`, the duration above which a call counts as slow, e.g. \
+                 `slow = \"2s\"`"
+            }
+        }
+    }
+
+    /// What is wrong, as the runtime's `ConfigError` says it after the
+    /// setting's name: `must be at least 1`, `1.5 is outside (0, 1]; …`.
+    #[must_use]
+    pub fn problem(&self) -> String {
+        match (self.rule, self.key) {
+            (Rule::AtLeastOne | Rule::AtMost(_), Key::MaxEjectionPercent) => {
+                "must be from 1 to 100".to_owned()
+            }
+            (Rule::AtLeastOne, Key::Window) => "must hold at least 1 call".to_owned(),
+            (Rule::AtLeastOne, _) => "must be at least 1".to_owned(),
+            (Rule::AtMost(max), Key::Window) => format!("must hold at most {max} calls"),
+            (Rule::AtMost(max), _) => format!("must be at most {max}"),
+            (Rule::Share(rate), _) => {
+                format!("{rate} is outside (0, 1]; write a share like 0.5 for 50%")
+            }
+            (Rule::Fraction(jitter), _) => format!("{jitter} is outside [0, 1)"),
+            (Rule::LongerThanZero, _) => "must be longer than zero".to_owned(),
+            (Rule::NotBelowRecovery, _) => "must be at least as long as `recovery`".to_owned(),
+            (Rule::ShorterThanTimeout { timeout, .. }, _) => format!(
+                "must be shorter than `timeout` ({timeout:?}): a call is cut off at `timeout`, \
+                 so a longer `slow` could never be seen"
+            ),
+            (
+                Rule::WithinWindow {
+                    min_calls, window, ..
+                },
+                Key::Window,
+            ) => format!(
+                "of {window} calls holds fewer than `min_calls` ({min_calls}), so the rate rule \
+                 could never trip; set `min_calls` to at most {window}"
+            ),
+            (
+                Rule::WithinWindow {
+                    min_calls, window, ..
+                },
+                _,
+            ) => format!(
+                "{min_calls} is more than the {window} calls the window holds, so the rate rule \
+                 could never trip; use at most {window}"
+            ),
+            (Rule::TwoTripRules, _) => "cannot be combined with `failure_rate`: choose \
+                                       consecutive failures or a failure rate"
+                .to_owned(),
+            (Rule::WithoutRate, Key::Window) => {
+                "a window needs a rate rule: set `failure_rate` or `slow`".to_owned()
+            }
+            (Rule::WithoutRate, _) => {
+                "only applies to a rate rule: set `failure_rate` or `slow`".to_owned()
+            }
+            (Rule::WithoutSlow, _) => {
+                "needs `slow`, the duration above which a call is slow".to_owned()
+            }
+        }
+    }
+}
+
+/// The attribute's message: a sentence naming the key, with the values at
+/// fault where they help.
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let key = self.key.name();
+        match self.rule {
+            Rule::AtMost(max) => write!(f, "`{key}` is too large; the largest value is {max}"),
+            Rule::ShorterThanTimeout { slow, timeout } => write!(
+                f,
+                "`slow` must be shorter than `timeout`: a call is cut off at `timeout` \
+                 ({timeout:?}), so a `slow` of {slow:?} could never be seen; use a shorter \
+                 `slow`, or drop it (a timed-out call is already a failure)"
+            ),
+            Rule::WithinWindow {
+                min_calls,
+                window,
+                default_window,
+            } => match self.key {
+                Key::Window => write!(
+                    f,
+                    "`window = {window}` holds fewer calls than `min_calls = {min_calls}`, so \
+                     the rate rule could never trip; use a larger `window`, or at most {window} \
+                     for `min_calls`"
+                ),
+                _ => write!(
+                    f,
+                    "`min_calls = {min_calls}` is more than the {window} calls {holds}, so the \
+                     rate rule could never trip; use at most {window}, or a larger `window`",
+                    holds = if default_window {
+                        "the default `window` holds"
+                    } else {
+                        "the `window` holds"
+                    }
+                ),
+            },
+            _ => f.write_str(self.brief()),
+        }
+    }
+}
+
+impl std::error::Error for Violation {}
