@@ -12,6 +12,8 @@ use syn::{
     UnOp,
 };
 
+use failfast_rules::{self as rules, Key};
+
 use crate::classify::Matcher;
 
 /// Every key the attribute understands, in the order the docs list them.
@@ -59,10 +61,6 @@ pub(crate) const BREAKER_KEYS: &[&str] = &[
     "name",
     "crate",
 ];
-
-/// How many breakers a keyed family keeps unless `max_keys` says otherwise
-/// (the runtime's `DEFAULT_MAX_KEYS`).
-pub const DEFAULT_MAX_KEYS: u32 = 1024;
 
 /// A key's value and where it was written, so that checks between keys can
 /// point at the value.
@@ -306,64 +304,42 @@ impl Args {
     /// Checks between keys: each contradiction is reported once, at the key
     /// that cannot work with what was already said.
     fn validate(&self, errors: &mut Errors) {
-        if let Some(later) = self.later_of("threshold", "failure_rate") {
-            errors.push(syn::Error::new(
-                later.span(),
-                "`threshold` and `failure_rate` are two different trip rules; keep one: \
-                 `threshold` trips on consecutive failures, `failure_rate` on a share of \
-                 the calls in `window`",
-            ));
+        let written = |key| self.written(key).is_some();
+        if let (Some(later), Err(violation)) = (
+            self.later_of("threshold", "failure_rate"),
+            rules::one_trip_rule(written("threshold"), written("failure_rate")),
+        ) {
+            errors.push(syn::Error::new(later.span(), violation));
         }
         let has_rate_rule = ["failure_rate", "slow", "slow_rate"]
-            .iter()
-            .any(|key| self.written(key).is_some());
-        for key in ["window", "min_calls"]
-            .iter()
-            .filter_map(|key| self.written(key))
-        {
-            if !has_rate_rule {
-                errors.push(syn::Error::new(
-                    key.span(),
-                    format!(
-                        "`{key}` only applies to a rate rule; add `failure_rate = 0.5` \
-                         (or `slow = \"2s\"` for a slow-call rate), or use `threshold` for \
-                         consecutive failures"
-                    ),
-                ));
+            .into_iter()
+            .any(written);
+        for key in ["window", "min_calls"] {
+            if let (Some(written), Err(violation)) = (
+                self.written(key),
+                rules::needs_rate_rule(rule_key(key), has_rate_rule),
+            ) {
+                errors.push(syn::Error::new(written.span(), violation));
             }
         }
         if let (true, Some(min_calls)) = (has_rate_rule, &self.min_calls) {
             let window = match self.window.as_ref().map(|w| &w.value) {
-                Some(Window::Calls(size)) => Some((*size, "the `window` holds")),
-                None if self.written("window").is_none() => {
-                    Some((DEFAULT_WINDOW_CALLS, "the default `window` holds"))
-                }
+                Some(Window::Calls(size)) => Some(Some(*size)),
+                // The default window.
+                None if self.written("window").is_none() => Some(None),
                 // A time window holds any number of calls; a bad `window`
                 // value is already reported.
                 _ => None,
             };
-            if let Some((size, holds)) = window.filter(|(size, _)| min_calls.value > *size) {
-                errors.push(syn::Error::new(
-                    min_calls.span,
-                    format!(
-                        "`min_calls = {}` is more than the {size} calls {holds}, so the rate \
-                         rule could never trip; use at most {size}, or a larger `window`",
-                        min_calls.value
-                    ),
-                ));
+            if let Some(Err(violation)) =
+                window.map(|window| rules::min_calls_within(min_calls.value, window))
+            {
+                errors.push(syn::Error::new(min_calls.span, violation));
             }
         }
         if let (Some(slow), Some(timeout)) = (&self.slow, &self.timeout) {
-            if slow.value >= timeout.value {
-                errors.push(syn::Error::new(
-                    slow.span,
-                    format!(
-                        "`slow` must be shorter than `timeout`: a call is cut off at `timeout` \
-                         ({:?}), so a `slow` of {:?} could never be seen; use a shorter `slow`, \
-                         or drop it (a timed-out call is already a failure)",
-                        timeout.value, slow.value
-                    ),
-                ));
+            if let Err(violation) = rules::slow_under_timeout(slow.value, timeout.value) {
+                errors.push(syn::Error::new(slow.span, violation));
             }
         }
         if let Some(later) = self.later_of("fallback", "reject_with") {
@@ -374,12 +350,11 @@ impl Args {
                  answers with a value of its own",
             ));
         }
-        if let (None, Some(rate)) = (self.written("slow"), self.written("slow_rate")) {
-            errors.push(syn::Error::new(
-                rate.span(),
-                "`slow_rate` needs `slow`, the duration above which a call counts as slow, \
-                 e.g. `slow = \"2s\"`",
-            ));
+        if let (Some(rate), Err(violation)) = (
+            self.written("slow_rate"),
+            rules::slow_rate_needs_slow(written("slow")),
+        ) {
+            errors.push(syn::Error::new(rate.span(), violation));
         }
     }
 }
@@ -578,43 +553,22 @@ fn starts_key(cursor: syn::buffer::Cursor) -> bool {
     }
 }
 
-/// The largest `trial_calls` and `success_threshold` the runtime accepts.
-const MAX_TRIALS: u64 = 0xFF;
-/// The largest consecutive-failure `threshold` the runtime accepts.
-const MAX_THRESHOLD: u64 = (1 << 24) - 1;
-/// The count window the runtime uses when `window` is not given.
-pub const DEFAULT_WINDOW_CALLS: u32 = 100;
-/// The largest count window the runtime accepts.
-const MAX_WINDOW_CALLS: u64 = 1 << 20;
+/// The rules' name of `key`, an attribute key whose value has a rule.
+fn rule_key(key: &str) -> Key {
+    Key::from_name(key).unwrap_or_else(|| unreachable!("`{key}` has no rule"))
+}
 
-/// An integer of at least 1, such as `threshold = 5`.
+/// An integer of at least 1, such as `threshold = 5`, within the key's
+/// largest (see `failfast_rules::count`).
 pub(crate) fn count(input: ParseStream, key: &str) -> syn::Result<u32> {
-    let max = match key {
-        "trial_calls" | "success_threshold" => MAX_TRIALS,
-        "threshold" => MAX_THRESHOLD,
-        "window" => MAX_WINDOW_CALLS,
-        "max_ejection_percent" => 100,
-        _ => u64::from(u32::MAX),
-    };
     let expr: Expr = input.parse()?;
     match &expr {
         Expr::Lit(ExprLit {
             lit: Lit::Int(int), ..
         }) => {
             let value: u64 = int.base10_parse()?;
-            if value == 0 {
-                return Err(syn::Error::new(
-                    int.span(),
-                    format!("`{key}` must be at least 1"),
-                ));
-            }
-            if value > max {
-                return Err(syn::Error::new(
-                    int.span(),
-                    format!("`{key}` is too large; the largest value is {max}"),
-                ));
-            }
-            Ok(u32::try_from(value).unwrap_or(u32::MAX))
+            rules::count(rule_key(key), value)
+                .map_err(|violation| syn::Error::new(int.span(), violation))
         }
         Expr::Unary(ExprUnary {
             op: UnOp::Neg(_), ..
@@ -660,34 +614,20 @@ pub(crate) fn number(input: ParseStream, key: &str, example: &str) -> syn::Resul
     Ok((if negative { -value } else { value }, expr))
 }
 
-/// A share of calls: `0 < rate <= 1`.
+/// A share of calls: `0 < rate <= 1` (`failure_rate`, `slow_rate`).
 fn rate(input: ParseStream, key: &str) -> syn::Result<f64> {
     let (value, expr) = number(input, key, "0.5")?;
-    if value > 0.0 && value <= 1.0 {
-        Ok(value)
-    } else {
-        Err(syn::Error::new_spanned(
-            &expr,
-            format!(
-                "`{key}` is a share of calls: greater than 0 and at most 1 \
-                 (0.5 means half of the calls)"
-            ),
-        ))
-    }
+    let rule = match rule_key(key) {
+        Key::SlowRate => rules::slow_rate,
+        _ => rules::failure_rate,
+    };
+    rule(value).map_err(|violation| syn::Error::new_spanned(&expr, violation))
 }
 
 /// A fraction of the open time: `0 <= jitter < 1`.
 fn jitter(input: ParseStream) -> syn::Result<f64> {
     let (value, expr) = number(input, "jitter", "0.2")?;
-    if (0.0..1.0).contains(&value) {
-        Ok(value)
-    } else {
-        Err(syn::Error::new_spanned(
-            &expr,
-            "`jitter` is a fraction of the open time: at least 0 and less than 1 \
-             (0.2 spreads each open period by up to 20%)",
-        ))
-    }
+    rules::jitter(value).map_err(|violation| syn::Error::new_spanned(&expr, violation))
 }
 
 fn duration_lit(input: ParseStream, key: &str) -> syn::Result<LitStr> {
@@ -704,8 +644,10 @@ fn duration_lit(input: ParseStream, key: &str) -> syn::Result<LitStr> {
     ))
 }
 
+/// A duration in the grammar the runtime's overrides read too, longer than
+/// zero.
 fn parse_duration(text: &str, lit: &LitStr, key: &str) -> syn::Result<Duration> {
-    let value = humantime::parse_duration(text.trim()).map_err(|e| {
+    let value = rules::parse_duration(text).map_err(|e| {
         syn::Error::new(
             lit.span(),
             format!(
@@ -714,13 +656,8 @@ fn parse_duration(text: &str, lit: &LitStr, key: &str) -> syn::Result<Duration> 
             ),
         )
     })?;
-    if value.is_zero() {
-        return Err(syn::Error::new(
-            lit.span(),
-            format!("`{key}` must be longer than zero"),
-        ));
-    }
-    Ok(value)
+    rules::duration(rule_key(key), value)
+        .map_err(|violation| syn::Error::new(lit.span(), violation))
 }
 
 /// A duration string such as `"30s"`, parsed now so a typo is a compile error.
@@ -759,7 +696,9 @@ pub(crate) fn growing(
     }
     let start_value = parse_duration(start, &lit, key)?;
     let max_value = parse_duration(max.trim_start_matches('='), &lit, key)?;
-    if max_value < start_value {
+    // The rule of `max_recovery`, the end a growing `recovery` is written
+    // with; a growing `backoff` keeps to it too.
+    if rules::max_recovery(start_value, max_value).is_err() {
         return Err(syn::Error::new(
             lit.span(),
             format!(

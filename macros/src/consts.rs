@@ -18,7 +18,9 @@ use syn::parse::ParseStream;
 use syn::spanned::Spanned;
 use syn::{Expr, Lit, Token};
 
-use crate::args::{Args, DEFAULT_WINDOW_CALLS, Window};
+use failfast_rules::DEFAULT_WINDOW_CALLS;
+
+use crate::args::{Args, Window};
 
 /// Keys whose value may be a constant: those that are settings of the
 /// breaker's `Config`, with their kind for messages.

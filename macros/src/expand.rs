@@ -725,9 +725,6 @@ impl Report {
     }
 }
 
-/// The runtime's default `min_calls`.
-const DEFAULT_MIN_CALLS: u32 = 10;
-
 /// A `Duration` constant, as whole seconds and nanoseconds.
 pub(crate) fn duration(d: std::time::Duration) -> TokenStream {
     let secs = proc_macro2::Literal::u64_unsuffixed(d.as_secs());
@@ -752,7 +749,10 @@ pub(crate) fn config(args: &Args, default_name: TokenStream, private: &TokenStre
             chain.extend(quote!(.threshold(#n)));
         }
         // The consecutive-failure rule is the default rule.
-        (None, None) => chain.extend(quote!(.threshold(5))),
+        (None, None) => {
+            let n = int(failfast_rules::DEFAULT_THRESHOLD);
+            chain.extend(quote!(.threshold(#n)));
+        }
         (None, Some(_)) => {}
     }
     if let Some(rate) = &args.failure_rate {
@@ -775,10 +775,12 @@ pub(crate) fn config(args: &Args, default_name: TokenStream, private: &TokenStre
             let n = int(min_calls.value);
             chain.extend(quote!(.min_calls(#n)));
         }
-        // A count window smaller than the runtime's default `min_calls` (10)
-        // could never reach a verdict: wait for a full window instead.
-        (None, Some(Window::Calls(n))) if *n < DEFAULT_MIN_CALLS => {
-            let n = int(*n);
+        // A count window smaller than the default `min_calls` could never
+        // reach a verdict: wait for a full window instead.
+        (None, Some(Window::Calls(n)))
+            if failfast_rules::default_min_calls(*n) != failfast_rules::DEFAULT_MIN_CALLS =>
+        {
+            let n = int(failfast_rules::default_min_calls(*n));
             chain.extend(quote!(.min_calls(#n)));
         }
         _ => {}

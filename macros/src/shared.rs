@@ -81,7 +81,9 @@ pub fn breaker(input: TokenStream) -> TokenStream {
                 Some(max_keys) => {
                     let max_keys = proc_macro2::Literal::usize_unsuffixed(max_keys.value as usize);
                     let budget = proc_macro2::Literal::u32_unsuffixed(
-                        args.max_ejection_percent.as_ref().map_or(100, |n| n.value),
+                        args.max_ejection_percent
+                            .as_ref()
+                            .map_or(failfast_rules::MAX_EJECTION_PERCENT, |n| n.value),
                     );
                     let declared = crate::declare::family_registration(
                         &ident.to_token_stream(),

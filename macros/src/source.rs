@@ -28,7 +28,9 @@ use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, Path};
 
-use crate::args::{Args, DEFAULT_MAX_KEYS};
+use failfast_rules::{DEFAULT_MAX_KEYS, MAX_EJECTION_PERCENT};
+
+use crate::args::Args;
 use crate::expand::{config, respan};
 
 enum Breaker<'a> {
@@ -46,7 +48,7 @@ pub(crate) struct Source<'a> {
     private: &'a TokenStream,
     allow: &'a TokenStream,
     max_keys: u32,
-    /// The family's ejection budget, 100 for none.
+    /// The family's ejection budget, `MAX_EJECTION_PERCENT` (100) for none.
     max_ejection_percent: u32,
     max_concurrent: Option<u32>,
     /// Where a missing `keyed` feature is reported: the `key` as written.
@@ -72,7 +74,10 @@ impl<'a> Source<'a> {
             private,
             allow,
             max_keys: args.max_keys.as_ref().map_or(DEFAULT_MAX_KEYS, |n| n.value),
-            max_ejection_percent: args.max_ejection_percent.as_ref().map_or(100, |n| n.value),
+            max_ejection_percent: args
+                .max_ejection_percent
+                .as_ref()
+                .map_or(MAX_EJECTION_PERCENT, |n| n.value),
             max_concurrent: args.max_concurrent.as_ref().map(|n| n.value),
             key_span: args
                 .written("key")
