@@ -1,117 +1,73 @@
 //! The checks `#[circuit_breaker]` applies to a value given as a constant
 //! (`threshold = limits::PAYMENTS_THRESHOLD`, `recovery = RECOVERY`): the
-//! same rules as for a literal, applied by const evaluation of the breaker's
-//! `static`, so a value that cannot work is a compile error naming the key.
+//! same rules as for a literal (`failfast_rules`), applied by const
+//! evaluation of the breaker's `static`, so a value that cannot work is a
+//! compile error naming the key.
 
 use std::time::Duration;
 
-use crate::core::config::{MAX_THRESHOLD, MAX_TRIALS};
+use failfast_rules::{self as rules, Violation};
 
-/// A count: at least 1, and at most `max`.
-macro_rules! count {
-    ($key:ident, $max:expr, $max_text:literal) => {
-        #[doc = concat!("`", stringify!($key), " = CONST`: at least 1, at most ", $max_text, ".")]
-        #[must_use]
-        pub const fn $key(n: u32) -> u32 {
-            if n == 0 {
-                panic!(concat!("`", stringify!($key), "` must be at least 1"));
-            }
-            if n > $max {
-                panic!(concat!(
-                    "`",
-                    stringify!($key),
-                    "` is too large; the largest value is ",
-                    $max_text
-                ));
-            }
-            n
-        }
-    };
-}
-
-count!(threshold, MAX_THRESHOLD, "16777215");
-count!(trial_calls, MAX_TRIALS, "255");
-count!(success_threshold, MAX_TRIALS, "255");
-count!(min_calls, u32::MAX, "4294967295");
-
-/// A share of calls: greater than 0, at most 1.
-macro_rules! rate {
-    ($key:ident) => {
-        #[doc = concat!("`", stringify!($key), " = CONST`: greater than 0, at most 1.")]
-        #[must_use]
-        pub const fn $key(rate: f64) -> f64 {
-            if !(rate > 0.0 && rate <= 1.0) {
-                panic!(concat!(
-                    "`",
-                    stringify!($key),
-                    "` is a share of calls: greater than 0 and at most 1 (0.5 means half of the calls)"
-                ));
-            }
-            rate
-        }
-    };
-}
-
-rate!(failure_rate);
-rate!(slow_rate);
-
-/// `jitter = CONST`: at least 0, less than 1.
-#[must_use]
-pub const fn jitter(jitter: f64) -> f64 {
-    if !(jitter >= 0.0 && jitter < 1.0) {
-        panic!(
-            "`jitter` is a fraction of the open time: at least 0 and less than 1 \
-             (0.2 spreads each open period by up to 20%)"
-        );
+/// The value the rule gave back; a value that breaks it panics (a compile
+/// error under const evaluation) with the attribute's message.
+const fn checked<T: Copy>(rule: Result<T, Violation>) -> T {
+    match rule {
+        Ok(value) => value,
+        Err(violation) => panic!("{}", violation.brief()),
     }
-    jitter
 }
 
-/// A duration longer than zero.
-macro_rules! duration {
-    ($key:ident) => {
-        #[doc = concat!("`", stringify!($key), " = CONST`: a `Duration` longer than zero.")]
-        #[must_use]
-        pub const fn $key(d: Duration) -> Duration {
-            if d.is_zero() {
-                panic!(concat!("`", stringify!($key), "` must be longer than zero"));
+/// `key(CONST)`: the value, checked by the rule of the same name.
+macro_rules! checks {
+    ($($(#[$doc:meta])* $key:ident: $ty:ty;)*) => {
+        $(
+            $(#[$doc])*
+            #[must_use]
+            pub const fn $key(value: $ty) -> $ty {
+                checked(rules::$key(value))
             }
-            d
-        }
+        )*
     };
 }
 
-duration!(recovery);
-duration!(slow);
+checks! {
+    /// `threshold = CONST`: at least 1, at most 16777215.
+    threshold: u32;
+    /// `trial_calls = CONST`: at least 1, at most 255.
+    trial_calls: u32;
+    /// `success_threshold = CONST`: at least 1, at most 255.
+    success_threshold: u32;
+    /// `min_calls = CONST`: at least 1.
+    min_calls: u32;
+    /// `failure_rate = CONST`: greater than 0, at most 1.
+    failure_rate: f64;
+    /// `slow_rate = CONST`: greater than 0, at most 1.
+    slow_rate: f64;
+    /// `jitter = CONST`: at least 0, less than 1.
+    jitter: f64;
+    /// `recovery = CONST`: a `Duration` longer than zero.
+    recovery: Duration;
+    /// `slow = CONST`: a `Duration` longer than zero.
+    slow: Duration;
+}
 
 /// A constant `slow` with a `timeout`: shorter than it.
 #[must_use]
 pub const fn slow_under_timeout(slow: Duration, timeout: Duration) -> Duration {
-    if slow.as_nanos() >= timeout.as_nanos() {
-        panic!(
-            "`slow` must be shorter than `timeout`: a call is cut off at `timeout`, so a longer \
-             `slow` could never be seen; use a shorter `slow`, or drop it"
-        );
-    }
-    slow
+    checked(rules::slow_under_timeout(slow, timeout))
 }
 
 /// A constant `min_calls` with a count window of `window` calls: no more
 /// than it holds.
 #[must_use]
 pub const fn min_calls_within(min_calls: u32, window: u32) -> u32 {
-    if min_calls > window {
-        panic!(
-            "`min_calls` is more than the calls the `window` holds, so the rate rule could \
-             never trip; use at most the window's size, or a larger `window`"
-        );
-    }
-    min_calls
+    checked(rules::min_calls_within(min_calls, Some(window)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::config::{MAX_THRESHOLD, MAX_TRIALS};
 
     #[test]
     fn the_largest_values_in_the_messages_are_the_runtimes() {
@@ -163,8 +119,9 @@ mod tests {
     fn values_that_cannot_work_panic_naming_the_key() {
         let message = |f: fn()| {
             let e = std::panic::catch_unwind(f).unwrap_err();
-            e.downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
+            e.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| (*s).to_owned()))
                 .unwrap_or_default()
         };
         assert!(

@@ -316,7 +316,10 @@ fn a_patch_is_accepted_up_to_its_edges_and_refused_past_them() {
         .unwrap_err();
     assert_eq!(
         (error.key(), error.reason()),
-        ("failure_rate", "0 is outside (0, 1]")
+        (
+            "failure_rate",
+            "0 is outside (0, 1]; write a share like 0.5 for 50%"
+        )
     );
 
     let counting = Breaker::builder().threshold(3).build().unwrap();

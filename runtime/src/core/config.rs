@@ -4,28 +4,35 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
+use failfast_rules::{self as rules, Key, Violation};
+
 use crate::core::clock::{Clock, ManualClock};
 use crate::core::error::ConfigError;
 use crate::core::name::Name;
 
+// The limits and defaults are the rules crate's, which the attribute
+// checks its values against too.
+
 /// Default number of consecutive counted failures that trips a breaker.
-pub const DEFAULT_THRESHOLD: u32 = 5;
+pub const DEFAULT_THRESHOLD: u32 = rules::DEFAULT_THRESHOLD;
 /// Default time a breaker stays open before it admits a trial call.
-pub const DEFAULT_RECOVERY: Duration = Duration::from_secs(30);
+pub const DEFAULT_RECOVERY: Duration = rules::DEFAULT_RECOVERY;
 /// Default size of a failure-rate window, in calls.
-pub const DEFAULT_WINDOW_CALLS: u32 = 100;
+pub const DEFAULT_WINDOW_CALLS: u32 = rules::DEFAULT_WINDOW_CALLS;
 /// Default number of calls a window must hold before a rate can trip the breaker.
-pub const DEFAULT_MIN_CALLS: u32 = 10;
+pub const DEFAULT_MIN_CALLS: u32 = rules::DEFAULT_MIN_CALLS;
 /// Largest `trial_calls` and `success_threshold` a breaker accepts.
-pub const MAX_TRIALS: u32 = crate::core::word::MAX_TRIALS;
+pub const MAX_TRIALS: u32 = rules::MAX_TRIALS;
 /// Largest consecutive-failure `threshold` a breaker accepts.
-pub const MAX_THRESHOLD: u32 = crate::core::word::MAX_THRESHOLD;
+pub const MAX_THRESHOLD: u32 = rules::MAX_THRESHOLD;
 /// Shortest default trial lease; see [`Builder::trial_lease`].
-pub const MIN_DEFAULT_LEASE: Duration = Duration::from_secs(60);
-/// Largest count window, in calls.
-pub const MAX_WINDOW_CALLS: u32 = 1 << 20;
+pub const MIN_DEFAULT_LEASE: Duration = rules::MIN_DEFAULT_LEASE;
 /// Number of buckets a time window is divided into.
-pub const TIME_BUCKETS: u32 = 20;
+pub const TIME_BUCKETS: u32 = rules::TIME_BUCKETS;
+
+// The state word holds the largest counts the rules allow.
+const _: () =
+    assert!(MAX_THRESHOLD == crate::core::word::MAX_THRESHOLD && MAX_TRIALS == crate::core::word::MAX_TRIALS);
 
 /// The sliding window of a rate rule.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -98,8 +105,8 @@ impl Config {
             recovery: nanos(DEFAULT_RECOVERY),
             max_recovery: 0,
             jitter: 0.0,
-            trial_calls: 1,
-            success_threshold: 1,
+            trial_calls: rules::DEFAULT_TRIAL_CALLS,
+            success_threshold: rules::DEFAULT_SUCCESS_THRESHOLD,
             failure_rate: 0.0,
             window: Window::Calls(DEFAULT_WINDOW_CALLS),
             min_calls: DEFAULT_MIN_CALLS,
@@ -229,84 +236,33 @@ impl Config {
         self.failure_rate > 0.0 || self.slow > 0
     }
 
+    /// Checks each value with the rules the attribute checks its values
+    /// with (`failfast_rules`); 0 stands for a rule or a cap not in use.
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
-        fn rate(setting: &'static str, r: f64) -> Result<(), ConfigError> {
-            if r > 0.0 && r <= 1.0 {
-                Ok(())
-            } else {
-                Err(ConfigError::new(
-                    setting,
-                    format!("{r} is outside (0, 1]; write a share like 0.5 for 50%"),
-                ))
-            }
+        let nanos = Duration::from_nanos;
+        rules::threshold(self.threshold).map_err(broken)?;
+        rules::trial_calls(self.trial_calls).map_err(broken)?;
+        rules::success_threshold(self.success_threshold).map_err(broken)?;
+        rules::min_calls(self.min_calls).map_err(broken)?;
+        rules::recovery(nanos(self.recovery)).map_err(broken)?;
+        if self.max_recovery != 0 {
+            rules::max_recovery(nanos(self.recovery), nanos(self.max_recovery)).map_err(broken)?;
         }
-        let positive = |setting, n: u32| {
-            if n == 0 {
-                Err(ConfigError::new(setting, "must be at least 1"))
-            } else {
-                Ok(())
-            }
-        };
-        positive("threshold", self.threshold)?;
-        if self.threshold > MAX_THRESHOLD {
-            return Err(ConfigError::new(
-                "threshold",
-                format!("must be at most {MAX_THRESHOLD}"),
-            ));
-        }
-        positive("trial_calls", self.trial_calls)?;
-        positive("success_threshold", self.success_threshold)?;
-        positive("min_calls", self.min_calls)?;
-        if self.trial_calls > MAX_TRIALS {
-            return Err(ConfigError::new(
-                "trial_calls",
-                format!("must be at most {MAX_TRIALS}"),
-            ));
-        }
-        if self.success_threshold > MAX_TRIALS {
-            return Err(ConfigError::new(
-                "success_threshold",
-                format!("must be at most {MAX_TRIALS}"),
-            ));
-        }
-        if self.recovery == 0 {
-            return Err(ConfigError::new("recovery", "must be longer than zero"));
-        }
-        if self.max_recovery != 0 && self.max_recovery < self.recovery {
-            return Err(ConfigError::new(
-                "max_recovery",
-                "must be at least as long as `recovery`",
-            ));
-        }
-        if !(0.0..1.0).contains(&self.jitter) {
-            return Err(ConfigError::new(
-                "jitter",
-                format!("{} is outside [0, 1)", self.jitter),
-            ));
-        }
+        rules::jitter(self.jitter).map_err(broken)?;
         if self.failure_rate != 0.0 {
-            rate("failure_rate", self.failure_rate)?;
+            rules::failure_rate(self.failure_rate).map_err(broken)?;
         }
-        if self.slow == 0 && self.slow_rate != 0.0 {
-            return Err(ConfigError::new("slow", "must be longer than zero"));
+        if self.slow_rate != 0.0 {
+            rules::slow(nanos(self.slow)).map_err(broken)?;
         }
         if self.slow_rate != 0.0 || self.slow != 0 {
-            rate("slow_rate", self.slow_rate)?;
+            rules::slow_rate(self.slow_rate).map_err(broken)?;
         }
         match self.window {
-            Window::Calls(0) => {
-                return Err(ConfigError::new("window", "must hold at least 1 call"));
-            }
-            Window::Calls(n) if n > MAX_WINDOW_CALLS => {
-                return Err(ConfigError::new(
-                    "window",
-                    format!("must hold at most {MAX_WINDOW_CALLS} calls"),
-                ));
-            }
-            Window::Time(0) => return Err(ConfigError::new("window", "must be longer than zero")),
-            _ => {}
+            Window::Calls(n) => rules::window_calls(n).map(drop),
+            Window::Time(t) => rules::window_time(nanos(t)).map(drop),
         }
-        Ok(())
+        .map_err(broken)
     }
 }
 
@@ -461,7 +417,12 @@ impl Builder {
 
     /// A call that takes longer than `d` is a slow call (even when it succeeds).
     pub fn slow(mut self, d: Duration) -> Self {
+        let rate = self.config.slow_rate;
         self.config = self.config.slow(d);
+        // A `slow_rate` given before is kept, and checked, as it was given.
+        if self.slow_rate_set {
+            self.config.slow_rate = rate;
+        }
         self
     }
 
@@ -501,56 +462,41 @@ impl Builder {
 
     /// The settings, checked as [`build`](Self::build) checks them.
     pub(crate) fn checked(mut self) -> Result<Config, ConfigError> {
-        if self.threshold_set && self.rate_rule {
-            return Err(ConfigError::new(
-                "threshold",
-                "cannot be combined with `failure_rate`: choose consecutive failures or a failure rate",
-            ));
+        let config = &self.config;
+        rules::one_trip_rule(self.threshold_set, self.rate_rule).map_err(broken)?;
+        if self.rate_rule {
+            // `validate` takes a zero rate as "no failure-rate rule".
+            rules::failure_rate(config.failure_rate).map_err(broken)?;
         }
-        if self.rate_rule && self.config.failure_rate == 0.0 {
-            return Err(ConfigError::new("failure_rate", "0 is outside (0, 1]"));
+        if self.slow_rate_set {
+            rules::slow_rate_needs_slow(config.slow != 0).map_err(broken)?;
         }
-        if self.slow_rate_set && self.config.slow == 0 {
-            return Err(ConfigError::new(
-                "slow_rate",
-                "needs `slow`, the duration above which a call is slow",
-            ));
+        if self.window_set {
+            rules::needs_rate_rule(Key::Window, config.uses_window()).map_err(broken)?;
         }
-        if self.window_set && !self.config.uses_window() {
-            return Err(ConfigError::new(
-                "window",
-                "a window needs a rate rule: set `failure_rate` or `slow`",
-            ));
-        }
-        if self.min_calls_set && !self.config.uses_window() {
-            return Err(ConfigError::new(
-                "min_calls",
-                "only applies to a rate rule: set `failure_rate` or `slow`",
-            ));
+        if self.min_calls_set {
+            rules::needs_rate_rule(Key::MinCalls, config.uses_window()).map_err(broken)?;
         }
         // A count window never holds more than its size: an explicit `min_calls`
         // above it could never be reached; the default waits for a full window.
-        if let Window::Calls(size @ 1..) = self.config.window {
-            if self.config.min_calls > size {
-                if self.min_calls_set {
-                    return Err(ConfigError::new(
-                        "min_calls",
-                        format!(
-                            "{} is more than the {size} calls the window holds, so the rate \
-                             rule could never trip; use at most {size}",
-                            self.config.min_calls
-                        ),
-                    ));
-                }
-                self.config.min_calls = size;
+        if let Window::Calls(size @ 1..) = config.window {
+            if self.min_calls_set {
+                rules::min_calls_within(config.min_calls, Some(size)).map_err(broken)?;
+            } else {
+                self.config.min_calls = rules::default_min_calls(size);
             }
         }
-        if self.lease_set && self.config.lease == 0 {
-            return Err(ConfigError::new("trial_lease", "must be longer than zero"));
+        if self.lease_set {
+            rules::trial_lease(Duration::from_nanos(self.config.lease)).map_err(broken)?;
         }
         self.config.validate()?;
         Ok(self.config)
     }
+}
+
+/// A setting that breaks its rule, as a [`ConfigError`].
+pub(crate) fn broken(violation: Violation) -> ConfigError {
+    ConfigError::new(violation.key().name(), violation.problem())
 }
 
 impl Config {
@@ -602,6 +548,7 @@ impl Config {
 mod tests {
     use super::*;
     use crate::core::breaker::Breaker;
+    use failfast_rules::MAX_WINDOW_CALLS;
 
     #[test]
     fn a_config_keeps_its_name() {

@@ -135,6 +135,8 @@ impl ConfigPatch {
 
     /// `config` with this patch applied, checked, or the first key at fault.
     pub(crate) fn applied_to(&self, config: &Config) -> Result<Config, (&'static str, String)> {
+        let broken =
+            |violation: failfast_rules::Violation| (violation.key().name(), violation.problem());
         let mut next = config.clone();
         let rule = |key: &'static str, on: bool, rule: &str| {
             if on {
@@ -163,10 +165,8 @@ impl ConfigPatch {
                 config.failure_rate > 0.0,
                 "failure-rate rule",
             )?;
-            if !(r > 0.0 && r <= 1.0) {
-                return Err(("failure_rate", format!("{r} is outside (0, 1]")));
-            }
-            next.failure_rate = r;
+            // `validate` takes a zero rate as "no failure-rate rule".
+            next.failure_rate = failfast_rules::failure_rate(r).map_err(broken)?;
         }
         if let Some(n) = self.min_calls {
             rule("min_calls", config.uses_window(), "a rate rule")?;
@@ -199,20 +199,10 @@ impl ConfigPatch {
             .map_err(|e| (e.setting(), e.problem().to_owned()))?;
         // As when building: a count window never holds more than its size.
         if let Window::Calls(size) = next.window {
-            if next.min_calls > size && (self.window.is_some() || self.min_calls.is_some()) {
-                let key = if self.min_calls.is_some() {
-                    "min_calls"
-                } else {
-                    "window"
-                };
-                return Err((
-                    key,
-                    format!(
-                        "of {size} calls holds fewer than `min_calls` ({}), so the rate rule \
-                         could never trip; set `min_calls` to at most {size}",
-                        next.min_calls
-                    ),
-                ));
+            if self.min_calls.is_some() {
+                failfast_rules::min_calls_within(next.min_calls, Some(size)).map_err(broken)?;
+            } else if self.window.is_some() {
+                failfast_rules::window_holds_min_calls(size, next.min_calls).map_err(broken)?;
             }
         }
         Ok(next)
@@ -276,8 +266,9 @@ impl fmt::Display for ConfigureError {
 
 impl std::error::Error for ConfigureError {}
 
+/// A duration as the attribute reads it (`failfast_rules::parse_duration`).
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text).map_err(|e| {
+    failfast_rules::parse_duration(text).map_err(|e| {
         format!("`{text}` is not a duration ({e}); write it like \"30s\", \"250ms\" or \"1m 30s\"")
     })
 }

@@ -74,7 +74,7 @@ impl Serialize for Span {
 impl<'de> Deserialize<'de> for Span {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
-        humantime::parse_duration(&text).map(Span).map_err(|e| {
+        failfast_rules::parse_duration(&text).map(Span).map_err(|e| {
             D::Error::custom(format_args!(
                 "`{text}` is not a duration ({e}); write it like \"30s\", \"250ms\" or \"1m 30s\""
             ))

@@ -145,7 +145,7 @@ use crate::core::name::Name;
 use crate::policy::bulkhead::Bulkhead;
 
 /// How many breakers a family holds unless told otherwise.
-pub const DEFAULT_MAX_KEYS: usize = 1024;
+pub const DEFAULT_MAX_KEYS: usize = failfast_rules::DEFAULT_MAX_KEYS as usize;
 
 /// How many members a full family samples to pick the one a new key evicts.
 pub const SAMPLE: usize = 8;
@@ -842,15 +842,9 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     ///
     /// A [`ConfigError`] naming the setting that cannot work.
     pub fn build(self) -> Result<Family<K>, ConfigError> {
-        if self.max_keys == 0 {
-            return Err(ConfigError::new("max_keys", "must be at least 1"));
-        }
-        if !(1..=100).contains(&self.max_ejection_percent) {
-            return Err(ConfigError::new(
-                "max_ejection_percent",
-                "must be from 1 to 100",
-            ));
-        }
+        failfast_rules::max_keys(self.max_keys).map_err(crate::config::broken)?;
+        failfast_rules::max_ejection_percent(u32::from(self.max_ejection_percent))
+            .map_err(crate::config::broken)?;
         let (config, clock) = self.breaker.checked_with_clock()?;
         Ok(Family::with_parts(
             config,
@@ -870,7 +864,8 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
             breaker,
             max_keys: DEFAULT_MAX_KEYS,
             max_concurrent: None,
-            max_ejection_percent: 100,
+            // No ejection budget.
+            max_ejection_percent: failfast_rules::MAX_EJECTION_PERCENT as u8,
             _key: std::marker::PhantomData,
         }
     }
