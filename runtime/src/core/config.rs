@@ -292,6 +292,7 @@ pub struct Builder {
     min_calls_set: bool,
     slow_rate_set: bool,
     lease_set: bool,
+    max_recovery_set: bool,
     clock: Clock,
 }
 
@@ -305,6 +306,7 @@ impl Default for Builder {
             min_calls_set: false,
             slow_rate_set: false,
             lease_set: false,
+            max_recovery_set: false,
             clock: Clock::System,
         }
     }
@@ -339,9 +341,10 @@ impl Builder {
     /// Let the open time grow: it doubles each time the breaker opens again without
     /// a healthy pause, up to `max`; see the crate docs on growing open time.
     pub fn max_recovery(mut self, max: Duration) -> Self {
-        // Zero means "not growing" in `Config`; an explicit zero is kept non-zero
-        // so that `build` reports it as shorter than `recovery`.
-        self.config = self.config.max_recovery(max.max(Duration::from_nanos(1)));
+        // Zero means "not growing" in `Config`: `build` checks the value
+        // given, zero included.
+        self.config = self.config.max_recovery(max);
+        self.max_recovery_set = true;
         self
     }
 
@@ -470,6 +473,11 @@ impl Builder {
         }
         if self.slow_rate_set {
             rules::slow_rate_needs_slow(config.slow != 0).map_err(broken)?;
+        }
+        if self.max_recovery_set {
+            let (start, max) = (config.recovery, config.max_recovery);
+            rules::max_recovery(Duration::from_nanos(start), Duration::from_nanos(max))
+                .map_err(broken)?;
         }
         if self.window_set {
             rules::needs_rate_rule(Key::Window, config.uses_window()).map_err(broken)?;

@@ -1,6 +1,6 @@
 //! A patch: changes to a breaker's settings, checked whole and applied
 //! whole ([`Breaker::reconfigure`](crate::Breaker::reconfigure), and by name
-//! through [`configure`](crate::configure)).
+//! through [`configure`](crate::ops::configure)).
 
 use std::fmt;
 use std::time::Duration;
@@ -184,6 +184,8 @@ impl ConfigPatch {
             next = next.recovery(d);
         }
         if let Some(d) = self.max_recovery {
+            // Checked as given: zero would read as "not growing".
+            failfast_rules::max_recovery(Duration::from_nanos(next.recovery), d).map_err(broken)?;
             next = next.max_recovery(d);
         }
         if let Some(j) = self.jitter {

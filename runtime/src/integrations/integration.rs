@@ -73,7 +73,7 @@
 //! breaker's own evidence is never cut short from outside.
 //!
 //! Both transitions are delivered to listeners with
-//! [`TransitionReason::Remote`](crate::events::TransitionReason::Remote), which is how a fleet
+//! [`TransitionReason::Remote`](crate::ops::events::TransitionReason::Remote), which is how a fleet
 //! tells them from opens caused by local evidence and does not echo them back.
 //!
 //! Nothing here is on a call's path: the state word keeps its layout, and a
@@ -162,7 +162,7 @@ static CALL: fn(&Change<'_>) = |change| {
 /// until then or later, is running a half-open trial, or is under manual
 /// control ([`Mode`](crate::Mode) other than normal). The transition is
 /// delivered to listeners with
-/// [`TransitionReason::Remote`](crate::events::TransitionReason::Remote).
+/// [`TransitionReason::Remote`](crate::ops::events::TransitionReason::Remote).
 pub fn open_remote(
     breaker: &Breaker,
     remaining: Duration,

@@ -8,7 +8,7 @@
 //! |---|---|
 //! | `breaker` | the breaker's name |
 //! | `from`, `to` | `closed`, `open`, `half-open` |
-//! | `reason` | [`TransitionReason::as_str`](crate::events::TransitionReason::as_str): `threshold_reached`, `failure_rate`, … |
+//! | `reason` | [`TransitionReason::as_str`](crate::ops::events::TransitionReason::as_str): `threshold_reached`, `failure_rate`, … |
 //! | `mode` | manual control in force: `Normal`, `ForcedOpen`, `ForcedClosed`, `Disabled` |
 //! | `observe_only` | `true` when the mode is `Disabled` (observe-only): the breaker moved, but calls still pass; the message says so too |
 //! | `consecutive_failures`, `window_calls`, `window_failures`, `window_slow`, `trial_successes` | the counts that decided it ([`Counts`](crate::ops::events::Counts)) |

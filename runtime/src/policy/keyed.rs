@@ -842,9 +842,9 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     ///
     /// A [`ConfigError`] naming the setting that cannot work.
     pub fn build(self) -> Result<Family<K>, ConfigError> {
-        failfast_rules::max_keys(self.max_keys).map_err(crate::config::broken)?;
+        failfast_rules::max_keys(self.max_keys).map_err(crate::core::config::broken)?;
         failfast_rules::max_ejection_percent(u32::from(self.max_ejection_percent))
-            .map_err(crate::config::broken)?;
+            .map_err(crate::core::config::broken)?;
         let (config, clock) = self.breaker.checked_with_clock()?;
         Ok(Family::with_parts(
             config,

@@ -33,7 +33,7 @@ impl Breaker {
     /// until then or later, is running a half-open trial, or is under manual
     /// control ([`Mode`](crate::Mode) other than normal). The transition is
     /// delivered to listeners with
-    /// [`TransitionReason::Remote`](crate::events::TransitionReason::Remote).
+    /// [`TransitionReason::Remote`](crate::ops::events::TransitionReason::Remote).
     pub(crate) fn open_remote(
         &self,
         remaining: Duration,

@@ -229,7 +229,7 @@ pub struct Transition {
     /// Events of this breaker dropped just before this one, which no
     /// listener saw: at most 32 events of a breaker wait for delivery, and
     /// when listeners fall further behind the oldest waiting one is dropped
-    /// (see [delivery](crate::events#delivery)). `seq` skips as many numbers. Zero
+    /// (see [delivery](crate::ops::events#delivery)). `seq` skips as many numbers. Zero
     /// unless listeners fell that far behind.
     pub dropped: u64,
 }
