@@ -5,6 +5,8 @@
 //! keys lives in the facade's `docs/attribute.md`, shown on the facade's re-export, where every
 //! example runs as a doctest against the real runtime.
 
+#[cfg(test)]
+mod agreement;
 mod args;
 mod classify;
 mod consts;

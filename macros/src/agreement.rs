@@ -1,0 +1,529 @@
+//! The attribute and the runtime accept exactly the same values.
+//!
+//! For a sample of values of every setting (the edges of each range, 0, 1,
+//! the largest and one more, NaN, negative numbers, zero and huge
+//! durations, and a spread in between), each side that has the setting
+//! must agree on whether the value is accepted:
+//!
+//! - the attribute, given a literal (`Args::parse`, the checks of the
+//!   expansion);
+//! - the attribute, given a constant (`__private::consts`, what const
+//!   evaluation of the breaker's `static` runs);
+//! - the builder (`Breaker::builder()`'s setters and `build()`, and
+//!   `Family::builder` for a family's settings);
+//! - a run-time override (`Breaker::reconfigure`, and
+//!   `configure::from_vars` for durations written as text).
+//!
+//! Every side calls `failfast_rules`; this test fails as soon as one of
+//! them stops doing so, or adds a rule of its own.
+
+use std::fmt::Debug;
+use std::panic::{UnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::Duration;
+
+use failfast_runtime::__private::consts;
+use failfast_runtime::{Breaker, Builder, ConfigPatch, Family};
+
+use crate::args::{Args, Errors};
+
+/// What each side said of one case: `None` for a side without it.
+#[derive(Default)]
+struct Verdicts {
+    literal: Option<bool>,
+    constant: Option<bool>,
+    builder: Option<bool>,
+    patch: Option<bool>,
+}
+
+/// The cases checked, and those on which the sides disagree.
+#[derive(Default)]
+struct Agreement {
+    cases: usize,
+    disagreements: Vec<String>,
+}
+
+impl Agreement {
+    fn check(&mut self, case: impl Debug, verdicts: Verdicts) {
+        let given: Vec<(&str, bool)> = [
+            ("literal", verdicts.literal),
+            ("constant", verdicts.constant),
+            ("builder", verdicts.builder),
+            ("patch", verdicts.patch),
+        ]
+        .into_iter()
+        .filter_map(|(side, verdict)| Some((side, verdict?)))
+        .collect();
+        assert!(given.len() >= 2, "{case:?}: fewer than two sides");
+        self.cases += 1;
+        if given.iter().any(|(_, accepted)| *accepted != given[0].1) {
+            self.disagreements.push(format!("{case:?}: {given:?}"));
+        }
+    }
+}
+
+/// Does the attribute accept `args`, written as literals?
+fn literal(args: &str) -> bool {
+    let mut errors = Errors::default();
+    Args::parse(args.parse().expect("tokens"), &mut errors);
+    errors.into_result().is_none()
+}
+
+/// Does const evaluation accept what `check` checks? (It panics where
+/// const evaluation fails.)
+fn constant(check: impl FnOnce() + UnwindSafe) -> bool {
+    catch_unwind(check).is_ok()
+}
+
+fn builds(builder: Builder) -> bool {
+    builder.build().is_ok()
+}
+
+/// Does a breaker built by `base` take `patch`?
+fn patched(base: Builder, patch: ConfigPatch) -> bool {
+    let breaker = base.build().expect("a valid base");
+    breaker.reconfigure(&patch).is_ok()
+}
+
+/// A fixed sequence of pseudo-random numbers (xorshift64).
+struct Sample(u64);
+
+impl Sample {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// Below 2^bits, for a random number of bits up to `max_bits`: as many
+    /// small values as large ones.
+    fn spread(&mut self, max_bits: u64) -> u64 {
+        let bits = self.next() % (max_bits + 1);
+        self.next() & ((1u128 << bits) - 1) as u64
+    }
+}
+
+/// Counts: every range's edges, and a spread up to `u32::MAX`.
+fn counts() -> Vec<u32> {
+    let mut values = vec![
+        0,
+        1,
+        2,
+        5,
+        9,
+        10,
+        11,
+        99,
+        100,
+        101,
+        254,
+        255,
+        256,
+        (1 << 20) - 1,
+        1 << 20,
+        (1 << 20) + 1,
+        (1 << 24) - 2,
+        (1 << 24) - 1,
+        1 << 24,
+        u32::MAX - 1,
+        u32::MAX,
+    ];
+    let mut sample = Sample(0x9E37_79B9_7F4A_7C15);
+    values.extend((0..300).map(|_| u32::try_from(sample.spread(32)).unwrap()));
+    values
+}
+
+/// Shares and fractions: the edges of (0, 1] and [0, 1), values beside
+/// them, NaN and infinities, and a spread over [-0.5, 1.5].
+fn fractions() -> Vec<f64> {
+    let mut values = vec![
+        0.0,
+        -0.0,
+        f64::MIN_POSITIVE,
+        1e-300,
+        0.001,
+        0.2,
+        0.5,
+        0.999,
+        0.999_999_999_999_999_9,
+        1.0,
+        1.000_000_1,
+        1.000_000_000_000_000_2,
+        1.5,
+        2.0,
+        -0.01,
+        -0.5,
+        -1.0,
+        1e308,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ];
+    let mut sample = Sample(0x2545_F491_4F6C_DD1D);
+    #[allow(clippy::cast_precision_loss)] // a spread, not exact values
+    values.extend((0..200).map(|_| (sample.next() % 2_000_001) as f64 / 1_000_000.0 - 0.5));
+    values
+}
+
+/// Durations, in nanoseconds: 0, 1 ns, the ends of the `u64` range, and a
+/// spread over it.
+fn durations() -> Vec<u64> {
+    let mut values = vec![
+        0,
+        1,
+        2,
+        999,
+        1_000_000,
+        999_999_999,
+        1_000_000_000,
+        30_000_000_000,
+        3_600_000_000_000,
+        u64::MAX - 1,
+        u64::MAX,
+    ];
+    let mut sample = Sample(0xD1B5_4A32_D192_ED03);
+    values.extend((0..150).map(|_| sample.spread(64)));
+    values
+}
+
+/// The literal of `value` the attribute reads back exactly; `None` for
+/// NaN and infinities, which no literal writes.
+fn float_literal(value: f64) -> Option<String> {
+    value.is_finite().then(|| format!("{value:?}"))
+}
+
+#[test]
+fn the_attribute_and_the_runtime_accept_the_same_values() {
+    let mut agreement = Agreement::default();
+    let rate_rule = || Breaker::builder().failure_rate(0.5);
+    let nanos = Duration::from_nanos;
+
+    for n in counts() {
+        let threshold = Verdicts {
+            literal: Some(literal(&format!("threshold = {n}"))),
+            constant: Some(constant(move || {
+                let _ = consts::threshold(n);
+            })),
+            builder: Some(builds(Breaker::builder().threshold(n))),
+            patch: Some(patched(Breaker::builder(), ConfigPatch::new().threshold(n))),
+        };
+        agreement.check(("threshold", n), threshold);
+        let trial_calls = Verdicts {
+            literal: Some(literal(&format!("trial_calls = {n}"))),
+            constant: Some(constant(move || {
+                let _ = consts::trial_calls(n);
+            })),
+            builder: Some(builds(Breaker::builder().trial_calls(n))),
+            patch: Some(patched(
+                Breaker::builder(),
+                ConfigPatch::new().trial_calls(n),
+            )),
+        };
+        agreement.check(("trial_calls", n), trial_calls);
+        let success_threshold = Verdicts {
+            literal: Some(literal(&format!("success_threshold = {n}"))),
+            constant: Some(constant(move || {
+                let _ = consts::success_threshold(n);
+            })),
+            builder: Some(builds(Breaker::builder().success_threshold(n))),
+            patch: Some(patched(
+                Breaker::builder(),
+                ConfigPatch::new().success_threshold(n),
+            )),
+        };
+        agreement.check(("success_threshold", n), success_threshold);
+        // Over a time window, which holds any number of calls.
+        let min_calls = Verdicts {
+            literal: Some(literal(&format!(
+                "failure_rate = 0.5, window = \"1m\", min_calls = {n}"
+            ))),
+            constant: Some(constant(move || {
+                let _ = consts::min_calls(n);
+            })),
+            builder: Some(builds(
+                rate_rule()
+                    .window_time(Duration::from_secs(60))
+                    .min_calls(n),
+            )),
+            patch: Some(patched(
+                rate_rule().window_time(Duration::from_secs(60)),
+                ConfigPatch::new().min_calls(n),
+            )),
+        };
+        agreement.check(("min_calls", n), min_calls);
+        let window = Verdicts {
+            literal: Some(literal(&format!(
+                "failure_rate = 0.5, min_calls = 1, window = {n}"
+            ))),
+            builder: Some(builds(rate_rule().min_calls(1).window_calls(n))),
+            patch: Some(patched(
+                rate_rule().min_calls(1),
+                ConfigPatch::new().window_calls(n),
+            )),
+            ..Verdicts::default()
+        };
+        agreement.check(("window", n), window);
+        let max_keys = Verdicts {
+            literal: Some(literal(&format!("key = id, max_keys = {n}"))),
+            builder: Some(
+                Family::<u32>::builder(Breaker::builder())
+                    .max_keys(usize::try_from(n).unwrap())
+                    .build()
+                    .is_ok(),
+            ),
+            ..Verdicts::default()
+        };
+        agreement.check(("max_keys", n), max_keys);
+    }
+    for percent in 0..=u8::MAX {
+        let budget = Verdicts {
+            literal: Some(literal(&format!(
+                "key = id, max_ejection_percent = {percent}"
+            ))),
+            builder: Some(
+                Family::<u32>::builder(Breaker::builder())
+                    .max_ejection_percent(percent)
+                    .build()
+                    .is_ok(),
+            ),
+            ..Verdicts::default()
+        };
+        agreement.check(("max_ejection_percent", percent), budget);
+    }
+
+    for value in fractions() {
+        let written = float_literal(value);
+        let failure_rate = Verdicts {
+            literal: written
+                .as_ref()
+                .map(|v| literal(&format!("failure_rate = {v}"))),
+            constant: Some(constant(move || {
+                let _ = consts::failure_rate(value);
+            })),
+            builder: Some(builds(Breaker::builder().failure_rate(value))),
+            patch: Some(patched(rate_rule(), ConfigPatch::new().failure_rate(value))),
+        };
+        agreement.check(("failure_rate", value), failure_rate);
+        let second = Duration::from_secs(1);
+        let slow_rate = Verdicts {
+            literal: written
+                .as_ref()
+                .map(|v| literal(&format!("slow = \"1s\", slow_rate = {v}"))),
+            constant: Some(constant(move || {
+                let _ = consts::slow_rate(value);
+            })),
+            builder: Some(builds(Breaker::builder().slow(second).slow_rate(value))),
+            patch: Some(patched(
+                Breaker::builder().slow(second),
+                ConfigPatch::new().slow_rate(value),
+            )),
+        };
+        agreement.check(("slow_rate", value), slow_rate);
+        // The builder's setters in the other order.
+        let slow_rate_first = Verdicts {
+            literal: written
+                .as_ref()
+                .map(|v| literal(&format!("slow_rate = {v}, slow = \"1s\""))),
+            constant: Some(constant(move || {
+                let _ = consts::slow_rate(value);
+            })),
+            builder: Some(builds(Breaker::builder().slow_rate(value).slow(second))),
+            ..Verdicts::default()
+        };
+        agreement.check(("slow_rate before slow", value), slow_rate_first);
+        let jitter = Verdicts {
+            literal: written.as_ref().map(|v| literal(&format!("jitter = {v}"))),
+            constant: Some(constant(move || {
+                let _ = consts::jitter(value);
+            })),
+            builder: Some(builds(Breaker::builder().jitter(value))),
+            patch: Some(patched(
+                Breaker::builder(),
+                ConfigPatch::new().jitter(value),
+            )),
+        };
+        agreement.check(("jitter", value), jitter);
+    }
+
+    for n in durations() {
+        let d = nanos(n);
+        let recovery = Verdicts {
+            literal: Some(literal(&format!("recovery = \"{n}ns\""))),
+            constant: Some(constant(move || {
+                let _ = consts::recovery(d);
+            })),
+            builder: Some(builds(Breaker::builder().recovery(d))),
+            patch: Some(patched(Breaker::builder(), ConfigPatch::new().recovery(d))),
+        };
+        agreement.check(("recovery", n), recovery);
+        let slow = Verdicts {
+            literal: Some(literal(&format!("slow = \"{n}ns\""))),
+            constant: Some(constant(move || {
+                let _ = consts::slow(d);
+            })),
+            builder: Some(builds(Breaker::builder().slow(d))),
+            ..Verdicts::default()
+        };
+        agreement.check(("slow", n), slow);
+        let window = Verdicts {
+            literal: Some(literal(&format!("failure_rate = 0.5, window = \"{n}ns\""))),
+            builder: Some(builds(rate_rule().window_time(d))),
+            patch: Some(patched(rate_rule(), ConfigPatch::new().window_time(d))),
+            ..Verdicts::default()
+        };
+        agreement.check(("window", n), window);
+    }
+
+    // Between settings: a growing recovery, `slow` under `timeout`.
+    let ends = [0, 1, 1_000_000, 1_000_000_000, 30_000_000_000, u64::MAX];
+    for start in ends {
+        for max in ends {
+            let (start_d, max_d) = (nanos(start), nanos(max));
+            let growing = Verdicts {
+                literal: Some(literal(&format!("recovery = \"{start}ns..{max}ns\""))),
+                builder: Some(builds(
+                    Breaker::builder().recovery(start_d).max_recovery(max_d),
+                )),
+                patch: Some(patched(
+                    Breaker::builder(),
+                    ConfigPatch::new().recovery(start_d).max_recovery(max_d),
+                )),
+                ..Verdicts::default()
+            };
+            agreement.check(("recovery..max_recovery", start, max), growing);
+            let slow_under_timeout = Verdicts {
+                literal: Some(literal(&format!(
+                    "slow = \"{start}ns\", timeout = \"{max}ns\""
+                ))),
+                constant: Some(constant(move || {
+                    let _ = consts::slow_under_timeout(consts::slow(start_d), max_d);
+                })),
+                ..Verdicts::default()
+            };
+            // A zero `timeout` is the attribute's own refusal.
+            if max != 0 {
+                agreement.check(("slow, timeout", start, max), slow_under_timeout);
+            }
+        }
+    }
+
+    // `min_calls` within a count window, written or the default one.
+    let sizes = [1, 5, 9, 10, 11, 50, 100, 101, 1000, 1 << 20];
+    for min_calls in sizes.into_iter().chain([0, (1 << 20) + 1]) {
+        for window in sizes.map(Some).into_iter().chain([None]) {
+            let written = window.map_or_else(String::new, |w| format!(", window = {w}"));
+            let size = window.unwrap_or(100);
+            let base = window.map_or_else(rate_rule, |w| rate_rule().window_calls(w));
+            let within = Verdicts {
+                literal: Some(literal(&format!(
+                    "failure_rate = 0.5{written}, min_calls = {min_calls}"
+                ))),
+                constant: Some(constant(move || {
+                    let _ = consts::min_calls_within(consts::min_calls(min_calls), size);
+                })),
+                builder: Some(builds(base.clone().min_calls(min_calls))),
+                patch: Some(patched(base, ConfigPatch::new().min_calls(min_calls))),
+            };
+            agreement.check(("min_calls, window", min_calls, window), within);
+            // The window changed under a `min_calls` in force.
+            if let (Some(window), 1..=1000) = (window, min_calls) {
+                let reshaped = Verdicts {
+                    literal: Some(literal(&format!(
+                        "failure_rate = 0.5, window = {window}, min_calls = {min_calls}"
+                    ))),
+                    patch: Some(patched(
+                        rate_rule().window_calls(1000).min_calls(min_calls),
+                        ConfigPatch::new().window_calls(window),
+                    )),
+                    ..Verdicts::default()
+                };
+                agreement.check(("window under min_calls", min_calls, window), reshaped);
+            }
+        }
+    }
+
+    // Which settings go together: every combination of the rules' keys.
+    type Setter = fn(Builder) -> Builder;
+    let settings: [(&str, Setter); 7] = [
+        ("threshold = 5", |b| b.threshold(5)),
+        ("failure_rate = 0.5", |b| b.failure_rate(0.5)),
+        ("window = 100", |b| b.window_calls(100)),
+        ("window = 5", |b| b.window_calls(5)),
+        ("min_calls = 10", |b| b.min_calls(10)),
+        ("slow = \"1s\"", |b| b.slow(Duration::from_secs(1))),
+        ("slow_rate = 0.5", |b| b.slow_rate(0.5)),
+    ];
+    for mask in 0u32..(1 << settings.len()) {
+        // One `window` at most: the attribute refuses a key given twice.
+        if mask & 0b1100 == 0b1100 {
+            continue;
+        }
+        let chosen: Vec<_> = (0..settings.len())
+            .filter(|i| mask & (1 << i) != 0)
+            .map(|i| settings[i])
+            .collect();
+        let args: Vec<&str> = chosen.iter().map(|(written, _)| *written).collect();
+        let builder = chosen
+            .iter()
+            .fold(Breaker::builder(), |builder, (_, set)| set(builder));
+        let combination = Verdicts {
+            literal: Some(literal(&args.join(", "))),
+            builder: Some(builds(builder)),
+            ..Verdicts::default()
+        };
+        agreement.check(args, combination);
+    }
+
+    // The duration grammar: the attribute's `recovery = "…"` and the
+    // override `FAILFAST__<BREAKER>__RECOVERY=…` read the same texts.
+    let mut kept = Vec::new();
+    for (i, text) in [
+        "30s",
+        "250ms",
+        "1m 30s",
+        " 2m ",
+        "1h",
+        "1.5s",
+        "1ns",
+        "0s",
+        "0ns",
+        "18446744073709551615ns",
+        "18446744073709551616ns",
+        "584942417355y",
+        "30x",
+        "30",
+        "-1s",
+        "",
+        " ",
+        "s",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let breaker = Arc::new(
+            Breaker::builder()
+                .name(format!("agreement::durations_{i}"))
+                .build()
+                .unwrap(),
+        );
+        failfast_runtime::registry::register(&breaker);
+        kept.push(breaker);
+        let variable = format!("FAILFAST__AGREEMENT_DURATIONS_{i}__RECOVERY");
+        let grammar = Verdicts {
+            literal: Some(literal(&format!("recovery = {text:?}"))),
+            patch: Some(failfast_runtime::configure::from_vars([(variable, text)]).is_ok()),
+            ..Verdicts::default()
+        };
+        agreement.check(("recovery text", text), grammar);
+    }
+
+    assert!(
+        agreement.disagreements.is_empty(),
+        "{} of {} cases are accepted by one side and refused by another:\n{}",
+        agreement.disagreements.len(),
+        agreement.cases,
+        agreement.disagreements.join("\n")
+    );
+    assert!(agreement.cases > 3_000, "{} cases", agreement.cases);
+}
