@@ -275,8 +275,10 @@ fn expand(
             None => retry_on,
         });
     let helper = Matcher::helper([&args.retry_on], &allow);
-    // The runtime's `DEFAULT_ATTEMPTS`.
-    let attempts = args.attempts.as_ref().map_or(3, |a| a.value);
+    let attempts = args
+        .attempts
+        .as_ref()
+        .map_or(failfast_rules::DEFAULT_ATTEMPTS, |a| a.value);
     let sleep = (attempts > 1).then(|| {
         if is_async {
             // Without the `tokio` feature, the runtime's message points at

@@ -34,3 +34,5 @@ pub const DEFAULT_MAX_KEYS: u32 = 1024;
 /// Largest `max_ejection_percent`, and its default: 100 sets no ejection
 /// budget.
 pub const MAX_EJECTION_PERCENT: u32 = 100;
+/// How many times `#[retry]` tries a call unless `attempts` says otherwise.
+pub const DEFAULT_ATTEMPTS: u32 = 3;

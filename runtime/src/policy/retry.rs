@@ -69,7 +69,7 @@ use crate::core::totals::Count;
 use crate::{Breaker, ManualClock, State};
 
 /// Total tries when not told otherwise: the call and two retries.
-pub const DEFAULT_ATTEMPTS: u32 = 3;
+pub const DEFAULT_ATTEMPTS: u32 = failfast_rules::DEFAULT_ATTEMPTS;
 /// The first backoff delay when not told otherwise.
 pub const DEFAULT_BACKOFF_MIN: Duration = Duration::from_millis(100);
 /// The longest backoff delay when not told otherwise.
