@@ -194,13 +194,7 @@ impl<'a> Shape<'a> {
             ));
             return None;
         }
-        let (body, output) = if sig.asyncness.is_some() {
-            (Body::Async(&func.block), return_type(&sig.output))
-        } else if let Some((pin, future, output)) = async_trait_body(func) {
-            (Body::AsyncTrait { pin, future }, Some(output))
-        } else {
-            (Body::Sync(&func.block), return_type(&sig.output))
-        };
+        let (body, output) = Body::of(func);
         if let (Body::Sync(_), Some(key)) = (&body, args.written("timeout")) {
             errors.push(syn::Error::new(
                 key.span(),
@@ -210,73 +204,14 @@ impl<'a> Shape<'a> {
                  this function `async`",
             ));
         }
-        let Some(output) = output.filter(|ty| may_be_result(ty)) else {
-            let message = format!(
-                "`#[{attribute}]` guards functions that return `Result<T, E>` (or an alias of \
-                 it): an `Err` is how a call tells {decider} it failed"
-            );
-            errors.push(match output {
-                Some(ty) => syn::Error::new_spanned(ty, &message),
-                None => {
-                    let (fn_token, ident) = (&sig.fn_token, &sig.ident);
-                    let mut head = quote!(#fn_token #ident);
-                    sig.paren_token
-                        .surround(&mut head, |tokens| sig.inputs.to_tokens(tokens));
-                    syn::Error::new_spanned(
-                        head,
-                        format!("{message}; this one returns nothing: add `-> Result<(), E>`"),
-                    )
-                }
-            });
-            return None;
-        };
+        let output = result_type(sig, output, attribute, decider, errors)?;
         let error_span = error_type_span(output);
         let mut output = output.clone();
         InferImplTrait.visit_type_mut(&mut output);
-
-        let mut fallback_args = Vec::new();
-        if let Some(Fallback::Path(fallback)) = args.fallback.as_ref().map(|f| &f.value) {
-            // The arguments handed to the fallback keep their names' hygiene
-            // but sit at the `fallback` value, so that "used here after move"
-            // points at the fallback that uses them.
-            let at_fallback = fallback.span();
-            if matches!(body, Body::AsyncTrait { .. }) {
-                for input in sig
-                    .inputs
-                    .iter()
-                    .filter(|input| moved_by_async_trait(input))
-                {
-                    errors.push(syn::Error::new_spanned(
-                        input,
-                        "`#[async_trait]` moves this argument into its future, so it cannot \
-                         also be passed to the `fallback`; take it by shared reference \
-                         (`&self`, `&str`) or as a `Copy` type",
-                    ));
-                }
-            }
-            for input in &sig.inputs {
-                match input {
-                    FnArg::Receiver(receiver) => {
-                        fallback_args.push(located_at(
-                            receiver.self_token.to_token_stream(),
-                            at_fallback,
-                        ));
-                    }
-                    FnArg::Typed(typed) => match &*typed.pat {
-                        Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
-                            fallback_args
-                                .push(located_at(ident.ident.to_token_stream(), at_fallback));
-                        }
-                        pattern => errors.push(syn::Error::new_spanned(
-                            pattern,
-                            "with a `fallback`, every argument is passed on to the fallback, \
-                             so it needs a plain name: write `name: Type` and destructure \
-                             inside the body",
-                        )),
-                    },
-                }
-            }
-        }
+        let fallback_args = match args.fallback.as_ref().map(|f| &f.value) {
+            Some(Fallback::Path(fallback)) => fallback_args(sig, &body, fallback, errors),
+            _ => Vec::new(),
+        };
         let kept_for_fallback = args
             .fallback
             .as_ref()
@@ -292,6 +227,105 @@ impl<'a> Shape<'a> {
     }
 }
 
+impl<'a> Body<'a> {
+    /// How `func`'s body runs, and the type it returns as written (for
+    /// `#[async_trait]`'s shape, its future's output).
+    fn of(func: &'a ItemFn) -> (Body<'a>, Option<&'a Type>) {
+        let sig = &func.sig;
+        if sig.asyncness.is_some() {
+            (Body::Async(&func.block), return_type(&sig.output))
+        } else if let Some((pin, future, output)) = async_trait_body(func) {
+            (Body::AsyncTrait { pin, future }, Some(output))
+        } else {
+            (Body::Sync(&func.block), return_type(&sig.output))
+        }
+    }
+}
+
+/// The return type, if it may be a `Result` (any type path may be an
+/// alias of one: the compiler checks it); otherwise an error at the type, or
+/// at the function's head when it returns nothing.
+fn result_type<'t>(
+    sig: &syn::Signature,
+    output: Option<&'t Type>,
+    attribute: &str,
+    decider: &str,
+    errors: &mut Errors,
+) -> Option<&'t Type> {
+    if let Some(output) = output.filter(|ty| may_be_result(ty)) {
+        return Some(output);
+    }
+    let message = format!(
+        "`#[{attribute}]` guards functions that return `Result<T, E>` (or an alias of \
+         it): an `Err` is how a call tells {decider} it failed"
+    );
+    errors.push(match output {
+        Some(ty) => syn::Error::new_spanned(ty, &message),
+        None => {
+            let (fn_token, ident) = (&sig.fn_token, &sig.ident);
+            let mut head = quote!(#fn_token #ident);
+            sig.paren_token
+                .surround(&mut head, |tokens| sig.inputs.to_tokens(tokens));
+            syn::Error::new_spanned(
+                head,
+                format!("{message}; this one returns nothing: add `-> Result<(), E>`"),
+            )
+        }
+    });
+    None
+}
+
+/// The arguments `fallback = path` is given, receiver first. They keep
+/// their names' hygiene but sit at the `fallback` value, so that "used here
+/// after move" points at the fallback that uses them. An argument without a
+/// plain name cannot be passed on, nor one `#[async_trait]` moves into its
+/// future: an error each.
+fn fallback_args(
+    sig: &syn::Signature,
+    body: &Body,
+    fallback: &syn::ExprPath,
+    errors: &mut Errors,
+) -> Vec<TokenStream> {
+    let at_fallback = fallback.span();
+    if matches!(body, Body::AsyncTrait { .. }) {
+        for input in sig
+            .inputs
+            .iter()
+            .filter(|input| moved_by_async_trait(input))
+        {
+            errors.push(syn::Error::new_spanned(
+                input,
+                "`#[async_trait]` moves this argument into its future, so it cannot \
+                 also be passed to the `fallback`; take it by shared reference \
+                 (`&self`, `&str`) or as a `Copy` type",
+            ));
+        }
+    }
+    let mut arguments = Vec::new();
+    for input in &sig.inputs {
+        match input {
+            FnArg::Receiver(receiver) => {
+                arguments.push(located_at(
+                    receiver.self_token.to_token_stream(),
+                    at_fallback,
+                ));
+            }
+            FnArg::Typed(typed) => match &*typed.pat {
+                Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
+                    arguments.push(located_at(ident.ident.to_token_stream(), at_fallback));
+                }
+                pattern => errors.push(syn::Error::new_spanned(
+                    pattern,
+                    "with a `fallback`, every argument is passed on to the fallback, \
+                     so it needs a plain name: write `name: Type` and destructure \
+                     inside the body",
+                )),
+            },
+        }
+    }
+    arguments
+}
+
 /// For each argument that the body moves (by its syntax, see `moves`) and
 /// that the fallback is given or its closure uses, a check that the
 /// argument's type is `Copy`, failing with a message that names the argument
@@ -302,23 +336,7 @@ fn kept_for_fallback(sig: &syn::Signature, body: &Body, fallback: &Fallback) -> 
         // `#[async_trait]` arguments are refused above when they are moved.
         Body::AsyncTrait { .. } => return TokenStream::new(),
     };
-    // References are `Copy` (`&T`) or reborrowed (`&mut T`): never moved away.
-    let owned: Vec<proc_macro2::Ident> = sig
-        .inputs
-        .iter()
-        .filter_map(|input| match input {
-            FnArg::Receiver(receiver) if receiver.reference.is_none() => {
-                Some(proc_macro2::Ident::new("self", receiver.self_token.span))
-            }
-            FnArg::Typed(typed) if !matches!(strip(&typed.ty), Type::Reference(_)) => {
-                match &*typed.pat {
-                    Pat::Ident(ident) => Some(ident.ident.clone()),
-                    _ => None,
-                }
-            }
-            _ => None,
-        })
-        .collect();
+    let owned = owned_arguments(sig);
     let (span, used, takes) = match fallback {
         Fallback::Path(path) => {
             let written: String = path.to_token_stream().to_string().replace(' ', "");
@@ -369,6 +387,26 @@ fn kept_for_fallback(sig: &syn::Signature, body: &Body, fallback: &Fallback) -> 
                     #check
                 }
             }
+        })
+        .collect()
+}
+
+/// The arguments the function owns, which its body may move away:
+/// references are `Copy` (`&T`) or reborrowed (`&mut T`), never moved.
+fn owned_arguments(sig: &syn::Signature) -> Vec<proc_macro2::Ident> {
+    sig.inputs
+        .iter()
+        .filter_map(|input| match input {
+            FnArg::Receiver(receiver) if receiver.reference.is_none() => {
+                Some(proc_macro2::Ident::new("self", receiver.self_token.span))
+            }
+            FnArg::Typed(typed) if !matches!(strip(&typed.ty), Type::Reference(_)) => {
+                match &*typed.pat {
+                    Pat::Ident(ident) => Some(ident.ident.clone()),
+                    _ => None,
+                }
+            }
+            _ => None,
         })
         .collect()
 }
@@ -743,6 +781,37 @@ pub(crate) fn config(args: &Args, default_name: TokenStream, private: &TokenStre
         None => default_name,
     };
     let mut chain = quote!(#private::Config::new(#name));
+    chain.extend(trip_rules(args));
+    if let Some(recovery) = &args.recovery {
+        let start = duration(recovery.value.start);
+        chain.extend(quote!(.recovery(#start)));
+        if let Some(max) = recovery.value.max {
+            let max = duration(max);
+            chain.extend(quote!(.max_recovery(#max)));
+        }
+    }
+    if let Some(jitter) = &args.jitter {
+        let jitter = float(jitter.value);
+        chain.extend(quote!(.jitter(#jitter)));
+    }
+    if let Some(trials) = &args.trial_calls {
+        let n = int(trials.value);
+        chain.extend(quote!(.trial_calls(#n)));
+    }
+    if let Some(successes) = &args.success_threshold {
+        let n = int(successes.value);
+        chain.extend(quote!(.success_threshold(#n)));
+    }
+    chain.extend(crate::consts::setters(args, private));
+    chain
+}
+
+/// The setters of the rules that trip the breaker (the consecutive rule, or
+/// a failure or slow-call rate over a window), literal values only.
+fn trip_rules(args: &Args) -> TokenStream {
+    let int = proc_macro2::Literal::u32_unsuffixed;
+    let float = proc_macro2::Literal::f64_unsuffixed;
+    let mut chain = TokenStream::new();
     match (&args.threshold, &args.failure_rate) {
         (Some(threshold), _) => {
             let n = int(threshold.value);
@@ -793,299 +862,444 @@ pub(crate) fn config(args: &Args, default_name: TokenStream, private: &TokenStre
         let rate = float(rate.value);
         chain.extend(quote!(.slow_rate(#rate)));
     }
-    if let Some(recovery) = &args.recovery {
-        let start = duration(recovery.value.start);
-        chain.extend(quote!(.recovery(#start)));
-        if let Some(max) = recovery.value.max {
-            let max = duration(max);
-            chain.extend(quote!(.max_recovery(#max)));
-        }
-    }
-    if let Some(jitter) = &args.jitter {
-        let jitter = float(jitter.value);
-        chain.extend(quote!(.jitter(#jitter)));
-    }
-    if let Some(trials) = &args.trial_calls {
-        let n = int(trials.value);
-        chain.extend(quote!(.trial_calls(#n)));
-    }
-    if let Some(successes) = &args.success_threshold {
-        let n = int(successes.value);
-        chain.extend(quote!(.success_threshold(#n)));
-    }
-    chain.extend(crate::consts::setters(args, private));
     chain
 }
 
+/// Rewrites the function, in stages: [`Plan::new`] decides what the
+/// generated code needs (the breaker's source, what counts, where each exit
+/// goes); [`Plan::call`] emits the guarded call, with the body wrapped by
+/// [`Plan::run`]; [`Plan::with_fallback`] hands its refusals and failures
+/// to the fallback; [`Plan::statics`] emits the breaker's `static`. The
+/// arguments and the shape were checked before (`Args::parse`,
+/// `Shape::of`).
 pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
     let krate = runtime(args.krate.as_ref());
     let private = quote!(#krate::__private);
     let allow = allow();
-    let source = Source::new(args, crate::declare::default_name(func), &private, &allow);
-    let is_async = !matches!(shape.body, Body::Sync(_));
-    let report = Report::of(args);
-
-    // `counts` (the return type's default rule when absent) and not
-    // `ignores`.
-    let error = quote!(&__failfast_error);
-    let anyhow = is_anyhow(&shape.output);
-    let counts = match &args.counts {
-        Some(counts) => counts.value.check(&krate, &error, anyhow),
-        None => crate::classify::default_check(&krate, &error, &quote!(__failfast_returned)),
-    };
-    let counted = match &args.ignores {
-        Some(ignores) => {
-            let check = ignores.value.check(&krate, &error, anyhow);
-            quote!(#counts && !#check)
-        }
-        None => counts,
-    };
+    let plan = Plan::new(func, args, shape, &krate, &private, &allow);
+    let call = plan.with_fallback(plan.call());
     let helper = Matcher::helper([&args.counts, &args.ignores], &allow);
-
-    // Generated locals keep the call-site span even where the code around
-    // them is spanned at the user's tokens for better errors: local variables
-    // are hygienic when the function comes out of a `macro_rules!` macro.
-    let rejected = quote!(__failfast_rejected);
-    let failed = quote!(__failfast_error);
-    // Taking the returned value apart and building it again goes through
-    // `ResultParts`, spanned at the return type: a type that is not a
-    // `Result` is reported there once, and nowhere else.
-    let (split, join) = result_parts(&private, &shape.output);
-    // With a fallback, a rejection and a counted failure both leave the
-    // labelled block with the `failfast::Error` for the one call of the
-    // fallback after it: one call site, so a fallback that does not fit is
-    // one error.
-    // (`break 'label ::path` reads as a labelled loop to syn, which parses
-    // this expansion when another attribute macro comes after this one: the
-    // value is bound first.)
-    let timed_out = quote!(__failfast_timed_out);
-    let (on_reject, on_failure, on_timeout) = match &args.fallback {
-        Some(_) => {
-            // Under `#[retry]`, a rejection and a timeout are reported to
-            // the loop (a counted failure is reported before `on_failure`).
-            let to_fallback =
-                |variant: TokenStream, value: &TokenStream, report: Option<TokenStream>| {
-                    quote!({
-                        #report
-                        let __failfast_fallback_error = #private::Error::#variant(#value);
-                        break '__failfast_fallback __failfast_fallback_error;
-                    })
-                };
-            (
-                to_fallback(quote!(Rejected), &rejected, report.rejection(&private)),
-                to_fallback(quote!(Failed), &failed, None),
-                to_fallback(quote!(Timeout), &timed_out, report.failure(&private)),
-            )
-        }
-        None => {
-            // "E has no `From<Rejected>`" (or `From<TimedOut>`) is reported
-            // once, at `E`.
-            let span = shape.error_span;
-            let convert = |helper: TokenStream, value: &TokenStream| {
-                let convert = respan(quote!(#private::#helper), span);
-                let err = quote_spanned!(span=> ::core::result::Result::Err(#convert(#value)));
-                quote!(return #join(#err))
-            };
-            // Under `#[retry]`, a rejection and a timeout (a counted failure)
-            // are reported to the retry loop before returning.
-            let on_timeout = convert(quote!(timed_out), &timed_out);
-            let report_timeout = report.failure(&private);
-            // `reject_with = path` converts a refusal with the user's
-            // function, spanned at the path: a signature that does not fit
-            // is one error there.
-            let on_reject = match &args.reject_with {
-                Some(path) => {
-                    let path = &path.value;
-                    let report = report.rejection(&private);
-                    let span = path.span();
-                    let argument = located_at(rejected.clone(), span);
-                    let call = quote_spanned!(span=> #path(#argument));
-                    quote!({
-                        #report
-                        return #join(::core::result::Result::Err(#call))
-                    })
-                }
-                None => convert(report.rejected(), &rejected),
-            };
-            (
-                on_reject,
-                quote!(return #join(::core::result::Result::Err(#failed))),
-                quote!({ #report_timeout #on_timeout }),
-            )
-        }
-    };
-
-    // Without a fallback the body takes its arguments by move, like the
-    // function it replaces. With one it borrows them, so that they are still
-    // there to pass to the fallback after a counted failure.
-    // Under `#[retry]` too, for the next attempt.
-    let move_ = (args
-        .fallback
-        .as_ref()
-        .is_none_or(|fallback| !fallback.value.takes_arguments())
-        && !args.report_to_retry)
-        .then(|| quote!(move));
-    let output = &shape.output;
-    // With `timeout`, the body is polled through `timeout`, which records the
-    // failure itself when the limit passes; the timer's marker sits at the
-    // key, where a missing `tokio` feature is reported.
-    let await_body = |future: TokenStream| match &args.timeout {
-        None => quote!(#private::body(__failfast_permit, #future).await),
-        Some(timeout) => {
-            let limit = duration(timeout.value);
-            let key = args.written("timeout").map_or(timeout.span, Ident::span);
-            let timer = respan(quote!(#private::Tokio), key);
-            quote! {
-                match #private::timeout(
-                    #timer,
-                    __failfast_permit,
-                    #limit,
-                    #future,
-                ).await {
-                    ::core::result::Result::Ok(__failfast_result) => __failfast_result,
-                    ::core::result::Result::Err(__failfast_timed_out) => #on_timeout,
-                }
-            }
-        }
-    };
-    let run = match &shape.body {
-        Body::Sync(block) => quote!(#private::run(#move_ || -> #output #block)),
-        Body::Async(block) => {
-            let future = async_block(move_.as_ref(), output, block, &allow);
-            await_body(future)
-        }
-        Body::AsyncTrait { future, .. } => await_body(future.to_token_stream()),
-    };
-
-    let report_failure = report.failure(&private);
-    let report_neutral = report.neutral(&private);
-    let neutral = report.returns(&join, quote!(::core::result::Result::Err(__failfast_error)));
-    let on_error = quote! {
-        ::core::result::Result::Err(__failfast_error) => {
-            if #counted {
-                __failfast_permit.failure();
-                #report_failure
-                #on_failure;
-            }
-            __failfast_permit.neutral();
-            #report_neutral
-            #neutral;
-        }
-    };
-    // An async body is polled through `body`, which owns the permit while the
-    // body runs and gives it back with the body's output (see `Body` in the
-    // runtime): only a panic raised while the body itself is polled counts as
-    // its failure, and the function's future holds no permit of its own
-    // across the `.await`.
-    let mut_ = args.max_concurrent.is_some().then(|| quote!(mut));
-    let result = if is_async {
-        quote!((__failfast_result, __failfast_permit): (#output, _))
-    } else {
-        quote!(__failfast_result: #output)
-    };
-    // With `max_concurrent`, a place in the bulkhead is taken once the
-    // breaker has admitted the call (an open breaker refuses without touching
-    // it) and held until the function returns, unwinds or is dropped; a full
-    // bulkhead refuses like the breaker does: the permit's admission is given
-    // back and the call counted as rejected.
-    let enter = args.max_concurrent.as_ref().map(|_| {
-        let enter = source.enter();
-        quote! {
-            #allow
-            let __failfast_slot = match #enter {
-                ::core::option::Option::Some(__failfast_slot) => __failfast_slot,
-                ::core::option::Option::None => {
-                    let __failfast_rejected = #private::concurrency_limit(
-                        __failfast_breaker,
-                        &mut __failfast_permit,
-                    );
-                    #on_reject
-                }
-            };
-        }
-    });
-    let (lookup, acquire) = (source.lookup(), source.acquire());
-    // Without `counts`, the default rule is chosen by the return type.
-    let returned = args.counts.is_none().then(|| {
-        quote! {
-            #allow
-            let __failfast_returned = #private::returned(&__failfast_result);
-        }
-    });
-    let success = report.returns(&join, quote!(::core::result::Result::Ok(__failfast_value)));
-    let call = quote! {
-        #lookup
-        #allow
-        let #mut_ __failfast_permit = match #acquire {
-            ::core::result::Result::Ok(__failfast_permit) => __failfast_permit,
-            ::core::result::Result::Err(__failfast_rejected) => #on_reject,
-        };
-        #enter
-        let #result = #run;
-        #returned
-        #allow
-        match #split(__failfast_result) {
-            ::core::result::Result::Ok(__failfast_value) => {
-                __failfast_permit.success();
-                #success;
-            }
-            #on_error
-        };
-    };
-    let call = match &args.fallback {
-        // The loop of `#[retry]` calls the fallback after the last attempt.
-        Some(_) if report == Report::HandOver => quote! {
-            #allow
-            let __failfast_fallback_error = '__failfast_fallback: { #call };
-            #allow
-            return ::core::result::Result::Err(__failfast_fallback_error);
-        },
-        Some(fallback) => {
-            let FallbackCall {
-                helper,
-                prepare,
-                call: call_fallback,
-            } = fallback_call(&fallback.value, &shape.fallback_args, is_async, &allow);
-            quote! {
-                #helper
-                #prepare
-                #allow
-                let __failfast_fallback_error = '__failfast_fallback: { #call };
-                #allow
-                return #call_fallback;
-            }
-        }
-        None => call,
-    };
     let kept = &shape.kept_for_fallback;
-    let statics = source.statics();
-    // A breaker or a family of its own is listed in the registry from the
-    // start.
-    let declared = if source.is_own() {
-        Some(crate::declare::registration(
-            &quote!(__FAILFAST_BREAKER),
-            func.sig.ident.span(),
-            &private,
-            &allow,
-        ))
-    } else if source.is_own_family() {
-        Some(crate::declare::family_registration(
-            &quote!(__FAILFAST_FAMILY),
-            func.sig.ident.span(),
-            &private,
-            &allow,
-        ))
-    } else {
-        None
-    };
+    let statics = plan.statics(func);
     let guarded = quote! {
         #helper
         #kept
         #statics
-        #declared
         #call
     };
     with_body(func, shape, &guarded)
+}
+
+/// What the generated code needs, decided once from the arguments and the
+/// function's shape.
+struct Plan<'a> {
+    args: &'a Args,
+    shape: &'a Shape<'a>,
+    private: &'a TokenStream,
+    allow: &'a TokenStream,
+    /// Where the breaker comes from: a `static` of its own, a family's
+    /// member, a shared breaker.
+    source: Source<'a>,
+    report: Report,
+    is_async: bool,
+    /// Whether `__failfast_error` is a counted failure: `counts` (the return
+    /// type's default rule when absent) and not `ignores`.
+    counted: TokenStream,
+    /// `ResultParts::into_result` and `::from_result` at the return type:
+    /// taking the returned value apart and building it again goes through
+    /// them, so a type that is not a `Result` is reported there once, and
+    /// nowhere else.
+    split: TokenStream,
+    join: TokenStream,
+    exits: Exits,
+}
+
+/// Where the call goes when it is refused, when its error counts as a
+/// failure, and when it times out. The locals they take
+/// (`__failfast_rejected`, `__failfast_error`, `__failfast_timed_out`) keep
+/// the call-site span even where the code around them is spanned at the
+/// user's tokens for better errors: local variables are hygienic when the
+/// function comes out of a `macro_rules!` macro.
+struct Exits {
+    reject: TokenStream,
+    failure: TokenStream,
+    timeout: TokenStream,
+}
+
+impl<'a> Plan<'a> {
+    fn new(
+        func: &ItemFn,
+        args: &'a Args,
+        shape: &'a Shape<'a>,
+        krate: &TokenStream,
+        private: &'a TokenStream,
+        allow: &'a TokenStream,
+    ) -> Self {
+        let source = Source::new(args, crate::declare::default_name(func), private, allow);
+        let report = Report::of(args);
+        let (split, join) = result_parts(private, &shape.output);
+        let exits = match &args.fallback {
+            Some(_) => Exits::to_fallback(private, report),
+            None => Exits::returning(args, shape, private, &join, report),
+        };
+        Plan {
+            args,
+            shape,
+            private,
+            allow,
+            source,
+            report,
+            is_async: !matches!(shape.body, Body::Sync(_)),
+            counted: counted(args, krate, &shape.output),
+            split,
+            join,
+            exits,
+        }
+    }
+}
+
+/// `counts` (the return type's default rule when absent) and not `ignores`,
+/// of `__failfast_error`.
+fn counted(args: &Args, krate: &TokenStream, output: &Type) -> TokenStream {
+    let error = quote!(&__failfast_error);
+    let anyhow = is_anyhow(output);
+    let counts = match &args.counts {
+        Some(counts) => counts.value.check(krate, &error, anyhow),
+        None => crate::classify::default_check(krate, &error, &quote!(__failfast_returned)),
+    };
+    match &args.ignores {
+        Some(ignores) => {
+            let check = ignores.value.check(krate, &error, anyhow);
+            quote!(#counts && !#check)
+        }
+        None => counts,
+    }
+}
+
+impl Exits {
+    /// With a fallback, a rejection, a counted failure and a timeout all
+    /// leave the labelled block with the `failfast::Error` for the one call
+    /// of the fallback after it: one call site, so a fallback that does not
+    /// fit is one error. Under `#[retry]`, a rejection and a timeout are
+    /// reported to the loop (a counted failure is reported before its exit).
+    /// (`break 'label ::path` reads as a labelled loop to syn, which parses
+    /// this expansion when another attribute macro comes after this one: the
+    /// value is bound first.)
+    fn to_fallback(private: &TokenStream, report: Report) -> Exits {
+        let to_fallback =
+            |variant: TokenStream, value: &TokenStream, report: Option<TokenStream>| {
+                quote!({
+                    #report
+                    let __failfast_fallback_error = #private::Error::#variant(#value);
+                    break '__failfast_fallback __failfast_fallback_error;
+                })
+            };
+        Exits {
+            reject: to_fallback(
+                quote!(Rejected),
+                &quote!(__failfast_rejected),
+                report.rejection(private),
+            ),
+            failure: to_fallback(quote!(Failed), &quote!(__failfast_error), None),
+            timeout: to_fallback(
+                quote!(Timeout),
+                &quote!(__failfast_timed_out),
+                report.failure(private),
+            ),
+        }
+    }
+
+    /// Without a fallback, each exit returns an `Err` of the function's
+    /// error type: a rejection and a timeout converted into it, where "E has
+    /// no `From<Rejected>`" (or `From<TimedOut>`) is reported once, at `E`;
+    /// with `reject_with`, a rejection converted by the user's function.
+    /// Under `#[retry]`, a rejection and a timeout (a counted failure) are
+    /// reported to the retry loop before returning.
+    fn returning(
+        args: &Args,
+        shape: &Shape,
+        private: &TokenStream,
+        join: &TokenStream,
+        report: Report,
+    ) -> Exits {
+        let span = shape.error_span;
+        let convert = |helper: TokenStream, value: &TokenStream| {
+            let convert = respan(quote!(#private::#helper), span);
+            let err = quote_spanned!(span=> ::core::result::Result::Err(#convert(#value)));
+            quote!(return #join(#err))
+        };
+        let on_timeout = convert(quote!(timed_out), &quote!(__failfast_timed_out));
+        let report_timeout = report.failure(private);
+        // `reject_with = path` is spanned at the path: a signature that does
+        // not fit is one error there.
+        let reject = match &args.reject_with {
+            Some(path) => {
+                let path = &path.value;
+                let report = report.rejection(private);
+                let span = path.span();
+                let argument = located_at(quote!(__failfast_rejected), span);
+                let call = quote_spanned!(span=> #path(#argument));
+                quote!({
+                    #report
+                    return #join(::core::result::Result::Err(#call))
+                })
+            }
+            None => convert(report.rejected(), &quote!(__failfast_rejected)),
+        };
+        let failed = quote!(__failfast_error);
+        Exits {
+            reject,
+            failure: quote!(return #join(::core::result::Result::Err(#failed))),
+            timeout: quote!({ #report_timeout #on_timeout }),
+        }
+    }
+}
+
+impl Plan<'_> {
+    /// The guarded call: admission (and a place in the bulkhead), the body,
+    /// and its verdict on the permit, each path ending in a `return` or an
+    /// exit.
+    fn call(&self) -> TokenStream {
+        let Plan {
+            private,
+            allow,
+            split,
+            join,
+            ..
+        } = self;
+        let reject = &self.exits.reject;
+        // An async body is polled through `body`, which owns the permit while
+        // the body runs and gives it back with the body's output (see `Body`
+        // in the runtime): only a panic raised while the body itself is
+        // polled counts as its failure, and the function's future holds no
+        // permit of its own across the `.await`.
+        let mut_ = self.args.max_concurrent.is_some().then(|| quote!(mut));
+        let output = &self.shape.output;
+        let result = if self.is_async {
+            quote!((__failfast_result, __failfast_permit): (#output, _))
+        } else {
+            quote!(__failfast_result: #output)
+        };
+        let (lookup, acquire) = (self.source.lookup(), self.source.acquire());
+        let enter = self.enter();
+        let run = self.run();
+        // Without `counts`, the default rule is chosen by the return type.
+        let returned = self.args.counts.is_none().then(|| {
+            quote! {
+                #allow
+                let __failfast_returned = #private::returned(&__failfast_result);
+            }
+        });
+        let success = self
+            .report
+            .returns(join, quote!(::core::result::Result::Ok(__failfast_value)));
+        let on_error = self.on_error();
+        quote! {
+            #lookup
+            #allow
+            let #mut_ __failfast_permit = match #acquire {
+                ::core::result::Result::Ok(__failfast_permit) => __failfast_permit,
+                ::core::result::Result::Err(__failfast_rejected) => #reject,
+            };
+            #enter
+            let #result = #run;
+            #returned
+            #allow
+            match #split(__failfast_result) {
+                ::core::result::Result::Ok(__failfast_value) => {
+                    __failfast_permit.success();
+                    #success;
+                }
+                #on_error
+            };
+        }
+    }
+
+    /// With `max_concurrent`, a place in the bulkhead is taken once the
+    /// breaker has admitted the call (an open breaker refuses without
+    /// touching it) and held until the function returns, unwinds or is
+    /// dropped; a full bulkhead refuses like the breaker does: the permit's
+    /// admission is given back and the call counted as rejected.
+    fn enter(&self) -> Option<TokenStream> {
+        let Plan { private, allow, .. } = self;
+        let reject = &self.exits.reject;
+        self.args.max_concurrent.as_ref().map(|_| {
+            let enter = self.source.enter();
+            quote! {
+                #allow
+                let __failfast_slot = match #enter {
+                    ::core::option::Option::Some(__failfast_slot) => __failfast_slot,
+                    ::core::option::Option::None => {
+                        let __failfast_rejected = #private::concurrency_limit(
+                            __failfast_breaker,
+                            &mut __failfast_permit,
+                        );
+                        #reject
+                    }
+                };
+            }
+        })
+    }
+
+    /// The body, run: a sync body in a closure given to `run`; an async one
+    /// polled by `body`, or by `timeout` with a time limit.
+    fn run(&self) -> TokenStream {
+        let Plan { private, allow, .. } = self;
+        let output = &self.shape.output;
+        let move_ = self.moves_arguments().then(|| quote!(move));
+        match &self.shape.body {
+            Body::Sync(block) => quote!(#private::run(#move_ || -> #output #block)),
+            Body::Async(block) => {
+                let future = async_block(move_.as_ref(), output, block, allow);
+                self.await_body(future)
+            }
+            Body::AsyncTrait { future, .. } => self.await_body(future.to_token_stream()),
+        }
+    }
+
+    /// Without a fallback the body takes its arguments by move, like the
+    /// function it replaces. With one it borrows them, so that they are
+    /// still there to pass to the fallback after a counted failure. Under
+    /// `#[retry]` too, for the next attempt.
+    fn moves_arguments(&self) -> bool {
+        self.args
+            .fallback
+            .as_ref()
+            .is_none_or(|fallback| !fallback.value.takes_arguments())
+            && !self.args.report_to_retry
+    }
+
+    /// The async body's `future`, awaited. With `timeout`, it is polled
+    /// through `timeout`, which records the failure itself when the limit
+    /// passes; the timer's marker sits at the key, where a missing `tokio`
+    /// feature is reported.
+    fn await_body(&self, future: TokenStream) -> TokenStream {
+        let private = self.private;
+        match &self.args.timeout {
+            None => quote!(#private::body(__failfast_permit, #future).await),
+            Some(timeout) => {
+                let limit = duration(timeout.value);
+                let key = self
+                    .args
+                    .written("timeout")
+                    .map_or(timeout.span, Ident::span);
+                let timer = respan(quote!(#private::Tokio), key);
+                let on_timeout = &self.exits.timeout;
+                quote! {
+                    match #private::timeout(
+                        #timer,
+                        __failfast_permit,
+                        #limit,
+                        #future,
+                    ).await {
+                        ::core::result::Result::Ok(__failfast_result) => __failfast_result,
+                        ::core::result::Result::Err(__failfast_timed_out) => #on_timeout,
+                    }
+                }
+            }
+        }
+    }
+
+    /// The `Err` arm of the verdict: a counted failure, or a neutral error
+    /// returned as it is.
+    fn on_error(&self) -> TokenStream {
+        let Plan {
+            private,
+            report,
+            counted,
+            ..
+        } = self;
+        let on_failure = &self.exits.failure;
+        let report_failure = report.failure(private);
+        let report_neutral = report.neutral(private);
+        let neutral = report.returns(
+            &self.join,
+            quote!(::core::result::Result::Err(__failfast_error)),
+        );
+        quote! {
+            ::core::result::Result::Err(__failfast_error) => {
+                if #counted {
+                    __failfast_permit.failure();
+                    #report_failure
+                    #on_failure;
+                }
+                __failfast_permit.neutral();
+                #report_neutral
+                #neutral;
+            }
+        }
+    }
+
+    /// `call` inside the labelled block its exits leave with the
+    /// `failfast::Error`, then the one call of the fallback; under
+    /// `#[retry]`, the error handed to the loop, which calls the fallback
+    /// after the last attempt. Without a fallback, `call` as it is.
+    fn with_fallback(&self, call: TokenStream) -> TokenStream {
+        let allow = self.allow;
+        match &self.args.fallback {
+            Some(_) if self.report == Report::HandOver => quote! {
+                #allow
+                let __failfast_fallback_error = '__failfast_fallback: { #call };
+                #allow
+                return ::core::result::Result::Err(__failfast_fallback_error);
+            },
+            Some(fallback) => {
+                let FallbackCall {
+                    helper,
+                    prepare,
+                    call: call_fallback,
+                } = fallback_call(
+                    &fallback.value,
+                    &self.shape.fallback_args,
+                    self.is_async,
+                    allow,
+                );
+                quote! {
+                    #helper
+                    #prepare
+                    #allow
+                    let __failfast_fallback_error = '__failfast_fallback: { #call };
+                    #allow
+                    return #call_fallback;
+                }
+            }
+            None => call,
+        }
+    }
+
+    /// The breaker's `static` (or the family's, and the bulkhead's) and,
+    /// for a breaker or a family of its own, its entry in the registry,
+    /// listed from the start.
+    fn statics(&self, func: &ItemFn) -> TokenStream {
+        let Plan {
+            private,
+            allow,
+            source,
+            ..
+        } = self;
+        let statics = source.statics();
+        let declared = if source.is_own() {
+            Some(crate::declare::registration(
+                &quote!(__FAILFAST_BREAKER),
+                func.sig.ident.span(),
+                private,
+                allow,
+            ))
+        } else if source.is_own_family() {
+            Some(crate::declare::family_registration(
+                &quote!(__FAILFAST_FAMILY),
+                func.sig.ident.span(),
+                private,
+                allow,
+            ))
+        } else {
+            None
+        };
+        quote! {
+            #statics
+            #declared
+        }
+    }
 }
 
 /// The one call of the fallback, given `__failfast_fallback_error` (the
