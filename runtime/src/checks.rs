@@ -17,38 +17,58 @@ const fn checked<T: Copy>(rule: Result<T, Violation>) -> T {
     }
 }
 
-/// `key(CONST)`: the value, checked by the rule of the same name.
-macro_rules! checks {
-    ($($(#[$doc:meta])* $key:ident: $ty:ty;)*) => {
-        $(
-            $(#[$doc])*
-            #[must_use]
-            pub const fn $key(value: $ty) -> $ty {
-                checked(rules::$key(value))
-            }
-        )*
-    };
+/// `threshold = CONST`: at least 1, at most 16777215.
+#[must_use]
+pub const fn threshold(value: u32) -> u32 {
+    checked(rules::threshold(value))
 }
 
-checks! {
-    /// `threshold = CONST`: at least 1, at most 16777215.
-    threshold: u32;
-    /// `trial_calls = CONST`: at least 1, at most 255.
-    trial_calls: u32;
-    /// `success_threshold = CONST`: at least 1, at most 255.
-    success_threshold: u32;
-    /// `min_calls = CONST`: at least 1.
-    min_calls: u32;
-    /// `failure_rate = CONST`: greater than 0, at most 1.
-    failure_rate: f64;
-    /// `slow_rate = CONST`: greater than 0, at most 1.
-    slow_rate: f64;
-    /// `jitter = CONST`: at least 0, less than 1.
-    jitter: f64;
-    /// `recovery = CONST`: a `Duration` longer than zero.
-    recovery: Duration;
-    /// `slow = CONST`: a `Duration` longer than zero.
-    slow: Duration;
+/// `trial_calls = CONST`: at least 1, at most 255.
+#[must_use]
+pub const fn trial_calls(value: u32) -> u32 {
+    checked(rules::trial_calls(value))
+}
+
+/// `success_threshold = CONST`: at least 1, at most 255.
+#[must_use]
+pub const fn success_threshold(value: u32) -> u32 {
+    checked(rules::success_threshold(value))
+}
+
+/// `min_calls = CONST`: at least 1.
+#[must_use]
+pub const fn min_calls(value: u32) -> u32 {
+    checked(rules::min_calls(value))
+}
+
+/// `failure_rate = CONST`: greater than 0, at most 1.
+#[must_use]
+pub const fn failure_rate(value: f64) -> f64 {
+    checked(rules::failure_rate(value))
+}
+
+/// `slow_rate = CONST`: greater than 0, at most 1.
+#[must_use]
+pub const fn slow_rate(value: f64) -> f64 {
+    checked(rules::slow_rate(value))
+}
+
+/// `jitter = CONST`: at least 0, less than 1.
+#[must_use]
+pub const fn jitter(value: f64) -> f64 {
+    checked(rules::jitter(value))
+}
+
+/// `recovery = CONST`: a `Duration` longer than zero.
+#[must_use]
+pub const fn recovery(value: Duration) -> Duration {
+    checked(rules::recovery(value))
+}
+
+/// `slow = CONST`: a `Duration` longer than zero.
+#[must_use]
+pub const fn slow(value: Duration) -> Duration {
+    checked(rules::slow(value))
 }
 
 /// A constant `slow` with a `timeout`: shorter than it.
