@@ -366,10 +366,11 @@ pub(crate) enum Source {
     },
 }
 
+#[cfg(feature = "testing")]
 pub(crate) static SOURCE: OnceLock<Source> = OnceLock::new();
 
-#[cfg(feature = "testing")]
 /// The test clock's time in nanoseconds, when one is installed.
+#[cfg(feature = "testing")]
 #[inline]
 fn test_now() -> Option<u64> {
     match SOURCE.get()? {
