@@ -553,7 +553,10 @@ fn open_rejected(c: &mut Criterion) {
         .build()
         .expect("valid settings");
     let _ = ff.call(|| work(u64::MAX));
-    assert!(ff.call(|| work(arg())).is_err_and(|e| e.is_rejected()));
+    assert!(
+        ff.call(|| work(arg()))
+            .is_err_and(|e| e.rejected().is_some())
+    );
 
     let fs = failsafe_consecutive(1, an_hour);
     let _ = fs.call(|| work(u64::MAX));

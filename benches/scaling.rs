@@ -342,7 +342,11 @@ fn threads(c: &mut Criterion) {
     clock.advance(Duration::from_secs(2));
     let trial = half_open.acquire().expect("the trial call");
     assert!(trial.is_trial());
-    assert!(half_open.call(|| work(1)).is_err_and(|e| e.is_rejected()));
+    assert!(
+        half_open
+            .call(|| work(1))
+            .is_err_and(|e| e.rejected().is_some())
+    );
 
     let paths = Paths {
         consecutive: &consecutive,

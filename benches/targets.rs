@@ -163,7 +163,11 @@ fn paths() -> Paths {
     let _ = half_open.call(|| work(u64::MAX));
     clock.advance(Duration::from_secs(2));
     std::mem::forget(half_open.acquire().expect("the trial call"));
-    assert!(half_open.call(|| work(1)).is_err_and(|e| e.is_rejected()));
+    assert!(
+        half_open
+            .call(|| work(1))
+            .is_err_and(|e| e.rejected().is_some())
+    );
     assert_eq!(half_open.state(), State::HalfOpen);
 
     Paths {

@@ -79,7 +79,7 @@ async fn stock_unknown(
     sku: &str,
     error: failfast::Error<InventoryError>,
 ) -> Result<Stock, InventoryError> {
-    let why = match (error.failed(), error.is_timeout()) {
+    let why = match (error.failed(), error.timed_out().is_some()) {
         // "503 Service Unavailable" -> "503"
         (Some(e), _) => e.brief().split(' ').next().unwrap_or("").to_owned(),
         (None, true) => "timeout".to_owned(),

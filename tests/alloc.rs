@@ -184,7 +184,7 @@ mod builder {
     fn closed_counted_failure_consecutive() {
         let b = consecutive(16_777_215, &ManualClock::new());
         per_call("closed failure", || {
-            assert!(b.call(down).unwrap_err().is_failed());
+            assert!(b.call(down).unwrap_err().failed().is_some());
         });
         // A success after failures clears the count: a write, still no allocation.
         per_call("closed failure then success", || {
@@ -205,14 +205,14 @@ mod builder {
         let _ = system.call(down);
         per_call("open rejection, system clock", || {
             let e = system.call(ok).unwrap_err();
-            assert!(e.is_rejected());
+            assert!(e.rejected().is_some());
             assert!(e.rejected().unwrap().retry_after().is_some());
         });
         let clock = ManualClock::new();
         let manual = consecutive(1, &clock);
         let _ = manual.call(down);
         per_call("open rejection, manual clock", || {
-            assert!(manual.call(ok).unwrap_err().is_rejected());
+            assert!(manual.call(ok).unwrap_err().rejected().is_some());
         });
     }
 
@@ -224,7 +224,7 @@ mod builder {
         per_call("trip, reject, successful trial", || {
             let _ = b.call(down);
             assert_eq!(b.state(), State::Open);
-            assert!(b.call(ok).unwrap_err().is_rejected());
+            assert!(b.call(ok).unwrap_err().rejected().is_some());
             clock.advance(Duration::from_secs(1));
             assert!(b.call(ok).is_ok());
             assert_eq!(b.state(), State::Closed);
@@ -232,7 +232,7 @@ mod builder {
         per_call("failed trial", || {
             let _ = b.call(down);
             clock.advance(Duration::from_secs(1));
-            assert!(b.call(down).unwrap_err().is_failed());
+            assert!(b.call(down).unwrap_err().failed().is_some());
             assert_eq!(b.state(), State::Open);
             clock.advance(Duration::from_secs(1));
             assert!(b.call(ok).is_ok());
@@ -259,7 +259,7 @@ mod builder {
             while b.state() == State::Closed {
                 let _ = b.call(down);
             }
-            assert!(b.call(ok).unwrap_err().is_rejected());
+            assert!(b.call(ok).unwrap_err().rejected().is_some());
             clock.advance(Duration::from_secs(1));
             assert!(b.call(ok).is_ok());
             assert_eq!(b.state(), State::Closed);
@@ -278,7 +278,7 @@ mod builder {
             while b.state() == State::Closed {
                 let _ = b.call(down);
             }
-            assert!(b.call(ok).unwrap_err().is_rejected());
+            assert!(b.call(ok).unwrap_err().rejected().is_some());
             clock.advance(Duration::from_secs(1));
             assert!(b.call(ok).is_ok());
             assert_eq!(b.state(), State::Closed);
@@ -297,7 +297,8 @@ mod builder {
             assert!(
                 block_on(b.call_async(async { ok() }))
                     .unwrap_err()
-                    .is_rejected()
+                    .rejected()
+                    .is_some()
             );
             clock.advance(Duration::from_secs(1));
             assert!(block_on(b.call_async(async { ok() })).is_ok());
@@ -425,6 +426,7 @@ mod attribute {
 /// limit, allocate nothing.
 mod bulkhead {
     use super::*;
+    use failfast::Reason;
 
     #[circuit_breaker(threshold = 1_000_000, max_concurrent = 4)]
     fn limited(fail: bool) -> Result<u32, Fault> {
@@ -437,7 +439,7 @@ mod bulkhead {
     fn nested(depth: u32) -> Result<u32, Fault> {
         if depth == 0 {
             return match nested(1) {
-                Err(Fault::Rejected(r)) if r.is_concurrency_limit() => Ok(0),
+                Err(Fault::Rejected(r)) if r.reason() == Reason::ConcurrencyLimit => Ok(0),
                 other => other,
             };
         }

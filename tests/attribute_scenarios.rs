@@ -444,7 +444,7 @@ mod error_only_fallback {
 
     fn cached(error: &Error<InventoryError>) -> Result<u32, InventoryError> {
         SYNC_CALLS.fetch_add(1, SeqCst);
-        Ok(if error.is_rejected() { 100 } else { 200 })
+        Ok(if error.rejected().is_some() { 100 } else { 200 })
     }
 
     #[circuit_breaker(
@@ -480,7 +480,11 @@ mod error_only_fallback {
 
     fn cached_for(sku: &str, error: &Error<InventoryError>) -> Result<u32, InventoryError> {
         let len = u32::try_from(sku.len()).unwrap();
-        Ok(if error.is_rejected() { len } else { len * 10 })
+        Ok(if error.rejected().is_some() {
+            len
+        } else {
+            len * 10
+        })
     }
 
     #[circuit_breaker(
@@ -514,7 +518,7 @@ mod error_only_fallback {
     async fn cached_async(error: Error<InventoryError>) -> Result<u32, InventoryError> {
         tokio::task::yield_now().await;
         ASYNC_CALLS.fetch_add(1, SeqCst);
-        Ok(if error.is_rejected() { 100 } else { 200 })
+        Ok(if error.rejected().is_some() { 100 } else { 200 })
     }
 
     #[circuit_breaker(
@@ -553,7 +557,7 @@ mod error_only_fallback {
             counts = InventoryError::Dependency(_),
             fallback = |error| {
                 SELF_CALLS.fetch_add(1, SeqCst);
-                Ok(if error.is_rejected() { 100 } else { 200 })
+                Ok(if error.rejected().is_some() { 100 } else { 200 })
             },
             name = "error_only_fallback::self_by_value"
         )]
@@ -588,7 +592,7 @@ mod error_only_fallback {
         fallback = {
             let len = payload.as_ref().len();
             move |error: Error<InventoryError>| async move {
-                Ok(if error.is_rejected() { len as u32 } else { len as u32 * 10 })
+                Ok(if error.rejected().is_some() { len as u32 } else { len as u32 * 10 })
             }
         },
         name = "error_only_fallback::generic"

@@ -338,7 +338,7 @@ fn a_refusal_at_the_limit_reaches_the_fallback_and_moves_no_counter() {
         let rejected = error.rejected().expect("a refusal");
         assert_eq!(rejected.name(), "bulkhead::fallback");
         assert_eq!(rejected.state(), State::Closed);
-        assert!(rejected.is_concurrency_limit());
+        assert_eq!(rejected.reason(), Reason::ConcurrencyLimit);
         assert_eq!(
             rejected.to_string(),
             "circuit breaker `bulkhead::fallback` is at its concurrency limit: call not attempted"

@@ -9,7 +9,7 @@ use std::sync::Barrier;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
-use failfast::{Rejected, TimedOut, circuit_breaker};
+use failfast::{Reason, Rejected, TimedOut, circuit_breaker};
 
 #[derive(Debug)]
 enum CallError {
@@ -60,7 +60,7 @@ fn on_two_threads<T: Send>(call: impl Fn() -> T + Sync) -> [T; 2] {
 /// The address of the name an error carries, and what the error was.
 fn carried(result: Result<(), CallError>) -> (usize, String) {
     match result {
-        Err(CallError::Refused(r)) if r.is_concurrency_limit() => {
+        Err(CallError::Refused(r)) if r.reason() == Reason::ConcurrencyLimit => {
             (r.name().as_ptr() as usize, format!("refused: {}", r.name()))
         }
         Err(CallError::TimedOut(t)) => (

@@ -227,6 +227,7 @@ fn retries_stop_once_the_keys_breaker_opens() {
 #[cfg(feature = "tokio")]
 mod with_tokio {
     use super::*;
+    use failfast::Reason;
     use std::time::Duration;
 
     struct Replica {
@@ -287,7 +288,7 @@ mod with_tokio {
         let (a, b, c) = tokio::join!(well.read(), well.read(), other.read());
         let refused = [&a, &b]
             .iter()
-            .filter(|r| matches!(r, Err(CallError::Refused(r)) if r.is_concurrency_limit()))
+            .filter(|r| matches!(r, Err(CallError::Refused(r)) if r.reason() == Reason::ConcurrencyLimit))
             .count();
         assert_eq!(refused, 1, "{a:?} {b:?}");
         assert_eq!(c.unwrap(), "r3");

@@ -167,7 +167,7 @@ impl Client {
 
     async fn cached(&self, id: u32, error: Error<ApiError>) -> Result<String, ApiError> {
         tokio::task::yield_now().await;
-        Ok(format!("{}{id}{}", self.base, error.is_rejected()))
+        Ok(format!("{}{id}{}", self.base, error.rejected().is_some()))
     }
 
     #[circuit_breaker(counts = ApiError::Down)]

@@ -747,7 +747,7 @@ mod async_retries {
             let given = GIVEN.lock().unwrap();
             assert_eq!(given.len(), 2);
             assert_eq!(given[1].0, 8);
-            assert!(given[1].1.is_rejected(), "{given:?}");
+            assert!(given[1].1.rejected().is_some(), "{given:?}");
         }
 
         static HANGS: AtomicU32 = AtomicU32::new(0);
@@ -777,7 +777,7 @@ mod async_retries {
             assert_eq!(start.elapsed(), Duration::from_millis(350));
             let given = TIMED_OUT.lock().unwrap();
             assert_eq!(given.len(), 1, "{given:?}");
-            assert!(given[0].is_timeout(), "{given:?}");
+            assert!(given[0].timed_out().is_some(), "{given:?}");
         }
     }
 }

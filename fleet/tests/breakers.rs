@@ -56,7 +56,8 @@ async fn lone_voter(url: &str) -> Instance {
 }
 
 fn rejects(b: &Breaker) -> bool {
-    b.call(|| Ok::<(), ()>(())).is_err_and(|e| e.is_rejected())
+    b.call(|| Ok::<(), ()>(()))
+        .is_err_and(|e| e.rejected().is_some())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -265,7 +265,7 @@ fn a_panicking_listener_leaves_the_breaker_and_other_listeners_working() {
 
     // The failing call that trips returns normally to its caller.
     let result = b.call(|| Err::<(), _>("down"));
-    assert!(result.is_err_and(|e| e.is_failed()));
+    assert!(result.is_err_and(|e| e.failed().is_some()));
     assert_eq!(b.state(), State::Open);
     assert_eq!(log.one().to, State::Open);
 

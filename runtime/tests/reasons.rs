@@ -19,7 +19,7 @@ fn each_refusal_carries_its_reason() {
 
     let open = breaker.acquire().unwrap_err();
     assert_eq!((open.state(), open.reason()), (State::Open, Reason::Open));
-    assert!(!open.is_concurrency_limit());
+    assert_ne!(open.reason(), Reason::ConcurrencyLimit);
     assert_eq!(open.retry_after(), Some(Duration::from_secs(10)));
 
     clock.advance(Duration::from_secs(10));
@@ -60,7 +60,7 @@ fn a_full_bulkhead_refuses_at_the_concurrency_limit_and_counts_a_rejection() {
 
     let mut third = breaker.acquire().unwrap();
     let refused = bulkhead.enter(&breaker, &mut third).unwrap_err();
-    assert!(refused.is_concurrency_limit());
+    assert_eq!(refused.reason(), Reason::ConcurrencyLimit);
     assert_eq!(
         (refused.state(), refused.reason()),
         (State::Closed, Reason::ConcurrencyLimit)

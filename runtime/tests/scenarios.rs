@@ -44,7 +44,7 @@ fn opens_after_exactly_threshold_consecutive_failures() {
     let clock = ManualClock::new();
     let b = breaker(5, &clock);
     for _ in 0..4 {
-        assert!(fail(&b).unwrap_err().is_failed());
+        assert!(fail(&b).unwrap_err().failed().is_some());
     }
     assert_eq!(b.state(), State::Closed, "N-1 failures must not trip");
     assert_eq!(b.snapshot().consecutive_failures, 4);
@@ -72,7 +72,7 @@ fn opens_after_exactly_threshold_consecutive_failures() {
             Ok::<(), &str>(())
         });
         let rejected = r.unwrap_err();
-        assert!(rejected.is_rejected());
+        assert!(rejected.rejected().is_some());
         let rejected = rejected.rejected().unwrap();
         assert_eq!(rejected.name(), "inventory");
         assert_eq!(rejected.state(), State::Open);
@@ -165,7 +165,7 @@ fn full_recovery_cycle_in_real_time() {
         .unwrap();
     let _ = fail(&b);
     assert_eq!(b.state(), State::Open);
-    assert!(succeed(&b).unwrap_err().is_rejected());
+    assert!(succeed(&b).unwrap_err().rejected().is_some());
     std::thread::sleep(Duration::from_millis(300));
     // The deadline is checked against a clock refreshed by a background
     // thread, which a loaded machine can run late: poll rather than sleep a
@@ -185,7 +185,7 @@ fn failed_trial_reopens_and_restarts_the_wait() {
     let b = breaker(1, &clock);
     let _ = fail(&b);
     clock.advance(RECOVERY);
-    assert!(fail(&b).unwrap_err().is_failed(), "the trial ran");
+    assert!(fail(&b).unwrap_err().failed().is_some(), "the trial ran");
     assert_eq!(b.state(), State::Open);
     let r = succeed(&b).unwrap_err();
     assert_eq!(r.rejected().unwrap().retry_after(), Some(RECOVERY));
@@ -421,7 +421,7 @@ fn manual_control() {
 
     b.force_closed();
     for _ in 0..10 {
-        assert!(fail(&b).unwrap_err().is_failed());
+        assert!(fail(&b).unwrap_err().failed().is_some());
     }
     assert_eq!(b.state(), State::Closed, "forced closed never trips");
 
@@ -429,7 +429,10 @@ fn manual_control() {
     let _ = fail(&b);
     assert_eq!(b.state(), State::Open, "disabled: the rule still runs");
     let before = b.snapshot();
-    assert!(fail(&b).unwrap_err().is_failed(), "but calls still pass");
+    assert!(
+        fail(&b).unwrap_err().failed().is_some(),
+        "but calls still pass"
+    );
     assert!(succeed(&b).is_ok());
     let after = b.snapshot();
     assert_eq!(
@@ -463,7 +466,7 @@ fn manual_control() {
     assert_eq!(b.mode(), Mode::Normal);
     assert_eq!(b.state(), State::Closed);
     let _ = fail(&b);
-    assert!(succeed(&b).unwrap_err().is_rejected());
+    assert!(succeed(&b).unwrap_err().rejected().is_some());
 }
 
 #[test]

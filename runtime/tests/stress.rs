@@ -468,7 +468,7 @@ fn thread_worker(shared: &Shared, seed: u64) {
                     shared.admitted.fetch_add(1, SeqCst);
                     shared.panics.fetch_add(1, SeqCst);
                 }
-                Ok(Err(e)) if e.is_rejected() => shared.on_rejection(&mut rng),
+                Ok(Err(e)) if e.rejected().is_some() => shared.on_rejection(&mut rng),
                 Ok(_) => {
                     shared.admitted.fetch_add(1, SeqCst);
                 }
@@ -540,7 +540,7 @@ async fn task_worker(shared: Arc<Shared>, seed: u64) {
                 None => {
                     shared.abandoned.fetch_add(1, SeqCst);
                 }
-                Some(Err(e)) if e.is_rejected() => shared.on_rejection(&mut rng),
+                Some(Err(e)) if e.rejected().is_some() => shared.on_rejection(&mut rng),
                 Some(_) => {
                     shared.admitted.fetch_add(1, SeqCst);
                 }

@@ -17,7 +17,7 @@ async fn a_timeout_is_a_failure_whatever_counts_says() {
             .call_timeout_with(|_: &u16| false, LIMIT, pending::<Result<(), u16>>())
             .await;
         let error = result.unwrap_err();
-        assert!(error.is_timeout(), "{error:?}");
+        assert!(error.timed_out().is_some(), "{error:?}");
         assert_eq!(error.timed_out().unwrap().limit(), LIMIT);
     }
     assert_eq!(breaker.state(), State::Open);
@@ -53,7 +53,7 @@ async fn a_trial_that_times_out_reopens_and_its_slot_comes_back() {
         let trial = breaker
             .call_timeout(LIMIT, pending::<Result<(), u16>>())
             .await;
-        assert!(trial.unwrap_err().is_timeout());
+        assert!(trial.unwrap_err().timed_out().is_some());
         let s = breaker.snapshot();
         assert_eq!((s.state, s.trials_in_flight), (State::Open, 0), "{s:?}");
     }
@@ -137,7 +137,7 @@ async fn a_timeout_names_its_breaker_and_limit() {
         .call_timeout(LIMIT, pending::<Result<(), std::io::Error>>())
         .await
         .unwrap_err();
-    assert!(error.is_timeout() && !error.is_rejected() && !error.is_failed());
+    assert!(error.timed_out().is_some() && error.rejected().is_none() && error.failed().is_none());
     let timed_out = error.timed_out().unwrap();
     assert_eq!(timed_out.name(), "ledger");
     let message = "call through circuit breaker `ledger` timed out after 10ms";
@@ -176,7 +176,7 @@ fn a_failed_call_shows_its_error_and_that_errors_source() {
     }
 
     let failed = failfast_runtime::Error::Failed(Upstream(Refused));
-    assert!(!failed.is_timeout() && failed.is_failed());
+    assert!(failed.timed_out().is_none() && failed.failed().is_some());
     assert_eq!(failed.to_string(), "upstream down");
     assert_eq!(failed.source().unwrap().to_string(), "connection refused");
 }

@@ -167,13 +167,6 @@ impl Rejected {
         self.reason
     }
 
-    /// Whether the refusal came from the concurrency limit rather than from
-    /// the breaker's state.
-    #[must_use]
-    pub fn is_concurrency_limit(&self) -> bool {
-        self.reason == Reason::ConcurrencyLimit
-    }
-
     /// Time left until the breaker admits its next trial call, if known.
     ///
     /// Measured when you ask, so it counts down; `Some(Duration::ZERO)` means a trial
@@ -259,7 +252,7 @@ impl std::error::Error for Rejected {}
 /// ```
 impl From<Rejected> for std::io::Error {
     fn from(rejected: Rejected) -> Self {
-        let kind = if rejected.is_concurrency_limit() {
+        let kind = if rejected.reason == Reason::ConcurrencyLimit {
             std::io::ErrorKind::ResourceBusy
         } else {
             std::io::ErrorKind::ConnectionRefused
@@ -341,8 +334,8 @@ impl From<TimedOut> for std::io::Error {
 ///
 /// This is what [`Breaker::call`](crate::Breaker::call) returns, and what a
 /// `fallback` receives. It is `#[non_exhaustive]`, so a `match` needs a `_`
-/// arm (or use [`is_rejected`](Error::is_rejected), [`failed`](Error::failed),
-/// [`is_timeout`](Error::is_timeout)).
+/// arm (or use [`rejected`](Error::rejected), [`failed`](Error::failed),
+/// [`timed_out`](Error::timed_out)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Error<E> {
@@ -356,24 +349,6 @@ pub enum Error<E> {
 }
 
 impl<E> Error<E> {
-    /// Whether the breaker refused the call.
-    #[must_use]
-    pub fn is_rejected(&self) -> bool {
-        matches!(self, Error::Rejected(_))
-    }
-
-    /// Whether the protected code ran and failed.
-    #[must_use]
-    pub fn is_failed(&self) -> bool {
-        matches!(self, Error::Failed(_))
-    }
-
-    /// Whether the protected code ran out of its time limit.
-    #[must_use]
-    pub fn is_timeout(&self) -> bool {
-        matches!(self, Error::Timeout(_))
-    }
-
     /// The rejection, if the breaker refused the call.
     #[must_use]
     pub fn rejected(&self) -> Option<&Rejected> {
@@ -532,19 +507,27 @@ mod tests {
             Error::Rejected(Rejected::new(name(), State::Open, RetryAt::UNKNOWN));
         assert_eq!(
             [
-                failed.is_failed(),
-                timeout.is_failed(),
-                rejected.is_failed()
+                failed.failed().is_some(),
+                timeout.failed().is_some(),
+                rejected.failed().is_some()
             ],
             [true, false, false]
         );
         assert_eq!(
             [
-                failed.is_timeout(),
-                timeout.is_timeout(),
-                rejected.is_timeout()
+                failed.timed_out().is_some(),
+                timeout.timed_out().is_some(),
+                rejected.timed_out().is_some()
             ],
             [false, true, false]
+        );
+        assert_eq!(
+            [
+                failed.rejected().is_some(),
+                timeout.rejected().is_some(),
+                rejected.rejected().is_some()
+            ],
+            [false, false, true]
         );
         assert_eq!(failed.failed(), Some(&"down"));
         assert_eq!(timeout.failed(), None);

@@ -53,9 +53,9 @@
 //! let mut calls = 0;
 //! let result = retry.call(
 //!     || breaker.call(|| { calls += 1; Err::<(), _>("down") }),
-//!     |error| !error.is_rejected(),
+//!     |error| error.rejected().is_none(),
 //! );
-//! assert!(result.unwrap_err().is_rejected());
+//! assert!(result.unwrap_err().rejected().is_some());
 //! assert_eq!(calls, 2, "the breaker opened after two failures; the rejection ended the retries");
 //! # Ok::<(), failfast_runtime::ConfigError>(())
 //! ```

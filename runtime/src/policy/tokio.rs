@@ -40,7 +40,7 @@ impl Breaker {
     /// let breaker = Breaker::builder().threshold(1).build()?;
     /// let hang = std::future::pending::<Result<u32, std::io::Error>>();
     /// let result = breaker.call_timeout(Duration::from_millis(10), hang).await;
-    /// assert!(result.unwrap_err().is_timeout());
+    /// assert!(result.unwrap_err().timed_out().is_some());
     /// assert_eq!(breaker.state(), State::Open);
     /// # Ok(())
     /// # }
