@@ -70,7 +70,6 @@ pub use ops::testing;
 pub use ops::{configure, events, registry};
 #[cfg(feature = "keyed")]
 pub use policy::keyed;
-pub use policy::retry;
 
 /// Atomics of the state machine: std's, or loom's when model checking
 /// (`RUSTFLAGS="--cfg loom"`).
@@ -102,3 +101,4 @@ pub use ops::configure::configure;
 pub use policy::bulkhead::{Bulkhead, Slot};
 #[cfg(feature = "keyed")]
 pub use policy::keyed::{Family, FamilyBuilder, Key, Lease, Member};
+pub use policy::retry::{Attempts, Retry};

@@ -5,7 +5,7 @@
 pub(crate) mod bulkhead;
 #[cfg(feature = "keyed")]
 pub mod keyed;
-pub mod retry;
+pub(crate) mod retry;
 pub(crate) mod timeout;
 #[cfg(feature = "tokio")]
 pub(crate) mod tokio;

@@ -1,64 +1,5 @@
-//! Retries outside the breaker: a bounded number of attempts, exponential
-//! backoff between two bounds with optional jitter, and a retry budget.
-//!
-//! A retry multiplies the load on a dependency exactly when it is least able
-//! to take it. [`Retry`] keeps that in check with a **budget**: over a sliding
-//! window of [`BUDGET_WINDOW`], retries may add at most `budget` (a share,
-//! 0.2 by default) to the calls made, plus [`MIN_RETRIES`] so that a function
-//! called rarely can still retry. When the budget is spent, a failed attempt
-//! is returned as it is.
-//!
-//! The budget is per [`Retry`] value (per function, with `#[retry]`), kept
-//! in atomic words: no lock, and no allocation but the per-thread lines of
-//! its count, made on its first call.
-//!
-//! - A call is counted on a line of the calling thread's own, as a breaker
-//!   counts its running totals (the `totals` module): threads calling one
-//!   function at once write nothing shared, and no clock is read on a call
-//!   that needs no retry.
-//! - Deciding a retry reads the clock and the count, dates the calls
-//!   counted since the last decision to that decision's second (the oldest
-//!   they can be from, so the budget only errs on the strict side) in one of
-//!   ten one-second slots, and takes a token with a compare-and-swap on the
-//!   current second's slot, so concurrent retries can never overspend it.
-//!
-//! ```
-//! use failfast_runtime::retry::Retry;
-//! use std::time::Duration;
-//!
-//! static RETRY: Retry = Retry::new(3)
-//!     .backoff(Duration::from_millis(1), Duration::from_millis(10));
-//!
-//! let mut calls = 0;
-//! let result = RETRY.call(
-//!     || {
-//!         calls += 1;
-//!         if calls < 3 { Err("flaky") } else { Ok(calls) }
-//!     },
-//!     |_error| true,
-//! );
-//! assert_eq!(result, Ok(3));
-//! ```
-//!
-//! With a breaker, never retry a rejection: the breaker already said the
-//! dependency is sick, and asking again is the retry storm it is there to
-//! prevent.
-//!
-//! ```
-//! use failfast_runtime::{retry::Retry, Breaker};
-//! use std::time::Duration;
-//!
-//! let breaker = Breaker::builder().threshold(2).build()?;
-//! let retry = Retry::new(5).backoff(Duration::from_millis(1), Duration::from_millis(1));
-//! let mut calls = 0;
-//! let result = retry.call(
-//!     || breaker.call(|| { calls += 1; Err::<(), _>("down") }),
-//!     |error| error.rejected().is_none(),
-//! );
-//! assert!(result.unwrap_err().rejected().is_some());
-//! assert_eq!(calls, 2, "the breaker opened after two failures; the rejection ended the retries");
-//! # Ok::<(), failfast_runtime::ConfigError>(())
-//! ```
+//! Retries outside the breaker: [`Retry`] (its documentation is the
+//! module's), re-exported at the crate root.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,22 +9,21 @@ use crate::core::clock::Clock;
 use crate::core::totals::Count;
 use crate::{Breaker, ManualClock, State};
 
-/// Total tries when not told otherwise: the call and two retries.
-pub const DEFAULT_ATTEMPTS: u32 = failfast_rules::DEFAULT_ATTEMPTS;
 /// The first backoff delay when not told otherwise.
-pub const DEFAULT_BACKOFF_MIN: Duration = Duration::from_millis(100);
+pub(crate) const DEFAULT_BACKOFF_MIN: Duration = Duration::from_millis(100);
 /// The longest backoff delay when not told otherwise.
-pub const DEFAULT_BACKOFF_MAX: Duration = Duration::from_secs(2);
+pub(crate) const DEFAULT_BACKOFF_MAX: Duration = Duration::from_secs(2);
 /// The share of extra calls retries may add when not told otherwise.
-pub const DEFAULT_BUDGET: f64 = 0.2;
+pub(crate) const DEFAULT_BUDGET: f64 = 0.2;
 /// The span of time the budget looks back on.
-pub const BUDGET_WINDOW: Duration = Duration::from_secs(SLOTS as u64);
+pub(crate) const BUDGET_WINDOW: Duration = Duration::from_secs(10);
 /// Retries always allowed per [`BUDGET_WINDOW`], whatever the share, so that
 /// a function called a few times a minute can still retry.
-pub const MIN_RETRIES: u64 = 10;
+pub(crate) const MIN_RETRIES: u64 = 10;
 
 /// One slot per second of the window.
-const SLOTS: usize = 10;
+#[allow(clippy::cast_possible_truncation)] // 10
+const SLOTS: usize = BUDGET_WINDOW.as_secs() as usize;
 const SECOND: u64 = 1_000_000_000;
 /// A slot's word: the second it counts (24 bits, compared modulo 2^24),
 /// calls (24 bits) and retries (16 bits), both saturating: past 16 million
@@ -115,9 +55,69 @@ const fn unpack(word: u64) -> (u64, u64, u64) {
     )
 }
 
-/// A retry policy: how many attempts, how long to wait between them, and how
-/// much extra load retries may add. `const`-constructible, so it can live in
-/// a `static` next to the function it serves.
+/// A retry policy, for retries outside the breaker: a bounded number of
+/// attempts, exponential backoff between two bounds with optional jitter,
+/// and a retry budget. `const`-constructible, so it can live in a `static`
+/// next to the function it serves. `#[retry]` makes one per function.
+///
+/// A retry multiplies the load on a dependency exactly when it is least able
+/// to take it. [`Retry`] keeps that in check with a **budget**: over a sliding
+/// window of 10 seconds, retries may add at most `budget` (a share,
+/// 0.2 by default) to the calls made, plus 10 retries so that a function
+/// called rarely can still retry. When the budget is spent, a failed attempt
+/// is returned as it is.
+///
+/// The budget is per [`Retry`] value (per function, with `#[retry]`), kept
+/// in atomic words: no lock, and no allocation but the per-thread lines of
+/// its count, made on its first call.
+///
+/// - A call is counted on a line of the calling thread's own, as a breaker
+///   counts its running totals (the `totals` module): threads calling one
+///   function at once write nothing shared, and no clock is read on a call
+///   that needs no retry.
+/// - Deciding a retry reads the clock and the count, dates the calls
+///   counted since the last decision to that decision's second (the oldest
+///   they can be from, so the budget only errs on the strict side) in one of
+///   ten one-second slots, and takes a token with a compare-and-swap on the
+///   current second's slot, so concurrent retries can never overspend it.
+///
+/// ```
+/// use failfast_runtime::Retry;
+/// use std::time::Duration;
+///
+/// static RETRY: Retry = Retry::new(3)
+///     .backoff(Duration::from_millis(1), Duration::from_millis(10));
+///
+/// let mut calls = 0;
+/// let result = RETRY.call(
+///     || {
+///         calls += 1;
+///         if calls < 3 { Err("flaky") } else { Ok(calls) }
+///     },
+///     |_error| true,
+/// );
+/// assert_eq!(result, Ok(3));
+/// ```
+///
+/// With a breaker, never retry a rejection: the breaker already said the
+/// dependency is sick, and asking again is the retry storm it is there to
+/// prevent.
+///
+/// ```
+/// use failfast_runtime::{Breaker, Retry};
+/// use std::time::Duration;
+///
+/// let breaker = Breaker::builder().threshold(2).build()?;
+/// let retry = Retry::new(5).backoff(Duration::from_millis(1), Duration::from_millis(1));
+/// let mut calls = 0;
+/// let result = retry.call(
+///     || breaker.call(|| { calls += 1; Err::<(), _>("down") }),
+///     |error| error.rejected().is_none(),
+/// );
+/// assert!(result.unwrap_err().rejected().is_some());
+/// assert_eq!(calls, 2, "the breaker opened after two failures; the rejection ended the retries");
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
 #[derive(Debug)]
 pub struct Retry {
     attempts: u32,
@@ -136,7 +136,8 @@ pub struct Retry {
 
 impl Retry {
     /// `attempts` tries in all (the call and `attempts - 1` retries; 0 is
-    /// taken as 1), with the default backoff and budget.
+    /// taken as 1), with the default backoff (100 ms, doubling up to 2 s)
+    /// and budget (0.2).
     #[must_use]
     pub const fn new(attempts: u32) -> Self {
         Self {
@@ -182,8 +183,8 @@ impl Retry {
         self
     }
 
-    /// Over the last [`BUDGET_WINDOW`], retries may add at most this share
-    /// of the calls made (plus [`MIN_RETRIES`]); negative values are taken as 0.
+    /// Over the last 10 seconds, retries may add at most this share of the
+    /// calls made (plus 10 retries); negative values are taken as 0.
     #[must_use]
     pub const fn budget(mut self, share: f64) -> Self {
         self.budget = share.max(0.0);
@@ -217,8 +218,8 @@ impl Retry {
     }
 
     /// Calls and retries counted over the budget's window.
-    #[must_use]
-    pub fn window(&self) -> (u64, u64) {
+    #[cfg(test)]
+    fn window(&self) -> (u64, u64) {
         let epoch = self.epoch();
         self.date_calls(epoch);
         self.slots

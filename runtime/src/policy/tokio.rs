@@ -1,6 +1,6 @@
 //! tokio (feature `tokio`): the timer behind `timeout = "3s"` and the delays
 //! of async retries (`#[retry]` on an `async fn`,
-//! [`Retry::call_async`](crate::policy::retry::Retry::call_async)), and
+//! [`Retry::call_async`](crate::Retry::call_async)), and
 //! [`Breaker::call_timeout`] for breakers used as plain values.
 //!
 //! They need to run inside a tokio runtime with its time driver enabled
