@@ -12,7 +12,7 @@ pub use crate::core::error::{Error, Rejected, TimedOut};
 pub use crate::ops::registry::{DECLARED, Declared};
 #[cfg(feature = "keyed")]
 pub use crate::ops::registry::{DECLARED_FAMILIES, DeclaredFamily};
-pub use crate::policy::bulkhead::{Bulkhead, Slot};
+pub use crate::policy::bulkhead::{Bulkhead, BulkheadPermit};
 #[cfg(feature = "keyed")]
 pub use crate::policy::keyed::{Family, Key, Member, Slot as KeyedSlot};
 pub use crate::policy::timeout::Timeout;
@@ -55,7 +55,7 @@ pub fn body<'b, F: Future>(permit: Permit<'b>, future: F) -> Body<'b, F> {
 /// pointer in a register), the refusal being built out of line by
 /// [`concurrency_limit`].
 #[inline]
-pub fn enter(bulkhead: &'static Bulkhead) -> Option<Slot<'static>> {
+pub fn enter(bulkhead: &'static Bulkhead) -> Option<BulkheadPermit<'static>> {
     #[cfg(feature = "testing")]
     if let Some(own) = crate::ops::testing::bulkhead(bulkhead) {
         return own.try_enter();
@@ -142,7 +142,7 @@ pub fn member<S: SharedFamily, Q: Key + ?Sized>(
 /// Takes a place in `member`'s own bulkhead (`max_concurrent` with `key`).
 #[cfg(feature = "keyed")]
 #[inline]
-pub fn enter_member(member: &Member) -> Option<Slot<'_>> {
+pub fn enter_member(member: &Member) -> Option<BulkheadPermit<'_>> {
     member.bulkhead().and_then(Bulkhead::try_enter)
 }
 

@@ -98,7 +98,7 @@ pub use crate::core::error::{ConfigError, Error, Reason, Rejected, State, TimedO
 pub use crate::core::name::Name;
 pub use crate::core::patch::{ConfigPatch, ConfigureError, RunMode};
 pub use ops::configure::configure;
-pub use policy::bulkhead::{Bulkhead, Slot};
+pub use policy::bulkhead::{Bulkhead, BulkheadPermit};
 #[cfg(feature = "keyed")]
 pub use policy::keyed::{Family, FamilyBuilder, Key, Lease, Member};
 pub use policy::retry::{Attempts, Retry};

@@ -119,7 +119,7 @@ pub use crate::integrations::classify::{Classify, HttpClassifier};
 use crate::ops::registry::BreakerRef;
 use crate::policy::keyed::Member;
 use crate::{
-    Breaker, Builder, Bulkhead, ConfigError, Family, Key, Outcome, Permit, Rejected, Slot,
+    Breaker, Builder, Bulkhead, BulkheadPermit, ConfigError, Family, Key, Outcome, Permit, Rejected,
 };
 use verdict::Verdict;
 
@@ -566,7 +566,7 @@ where
         let mut verdict = match self.answered_by(&guard, &result) {
             None => {
                 // The place is kept until the verdict, with the permit.
-                let place = slot.map(Slot::keep).is_some();
+                let place = slot.map(BulkheadPermit::keep).is_some();
                 let permit = permit.detach();
                 Verdict::new(guard, permit, place)
             }

@@ -4,7 +4,7 @@
 //! No lock, no allocation per call, no queue: a caller that finds every place
 //! taken is told so at once and can answer from a fallback, which is what a
 //! service under overload needs (a queue in front of a hanging dependency only
-//! holds more callers hostage). A place is given back by the [`Slot`]'s
+//! holds more callers hostage). A place is given back by the [`BulkheadPermit`]'s
 //! `Drop`, so on every path: success, error, panic, a future dropped mid-call.
 //!
 //! # Free places, counted where they are used
@@ -48,7 +48,7 @@ use crate::sync::{AtomicU32, Ordering};
 /// let second = UPLOADS.try_enter().expect("room for two");
 /// assert!(UPLOADS.try_enter().is_none(), "the third call is refused at once");
 /// drop(first);
-/// assert!(UPLOADS.try_enter().is_some(), "a slot was given back");
+/// assert!(UPLOADS.try_enter().is_some(), "a place was given back");
 /// # drop(second);
 /// ```
 ///
@@ -79,8 +79,8 @@ struct Stripe(AtomicU32);
 /// A place in a [`Bulkhead`], held while the call runs; dropping it gives the
 /// place back.
 #[derive(Debug)]
-#[must_use = "the slot is given back as soon as it is dropped"]
-pub struct Slot<'a> {
+#[must_use = "the place is given back as soon as the permit is dropped"]
+pub struct BulkheadPermit<'a> {
     bulkhead: &'a Bulkhead,
 }
 
@@ -151,9 +151,10 @@ fn take(counter: &AtomicU32) -> (bool, bool) {
 }
 
 impl Bulkhead {
-    /// A slot if fewer than `max` calls are running, `None` at once otherwise.
+    /// A permit if fewer than `max` calls are running, `None` at once
+    /// otherwise.
     #[inline]
-    pub fn try_enter(&self) -> Option<Slot<'_>> {
+    pub fn try_enter(&self) -> Option<BulkheadPermit<'_>> {
         let admitted = match self.stripes.get() {
             Some(stripes) => self.take_on(stripes),
             None => match take(&self.central) {
@@ -161,7 +162,7 @@ impl Bulkhead {
                 (got, true) => self.contended(got),
             },
         };
-        admitted.then(|| Slot { bulkhead: self })
+        admitted.then(|| BulkheadPermit { bulkhead: self })
     }
 
     /// Another thread raced this one for `central`: from now on the
@@ -202,10 +203,10 @@ impl Bulkhead {
         counter.fetch_add(1, Ordering::Release);
     }
 
-    /// A slot for a call that `breaker` admitted with `permit`, or at once a
+    /// A place for a call that `breaker` admitted with `permit`, or at once a
     /// [`Rejected`] at the concurrency limit (reason
     /// [`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit), in the
-    /// state the permit was admitted in) when every slot is taken. Take the
+    /// state the permit was admitted in) when every place is taken. Take the
     /// permit first: an open breaker then refuses without touching the
     /// bulkhead. A refusal gives the permit's admission back (a half-open
     /// trial returns its slot) and counts the call as rejected in the
@@ -217,7 +218,7 @@ impl Bulkhead {
     /// let breaker = Breaker::builder().name("uploads").build()?;
     /// let bulkhead = Bulkhead::new(1);
     /// let mut first = breaker.acquire().unwrap();
-    /// let _slot = bulkhead.enter(&breaker, &mut first).unwrap();
+    /// let _place = bulkhead.enter(&breaker, &mut first).unwrap();
     /// let mut second = breaker.acquire().unwrap();
     /// let refused = bulkhead.enter(&breaker, &mut second).unwrap_err();
     /// assert_eq!(refused.reason(), Reason::ConcurrencyLimit);
@@ -229,7 +230,11 @@ impl Bulkhead {
     ///
     /// [`Rejected`] when `max` calls are running.
     #[inline]
-    pub fn enter(&self, breaker: &Breaker, permit: &mut Permit<'_>) -> Result<Slot<'_>, Rejected> {
+    pub fn enter(
+        &self,
+        breaker: &Breaker,
+        permit: &mut Permit<'_>,
+    ) -> Result<BulkheadPermit<'_>, Rejected> {
         match self.try_enter() {
             Some(slot) => Ok(slot),
             None => Err(concurrency_limit(breaker, permit)),
@@ -295,8 +300,8 @@ pub(crate) fn concurrency_limit(breaker: &Breaker, permit: &mut Permit<'_>) -> R
     all(feature = "tower", feature = "keyed"),
     feature = "reqwest-middleware"
 ))]
-impl Slot<'_> {
-    /// Keeps the place taken after the slot is gone: for an owner that
+impl BulkheadPermit<'_> {
+    /// Keeps the place taken after the permit is gone: for an owner that
     /// cannot borrow the bulkhead, which gives it back with
     /// [`Bulkhead::leave`].
     pub(crate) fn keep(self) {
@@ -309,13 +314,13 @@ impl Slot<'_> {
     feature = "reqwest-middleware"
 ))]
 impl Bulkhead {
-    /// Gives back a place kept by [`Slot::keep`].
+    /// Gives back a place kept by [`BulkheadPermit::keep`].
     pub(crate) fn leave(&self) {
         self.give_back();
     }
 }
 
-impl Drop for Slot<'_> {
+impl Drop for BulkheadPermit<'_> {
     #[inline]
     fn drop(&mut self) {
         self.bulkhead.give_back();
@@ -350,7 +355,7 @@ mod tests {
     }
 
     /// Takes places until refused; how many.
-    fn take_all(bulkhead: &Bulkhead) -> Vec<Slot<'_>> {
+    fn take_all(bulkhead: &Bulkhead) -> Vec<BulkheadPermit<'_>> {
         std::iter::from_fn(|| bulkhead.try_enter()).collect()
     }
 

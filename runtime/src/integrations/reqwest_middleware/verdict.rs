@@ -48,7 +48,7 @@ pub(super) struct Verdict {
 
 impl Verdict {
     /// `permit`, detached from `guard`'s breaker, which admitted it; with
-    /// `place`, a place kept (`Slot::keep`) under `guard`'s concurrency
+    /// `place`, a place kept (`BulkheadPermit::keep`) under `guard`'s concurrency
     /// limit, given back with the verdict.
     pub(super) fn new(guard: Guard, permit: Detached, place: bool) -> Self {
         Self {
