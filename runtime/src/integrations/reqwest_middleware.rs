@@ -132,12 +132,16 @@ mod verdict;
 /// dot (`Example.COM.` is `example.com`).
 ///
 /// ```
-/// use failfast_runtime::reqwest_middleware::Host;
+/// use failfast_runtime::reqwest_middleware::CircuitBreakerMiddleware;
+/// use failfast_runtime::Breaker;
 ///
+/// let middleware = CircuitBreakerMiddleware::per_host(Breaker::builder().name("api"))?;
 /// let url = reqwest::Url::parse("https://api.example.com/v1/items").unwrap();
-/// assert_eq!(Host::of(&url).unwrap().to_string(), "api.example.com:443");
+/// assert_eq!(middleware.breaker_for(&url).unwrap().name(), "api[api.example.com:443]");
 /// let url = reqwest::Url::parse("https://API.Example.com.:443/v1/items").unwrap();
-/// assert_eq!(Host::of(&url).unwrap().to_string(), "api.example.com:443");
+/// assert_eq!(middleware.breaker_for(&url).unwrap().name(), "api[api.example.com:443]");
+/// assert_eq!(middleware.hosts().unwrap().len(), 1);
+/// # Ok::<(), failfast_runtime::ConfigError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Host {
@@ -146,13 +150,6 @@ pub struct Host {
 }
 
 impl Host {
-    /// The host of `url`, or `None` for a URL without one (`data:`,
-    /// `file:`), which the middleware passes through unguarded.
-    #[must_use]
-    pub fn of(url: &reqwest::Url) -> Option<Host> {
-        Some(HostRef::of(url)?.to_key())
-    }
-
     /// The host name or address (`[::1]` for IPv6).
     #[must_use]
     pub fn host(&self) -> &str {
