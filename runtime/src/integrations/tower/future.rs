@@ -1,0 +1,198 @@
+//! The response future of a guarded service, which settles the call's
+//! permit.
+
+use std::future::Future;
+use std::mem;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use super::{Classify, OnRejected};
+use crate::Rejected;
+use crate::core::breaker::{Breaker, Detached, Outcome};
+use crate::ops::registry::BreakerRef;
+
+/// A handle to a breaker that a response future can own: a [`BreakerRef`],
+/// or a keyed family's `Arc<Member>` or [`MemberSlot`](super::MemberSlot) (feature `keyed`).
+pub trait BreakerHandle {
+    /// The breaker.
+    fn breaker(&self) -> &Breaker;
+}
+
+impl BreakerHandle for BreakerRef {
+    #[inline]
+    fn breaker(&self) -> &Breaker {
+        self
+    }
+}
+
+/// A permit owned together with a handle to its breaker, so a `'static`
+/// future can hold it. Dropped unresolved, it is an abandoned call.
+#[derive(Debug)]
+pub(super) struct OwnedPermit<H: BreakerHandle> {
+    pub(super) breaker: H,
+    pub(super) detached: Option<Detached>,
+}
+
+impl<H: BreakerHandle> OwnedPermit<H> {
+    #[inline]
+    fn record(&mut self, outcome: Outcome) {
+        if let Some(detached) = self.detached.take() {
+            detached.attach(self.breaker.breaker()).record(outcome);
+        }
+    }
+
+    /// The inner future panicked: a failure, recorded now.
+    fn failed_now(&mut self) {
+        if let Some(detached) = self.detached.take() {
+            detached.attach(self.breaker.breaker()).failed_now();
+        }
+    }
+}
+
+impl<H: BreakerHandle> Drop for OwnedPermit<H> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(detached) = self.detached.take() {
+            detached.attach(self.breaker.breaker()).abandoned();
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response future of a [`CircuitBreaker`]: the inner service's
+    /// future and the call's permit, or the refusal. The permit is resolved
+    /// when the inner future finishes; dropped before that, the call is
+    /// abandoned (neutral, or slow past `slow`).
+    ///
+    /// ```
+    /// use failfast_runtime::tower::CircuitBreakerLayer;
+    /// use failfast_runtime::Breaker;
+    /// use tower::{service_fn, Layer, Service};
+    ///
+    /// let layer = CircuitBreakerLayer::new(Breaker::builder().build()?);
+    /// let mut service = layer.layer(service_fn(|_: ()| async {
+    ///     Ok::<_, std::io::Error>(http::Response::new(()))
+    /// }));
+    /// let future = service.call(()); // the permit is taken here
+    /// assert_eq!(service.breaker().snapshot().trials_in_flight, 0);
+    /// drop(future); // an abandoned call: neutral
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    #[must_use = "futures do nothing unless awaited"]
+    pub struct ResponseFuture<F, C, R, H: BreakerHandle = BreakerRef> {
+        #[pin]
+        pub(super) kind: Kind<F>,
+        pub(super) state: State<H>,
+        pub(super) classifier: C,
+        pub(super) on_rejected: R,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = KindProj]
+    pub(super) enum Kind<F> {
+        Admitted { #[pin] future: F },
+        Refused,
+    }
+}
+
+/// The call's permit, or the refusal to answer with. Kept apart from the
+/// inner future (rather than in `Kind`'s variants): with the inner future
+/// alone in `Kind`, the compiler builds it in place, where a variant holding
+/// the permit too cost the `benches/tower.rs` loop about 3 ns more per call
+/// in copies of the response.
+#[derive(Debug)]
+pub(super) enum State<H: BreakerHandle> {
+    Admitted(OwnedPermit<H>),
+    Refused(Option<Rejected>),
+}
+
+impl<F, C, R, H: BreakerHandle> std::fmt::Debug for ResponseFuture<F, C, R, H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match &self.state {
+            State::Admitted(permit) if permit.detached.is_some() => "admitted",
+            State::Admitted(_) => "finished",
+            State::Refused(_) => "refused",
+        };
+        f.debug_struct("ResponseFuture")
+            .field("state", &state)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F, C, R, H, Res, E> Future for ResponseFuture<F, C, R, H>
+where
+    H: BreakerHandle,
+    F: Future<Output = Result<Res, E>>,
+    C: Classify<Res, E>,
+    R: OnRejected<Res, E>,
+{
+    type Output = Result<Res, R::Error>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        match (this.kind.project(), this.state) {
+            (KindProj::Admitted { future }, State::Admitted(permit)) => {
+                let guard = PanicGuard(&mut *permit);
+                let polled = future.poll(cx);
+                mem::forget(guard);
+                let Poll::Ready(result) = polled else {
+                    return Poll::Pending;
+                };
+                permit.record(this.classifier.classify(&result));
+                Poll::Ready(result.map_err(|e| this.on_rejected.error(e)))
+            }
+            (_, State::Refused(rejected)) => {
+                let rejected = rejected
+                    .take()
+                    .expect("a refused ResponseFuture polled after it finished");
+                Poll::Ready(this.on_rejected.rejected(rejected))
+            }
+            (KindProj::Refused, State::Admitted(_)) => {
+                unreachable!("a refused call holds no permit")
+            }
+        }
+    }
+}
+
+/// Dropped only while a poll of the inner future unwinds.
+pub(super) struct PanicGuard<'a, H: BreakerHandle>(pub(super) &'a mut OwnedPermit<H>);
+
+impl<H: BreakerHandle> Drop for PanicGuard<'_, H> {
+    fn drop(&mut self) {
+        self.0.failed_now();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use super::super::{CircuitBreakerLayer, Layer};
+    use crate::Breaker;
+
+    /// A panic inside the inner service's future is a failure of the call
+    /// (the permit is settled by the guard around the poll); the panic goes
+    /// on unwinding to the caller.
+    #[tokio::test]
+    async fn a_panic_in_the_inner_future_is_counted_as_a_failure() {
+        use tower::{ServiceExt, service_fn};
+
+        let breaker = Breaker::builder()
+            .name("tower-unit-panic")
+            .threshold(5)
+            .build()
+            .unwrap();
+        let service =
+            CircuitBreakerLayer::new(breaker).layer(service_fn(|fail: bool| async move {
+                assert!(!fail, "the inner future panics");
+                Ok::<_, Infallible>(http::Response::new(()))
+            }));
+        let panicked = tokio::spawn(service.clone().oneshot(true)).await;
+        assert!(panicked.unwrap_err().is_panic());
+        service.clone().oneshot(false).await.unwrap();
+        let s = service.breaker().snapshot();
+        assert_eq!((s.failures, s.successes, s.neutral), (1, 1, 0), "{s:?}");
+    }
+}

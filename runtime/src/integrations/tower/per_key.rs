@@ -1,0 +1,388 @@
+//! A breaker per key of the request (feature `keyed`).
+
+use std::borrow::Cow;
+use std::hash::Hash;
+use std::mem;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use super::future::{Kind, OwnedPermit, PanicGuard, State};
+use super::layer::inner_ready;
+use super::{
+    BreakerHandle, CircuitBreakerLayer, Classify, HttpClassifier, Layer, OnRejected,
+    RefuseWithError, ResponseFuture, Service,
+};
+use crate::core::breaker::Breaker;
+use crate::{Bulkhead, Family, Key, Member};
+
+impl BreakerHandle for Arc<Member> {
+    #[inline]
+    fn breaker(&self) -> &Breaker {
+        Member::breaker(self)
+    }
+}
+
+/// A key's member owned by a keyed layer's response future, with the
+/// place the call holds in the member's bulkhead when the family has
+/// [`max_concurrent`](crate::FamilyBuilder::max_concurrent), given back
+/// when the future is dropped.
+#[derive(Debug)]
+pub struct MemberSlot {
+    member: Arc<Member>,
+    /// Whether a place in `member`'s bulkhead is held.
+    holds_slot: bool,
+    /// The lease stripe this call holds the member on (see
+    /// `Member::hold`): the family does not evict it meanwhile.
+    stripe: usize,
+}
+
+impl BreakerHandle for MemberSlot {
+    #[inline]
+    fn breaker(&self) -> &Breaker {
+        self.member.breaker()
+    }
+}
+
+impl Drop for MemberSlot {
+    fn drop(&mut self) {
+        self.member.release(self.stripe);
+        if let (true, Some(bulkhead)) = (self.holds_slot, self.member.bulkhead()) {
+            bulkhead.leave();
+        }
+    }
+}
+
+/// Finds the breaker of a request in a [`Family`]: the key function of
+/// a [`CircuitBreakerLayer::per_key`] layer.
+///
+/// Implemented by [`ByAuthority`] and by every closure `Fn(&Req) -> K`
+/// returning an owned key (a `String`, an integer, a tuple of them).
+pub trait KeyOf<Req, K> {
+    /// The breaker of `request`'s key in `family`, made if the key is
+    /// new.
+    fn member(&self, family: &Family<K>, request: &Req) -> Arc<Member>;
+}
+
+impl<Req, K, F> KeyOf<Req, K> for F
+where
+    F: Fn(&Req) -> K,
+    K: Key<Owned = K> + Clone + Eq + Send + Sync + 'static,
+{
+    #[inline]
+    fn member(&self, family: &Family<K>, request: &Req) -> Arc<Member> {
+        family.get(&self(request))
+    }
+}
+
+/// Keys an `http::Request` by its authority, `host` or `host:port` as the
+/// request names it: the URI's (a client's absolute-form request, or
+/// HTTP/2's `:authority`), else the `Host` header, else `""`. User
+/// information (`user:password@`) is left out, so it never reaches a
+/// breaker's name. One key however the host is spelled: the name in
+/// lower case, without a trailing dot, and without the scheme's default
+/// port when the URI names its scheme (`http://Inventory.:80` is
+/// `inventory`). Looked up without allocating, unless the spelling
+/// needed that.
+///
+/// ```
+/// use failfast_runtime::tower::{ByAuthority, KeyOf};
+/// use failfast_runtime::{Breaker, Family};
+///
+/// let hosts: Family<String> = Family::builder(Breaker::builder().name("upstream")).build()?;
+/// let request = http::Request::get("http://user:secret@inventory:8080/stock").body(())?;
+/// assert_eq!(ByAuthority.member(&hosts, &request).name(), "upstream[inventory:8080]");
+/// let request = http::Request::get("/stock").header("host", "search").body(())?;
+/// assert_eq!(ByAuthority.member(&hosts, &request).name(), "upstream[search]");
+/// let request = http::Request::get("/stock").header("host", "Search.").body(())?;
+/// assert_eq!(ByAuthority.member(&hosts, &request).name(), "upstream[search]");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ByAuthority;
+
+impl<B> KeyOf<http::Request<B>, String> for ByAuthority {
+    fn member(&self, family: &Family<String>, request: &http::Request<B>) -> Arc<Member> {
+        let authority = match request.uri().authority() {
+            Some(authority) => authority.as_str(),
+            None => request
+                .headers()
+                .get(http::header::HOST)
+                .and_then(|host| host.to_str().ok())
+                .unwrap_or(""),
+        };
+        let host = authority.rsplit('@').next().unwrap_or(authority);
+        let default_port = match request.uri().scheme_str() {
+            Some("http") => Some("80"),
+            Some("https") => Some("443"),
+            _ => None,
+        };
+        match one_spelling(host, default_port) {
+            Cow::Borrowed(host) => family.get(host),
+            Cow::Owned(host) => family.get(host.as_str()),
+        }
+    }
+}
+
+/// `authority` (`host` or `host:port`) in lower case, without a
+/// trailing dot after the host, and without the port when it is
+/// `default_port` (or empty).
+fn one_spelling<'a>(authority: &'a str, default_port: Option<&str>) -> Cow<'a, str> {
+    // An IPv6 address (`[::1]`) holds colons of its own.
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, port)) if !port.contains(']') => (host, Some(port)),
+        _ => (authority, None),
+    };
+    let kept_port = port.filter(|port| !port.is_empty() && Some(*port) != default_port);
+    let name = match host.strip_suffix('.') {
+        Some(name) if !name.is_empty() => name,
+        _ => host,
+    };
+    let lower = !name.bytes().any(|b| b.is_ascii_uppercase());
+    if lower && name.len() == host.len() && kept_port == port {
+        return Cow::Borrowed(authority);
+    }
+    let mut key = name.to_ascii_lowercase();
+    if let Some(port) = kept_port {
+        key.push(':');
+        key.push_str(port);
+    }
+    Cow::Owned(key)
+}
+
+/// The breakers of a [`CircuitBreakerLayer::per_key`] layer: a family
+/// and the key function that picks a request's member.
+#[derive(Debug)]
+pub struct PerKey<K, KF> {
+    family: Family<K>,
+    key: KF,
+}
+
+impl<K, KF: Clone> Clone for PerKey<K, KF> {
+    fn clone(&self) -> Self {
+        PerKey {
+            family: self.family.clone(),
+            key: self.key.clone(),
+        }
+    }
+}
+
+impl CircuitBreakerLayer {
+    /// A layer guarding each request with the breaker of its key in
+    /// `family`, found by `key` (a closure `Fn(&Req) -> K`, or
+    /// [`ByAuthority`]); a key's breaker is made on its first request.
+    /// The family is registered ([`Family::register`]).
+    ///
+    /// ```
+    /// use failfast_runtime::tower::CircuitBreakerLayer;
+    /// use failfast_runtime::{Breaker, Family};
+    ///
+    /// // One breaker per tenant, named "search[TENANT]".
+    /// let tenants: Family<String> = Family::builder(Breaker::builder().name("search"))
+    ///     .max_keys(256)
+    ///     .build()?;
+    /// let layer = CircuitBreakerLayer::per_key(tenants, |request: &http::Request<String>| {
+    ///     let tenant = request.headers().get("x-tenant").and_then(|t| t.to_str().ok());
+    ///     tenant.unwrap_or("anonymous").to_owned()
+    /// });
+    /// # let _ = layer;
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn per_key<K, KF>(
+        family: Family<K>,
+        key: KF,
+    ) -> CircuitBreakerLayer<HttpClassifier, RefuseWithError, PerKey<K, KF>>
+    where
+        K: Clone + Hash + Eq + Send + Sync + 'static,
+    {
+        family.register();
+        CircuitBreakerLayer {
+            breaker: PerKey { family, key },
+            classifier: HttpClassifier,
+            on_rejected: RefuseWithError,
+        }
+    }
+
+    /// A layer guarding each request with the breaker of its authority
+    /// ([`ByAuthority`]) in `family`: one breaker per upstream host of a
+    /// client stack, or per virtual host of a server, named
+    /// `family[host:port]`.
+    ///
+    /// ```
+    /// use failfast_runtime::tower::CircuitBreakerLayer;
+    /// use failfast_runtime::{Breaker, Family};
+    /// use std::time::Duration;
+    /// use tower::ServiceBuilder;
+    ///
+    /// let hosts = Family::builder(Breaker::builder().name("upstream").threshold(5)).build()?;
+    /// let client = ServiceBuilder::new()
+    ///     .layer(CircuitBreakerLayer::per_authority(hosts))
+    ///     .timeout(Duration::from_secs(2))
+    ///     .service_fn(|_: http::Request<()>| async {
+    ///         Ok::<_, std::io::Error>(http::Response::new(()))
+    ///     });
+    /// # let _ = client;
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn per_authority(
+        family: Family<String>,
+    ) -> CircuitBreakerLayer<HttpClassifier, RefuseWithError, PerKey<String, ByAuthority>> {
+        Self::per_key(family, ByAuthority)
+    }
+}
+
+impl<C, R, K, KF> CircuitBreakerLayer<C, R, PerKey<K, KF>> {
+    /// The family whose breakers this layer guards with.
+    ///
+    /// ```
+    /// use failfast_runtime::tower::CircuitBreakerLayer;
+    /// use failfast_runtime::{Breaker, Family};
+    ///
+    /// let hosts = Family::builder(Breaker::builder().name("upstream")).build()?;
+    /// let layer = CircuitBreakerLayer::per_authority(hosts);
+    /// assert_eq!(layer.family().name(), "upstream");
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn family(&self) -> &Family<K> {
+        &self.breaker.family
+    }
+}
+
+impl<S, C: Clone, R: Clone, K, KF: Clone> Layer<S> for CircuitBreakerLayer<C, R, PerKey<K, KF>> {
+    type Service = KeyedCircuitBreaker<S, K, KF, C, R>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        KeyedCircuitBreaker {
+            inner,
+            breakers: self.breaker.clone(),
+            classifier: self.classifier.clone(),
+            on_rejected: self.on_rejected.clone(),
+        }
+    }
+}
+
+/// A service guarded by the breaker of each request's key; made by
+/// [`CircuitBreakerLayer::per_key`] and
+/// [`CircuitBreakerLayer::per_authority`].
+#[derive(Clone, Debug)]
+pub struct KeyedCircuitBreaker<S, K, KF, C = HttpClassifier, R = RefuseWithError> {
+    inner: S,
+    breakers: PerKey<K, KF>,
+    classifier: C,
+    on_rejected: R,
+}
+
+impl<S, K, KF, C, R> KeyedCircuitBreaker<S, K, KF, C, R> {
+    /// The family whose breakers guard this service.
+    ///
+    /// ```
+    /// use failfast_runtime::tower::CircuitBreakerLayer;
+    /// use failfast_runtime::{Breaker, Family};
+    /// use tower::{service_fn, Layer};
+    ///
+    /// let hosts = Family::builder(Breaker::builder().name("upstream")).build()?;
+    /// let service = CircuitBreakerLayer::per_authority(hosts)
+    ///     .layer(service_fn(|_: http::Request<()>| async { Ok::<_, std::io::Error>(http::Response::new(())) }));
+    /// assert!(service.family().is_empty());
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn family(&self) -> &Family<K> {
+        &self.breakers.family
+    }
+}
+
+impl<S, Req, K, KF, C, R> Service<Req> for KeyedCircuitBreaker<S, K, KF, C, R>
+where
+    S: Service<Req>,
+    KF: KeyOf<Req, K>,
+    C: Classify<S::Response, S::Error> + Clone,
+    R: OnRejected<S::Response, S::Error> + Clone,
+{
+    type Response = S::Response;
+    type Error = R::Error;
+    type Future = ResponseFuture<S::Future, C, R, MemberSlot>;
+
+    /// The inner service's readiness; no breaker is asked (see the
+    /// [module documentation](super#readiness-never-takes-a-trial)).
+    #[inline]
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        inner_ready(&mut self.inner, &self.on_rejected, cx)
+    }
+
+    fn call(&mut self, request: Req) -> Self::Future {
+        let refused = |rejected| ResponseFuture {
+            kind: Kind::Refused,
+            state: State::Refused(Some(rejected)),
+            classifier: self.classifier.clone(),
+            on_rejected: self.on_rejected.clone(),
+        };
+        let member = self.breakers.key.member(&self.breakers.family, &request);
+        let mut admitted = match member.breaker().acquire() {
+            Ok(permit) => permit,
+            Err(rejected) => return refused(rejected),
+        };
+        // The family's `max_concurrent`, per key: a place in the key's
+        // bulkhead once the breaker has admitted the call, held until
+        // the response future is dropped.
+        let holds_slot = match member.bulkhead().map(Bulkhead::try_enter) {
+            None => false,
+            Some(Some(slot)) => {
+                slot.keep();
+                true
+            }
+            Some(None) => {
+                let rejected = crate::policy::bulkhead::concurrency_limit(member.breaker(), &mut admitted);
+                drop(admitted);
+                return refused(rejected);
+            }
+        };
+        let detached = admitted.detach();
+        let mut permit = OwnedPermit {
+            breaker: MemberSlot {
+                stripe: member.hold(),
+                member,
+                holds_slot,
+            },
+            detached: Some(detached),
+        };
+        // A panic in the inner `call` is a failure.
+        let guard = PanicGuard(&mut permit);
+        let future = self.inner.call(request);
+        mem::forget(guard);
+        ResponseFuture {
+            kind: Kind::Admitted { future },
+            state: State::Admitted(permit),
+            classifier: self.classifier.clone(),
+            on_rejected: self.on_rejected.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use super::super::{CircuitBreakerLayer, Layer};
+    use crate::Breaker;
+
+    /// The place a keyed call holds in its member's bulkhead comes back when
+    /// its response future is done with, so the next call to that key passes.
+    #[tokio::test]
+    async fn a_keyed_call_gives_its_place_back_when_it_is_done() {
+        use tower::{ServiceExt, service_fn};
+
+        let hosts = crate::Family::builder(Breaker::builder().name("tower-places"))
+            .max_concurrent(1)
+            .build()
+            .unwrap();
+        let service = CircuitBreakerLayer::per_authority(hosts.clone()).layer(service_fn(
+            |_: http::Request<()>| async { Ok::<_, Infallible>(http::Response::new(())) },
+        ));
+        for call in 0..3 {
+            let request = http::Request::get("http://db-1/").body(()).unwrap();
+            let answered = service.clone().oneshot(request).await;
+            assert!(answered.is_ok(), "call {call} was refused");
+            let place = hosts.get("db-1");
+            assert_eq!(place.bulkhead().unwrap().running(), 0, "call {call}");
+        }
+    }
+}
