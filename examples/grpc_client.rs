@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use common::grpc::{LedgerClient, LedgerService};
 use common::{human, state_name};
 use failfast::Breaker;
-use failfast::tower::{CircuitBreakerLayer, GrpcClassifier};
+use failfast::tower::{CircuitBreakerLayer, GrpcClassifier, RefuseWithStatus};
 use tower::ServiceBuilder;
 
 const RECOVERY: Duration = Duration::from_secs(1);
@@ -48,7 +48,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let layer = CircuitBreakerLayer::new(breaker.clone())
         .classifier(GrpcClassifier)
-        .refuse_with_status();
+        .on_rejected(RefuseWithStatus);
     let channel = ServiceBuilder::new().layer(layer).service(channel);
     let mut client = LedgerClient::new(channel);
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::routing::get;
-use failfast::tower::{BoxError, CircuitBreakerLayer};
+use failfast::tower::{BoxError, CircuitBreakerLayer, RefuseWithResponse};
 use failfast::{Breaker, ManualClock, Reason, Rejected, State};
 use http::{Request, Response, StatusCode};
 use tower::{Layer, Service, ServiceBuilder, ServiceExt, service_fn};
@@ -96,7 +96,7 @@ fn app(breaker: &Arc<Breaker>, backend: &Arc<Backend>) -> Router {
                 async move { backend.answer().await }
             }),
         )
-        .layer(CircuitBreakerLayer::new(breaker.clone()).refuse_with_response())
+        .layer(CircuitBreakerLayer::new(breaker.clone()).on_rejected(RefuseWithResponse))
 }
 
 async fn get_stock(app: &Router) -> Response<Body> {

@@ -8,7 +8,7 @@ mod grpc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use failfast::tower::{CircuitBreakerLayer, GrpcClassifier};
+use failfast::tower::{CircuitBreakerLayer, GrpcClassifier, RefuseWithStatus};
 use failfast::{Breaker, State};
 use grpc::{BALANCE, LedgerClient, LedgerService};
 use tonic::Code;
@@ -34,7 +34,7 @@ async fn a_tonic_client_trips_on_unavailable_not_on_invalid_argument() {
         .layer(
             CircuitBreakerLayer::new(breaker.clone())
                 .classifier(GrpcClassifier)
-                .refuse_with_status(),
+                .on_rejected(RefuseWithStatus),
         )
         .service(channel);
     let mut client = LedgerClient::new(channel);

@@ -12,7 +12,8 @@ use crate::core::breaker::{Breaker, Detached, Outcome};
 use crate::ops::registry::BreakerRef;
 
 /// A handle to a breaker that a response future can own: a [`BreakerRef`],
-/// or a keyed family's `Arc<Member>` or [`MemberSlot`](super::MemberSlot) (feature `keyed`).
+/// or a keyed family's `Arc<Member>`, or the member and bulkhead place a
+/// keyed layer's call holds (feature `keyed`).
 pub trait BreakerHandle {
     /// The breaker.
     fn breaker(&self) -> &Breaker;

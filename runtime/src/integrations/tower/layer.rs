@@ -2,12 +2,9 @@
 
 use std::task::{Context, Poll};
 
-#[cfg(feature = "tonic")]
-use super::RefuseWithStatus;
 use super::future::{Kind, OwnedPermit, State};
 use super::{
-    Classify, HttpClassifier, Layer, OnRejected, RefuseWithError, RefuseWithResponse,
-    ResponseFuture, Service,
+    Classify, HttpClassifier, Layer, OnRejected, RefuseWithError, ResponseFuture, Service,
 };
 use crate::core::breaker::Breaker;
 use crate::ops::registry::BreakerRef;
@@ -94,14 +91,21 @@ impl<C, R, B> CircuitBreakerLayer<C, R, B> {
         }
     }
 
-    /// The same layer, answering a refusal of an HTTP service with `503
-    /// Service Unavailable` and `Retry-After` instead of an error, and
-    /// keeping the inner service's error type: an axum handler behind it
-    /// stays a service that never fails, as `Router` requires
-    /// (`Router::new().route(..).layer(layer.refuse_with_response())`).
+    /// The same layer, answering refusals with `on_rejected`:
+    ///
+    /// - [`RefuseWithError`], the default: a boxed [`Rejected`](crate::Rejected).
+    /// - [`RefuseWithResponse`](super::RefuseWithResponse): `503 Service
+    ///   Unavailable` with `Retry-After` instead of an error, keeping the
+    ///   inner service's error type: an axum handler behind it stays a
+    ///   service that never fails, as `Router` requires
+    ///   (`Router::new().route(..).layer(layer.on_rejected(RefuseWithResponse))`).
+    /// - [`RefuseWithStatus`](super::RefuseWithStatus) (feature `tonic`): a
+    ///   boxed `tonic::Status`, `UNAVAILABLE` with `grpc-retry-pushback-ms`,
+    ///   for a layer on a tonic `Channel`.
+    /// - An answer of your own (see [`OnRejected`]).
     ///
     /// ```
-    /// use failfast_runtime::tower::CircuitBreakerLayer;
+    /// use failfast_runtime::tower::{CircuitBreakerLayer, RefuseWithResponse};
     /// use failfast_runtime::Breaker;
     /// use std::convert::Infallible;
     /// use tower::{service_fn, Layer, ServiceExt};
@@ -111,40 +115,13 @@ impl<C, R, B> CircuitBreakerLayer<C, R, B> {
     /// let breaker = Breaker::builder().name("stock").build()?;
     /// breaker.force_open();
     /// let service = CircuitBreakerLayer::new(breaker)
-    ///     .refuse_with_response()
+    ///     .on_rejected(RefuseWithResponse)
     ///     .layer(service_fn(|_: ()| async { Ok::<_, Infallible>(http::Response::new(String::new())) }));
     /// let response = service.oneshot(()).await.unwrap();
     /// assert_eq!(response.status(), 503);
     /// # Ok(())
     /// # }
     /// ```
-    pub fn refuse_with_response(self) -> CircuitBreakerLayer<C, RefuseWithResponse, B> {
-        self.on_rejected(RefuseWithResponse)
-    }
-
-    /// The same layer, refusing a gRPC call with a boxed `tonic::Status`
-    /// (`UNAVAILABLE` with `grpc-retry-pushback-ms`), for a layer on a
-    /// tonic `Channel`: the client's caller gets that status rather than
-    /// `UNKNOWN`. Feature `tonic`.
-    ///
-    /// ```
-    /// use failfast_runtime::tower::{CircuitBreakerLayer, GrpcClassifier};
-    /// use failfast_runtime::Breaker;
-    ///
-    /// let layer = CircuitBreakerLayer::new(Breaker::builder().name("ledger").build()?)
-    ///     .classifier(GrpcClassifier)
-    ///     .refuse_with_status();
-    /// // ServiceBuilder::new().layer(layer).service(channel)
-    /// # let _ = layer;
-    /// # Ok::<(), failfast_runtime::ConfigError>(())
-    /// ```
-    #[cfg(feature = "tonic")]
-    pub fn refuse_with_status(self) -> CircuitBreakerLayer<C, RefuseWithStatus, B> {
-        self.on_rejected(RefuseWithStatus)
-    }
-
-    /// The same layer, answering refusals with `on_rejected` (see
-    /// [`OnRejected`] for an example).
     pub fn on_rejected<R2>(self, on_rejected: R2) -> CircuitBreakerLayer<C, R2, B> {
         CircuitBreakerLayer {
             breaker: self.breaker,

@@ -76,7 +76,7 @@
 //! By default the service's error is a [`BoxError`], as tower's own
 //! `timeout` and `limit` do: a refusal is a boxed [`Rejected`](crate::Rejected) that callers
 //! downcast, and the inner service's errors are boxed as they are. With
-//! [`CircuitBreakerLayer::refuse_with_response`], an HTTP service answers a
+//! [`on_rejected(RefuseWithResponse)`](CircuitBreakerLayer::on_rejected), an HTTP service answers a
 //! refusal itself with `503 Service Unavailable` and `Retry-After` (the
 //! `http` conversion of [`Rejected`](crate::Rejected)) and keeps its own error type, which is
 //! what axum's `Router` needs (its services never fail). With axum's
@@ -116,7 +116,7 @@
 //!
 //! ```
 //! use axum::{body::Body, http::StatusCode, routing::get, Router};
-//! use failfast_runtime::tower::CircuitBreakerLayer;
+//! use failfast_runtime::tower::{CircuitBreakerLayer, RefuseWithResponse};
 //! use failfast_runtime::{Breaker, Outcome};
 //! use std::convert::Infallible;
 //!
@@ -131,7 +131,7 @@
 //! let breaker = Breaker::builder().name("checkout-handler").build()?;
 //! let app: Router = Router::new()
 //!     .route("/checkout", get(|| async { StatusCode::SERVICE_UNAVAILABLE }))
-//!     .layer(CircuitBreakerLayer::new(breaker).classifier(server_side).refuse_with_response());
+//!     .layer(CircuitBreakerLayer::new(breaker).classifier(server_side).on_rejected(RefuseWithResponse));
 //! # let _ = app;
 //! # Ok::<(), failfast_runtime::ConfigError>(())
 //! ```
@@ -149,7 +149,7 @@ mod refuse;
 pub use future::{BreakerHandle, ResponseFuture};
 pub use layer::{CircuitBreaker, CircuitBreakerLayer};
 #[cfg(feature = "keyed")]
-pub use per_key::{ByAuthority, KeyOf, KeyedCircuitBreaker, MemberSlot, PerKey};
+pub use per_key::{ByAuthority, KeyOf, KeyedCircuitBreaker, PerKey};
 #[cfg(feature = "tonic")]
 pub use refuse::RefuseWithStatus;
 pub use refuse::{OnRejected, RefuseWithError, RefuseWithResponse, error_response};

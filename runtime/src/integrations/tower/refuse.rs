@@ -93,7 +93,8 @@ impl<Res, E: Into<BoxError>> OnRejected<Res, E> for RefuseWithError {
 /// A refusal is answered with `503 Service Unavailable` and `Retry-After`
 /// (in whole seconds, when the breaker knows when it tries again), the
 /// rejection's message as the body; the inner service's errors pass as they
-/// are. See [`CircuitBreakerLayer::refuse_with_response`](super::CircuitBreakerLayer::refuse_with_response).
+/// are: for an axum `Router`, whose services never fail. See
+/// [`CircuitBreakerLayer::on_rejected`](super::CircuitBreakerLayer::on_rejected).
 ///
 /// ```
 /// use failfast_runtime::tower::{OnRejected, RefuseWithResponse};
@@ -127,8 +128,20 @@ impl<B: From<String>, E> OnRejected<http::Response<B>, E> for RefuseWithResponse
 /// time until the next trial in `grpc-retry-pushback-ms`: the `tonic`
 /// conversion of [`Rejected`]), which a tonic client finds in the error of
 /// its `Channel` and hands to the caller as that status; the inner service's
-/// errors are boxed as they are. Feature `tonic`; see
-/// [`CircuitBreakerLayer::refuse_with_status`](super::CircuitBreakerLayer::refuse_with_status).
+/// errors are boxed as they are. For a layer on a tonic `Channel`: the
+/// client's caller gets that status rather than `UNKNOWN`. Feature `tonic`.
+///
+/// ```
+/// use failfast_runtime::tower::{CircuitBreakerLayer, GrpcClassifier, RefuseWithStatus};
+/// use failfast_runtime::Breaker;
+///
+/// let layer = CircuitBreakerLayer::new(Breaker::builder().name("ledger").build()?)
+///     .classifier(GrpcClassifier)
+///     .on_rejected(RefuseWithStatus);
+/// // ServiceBuilder::new().layer(layer).service(channel)
+/// # let _ = layer;
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
 ///
 /// ```
 /// use failfast_runtime::tower::{OnRejected, RefuseWithStatus};
@@ -221,7 +234,7 @@ pub fn error_response<B: From<String>>(error: BoxError) -> http::Response<B> {
 mod tests {
     use std::convert::Infallible;
 
-    use super::super::{CircuitBreakerLayer, GrpcClassifier, Layer};
+    use super::super::{CircuitBreakerLayer, GrpcClassifier, Layer, RefuseWithStatus};
     use crate::Breaker;
 
     #[tokio::test]
@@ -238,7 +251,7 @@ mod tests {
             .unwrap();
         let service = CircuitBreakerLayer::new(breaker)
             .classifier(GrpcClassifier)
-            .refuse_with_status()
+            .on_rejected(RefuseWithStatus)
             .layer(service_fn(|code: &'static str| async move {
                 let response = http::Response::builder().header("grpc-status", code);
                 Ok::<_, Infallible>(response.body(()).unwrap())
