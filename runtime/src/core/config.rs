@@ -31,8 +31,10 @@ pub const MIN_DEFAULT_LEASE: Duration = rules::MIN_DEFAULT_LEASE;
 pub const TIME_BUCKETS: u32 = rules::TIME_BUCKETS;
 
 // The state word holds the largest counts the rules allow.
-const _: () =
-    assert!(MAX_THRESHOLD == crate::core::word::MAX_THRESHOLD && MAX_TRIALS == crate::core::word::MAX_TRIALS);
+const _: () = assert!(
+    MAX_THRESHOLD == crate::core::word::MAX_THRESHOLD
+        && MAX_TRIALS == crate::core::word::MAX_TRIALS
+);
 
 /// The sliding window of a rate rule.
 #[derive(Clone, Copy, Debug, PartialEq)]

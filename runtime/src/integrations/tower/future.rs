@@ -6,9 +6,10 @@ use std::mem;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::{Classify, OnRejected};
+use super::refuse::OnRejected;
 use crate::Rejected;
 use crate::core::breaker::{Breaker, Detached, Outcome};
+use crate::integrations::classify::Classify;
 use crate::ops::registry::BreakerRef;
 
 /// A handle to a breaker that a response future can own: a [`BreakerRef`],

@@ -2,11 +2,13 @@
 
 use std::task::{Context, Poll};
 
-use super::future::{Kind, OwnedPermit, State};
-use super::{
-    Classify, HttpClassifier, Layer, OnRejected, RefuseWithError, ResponseFuture, Service,
-};
+use tower_layer::Layer;
+use tower_service::Service;
+
+use super::future::{Kind, OwnedPermit, ResponseFuture, State};
+use super::refuse::{OnRejected, RefuseWithError};
 use crate::core::breaker::Breaker;
+use crate::integrations::classify::{Classify, HttpClassifier};
 use crate::ops::registry::BreakerRef;
 
 /// Wraps services in a [`CircuitBreaker`]. Cheap to clone: a handle to the

@@ -152,19 +152,4 @@ pub use layer::{CircuitBreaker, CircuitBreakerLayer};
 pub use per_key::{ByAuthority, KeyOf, KeyedCircuitBreaker, PerKey};
 #[cfg(feature = "tonic")]
 pub use refuse::RefuseWithStatus;
-pub use refuse::{OnRejected, RefuseWithError, RefuseWithResponse, error_response};
-
-/// tower's error type: what a [`CircuitBreaker`] service fails with by
-/// default (the same as `tower::BoxError`).
-///
-/// ```
-/// use failfast_runtime::tower::BoxError;
-/// use failfast_runtime::{Breaker, Rejected};
-///
-/// let breaker = Breaker::builder().build()?;
-/// breaker.force_open();
-/// let error: BoxError = Box::new(breaker.acquire().unwrap_err());
-/// assert!(error.is::<Rejected>());
-/// # Ok::<(), failfast_runtime::ConfigError>(())
-/// ```
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub use refuse::{BoxError, OnRejected, RefuseWithError, RefuseWithResponse, error_response};

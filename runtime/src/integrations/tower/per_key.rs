@@ -6,13 +6,14 @@ use std::mem;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use super::future::{Kind, OwnedPermit, PanicGuard, State};
-use super::layer::inner_ready;
-use super::{
-    BreakerHandle, CircuitBreakerLayer, Classify, HttpClassifier, Layer, OnRejected,
-    RefuseWithError, ResponseFuture, Service,
-};
+use tower_layer::Layer;
+use tower_service::Service;
+
+use super::future::{BreakerHandle, Kind, OwnedPermit, PanicGuard, ResponseFuture, State};
+use super::layer::{CircuitBreakerLayer, inner_ready};
+use super::refuse::{OnRejected, RefuseWithError};
 use crate::core::breaker::Breaker;
+use crate::integrations::classify::{Classify, HttpClassifier};
 use crate::{Bulkhead, Family, Key, Member};
 
 impl BreakerHandle for Arc<Member> {
@@ -334,7 +335,8 @@ where
                 true
             }
             Some(None) => {
-                let rejected = crate::policy::bulkhead::concurrency_limit(member.breaker(), &mut admitted);
+                let rejected =
+                    crate::policy::bulkhead::concurrency_limit(member.breaker(), &mut admitted);
                 drop(admitted);
                 return refused(rejected);
             }

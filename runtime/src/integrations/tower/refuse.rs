@@ -1,7 +1,21 @@
 //! What a [`CircuitBreaker`](super::CircuitBreaker) answers when its breaker refuses a call.
 
-use super::BoxError;
 use crate::Rejected;
+
+/// tower's error type: what a [`CircuitBreaker`] service fails with by
+/// default (the same as `tower::BoxError`).
+///
+/// ```
+/// use failfast_runtime::tower::BoxError;
+/// use failfast_runtime::{Breaker, Rejected};
+///
+/// let breaker = Breaker::builder().build()?;
+/// breaker.force_open();
+/// let error: BoxError = Box::new(breaker.acquire().unwrap_err());
+/// assert!(error.is::<Rejected>());
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What a [`CircuitBreaker`](super::CircuitBreaker) answers when the breaker refuses a call, and
 /// the error type that comes with it.
