@@ -31,7 +31,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use failfast::{Breaker, Builder, Config, ManualClock, State};
+use failfast::__private::ConstConfig;
+use failfast::{Breaker, Builder, ManualClock, State};
 use failsafe::CircuitBreaker;
 use recloser::Recloser;
 
@@ -76,9 +77,10 @@ fn protected(f: impl Fn() -> Result<(), Fault> + Send + Sync + 'static) -> Prote
 /// nothing to the breaker's work.
 async fn floor_async(x: u64) -> Result<(), Fault> {
     static BREAKER: Breaker = Breaker::from_config(
-        Config::new("floor_async")
+        ConstConfig::new("floor_async")
             .threshold(5)
-            .recovery(Duration::from_secs(30)),
+            .recovery(Duration::from_secs(30))
+            .into_config(),
     );
     let permit = match failfast::__private::acquire(&BREAKER) {
         Ok(permit) => permit,

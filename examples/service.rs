@@ -125,9 +125,9 @@ pub fn configure_breakers(out: &mut impl Write) -> Result<(), Box<dyn std::error
         "settings from service.toml ({env} FAILFAST__ variables):\n  \
          checkout::inventory threshold {}\n  \
          checkout::payments  threshold {}, recovery {:?}",
-        stock.threshold_value(),
-        pay.threshold_value(),
-        pay.recovery_value()
+        stock.threshold(),
+        pay.threshold(),
+        pay.recovery()
     )?;
     Ok(())
 }
@@ -230,7 +230,7 @@ pub async fn run(
     writeln!(out, "the gateway was called {hits} times for 4 requests")?;
 
     let payments = registry::get("checkout::payments").unwrap();
-    let recovery = payments.current_config().recovery_value();
+    let recovery = payments.current_config().recovery();
     writeln!(out, "\n== the gateway is back; {recovery:?} later:")?;
     gateway.0.set_sick(false);
     tokio::time::sleep(recovery).await;

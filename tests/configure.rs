@@ -23,10 +23,7 @@ fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 fn threshold(name: &str) -> u32 {
-    registry::get(name)
-        .unwrap()
-        .current_config()
-        .threshold_value()
+    registry::get(name).unwrap().current_config().threshold()
 }
 
 fn state(name: &str) -> State {
@@ -48,7 +45,7 @@ fn an_environment_override_applies_before_the_first_call() {
     .unwrap();
     assert_eq!(changed, 1);
     let config = registry::get("payments::charge").unwrap().current_config();
-    assert_eq!(config.recovery_value(), Duration::from_secs(60));
+    assert_eq!(config.recovery(), Duration::from_secs(60));
     assert_eq!(charge(), Err(Down::Failed));
     assert_eq!(state("payments::charge"), State::Closed);
     assert_eq!(charge(), Err(Down::Failed));
@@ -157,7 +154,7 @@ fn each_toml_section_is_applied_whole_or_not_at_all_and_every_refusal_is_returne
     );
     assert_eq!(threshold("toml::quote"), 8);
     let quote_config = registry::get("toml::quote").unwrap().current_config();
-    assert_eq!(quote_config.recovery_value(), Duration::from_secs(45));
+    assert_eq!(quote_config.recovery(), Duration::from_secs(45));
     let search_config = format!(
         "{:?}",
         registry::get("toml::search").unwrap().current_config()

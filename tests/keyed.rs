@@ -351,11 +351,7 @@ fn a_declared_family_is_listed_and_forceable_before_its_first_call() {
     assert_eq!(replica("10.0.0.1").unwrap(), "10.0.0.1");
     let members = family.members();
     assert_eq!(members.len(), 2, "the key adopted its breaker");
-    assert!(
-        members
-            .iter()
-            .all(|m| m.current_config().threshold_value() == 7)
-    );
+    assert!(members.iter().all(|m| m.current_config().threshold() == 7));
     assert_eq!(
         registry::get("keyed.early-replicas[10.0.0.3]")
             .unwrap()

@@ -205,7 +205,7 @@ fn sync_one_trips_lookup_and_a_replica() {
         registry::get("isolate::lookup")
             .unwrap()
             .current_config()
-            .threshold_value(),
+            .threshold(),
         2
     );
     assert!(matches!(lookup(false), Err(Down::Refused(_))));

@@ -780,7 +780,7 @@ pub(crate) fn config(args: &Args, default_name: TokenStream, private: &TokenStre
         Some(name) => name.value.to_token_stream(),
         None => default_name,
     };
-    let mut chain = quote!(#private::Config::new(#name));
+    let mut chain = quote!(#private::ConstConfig::new(#name));
     chain.extend(trip_rules(args));
     if let Some(recovery) = &args.recovery {
         let start = duration(recovery.value.start);
@@ -803,7 +803,7 @@ pub(crate) fn config(args: &Args, default_name: TokenStream, private: &TokenStre
         chain.extend(quote!(.success_threshold(#n)));
     }
     chain.extend(crate::consts::setters(args, private));
-    chain
+    quote!(#chain.into_config())
 }
 
 /// The setters of the rules that trip the breaker (the consecutive rule, or

@@ -127,7 +127,7 @@ pub fn breaker(input: TokenStream) -> TokenStream {
                 #error
                 #(#attrs)*
                 #vis static #ident: #krate::Breaker =
-                    #krate::Breaker::from_config(#private::Config::new(#name));
+                    #krate::Breaker::from_config(#private::ConstConfig::new(#name).into_config());
             }
         }
     }

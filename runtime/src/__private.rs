@@ -621,12 +621,67 @@ pub fn again<T: Again>(value: &T) -> T {
     value.again()
 }
 
+/// The settings `#[circuit_breaker]` writes into its breaker's `static`,
+/// built in `const` context; every value was checked at expansion or by
+/// [`consts`]. Not for users: they build with [`Breaker::builder`].
+#[derive(Clone, Debug)]
+pub struct ConstConfig(std::mem::ManuallyDrop<Config>);
+
+macro_rules! const_setters {
+    ($($key:ident: $ty:ty => $with:ident;)*) => {
+        impl ConstConfig {
+            $(
+                #[doc = concat!("Sets `", stringify!($key), "`.")]
+                #[must_use]
+                pub const fn $key(self, value: $ty) -> Self {
+                    let config = std::mem::ManuallyDrop::into_inner(self.0);
+                    Self(std::mem::ManuallyDrop::new(config.$with(value)))
+                }
+            )*
+        }
+    };
+}
+
+const_setters! {
+    threshold: u32 => with_threshold;
+    recovery: Duration => with_recovery;
+    max_recovery: Duration => with_max_recovery;
+    jitter: f64 => with_jitter;
+    trial_calls: u32 => with_trial_calls;
+    success_threshold: u32 => with_success_threshold;
+    failure_rate: f64 => with_failure_rate;
+    window_calls: u32 => with_window_calls;
+    window_time: Duration => with_window_time;
+    min_calls: u32 => with_min_calls;
+    slow: Duration => with_slow;
+    slow_rate: f64 => with_slow_rate;
+    trial_lease: Duration => with_trial_lease;
+}
+
+impl ConstConfig {
+    /// The defaults, named `name`.
+    #[must_use]
+    pub const fn new(name: &'static str) -> Self {
+        Self(std::mem::ManuallyDrop::new(Config::new(name)))
+    }
+
+    /// The settings.
+    #[must_use]
+    pub const fn into_config(self) -> Config {
+        std::mem::ManuallyDrop::into_inner(self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
 
-    static BREAKER: Breaker = Breaker::from_config(Config::new("private::verdicts").threshold(100));
+    static BREAKER: Breaker = Breaker::from_config(
+        ConstConfig::new("private::verdicts")
+            .threshold(100)
+            .into_config(),
+    );
 
     /// Only a counted failure the breaker reported is retried.
     #[test]

@@ -91,9 +91,7 @@ pub mod __private;
 
 pub use crate::core::breaker::{Breaker, Mode, Outcome, Permit, Snapshot};
 pub use crate::core::clock::ManualClock;
-pub use crate::core::config::{
-    Builder, Config, DEFAULT_MIN_CALLS, DEFAULT_RECOVERY, DEFAULT_THRESHOLD, DEFAULT_WINDOW_CALLS,
-};
+pub use crate::core::config::{Builder, Config};
 pub use crate::core::error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
 pub use crate::core::name::Name;
 pub use crate::core::patch::{ConfigPatch, ConfigureError, RunMode};

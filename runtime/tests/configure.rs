@@ -131,7 +131,7 @@ fn registered(name: &'static str, threshold: u32) -> Arc<Breaker> {
 }
 
 fn threshold(b: &Breaker) -> u32 {
-    b.current_config().threshold_value()
+    b.current_config().threshold()
 }
 
 /// `pay.charge` and `pay-charge` are both `PAY_CHARGE` in variables: the

@@ -645,18 +645,18 @@ fn a_family_is_reconfigured_for_its_members_now_and_later() {
     family
         .reconfigure(&ConfigPatch::new().threshold(2))
         .unwrap();
-    assert_eq!(before.current_config().threshold_value(), 2);
+    assert_eq!(before.current_config().threshold(), 2);
     assert_eq!(
-        keys.get("b").current_config().threshold_value(),
+        keys.get("b").current_config().threshold(),
         2,
         "a member made later"
     );
-    assert_eq!(family.config().threshold_value(), 2);
+    assert_eq!(family.config().threshold(), 2);
     let refused = family
         .reconfigure(&ConfigPatch::new().trial_calls(0))
         .unwrap_err();
     assert_eq!(refused.breaker(), "keyed.tuned");
-    assert_eq!(keys.get("c").current_config().threshold_value(), 2);
+    assert_eq!(keys.get("c").current_config().threshold(), 2);
 }
 
 /// A member whose settings were changed by its own name is kept through
@@ -677,7 +677,7 @@ fn a_member_tuned_by_name_is_not_evicted() {
         let _ = keys.lease(&format!("churn-{i}")).call(|| Ok::<_, ()>(()));
     }
     assert!(keys.evicted() > 0);
-    assert_eq!(keys.get("special").current_config().threshold_value(), 9);
+    assert_eq!(keys.get("special").current_config().threshold(), 9);
 }
 
 /// Failing over: the callable keys are those whose breaker would let a call

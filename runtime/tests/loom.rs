@@ -343,12 +343,12 @@ fn a_reconfiguration_racing_failures_publishes_whole_settings() {
                 }
                 let c = b.current_config();
                 // Read together: never the new threshold with the old recovery.
-                assert_eq!(c.recovery_value(), RECOVERY * (4 - c.threshold_value()));
+                assert_eq!(c.recovery(), RECOVERY * (4 - c.threshold()));
             })
         };
         changer.join().unwrap();
         caller.join().unwrap();
-        assert_eq!(b.current_config().threshold_value(), 2);
+        assert_eq!(b.current_config().threshold(), 2);
         if b.state() == State::Closed {
             assert_eq!(b.snapshot().consecutive_failures, 2);
             let _ = b.call(|| Err::<(), _>("down"));

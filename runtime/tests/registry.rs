@@ -71,8 +71,9 @@ fn a_shared_name_finds_the_first_registered_that_still_exists() {
 /// once however often it is registered.
 #[test]
 fn a_static_breaker_is_found_by_name() {
-    static STATIC: Breaker =
-        Breaker::from_config(failfast_runtime::__private::Config::new("registry-static"));
+    static STATIC: Breaker = Breaker::from_config(
+        failfast_runtime::__private::ConstConfig::new("registry-static").into_config(),
+    );
     registry::register_static(&STATIC);
     registry::register_static(&STATIC);
     let found = registry::get("registry-static").expect("registered");
@@ -88,9 +89,9 @@ fn a_static_breaker_is_found_by_name() {
 /// on its first call (a breaker the linker did not gather, here).
 #[test]
 fn a_static_breaker_registers_itself_on_its_first_call() {
-    static CALLED: Breaker = Breaker::from_config(failfast_runtime::__private::Config::new(
-        "registry-first-call",
-    ));
+    static CALLED: Breaker = Breaker::from_config(
+        failfast_runtime::__private::ConstConfig::new("registry-first-call").into_config(),
+    );
     assert!(registry::get("registry-first-call").is_none());
     failfast_runtime::__private::acquire(&CALLED)
         .expect("closed")
@@ -134,10 +135,12 @@ fn a_name_built_at_run_time_is_found_and_reported() {
 #[cfg(feature = "keyed")]
 #[test]
 fn a_declared_family_is_listed_with_its_counts() {
-    use failfast_runtime::__private::KeyedSlot;
-    use failfast_runtime::{Config, State};
+    use failfast_runtime::__private::{ConstConfig, KeyedSlot};
+    use failfast_runtime::State;
     static SLOT: KeyedSlot = KeyedSlot::new(
-        Config::new("registry.declared-counts").threshold(1),
+        ConstConfig::new("registry.declared-counts")
+            .threshold(1)
+            .into_config(),
         4,
         None,
         50,

@@ -14,21 +14,21 @@ use crate::core::name::Name;
 // checks its values against too.
 
 /// Default number of consecutive counted failures that trips a breaker.
-pub const DEFAULT_THRESHOLD: u32 = rules::DEFAULT_THRESHOLD;
+pub(crate) const DEFAULT_THRESHOLD: u32 = rules::DEFAULT_THRESHOLD;
 /// Default time a breaker stays open before it admits a trial call.
-pub const DEFAULT_RECOVERY: Duration = rules::DEFAULT_RECOVERY;
+pub(crate) const DEFAULT_RECOVERY: Duration = rules::DEFAULT_RECOVERY;
 /// Default size of a failure-rate window, in calls.
-pub const DEFAULT_WINDOW_CALLS: u32 = rules::DEFAULT_WINDOW_CALLS;
+pub(crate) const DEFAULT_WINDOW_CALLS: u32 = rules::DEFAULT_WINDOW_CALLS;
 /// Default number of calls a window must hold before a rate can trip the breaker.
-pub const DEFAULT_MIN_CALLS: u32 = rules::DEFAULT_MIN_CALLS;
+pub(crate) const DEFAULT_MIN_CALLS: u32 = rules::DEFAULT_MIN_CALLS;
 /// Largest `trial_calls` and `success_threshold` a breaker accepts.
-pub const MAX_TRIALS: u32 = rules::MAX_TRIALS;
+pub(crate) const MAX_TRIALS: u32 = rules::MAX_TRIALS;
 /// Largest consecutive-failure `threshold` a breaker accepts.
-pub const MAX_THRESHOLD: u32 = rules::MAX_THRESHOLD;
+pub(crate) const MAX_THRESHOLD: u32 = rules::MAX_THRESHOLD;
 /// Shortest default trial lease; see [`Builder::trial_lease`].
-pub const MIN_DEFAULT_LEASE: Duration = rules::MIN_DEFAULT_LEASE;
+pub(crate) const MIN_DEFAULT_LEASE: Duration = rules::MIN_DEFAULT_LEASE;
 /// Number of buckets a time window is divided into.
-pub const TIME_BUCKETS: u32 = rules::TIME_BUCKETS;
+pub(crate) const TIME_BUCKETS: u32 = rules::TIME_BUCKETS;
 
 // The state word holds the largest counts the rules allow.
 const _: () = assert!(
@@ -100,7 +100,7 @@ const fn nanos(d: Duration) -> u64 {
 impl Config {
     /// Defaults: consecutive-failure rule with threshold 5, 30 s recovery, one trial.
     #[must_use]
-    pub const fn new(name: &'static str) -> Self {
+    pub(crate) const fn new(name: &'static str) -> Self {
         Self {
             name: Name::new_static(name),
             threshold: DEFAULT_THRESHOLD,
@@ -126,42 +126,42 @@ impl Config {
 
     /// Consecutive counted failures that trip the breaker.
     #[must_use]
-    pub const fn threshold(mut self, n: u32) -> Self {
+    pub(crate) const fn with_threshold(mut self, n: u32) -> Self {
         self.threshold = n;
         self
     }
 
     /// Open time before a trial (the first one, when it grows).
     #[must_use]
-    pub const fn recovery(mut self, d: Duration) -> Self {
+    pub(crate) const fn with_recovery(mut self, d: Duration) -> Self {
         self.recovery = nanos(d);
         self
     }
 
     /// Cap of a growing open time; enables doubling on consecutive reopens.
     #[must_use]
-    pub const fn max_recovery(mut self, d: Duration) -> Self {
+    pub(crate) const fn with_max_recovery(mut self, d: Duration) -> Self {
         self.max_recovery = nanos(d);
         self
     }
 
     /// Random spread of each open period, as a fraction in `[0, 1)`.
     #[must_use]
-    pub const fn jitter(mut self, j: f64) -> Self {
+    pub(crate) const fn with_jitter(mut self, j: f64) -> Self {
         self.jitter = j;
         self
     }
 
     /// Trial calls admitted at once in half-open.
     #[must_use]
-    pub const fn trial_calls(mut self, n: u32) -> Self {
+    pub(crate) const fn with_trial_calls(mut self, n: u32) -> Self {
         self.trial_calls = n;
         self
     }
 
     /// Successful trials needed to close.
     #[must_use]
-    pub const fn success_threshold(mut self, n: u32) -> Self {
+    pub(crate) const fn with_success_threshold(mut self, n: u32) -> Self {
         self.success_threshold = n;
         self
     }
@@ -169,35 +169,35 @@ impl Config {
     /// Share of failed calls in the window that trips the breaker; replaces the
     /// consecutive rule.
     #[must_use]
-    pub const fn failure_rate(mut self, rate: f64) -> Self {
+    pub(crate) const fn with_failure_rate(mut self, rate: f64) -> Self {
         self.failure_rate = rate;
         self
     }
 
     /// A window of the last `n` calls.
     #[must_use]
-    pub const fn window_calls(mut self, n: u32) -> Self {
+    pub(crate) const fn with_window_calls(mut self, n: u32) -> Self {
         self.window = Window::Calls(n);
         self
     }
 
     /// A window of the calls that ended in the last `d`.
     #[must_use]
-    pub const fn window_time(mut self, d: Duration) -> Self {
+    pub(crate) const fn with_window_time(mut self, d: Duration) -> Self {
         self.window = Window::Time(nanos(d));
         self
     }
 
     /// Calls the window must hold before a rate can trip the breaker.
     #[must_use]
-    pub const fn min_calls(mut self, n: u32) -> Self {
+    pub(crate) const fn with_min_calls(mut self, n: u32) -> Self {
         self.min_calls = n;
         self
     }
 
     /// Calls slower than this are slow calls.
     #[must_use]
-    pub const fn slow(mut self, d: Duration) -> Self {
+    pub(crate) const fn with_slow(mut self, d: Duration) -> Self {
         self.slow = nanos(d);
         if self.slow_rate == 0.0 {
             self.slow_rate = 1.0;
@@ -207,14 +207,14 @@ impl Config {
 
     /// Share of slow calls in the window that trips the breaker.
     #[must_use]
-    pub const fn slow_rate(mut self, rate: f64) -> Self {
+    pub(crate) const fn with_slow_rate(mut self, rate: f64) -> Self {
         self.slow_rate = rate;
         self
     }
 
     /// Unresolved trial permits are presumed lost after this long.
     #[must_use]
-    pub const fn trial_lease(mut self, d: Duration) -> Self {
+    pub(crate) const fn with_trial_lease(mut self, d: Duration) -> Self {
         self.lease = nanos(d);
         self
     }
@@ -329,14 +329,14 @@ impl Builder {
 
     /// Trip after this many consecutive counted failures (default 5).
     pub fn threshold(mut self, n: u32) -> Self {
-        self.config = self.config.threshold(n);
+        self.config = self.config.with_threshold(n);
         self.threshold_set = true;
         self
     }
 
     /// How long the breaker stays open before it admits a trial (default 30 s).
     pub fn recovery(mut self, d: Duration) -> Self {
-        self.config = self.config.recovery(d);
+        self.config = self.config.with_recovery(d);
         self
     }
 
@@ -345,7 +345,7 @@ impl Builder {
     pub fn max_recovery(mut self, max: Duration) -> Self {
         // Zero means "not growing" in `Config`: `build` checks the value
         // given, zero included.
-        self.config = self.config.max_recovery(max);
+        self.config = self.config.with_max_recovery(max);
         self.max_recovery_set = true;
         self
     }
@@ -353,19 +353,19 @@ impl Builder {
     /// Spread each open period at random by up to this fraction (in `[0, 1)`), so
     /// a fleet of instances does not probe in lockstep.
     pub fn jitter(mut self, fraction: f64) -> Self {
-        self.config = self.config.jitter(fraction);
+        self.config = self.config.with_jitter(fraction);
         self
     }
 
     /// Trial calls admitted at once while half-open (default 1).
     pub fn trial_calls(mut self, n: u32) -> Self {
-        self.config = self.config.trial_calls(n);
+        self.config = self.config.with_trial_calls(n);
         self
     }
 
     /// Successful trials needed to close again (default 1).
     pub fn success_threshold(mut self, n: u32) -> Self {
-        self.config = self.config.success_threshold(n);
+        self.config = self.config.with_success_threshold(n);
         self
     }
 
@@ -375,7 +375,7 @@ impl Builder {
     /// call per extra thread sharing the breaker (see
     /// [`window_calls`](Self::window_calls)).
     pub fn failure_rate(mut self, rate: f64) -> Self {
-        self.config = self.config.failure_rate(rate);
+        self.config = self.config.with_failure_rate(rate);
         self.rate_rule = true;
         self
     }
@@ -390,7 +390,7 @@ impl Builder {
     /// that many calls early or late: with two threads the share of failures
     /// a verdict sees is within one call of the share among the last `n`.
     pub fn window_calls(mut self, n: u32) -> Self {
-        self.config = self.config.window_calls(n);
+        self.config = self.config.with_window_calls(n);
         self.window_set = true;
         self
     }
@@ -407,7 +407,7 @@ impl Builder {
     /// threads are finishing at that moment, so it is off by at most
     /// (threads − 1) calls.
     pub fn window_time(mut self, d: Duration) -> Self {
-        self.config = self.config.window_time(d);
+        self.config = self.config.with_window_time(d);
         self.window_set = true;
         self
     }
@@ -415,7 +415,7 @@ impl Builder {
     /// No rate verdict before the window holds this many calls (default 10, or
     /// the whole window when a count window holds fewer calls).
     pub fn min_calls(mut self, n: u32) -> Self {
-        self.config = self.config.min_calls(n);
+        self.config = self.config.with_min_calls(n);
         self.min_calls_set = true;
         self
     }
@@ -423,7 +423,7 @@ impl Builder {
     /// A call that takes longer than `d` is a slow call (even when it succeeds).
     pub fn slow(mut self, d: Duration) -> Self {
         let rate = self.config.slow_rate;
-        self.config = self.config.slow(d);
+        self.config = self.config.with_slow(d);
         // A `slow_rate` given before is kept, and checked, as it was given.
         if self.slow_rate_set {
             self.config.slow_rate = rate;
@@ -434,7 +434,7 @@ impl Builder {
     /// Trip when this share (0 < rate ≤ 1) of the window's calls were slow
     /// (default 1.0 once [`slow`](Self::slow) is set).
     pub fn slow_rate(mut self, rate: f64) -> Self {
-        self.config = self.config.slow_rate(rate);
+        self.config = self.config.with_slow_rate(rate);
         self.slow_rate_set = true;
         self
     }
@@ -447,7 +447,7 @@ impl Builder {
     /// is stuck give its slot to a new round of trials. Set it above the
     /// longest a call can take (its timeout, if it has one).
     pub fn trial_lease(mut self, lease: Duration) -> Self {
-        self.config = self.config.trial_lease(lease);
+        self.config = self.config.with_trial_lease(lease);
         self.lease_set = true;
         self
     }
@@ -512,13 +512,13 @@ pub(crate) fn broken(violation: Violation) -> ConfigError {
 impl Config {
     /// Consecutive counted failures that trip (consecutive rule).
     #[must_use]
-    pub fn threshold_value(&self) -> u32 {
+    pub fn threshold(&self) -> u32 {
         self.threshold
     }
 
     /// Open time before a trial (the first one, when it grows).
     #[must_use]
-    pub fn recovery_value(&self) -> Duration {
+    pub fn recovery(&self) -> Duration {
         Duration::from_nanos(self.recovery)
     }
 }

@@ -181,12 +181,12 @@ impl ConfigPatch {
             next.slow_rate = r;
         }
         if let Some(d) = self.recovery {
-            next = next.recovery(d);
+            next = next.with_recovery(d);
         }
         if let Some(d) = self.max_recovery {
             // Checked as given: zero would read as "not growing".
             failfast_rules::max_recovery(Duration::from_nanos(next.recovery), d).map_err(broken)?;
-            next = next.max_recovery(d);
+            next = next.with_max_recovery(d);
         }
         if let Some(j) = self.jitter {
             next.jitter = j;

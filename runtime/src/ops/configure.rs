@@ -18,12 +18,12 @@
 //!     "payments::charge",
 //!     ConfigPatch::new().threshold(10).recovery(Duration::from_secs(60)),
 //! )?;
-//! assert_eq!(payments.current_config().threshold_value(), 10);
+//! assert_eq!(payments.current_config().threshold(), 10);
 //!
 //! // A patch that cannot work is refused whole, naming breaker, key and reason.
 //! let refused = payments.reconfigure(&ConfigPatch::new().recovery(Duration::from_secs(5)).threshold(0));
 //! assert_eq!(refused.unwrap_err().to_string(), "breaker `payments::charge`: `threshold` must be at least 1");
-//! assert_eq!(payments.current_config().threshold_value(), 10);
+//! assert_eq!(payments.current_config().threshold(), 10);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -166,8 +166,8 @@ use crate::ops::registry::{self, BreakerRef};
 /// replicas.register();
 /// configure::configure("replicas", ConfigPatch::new().threshold(3))?;
 /// configure::configure("replicas[10.0.0.3]", ConfigPatch::new().threshold(1))?;
-/// assert_eq!(replicas.get("10.0.0.1").current_config().threshold_value(), 3);
-/// assert_eq!(replicas.get("10.0.0.3").current_config().threshold_value(), 1);
+/// assert_eq!(replicas.get("10.0.0.1").current_config().threshold(), 3);
+/// assert_eq!(replicas.get("10.0.0.3").current_config().threshold(), 1);
 ///
 /// let unknown = configure::configure("replica", ConfigPatch::new().threshold(3));
 /// assert_eq!(
@@ -219,7 +219,7 @@ pub fn configure(name: &str, patch: ConfigPatch) -> Result<(), ConfigureError> {
 /// ).unwrap();
 /// let refused = configure::apply(&section).unwrap_err();
 /// assert_eq!(refused[0].to_string(), "`invetory` matches no registered breaker or family");
-/// assert_eq!(inventory.current_config().threshold_value(), 3, "the good section applied");
+/// assert_eq!(inventory.current_config().threshold(), 3, "the good section applied");
 /// # }
 /// ```
 ///
@@ -576,12 +576,12 @@ mod tests {
                         let c = b.settings();
                         // Published together: threshold n, recovery n seconds.
                         assert_eq!(
-                            u64::from(c.threshold_value()),
-                            c.recovery_value().as_secs(),
+                            u64::from(c.threshold()),
+                            c.recovery().as_secs(),
                             "a torn reading"
                         );
-                        assert!(c.threshold_value() <= last, "went back in time");
-                        last = c.threshold_value();
+                        assert!(c.threshold() <= last, "went back in time");
+                        last = c.threshold();
                         let _ = b.call(|| Err::<(), _>(()));
                         let _ = b.call(|| Ok::<_, ()>(()));
                         readings.fetch_add(1, Ordering::Relaxed);

@@ -719,9 +719,12 @@ mod tests {
         assert!(get("sweep-kept").is_some());
     }
 
-    static REDIS_A: Breaker = Breaker::from_config(crate::Config::new("dup-redis"));
-    static REDIS_B: Breaker = Breaker::from_config(crate::Config::new("dup-redis"));
-    static OTHER: Breaker = Breaker::from_config(crate::Config::new("dup-other"));
+    static REDIS_A: Breaker =
+        Breaker::from_config(crate::__private::ConstConfig::new("dup-redis").into_config());
+    static REDIS_B: Breaker =
+        Breaker::from_config(crate::__private::ConstConfig::new("dup-redis").into_config());
+    static OTHER: Breaker =
+        Breaker::from_config(crate::__private::ConstConfig::new("dup-other").into_config());
 
     static ACROSS_CRATES: [Declared; 3] = [
         Declared {

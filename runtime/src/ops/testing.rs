@@ -48,9 +48,9 @@
 //!
 //! ```
 //! use failfast_runtime::{registry, testing, State};
-//! # use failfast_runtime::__private::{acquire, breaker, Breaker, Config};
+//! # use failfast_runtime::__private::{acquire, breaker, Breaker, ConstConfig};
 //! # // What `#[circuit_breaker(threshold = 1, name = "doc::fetch")] fn fetch(..)` declares.
-//! # static FETCH: Breaker = Breaker::from_config(Config::new("doc::fetch").threshold(1));
+//! # static FETCH: Breaker = Breaker::from_config(ConstConfig::new("doc::fetch").threshold(1).into_config());
 //! # registry::register_static(&FETCH);
 //! # fn fetch(fail: bool) -> Result<(), failfast_runtime::Rejected> {
 //! #     let permit = acquire(breaker(&FETCH))?;
@@ -505,9 +505,9 @@ impl Drop for Scope {
 ///
 /// ```
 /// use failfast_runtime::{registry, testing, State};
-/// # use failfast_runtime::__private::{acquire, breaker, Breaker, Config};
+/// # use failfast_runtime::__private::{acquire, breaker, Breaker, ConstConfig};
 /// # // What `#[circuit_breaker(threshold = 1, name = "doc::charge")] fn charge()` declares.
-/// # static CHARGE: Breaker = Breaker::from_config(Config::new("doc::charge").threshold(1));
+/// # static CHARGE: Breaker = Breaker::from_config(ConstConfig::new("doc::charge").threshold(1).into_config());
 /// # registry::register_static(&CHARGE);
 /// # fn charge() { let _ = acquire(breaker(&CHARGE)).map(|permit| permit.failure()); }
 ///
@@ -540,8 +540,8 @@ impl Scope {
     ///
     /// ```
     /// use failfast_runtime::{registry, testing, State};
-    /// # use failfast_runtime::__private::{acquire, breaker, Breaker, Config};
-    /// # static STOCK: Breaker = Breaker::from_config(Config::new("doc::stock").threshold(1));
+    /// # use failfast_runtime::__private::{acquire, breaker, Breaker, ConstConfig};
+    /// # static STOCK: Breaker = Breaker::from_config(ConstConfig::new("doc::stock").threshold(1).into_config());
     /// # registry::register_static(&STOCK);
     /// # async fn stock() { let _ = acquire(breaker(&STOCK)).map(|permit| permit.failure()); }
     ///
@@ -563,8 +563,8 @@ impl Scope {
     ///
     /// ```
     /// use failfast_runtime::{registry, testing, State};
-    /// # use failfast_runtime::__private::{acquire, breaker, Breaker, Config};
-    /// # static LOOKUP: Breaker = Breaker::from_config(Config::new("doc::lookup").threshold(1));
+    /// # use failfast_runtime::__private::{acquire, breaker, Breaker, ConstConfig};
+    /// # static LOOKUP: Breaker = Breaker::from_config(ConstConfig::new("doc::lookup").threshold(1).into_config());
     /// # registry::register_static(&LOOKUP);
     /// # fn lookup() { let _ = acquire(breaker(&LOOKUP)).map(|permit| permit.failure()); }
     ///
