@@ -9,7 +9,7 @@ mod support;
 use support::Down;
 
 use failfast::configure::{self, from_vars};
-use failfast::{ConfigPatch, Mode, RunMode, State, circuit_breaker, events, registry};
+use failfast::{ConfigPatch, Mode, State, circuit_breaker, events, registry};
 
 fn failing() -> Result<(), Down> {
     Err(Down::Failed)
@@ -215,7 +215,7 @@ fn observe_only_never_rejects_and_reports_what_it_would_have_done() {
     });
     configure::configure(
         "shadow::rollout",
-        ConfigPatch::new().mode(RunMode::ObserveOnly),
+        ConfigPatch::new().mode(Mode::ObserveOnly),
     )
     .unwrap();
     for _ in 0..10 {
@@ -232,11 +232,11 @@ fn observe_only_never_rejects_and_reports_what_it_would_have_done() {
     );
     let seen = seen.lock().unwrap();
     assert!(
-        seen.contains(&(State::Open, Mode::Disabled)),
+        seen.contains(&(State::Open, Mode::ObserveOnly)),
         "an event says it would have opened: {seen:?}"
     );
     drop(seen);
-    configure::configure("shadow::rollout", ConfigPatch::new().mode(RunMode::Normal)).unwrap();
+    configure::configure("shadow::rollout", ConfigPatch::new().mode(Mode::Normal)).unwrap();
     assert_eq!(state("shadow::rollout"), State::Closed);
 }
 

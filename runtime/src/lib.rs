@@ -50,7 +50,6 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
-mod checks;
 mod core;
 mod integrations;
 mod ops;
@@ -94,7 +93,7 @@ pub use crate::core::clock::ManualClock;
 pub use crate::core::config::{Builder, Config};
 pub use crate::core::error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
 pub use crate::core::name::Name;
-pub use crate::core::patch::{ConfigPatch, ConfigureError, RunMode};
+pub use crate::core::patch::{ConfigPatch, ConfigureError};
 pub use ops::configure::configure;
 pub use policy::bulkhead::{Bulkhead, BulkheadPermit};
 #[cfg(feature = "keyed")]

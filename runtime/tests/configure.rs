@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use failfast_runtime::configure::{self, from_vars};
-use failfast_runtime::{Breaker, Builder, ConfigPatch, Mode, RunMode, registry};
+use failfast_runtime::{Breaker, Builder, ConfigPatch, Mode, registry};
 
 /// A registered breaker built by `builder`, and an unregistered twin of it.
 fn pair(builder: impl Fn() -> Builder) -> (Arc<Breaker>, Breaker) {
@@ -74,9 +74,12 @@ fn every_key_of_a_consecutive_breaker_sets_what_its_setter_sets() {
         )]),
         Ok(1)
     );
-    twin.reconfigure(&ConfigPatch::new().mode(RunMode::ObserveOnly))
+    twin.reconfigure(&ConfigPatch::new().mode(Mode::ObserveOnly))
         .unwrap();
-    assert_eq!((b.mode(), twin.mode()), (Mode::Disabled, Mode::Disabled));
+    assert_eq!(
+        (b.mode(), twin.mode()),
+        (Mode::ObserveOnly, Mode::ObserveOnly)
+    );
     assert_eq!(
         from_vars([(
             "FAILFAST__ENV_CONSECUTIVE__MODE".to_owned(),

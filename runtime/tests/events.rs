@@ -230,11 +230,11 @@ fn each_manual_control_gives_one_event_with_its_mode() {
         (t.from, t.to, t.mode),
         (State::Open, State::Closed, Mode::ForcedClosed)
     );
-    b.disable();
+    b.observe_only();
     let t = log.one();
     assert_eq!(
         (t.from, t.to, t.mode),
-        (State::Closed, State::Closed, Mode::Disabled)
+        (State::Closed, State::Closed, Mode::ObserveOnly)
     );
     b.reset();
     let t = log.one();

@@ -190,7 +190,7 @@ fn an_observe_only_breaker_reports_the_calls_it_would_have_rejected() {
     let breaker = |outcome: &'static str| [("breaker", name), ("outcome", outcome)];
     metrics::with_local_recorder(&recorder, || {
         let b = registered(name);
-        b.disable();
+        b.observe_only();
         for _ in 0..2 {
             b.acquire().unwrap().record(Outcome::Failure);
         }

@@ -296,7 +296,7 @@ impl Model {
         match self.mode {
             Mode::ForcedOpen => State::Open,
             Mode::ForcedClosed => State::Closed,
-            Mode::Normal | Mode::Disabled => match self.phase {
+            Mode::Normal | Mode::ObserveOnly => match self.phase {
                 Phase::Closed { .. } => State::Closed,
                 Phase::Open { deadline } if self.now >= deadline => State::HalfOpen,
                 Phase::Open { .. } => State::Open,
@@ -306,7 +306,7 @@ impl Model {
     }
 
     fn counts(&self) -> bool {
-        matches!(self.mode, Mode::Normal | Mode::Disabled)
+        matches!(self.mode, Mode::Normal | Mode::ObserveOnly)
     }
 
     fn transition(&mut self, phase: Phase) {
@@ -331,11 +331,11 @@ impl Model {
                 let h = self.held(Kind::Passive);
                 return (Admission::Admitted(Kind::Passive), Some(h));
             }
-            Mode::Normal | Mode::Disabled => self.admit(),
+            Mode::Normal | Mode::ObserveOnly => self.admit(),
         };
         match rejected {
             Ok(h) => (Admission::Admitted(h.kind), Some(h)),
-            Err(r) if self.mode == Mode::Disabled => {
+            Err(r) if self.mode == Mode::ObserveOnly => {
                 let _ = r;
                 let h = self.held(Kind::Passive);
                 (Admission::Admitted(Kind::Passive), Some(h))
@@ -719,8 +719,8 @@ fn run(cfg: &Cfg, ops: &[Op]) -> Result<(), TestCaseError> {
                 m.control(Mode::ForcedClosed);
             }
             Op::Disable => {
-                b.disable();
-                m.control(Mode::Disabled);
+                b.observe_only();
+                m.control(Mode::ObserveOnly);
             }
             Op::Reset => {
                 b.reset();

@@ -118,7 +118,7 @@ fn a_manual_permit_dropped_by_a_panic_is_a_failure() {
 #[test]
 fn a_panic_under_disable_is_recorded() {
     let b = Breaker::builder().threshold(5).build().unwrap();
-    b.disable();
+    b.observe_only();
     let unwound = catch_unwind(AssertUnwindSafe(|| {
         b.call(|| -> Result<(), &str> { panic!("boom") })
     }));

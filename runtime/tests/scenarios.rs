@@ -425,7 +425,7 @@ fn manual_control() {
     }
     assert_eq!(b.state(), State::Closed, "forced closed never trips");
 
-    b.disable();
+    b.observe_only();
     let _ = fail(&b);
     assert_eq!(b.state(), State::Open, "disabled: the rule still runs");
     let before = b.snapshot();
@@ -570,7 +570,7 @@ fn observe_only_totals_add_up_to_the_calls_made_under_concurrency() {
         .clock(clock.clone())
         .build()
         .unwrap();
-    b.disable();
+    b.observe_only();
     let made = std::sync::atomic::AtomicU64::new(0);
     let refused = std::sync::atomic::AtomicU64::new(0);
     std::thread::scope(|s| {

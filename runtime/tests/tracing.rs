@@ -116,7 +116,7 @@ fn an_observe_only_breaker_says_calls_still_pass() {
         .threshold(1)
         .build()
         .unwrap();
-    b.disable();
+    b.observe_only();
     tracing::subscriber::with_default(subscriber, || {
         b.acquire().unwrap().record(Outcome::Failure);
     });
@@ -124,7 +124,7 @@ fn an_observe_only_breaker_says_calls_still_pass() {
     assert_eq!(events.len(), 1, "{events:?}");
     let (level, _, open) = &events[0];
     assert_eq!(*level, Level::WARN);
-    assert_eq!(open["mode"], "Disabled");
+    assert_eq!(open["mode"], "ObserveOnly");
     assert_eq!(open["observe_only"], "true");
     assert_eq!(
         open["message"],

@@ -5,22 +5,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::core::breaker::Mode;
 use crate::core::config::{Config, Window};
-
-/// How a breaker runs, as a patch sets it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Deserialize, serde::Serialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum RunMode {
-    /// Closed, normal operation ([`Breaker::reset`]).
-    Normal,
-    /// Every call passes; the rules keep running, so events and snapshots
-    /// say what the breaker would have done ([`Breaker::disable`]): its
-    /// transitions carry [`Mode::Disabled`](crate::Mode::Disabled), and the
-    /// calls it would have refused are counted in
-    /// [`Snapshot::would_reject`](crate::Snapshot::would_reject).
-    ObserveOnly,
-}
 
 /// Changes to a breaker's settings: only what is set changes.
 ///
@@ -54,7 +40,7 @@ pub struct ConfigPatch {
     jitter: Option<f64>,
     trial_calls: Option<u32>,
     success_threshold: Option<u32>,
-    mode: Option<RunMode>,
+    mode: Option<Mode>,
 }
 
 #[cfg(feature = "serde")]
@@ -99,7 +85,7 @@ setters! {
     jitter: f64, "Random spread of each open period, in `[0, 1)`.";
     trial_calls: u32, "Trial calls admitted at once in half-open.";
     success_threshold: u32, "Successful trials needed to close.";
-    mode: RunMode, "Normal operation, or observe only.";
+    mode: Mode, "The mode it runs in: normal, observe only, forced open or forced closed (as [`Breaker::reset`](crate::Breaker::reset), [`observe_only`](crate::Breaker::observe_only), [`force_open`](crate::Breaker::force_open), [`force_closed`](crate::Breaker::force_closed)).";
 }
 
 impl ConfigPatch {
@@ -129,7 +115,7 @@ impl ConfigPatch {
     }
 
     /// The run mode this patch sets, if any.
-    pub(crate) fn run_mode(&self) -> Option<RunMode> {
+    pub(crate) fn run_mode(&self) -> Option<Mode> {
         self.mode
     }
 
@@ -298,11 +284,13 @@ pub(crate) fn set_from_text(patch: &mut ConfigPatch, key: &str, text: &str) -> R
         "success_threshold" => patch.success_threshold = Some(number(text)?),
         "mode" => {
             patch.mode = Some(match text {
-                "normal" => RunMode::Normal,
-                "observe_only" => RunMode::ObserveOnly,
+                "normal" => Mode::Normal,
+                "observe_only" => Mode::ObserveOnly,
+                "forced_open" => Mode::ForcedOpen,
+                "forced_closed" => Mode::ForcedClosed,
                 _ => {
                     return Err(format!(
-                        "`{text}` is not a mode; write `normal` or `observe_only`"
+                        "`{text}` is not a mode; write `normal`, `observe_only`, `forced_open` or `forced_closed`"
                     ));
                 }
             });

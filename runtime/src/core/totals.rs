@@ -40,7 +40,7 @@ pub(crate) const SLOW: usize = 3;
 pub(crate) const REJECTED: usize = 4;
 /// Calls cut off at their time limit (also counted as failures).
 pub(crate) const TIMEOUT: usize = 5;
-/// Calls an observe-only ([`Mode::Disabled`](crate::Mode::Disabled))
+/// Calls an observe-only ([`Mode::ObserveOnly`](crate::Mode::ObserveOnly))
 /// breaker let through that it would have rejected.
 pub(crate) const WOULD_REJECT: usize = 6;
 const COUNTERS: usize = 7;

@@ -319,7 +319,7 @@ fn tell(watchers: &[Arc<Watcher>], breaker: &BreakerRef) {
 
 /// A handle to a registered breaker: derefs to [`Breaker`], so it has
 /// `name()`, `state()`, `snapshot()`, `reset()`, `force_open()`,
-/// `force_closed()` and `disable()`.
+/// `force_closed()` and `observe_only()`.
 #[derive(Clone, Debug)]
 pub enum BreakerRef {
     /// A breaker in a `static`, as `#[circuit_breaker]` declares them.

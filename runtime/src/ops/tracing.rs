@@ -41,7 +41,7 @@ macro_rules! emit {
             to = t.to.as_str(),
             reason = t.reason.as_str(),
             mode = ?t.mode,
-            observe_only = t.mode == Mode::Disabled,
+            observe_only = t.mode == Mode::ObserveOnly,
             consecutive_failures = c.consecutive_failures,
             window_calls = c.window_calls,
             window_failures = c.window_failures,
@@ -55,7 +55,7 @@ macro_rules! emit {
             t.from,
             t.to,
             t.reason,
-            if t.mode == Mode::Disabled {
+            if t.mode == Mode::ObserveOnly {
                 "; observe only, calls still pass"
             } else {
                 ""

@@ -553,7 +553,7 @@ type Map<K> = scc::HashIndex<K, Arc<Member>, foldhash::fast::RandomState>;
 #[derive(Default)]
 struct Tuned {
     config: Option<Config>,
-    mode: Option<crate::core::patch::RunMode>,
+    mode: Option<crate::core::breaker::Mode>,
 }
 
 impl Tuned {
@@ -605,8 +605,8 @@ impl Tuned {
             leases: Default::default(),
             retired: AtomicBool::new(false),
         };
-        if self.mode == Some(crate::core::patch::RunMode::ObserveOnly) {
-            member.breaker.disable();
+        if let Some(mode) = self.mode {
+            member.breaker.set_mode(mode);
         }
         member
     }

@@ -46,7 +46,17 @@ impl Breaker {
     /// outcomes from a fresh closed state: the trip rules keep running, so
     /// [`snapshot`](Self::snapshot) and [`state`](Self::state) show what the breaker
     /// would have done ("observe only").
-    pub fn disable(&self) {
+    pub fn observe_only(&self) {
         self.control(TAG_CLOSED, MODE_DISABLED);
+    }
+
+    /// Puts the breaker in `mode`, as the method of that mode does.
+    pub(crate) fn set_mode(&self, mode: Mode) {
+        match mode {
+            Mode::Normal => self.reset(),
+            Mode::ObserveOnly => self.observe_only(),
+            Mode::ForcedOpen => self.force_open(),
+            Mode::ForcedClosed => self.force_closed(),
+        }
     }
 }

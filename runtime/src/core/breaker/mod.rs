@@ -60,7 +60,7 @@ use transition::{Events, Why};
 /// How a breaker is being controlled by hand; see [`Breaker::force_open`] and
 /// friends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Mode {
     /// The trip rules decide.
@@ -75,9 +75,9 @@ pub enum Mode {
     /// counted in [`Snapshot::would_reject`] (and in the `metrics` feature's
     /// `failfast_calls_total{outcome="would_reject"}`) and let through: its
     /// outcome is counted like any call's (successes, failures, neutral) but
-    /// moves nothing, as the breaker never admitted it. Set by [`Breaker::disable`] or
-    /// [`RunMode::ObserveOnly`](crate::RunMode::ObserveOnly).
-    Disabled,
+    /// moves nothing, as the breaker never admitted it. Set by
+    /// [`Breaker::observe_only`].
+    ObserveOnly,
 }
 
 /// The part every call reads, on a cache line of its own.
@@ -357,7 +357,7 @@ impl Breaker {
         match self.load().mode() {
             MODE_FORCED_OPEN => Mode::ForcedOpen,
             MODE_FORCED_CLOSED => Mode::ForcedClosed,
-            MODE_DISABLED => Mode::Disabled,
+            MODE_DISABLED => Mode::ObserveOnly,
             _ => Mode::Normal,
         }
     }

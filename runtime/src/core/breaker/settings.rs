@@ -4,7 +4,7 @@
 use super::Breaker;
 use crate::core::config::{Config, Window};
 use crate::core::kept::Read;
-use crate::core::patch::{ConfigPatch, ConfigureError, RunMode};
+use crate::core::patch::{ConfigPatch, ConfigureError};
 
 impl Breaker {
     /// The settings in force, held while the returned guard lives: one
@@ -48,10 +48,8 @@ impl Breaker {
         for observe in super::transition::RECONFIGURED {
             observe(self);
         }
-        match patch.run_mode() {
-            Some(RunMode::ObserveOnly) => self.disable(),
-            Some(RunMode::Normal) => self.reset(),
-            None => {}
+        if let Some(mode) = patch.run_mode() {
+            self.set_mode(mode);
         }
         Ok(())
     }

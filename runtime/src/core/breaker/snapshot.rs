@@ -109,7 +109,7 @@ pub struct Snapshot {
     /// Calls cut off at their time limit (`timeout`); also counted in
     /// [`failures`](Self::failures).
     pub timeouts: u64,
-    /// Calls an observe-only breaker ([`Mode::Disabled`]) let through that
+    /// Calls an observe-only breaker ([`Mode::ObserveOnly`]) let through that
     /// it would have rejected: open, or half-open with its trials taken.
     /// Each is also counted by its outcome, in [`calls`](Self::calls), once
     /// it ended; 0 in any other mode.

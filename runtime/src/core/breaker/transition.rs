@@ -97,7 +97,7 @@ pub enum Cause {
     /// Manual control: [`reset`](crate::Breaker::reset),
     /// [`force_open`](crate::Breaker::force_open),
     /// [`force_closed`](crate::Breaker::force_closed),
-    /// [`disable`](crate::Breaker::disable).
+    /// [`observe_only`](crate::Breaker::observe_only).
     Manual,
     /// An open imposed from outside or its end moved
     /// ([`integration::open_remote`](crate::integrations::open_remote),
@@ -143,7 +143,7 @@ pub enum TransitionReason {
     TrialsSucceeded,
     /// [`reset`](Breaker::reset), [`force_open`](Breaker::force_open),
     /// [`force_closed`](Breaker::force_closed) or
-    /// [`disable`](Breaker::disable). Produces an event even when the state
+    /// [`observe_only`](Breaker::observe_only). Produces an event even when the state
     /// stays the same: the mode, or the counters, changed.
     Manual,
     /// Closed → Open, or Open → Open with another deadline: an open imposed
@@ -312,7 +312,7 @@ fn mode(w: Word) -> Mode {
     match w.mode() {
         MODE_FORCED_OPEN => Mode::ForcedOpen,
         MODE_FORCED_CLOSED => Mode::ForcedClosed,
-        MODE_DISABLED => Mode::Disabled,
+        MODE_DISABLED => Mode::ObserveOnly,
         _ => Mode::Normal,
     }
 }
