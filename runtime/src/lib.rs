@@ -19,7 +19,7 @@
 //! ```
 //!
 //! See [`Breaker`] for the state machine, [`registry`] for finding breakers by
-//! name, [`events`] for listening to state changes, [`hook`] for the one
+//! name, [`events`] for listening to state changes, [`integration`] for the one
 //! process-wide transition hook that never waits, [`ManualClock`] for
 //! testing time-dependent behaviour, and [`Bulkhead`] for a limit on
 //! concurrent calls.

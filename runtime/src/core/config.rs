@@ -48,8 +48,8 @@ pub(crate) enum Window {
 /// A breaker's settings, constructible in `const` context.
 ///
 /// This is what `#[circuit_breaker]` emits (after checking every value at compile
-/// time); values are not re-checked. Use [`Breaker::builder`] for settings chosen
-/// at run time; [`Breaker::config`] shows a breaker's settings.
+/// time); values are not re-checked. Use [`Breaker::builder`](crate::Breaker::builder) for settings chosen
+/// at run time; [`Breaker::config`](crate::Breaker::config) shows a breaker's settings.
 ///
 /// With the `serde` feature a `Config` is `Serialize` and `Deserialize`:
 /// durations are written as strings (`"30s"`, `"1m 30s"`, `"250ms"`), only
@@ -268,7 +268,7 @@ impl Config {
     }
 }
 
-/// Builds a [`Breaker`] from settings chosen at run time.
+/// Builds a [`Breaker`](crate::Breaker) from settings chosen at run time.
 ///
 /// Every setting is checked by [`build`](Builder::build): a configuration that
 /// cannot work is an error value, never a panic.

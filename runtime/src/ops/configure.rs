@@ -1,7 +1,7 @@
 //! Settings changed while the program runs: overrides by name before
 //! traffic ([`configure`], [`from_env`], and with the `serde` feature a
 //! [`ConfigPatch`] per breaker read from a TOML or YAML section), and live
-//! changes of a running breaker ([`Breaker::reconfigure`], also on a
+//! changes of a running breaker ([`Breaker::reconfigure`](crate::Breaker::reconfigure), also on a
 //! [`registry::get`] handle). With the `keyed` feature a name may also be a
 //! keyed family's, for every key's breaker, or `family[key]`, for one key's
 //! (see [`configure`]).

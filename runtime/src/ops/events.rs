@@ -77,7 +77,7 @@
 //!   trials in one half-open period, which renumbers the period), never for
 //!   a listener; any other call never does.
 //! - **Panics** of a listener, of the `tracing` subscriber, of the `metrics`
-//!   recorder or of the [`hook`](crate::integrations::hook) are caught (`catch_unwind`), each
+//!   recorder or of the [`hook`](crate::integration#the-transition-hook) are caught (`catch_unwind`), each
 //!   on its own: the panic is reported by the panic hook as usual, the other
 //!   listeners still get the event, delivery goes on, and the breaker and the
 //!   calling thread carry on as if nothing happened.
@@ -98,7 +98,7 @@
 //! events are dropped.
 //!
 //! For a consumer that must never make a transition wait (a fleet handing
-//! transitions to a background task), see [`hook`](crate::integrations::hook): one
+//! transitions to a background task), see [`hook`](crate::integration#the-transition-hook): one
 //! process-wide function, called without a lock before the listeners.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -22,7 +22,7 @@
 //! Registration takes a lock, once per breaker, and costs O(1) amortised, as
 //! does [`get`]; calls through a breaker never touch the registry.
 //!
-//! [`watch`] hands every breaker to a callback, those registered already and
+//! [`integration::watch`](crate::integration::watch) hands every breaker to a callback, those registered already and
 //! those registered later (an attribute breaker on its first call): what a
 //! fleet of instances uses to take every breaker of the process along.
 //!

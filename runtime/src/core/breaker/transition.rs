@@ -100,8 +100,8 @@ pub enum Cause {
     /// [`observe_only`](crate::Breaker::observe_only).
     Manual,
     /// An open imposed from outside or its end moved
-    /// ([`integration::open_remote`](crate::integrations::open_remote),
-    /// [`integration::release_remote`](crate::integrations::release_remote)).
+    /// ([`integration::open_remote`](crate::integration::open_remote),
+    /// [`integration::release_remote`](crate::integration::release_remote)).
     Remote,
 }
 
@@ -147,8 +147,8 @@ pub enum TransitionReason {
     /// stays the same: the mode, or the counters, changed.
     Manual,
     /// Closed → Open, or Open → Open with another deadline: an open imposed
-    /// from outside ([`Breaker::open_remote`], a fleet of instances sharing
-    /// their opens), or its end moved ([`Breaker::release_remote`]). Not
+    /// from outside ([`integration::open_remote`](crate::integration::open_remote), a fleet of instances sharing
+    /// their opens), or its end moved ([`integration::release_remote`](crate::integration::release_remote)). Not
     /// evidence this breaker saw.
     Remote,
 }

@@ -2,7 +2,7 @@
 
 use crate::Rejected;
 
-/// tower's error type: what a [`CircuitBreaker`] service fails with by
+/// tower's error type: what a [`CircuitBreaker`](super::CircuitBreaker) service fails with by
 /// default (the same as `tower::BoxError`).
 ///
 /// ```
