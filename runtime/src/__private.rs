@@ -9,9 +9,6 @@ pub use crate::core::body::Body;
 pub use crate::core::breaker::{Breaker, Outcome, Permit};
 pub use crate::core::config::Config;
 pub use crate::core::error::{Error, Rejected, TimedOut};
-pub use crate::ops::registry::{DECLARED, Declared};
-#[cfg(feature = "keyed")]
-pub use crate::ops::registry::{DECLARED_FAMILIES, DeclaredFamily};
 pub use crate::policy::bulkhead::{Bulkhead, BulkheadPermit};
 #[cfg(feature = "keyed")]
 pub use crate::policy::keyed::{Family, Key, Member, Slot as KeyedSlot};
@@ -847,6 +844,56 @@ impl ConstConfig {
     pub const fn into_config(self) -> Config {
         std::mem::ManuallyDrop::into_inner(self.0)
     }
+}
+
+/// A breaker declared by `#[circuit_breaker]`, and where.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Declared {
+    /// The function's breaker.
+    pub breaker: &'static Breaker,
+    /// `file:line` of the function.
+    pub at: &'static str,
+    /// `module_path!()` of the function: its first segment names the crate.
+    pub module: &'static str,
+}
+
+/// Every breaker declared by `#[circuit_breaker]` in the program, gathered
+/// by the linker.
+#[doc(hidden)]
+#[linkme::distributed_slice]
+pub static DECLARED: [Declared];
+
+/// A keyed family declared by `#[circuit_breaker(key = …)]` or
+/// `breaker!(… max_keys = …)`, and where.
+#[cfg(feature = "keyed")]
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct DeclaredFamily {
+    /// The family's slot.
+    pub slot: &'static crate::policy::keyed::Slot,
+    /// `file:line` of the declaration.
+    pub at: &'static str,
+}
+
+/// Every keyed family declared in the program, gathered by the linker.
+#[cfg(feature = "keyed")]
+#[doc(hidden)]
+#[linkme::distributed_slice]
+pub static DECLARED_FAMILIES: [DeclaredFamily];
+
+/// For tests of event delivery: this thread's transitions so far, those of
+/// them that waited for the one before to be queued, and those that gave
+/// up waiting.
+#[must_use]
+pub fn thread_turns() -> (u64, u64, u64) {
+    crate::core::breaker::transition::thread_turns()
+}
+
+/// For tests of event delivery: how many events of `breaker` wait now.
+#[must_use]
+pub fn backlog(breaker: &Breaker) -> usize {
+    crate::core::breaker::transition::backlog(breaker)
 }
 
 #[cfg(test)]

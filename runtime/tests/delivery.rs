@@ -6,7 +6,7 @@
 //! for its turn nor calls a listener.
 //!
 //! Everything here is counted on the calling thread (listener calls through
-//! a thread-local counter, ordering waits through `events::thread_turns`):
+//! a thread-local counter, ordering waits through `__private::thread_turns`):
 //! nothing depends on how fast the machine is.
 
 use std::cell::Cell;
@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use failfast_runtime::events::{self, Transition};
+use failfast_runtime::events::Transition;
 use failfast_runtime::{Breaker, ManualClock, Outcome};
 
 /// Events a call delivers at most per transition it makes (`events` docs).
@@ -91,12 +91,12 @@ struct Seen {
 impl Seen {
     /// Runs `f`, one call, and counts what it made on this thread.
     fn call<T>(&mut self, f: impl FnOnce() -> T) -> (T, u64) {
-        let (made, waited, gave_up) = events::thread_turns();
+        let (made, waited, gave_up) = failfast_runtime::__private::thread_turns();
         let listened = listener_calls();
         let began = Instant::now();
         let result = f();
         let took = began.elapsed();
-        let (made_after, waited_after, gave_up_after) = events::thread_turns();
+        let (made_after, waited_after, gave_up_after) = failfast_runtime::__private::thread_turns();
         let (made, waited) = (made_after - made, waited_after - waited);
         let listened = listener_calls() - listened;
         self.calls += 1;
@@ -222,19 +222,19 @@ fn a_slow_listener_costs_a_call_a_bounded_number_of_listener_calls_and_the_backl
     let _s = b.subscribe(move |t| {
         LISTENER_CALLS.with(|n| n.set(n.get() + 1));
         if let Some(b) = watched.upgrade() {
-            most.fetch_max(events::backlog(&b), Ordering::Relaxed);
+            most.fetch_max(failfast_runtime::__private::backlog(&b), Ordering::Relaxed);
         }
         sink.lock().unwrap().push(t.clone());
         std::thread::sleep(Duration::from_millis(1));
     });
     let count = || delivered.lock().unwrap().len();
     let seen = cycle(&b, &clock, 1_000, &|| count() >= 300, &|| {
-        most_waiting.fetch_max(events::backlog(&b), Ordering::Relaxed);
+        most_waiting.fetch_max(failfast_runtime::__private::backlog(&b), Ordering::Relaxed);
     });
 
     // What waits is delivered by the breaker's next transitions.
     let mut drains = 0;
-    while events::backlog(&b) > 0 {
+    while failfast_runtime::__private::backlog(&b) > 0 {
         drains += 1;
         assert!(
             drains <= BACKLOG,

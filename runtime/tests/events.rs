@@ -404,7 +404,7 @@ fn events_arrive_in_order_per_breaker_under_two_threads() {
                             });
                         }
                     }
-                    events::thread_turns().2
+                    failfast_runtime::__private::thread_turns().2
                 })
             })
             .collect();
@@ -414,12 +414,16 @@ fn events_arrive_in_order_per_breaker_under_two_threads() {
         let ordered = gave_up == 0;
         // Each reset delivers up to 4 events, its own included.
         for _ in 0..32 {
-            if events::backlog(&b) == 0 {
+            if failfast_runtime::__private::backlog(&b) == 0 {
                 break;
             }
             b.reset();
         }
-        assert_eq!(events::backlog(&b), 0, "the resets delivered what waited");
+        assert_eq!(
+            failfast_runtime::__private::backlog(&b),
+            0,
+            "the resets delivered what waited"
+        );
         let events = log.take();
         assert!(
             events.len() > 100,

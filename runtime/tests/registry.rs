@@ -74,8 +74,8 @@ fn a_static_breaker_is_found_by_name() {
     static STATIC: Breaker = Breaker::from_config(
         failfast_runtime::__private::ConstConfig::new("registry-static").into_config(),
     );
-    registry::register_static(&STATIC);
-    registry::register_static(&STATIC);
+    registry::register(&STATIC);
+    registry::register(&STATIC);
     let found = registry::get("registry-static").expect("registered");
     assert!(std::ptr::eq(&*found, &STATIC));
     let count = registry::all()

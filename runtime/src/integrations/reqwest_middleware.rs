@@ -469,11 +469,7 @@ const NO_URL: &str = "no.url.provided.local";
 /// Registers the breaker of a [`CircuitBreakerMiddleware::single`]; a
 /// family's member is found through its family.
 fn register(breaker: &BreakerRef) {
-    match breaker {
-        BreakerRef::Static(breaker) => crate::ops::registry::register_static(breaker),
-        BreakerRef::Shared(breaker) => crate::ops::registry::register(breaker),
-        BreakerRef::Member(_) => {}
-    }
+    crate::ops::registry::register(breaker.clone());
 }
 
 /// A [`Guard`] shown as its breaker.

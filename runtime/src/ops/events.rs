@@ -108,8 +108,6 @@ use std::sync::{Arc, PoisonError, RwLock};
 use crate::core::breaker::Breaker;
 pub use crate::core::breaker::transition::{Counts, Transition, TransitionReason};
 use crate::core::breaker::transition::{DELIVERED, WANTED};
-#[doc(hidden)]
-pub use crate::core::breaker::transition::{backlog, thread_turns};
 
 type Callback = dyn Fn(&Transition) + Send + Sync;
 

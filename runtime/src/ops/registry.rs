@@ -68,6 +68,9 @@
 //! (a family may hold thousands), but [`get`] finds a member by its name,
 //! `family[key]`.
 
+#[cfg(feature = "keyed")]
+use crate::__private::DECLARED_FAMILIES;
+use crate::__private::{DECLARED, Declared};
 use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -155,18 +158,6 @@ fn report(message: &str) {
     let _ = message;
 }
 
-/// A breaker declared by `#[circuit_breaker]`, and where.
-#[doc(hidden)]
-#[derive(Debug)]
-pub struct Declared {
-    /// The function's breaker.
-    pub breaker: &'static Breaker,
-    /// `file:line` of the function.
-    pub at: &'static str,
-    /// `module_path!()` of the function: its first segment names the crate.
-    pub module: &'static str,
-}
-
 impl Declared {
     fn krate(&self) -> &'static str {
         self.module.split("::").next().unwrap_or(self.module)
@@ -209,30 +200,6 @@ fn duplicate(first: &Declared, again: &Declared, debug: bool) -> Duplicate {
         ))
     }
 }
-
-/// Every breaker declared by `#[circuit_breaker]` in the program, gathered
-/// by the linker.
-#[doc(hidden)]
-#[linkme::distributed_slice]
-pub static DECLARED: [Declared];
-
-/// A keyed family declared by `#[circuit_breaker(key = …)]` or
-/// `breaker!(… max_keys = …)`, and where.
-#[cfg(feature = "keyed")]
-#[doc(hidden)]
-#[derive(Debug)]
-pub struct DeclaredFamily {
-    /// The family's slot.
-    pub slot: &'static crate::policy::keyed::Slot,
-    /// `file:line` of the declaration.
-    pub at: &'static str,
-}
-
-/// Every keyed family declared in the program, gathered by the linker.
-#[cfg(feature = "keyed")]
-#[doc(hidden)]
-#[linkme::distributed_slice]
-pub static DECLARED_FAMILIES: [DeclaredFamily];
 
 impl Registry {
     /// The registry holding every declared breaker, or the message naming
@@ -352,6 +319,12 @@ impl From<Breaker> for BreakerRef {
     }
 }
 
+impl From<&Arc<Breaker>> for BreakerRef {
+    fn from(breaker: &Arc<Breaker>) -> Self {
+        BreakerRef::Shared(Arc::clone(breaker))
+    }
+}
+
 impl From<Arc<Breaker>> for BreakerRef {
     /// The shared breaker itself.
     fn from(breaker: Arc<Breaker>) -> Self {
@@ -366,10 +339,21 @@ impl From<&'static Breaker> for BreakerRef {
     }
 }
 
-/// Registers a breaker built at run time, so [`get`] and [`all`] find it. The
-/// registry holds it weakly: once every `Arc` is dropped it disappears.
-/// Registering the same breaker twice has no effect.
-pub fn register(breaker: &Arc<Breaker>) {
+/// Registers a breaker, so [`get`] and [`all`] find it: one built at run
+/// time (`&Arc<Breaker>`, held weakly: once every `Arc` is dropped it
+/// disappears) or one in a `static` (`&'static Breaker`). Registering the
+/// same breaker twice has no effect. A keyed family's member is listed
+/// through its family ([`Family::register`](crate::Family::register)).
+pub fn register(breaker: impl Into<BreakerRef>) {
+    match breaker.into() {
+        BreakerRef::Shared(breaker) => register_shared(&breaker),
+        BreakerRef::Static(breaker) => register_static(breaker),
+        #[cfg(feature = "keyed")]
+        BreakerRef::Member(_) => {}
+    }
+}
+
+fn register_shared(breaker: &Arc<Breaker>) {
     if breaker.mark_registered() {
         let weak = Arc::downgrade(breaker);
         let watchers = add(breaker.shared_name(), Entry::Shared(weak));
@@ -380,7 +364,7 @@ pub fn register(breaker: &Arc<Breaker>) {
 }
 
 /// Registers a breaker that lives in a `static`.
-pub fn register_static(breaker: &'static Breaker) {
+pub(crate) fn register_static(breaker: &'static Breaker) {
     if breaker.mark_registered() {
         let watchers = add(breaker.shared_name(), Entry::Static(breaker));
         #[cfg(feature = "metrics")]

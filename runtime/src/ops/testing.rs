@@ -51,7 +51,7 @@
 //! # use failfast_runtime::__private::{acquire, breaker, Breaker, ConstConfig};
 //! # // What `#[circuit_breaker(threshold = 1, name = "doc::fetch")] fn fetch(..)` declares.
 //! # static FETCH: Breaker = Breaker::from_config(ConstConfig::new("doc::fetch").threshold(1).into_config());
-//! # registry::register_static(&FETCH);
+//! # registry::register(&FETCH);
 //! # fn fetch(fail: bool) -> Result<(), failfast_runtime::Rejected> {
 //! #     let permit = acquire(breaker(&FETCH))?;
 //! #     if fail { permit.failure() } else { permit.success() }
@@ -359,7 +359,7 @@ fn declared(breaker: &Breaker) -> bool {
     static DECLARED: OnceLock<HashSet<usize>> = OnceLock::new();
     DECLARED
         .get_or_init(|| {
-            registry::DECLARED
+            crate::__private::DECLARED
                 .iter()
                 .map(|d| address(d.breaker))
                 .collect()
@@ -508,7 +508,7 @@ impl Drop for Scope {
 /// # use failfast_runtime::__private::{acquire, breaker, Breaker, ConstConfig};
 /// # // What `#[circuit_breaker(threshold = 1, name = "doc::charge")] fn charge()` declares.
 /// # static CHARGE: Breaker = Breaker::from_config(ConstConfig::new("doc::charge").threshold(1).into_config());
-/// # registry::register_static(&CHARGE);
+/// # registry::register(&CHARGE);
 /// # fn charge() { let _ = acquire(breaker(&CHARGE)).map(|permit| permit.failure()); }
 ///
 /// # let test = || {
@@ -542,7 +542,7 @@ impl Scope {
     /// use failfast_runtime::{registry, testing, State};
     /// # use failfast_runtime::__private::{acquire, breaker, Breaker, ConstConfig};
     /// # static STOCK: Breaker = Breaker::from_config(ConstConfig::new("doc::stock").threshold(1).into_config());
-    /// # registry::register_static(&STOCK);
+    /// # registry::register(&STOCK);
     /// # async fn stock() { let _ = acquire(breaker(&STOCK)).map(|permit| permit.failure()); }
     ///
     /// # tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap().block_on(async {
@@ -565,7 +565,7 @@ impl Scope {
     /// use failfast_runtime::{registry, testing, State};
     /// # use failfast_runtime::__private::{acquire, breaker, Breaker, ConstConfig};
     /// # static LOOKUP: Breaker = Breaker::from_config(ConstConfig::new("doc::lookup").threshold(1).into_config());
-    /// # registry::register_static(&LOOKUP);
+    /// # registry::register(&LOOKUP);
     /// # fn lookup() { let _ = acquire(breaker(&LOOKUP)).map(|permit| permit.failure()); }
     ///
     /// let scope = testing::isolate();

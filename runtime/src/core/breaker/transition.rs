@@ -346,18 +346,16 @@ fn count_turn(i: usize) {
 /// how many of them waited for the transition before theirs to be queued
 /// (the ordering wait of the [module docs](self#delivery)), and how many of
 /// those gave up waiting after 100 ms.
-#[doc(hidden)]
 #[must_use]
-pub fn thread_turns() -> (u64, u64, u64) {
+pub(crate) fn thread_turns() -> (u64, u64, u64) {
     let [made, waited, gave_up] = TURNS.with(Cell::get);
     (made, waited, gave_up)
 }
 
 /// For tests, not part of the API: how many events of `breaker` wait for
 /// delivery now (at most 32, see the [module docs](self#delivery)).
-#[doc(hidden)]
 #[must_use]
-pub fn backlog(breaker: &Breaker) -> usize {
+pub(crate) fn backlog(breaker: &Breaker) -> usize {
     breaker.events.queue().pending.len()
 }
 

@@ -281,12 +281,7 @@ where
 /// Registers the breaker of a [`CircuitBreakerLayer::new`]; a keyed
 /// family's member is found through its family.
 fn register(breaker: &BreakerRef) {
-    match breaker {
-        BreakerRef::Static(breaker) => crate::ops::registry::register_static(breaker),
-        BreakerRef::Shared(breaker) => crate::ops::registry::register(breaker),
-        #[cfg(feature = "keyed")]
-        BreakerRef::Member(_) => {}
-    }
+    crate::ops::registry::register(breaker.clone());
 }
 
 /// The inner service's readiness, its error answered by `on_rejected`.
