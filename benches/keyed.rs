@@ -6,7 +6,7 @@
 //!   string key (`"10.0.0.1"`), on one thread and on two threads sharing the
 //!   key: `#[circuit_breaker(key = host)]` beside the same function without
 //!   `key` and a single breaker's `call` (the floor), then `Family::lease`
-//!   (what the attribute holds for a call), `Family::with`, `Family::get`
+//!   (what the attribute holds for a call), `Family::get`
 //!   (an `Arc` clone per call) and the `RwLock<HashMap<String, Arc<Breaker>>>`
 //!   a user writes by hand.
 //! - `keyed_scaling_*_cpu/N keys`: `Family::lease` over families of 1, 1,000
@@ -202,7 +202,6 @@ fn hits(c: &mut Criterion) {
             .call(|| work(black_box(1)))
             .is_ok()
     };
-    let with = || one.with(black_box(host), |m| m.call(|| work(black_box(1))).is_ok());
     let get = || one.get(black_box(host)).call(|| work(black_box(1))).is_ok();
     let hand_call = || by_hand_call(&hand, black_box(host));
 
@@ -220,7 +219,6 @@ fn hits(c: &mut Criterion) {
         b.iter_custom(|n| on_cpu(n, attribute_keyed))
     });
     g.bench_function("Family::lease", |b| b.iter_custom(|n| on_cpu(n, lease)));
-    g.bench_function("Family::with", |b| b.iter_custom(|n| on_cpu(n, with)));
     g.bench_function("Family::get (Arc clone)", |b| {
         b.iter_custom(|n| on_cpu(n, get))
     });
@@ -244,9 +242,6 @@ fn hits(c: &mut Criterion) {
     });
     g.bench_function("Family::lease", |b| {
         b.iter_custom(|n| on_two_threads(n, lease))
-    });
-    g.bench_function("Family::with", |b| {
-        b.iter_custom(|n| on_two_threads(n, with))
     });
     g.bench_function("Family::get (Arc clone)", |b| {
         b.iter_custom(|n| on_two_threads(n, get))

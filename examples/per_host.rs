@@ -111,7 +111,7 @@ pub async fn run() -> Result<Vec<Replica>, Box<dyn std::error::Error>> {
         "\nbreakers of family `{}` ({} of at most {}):",
         family.name(),
         members.len(),
-        family.max_keys()
+        family.stats().max_keys
     );
     for member in &members {
         let snapshot = member.snapshot();

@@ -84,9 +84,9 @@ fn two_threads_over_a_thousand_keys_create_each_breaker_once() {
         }
     });
     let family = registry::family("keyed.tenants").unwrap();
-    assert_eq!(family.created(), 1000);
+    assert_eq!(family.stats().created, 1000);
     assert_eq!(family.members().len(), 1000);
-    assert_eq!(family.max_keys(), 2048);
+    assert_eq!(family.stats().max_keys, 2048);
 }
 
 failfast::breaker!(static GATEWAY = threshold = 2, recovery = "30s", name = "keyed.gateway");
@@ -123,7 +123,7 @@ fn past_max_keys_the_open_breaker_is_never_evicted() {
     }
     let family = registry::family("keyed.bounded").unwrap();
     assert_eq!(family.members().len(), 3);
-    assert_eq!(family.evicted(), 48);
+    assert_eq!(family.stats().evicted, 48);
     assert!(
         matches!(bounded("sick", false), Err(CallError::Refused(r)) if r.name() == "keyed.bounded[sick]"),
         "still open after 50 other keys"

@@ -636,7 +636,7 @@ async fn a_host_is_not_evicted_while_its_body_streams() {
         middleware.breaker_for(&another).unwrap().name(),
         "reqwest-evict[10.0.0.2:80]"
     );
-    assert_eq!(hosts.evicted(), 1);
+    assert_eq!(hosts.stats().evicted, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

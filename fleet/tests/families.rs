@@ -105,7 +105,7 @@ async fn an_evicted_member_leaves_the_fleet_and_its_key_can_join_again() {
     succeed(&a.hosts, "first");
     eventually(WAIT, "first joined", || joined(&a, "upstream[first]")).await;
     succeed(&a.hosts, "second");
-    assert_eq!(a.hosts.evicted(), 1);
+    assert_eq!(a.hosts.stats().evicted, 1);
     eventually(WAIT, "first left, second joined", || {
         !joined(&a, "upstream[first]") && joined(&a, "upstream[second]")
     })

@@ -97,5 +97,5 @@ pub use crate::core::patch::{ConfigPatch, ConfigureError};
 pub use ops::configure::configure;
 pub use policy::bulkhead::{Bulkhead, BulkheadPermit};
 #[cfg(feature = "keyed")]
-pub use policy::keyed::{Family, FamilyBuilder, Key, Lease, Member};
+pub use policy::keyed::{Family, FamilyBuilder, FamilyStats, Key, Lease, Member};
 pub use policy::retry::{Attempts, Retry};

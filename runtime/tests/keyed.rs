@@ -55,7 +55,7 @@ fn the_least_recently_used_closed_breaker_is_evicted() {
     let names: Vec<String> = keys.members().iter().map(|m| m.name().to_owned()).collect();
     assert_eq!(keys.len(), 3);
     assert!(!names.contains(&"keyed.lru[b]".to_owned()), "{names:?}");
-    assert_eq!(keys.evicted(), 1);
+    assert_eq!(keys.stats().evicted, 1);
 }
 
 #[test]
@@ -68,13 +68,13 @@ fn eviction_never_forgets_an_open_breaker() {
         let _ = keys.get(&format!("healthy-{i}"));
     }
     assert_eq!(keys.len(), 4);
-    assert_eq!(keys.evicted(), 97);
+    assert_eq!(keys.stats().evicted, 97);
     assert!(
         Arc::ptr_eq(&sick, &keys.get("sick")),
         "the open breaker was kept"
     );
     assert_eq!(keys.get("sick").state(), State::Open);
-    assert_eq!(keys.created(), 101);
+    assert_eq!(keys.stats().created, 101);
 }
 
 #[test]
@@ -98,7 +98,10 @@ fn a_family_full_of_open_breakers_gives_new_keys_its_overflow_breaker() {
     let second = keys.get("w");
     assert!(Arc::ptr_eq(&first, &second), "one overflow breaker");
     assert_eq!(first.name(), "keyed.all-open[*]");
-    assert_eq!((keys.len(), keys.unstored(), keys.evicted()), (2, 2, 0));
+    assert_eq!(
+        (keys.len(), keys.stats().unstored, keys.stats().evicted),
+        (2, 2, 0)
+    );
     drop((first, second));
     // Once a breaker closes again, it can make room.
     clock.advance(Duration::from_secs(30));
@@ -106,20 +109,23 @@ fn a_family_full_of_open_breakers_gives_new_keys_its_overflow_breaker() {
     assert_eq!(keys.get("x").state(), State::Closed);
     let z = keys.get("z");
     assert!(Arc::ptr_eq(&z, &keys.get("z")));
-    assert_eq!((keys.len(), keys.unstored(), keys.evicted()), (2, 2, 1));
+    assert_eq!(
+        (keys.len(), keys.stats().unstored, keys.stats().evicted),
+        (2, 2, 1)
+    );
     // The registry's handle reports the same counts.
     keys.register();
     let listed = registry::family("keyed.all-open").expect("registered");
     assert_eq!(
         (
-            listed.created(),
-            listed.evicted(),
-            listed.unstored(),
-            listed.max_keys()
+            listed.stats().created,
+            listed.stats().evicted,
+            listed.stats().unstored,
+            listed.stats().max_keys
         ),
         (3, 1, 2, 2)
     );
-    assert_eq!(keys.created(), 3);
+    assert_eq!(keys.stats().created, 3);
 }
 
 #[test]
@@ -148,7 +154,7 @@ fn two_threads_over_a_thousand_keys_build_each_breaker_once() {
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    assert_eq!(keys.created(), 1000);
+    assert_eq!(keys.stats().created, 1000);
     assert_eq!(keys.len(), 1000);
     for (a, b) in seen[0].iter().zip(&seen[1]) {
         assert!(Arc::ptr_eq(a, b), "{} built twice", a.name());
@@ -168,7 +174,7 @@ fn tuple_and_integer_keys_are_looked_up_without_owning_them() {
         .build()
         .unwrap();
     assert_eq!(ports.get(&8080u16).name(), "keyed.ports[8080]");
-    assert_eq!(shards.created() + ports.created(), 2);
+    assert_eq!(shards.stats().created + ports.stats().created, 2);
 }
 
 #[test]
@@ -251,14 +257,18 @@ fn a_large_full_family_evicts_only_closed_breakers() {
         let _ = keys.lease(&format!("healthy-{i}"));
     }
     assert_eq!(keys.len(), 96);
-    assert_eq!(keys.unstored(), 0, "a Closed breaker was always found");
-    assert_eq!(keys.evicted(), 1000 - 32);
+    assert_eq!(
+        keys.stats().unstored,
+        0,
+        "a Closed breaker was always found"
+    );
+    assert_eq!(keys.stats().evicted, 1000 - 32);
     for (i, member) in sick.iter().enumerate() {
         let now = keys.get(&format!("sick-{i}"));
         assert!(Arc::ptr_eq(member, &now), "sick-{i} was evicted");
         assert_eq!(now.state(), State::Open);
     }
-    assert_eq!(keys.created(), 64 + 1000);
+    assert_eq!(keys.stats().created, 64 + 1000);
 }
 
 #[test]
@@ -309,7 +319,7 @@ fn a_member_with_a_call_in_flight_is_never_evicted() {
         let other = keys.lease(&format!("other-{i}"));
         assert_eq!(other.name(), "keyed.in-flight[*]");
     }
-    assert_eq!((keys.evicted(), keys.unstored()), (0, 100));
+    assert_eq!((keys.stats().evicted, keys.stats().unstored), (0, 100));
     let again = keys.lease("one");
     assert!(std::ptr::eq::<Member>(&*again, &*held), "the same member");
     assert!(
@@ -332,7 +342,7 @@ fn a_hanging_call_keeps_its_key_through_churn() {
     for i in 1..=100 {
         let _ = keys.lease(&format!("{i}")).call(|| Ok::<_, ()>(()));
     }
-    assert!(keys.evicted() > 0);
+    assert!(keys.stats().evicted > 0);
     assert!(keys.members().iter().any(|m| m.name() == "keyed.hang[0]"));
     permit.record(failfast_runtime::Outcome::Failure);
     drop(hanging);
@@ -362,7 +372,7 @@ fn leases_on_two_threads_sharing_keys_while_a_third_evicts() {
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
     });
-    assert!(keys.evicted() > 0);
+    assert!(keys.stats().evicted > 0);
 }
 
 #[test]
@@ -383,7 +393,7 @@ fn a_lease_is_send_and_sync() {
         .unwrap();
         let _ = all_open.get("a").call(|| Err::<(), _>("down"));
         let lease = all_open.lease("b");
-        assert_eq!(all_open.unstored(), 1);
+        assert_eq!(all_open.stats().unstored, 1);
         assert_eq!(lease.name(), "keyed.send-unstored[*]");
         lease.state()
     };
@@ -420,7 +430,7 @@ fn a_family_no_larger_than_the_sample_evicts_exactly_its_least_recently_used_key
         );
         assert_eq!(names.len(), 8);
     }
-    assert_eq!(keys.evicted(), 20);
+    assert_eq!(keys.stats().evicted, 20);
 }
 
 #[test]
@@ -532,7 +542,7 @@ fn abandoned_open_members_never_leave_new_keys_unprotected() {
     clock.advance(Duration::from_secs(61));
     let fresh = keys.lease("fresh");
     assert_eq!(fresh.name(), "keyed.abandoned[fresh]");
-    assert!(keys.evicted() >= 1);
+    assert!(keys.stats().evicted >= 1);
     assert_eq!(fresh.state(), State::Closed);
 }
 
@@ -576,7 +586,7 @@ fn keys_without_room_keep_the_concurrency_limit() {
         }
     });
     assert_eq!(most.into_inner(), 1);
-    assert_eq!(keys.unstored(), 800);
+    assert_eq!(keys.stats().unstored, 800);
 }
 
 /// Two tuple keys never share a name: each part's `,` and `\` are escaped.
@@ -676,7 +686,7 @@ fn a_member_tuned_by_name_is_not_evicted() {
     for i in 0..100 {
         let _ = keys.lease(&format!("churn-{i}")).call(|| Ok::<_, ()>(()));
     }
-    assert!(keys.evicted() > 0);
+    assert!(keys.stats().evicted > 0);
     assert_eq!(keys.get("special").current_config().threshold(), 9);
 }
 
@@ -759,7 +769,7 @@ fn a_lease_never_holds_an_evicted_member() {
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
     });
-    assert!(keys.evicted() > 0);
+    assert!(keys.stats().evicted > 0);
     assert_eq!(strays.into_inner(), 0, "leases that held an evicted member");
 }
 
@@ -805,25 +815,25 @@ fn the_ejection_budget_keeps_a_share_of_the_members_closed() {
             State::Closed
         ]
     );
-    assert_eq!(keys.spared(), 3);
+    assert_eq!(keys.stats().spared, 3);
     let called = std::sync::atomic::AtomicU32::new(0);
     let _ = keys.get("r4").call(|| {
         called.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Err::<(), _>("down")
     });
     assert_eq!(called.into_inner(), 1);
-    assert_eq!(keys.spared(), 4);
+    assert_eq!(keys.stats().spared, 4);
     // A failed trial reopens whatever the budget: it was already ejected.
     clock.advance(std::time::Duration::from_secs(1));
     let _ = keys.get("r0").call(|| Err::<(), _>("still down"));
     assert_eq!(keys.get("r0").state(), State::Open);
-    assert_eq!(keys.spared(), 4);
+    assert_eq!(keys.stats().spared, 4);
     // `r1` recovers: the budget has room again, and `r4` trips.
     assert!(keys.get("r1").call(|| Ok::<_, ()>(())).is_ok());
     assert_eq!(keys.get("r1").state(), State::Closed);
     let _ = keys.get("r4").call(|| Err::<(), _>("down"));
     assert_eq!(keys.get("r4").state(), State::Open);
-    assert_eq!(keys.spared(), 4);
+    assert_eq!(keys.stats().spared, 4);
 }
 
 /// Without a budget every member may open; a budget of one percent still

@@ -690,7 +690,7 @@ fn a_key_evicted_and_made_again_counts_on_from_its_last_values() {
                 call("a", Outcome::Success);
             }
             call("a", Outcome::Failure);
-            assert_eq!(family.evicted(), 2 * round, "round {round}");
+            assert_eq!(family.stats().evicted, 2 * round, "round {round}");
             assert_eq!(family.get("a").snapshot().successes, 2);
             failfast_runtime::metrics::export();
             assert_eq!(
@@ -726,7 +726,7 @@ fn an_evicted_key_reports_its_calls_since_the_last_export() {
         call("a", Outcome::Failure);
         // `b` takes `a`'s place before any export.
         call("b", Outcome::Success);
-        assert_eq!(family.evicted(), 1);
+        assert_eq!(family.stats().evicted, 1);
         assert_eq!(scraped.calls("metrics-unexported[a]", "success"), Some(5));
         assert_eq!(scraped.calls("metrics-unexported[a]", "failure"), Some(1));
         // Made again, and evicted again without an export in between.
@@ -734,7 +734,7 @@ fn an_evicted_key_reports_its_calls_since_the_last_export() {
             call("a", Outcome::Success);
         }
         call("b", Outcome::Success);
-        assert_eq!(family.evicted(), 3);
+        assert_eq!(family.stats().evicted, 3);
         assert_eq!(scraped.calls("metrics-unexported[a]", "success"), Some(7));
     });
 }
@@ -751,7 +751,7 @@ fn an_unreported_member_of_an_unregistered_family_stays_unreported() {
     metrics::with_local_recorder(&scraped, || {
         call("a");
         call("b");
-        assert_eq!(family.evicted(), 1);
+        assert_eq!(family.stats().evicted, 1);
         assert_eq!(scraped.calls("metrics-unlisted[a]", "success"), None);
     });
 }

@@ -156,10 +156,10 @@ fn a_declared_family_is_listed_with_its_counts() {
     let listed = registry::family("registry.declared-counts").expect("listed");
     assert_eq!(
         (
-            listed.created(),
-            listed.evicted(),
-            listed.unstored(),
-            listed.spared()
+            listed.stats().created,
+            listed.stats().evicted,
+            listed.stats().unstored,
+            listed.stats().spared
         ),
         (4, 0, 0, 1)
     );

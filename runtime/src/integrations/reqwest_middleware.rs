@@ -288,7 +288,7 @@ pub struct CircuitBreakerMiddleware<C = HttpClassifier> {
 impl CircuitBreakerMiddleware {
     /// One breaker per host, each built from `breaker`'s settings and named
     /// `NAME[host:port]` after `breaker`'s name; at most
-    /// [`DEFAULT_MAX_KEYS`](crate::policy::keyed::DEFAULT_MAX_KEYS) hosts (see
+    /// 1024 hosts (see
     /// [`Family`] for what happens past that). Classifies with
     /// [`HttpClassifier`].
     ///
@@ -624,7 +624,7 @@ mod tests {
         assert!(!std::ptr::eq(&*first, &*other));
         assert_eq!(other.name(), "upstream[10.0.0.3:8081]");
         let hosts = middleware.hosts().unwrap();
-        assert_eq!((hosts.len(), hosts.created()), (2, 2));
+        assert_eq!((hosts.len(), hosts.stats().created), (2, 2));
     }
 
     /// A request holds its host's breaker only while it runs: held, the
@@ -648,6 +648,6 @@ mod tests {
         clock.advance(std::time::Duration::from_secs(1));
         let next = middleware.guard(&url("http://c:80/")).unwrap();
         assert_eq!(next.breaker().name(), "held[c:80]");
-        assert_eq!(middleware.hosts().unwrap().evicted(), 1);
+        assert_eq!(middleware.hosts().unwrap().stats().evicted, 1);
     }
 }

@@ -374,7 +374,7 @@ fn key_breaker(name: &str, patch: &ConfigPatch) -> Option<Result<BreakerRef, Con
         return Some(Err(ConfigureError::new(name, key, reason)));
     }
     Some(family.member(&label).ok_or_else(|| {
-        let (waiting, family) = (family.max_keys(), family.name());
+        let (waiting, family) = (family.stats().max_keys, family.name());
         let reason = if label == "*" {
             format!(
                 "is the overflow breaker of the family `{family}`, made when a key first finds \

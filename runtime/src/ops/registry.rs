@@ -417,6 +417,12 @@ impl std::fmt::Debug for FamilyRef {
 
 #[cfg(feature = "keyed")]
 impl FamilyRef {
+    /// What the family counted so far, and its bound.
+    #[must_use]
+    pub fn stats(&self) -> crate::FamilyStats {
+        crate::FamilyStats::of(self.0.max_keys(), self.0.counts())
+    }
+
     /// The family's name; its members are named `name[key]`.
     #[must_use]
     pub fn name(&self) -> crate::Name {
@@ -484,42 +490,8 @@ impl FamilyRef {
     ) -> Result<(), crate::core::patch::ConfigureError> {
         self.0.reconfigure(patch)
     }
-
-    /// The most breakers the family keeps.
-    #[must_use]
-    pub fn max_keys(&self) -> usize {
-        self.0.max_keys()
-    }
-
-    /// Breakers created and stored so far.
-    #[must_use]
-    pub fn created(&self) -> u64 {
-        self.0.counts()[0]
-    }
-
-    /// Closed breakers evicted to make room for new keys.
-    #[must_use]
-    pub fn evicted(&self) -> u64 {
-        self.0.counts()[1]
-    }
-
-    /// Calls that found the family full of breakers it may not evict and
-    /// ran through its overflow breaker `family[*]`.
-    #[must_use]
-    pub fn unstored(&self) -> u64 {
-        self.0.counts()[2]
-    }
-
-    /// Trips held back by the family's ejection budget
-    /// (`max_ejection_percent`); see [`Family::spared`](crate::Family::spared).
-    #[must_use]
-    pub fn spared(&self) -> u64 {
-        self.0.counts()[3]
-    }
 }
 
-/// Lists a declared family whose slot the linker did not gather (it is,
-/// on the platforms `linkme` supports): on its first call.
 /// What the registry does when a family tells: lists it.
 #[cfg(feature = "keyed")]
 #[linkme::distributed_slice(crate::policy::keyed::OBSERVERS)]
@@ -537,6 +509,8 @@ static LIST_FAMILIES: fn(crate::policy::keyed::Seen<'_>) = |seen| {
     }
 };
 
+/// Lists a declared family whose slot the linker did not gather (it is,
+/// on the platforms `linkme` supports): on its first call.
 #[cfg(feature = "keyed")]
 pub(crate) fn register_slot(slot: &'static crate::policy::keyed::Slot) {
     with_registry(|r| r.add_slot(slot));

@@ -12,18 +12,14 @@
 //! Looking up an existing key is lock-free and allocates nothing: one probe
 //! of a concurrent hash map (scc's `HashIndex`, with foldhash) under an
 //! epoch guard, and, at most once between two insertions, a relaxed store of
-//! the key's recency stamp. Three ways to hold the member found:
+//! the key's recency stamp. Two ways to hold the member found:
 //!
 //! - [`Family::lease`] (what `#[circuit_breaker(key = …)]` uses) returns a
 //!   [`Lease`], `Send` and `Sync`, held for the call, across `.await`s too.
 //!   Taking and dropping it increments and decrements a counter on the
-//!   calling thread's own cache line (each member has [`STRIPES`] of them,
+//!   calling thread's own cache line (each member has four of them,
 //!   threads take them in turn), so threads sharing a key do not write a
 //!   line the other reads.
-//! - [`Family::with`] lends the member to a closure, under the map's epoch
-//!   guard: nothing written at all, but the guard, held while the closure
-//!   runs, delays the freeing of what other threads remove from scc's
-//!   containers; for short closures.
 //! - [`Family::get`] hands out an [`Arc`]: one reference-count increment
 //!   and decrement on a count every thread using the key writes.
 //!
@@ -32,7 +28,7 @@
 //!
 //! # Bounded
 //!
-//! A family holds at most `max_keys` breakers (default [`DEFAULT_MAX_KEYS`]).
+//! A family holds at most `max_keys` breakers (default 1024).
 //! When it is full, a new key takes the place of an *evictable* member:
 //!
 //! - no call runs through it: no [`Lease`] of it is out (the attribute's
@@ -57,7 +53,7 @@
 //!
 //! The member picked:
 //!
-//! 1. [`SAMPLE`] (8) members are drawn at random (with replacement; every
+//! 1. Eight members are drawn at random (with replacement; every
 //!    member, in order, when the family holds at most 8), and the least
 //!    recently used evictable one among them is evicted. Recency is a stamp
 //!    that advances with each insertion, so keys used since the last
@@ -70,7 +66,7 @@
 //!    its own concurrency limit when the family has `max_concurrent`: a key
 //!    the family has no room for is still protected, and its limit still
 //!    holds (shared with the other keys in the same case). These calls are
-//!    counted by [`Family::unstored`]; the overflow breaker is listed with
+//!    counted by [`FamilyStats::unstored`]; the overflow breaker is listed with
 //!    the members, in [`Family::members`], the registry and metrics. With
 //!    the `tracing` feature a `WARN` (target `failfast`) says so once, when
 //!    the family becomes full, not per call. For the next second (on the
@@ -145,10 +141,10 @@ use crate::core::name::Name;
 use crate::policy::bulkhead::Bulkhead;
 
 /// How many breakers a family holds unless told otherwise.
-pub const DEFAULT_MAX_KEYS: usize = failfast_rules::DEFAULT_MAX_KEYS as usize;
+pub(crate) const DEFAULT_MAX_KEYS: usize = failfast_rules::DEFAULT_MAX_KEYS as usize;
 
 /// How many members a full family samples to pick the one a new key evicts.
-pub const SAMPLE: usize = 8;
+pub(crate) const SAMPLE: usize = 8;
 
 /// A value a [`Family`] can be keyed by: hashed and compared as it is,
 /// turned into an owned key ([`Key::Owned`]) only when its breaker is
@@ -333,7 +329,7 @@ impl<Q: Key + ?Sized> scc::Equivalent<Q::Owned> for Lookup<'_, Q> {
 /// on its own cache line, so that two threads calling through one key do
 /// not write the same line (threads take them in turn: the fifth thread
 /// shares the first one's).
-pub const STRIPES: usize = 4;
+pub(crate) const STRIPES: usize = 4;
 
 /// One of a member's lease counters, alone on its cache line.
 #[derive(Debug, Default)]
@@ -446,7 +442,7 @@ fn stripe() -> usize {
 /// (it is `Send` and `Sync`). Derefs to the [`Member`].
 ///
 /// Taking one for an existing key writes only a counter on the calling
-/// thread's own cache line (one of the member's [`STRIPES`] stripes), and
+/// thread's own cache line (one of the member's four stripes), and
 /// dropping it decrements that counter: threads sharing a key do not write
 /// shared memory, unlike cloning an [`Arc`]. An evicted member's memory is
 /// freed only once its last lease is dropped.
@@ -742,6 +738,39 @@ struct Inner<K> {
     registered: AtomicBool,
 }
 
+/// What a keyed family counted so far, and its bound: read with
+/// [`Family::stats`], or [`FamilyRef::stats`](crate::registry::FamilyRef::stats)
+/// for a registered family.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FamilyStats {
+    /// The most breakers the family keeps.
+    pub max_keys: usize,
+    /// Breakers created and stored (each key once, unless it was evicted
+    /// and came back).
+    pub created: u64,
+    /// Breakers evicted to make room for new keys.
+    pub evicted: u64,
+    /// Calls that found the family full of breakers it may not evict, and
+    /// ran through its overflow breaker `family[*]`.
+    pub unstored: u64,
+    /// Trips from Closed held back by the ejection budget
+    /// ([`max_ejection_percent`](FamilyBuilder::max_ejection_percent)).
+    pub spared: u64,
+}
+
+impl FamilyStats {
+    pub(crate) fn of(max_keys: usize, [created, evicted, unstored, spared]: [u64; 4]) -> Self {
+        Self {
+            max_keys,
+            created,
+            evicted,
+            unstored,
+            spared,
+        }
+    }
+}
+
 /// A bounded family of breakers, one per key, built from one
 /// configuration; see the [module docs](self) for eviction and costs.
 ///
@@ -782,7 +811,7 @@ pub struct FamilyBuilder<K> {
 }
 
 impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
-    /// At most this many breakers are kept (default [`DEFAULT_MAX_KEYS`]);
+    /// At most this many breakers are kept (default 1024);
     /// see the [module docs](self) for what happens when the family is full.
     pub fn max_keys(mut self, n: usize) -> Self {
         self.max_keys = n;
@@ -800,7 +829,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     /// members (and at least one) are Open or HalfOpen. A failure that
     /// would trip it beyond the budget leaves it Closed, still counting
     /// (each further failure asks again), and is counted by
-    /// [`Family::spared`]. Trials that fail reopen as usual.
+    /// [`FamilyStats::spared`]. Trials that fail reopen as usual.
     ///
     /// For a client failing over between replicas: when most of them
     /// fail at once, the fault is more likely the client's own (its
@@ -827,7 +856,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     /// assert_eq!(replicas.get("b").state(), State::Open);
     /// assert_eq!(replicas.get("c").state(), State::Closed);
     /// assert_eq!(replicas.callable(all).collect::<Vec<_>>(), ["c", "d"]);
-    /// assert_eq!(replicas.spared(), 2);
+    /// assert_eq!(replicas.stats().spared, 2);
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
     pub fn max_ejection_percent(mut self, percent: u8) -> Self {
@@ -875,7 +904,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
     /// `max_ejection_percent` from 1 to 100.
     #[doc(hidden)]
     #[must_use]
-    pub fn from_config(
+    pub(crate) fn from_config(
         config: Config,
         max_keys: usize,
         max_concurrent: Option<u32>,
@@ -938,20 +967,20 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         &self.inner.config
     }
 
-    /// The most breakers the family keeps.
-    #[must_use]
-    pub fn max_keys(&self) -> usize {
-        self.inner.max_keys
-    }
-
     /// The breaker of `key`, created from the family's settings if the key
     /// is new. For an existing key: lock-free, no allocation, one
     /// reference-count increment, on a count every thread using this key
-    /// writes (use [`lease`](Self::lease) or [`with`](Self::with) to avoid
-    /// it).
+    /// writes (use [`lease`](Self::lease) to avoid it).
     #[inline]
     pub fn get<Q: Key<Owned = K> + ?Sized>(&self, key: &Q) -> Arc<Member> {
-        self.with(key, Arc::clone)
+        let inner = &*self.inner;
+        let guard = scc::Guard::new();
+        if let Some(member) = inner.map.peek(&Lookup(key), &guard) {
+            inner.touch(member);
+            return Arc::clone(member);
+        }
+        drop(guard);
+        self.insert(key, Arc::clone)
     }
 
     /// The breaker of `key` (created if the key is new), held until the
@@ -972,28 +1001,6 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         }
         drop(guard);
         self.insert(key, Lease::new)
-    }
-
-    /// Runs `f` with the breaker of `key` (created if the key is new), lent
-    /// for the duration of `f`: for an existing key, no lock, no allocation
-    /// and no write to memory other threads read. The map's epoch guard is
-    /// held while `f` runs, which delays the freeing of memory other
-    /// threads retire from scc's containers: keep `f` short, or take a
-    /// [`lease`](Self::lease).
-    #[inline]
-    pub fn with<Q: Key<Owned = K> + ?Sized, R>(
-        &self,
-        key: &Q,
-        f: impl FnOnce(&Arc<Member>) -> R,
-    ) -> R {
-        let inner = &*self.inner;
-        let guard = scc::Guard::new();
-        if let Some(member) = inner.map.peek(&Lookup(key), &guard) {
-            inner.touch(member);
-            return f(member);
-        }
-        drop(guard);
-        f(&self.insert(key, Arc::clone))
     }
 
     /// Adds `key`'s breaker, unless another thread just did, and gives it
@@ -1090,14 +1097,6 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         })
     }
 
-    /// Trips from Closed held back by the ejection budget
-    /// ([`max_ejection_percent`](FamilyBuilder::max_ejection_percent)) so
-    /// far.
-    #[must_use]
-    pub fn spared(&self) -> u64 {
-        self.inner.counters.spared.load(Ordering::Relaxed)
-    }
-
     /// Breakers stored now.
     #[must_use]
     pub fn len(&self) -> usize {
@@ -1117,24 +1116,10 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         self.inner.members()
     }
 
-    /// Breakers created and stored so far (each key once, unless it was
-    /// evicted and came back).
+    /// What the family counted so far, and its bound.
     #[must_use]
-    pub fn created(&self) -> u64 {
-        self.inner.counters.created.load(Ordering::Relaxed)
-    }
-
-    /// Breakers evicted so far to make room for new keys.
-    #[must_use]
-    pub fn evicted(&self) -> u64 {
-        self.inner.counters.evicted.load(Ordering::Relaxed)
-    }
-
-    /// Calls so far that found the family full of breakers it may not
-    /// evict, and ran through its overflow breaker `family[*]`.
-    #[must_use]
-    pub fn unstored(&self) -> u64 {
-        self.inner.counters.unstored.load(Ordering::Relaxed)
+    pub fn stats(&self) -> FamilyStats {
+        FamilyStats::of(self.inner.max_keys, self.inner.counts())
     }
 
     /// Makes the family findable through [`registry::families`](crate::ops::registry::families),
