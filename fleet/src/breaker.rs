@@ -170,9 +170,8 @@ impl FleetMember for BreakerMember {
                 Some(notifier.lane().clone());
         } else {
             let to_fleet = notifier.clone();
-            let listening = self
-                .breaker
-                .subscribe(move |t| to_fleet.notify(transition(t)));
+            let listening =
+                events::subscribe_to(&*self.breaker, move |t| to_fleet.notify(transition(t)));
             *self
                 .listening
                 .lock()

@@ -9,10 +9,10 @@ pub use crate::core::body::Body;
 pub use crate::core::breaker::{Breaker, Outcome, Permit};
 pub use crate::core::config::Config;
 pub use crate::core::error::{Error, Rejected, TimedOut};
+pub use crate::core::timeout::Timeout;
 pub use crate::policy::bulkhead::{Bulkhead, BulkheadPermit};
 #[cfg(feature = "keyed")]
 pub use crate::policy::keyed::{Family, Key, Member, Slot as KeyedSlot};
-pub use crate::policy::timeout::Timeout;
 pub use linkme;
 pub use linkme::distributed_slice;
 
@@ -759,9 +759,9 @@ pub struct Timer;
 
 #[cfg(feature = "tokio")]
 impl AsyncTimer for Timer {
-    type Sleep = crate::policy::tokio::Sleep;
+    type Sleep = crate::core::timer::Sleep;
     fn sleep(self, delay: std::time::Duration) -> Self::Sleep {
-        crate::policy::tokio::sleep(delay)
+        crate::core::timer::sleep(delay)
     }
 }
 

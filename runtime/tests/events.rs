@@ -18,7 +18,7 @@ struct Log(Arc<Mutex<Vec<Transition>>>);
 impl Log {
     fn listen(&self, b: &Breaker) -> Subscription {
         let log = self.clone();
-        b.subscribe(move |t| log.0.lock().unwrap().push(t.clone()))
+        failfast_runtime::events::subscribe_to(b, move |t| log.0.lock().unwrap().push(t.clone()))
     }
 
     /// The events since the last call.
@@ -256,7 +256,7 @@ fn a_panicking_listener_leaves_the_breaker_and_other_listeners_working() {
     let b = builder(&clock).threshold(1).build().unwrap();
     let panics = Arc::new(AtomicU64::new(0));
     let counter = Arc::clone(&panics);
-    let _bad = b.subscribe(move |_| {
+    let _bad = failfast_runtime::events::subscribe_to(&b, move |_| {
         counter.fetch_add(1, Ordering::Relaxed);
         panic!("a listener's bug");
     });
@@ -288,7 +288,7 @@ fn a_listener_may_drive_the_breaker_it_listens_to() {
     let log = Log::default();
     let _log = log.listen(&b);
     let weak = Arc::downgrade(&b);
-    let _resets = b.subscribe(move |t| {
+    let _resets = failfast_runtime::events::subscribe_to(&b, move |t| {
         if t.reason == TransitionReason::ThresholdReached {
             weak.upgrade().unwrap().reset();
         }
@@ -465,7 +465,7 @@ fn a_blocked_listener_holds_up_only_the_thread_delivering_to_it() {
     let released = Mutex::new(released);
     let log = Log::default();
     let sink = log.clone();
-    let _s = b.subscribe(move |t| {
+    let _s = failfast_runtime::events::subscribe_to(&b, move |t| {
         if t.reason == TransitionReason::ThresholdReached {
             entered.send(()).unwrap();
             released.lock().unwrap().recv().unwrap();

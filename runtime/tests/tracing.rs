@@ -161,7 +161,9 @@ fn a_panicking_subscriber_stops_neither_the_caller_nor_the_listeners() {
         .unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&seen);
-    let _s = b.subscribe(move |t| sink.lock().unwrap().push((t.from, t.to, t.seq)));
+    let _s = failfast_runtime::events::subscribe_to(&b, move |t| {
+        sink.lock().unwrap().push((t.from, t.to, t.seq))
+    });
     tracing::subscriber::with_default(subscriber, || {
         for round in 0..10 {
             let tripped = b.call(|| Err::<(), _>("down"));

@@ -13,6 +13,9 @@ pub(crate) mod outcome;
 pub(crate) mod patch;
 #[cfg(feature = "serde")]
 pub(crate) mod serde;
+pub(crate) mod timeout;
+#[cfg(feature = "tokio")]
+pub(crate) mod timer;
 pub(crate) mod totals;
 pub(crate) mod window;
 pub(crate) mod word;

@@ -9,7 +9,7 @@
 //! let breaker = Breaker::builder().name("payments").threshold(2).build()?;
 //! let seen = Arc::new(Mutex::new(Vec::new()));
 //! let sink = Arc::clone(&seen);
-//! let _listening = breaker.subscribe(move |t: &events::Transition| {
+//! let _listening = events::subscribe_to(&breaker, move |t: &events::Transition| {
 //!     sink.lock().unwrap().push((t.from, t.to, t.reason));
 //! });
 //! for _ in 0..2 {
@@ -27,7 +27,7 @@
 //! [`subscribe`] listens to every breaker, [`subscribe_to`] to the breakers of
 //! one name (registered or not, called yet or not: an attribute breaker can be
 //! listened to before its first call) and, by a keyed family's name, to its
-//! members, [`Breaker::subscribe`] to one breaker.
+//! members, or to one breaker given itself (`subscribe_to(&breaker, …)`).
 //! Each returns a [`Subscription`]: dropping it stops the listener, and
 //! [`Subscription::keep`] keeps it for the rest of the program.
 //!
@@ -101,6 +101,7 @@
 //! transitions to a background task), see [`hook`](crate::integration#the-transition-hook): one
 //! process-wide function, called without a lock before the listeners.
 
+use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -221,22 +222,58 @@ pub fn subscribe(listener: impl Fn(&Transition) + Send + Sync + 'static) -> Subs
 /// # #[cfg(not(feature = "keyed"))]
 /// # fn main() {}
 /// ```
+///
+/// Given a breaker (`&Breaker`, `&Arc<Breaker>`) instead of a name, it
+/// listens to that breaker alone, whatever its name.
 pub fn subscribe_to(
-    name: impl AsRef<str>,
+    source: impl Into<Source>,
     listener: impl Fn(&Transition) + Send + Sync + 'static,
 ) -> Subscription {
-    add(Target::Name(name.as_ref().into()), Arc::new(listener))
+    add(source.into().0, Arc::new(listener))
 }
 
-impl Breaker {
-    /// Listens to this breaker's transitions until the returned
-    /// [`Subscription`] is dropped; see [`events`](crate::ops::events). Also
-    /// reachable from a [`BreakerRef`](crate::ops::registry::BreakerRef).
-    pub fn subscribe(
-        &self,
-        listener: impl Fn(&Transition) + Send + Sync + 'static,
-    ) -> Subscription {
-        add(Target::Breaker(self.listener_id()), Arc::new(listener))
+/// Whose transitions [`subscribe_to`] listens to: the breakers and keyed
+/// families of a name (from `&str` or `String`), or one breaker (from
+/// `&Breaker` or `&Arc<Breaker>`).
+#[derive(Clone)]
+pub struct Source(Target);
+
+impl fmt::Debug for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Target::Name(name) => f.debug_tuple("Source").field(name).finish(),
+            _ => f.write_str("Source(breaker)"),
+        }
+    }
+}
+
+impl From<&str> for Source {
+    fn from(name: &str) -> Self {
+        Source(Target::Name(name.into()))
+    }
+}
+
+impl From<&String> for Source {
+    fn from(name: &String) -> Self {
+        Source(Target::Name(name.as_str().into()))
+    }
+}
+
+impl From<String> for Source {
+    fn from(name: String) -> Self {
+        Source(Target::Name(name.into()))
+    }
+}
+
+impl From<&Breaker> for Source {
+    fn from(breaker: &Breaker) -> Self {
+        Source(Target::Breaker(breaker.listener_id()))
+    }
+}
+
+impl From<&Arc<Breaker>> for Source {
+    fn from(breaker: &Arc<Breaker>) -> Self {
+        Source::from(&**breaker)
     }
 }
 

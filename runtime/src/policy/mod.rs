@@ -6,6 +6,3 @@ pub(crate) mod bulkhead;
 #[cfg(feature = "keyed")]
 pub mod keyed;
 pub(crate) mod retry;
-pub(crate) mod timeout;
-#[cfg(feature = "tokio")]
-pub(crate) mod tokio;

@@ -282,7 +282,7 @@ impl Retry {
                 Err(error) => {
                     if retry_on(&error) {
                         if let Some(delay) = attempts.next_delay() {
-                            crate::policy::tokio::sleep(delay).await;
+                            crate::core::timer::sleep(delay).await;
                             continue;
                         }
                     }

@@ -1,6 +1,8 @@
 //! Calling through a breaker: a closure or a future, with every error or a rule's errors counted.
 
 use super::*;
+#[cfg(feature = "tokio")]
+use crate::core::timeout::Timeout;
 
 impl Breaker {
     /// Runs `f` through the breaker; every `Err` counts as a failure.
@@ -79,5 +81,72 @@ impl Breaker {
         Fut: Future<Output = Result<T, E>>,
     {
         crate::core::body::Call::new(self, counts, future)
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl Breaker {
+    /// Awaits `future` through the breaker for at most `limit`; every `Err`
+    /// counts as a failure. Past the limit, `future` is dropped, the call is
+    /// recorded as a failure, and the caller gets [`Error::Timeout`].
+    ///
+    /// ```
+    /// use failfast_runtime::{Breaker, State};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), failfast_runtime::ConfigError> {
+    /// let breaker = Breaker::builder().threshold(1).build()?;
+    /// let hang = std::future::pending::<Result<u32, std::io::Error>>();
+    /// let result = breaker.call_timeout(Duration::from_millis(10), hang).await;
+    /// assert!(result.unwrap_err().timed_out().is_some());
+    /// assert_eq!(breaker.state(), State::Open);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call), and [`Error::Timeout`] past the limit.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime with its time driver enabled.
+    pub async fn call_timeout<T, E, Fut>(&self, limit: Duration, future: Fut) -> Result<T, Error<E>>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.call_timeout_with(|_| true, limit, future).await
+    }
+
+    /// [`call_timeout`](Self::call_timeout), classifying errors with `counts`
+    /// as [`call_with`](Self::call_with) does. A timeout is a failure whatever
+    /// `counts` says.
+    ///
+    /// # Errors
+    ///
+    /// As [`call_timeout`](Self::call_timeout).
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime with its time driver enabled.
+    pub async fn call_timeout_with<T, E, C, Fut>(
+        &self,
+        counts: C,
+        limit: Duration,
+        future: Fut,
+    ) -> Result<T, Error<E>>
+    where
+        C: FnOnce(&E) -> bool,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let permit = self.acquire()?;
+        match Timeout::new(permit, self.carried_name(), limit, future).await {
+            Ok((result, permit)) => {
+                permit.resolve(&result, counts);
+                result.map_err(Error::Failed)
+            }
+            Err(timed_out) => Err(Error::Timeout(timed_out)),
+        }
     }
 }

@@ -25,7 +25,7 @@ use crate::core::name::Name;
 #[cfg(not(feature = "tokio"))]
 use self::no_timer::{Sleep, elapsed, sleep};
 #[cfg(feature = "tokio")]
-use crate::policy::tokio::{Sleep, elapsed, sleep};
+use crate::core::timer::{Sleep, elapsed, sleep};
 
 pin_project_lite::pin_project! {
     /// The protected body of a call admitted by a [`Permit`], with a time
