@@ -605,7 +605,7 @@ mod tests {
         assert_eq!(b.state(), State::Closed);
         let _ = b.call(|| Err::<(), _>(()));
         assert_eq!(b.state(), State::Open, "the latest threshold decides");
-        assert_eq!(b.tuning.published(), 2001);
+        assert_eq!(b.reconfigurations(), 2001);
     }
 
     /// The memory each reconfiguration keeps, as the module docs state it.

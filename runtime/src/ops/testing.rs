@@ -307,7 +307,7 @@ fn own<T>(
 impl Own {
     fn breaker(&self, shared: &'static Breaker) -> &'static Breaker {
         own(&self.breakers, shared, |shared| {
-            let fresh = Breaker::with_clock(shared.config.clone(), shared.clock.clone());
+            let fresh = shared.fresh_copy();
             // Marked so that its first call does not list it in the
             // program's registry; the registry finds it through the scope.
             fresh.mark_registered();

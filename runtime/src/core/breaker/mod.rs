@@ -132,8 +132,8 @@ struct Hot {
 #[derive(Debug)]
 pub struct Breaker {
     hot: Hot,
-    pub(crate) config: Config,
-    pub(crate) clock: Clock,
+    config: Config,
+    clock: Clock,
     /// Unresolved trial permits are presumed lost once this time has passed:
     /// the latest trial admission plus the lease. Only ever raised, and raised
     /// before the admission is published, so whoever sees a trial in flight
@@ -142,7 +142,7 @@ pub struct Breaker {
     /// Consecutive opens without a healthy pause (growing open time).
     level: AtomicU32,
     rng: AtomicU64,
-    pub(crate) last_transition: AtomicU64,
+    last_transition: AtomicU64,
     /// The rate rules' first window, made on first use and read without a
     /// guard: a breaker whose window's shape never changes pays nothing
     /// for reclamation. Kept for the breaker's lifetime.
@@ -151,14 +151,14 @@ pub struct Breaker {
     /// The windows that replaced it when a reconfiguration changed its
     /// shape (`configure` module), each freed once no call reads it after
     /// it was replaced in turn (`kept` module).
-    pub(crate) window: Kept<Window>,
+    window: Kept<Window>,
     /// Transition events and per-transition totals (`events` module).
     events: Events,
     /// Calls counted by outcome (`totals` module).
-    pub(crate) totals: Totals,
+    totals: Totals,
     /// Settings changed at run time (`configure` module), read only where
     /// the breaker decides something.
-    pub(crate) tuning: Tuning,
+    tuning: Tuning,
     /// Asked before a trip from Closed, when set: a keyed family's
     /// ejection budget (`keyed` module). `false` keeps the breaker Closed.
     #[cfg(all(feature = "keyed", not(loom)))]

@@ -75,3 +75,18 @@ impl Breaker {
         self.consult_time_window();
     }
 }
+
+impl Breaker {
+    /// A new breaker with this one's declared settings and clock, and no
+    /// history: a test scope's stand-in for a declared breaker.
+    #[cfg(feature = "testing")]
+    pub(crate) fn fresh_copy(&self) -> Breaker {
+        Breaker::with_clock(self.config.clone(), self.clock.clone())
+    }
+
+    /// Settings published by reconfigurations so far.
+    #[cfg(test)]
+    pub(crate) fn reconfigurations(&self) -> usize {
+        self.tuning.published()
+    }
+}
