@@ -115,7 +115,7 @@ struct ConfigFile {
 /// Applies the file's overrides, then the environment's.
 pub fn configure_breakers(out: &mut impl Write) -> Result<(), Box<dyn std::error::Error>> {
     let file: ConfigFile = toml::from_str(CONFIG)?;
-    configure::apply(&file.failfast).map_err(listed)?;
+    configure::apply_all(&file.failfast).map_err(listed)?;
     let env = configure::from_env().map_err(listed)?;
     let stock = registry::family("checkout::inventory").unwrap().config();
     let pay = registry::get("checkout::payments").unwrap();

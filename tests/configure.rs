@@ -145,7 +145,7 @@ fn each_toml_section_is_applied_whole_or_not_at_all_and_every_refusal_is_returne
     // `toml::search` trips on a failure rate: a threshold is another rule,
     // and its section is refused whole; `toml::qoute` is no breaker. The
     // other sections are applied.
-    let errors = configure::apply(&file.failfast).unwrap_err();
+    let errors = configure::apply_all(&file.failfast).unwrap_err();
     let found: Vec<_> = errors.iter().map(|e| (e.breaker(), e.key())).collect();
     assert_eq!(
         found,
@@ -213,7 +213,7 @@ fn observe_only_never_rejects_and_reports_what_it_would_have_done() {
     let _subscription = events::subscribe_to("shadow::rollout", move |t| {
         sink.lock().unwrap().push((t.to, t.mode));
     });
-    configure::configure(
+    configure::apply(
         "shadow::rollout",
         ConfigPatch::new().mode(Mode::ObserveOnly),
     )
@@ -236,13 +236,13 @@ fn observe_only_never_rejects_and_reports_what_it_would_have_done() {
         "an event says it would have opened: {seen:?}"
     );
     drop(seen);
-    configure::configure("shadow::rollout", ConfigPatch::new().mode(Mode::Normal)).unwrap();
+    configure::apply("shadow::rollout", ConfigPatch::new().mode(Mode::Normal)).unwrap();
     assert_eq!(state("shadow::rollout"), State::Closed);
 }
 
 #[test]
 fn configuring_an_unknown_breaker_names_it() {
-    let error = configure::configure("nope", ConfigPatch::new().threshold(2)).unwrap_err();
+    let error = configure::apply("nope", ConfigPatch::new().threshold(2)).unwrap_err();
     assert_eq!(
         error.to_string(),
         "`nope` matches no registered breaker or family"
@@ -260,10 +260,10 @@ fn inventory(host: &str) -> Result<(), Down> {
 #[test]
 fn an_attribute_family_is_configured_by_its_name_and_a_key_by_family_and_key() {
     let _ = inventory("10.0.0.1"); // the family registers on its first call
-    configure::configure("inventory", ConfigPatch::new().threshold(2)).unwrap();
+    configure::apply("inventory", ConfigPatch::new().threshold(2)).unwrap();
     let _ = inventory("10.0.0.1");
     assert_eq!(state("inventory[10.0.0.1]"), State::Open, "tripped at 2");
-    configure::configure("inventory[10.0.0.3]", ConfigPatch::new().threshold(1)).unwrap();
+    configure::apply("inventory[10.0.0.3]", ConfigPatch::new().threshold(1)).unwrap();
     let _ = inventory("10.0.0.3");
     assert_eq!(state("inventory[10.0.0.3]"), State::Open, "tripped at 1");
     assert_eq!(

@@ -234,7 +234,7 @@ fn sync_two_finds_them_closed() {
     let s = snapshot("isolate::lookup");
     assert_eq!((s.successes, s.failures, s.state), (1, 1, State::Closed));
 
-    failfast::configure("isolate::lookup", ConfigPatch::new().threshold(1)).unwrap();
+    failfast::configure::apply("isolate::lookup", ConfigPatch::new().threshold(1)).unwrap();
     assert_eq!(lookup(true), Err(Down::Failed));
     assert_eq!(state("isolate::lookup"), State::Open);
     assert_eq!(replica("c", true), Err(Down::Failed));

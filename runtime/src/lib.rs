@@ -94,7 +94,6 @@ pub use crate::core::config::{Builder, Config};
 pub use crate::core::error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
 pub use crate::core::name::Name;
 pub use crate::core::patch::{ConfigPatch, ConfigureError};
-pub use ops::configure::configure;
 pub use policy::bulkhead::{Bulkhead, BulkheadPermit};
 #[cfg(feature = "keyed")]
 pub use policy::keyed::{Family, FamilyBuilder, FamilyStats, Key, Lease, Member};

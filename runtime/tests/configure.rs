@@ -158,7 +158,7 @@ fn a_variable_matching_two_breaker_names_is_refused_with_both_names() {
     );
     assert_eq!((threshold(&dotted), threshold(&dashed)), (5, 5));
     // By name, each can still be set.
-    configure::configure("clash.charge", ConfigPatch::new().threshold(3)).unwrap();
+    configure::apply("clash.charge", ConfigPatch::new().threshold(3)).unwrap();
     assert_eq!((threshold(&dotted), threshold(&dashed)), (3, 5));
 }
 
@@ -180,7 +180,7 @@ fn a_breaker_whose_name_has_no_ascii_letter_cannot_be_set_from_the_environment()
         errors[0]
     );
     assert_eq!((threshold(&cyrillic), threshold(&chinese)), (5, 5));
-    configure::configure("支付", ConfigPatch::new().threshold(3)).unwrap();
+    configure::apply("支付", ConfigPatch::new().threshold(3)).unwrap();
     assert_eq!((threshold(&cyrillic), threshold(&chinese)), (5, 3));
 }
 
@@ -190,7 +190,7 @@ fn a_breaker_whose_name_has_no_ascii_letter_cannot_be_set_from_the_environment()
 fn every_live_breaker_of_a_shared_name_is_configured_or_none() {
     let first = registered("twins::shared", 5);
     let second = registered("twins::shared", 5);
-    configure::configure("twins::shared", ConfigPatch::new().threshold(7)).unwrap();
+    configure::apply("twins::shared", ConfigPatch::new().threshold(7)).unwrap();
     assert_eq!((threshold(&first), threshold(&second)), (7, 7));
     assert_eq!(
         from_vars([("FAILFAST__TWINS_SHARED__THRESHOLD", "4")]),
@@ -209,13 +209,13 @@ fn every_live_breaker_of_a_shared_name_is_configured_or_none() {
             .unwrap(),
     );
     registry::register(&rate);
-    let error = configure::configure("twins::mixed", ConfigPatch::new().threshold(2)).unwrap_err();
+    let error = configure::apply("twins::mixed", ConfigPatch::new().threshold(2)).unwrap_err();
     assert_eq!(
         (error.breaker(), error.key()),
         ("twins::mixed", "threshold")
     );
     assert_eq!(threshold(&counting), 5, "nothing applied");
-    configure::configure("twins::mixed", ConfigPatch::new().trial_calls(3)).unwrap();
+    configure::apply("twins::mixed", ConfigPatch::new().trial_calls(3)).unwrap();
     for b in [&counting, &rate] {
         let config = format!("{:?}", b.current_config());
         assert!(config.contains("trial_calls: 3"), "{config}");
@@ -358,15 +358,15 @@ fn family(name: &'static str, threshold: u32) -> failfast_runtime::Family<String
 fn a_family_is_configured_by_its_name_and_one_key_by_family_and_key() {
     let keys = family("cfg::replicas", 5);
     let before = keys.get("10.0.0.1");
-    configure::configure("cfg::replicas", ConfigPatch::new().threshold(3)).unwrap();
+    configure::apply("cfg::replicas", ConfigPatch::new().threshold(3)).unwrap();
     assert_eq!(threshold(before.breaker()), 3);
     assert_eq!(threshold(keys.get("10.0.0.2").breaker()), 3, "made later");
 
     // A key with no call yet: its first call adopts the breaker set by name.
-    configure::configure("cfg::replicas[10.0.0.3]", ConfigPatch::new().threshold(1)).unwrap();
+    configure::apply("cfg::replicas[10.0.0.3]", ConfigPatch::new().threshold(1)).unwrap();
     assert_eq!(threshold(keys.get("10.0.0.3").breaker()), 1);
     // A key with a breaker already.
-    configure::configure("cfg::replicas[10.0.0.1]", ConfigPatch::new().threshold(2)).unwrap();
+    configure::apply("cfg::replicas[10.0.0.1]", ConfigPatch::new().threshold(2)).unwrap();
     assert_eq!(threshold(before.breaker()), 2);
     assert_eq!(
         threshold(keys.get("10.0.0.2").breaker()),
@@ -375,13 +375,13 @@ fn a_family_is_configured_by_its_name_and_one_key_by_family_and_key() {
     );
 
     let refused =
-        configure::configure("cfg::replicas", ConfigPatch::new().failure_rate(0.5)).unwrap_err();
+        configure::apply("cfg::replicas", ConfigPatch::new().failure_rate(0.5)).unwrap_err();
     assert_eq!(
         (refused.breaker(), refused.key()),
         ("cfg::replicas", "failure_rate")
     );
-    let refused = configure::configure("cfg::replicas[10.0.0.9]", ConfigPatch::new().threshold(0))
-        .unwrap_err();
+    let refused =
+        configure::apply("cfg::replicas[10.0.0.9]", ConfigPatch::new().threshold(0)).unwrap_err();
     assert_eq!(
         (refused.breaker(), refused.key()),
         ("cfg::replicas[10.0.0.9]", "threshold")
@@ -392,7 +392,7 @@ fn a_family_is_configured_by_its_name_and_one_key_by_family_and_key() {
     );
     // The overflow breaker exists only once used.
     let refused =
-        configure::configure("cfg::replicas[*]", ConfigPatch::new().threshold(2)).unwrap_err();
+        configure::apply("cfg::replicas[*]", ConfigPatch::new().threshold(2)).unwrap_err();
     assert_eq!(refused.key(), "name");
     assert!(refused.reason().contains("overflow breaker"), "{refused}");
 }
@@ -440,7 +440,7 @@ fn each_section_is_applied_on_its_own_and_every_refusal_is_returned() {
         ),
         ("sections::gone".to_owned(), ConfigPatch::new().threshold(2)),
     ]);
-    let errors = configure::apply(&patches).unwrap_err();
+    let errors = configure::apply_all(&patches).unwrap_err();
     let found: Vec<_> = errors.iter().map(|e| (e.breaker(), e.key())).collect();
     assert_eq!(
         found,
@@ -457,7 +457,7 @@ fn each_section_is_applied_on_its_own_and_every_refusal_is_returned() {
 /// The message of a name that matches nothing blames the name, not a key.
 #[test]
 fn an_unknown_name_is_reported_as_matching_no_breaker_or_family() {
-    let error = configure::configure("cfg::nowhere", ConfigPatch::new().threshold(2)).unwrap_err();
+    let error = configure::apply("cfg::nowhere", ConfigPatch::new().threshold(2)).unwrap_err();
     assert_eq!(error.key(), "name");
     assert_eq!(
         error.to_string(),

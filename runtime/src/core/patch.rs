@@ -12,7 +12,7 @@ use crate::core::config::{Config, Window};
 ///
 /// With the `serde` feature it is `Deserialize`, with the attribute's key
 /// names and durations as strings, so a configuration file can hold one per
-/// breaker name (see [`configure::apply`](crate::configure::apply)):
+/// breaker name (see [`configure::apply_all`](crate::configure::apply_all)):
 ///
 /// ```toml
 /// [failfast."payments::charge"]
@@ -199,7 +199,7 @@ impl ConfigPatch {
 
 /// An override refused: which breaker (or family), which key, why. Nothing
 /// of its patch was applied; what else was depends on the entry point
-/// ([`configure::apply`](crate::configure::apply) applies the other sections, [`configure::from_env`](crate::configure::from_env) nothing).
+/// ([`configure::apply_all`](crate::configure::apply_all) applies the other sections, [`configure::from_env`](crate::configure::from_env) nothing).
 ///
 /// Its message names what is at fault: `` breaker `search`: `threshold` … ``
 /// for a key, `` `inventory` matches no registered breaker or family `` for a

@@ -1,10 +1,10 @@
 //! Settings changed while the program runs: overrides by name before
-//! traffic ([`configure`], [`from_env`], and with the `serde` feature a
+//! traffic ([`apply`], [`from_env`], and with the `serde` feature a
 //! [`ConfigPatch`] per breaker read from a TOML or YAML section), and live
 //! changes of a running breaker ([`Breaker::reconfigure`](crate::Breaker::reconfigure), also on a
 //! [`registry::get`] handle). With the `keyed` feature a name may also be a
 //! keyed family's, for every key's breaker, or `family[key]`, for one key's
-//! (see [`configure`]).
+//! (see [`apply`]).
 //!
 //! ```
 //! use failfast_runtime::{configure, registry, Breaker, ConfigPatch};
@@ -14,7 +14,7 @@
 //! let payments = Arc::new(Breaker::builder().name("payments::charge").threshold(5).build()?);
 //! registry::register(&payments);
 //!
-//! configure::configure(
+//! configure::apply(
 //!     "payments::charge",
 //!     ConfigPatch::new().threshold(10).recovery(Duration::from_secs(60)),
 //! )?;
@@ -100,7 +100,7 @@
 //!
 //! [`from_env`] reads `FAILFAST__<BREAKER>__<KEY>=<value>`: `<BREAKER>` is
 //! the name of a breaker or of a keyed family (every key's breaker, as by
-//! [`configure`]) in upper case with every run of characters other than
+//! [`apply`]) in upper case with every run of characters other than
 //! letters and digits written `_` (`payments::charge` →
 //! `PAYMENTS_CHARGE`), `<KEY>` the key in upper case (`THRESHOLD`,
 //! `FAILURE_RATE`, `RECOVERY`, `WINDOW`, `MODE`, …), durations written as
@@ -115,18 +115,18 @@
 //!
 //! Every variable is checked before any is applied: an unknown breaker or
 //! key, a value that does not parse or does not fit, and nothing changes.
-//! (A file's sections are applied each on its own: see [`apply`].)
+//! (A file's sections are applied each on its own: see [`apply_all`].)
 //!
 //! Different names can map to one name in variables (`pay.charge` and
 //! `pay-charge` are both `PAY_CHARGE`): a variable that matches more than
 //! one name of breakers or families is refused, with the names it matched
-//! (set them by name with [`configure`] or [`apply`]). A name with no ASCII
+//! (set them by name with [`apply`] or [`apply_all`]). A name with no ASCII
 //! letter or digit (`платежи`, `支付`) maps to the empty name: such a
 //! breaker cannot be set from the environment, and a variable naming the
 //! empty breaker (`FAILFAST____THRESHOLD`) is refused. Breakers built at run
-//! time that share a name are all changed, as by [`configure`]. A key's
+//! time that share a name are all changed, as by [`apply`]. A key's
 //! breaker (`family[key]`) has no name in variables: set it with
-//! [`configure`] or [`apply`]. A variable
+//! [`apply`] or [`apply_all`]. A variable
 //! under `FAILFAST__` whose name or value is not UTF-8 is refused (shown with
 //! `�` for the bytes that are not); every other variable is ignored, UTF-8
 //! or not.
@@ -164,12 +164,12 @@ use crate::ops::registry::{self, BreakerRef};
 /// let replicas: Family<String> =
 ///     Family::builder(Breaker::builder().name("replicas").threshold(5)).build()?;
 /// replicas.register();
-/// configure::configure("replicas", ConfigPatch::new().threshold(3))?;
-/// configure::configure("replicas[10.0.0.3]", ConfigPatch::new().threshold(1))?;
+/// configure::apply("replicas", ConfigPatch::new().threshold(3))?;
+/// configure::apply("replicas[10.0.0.3]", ConfigPatch::new().threshold(1))?;
 /// assert_eq!(replicas.get("10.0.0.1").current_config().threshold(), 3);
 /// assert_eq!(replicas.get("10.0.0.3").current_config().threshold(), 1);
 ///
-/// let unknown = configure::configure("replica", ConfigPatch::new().threshold(3));
+/// let unknown = configure::apply("replica", ConfigPatch::new().threshold(3));
 /// assert_eq!(
 ///     unknown.unwrap_err().to_string(),
 ///     "`replica` matches no registered breaker or family"
@@ -183,7 +183,7 @@ use crate::ops::registry::{self, BreakerRef};
 /// [`ConfigureError`]: no breaker or family of that name (key `name`), or a
 /// value that cannot work (for a breaker of that name; the first such
 /// refusal).
-pub fn configure(name: &str, patch: ConfigPatch) -> Result<(), ConfigureError> {
+pub fn apply(name: &str, patch: ConfigPatch) -> Result<(), ConfigureError> {
     let patches = BTreeMap::from([(name.to_owned(), patch)]);
     match apply_counted(&patches, Sections::AllOrNothing) {
         Ok(_) => Ok(()),
@@ -196,11 +196,11 @@ pub fn configure(name: &str, patch: ConfigPatch) -> Result<(), ConfigureError> {
 
 /// Applies one patch per name, section by section: each section (a name and
 /// its patch) is checked whole against everything the name addresses and
-/// applied whole or not at all, as [`configure`] does; a section refused
+/// applied whole or not at all, as [`apply`] does; a section refused
 /// never keeps the others from being applied, and every refusal is
 /// returned at once. A name is a breaker's (every live breaker of a name
 /// several share), a keyed family's, or `family[key]`, as in
-/// [`configure`]. With the `serde` feature, read the map from a
+/// [`apply`]. With the `serde` feature, read the map from a
 /// configuration file's section:
 ///
 /// ```
@@ -217,7 +217,7 @@ pub fn configure(name: &str, patch: ConfigPatch) -> Result<(), ConfigureError> {
 ///     r#"{ "inventory": { "threshold": 3, "recovery": "10s" },
 ///          "invetory": { "threshold": 4 } }"#,
 /// ).unwrap();
-/// let refused = configure::apply(&section).unwrap_err();
+/// let refused = configure::apply_all(&section).unwrap_err();
 /// assert_eq!(refused[0].to_string(), "`invetory` matches no registered breaker or family");
 /// assert_eq!(inventory.current_config().threshold(), 3, "the good section applied");
 /// # }
@@ -227,20 +227,20 @@ pub fn configure(name: &str, patch: ConfigPatch) -> Result<(), ConfigureError> {
 ///
 /// Every section refused, each with its name, key and reason: nothing of
 /// those sections was applied, and every other section was.
-pub fn apply(patches: &BTreeMap<String, ConfigPatch>) -> Result<(), Vec<ConfigureError>> {
+pub fn apply_all(patches: &BTreeMap<String, ConfigPatch>) -> Result<(), Vec<ConfigureError>> {
     apply_counted(patches, Sections::EachAlone).map(drop)
 }
 
 /// Whether a refused section keeps the others from being applied.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Sections {
-    /// [`apply`]: each section applied if it fits, whatever the others do.
+    /// [`apply_all`]: each section applied if it fits, whatever the others do.
     EachAlone,
-    /// [`configure`], [`from_env`]: every section fits, or none is applied.
+    /// [`apply`], [`from_env`]: every section fits, or none is applied.
     AllOrNothing,
 }
 
-/// [`apply`], returning how many breakers and families it changed. An
+/// [`apply_all`], returning how many breakers and families it changed. An
 /// `Err` holds at least one error.
 fn apply_counted(
     patches: &BTreeMap<String, ConfigPatch>,

@@ -52,7 +52,7 @@
 //! other (two libraries that both call their breaker `"redis"`), and the
 //! program's author can fix neither: that never panics, in any build. Both
 //! breakers are kept and work as declared; [`all`] lists both, [`get`] finds
-//! the first declared, [`configure`](crate::ops::configure::configure) applies a change to
+//! the first declared, [`configure::apply`](crate::configure::apply) applies a change to
 //! every breaker of the name, and with the `tracing` feature the registry's
 //! first use logs a warning naming both crates and sites.
 //!
