@@ -88,8 +88,8 @@ async fn floor_async(x: u64) -> Result<(), Fault> {
     };
     let result = answer(x);
     match result {
-        Ok(()) => permit.success(),
-        Err(_) => permit.failure(),
+        Ok(()) => permit.record(failfast::Outcome::Success),
+        Err(_) => permit.record(failfast::Outcome::Failure),
     }
     result
 }

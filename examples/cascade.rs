@@ -283,9 +283,9 @@ impl<'b> Sim<'b> {
                 let job = self.jobs[id].as_mut().expect("job in flight");
                 if let Some(permit) = job.permit.take() {
                     if answered {
-                        permit.success()
+                        permit.record(failfast::Outcome::Success)
                     } else {
-                        permit.failure()
+                        permit.record(failfast::Outcome::Failure)
                     }
                 }
                 if answered {

@@ -176,7 +176,7 @@ mod builder {
         let b = consecutive(5, &ManualClock::new());
         per_call("closed success", || assert!(b.call(ok).is_ok()));
         per_call("closed success by permit", || {
-            b.acquire().unwrap().success();
+            b.acquire().unwrap().record(failfast::Outcome::Success);
         });
     }
 

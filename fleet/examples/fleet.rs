@@ -147,10 +147,10 @@ async fn calls(breaker: Arc<Breaker>, port: u16, counts: Arc<Counts>, late: bool
         conn.write_all(b"?").await.unwrap();
         conn.read_exact(&mut answer).await.unwrap();
         if &answer == b"+" {
-            permit.success();
+            permit.record(failfast_runtime::Outcome::Success);
             continue;
         }
-        permit.failure();
+        permit.record(failfast_runtime::Outcome::Failure);
         failed = true;
         if trial {
             counts.probes.fetch_add(1, Ordering::Relaxed);

@@ -137,7 +137,7 @@ async fn a_remote_open_expires_on_the_local_clock() {
     .await;
     let trial = b.breaker.acquire().expect("b admits a trial");
     assert!(trial.is_trial());
-    trial.success();
+    trial.record(failfast_runtime::Outcome::Success);
     assert_eq!(b.breaker.state(), State::Closed);
     assert_eq!(a.breaker.state(), State::Open, "a's own open is its own");
 }
@@ -180,9 +180,9 @@ async fn one_probe_per_fleet_per_recovery_then_the_fleet_closes() {
                             trials.fetch_add(1, Ordering::Relaxed);
                         }
                         if sick.load(Ordering::Relaxed) {
-                            permit.failure();
+                            permit.record(failfast_runtime::Outcome::Failure);
                         } else {
-                            permit.success();
+                            permit.record(failfast_runtime::Outcome::Success);
                         }
                     }
                     tokio::time::sleep(Duration::from_millis(10)).await;

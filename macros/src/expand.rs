@@ -1107,7 +1107,7 @@ impl Plan<'_> {
             #allow
             match #split(__failfast_result) {
                 ::core::result::Result::Ok(__failfast_value) => {
-                    __failfast_permit.success();
+                    __failfast_permit.record(#private::Outcome::Success);
                     #success;
                 }
                 #on_error
@@ -1219,11 +1219,11 @@ impl Plan<'_> {
         quote! {
             ::core::result::Result::Err(__failfast_error) => {
                 if #counted {
-                    __failfast_permit.failure();
+                    __failfast_permit.record(#private::Outcome::Failure);
                     #report_failure
                     #on_failure;
                 }
-                __failfast_permit.neutral();
+                __failfast_permit.record(#private::Outcome::Neutral);
                 #report_neutral
                 #neutral;
             }

@@ -177,7 +177,7 @@ fn decay_counts_closed_time_only() {
     clock.advance(Duration::from_secs(16));
     let trial = b.acquire().expect("trial");
     clock.advance(Duration::from_secs(100));
-    trial.failure();
+    trial.record(failfast_runtime::Outcome::Failure);
     assert_eq!(wait_out(&b, &clock), SEC * 32);
 }
 

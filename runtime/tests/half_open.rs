@@ -55,17 +55,17 @@ fn trial_calls_3_admits_exactly_3_at_once_and_rejects_the_4th() {
     let r = b.call(|| -> Result<(), ()> { panic!("the dependency was called") });
     assert!(r.unwrap_err().rejected().is_some());
     let [p1, p2, p3] = permits;
-    p1.success();
+    p1.record(failfast_runtime::Outcome::Success);
     assert_eq!(b.state(), State::HalfOpen);
     // A permit came back: one more trial may run (3 in flight again), not two.
     let p4 = trial(&b);
     assert_rejected(&b, State::HalfOpen);
-    p2.success();
+    p2.record(failfast_runtime::Outcome::Success);
     assert_eq!(b.state(), State::HalfOpen, "2 of 3 successes");
-    p3.success();
+    p3.record(failfast_runtime::Outcome::Success);
     assert_eq!(b.state(), State::Closed, "3 of 3 successes");
     // The straggler admitted as a trial no longer drives the closed breaker.
-    p4.failure();
+    p4.record(failfast_runtime::Outcome::Failure);
     assert_eq!(b.state(), State::Closed);
     assert_eq!(b.snapshot().consecutive_failures, 0);
 }
@@ -76,7 +76,7 @@ fn trial_calls_default_to_one() {
     let b = eligible(&clock, 1, 1);
     let p = trial(&b);
     assert_rejected(&b, State::HalfOpen);
-    p.success();
+    p.record(failfast_runtime::Outcome::Success);
     assert_eq!(b.state(), State::Closed);
     let b = Breaker::builder()
         .threshold(1)
@@ -100,7 +100,7 @@ fn success_threshold_3_with_trial_calls_1_closes_after_3_sequential_trials() {
     for i in 1..=3 {
         let p = trial(&b);
         assert_rejected(&b, State::HalfOpen);
-        p.success();
+        p.record(failfast_runtime::Outcome::Success);
         let snap = b.snapshot();
         if i < 3 {
             assert_eq!(snap.state, State::HalfOpen, "{i} of 3 successful trials");
@@ -139,7 +139,7 @@ fn no_combination_of_trial_calls_and_success_threshold_wedges() {
                 }
                 assert_eq!(permits.len(), trial_calls as usize);
                 for p in permits {
-                    p.success();
+                    p.record(failfast_runtime::Outcome::Success);
                     successes += 1;
                 }
                 assert!(
@@ -158,14 +158,14 @@ fn no_combination_of_trial_calls_and_success_threshold_wedges() {
 fn neutral_trials_do_not_count_toward_success_threshold() {
     let clock = ManualClock::new();
     let b = eligible(&clock, 1, 2);
-    trial(&b).success();
+    trial(&b).record(failfast_runtime::Outcome::Success);
     for _ in 0..5 {
         trial(&b).record(Outcome::Neutral);
         drop(trial(&b)); // an abandoned trial
     }
     let snap = b.snapshot();
     assert_eq!((snap.state, snap.trial_successes), (State::HalfOpen, 1));
-    trial(&b).success();
+    trial(&b).record(failfast_runtime::Outcome::Success);
     assert_eq!(b.state(), State::Closed);
 }
 
@@ -176,7 +176,7 @@ fn a_failed_trial_reopens_at_once_and_restarts_the_wait() {
     clock.advance(Duration::from_secs(7)); // the trial comes late
     let p = trial(&b);
     clock.advance(Duration::from_secs(2)); // and takes a while
-    p.failure();
+    p.record(failfast_runtime::Outcome::Failure);
     assert_eq!(b.state(), State::Open);
     let rejected = b.acquire().expect_err("open again");
     assert_eq!(rejected.state(), State::Open);
@@ -186,7 +186,7 @@ fn a_failed_trial_reopens_at_once_and_restarts_the_wait() {
     assert_rejected(&b, State::Open);
     clock.advance(NS);
     assert_eq!(b.state(), State::HalfOpen);
-    trial(&b).success();
+    trial(&b).record(failfast_runtime::Outcome::Success);
     assert_eq!(b.state(), State::Closed);
 }
 
@@ -195,11 +195,11 @@ fn a_failed_trial_among_several_reopens_and_discards_the_others() {
     let clock = ManualClock::new();
     let b = eligible(&clock, 3, 2);
     let (p1, p2, p3) = (trial(&b), trial(&b), trial(&b));
-    p1.success();
-    p2.failure();
+    p1.record(failfast_runtime::Outcome::Success);
+    p2.record(failfast_runtime::Outcome::Failure);
     assert_eq!(b.state(), State::Open, "one failed trial is enough");
     // The last trial succeeds, but it belongs to the round that failed.
-    p3.success();
+    p3.record(failfast_runtime::Outcome::Success);
     assert_eq!(b.state(), State::Open);
     assert_eq!(b.snapshot().retry_after, Some(RECOVERY));
 }
@@ -208,16 +208,16 @@ fn a_failed_trial_among_several_reopens_and_discards_the_others() {
 fn a_failure_after_some_successful_trials_starts_over() {
     let clock = ManualClock::new();
     let b = eligible(&clock, 1, 3);
-    trial(&b).success();
-    trial(&b).success();
-    trial(&b).failure();
+    trial(&b).record(failfast_runtime::Outcome::Success);
+    trial(&b).record(failfast_runtime::Outcome::Success);
+    trial(&b).record(failfast_runtime::Outcome::Failure);
     assert_eq!(b.state(), State::Open);
     clock.advance(RECOVERY);
     // The two earlier successes do not carry over.
-    trial(&b).success();
-    trial(&b).success();
+    trial(&b).record(failfast_runtime::Outcome::Success);
+    trial(&b).record(failfast_runtime::Outcome::Success);
     assert_eq!(b.state(), State::HalfOpen);
-    trial(&b).success();
+    trial(&b).record(failfast_runtime::Outcome::Success);
     assert_eq!(b.state(), State::Closed);
 }
 
@@ -316,8 +316,8 @@ fn unresolved_trials_are_presumed_lost_after_their_lease() {
     assert_rejected(&b, State::HalfOpen);
     clock.advance(NS);
     // A new round of trials begins.
-    trial(&b).success();
-    trial(&b).success();
+    trial(&b).record(failfast_runtime::Outcome::Success);
+    trial(&b).record(failfast_runtime::Outcome::Success);
     assert_eq!(b.state(), State::Closed);
 }
 
@@ -332,7 +332,7 @@ fn the_lease_counts_from_the_latest_trial() {
     clock.advance(LEASE - Duration::from_secs(100));
     assert_rejected(&b, State::HalfOpen);
     clock.advance(Duration::from_secs(100));
-    trial(&b).success();
+    trial(&b).record(failfast_runtime::Outcome::Success);
 }
 
 #[test]
@@ -345,7 +345,7 @@ fn a_slow_trial_is_not_replaced_and_its_failure_reopens() {
         clock.advance(RECOVERY);
         assert_rejected(&b, State::HalfOpen);
     }
-    slow.failure();
+    slow.record(failfast_runtime::Outcome::Failure);
     assert_eq!(b.state(), State::Open);
     assert_eq!(b.snapshot().retry_after, Some(RECOVERY));
 }
@@ -357,10 +357,10 @@ fn a_late_failure_from_a_presumed_lost_trial_still_reopens() {
     let lost = trial(&b);
     clock.advance(LEASE);
     // Presumed lost: a new round starts, and its trial succeeds (1 of 2).
-    trial(&b).success();
+    trial(&b).record(failfast_runtime::Outcome::Success);
     assert_eq!(b.snapshot().trial_successes, 1);
     // The first trial was only slow, and failed.
-    lost.failure();
+    lost.record(failfast_runtime::Outcome::Failure);
     assert_eq!(b.state(), State::Open);
 }
 
@@ -372,16 +372,16 @@ fn a_late_success_or_neutral_from_a_presumed_lost_trial_is_ignored() {
     clock.advance(LEASE);
     let current = trial(&b);
     // Ignored: it does not give back the slot of the running trial...
-    lost_1.neutral();
+    lost_1.record(failfast_runtime::Outcome::Neutral);
     assert_rejected(&b, State::HalfOpen);
     clock.advance(LEASE);
     let lost_2 = current;
     let current = trial(&b);
     // ...nor count toward closing.
-    lost_2.success();
+    lost_2.record(failfast_runtime::Outcome::Success);
     assert_eq!(b.snapshot().trial_successes, 0);
     assert_eq!(b.snapshot().trials_in_flight, 1);
-    current.success();
+    current.record(failfast_runtime::Outcome::Success);
     assert_eq!(b.snapshot().trial_successes, 1);
 }
 
@@ -401,7 +401,7 @@ fn trial_lease_is_configurable() {
     clock.advance(Duration::from_secs(5) - NS);
     assert_rejected(&b, State::HalfOpen);
     clock.advance(NS);
-    trial(&b).success();
+    trial(&b).record(failfast_runtime::Outcome::Success);
     assert_eq!(b.state(), State::Closed);
     let zero = Breaker::builder().trial_lease(Duration::ZERO).build();
     assert_eq!(zero.unwrap_err().setting(), "trial_lease");
@@ -422,7 +422,7 @@ fn the_default_lease_is_at_least_a_minute() {
     clock.advance(Duration::from_secs(60) - NS);
     assert_rejected(&b, State::HalfOpen);
     clock.advance(NS);
-    trial(&b).success();
+    trial(&b).record(failfast_runtime::Outcome::Success);
 }
 
 /// `since_transition` counts from the last change of state, not from the last
@@ -433,9 +433,9 @@ fn a_trial_coming_back_is_not_a_transition() {
     let b = eligible(&clock, 2, 3);
     let first = trial(&b);
     clock.advance(Duration::from_secs(5));
-    first.success();
+    first.record(failfast_runtime::Outcome::Success);
     clock.advance(Duration::from_secs(5));
-    trial(&b).neutral();
+    trial(&b).record(failfast_runtime::Outcome::Neutral);
     clock.advance(Duration::from_secs(5));
     let s = b.snapshot();
     assert_eq!((s.state, s.trial_successes), (State::HalfOpen, 1));
@@ -486,7 +486,7 @@ fn a_late_success_of_a_lost_round_never_counts_however_many_rounds_passed() {
         let mut trials = lose_rounds(&b, &clock, rounds);
         let current = trials.pop().expect("the current trial");
         let first = trials.remove(0);
-        first.success();
+        first.record(failfast_runtime::Outcome::Success);
         let s = b.snapshot();
         assert_eq!(
             (s.state, s.trial_successes, s.trials_in_flight),
@@ -494,7 +494,7 @@ fn a_late_success_of_a_lost_round_never_counts_however_many_rounds_passed() {
             "after {rounds} lost rounds"
         );
         assert_rejected(&b, State::HalfOpen);
-        current.success();
+        current.record(failfast_runtime::Outcome::Success);
         assert_eq!(b.state(), State::Closed, "after {rounds} lost rounds");
         drop(trials);
     }
@@ -510,7 +510,7 @@ fn a_late_failure_reopens_within_its_generation_and_is_ignored_after() {
         let b = eligible_with_short_lease(&clock);
         let mut trials = lose_rounds(&b, &clock, rounds);
         let current = trials.pop().expect("the current trial");
-        trials.remove(0).failure();
+        trials.remove(0).record(failfast_runtime::Outcome::Failure);
         let expected = if reopens {
             State::Open
         } else {

@@ -82,8 +82,12 @@ fn trial_success_racing_a_new_caller_never_admits_two_at_once() {
         let b = eligible(1, 2);
         let trial = b.acquire().expect("the trial");
         let b2 = b.clone();
-        let racer = thread::spawn(move || b2.acquire().map(|p| p.success()).is_ok());
-        trial.success();
+        let racer = thread::spawn(move || {
+            b2.acquire()
+                .map(|p| p.record(failfast_runtime::Outcome::Success))
+                .is_ok()
+        });
+        trial.record(failfast_runtime::Outcome::Success);
         let racer_ran = racer.join().unwrap();
         let s = b.snapshot();
         if racer_ran {
@@ -144,7 +148,7 @@ fn a_call_admitted_before_the_trip_cannot_close_the_breaker() {
         let tripper = thread::spawn(move || {
             let _ = b2.call(|| Err::<(), _>("down"));
         });
-        early.success();
+        early.record(failfast_runtime::Outcome::Success);
         tripper.join().unwrap();
         assert_eq!(
             b.state(),
@@ -179,7 +183,9 @@ fn racing_trials_that_fail_never_wedge_the_breaker() {
             assert_eq!(s.state, State::Open);
             assert_eq!(s.retry_after, Some(RECOVERY));
             clock.advance(RECOVERY);
-            b.acquire().expect("a trial after recovery").success();
+            b.acquire()
+                .expect("a trial after recovery")
+                .record(failfast_runtime::Outcome::Success);
         });
     }
 }
@@ -200,7 +206,7 @@ fn a_trial_success_racing_a_trial_failure_never_wedges() {
         clock.advance(RECOVERY);
         b.acquire()
             .expect("closed, or a trial after recovery")
-            .success();
+            .record(failfast_runtime::Outcome::Success);
         assert_eq!(b.state(), State::Closed);
     });
 }
@@ -216,14 +222,16 @@ fn reset_racing_a_failed_trial_never_wedges() {
         let trial = b.acquire().expect("the trial");
         let b2 = b.clone();
         let resetter = thread::spawn(move || b2.reset());
-        trial.failure();
+        trial.record(failfast_runtime::Outcome::Failure);
         resetter.join().unwrap();
         match b.state() {
             State::Closed => {}
             State::Open => clock.advance(RECOVERY),
             State::HalfOpen => panic!("a failed trial or a reset cannot leave it half-open"),
         }
-        b.acquire().expect("usable again").success();
+        b.acquire()
+            .expect("usable again")
+            .record(failfast_runtime::Outcome::Success);
         assert_eq!(b.state(), State::Closed);
     });
 }
@@ -240,9 +248,9 @@ fn manual_control_racing_a_trial_never_wedges() {
             if let Ok(permit) = b2.acquire() {
                 // A trial fails; a call admitted after the reset is healthy.
                 if permit.is_trial() {
-                    permit.failure();
+                    permit.record(failfast_runtime::Outcome::Failure);
                 } else {
-                    permit.success();
+                    permit.record(failfast_runtime::Outcome::Success);
                 }
             }
         });
@@ -255,7 +263,9 @@ fn manual_control_racing_a_trial_never_wedges() {
             State::Closed,
             "a stale trial cannot undo the reset"
         );
-        b.acquire().expect("closed").success();
+        b.acquire()
+            .expect("closed")
+            .record(failfast_runtime::Outcome::Success);
     });
 }
 

@@ -876,7 +876,9 @@ fn leaked_trials_expire_after_their_lease() {
         clock.advance(Duration::from_secs(2));
         assert!(b.acquire().is_err(), "within the lease");
         clock.advance(Duration::from_millis(1));
-        b.acquire().expect("past the lease").success();
+        b.acquire()
+            .expect("past the lease")
+            .record(failfast_runtime::Outcome::Success);
         assert_eq!(b.state(), State::Closed);
     }
 }
@@ -916,7 +918,7 @@ fn jittered_open_periods_stay_in_range() {
             clock.advance(Duration::from_nanos(1));
             let trial = b.acquire().expect("a trial at retry_after");
             assert!(trial.is_trial());
-            trial.failure();
+            trial.record(failfast_runtime::Outcome::Failure);
         }
     }
     seen.sort_unstable();

@@ -80,7 +80,7 @@ fn half_open_rejections_carry_a_copy_too() {
     let trial = b.acquire().expect("the trial");
     assert!(trial.is_trial());
     each_thread_its_own_copy(&b, State::HalfOpen);
-    trial.success();
+    trial.record(failfast_runtime::Outcome::Success);
     assert_eq!(b.state(), State::Closed);
 }
 

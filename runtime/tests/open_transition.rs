@@ -58,7 +58,7 @@ fn lateness(breaker: &Breaker, between: impl Fn()) -> (Duration, u64) {
         match breaker.acquire() {
             Ok(permit) => {
                 let at = Instant::now();
-                permit.success();
+                permit.record(failfast_runtime::Outcome::Success);
                 break at;
             }
             Err(rejected) => {

@@ -15,7 +15,10 @@ fn each_refusal_carries_its_reason() {
         .clock(clock.clone())
         .build()
         .unwrap();
-    breaker.acquire().unwrap().failure();
+    breaker
+        .acquire()
+        .unwrap()
+        .record(failfast_runtime::Outcome::Failure);
 
     let open = breaker.acquire().unwrap_err();
     assert_eq!((open.state(), open.reason()), (State::Open, Reason::Open));
@@ -33,7 +36,7 @@ fn each_refusal_carries_its_reason() {
         busy.to_string(),
         "circuit breaker `reasons` is half-open: its trial calls are in flight"
     );
-    trial.success();
+    trial.record(failfast_runtime::Outcome::Success);
 
     breaker.force_open();
     let forced = breaker.acquire().unwrap_err();

@@ -95,7 +95,7 @@ fn a_static_breaker_registers_itself_on_its_first_call() {
     assert!(registry::get("registry-first-call").is_none());
     failfast_runtime::__private::acquire(&CALLED)
         .expect("closed")
-        .success();
+        .record(failfast_runtime::Outcome::Success);
     let found = registry::get("registry-first-call").expect("registered by its first call");
     assert!(std::ptr::eq(&*found, &CALLED));
 }

@@ -363,7 +363,7 @@ fn trial_never_resolved_expires_after_its_lease() {
     assert!(b.acquire().is_err(), "still within its lease");
     clock.advance(Duration::from_nanos(1));
     let trial = b.acquire().expect("the permit expired: a new trial runs");
-    trial.success();
+    trial.record(failfast_runtime::Outcome::Success);
     assert_eq!(b.state(), State::Closed);
 }
 
@@ -379,7 +379,7 @@ fn reading_state_never_consumes_the_trial() {
     }
     let trial = b.acquire().expect("the trial is still there");
     assert!(b.acquire().is_err(), "and there was exactly one");
-    trial.success();
+    trial.record(failfast_runtime::Outcome::Success);
     assert_eq!(b.state(), State::Closed);
 }
 
@@ -391,16 +391,16 @@ fn outcomes_of_calls_admitted_under_an_earlier_state_are_ignored() {
     let _ = fail(&b); // trips
     clock.advance(RECOVERY);
     let trial = b.acquire().unwrap();
-    old.success(); // must not close the breaker: it was admitted before the trip
+    old.record(failfast_runtime::Outcome::Success); // must not close the breaker: it was admitted before the trip
     assert_eq!(b.state(), State::HalfOpen);
-    trial.failure();
+    trial.record(failfast_runtime::Outcome::Failure);
     assert_eq!(b.state(), State::Open);
 
     // And an old failure does not reopen a breaker that recovered meanwhile.
     clock.advance(RECOVERY);
     let stale_trial = b.acquire().unwrap();
     b.reset();
-    stale_trial.failure();
+    stale_trial.record(failfast_runtime::Outcome::Failure);
     assert_eq!(b.state(), State::Closed);
 }
 
@@ -541,9 +541,9 @@ fn snapshot_reports_failure_and_slow_shares_of_the_window() {
             clock.advance(Duration::from_secs(2)); // slow
         }
         if i % 2 == 0 && i > 0 {
-            permit.failure();
+            permit.record(failfast_runtime::Outcome::Failure);
         } else {
-            permit.success();
+            permit.record(failfast_runtime::Outcome::Success);
         }
     }
     let s = b.snapshot();
@@ -587,9 +587,9 @@ fn observe_only_totals_add_up_to_the_calls_made_under_concurrency() {
                     };
                     made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     match (i + t) % 5 {
-                        0 | 1 => permit.failure(),
+                        0 | 1 => permit.record(failfast_runtime::Outcome::Failure),
                         2 => drop(permit),
-                        _ => permit.success(),
+                        _ => permit.record(failfast_runtime::Outcome::Success),
                     }
                     if i % 97 == 0 {
                         clock.advance(Duration::from_millis(1));

@@ -47,7 +47,10 @@ async fn a_trial_that_times_out_reopens_and_its_slot_comes_back() {
         .clock(clock.clone())
         .build()
         .unwrap();
-    breaker.acquire().unwrap().failure();
+    breaker
+        .acquire()
+        .unwrap()
+        .record(failfast_runtime::Outcome::Failure);
     for _ in 0..3 {
         clock.advance(Duration::from_secs(1));
         let trial = breaker

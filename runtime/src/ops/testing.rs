@@ -54,7 +54,7 @@
 //! # registry::register(&FETCH);
 //! # fn fetch(fail: bool) -> Result<(), failfast_runtime::Rejected> {
 //! #     let permit = acquire(breaker(&FETCH))?;
-//! #     if fail { permit.failure() } else { permit.success() }
+//! #     if fail { permit.record(failfast_runtime::Outcome::Failure) } else { permit.record(failfast_runtime::Outcome::Success) }
 //! #     Ok(())
 //! # }
 //!
@@ -509,7 +509,7 @@ impl Drop for Scope {
 /// # // What `#[circuit_breaker(threshold = 1, name = "doc::charge")] fn charge()` declares.
 /// # static CHARGE: Breaker = Breaker::from_config(ConstConfig::new("doc::charge").threshold(1).into_config());
 /// # registry::register(&CHARGE);
-/// # fn charge() { let _ = acquire(breaker(&CHARGE)).map(|permit| permit.failure()); }
+/// # fn charge() { let _ = acquire(breaker(&CHARGE)).map(|permit| permit.record(failfast_runtime::Outcome::Failure)); }
 ///
 /// # let test = || {
 /// // #[test]
@@ -543,7 +543,7 @@ impl Scope {
     /// # use failfast_runtime::__private::{acquire, breaker, Breaker, ConstConfig};
     /// # static STOCK: Breaker = Breaker::from_config(ConstConfig::new("doc::stock").threshold(1).into_config());
     /// # registry::register(&STOCK);
-    /// # async fn stock() { let _ = acquire(breaker(&STOCK)).map(|permit| permit.failure()); }
+    /// # async fn stock() { let _ = acquire(breaker(&STOCK)).map(|permit| permit.record(failfast_runtime::Outcome::Failure)); }
     ///
     /// # tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap().block_on(async {
     /// let scope = testing::isolate();
@@ -566,7 +566,7 @@ impl Scope {
     /// # use failfast_runtime::__private::{acquire, breaker, Breaker, ConstConfig};
     /// # static LOOKUP: Breaker = Breaker::from_config(ConstConfig::new("doc::lookup").threshold(1).into_config());
     /// # registry::register(&LOOKUP);
-    /// # fn lookup() { let _ = acquire(breaker(&LOOKUP)).map(|permit| permit.failure()); }
+    /// # fn lookup() { let _ = acquire(breaker(&LOOKUP)).map(|permit| permit.record(failfast_runtime::Outcome::Failure)); }
     ///
     /// let scope = testing::isolate();
     /// std::thread::spawn(scope.wrap(lookup)).join().unwrap();

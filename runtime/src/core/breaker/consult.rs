@@ -124,19 +124,19 @@ mod tests {
             .min_calls(4)
             .build()
             .unwrap();
-        b.acquire().unwrap().success();
+        b.acquire().unwrap().record(crate::Outcome::Success);
         assert!(!consults(&b), "no event");
-        b.acquire().unwrap().failure();
+        b.acquire().unwrap().record(crate::Outcome::Failure);
         assert!(consults(&b), "an event, 2 calls of 4");
         assert_eq!(b.snapshot().consecutive_failures, 0, "not a failure count");
-        b.acquire().unwrap().success();
+        b.acquire().unwrap().record(crate::Outcome::Success);
         assert!(consults(&b), "3 calls of 4");
-        b.acquire().unwrap().success();
+        b.acquire().unwrap().record(crate::Outcome::Success);
         assert!(!consults(&b), "settled at 4 calls");
-        b.acquire().unwrap().failure();
+        b.acquire().unwrap().record(crate::Outcome::Failure);
         assert!(!consults(&b), "an event in a settled window");
         b.reset();
-        b.acquire().unwrap().failure();
+        b.acquire().unwrap().record(crate::Outcome::Failure);
         assert!(consults(&b), "a clear unsettles the window");
     }
 
@@ -148,7 +148,7 @@ mod tests {
             .build()
             .unwrap();
         assert!(consults(&b), "from the start");
-        b.acquire().unwrap().success();
+        b.acquire().unwrap().record(crate::Outcome::Success);
         b.reset();
         assert!(consults(&b), "after a manual close");
         b.reconfigure(&crate::ConfigPatch::new().window_calls(10))
@@ -173,7 +173,7 @@ mod tests {
             .clock(clock.clone())
             .build()
             .unwrap();
-        b.acquire().unwrap().failure();
+        b.acquire().unwrap().record(crate::Outcome::Failure);
         let open = b.load();
         assert_eq!(open.tag(), crate::core::word::TAG_OPEN);
         b.reconfigure(&crate::ConfigPatch::new().window_time(Duration::from_secs(5)))
@@ -190,7 +190,7 @@ mod tests {
         b.reconfigure(&crate::ConfigPatch::new().window_calls(10))
             .unwrap();
         assert_eq!(b.load(), half_open, "the trials are the word's low bits");
-        trial.success();
+        trial.record(crate::Outcome::Success);
         assert!(!consults(&b), "closed over a count window");
     }
 
@@ -209,13 +209,13 @@ mod tests {
             .clock(clock.clone())
             .build()
             .unwrap();
-        b.acquire().unwrap().success();
+        b.acquire().unwrap().record(crate::Outcome::Success);
         let admitted = b.load();
         let window = b.window();
         b.force_open();
         b.reset();
         for _ in 0..4 {
-            b.acquire().unwrap().failure();
+            b.acquire().unwrap().record(crate::Outcome::Failure);
         }
         let open = b.load();
         assert_eq!(

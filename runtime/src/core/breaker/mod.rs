@@ -989,7 +989,7 @@ mod tests {
     }
 
     fn trip(b: &Breaker) {
-        b.acquire().unwrap().failure();
+        b.acquire().unwrap().record(crate::Outcome::Failure);
         assert_eq!(b.state(), State::Open);
     }
 
@@ -1008,14 +1008,14 @@ mod tests {
                 Ok(second) => {
                     assert_eq!(trial_calls, 2, "a second trial only with two slots");
                     assert!(second.is_trial());
-                    second.neutral();
+                    second.record(crate::Outcome::Neutral);
                 }
                 Err(rejected) => {
                     assert_eq!(trial_calls, 1);
                     assert_eq!(rejected.state(), State::HalfOpen, "{rejected:?}");
                 }
             }
-            winner.success();
+            winner.record(crate::Outcome::Success);
         }
     }
 
@@ -1043,13 +1043,13 @@ mod tests {
             Word(old.admitted).generation()
         );
         // The old trial's success must not count in the current round.
-        old.success();
+        old.record(crate::Outcome::Success);
         let s = b.snapshot();
         assert_eq!(
             (s.state, s.trial_successes, s.trials_in_flight),
             (State::HalfOpen, 0, 1)
         );
-        current.success();
+        current.record(crate::Outcome::Success);
         assert_eq!(b.snapshot().trial_successes, 1);
     }
 
@@ -1073,10 +1073,10 @@ mod tests {
                 .store(generation + (1 << 36) - 1, Ordering::Relaxed);
             b.reset();
             assert_eq!(b.load().generation(), Word(old.admitted).generation());
-            old.failure();
+            old.record(crate::Outcome::Failure);
             assert_eq!(b.state(), State::Closed, "slow rule: {slow:?}");
             // A permit of the current generation still counts.
-            b.acquire().unwrap().failure();
+            b.acquire().unwrap().record(crate::Outcome::Failure);
             assert_eq!(b.state(), State::Open, "slow rule: {slow:?}");
         }
     }
@@ -1096,10 +1096,10 @@ mod tests {
         b.reset(); // the word's generation: 2^36 − 1
         b.next_generation(); // lost races: the counter moves on to 2^36 + 1
         b.next_generation();
-        b.acquire().unwrap().failure();
-        b.acquire().unwrap().failure();
+        b.acquire().unwrap().record(crate::Outcome::Failure);
+        b.acquire().unwrap().record(crate::Outcome::Failure);
         assert_eq!(b.snapshot().consecutive_failures, 2);
-        b.acquire().unwrap().failure();
+        b.acquire().unwrap().record(crate::Outcome::Failure);
         assert_eq!(b.state(), State::Open);
     }
 }

@@ -48,22 +48,6 @@ impl Permit<'_> {
         this.breaker.finish(this.admitted, this.started, outcome);
     }
 
-    /// Records a success.
-    #[inline]
-    pub fn success(self) {
-        self.record(Outcome::Success);
-    }
-
-    /// Records a failure.
-    pub fn failure(self) {
-        self.record(Outcome::Failure);
-    }
-
-    /// Records a neutral outcome (gives back a trial permit, moves no counter).
-    pub fn neutral(self) {
-        self.record(Outcome::Neutral);
-    }
-
     /// Records `Ok` as a success and `Err(e)` as a failure if `counts(e)`, neutral
     /// otherwise.
     #[inline]

@@ -129,7 +129,7 @@ mod tests {
         clock.advance(Duration::from_secs(3));
         let trial = b.acquire().expect("a trial");
         assert!(trial.is_trial());
-        trial.success();
+        trial.record(crate::Outcome::Success);
         assert_eq!(b.state(), State::Closed);
     }
 
@@ -137,7 +137,7 @@ mod tests {
     fn a_remote_open_extends_but_never_shortens_and_spares_trials_and_manual_modes() {
         let clock = ManualClock::new();
         let b = breaker(&clock);
-        b.acquire().unwrap().failure(); // open on its own for 10 s
+        b.acquire().unwrap().record(crate::Outcome::Failure); // open on its own for 10 s
         assert_eq!(b.open_remote(Duration::from_secs(5), None), None);
         let longer = b
             .open_remote(Duration::from_secs(20), None)
@@ -149,7 +149,7 @@ mod tests {
         clock.advance(Duration::from_secs(10));
         let trial = b.acquire().expect("the local trial");
         assert_eq!(b.open_remote(Duration::from_secs(20), None), None);
-        trial.neutral();
+        trial.record(crate::Outcome::Neutral);
         assert!(b.open_remote(Duration::from_secs(20), None).is_some());
         b.force_closed();
         assert_eq!(b.open_remote(Duration::from_secs(20), None), None);
@@ -174,7 +174,7 @@ mod tests {
         let shortest = b.release_remote(shorter, Duration::from_secs(1)).unwrap();
         assert_eq!(b.snapshot().retry_after, Some(Duration::from_secs(1)));
         clock.advance(Duration::from_secs(1));
-        b.acquire().unwrap().failure(); // reopened on its own evidence
+        b.acquire().unwrap().record(crate::Outcome::Failure); // reopened on its own evidence
         assert_eq!(b.release_remote(shortest, Duration::ZERO), None);
         assert_eq!(b.state(), State::Open);
     }
@@ -191,7 +191,7 @@ mod tests {
         let open = b.open_remote(Duration::from_secs(5), None).unwrap();
         assert!(b.release_remote(open, Duration::ZERO).is_some());
         clock.advance(Duration::from_secs(1));
-        b.acquire().unwrap().failure();
+        b.acquire().unwrap().record(crate::Outcome::Failure);
         assert_eq!(
             *seen.lock().unwrap(),
             [
@@ -226,7 +226,7 @@ mod tests {
                 let b = b.clone();
                 std::thread::spawn(move || {
                     if let Ok(permit) = b.acquire() {
-                        permit.failure(); // 10 s on its own, if still closed
+                        permit.record(crate::Outcome::Failure); // 10 s on its own, if still closed
                     }
                 })
             };
@@ -269,7 +269,9 @@ mod tests {
         let b = breaker(&clock);
         let first = b.open_remote(Duration::from_secs(5), None).unwrap();
         clock.advance(Duration::from_secs(5));
-        b.acquire().expect("the trial").failure(); // open on its own until 15 s
+        b.acquire()
+            .expect("the trial")
+            .record(crate::Outcome::Failure); // open on its own until 15 s
         let again = b
             .open_remote(Duration::from_secs(20), Some(first))
             .expect("extended");
