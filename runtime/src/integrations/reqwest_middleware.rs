@@ -353,7 +353,7 @@ impl CircuitBreakerMiddleware {
     /// ```
     pub fn single(breaker: impl Into<BreakerRef>) -> Self {
         let breaker = breaker.into();
-        register(&breaker);
+        crate::ops::registry::register(&breaker);
         Self {
             breakers: Breakers::One(breaker),
             classifier: HttpClassifier,
@@ -465,12 +465,6 @@ impl<C> CircuitBreakerMiddleware<C> {
 /// The host of the URL reqwest gives a response converted from an
 /// `http::Response` that named none.
 const NO_URL: &str = "no.url.provided.local";
-
-/// Registers the breaker of a [`CircuitBreakerMiddleware::single`]; a
-/// family's member is found through its family.
-fn register(breaker: &BreakerRef) {
-    crate::ops::registry::register(breaker.clone());
-}
 
 /// A [`Guard`] shown as its breaker.
 struct GuardRef(Guard);

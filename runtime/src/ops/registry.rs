@@ -319,6 +319,12 @@ impl From<Breaker> for BreakerRef {
     }
 }
 
+impl From<&BreakerRef> for BreakerRef {
+    fn from(breaker: &BreakerRef) -> Self {
+        breaker.clone()
+    }
+}
+
 impl From<&Arc<Breaker>> for BreakerRef {
     fn from(breaker: &Arc<Breaker>) -> Self {
         BreakerRef::Shared(Arc::clone(breaker))

@@ -63,7 +63,7 @@ impl CircuitBreakerLayer {
     /// ```
     pub fn new(breaker: impl Into<BreakerRef>) -> Self {
         let breaker = breaker.into();
-        register(&breaker);
+        crate::ops::registry::register(&breaker);
         Self {
             breaker,
             classifier: HttpClassifier,
@@ -276,12 +276,6 @@ where
             },
         }
     }
-}
-
-/// Registers the breaker of a [`CircuitBreakerLayer::new`]; a keyed
-/// family's member is found through its family.
-fn register(breaker: &BreakerRef) {
-    crate::ops::registry::register(breaker.clone());
 }
 
 /// The inner service's readiness, its error answered by `on_rejected`.
