@@ -91,3 +91,8 @@ pub use failfast_runtime::*;
 pub mod __private {
     pub use failfast_runtime::__private::*;
 }
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
