@@ -17,6 +17,7 @@ use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use failfast::Mode;
 use failfast::{Rejected, Snapshot, circuit_breaker, registry};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -79,8 +80,8 @@ async fn control(
         )
     })?;
     match action.as_str() {
-        "force-open" => breaker.force_open(),
-        "force-closed" => breaker.force_closed(),
+        "force-open" => breaker.set_mode(Mode::ForcedOpen),
+        "force-closed" => breaker.set_mode(Mode::ForcedClosed),
         "reset" => breaker.reset(),
         _ => {
             return Err((

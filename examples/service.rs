@@ -23,7 +23,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use failfast::{ConfigPatch, Rejected, Snapshot, circuit_breaker, configure, registry};
+use failfast::{Builder, Rejected, Snapshot, circuit_breaker, configure, registry};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 #[derive(Debug)]
@@ -109,17 +109,17 @@ recovery = "3s"
 
 #[derive(serde::Deserialize)]
 struct ConfigFile {
-    failfast: BTreeMap<String, ConfigPatch>,
+    failfast: BTreeMap<String, Builder>,
 }
 
 /// Applies the file's overrides, then the environment's.
 pub fn configure_breakers(out: &mut impl Write) -> Result<(), Box<dyn std::error::Error>> {
     let file: ConfigFile = toml::from_str(CONFIG)?;
     configure::apply_all(&file.failfast).map_err(listed)?;
-    let env = configure::from_env().map_err(listed)?;
+    let env = configure::from_env(std::env::vars_os()).map_err(listed)?;
     let stock = registry::family("checkout::inventory").unwrap().config();
     let pay = registry::get("checkout::payments").unwrap();
-    let pay = pay.current_config();
+    let pay = pay.config();
     writeln!(
         out,
         "settings from service.toml ({env} FAILFAST__ variables):\n  \
@@ -230,7 +230,7 @@ pub async fn run(
     writeln!(out, "the gateway was called {hits} times for 4 requests")?;
 
     let payments = registry::get("checkout::payments").unwrap();
-    let recovery = payments.current_config().recovery();
+    let recovery = payments.config().recovery();
     writeln!(out, "\n== the gateway is back; {recovery:?} later:")?;
     gateway.0.set_sick(false);
     tokio::time::sleep(recovery).await;

@@ -55,6 +55,7 @@
 //!   axum, tonic and any `tower::Service`, with HTTP and gRPC classifiers.
 //! - `failfast::reqwest_middleware` (feature `reqwest-middleware`): a
 //!   `reqwest_middleware::Middleware` with one breaker per host.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 

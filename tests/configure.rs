@@ -8,8 +8,8 @@ use std::time::Duration;
 mod support;
 use support::Down;
 
-use failfast::configure::{self, from_vars};
-use failfast::{ConfigPatch, Mode, State, circuit_breaker, events, registry};
+use failfast::configure::{self, from_env};
+use failfast::{Breaker, Builder, Mode, State, circuit_breaker, events, registry};
 
 fn failing() -> Result<(), Down> {
     Err(Down::Failed)
@@ -23,7 +23,7 @@ fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 fn threshold(name: &str) -> u32 {
-    registry::get(name).unwrap().current_config().threshold()
+    registry::get(name).unwrap().config().threshold()
 }
 
 fn state(name: &str) -> State {
@@ -37,14 +37,14 @@ fn charge() -> Result<(), Down> {
 
 #[test]
 fn an_environment_override_applies_before_the_first_call() {
-    let changed = from_vars(vars(&[
+    let changed = from_env(vars(&[
         ("FAILFAST__PAYMENTS_CHARGE__THRESHOLD", "2"),
         ("FAILFAST__PAYMENTS_CHARGE__RECOVERY", "1m"),
         ("PATH", "/usr/bin"),
     ]))
     .unwrap();
     assert_eq!(changed, 1);
-    let config = registry::get("payments::charge").unwrap().current_config();
+    let config = registry::get("payments::charge").unwrap().config();
     assert_eq!(config.recovery(), Duration::from_secs(60));
     assert_eq!(charge(), Err(Down::Failed));
     assert_eq!(state("payments::charge"), State::Closed);
@@ -63,7 +63,7 @@ fn whole() -> Result<(), Down> {
 
 #[test]
 fn invalid_environment_overrides_are_reported_and_nothing_is_applied() {
-    let errors = from_vars(vars(&[
+    let errors = from_env(vars(&[
         ("FAILFAST__ENV_WHOLE__THRESHOLD", "9"),
         ("FAILFAST__ENV_WHOLE__RECOVERY", "0s"),
         ("FAILFAST__NO_SUCH_BREAKER__THRESHOLD", "3"),
@@ -83,7 +83,7 @@ fn invalid_environment_overrides_are_reported_and_nothing_is_applied() {
         "{errors:?}"
     );
     // Once the names and keys are right, the value is checked: still whole.
-    let errors = from_vars(vars(&[
+    let errors = from_env(vars(&[
         ("FAILFAST__ENV_WHOLE__THRESHOLD", "9"),
         ("FAILFAST__ENV_WHOLE__RECOVERY", "0s"),
     ]))
@@ -115,7 +115,7 @@ fn hosts(host: &str) -> Result<(), Down> {
 
 #[derive(serde::Deserialize)]
 struct File {
-    failfast: std::collections::BTreeMap<String, ConfigPatch>,
+    failfast: std::collections::BTreeMap<String, Builder>,
 }
 
 #[test]
@@ -153,12 +153,9 @@ fn each_toml_section_is_applied_whole_or_not_at_all_and_every_refusal_is_returne
         "{errors:?}"
     );
     assert_eq!(threshold("toml::quote"), 8);
-    let quote_config = registry::get("toml::quote").unwrap().current_config();
+    let quote_config = registry::get("toml::quote").unwrap().config();
     assert_eq!(quote_config.recovery(), Duration::from_secs(45));
-    let search_config = format!(
-        "{:?}",
-        registry::get("toml::search").unwrap().current_config()
-    );
+    let search_config = format!("{:?}", registry::get("toml::search").unwrap().config());
     assert!(
         search_config.contains("failure_rate: 0.5"),
         "{search_config}"
@@ -186,7 +183,7 @@ fn a_live_threshold_change_takes_effect_on_the_next_failure() {
     assert_eq!(state("live::threshold"), State::Closed);
     registry::get("live::threshold")
         .unwrap()
-        .reconfigure(&ConfigPatch::new().threshold(3))
+        .reconfigure(&Breaker::builder().threshold(3))
         .unwrap();
     assert_eq!(state("live::threshold"), State::Closed);
     assert_eq!(live(), Err(Down::Failed));
@@ -215,7 +212,7 @@ fn observe_only_never_rejects_and_reports_what_it_would_have_done() {
     });
     configure::apply(
         "shadow::rollout",
-        ConfigPatch::new().mode(Mode::ObserveOnly),
+        Breaker::builder().mode(Mode::ObserveOnly),
     )
     .unwrap();
     for _ in 0..10 {
@@ -236,13 +233,13 @@ fn observe_only_never_rejects_and_reports_what_it_would_have_done() {
         "an event says it would have opened: {seen:?}"
     );
     drop(seen);
-    configure::apply("shadow::rollout", ConfigPatch::new().mode(Mode::Normal)).unwrap();
+    configure::apply("shadow::rollout", Breaker::builder().mode(Mode::Normal)).unwrap();
     assert_eq!(state("shadow::rollout"), State::Closed);
 }
 
 #[test]
 fn configuring_an_unknown_breaker_names_it() {
-    let error = configure::apply("nope", ConfigPatch::new().threshold(2)).unwrap_err();
+    let error = configure::apply("nope", Breaker::builder().threshold(2)).unwrap_err();
     assert_eq!(
         error.to_string(),
         "`nope` matches no registered breaker or family"
@@ -260,14 +257,14 @@ fn inventory(host: &str) -> Result<(), Down> {
 #[test]
 fn an_attribute_family_is_configured_by_its_name_and_a_key_by_family_and_key() {
     let _ = inventory("10.0.0.1"); // the family registers on its first call
-    configure::apply("inventory", ConfigPatch::new().threshold(2)).unwrap();
+    configure::apply("inventory", Breaker::builder().threshold(2)).unwrap();
     let _ = inventory("10.0.0.1");
     assert_eq!(state("inventory[10.0.0.1]"), State::Open, "tripped at 2");
-    configure::apply("inventory[10.0.0.3]", ConfigPatch::new().threshold(1)).unwrap();
+    configure::apply("inventory[10.0.0.3]", Breaker::builder().threshold(1)).unwrap();
     let _ = inventory("10.0.0.3");
     assert_eq!(state("inventory[10.0.0.3]"), State::Open, "tripped at 1");
     assert_eq!(
-        from_vars(vars(&[("FAILFAST__INVENTORY__THRESHOLD", "5")])),
+        from_env(vars(&[("FAILFAST__INVENTORY__THRESHOLD", "5")])),
         Ok(1)
     );
     assert_eq!(threshold("inventory[10.0.0.1]"), 5);

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use failfast::Mode;
 use failfast::{Rejected, State, circuit_breaker, registry};
 
 #[derive(Debug, PartialEq)]
@@ -57,7 +58,7 @@ fn a_breaker_whose_function_never_ran_is_listed_and_found() {
 fn force_open_before_any_traffic_refuses_the_first_call() {
     registry::get("declared::forced")
         .expect("declared")
-        .force_open();
+        .set_mode(Mode::ForcedOpen);
     assert_eq!(forced(), Err(Down::Refused(State::Open)));
     assert_eq!(FORCED_RAN.load(Ordering::SeqCst), 0, "the body never ran");
     registry::get("declared::forced").unwrap().reset();

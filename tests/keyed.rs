@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Barrier};
 
+use failfast::Mode;
 use failfast::{Rejected, State, circuit_breaker, registry};
 
 #[derive(Debug)]
@@ -343,15 +344,15 @@ fn a_declared_family_is_listed_and_forceable_before_its_first_call() {
     family
         .member("10.0.0.3")
         .expect("the key's breaker, before its first call")
-        .force_open();
+        .set_mode(Mode::ForcedOpen);
     family
-        .reconfigure(&failfast::ConfigPatch::new().threshold(7))
+        .reconfigure(&failfast::Breaker::builder().threshold(7))
         .unwrap();
     assert!(matches!(replica("10.0.0.3"), Err(CallError::Refused(_))));
     assert_eq!(replica("10.0.0.1").unwrap(), "10.0.0.1");
     let members = family.members();
     assert_eq!(members.len(), 2, "the key adopted its breaker");
-    assert!(members.iter().all(|m| m.current_config().threshold() == 7));
+    assert!(members.iter().all(|m| m.config().threshold() == 7));
     assert_eq!(
         registry::get("keyed.early-replicas[10.0.0.3]")
             .unwrap()

@@ -12,6 +12,7 @@ use axum::Router;
 use axum::extract::State as Shared;
 use axum::http::StatusCode;
 use axum::routing::get;
+use failfast::Mode;
 use failfast::reqwest_middleware::{CircuitBreakerMiddleware, rejected};
 use failfast::{Breaker, ManualClock, Reason, State};
 use reqwest_middleware::ClientWithMiddleware;
@@ -291,7 +292,7 @@ async fn a_refusal_of_a_breaker_further_down_the_chain_is_neutral() {
         .name("reqwest-stacked-inner")
         .build()
         .unwrap();
-    inner.force_open();
+    inner.set_mode(Mode::ForcedOpen);
     let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
         .with(outer.clone())
         .with(CircuitBreakerMiddleware::single(inner))

@@ -6,6 +6,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use failfast::Mode;
 use failfast::{Rejected, State, circuit_breaker, registry, retry};
 
 #[derive(Debug, PartialEq)]
@@ -739,7 +740,9 @@ mod async_retries {
                 [(7, Error::Failed(StockError::Down(3)))]
             );
             // Forced open: the rejection goes to the fallback at once.
-            registry::get("retry::async_fallback").unwrap().force_open();
+            registry::get("retry::async_fallback")
+                .unwrap()
+                .set_mode(Mode::ForcedOpen);
             let start = Instant::now();
             assert_eq!(stock(8).await, Ok(0));
             assert_eq!(start.elapsed(), Duration::ZERO, "not retried");

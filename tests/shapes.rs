@@ -540,7 +540,7 @@ mod naming {
         default_named().unwrap();
         let name = concat!(module_path!(), "::default_named");
         assert_eq!(
-            registry::get(name).map(|b| b.shared_name()).as_deref(),
+            registry::get(name).map(|b| b.name().to_owned()).as_deref(),
             Some(name)
         );
     }

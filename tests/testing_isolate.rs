@@ -12,7 +12,7 @@ use std::time::Duration;
 mod support;
 use support::{Down, outcome};
 
-use failfast::{ConfigPatch, Snapshot, State, circuit_breaker, registry, testing};
+use failfast::{Breaker, Snapshot, State, circuit_breaker, registry, testing};
 
 #[circuit_breaker(threshold = 2, recovery = "1h", name = "isolate::lookup")]
 fn lookup(fail: bool) -> Result<(), Down> {
@@ -204,7 +204,7 @@ fn sync_one_trips_lookup_and_a_replica() {
     assert_eq!(
         registry::get("isolate::lookup")
             .unwrap()
-            .current_config()
+            .config()
             .threshold(),
         2
     );
@@ -234,7 +234,7 @@ fn sync_two_finds_them_closed() {
     let s = snapshot("isolate::lookup");
     assert_eq!((s.successes, s.failures, s.state), (1, 1, State::Closed));
 
-    failfast::configure::apply("isolate::lookup", ConfigPatch::new().threshold(1)).unwrap();
+    failfast::configure::apply("isolate::lookup", Breaker::builder().threshold(1)).unwrap();
     assert_eq!(lookup(true), Err(Down::Failed));
     assert_eq!(state("isolate::lookup"), State::Open);
     assert_eq!(replica("c", true), Err(Down::Failed));

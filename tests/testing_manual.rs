@@ -59,12 +59,14 @@ fn reset_by_name_closes_the_breaker_and_forgets_its_failures() {
     let _ = resettable(true);
     let _ = resettable(true);
     assert_eq!(state("kit::reset"), State::Open);
-    assert!(testing::reset("kit::reset"));
+    failfast::registry::get("kit::reset")
+        .expect("registered")
+        .reset();
     assert_eq!(state("kit::reset"), State::Closed);
     // One failure after the reset does not trip a threshold of 2.
     let _ = resettable(true);
     assert_eq!(state("kit::reset"), State::Closed);
-    assert!(!testing::reset("kit::no-such-breaker"));
+    assert!(failfast::registry::get("kit::no-such-breaker").is_none());
 }
 
 #[test]

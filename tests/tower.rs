@@ -13,6 +13,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::routing::get;
+use failfast::Mode;
 use failfast::tower::{BoxError, CircuitBreakerLayer, RefuseWithResponse};
 use failfast::{Breaker, ManualClock, Reason, Rejected, State};
 use http::{Request, Response, StatusCode};
@@ -622,7 +623,7 @@ async fn a_refusal_of_an_inner_breaker_is_neutral_in_the_outer_one() {
     let clock = ManualClock::new();
     let outer = breaker("tower-stacked-outer", 1, &clock);
     let inner = breaker("tower-stacked-inner", 1, &clock);
-    inner.force_open();
+    inner.set_mode(Mode::ForcedOpen);
     let ok = || service_fn(|_: ()| async { Ok::<_, Infallible>(Response::new(())) });
     let stacked = CircuitBreakerLayer::new(outer.clone())
         .layer(CircuitBreakerLayer::new(inner.clone()).layer(ok()));

@@ -66,7 +66,7 @@ impl BreakerMember {
     pub fn new(breaker: impl Into<BreakerRef>) -> Arc<Self> {
         let breaker = breaker.into();
         Arc::new(BreakerMember {
-            fingerprint: integration::fingerprint(breaker.config()),
+            fingerprint: integration::fingerprint(&breaker),
             breaker,
             imposed: Mutex::new(None),
             routed: Mutex::new(None),

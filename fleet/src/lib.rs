@@ -50,6 +50,7 @@
 //! let fleet = failfast_fleet::join(config)?; // every registered breaker, now and later
 //! # let _ = fleet; Ok(()) }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 mod breaker;

@@ -12,7 +12,7 @@
 //! - the builder (`Breaker::builder()`'s setters and `build()`, and
 //!   `Family::builder` for a family's settings);
 //! - a run-time override (`Breaker::reconfigure`, and
-//!   `configure::from_vars` for durations written as text).
+//!   `configure::from_env` for durations written as text).
 //!
 //! Every side calls `failfast_rules`; this test fails as soon as one of
 //! them stops doing so, or adds a rule of its own.
@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use failfast_runtime::__private::consts;
-use failfast_runtime::{Breaker, Builder, ConfigPatch, Family};
+use failfast_runtime::{Breaker, Builder, Family};
 
 use crate::args::{Args, Errors};
 
@@ -80,7 +80,7 @@ fn builds(builder: Builder) -> bool {
 }
 
 /// Does a breaker built by `base` take `patch`?
-fn patched(base: Builder, patch: ConfigPatch) -> bool {
+fn patched(base: Builder, patch: Builder) -> bool {
     let breaker = base.build().expect("a valid base");
     breaker.reconfigure(&patch).is_ok()
 }
@@ -206,7 +206,7 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
                 let _ = consts::threshold(n);
             })),
             builder: Some(builds(Breaker::builder().threshold(n))),
-            patch: Some(patched(Breaker::builder(), ConfigPatch::new().threshold(n))),
+            patch: Some(patched(Breaker::builder(), Breaker::builder().threshold(n))),
         };
         agreement.check(("threshold", n), threshold);
         let trial_calls = Verdicts {
@@ -217,7 +217,7 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
             builder: Some(builds(Breaker::builder().trial_calls(n))),
             patch: Some(patched(
                 Breaker::builder(),
-                ConfigPatch::new().trial_calls(n),
+                Breaker::builder().trial_calls(n),
             )),
         };
         agreement.check(("trial_calls", n), trial_calls);
@@ -229,7 +229,7 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
             builder: Some(builds(Breaker::builder().success_threshold(n))),
             patch: Some(patched(
                 Breaker::builder(),
-                ConfigPatch::new().success_threshold(n),
+                Breaker::builder().success_threshold(n),
             )),
         };
         agreement.check(("success_threshold", n), success_threshold);
@@ -248,7 +248,7 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
             )),
             patch: Some(patched(
                 rate_rule().window_time(Duration::from_secs(60)),
-                ConfigPatch::new().min_calls(n),
+                Breaker::builder().min_calls(n),
             )),
         };
         agreement.check(("min_calls", n), min_calls);
@@ -259,7 +259,7 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
             builder: Some(builds(rate_rule().min_calls(1).window_calls(n))),
             patch: Some(patched(
                 rate_rule().min_calls(1),
-                ConfigPatch::new().window_calls(n),
+                Breaker::builder().window_calls(n),
             )),
             ..Verdicts::default()
         };
@@ -302,7 +302,7 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
                 let _ = consts::failure_rate(value);
             })),
             builder: Some(builds(Breaker::builder().failure_rate(value))),
-            patch: Some(patched(rate_rule(), ConfigPatch::new().failure_rate(value))),
+            patch: Some(patched(rate_rule(), Breaker::builder().failure_rate(value))),
         };
         agreement.check(("failure_rate", value), failure_rate);
         let second = Duration::from_secs(1);
@@ -316,7 +316,7 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
             builder: Some(builds(Breaker::builder().slow(second).slow_rate(value))),
             patch: Some(patched(
                 Breaker::builder().slow(second),
-                ConfigPatch::new().slow_rate(value),
+                Breaker::builder().slow_rate(value),
             )),
         };
         agreement.check(("slow_rate", value), slow_rate);
@@ -340,7 +340,7 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
             builder: Some(builds(Breaker::builder().jitter(value))),
             patch: Some(patched(
                 Breaker::builder(),
-                ConfigPatch::new().jitter(value),
+                Breaker::builder().jitter(value),
             )),
         };
         agreement.check(("jitter", value), jitter);
@@ -354,7 +354,7 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
                 let _ = consts::recovery(d);
             })),
             builder: Some(builds(Breaker::builder().recovery(d))),
-            patch: Some(patched(Breaker::builder(), ConfigPatch::new().recovery(d))),
+            patch: Some(patched(Breaker::builder(), Breaker::builder().recovery(d))),
         };
         agreement.check(("recovery", n), recovery);
         let slow = Verdicts {
@@ -369,7 +369,7 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
         let window = Verdicts {
             literal: Some(literal(&format!("failure_rate = 0.5, window = \"{n}ns\""))),
             builder: Some(builds(rate_rule().window_time(d))),
-            patch: Some(patched(rate_rule(), ConfigPatch::new().window_time(d))),
+            patch: Some(patched(rate_rule(), Breaker::builder().window_time(d))),
             ..Verdicts::default()
         };
         agreement.check(("window", n), window);
@@ -387,7 +387,7 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
                 )),
                 patch: Some(patched(
                     Breaker::builder(),
-                    ConfigPatch::new().recovery(start_d).max_recovery(max_d),
+                    Breaker::builder().recovery(start_d).max_recovery(max_d),
                 )),
                 ..Verdicts::default()
             };
@@ -423,7 +423,7 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
                     let _ = consts::min_calls_within(consts::min_calls(min_calls), size);
                 })),
                 builder: Some(builds(base.clone().min_calls(min_calls))),
-                patch: Some(patched(base, ConfigPatch::new().min_calls(min_calls))),
+                patch: Some(patched(base, Breaker::builder().min_calls(min_calls))),
             };
             agreement.check(("min_calls, window", min_calls, window), within);
             // The window changed under a `min_calls` in force.
@@ -434,7 +434,7 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
                     ))),
                     patch: Some(patched(
                         rate_rule().window_calls(1000).min_calls(min_calls),
-                        ConfigPatch::new().window_calls(window),
+                        Breaker::builder().window_calls(window),
                     )),
                     ..Verdicts::default()
                 };
@@ -512,7 +512,7 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
         let variable = format!("FAILFAST__AGREEMENT_DURATIONS_{i}__RECOVERY");
         let grammar = Verdicts {
             literal: Some(literal(&format!("recovery = {text:?}"))),
-            patch: Some(failfast_runtime::configure::from_vars([(variable, text)]).is_ok()),
+            patch: Some(failfast_runtime::configure::from_env([(variable, text)]).is_ok()),
             ..Verdicts::default()
         };
         agreement.check(("recovery text", text), grammar);

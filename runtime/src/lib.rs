@@ -47,6 +47,7 @@
 //!   breakers ([`testing::isolate`]). For dev-dependencies.
 //! - `serde`: `Serialize` for [`Snapshot`], [`State`], [`Mode`] and events;
 //!   `Config` both ways.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
@@ -91,9 +92,10 @@ pub mod __private;
 pub use crate::core::breaker::{Breaker, Mode, Outcome, Permit, Snapshot};
 pub use crate::core::clock::ManualClock;
 pub use crate::core::config::{Builder, Config};
-pub use crate::core::error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
+pub use crate::core::error::{
+    ConfigError, ConfigureError, Error, Reason, Rejected, State, TimedOut,
+};
 pub use crate::core::name::Name;
-pub use crate::core::patch::{ConfigPatch, ConfigureError};
 pub use policy::bulkhead::{Bulkhead, BulkheadPermit};
 #[cfg(feature = "keyed")]
 pub use policy::keyed::{Family, FamilyBuilder, FamilyStats, Key, Lease, Member};

@@ -8,6 +8,7 @@ use std::pin::{Pin, pin};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use failfast_runtime::Mode;
 use failfast_runtime::{Breaker, Error, State};
 
 /// Pending `waits` times, then `answer`.
@@ -108,7 +109,7 @@ fn a_poll_after_the_end_panics_and_records_nothing() {
 #[test]
 fn a_refused_call_polled_again_panics_and_is_not_admitted() {
     let b = breaker(1);
-    b.force_open();
+    b.set_mode(Mode::ForcedOpen);
     let mut call = pin!(b.call_async(after(0, Ok::<(), &str>(()))));
     assert!(matches!(
         poll(call.as_mut()),

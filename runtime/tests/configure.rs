@@ -1,11 +1,11 @@
 //! Overrides from the environment (`FAILFAST__<BREAKER>__<KEY>`): each key
-//! changes the setting its `ConfigPatch` setter changes, and nothing else.
+//! changes the setting its `Builder` setter changes, and nothing else.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use failfast_runtime::configure::{self, from_vars};
-use failfast_runtime::{Breaker, Builder, ConfigPatch, Mode, registry};
+use failfast_runtime::configure::{self, from_env};
+use failfast_runtime::{Breaker, Builder, Mode, registry};
 
 /// A registered breaker built by `builder`, and an unregistered twin of it.
 fn pair(builder: impl Fn() -> Builder) -> (Arc<Breaker>, Breaker) {
@@ -17,21 +17,17 @@ fn pair(builder: impl Fn() -> Builder) -> (Arc<Breaker>, Breaker) {
 /// Sets `key` to `value` on `breaker` through the environment and `patch` on
 /// `twin`, then checks that both have the same settings, and that they
 /// changed.
-fn same_as_patch(breaker: &Breaker, twin: &Breaker, var: &str, value: &str, patch: &ConfigPatch) {
-    let before = format!("{:?}", breaker.current_config());
+fn same_as_patch(breaker: &Breaker, twin: &Breaker, var: &str, value: &str, patch: &Builder) {
+    let before = format!("{:?}", breaker.config());
     assert_eq!(
-        from_vars([(var.to_owned(), value.to_owned())]),
+        from_env([(var.to_owned(), value.to_owned())]),
         Ok(1),
         "{var}={value}"
     );
     twin.reconfigure(patch).unwrap();
-    let after = format!("{:?}", breaker.current_config());
+    let after = format!("{:?}", breaker.config());
     assert_ne!(after, before, "{var}={value} changed nothing");
-    assert_eq!(
-        after,
-        format!("{:?}", twin.current_config()),
-        "{var}={value}"
-    );
+    assert_eq!(after, format!("{:?}", twin.config()), "{var}={value}");
 }
 
 #[test]
@@ -42,46 +38,46 @@ fn every_key_of_a_consecutive_breaker_sets_what_its_setter_sets() {
             .threshold(5)
             .recovery(Duration::from_secs(10))
     });
-    let set = |key: &str, value: &str, patch: ConfigPatch| {
+    let set = |key: &str, value: &str, patch: Builder| {
         let var = format!("FAILFAST__ENV_CONSECUTIVE__{key}");
         same_as_patch(&b, &twin, &var, value, &patch);
     };
-    set("THRESHOLD", "7", ConfigPatch::new().threshold(7));
+    set("THRESHOLD", "7", Breaker::builder().threshold(7));
     set(
         "RECOVERY",
         "1m 30s",
-        ConfigPatch::new().recovery(Duration::from_secs(90)),
+        Breaker::builder().recovery(Duration::from_secs(90)),
     );
     set(
         "MAX_RECOVERY",
         "10m",
-        ConfigPatch::new().max_recovery(Duration::from_secs(600)),
+        Breaker::builder().max_recovery(Duration::from_secs(600)),
     );
-    set("JITTER", "0.25", ConfigPatch::new().jitter(0.25));
-    set("TRIAL_CALLS", "3", ConfigPatch::new().trial_calls(3));
+    set("JITTER", "0.25", Breaker::builder().jitter(0.25));
+    set("TRIAL_CALLS", "3", Breaker::builder().trial_calls(3));
     set(
         "SUCCESS_THRESHOLD",
         "2",
-        ConfigPatch::new().success_threshold(2),
+        Breaker::builder().success_threshold(2),
     );
 
     // `mode` is not a setting but a state: the breaker observes only, then
     // goes back to normal.
     assert_eq!(
-        from_vars([(
+        from_env([(
             "FAILFAST__ENV_CONSECUTIVE__MODE".to_owned(),
             "observe_only".to_owned()
         )]),
         Ok(1)
     );
-    twin.reconfigure(&ConfigPatch::new().mode(Mode::ObserveOnly))
+    twin.reconfigure(&Breaker::builder().mode(Mode::ObserveOnly))
         .unwrap();
     assert_eq!(
         (b.mode(), twin.mode()),
         (Mode::ObserveOnly, Mode::ObserveOnly)
     );
     assert_eq!(
-        from_vars([(
+        from_env([(
             "FAILFAST__ENV_CONSECUTIVE__MODE".to_owned(),
             "normal".to_owned()
         )]),
@@ -101,22 +97,22 @@ fn every_key_of_a_rate_breaker_sets_what_its_setter_sets() {
             .slow(Duration::from_secs(1))
             .slow_rate(0.5)
     });
-    let set = |key: &str, value: &str, patch: ConfigPatch| {
+    let set = |key: &str, value: &str, patch: Builder| {
         let var = format!("FAILFAST__ENV_RATES__{key}");
         same_as_patch(&b, &twin, &var, value, &patch);
     };
     set(
         "FAILURE_RATE",
         "0.75",
-        ConfigPatch::new().failure_rate(0.75),
+        Breaker::builder().failure_rate(0.75),
     );
-    set("MIN_CALLS", "20", ConfigPatch::new().min_calls(20));
-    set("SLOW_RATE", "0.25", ConfigPatch::new().slow_rate(0.25));
-    set("WINDOW", "50", ConfigPatch::new().window_calls(50));
+    set("MIN_CALLS", "20", Breaker::builder().min_calls(20));
+    set("SLOW_RATE", "0.25", Breaker::builder().slow_rate(0.25));
+    set("WINDOW", "50", Breaker::builder().window_calls(50));
     set(
         "WINDOW",
         "2m",
-        ConfigPatch::new().window_time(Duration::from_secs(120)),
+        Breaker::builder().window_time(Duration::from_secs(120)),
     );
 }
 
@@ -134,7 +130,7 @@ fn registered(name: &'static str, threshold: u32) -> Arc<Breaker> {
 }
 
 fn threshold(b: &Breaker) -> u32 {
-    b.current_config().threshold()
+    b.config().threshold()
 }
 
 /// `pay.charge` and `pay-charge` are both `PAY_CHARGE` in variables: the
@@ -143,7 +139,7 @@ fn threshold(b: &Breaker) -> u32 {
 fn a_variable_matching_two_breaker_names_is_refused_with_both_names() {
     let dotted = registered("clash.charge", 5);
     let dashed = registered("clash-charge", 5);
-    let errors = from_vars([("FAILFAST__CLASH_CHARGE__THRESHOLD", "2")]).unwrap_err();
+    let errors = from_env([("FAILFAST__CLASH_CHARGE__THRESHOLD", "2")]).unwrap_err();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(
         (errors[0].breaker(), errors[0].key()),
@@ -158,7 +154,7 @@ fn a_variable_matching_two_breaker_names_is_refused_with_both_names() {
     );
     assert_eq!((threshold(&dotted), threshold(&dashed)), (5, 5));
     // By name, each can still be set.
-    configure::apply("clash.charge", ConfigPatch::new().threshold(3)).unwrap();
+    configure::apply("clash.charge", Breaker::builder().threshold(3)).unwrap();
     assert_eq!((threshold(&dotted), threshold(&dashed)), (3, 5));
 }
 
@@ -169,7 +165,7 @@ fn a_variable_matching_two_breaker_names_is_refused_with_both_names() {
 fn a_breaker_whose_name_has_no_ascii_letter_cannot_be_set_from_the_environment() {
     let cyrillic = registered("платежи", 5);
     let chinese = registered("支付", 5);
-    let errors = from_vars([("FAILFAST____THRESHOLD", "2")]).unwrap_err();
+    let errors = from_env([("FAILFAST____THRESHOLD", "2")]).unwrap_err();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!((errors[0].breaker(), errors[0].key()), ("", "name"));
     assert!(
@@ -180,7 +176,7 @@ fn a_breaker_whose_name_has_no_ascii_letter_cannot_be_set_from_the_environment()
         errors[0]
     );
     assert_eq!((threshold(&cyrillic), threshold(&chinese)), (5, 5));
-    configure::apply("支付", ConfigPatch::new().threshold(3)).unwrap();
+    configure::apply("支付", Breaker::builder().threshold(3)).unwrap();
     assert_eq!((threshold(&cyrillic), threshold(&chinese)), (5, 3));
 }
 
@@ -190,10 +186,10 @@ fn a_breaker_whose_name_has_no_ascii_letter_cannot_be_set_from_the_environment()
 fn every_live_breaker_of_a_shared_name_is_configured_or_none() {
     let first = registered("twins::shared", 5);
     let second = registered("twins::shared", 5);
-    configure::apply("twins::shared", ConfigPatch::new().threshold(7)).unwrap();
+    configure::apply("twins::shared", Breaker::builder().threshold(7)).unwrap();
     assert_eq!((threshold(&first), threshold(&second)), (7, 7));
     assert_eq!(
-        from_vars([("FAILFAST__TWINS_SHARED__THRESHOLD", "4")]),
+        from_env([("FAILFAST__TWINS_SHARED__THRESHOLD", "4")]),
         Ok(2),
         "two breakers changed"
     );
@@ -209,15 +205,15 @@ fn every_live_breaker_of_a_shared_name_is_configured_or_none() {
             .unwrap(),
     );
     registry::register(&rate);
-    let error = configure::apply("twins::mixed", ConfigPatch::new().threshold(2)).unwrap_err();
+    let error = configure::apply("twins::mixed", Breaker::builder().threshold(2)).unwrap_err();
     assert_eq!(
         (error.breaker(), error.key()),
         ("twins::mixed", "threshold")
     );
     assert_eq!(threshold(&counting), 5, "nothing applied");
-    configure::apply("twins::mixed", ConfigPatch::new().trial_calls(3)).unwrap();
+    configure::apply("twins::mixed", Breaker::builder().trial_calls(3)).unwrap();
     for b in [&counting, &rate] {
-        let config = format!("{:?}", b.current_config());
+        let config = format!("{:?}", b.config());
         assert!(config.contains("trial_calls: 3"), "{config}");
     }
 }
@@ -234,13 +230,13 @@ fn variables_that_are_not_utf8_are_ignored_or_refused() {
     let good = (os(b"FAILFAST__ENV_BYTES__THRESHOLD"), os(b"3"));
 
     let unrelated = (os(b"caf\xE9"), os(b"cr\xE8me"));
-    assert_eq!(from_vars([unrelated, good.clone()]), Ok(1));
+    assert_eq!(from_env([unrelated, good.clone()]), Ok(1));
     assert_eq!(threshold(&b), 3);
 
     let bad_name = (os(b"FAILFAST__CAF\xE9__THRESHOLD"), os(b"2"));
     let bad_value = (os(b"FAILFAST__ENV_BYTES__RECOVERY"), os(b"1\xE9s"));
     let good = (os(b"FAILFAST__ENV_BYTES__THRESHOLD"), os(b"9"));
-    let errors = from_vars([bad_name, bad_value, good]).unwrap_err();
+    let errors = from_env([bad_name, bad_value, good]).unwrap_err();
     let found: Vec<_> = errors.iter().map(|e| (e.breaker(), e.key())).collect();
     assert_eq!(
         found,
@@ -277,7 +273,7 @@ fn from_env_applies_the_process_environment_and_counts_the_breakers() {
             "1",
         );
     }
-    let changed = configure::from_env();
+    let changed = configure::from_env(std::env::vars_os());
     // SAFETY: as above.
     unsafe {
         std::env::remove_var("FAILFAST__ENV_PROCESS__THRESHOLD");
@@ -301,21 +297,21 @@ fn a_patch_is_accepted_up_to_its_edges_and_refused_past_them() {
         .min_calls(10)
         .build()
         .unwrap();
-    rate.reconfigure(&ConfigPatch::new().window_calls(10))
+    rate.reconfigure(&Breaker::builder().window_calls(10))
         .unwrap();
-    rate.reconfigure(&ConfigPatch::new().min_calls(10)).unwrap();
+    rate.reconfigure(&Breaker::builder().min_calls(10)).unwrap();
     let error = rate
-        .reconfigure(&ConfigPatch::new().min_calls(11))
+        .reconfigure(&Breaker::builder().min_calls(11))
         .unwrap_err();
     assert_eq!(error.key(), "min_calls", "{error}");
     let error = rate
-        .reconfigure(&ConfigPatch::new().window_calls(9))
+        .reconfigure(&Breaker::builder().window_calls(9))
         .unwrap_err();
     assert_eq!(error.key(), "window", "{error}");
-    rate.reconfigure(&ConfigPatch::new().failure_rate(1.0))
+    rate.reconfigure(&Breaker::builder().failure_rate(1.0))
         .unwrap();
     let error = rate
-        .reconfigure(&ConfigPatch::new().failure_rate(0.0))
+        .reconfigure(&Breaker::builder().failure_rate(0.0))
         .unwrap_err();
     assert_eq!(
         (error.key(), error.reason()),
@@ -327,7 +323,7 @@ fn a_patch_is_accepted_up_to_its_edges_and_refused_past_them() {
 
     let counting = Breaker::builder().threshold(3).build().unwrap();
     let error = counting
-        .reconfigure(&ConfigPatch::new().failure_rate(0.5))
+        .reconfigure(&Breaker::builder().failure_rate(0.5))
         .unwrap_err();
     assert_eq!(error.key(), "failure_rate");
     assert!(
@@ -358,15 +354,15 @@ fn family(name: &'static str, threshold: u32) -> failfast_runtime::Family<String
 fn a_family_is_configured_by_its_name_and_one_key_by_family_and_key() {
     let keys = family("cfg::replicas", 5);
     let before = keys.get("10.0.0.1");
-    configure::apply("cfg::replicas", ConfigPatch::new().threshold(3)).unwrap();
+    configure::apply("cfg::replicas", Breaker::builder().threshold(3)).unwrap();
     assert_eq!(threshold(before.breaker()), 3);
     assert_eq!(threshold(keys.get("10.0.0.2").breaker()), 3, "made later");
 
     // A key with no call yet: its first call adopts the breaker set by name.
-    configure::apply("cfg::replicas[10.0.0.3]", ConfigPatch::new().threshold(1)).unwrap();
+    configure::apply("cfg::replicas[10.0.0.3]", Breaker::builder().threshold(1)).unwrap();
     assert_eq!(threshold(keys.get("10.0.0.3").breaker()), 1);
     // A key with a breaker already.
-    configure::apply("cfg::replicas[10.0.0.1]", ConfigPatch::new().threshold(2)).unwrap();
+    configure::apply("cfg::replicas[10.0.0.1]", Breaker::builder().threshold(2)).unwrap();
     assert_eq!(threshold(before.breaker()), 2);
     assert_eq!(
         threshold(keys.get("10.0.0.2").breaker()),
@@ -375,13 +371,13 @@ fn a_family_is_configured_by_its_name_and_one_key_by_family_and_key() {
     );
 
     let refused =
-        configure::apply("cfg::replicas", ConfigPatch::new().failure_rate(0.5)).unwrap_err();
+        configure::apply("cfg::replicas", Breaker::builder().failure_rate(0.5)).unwrap_err();
     assert_eq!(
         (refused.breaker(), refused.key()),
         ("cfg::replicas", "failure_rate")
     );
     let refused =
-        configure::apply("cfg::replicas[10.0.0.9]", ConfigPatch::new().threshold(0)).unwrap_err();
+        configure::apply("cfg::replicas[10.0.0.9]", Breaker::builder().threshold(0)).unwrap_err();
     assert_eq!(
         (refused.breaker(), refused.key()),
         ("cfg::replicas[10.0.0.9]", "threshold")
@@ -392,7 +388,7 @@ fn a_family_is_configured_by_its_name_and_one_key_by_family_and_key() {
     );
     // The overflow breaker exists only once used.
     let refused =
-        configure::apply("cfg::replicas[*]", ConfigPatch::new().threshold(2)).unwrap_err();
+        configure::apply("cfg::replicas[*]", Breaker::builder().threshold(2)).unwrap_err();
     assert_eq!(refused.key(), "name");
     assert!(refused.reason().contains("overflow breaker"), "{refused}");
 }
@@ -405,7 +401,7 @@ fn a_variable_names_a_family_and_one_matching_a_family_and_a_breaker_is_refused(
     let keys = family("cfg::env.family", 5);
     let member = keys.get("a");
     assert_eq!(
-        from_vars([("FAILFAST__CFG_ENV_FAMILY__THRESHOLD", "4")]),
+        from_env([("FAILFAST__CFG_ENV_FAMILY__THRESHOLD", "4")]),
         Ok(1),
         "the family counts once"
     );
@@ -414,7 +410,7 @@ fn a_variable_names_a_family_and_one_matching_a_family_and_a_breaker_is_refused(
 
     let _clashing = family("cfg::clash.family", 5);
     let breaker = registered("cfg::clash-family", 5);
-    let errors = from_vars([("FAILFAST__CFG_CLASH_FAMILY__THRESHOLD", "2")]).unwrap_err();
+    let errors = from_env([("FAILFAST__CFG_CLASH_FAMILY__THRESHOLD", "2")]).unwrap_err();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(
         errors[0].reason().contains(
@@ -433,12 +429,12 @@ fn each_section_is_applied_on_its_own_and_every_refusal_is_returned() {
     let good = registered("sections::good", 5);
     let bad = registered("sections::bad", 5);
     let patches = std::collections::BTreeMap::from([
-        ("sections::good".to_owned(), ConfigPatch::new().threshold(7)),
+        ("sections::good".to_owned(), Breaker::builder().threshold(7)),
         (
             "sections::bad".to_owned(),
-            ConfigPatch::new().threshold(6).trial_calls(0),
+            Breaker::builder().threshold(6).trial_calls(0),
         ),
-        ("sections::gone".to_owned(), ConfigPatch::new().threshold(2)),
+        ("sections::gone".to_owned(), Breaker::builder().threshold(2)),
     ]);
     let errors = configure::apply_all(&patches).unwrap_err();
     let found: Vec<_> = errors.iter().map(|e| (e.breaker(), e.key())).collect();
@@ -457,13 +453,13 @@ fn each_section_is_applied_on_its_own_and_every_refusal_is_returned() {
 /// The message of a name that matches nothing blames the name, not a key.
 #[test]
 fn an_unknown_name_is_reported_as_matching_no_breaker_or_family() {
-    let error = configure::apply("cfg::nowhere", ConfigPatch::new().threshold(2)).unwrap_err();
+    let error = configure::apply("cfg::nowhere", Breaker::builder().threshold(2)).unwrap_err();
     assert_eq!(error.key(), "name");
     assert_eq!(
         error.to_string(),
         "`cfg::nowhere` matches no registered breaker or family"
     );
-    let errors = from_vars([("FAILFAST__CFG_NOWHERE__THRESHOLD", "2")]).unwrap_err();
+    let errors = from_env([("FAILFAST__CFG_NOWHERE__THRESHOLD", "2")]).unwrap_err();
     assert_eq!(
         errors[0].to_string(),
         "`CFG_NOWHERE` (from `FAILFAST__CFG_NOWHERE__THRESHOLD`) matches no registered breaker \

@@ -208,7 +208,7 @@ fn each_manual_control_gives_one_event_with_its_mode() {
     let (b, log, _s) = listened(builder(&clock).threshold(5));
     fail(&b);
     fail(&b);
-    b.force_open();
+    b.set_mode(Mode::ForcedOpen);
     let t = log.one();
     assert_eq!(
         (t.from, t.to, t.reason, t.mode),
@@ -224,13 +224,13 @@ fn each_manual_control_gives_one_event_with_its_mode() {
         "the count that was cleared"
     );
     assert_eq!(t.open_for, None);
-    b.force_closed();
+    b.set_mode(Mode::ForcedClosed);
     let t = log.one();
     assert_eq!(
         (t.from, t.to, t.mode),
         (State::Open, State::Closed, Mode::ForcedClosed)
     );
-    b.observe_only();
+    b.set_mode(Mode::ObserveOnly);
     let t = log.one();
     assert_eq!(
         (t.from, t.to, t.mode),
@@ -522,7 +522,7 @@ fn a_manual_control_reports_the_counts_it_cleared() {
     );
     succeed(&b);
     fail(&b);
-    b.force_open();
+    b.set_mode(Mode::ForcedOpen);
     let t = log.one();
     assert_eq!(
         (t.from, t.reason),

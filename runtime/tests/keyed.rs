@@ -3,6 +3,7 @@
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
+use failfast_runtime::Mode;
 use failfast_runtime::{Breaker, Error, Family, ManualClock, Member, State, registry};
 
 fn family(name: &'static str, max_keys: usize) -> Family<String> {
@@ -627,7 +628,7 @@ fn a_key_can_be_forced_open_before_its_first_call() {
     let early = family.member("10.0.0.3").expect("made on demand");
     assert_eq!(early.name(), "keyed.early[10.0.0.3]");
     assert!(registry::get("keyed.early[10.0.0.3]").is_some(), "waiting");
-    early.force_open();
+    early.set_mode(Mode::ForcedOpen);
     assert!(
         keys.lease("10.0.0.3").call(|| Ok::<_, ()>(())).is_err(),
         "refused"
@@ -645,7 +646,6 @@ fn a_key_can_be_forced_open_before_its_first_call() {
 /// made later gets the change; one that refuses it leaves all unchanged.
 #[test]
 fn a_family_is_reconfigured_for_its_members_now_and_later() {
-    use failfast_runtime::ConfigPatch;
     let keys: Family<String> = Family::builder(Breaker::builder().name("keyed.tuned").threshold(5))
         .build()
         .unwrap();
@@ -653,41 +653,36 @@ fn a_family_is_reconfigured_for_its_members_now_and_later() {
     let before = keys.get("a");
     let family = registry::family("keyed.tuned").unwrap();
     family
-        .reconfigure(&ConfigPatch::new().threshold(2))
+        .reconfigure(&Breaker::builder().threshold(2))
         .unwrap();
-    assert_eq!(before.current_config().threshold(), 2);
-    assert_eq!(
-        keys.get("b").current_config().threshold(),
-        2,
-        "a member made later"
-    );
+    assert_eq!(before.config().threshold(), 2);
+    assert_eq!(keys.get("b").config().threshold(), 2, "a member made later");
     assert_eq!(family.config().threshold(), 2);
     let refused = family
-        .reconfigure(&ConfigPatch::new().trial_calls(0))
+        .reconfigure(&Breaker::builder().trial_calls(0))
         .unwrap_err();
     assert_eq!(refused.breaker(), "keyed.tuned");
-    assert_eq!(keys.get("c").current_config().threshold(), 2);
+    assert_eq!(keys.get("c").config().threshold(), 2);
 }
 
 /// A member whose settings were changed by its own name is kept through
 /// churn, so the change is not lost with it.
 #[test]
 fn a_member_tuned_by_name_is_not_evicted() {
-    use failfast_runtime::ConfigPatch;
     let keys = family("keyed.pinned", 2);
     keys.register();
     registry::family("keyed.pinned")
         .unwrap()
         .member("special")
         .unwrap()
-        .reconfigure(&ConfigPatch::new().threshold(9))
+        .reconfigure(&Breaker::builder().threshold(9))
         .unwrap();
     let _ = keys.lease("special").call(|| Ok::<_, ()>(()));
     for i in 0..100 {
         let _ = keys.lease(&format!("churn-{i}")).call(|| Ok::<_, ()>(()));
     }
     assert!(keys.stats().evicted > 0);
-    assert_eq!(keys.get("special").current_config().threshold(), 9);
+    assert_eq!(keys.get("special").config().threshold(), 9);
 }
 
 /// Failing over: the callable keys are those whose breaker would let a call
@@ -709,7 +704,7 @@ fn callable_keys_skip_the_ones_that_would_refuse() {
         let _ = replicas.get(k).call(|| Ok::<_, ()>(()));
     }
     let _ = replicas.get("b").call(|| Err::<(), _>("down"));
-    replicas.get("d").force_open();
+    replicas.get("d").set_mode(Mode::ForcedOpen);
     assert_eq!(
         replicas.callable(all).collect::<Vec<_>>(),
         ["a", "c", "new"]

@@ -254,7 +254,7 @@ fn manual_control_racing_a_trial_never_wedges() {
                 }
             }
         });
-        b.force_open();
+        b.set_mode(Mode::ForcedOpen);
         b.reset();
         caller.join().unwrap();
         let s = b.snapshot();
@@ -339,7 +339,7 @@ fn a_reconfiguration_racing_failures_publishes_whole_settings() {
         let changer = {
             let b = b.clone();
             thread::spawn(move || {
-                let patch = failfast_runtime::ConfigPatch::new()
+                let patch = failfast_runtime::Breaker::builder()
                     .threshold(2)
                     .recovery(RECOVERY * 2);
                 b.reconfigure(&patch).unwrap();
@@ -351,14 +351,14 @@ fn a_reconfiguration_racing_failures_publishes_whole_settings() {
                 for _ in 0..2 {
                     let _ = b.call(|| Err::<(), _>("down"));
                 }
-                let c = b.current_config();
+                let c = b.config();
                 // Read together: never the new threshold with the old recovery.
                 assert_eq!(c.recovery(), RECOVERY * (4 - c.threshold()));
             })
         };
         changer.join().unwrap();
         caller.join().unwrap();
-        assert_eq!(b.current_config().threshold(), 2);
+        assert_eq!(b.config().threshold(), 2);
         if b.state() == State::Closed {
             assert_eq!(b.snapshot().consecutive_failures, 2);
             let _ = b.call(|| Err::<(), _>("down"));
@@ -387,7 +387,7 @@ fn a_window_reshape_racing_a_failure_lands_it_in_one_window() {
         let reshaper = {
             let b = b.clone();
             thread::spawn(move || {
-                let patch = failfast_runtime::ConfigPatch::new().window_calls(2);
+                let patch = failfast_runtime::Breaker::builder().window_calls(2);
                 b.reconfigure(&patch).unwrap();
             })
         };
@@ -431,7 +431,7 @@ fn a_close_racing_a_reshape_to_a_time_window_leaves_successes_counted() {
         let reshaper = {
             let b = b.clone();
             thread::spawn(move || {
-                let patch = failfast_runtime::ConfigPatch::new().window_time(RECOVERY * 10);
+                let patch = failfast_runtime::Breaker::builder().window_time(RECOVERY * 10);
                 b.reconfigure(&patch).unwrap();
             })
         };

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use failfast_runtime::Mode;
 use failfast_runtime::{Breaker, ManualClock, Outcome, State, registry};
 use metrics::{
     Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
@@ -190,7 +191,7 @@ fn an_observe_only_breaker_reports_the_calls_it_would_have_rejected() {
     let breaker = |outcome: &'static str| [("breaker", name), ("outcome", outcome)];
     metrics::with_local_recorder(&recorder, || {
         let b = registered(name);
-        b.observe_only();
+        b.set_mode(Mode::ObserveOnly);
         for _ in 0..2 {
             b.acquire().unwrap().record(Outcome::Failure);
         }

@@ -711,15 +711,15 @@ fn run(cfg: &Cfg, ops: &[Op]) -> Result<(), TestCaseError> {
                 m.now += pause;
             }
             Op::ForceOpen => {
-                b.force_open();
+                b.set_mode(Mode::ForcedOpen);
                 m.control(Mode::ForcedOpen);
             }
             Op::ForceClosed => {
-                b.force_closed();
+                b.set_mode(Mode::ForcedClosed);
                 m.control(Mode::ForcedClosed);
             }
             Op::Disable => {
-                b.observe_only();
+                b.set_mode(Mode::ObserveOnly);
                 m.control(Mode::ObserveOnly);
             }
             Op::Reset => {

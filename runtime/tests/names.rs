@@ -7,6 +7,7 @@
 use std::sync::Barrier;
 use std::time::Duration;
 
+use failfast_runtime::Mode;
 use failfast_runtime::{Breaker, ManualClock, State};
 
 /// Two rejections on this thread, in `state`: the addresses of their names'
@@ -61,7 +62,7 @@ fn each_thread_carries_its_own_copy_of_a_name_built_at_run_time() {
     let _ = b.call(|| Err::<(), _>("down"));
     each_thread_its_own_copy(&b, State::Open);
     assert_eq!(b.snapshot().rejected, 4);
-    b.force_open();
+    b.set_mode(Mode::ForcedOpen);
     each_thread_its_own_copy(&b, State::Open);
 }
 
@@ -91,7 +92,7 @@ fn a_static_name_is_carried_as_it_is() {
         .threshold(1)
         .build()
         .unwrap();
-    b.force_open();
+    b.set_mode(Mode::ForcedOpen);
     let own = b.name().as_ptr() as usize;
     assert_eq!(two_rejections(&b, State::Open), (own, own));
 }

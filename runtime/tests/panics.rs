@@ -4,6 +4,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
+use failfast_runtime::Mode;
 use failfast_runtime::{Breaker, State};
 
 fn breaker() -> Arc<Breaker> {
@@ -118,7 +119,7 @@ fn a_manual_permit_dropped_by_a_panic_is_a_failure() {
 #[test]
 fn a_panic_under_disable_is_recorded() {
     let b = Breaker::builder().threshold(5).build().unwrap();
-    b.observe_only();
+    b.set_mode(Mode::ObserveOnly);
     let unwound = catch_unwind(AssertUnwindSafe(|| {
         b.call(|| -> Result<(), &str> { panic!("boom") })
     }));

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use failfast_runtime::Mode;
 use failfast_runtime::{Breaker, ManualClock, Reason, State};
 
 #[test]
@@ -38,7 +39,7 @@ fn each_refusal_carries_its_reason() {
     );
     trial.record(failfast_runtime::Outcome::Success);
 
-    breaker.force_open();
+    breaker.set_mode(Mode::ForcedOpen);
     let forced = breaker.acquire().unwrap_err();
     assert_eq!(
         (forced.state(), forced.reason()),

@@ -12,7 +12,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use failfast_runtime::{Breaker, ConfigPatch, State};
+use failfast_runtime::{Breaker, State};
 
 struct Counting;
 
@@ -110,7 +110,7 @@ fn flipping_a_threshold_leaves_memory_flat() {
     let _turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
     let b = Breaker::builder().threshold(1_000).build().unwrap();
     flat("threshold 999/1000", &b, |i| {
-        b.reconfigure(&ConfigPatch::new().threshold(999 + i % 2))
+        b.reconfigure(&Breaker::builder().threshold(999 + i % 2))
             .unwrap();
     });
 }
@@ -129,7 +129,7 @@ fn alternating_window_shapes_leave_memory_flat() {
         .build()
         .unwrap();
     flat("window 2^20 - 1/2^20 calls", &b, |i| {
-        b.reconfigure(&ConfigPatch::new().window_calls((1 << 20) - i % 2))
+        b.reconfigure(&Breaker::builder().window_calls((1 << 20) - i % 2))
             .unwrap();
     });
 }

@@ -35,7 +35,7 @@ fn thousands_of_breakers_found_by_name_and_forgotten_when_dropped() {
     let all: Vec<_> = registry::all()
         .into_iter()
         .filter(|b| b.name().starts_with("host-"))
-        .map(|b| b.shared_name())
+        .map(|b| b.name().to_owned())
         .collect();
     let expected: Vec<_> = kept.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use failfast_runtime::{Breaker, Builder, ConfigPatch, ManualClock, State};
+use failfast_runtime::{Breaker, Builder, ManualClock, State};
 
 /// A breaker tripping at half of its window failed, once the window holds
 /// `min_calls`, on `clock`.
@@ -31,7 +31,7 @@ fn window(b: &Breaker) -> (u64, u64) {
 }
 
 /// Applies `patch`, a new shape: the window is empty after it.
-fn reshape(b: &Breaker, patch: &ConfigPatch) {
+fn reshape(b: &Breaker, patch: &Builder) {
     b.reconfigure(patch).unwrap();
     assert_eq!(window(b), (0, 0), "a fresh window");
 }
@@ -61,7 +61,7 @@ fn a_new_window_size_on_a_breaker_holding_failures_starts_empty_and_decides_the_
     feed(&b, "FFFFFFFFFFSSSSSSSSS", false);
     assert_eq!(window(&b), (19, 10));
 
-    reshape(&b, &ConfigPatch::new().window_calls(4).min_calls(4));
+    reshape(&b, &Breaker::builder().window_calls(4).min_calls(4));
     let s = b.snapshot();
     assert_eq!((s.failures, s.successes), (10, 9), "the totals go on");
 
@@ -78,7 +78,7 @@ fn a_count_window_switched_to_a_time_window_counts_by_time_from_empty() {
     let clock = ManualClock::new();
     let b = rate_breaker(&clock, 4, |b| b.window_calls(10));
     feed(&b, "FFF", false);
-    reshape(&b, &ConfigPatch::new().window_time(Duration::from_secs(10)));
+    reshape(&b, &Breaker::builder().window_time(Duration::from_secs(10)));
     // By time: these three leave the window 10 s later.
     feed(&b, "FFS", false);
     clock.advance(Duration::from_secs(11));
@@ -95,7 +95,7 @@ fn a_shorter_time_window_starts_empty_and_forgets_sooner() {
     let clock = ManualClock::new();
     let b = rate_breaker(&clock, 2, |b| b.window_time(Duration::from_secs(60)));
     feed(&b, "F", false);
-    reshape(&b, &ConfigPatch::new().window_time(Duration::from_secs(10)));
+    reshape(&b, &Breaker::builder().window_time(Duration::from_secs(10)));
     // One call in the new window: below `min_calls` (the old window would
     // now hold 2 failures of 2 and trip).
     feed(&b, "F", false);
@@ -109,7 +109,7 @@ fn a_shorter_time_window_starts_empty_and_forgets_sooner() {
 fn the_same_shape_again_keeps_the_window() {
     let b = rate_breaker(&ManualClock::new(), 4, |b| b.window_calls(10));
     feed(&b, "FFS", false);
-    b.reconfigure(&ConfigPatch::new().window_calls(10).failure_rate(0.6))
+    b.reconfigure(&Breaker::builder().window_calls(10).failure_rate(0.6))
         .unwrap();
     assert_eq!(window(&b), (3, 2));
 }
@@ -120,29 +120,29 @@ fn a_patch_with_a_new_shape_and_a_value_that_cannot_work_is_refused_whole() {
         b.window_calls(100).name("reshape::refused")
     });
     feed(&b, "FFS", false);
-    let before = format!("{:?}", b.current_config());
-    let refused = |patch: ConfigPatch| {
+    let before = format!("{:?}", b.config());
+    let refused = |patch: Builder| {
         let error = b.reconfigure(&patch).unwrap_err();
-        assert_eq!(format!("{:?}", b.current_config()), before, "{error}");
+        assert_eq!(format!("{:?}", b.config()), before, "{error}");
         assert_eq!(window(&b), (3, 2), "{error}");
         error
     };
-    let e = refused(ConfigPatch::new().window_calls(10).recovery(Duration::ZERO));
+    let e = refused(Breaker::builder().window_calls(10).recovery(Duration::ZERO));
     assert_eq!(e.key(), "recovery");
-    let e = refused(ConfigPatch::new().window_time(Duration::ZERO).threshold(3));
+    let e = refused(Breaker::builder().window_time(Duration::ZERO).threshold(3));
     assert_eq!(e.key(), "threshold", "no consecutive rule here: {e}");
-    let e = refused(ConfigPatch::new().window_time(Duration::ZERO));
+    let e = refused(Breaker::builder().window_time(Duration::ZERO));
     assert_eq!(e.key(), "window");
-    let e = refused(ConfigPatch::new().window_calls(0));
+    let e = refused(Breaker::builder().window_calls(0));
     assert_eq!(e.key(), "window");
     // Fewer calls than `min_calls`: could never trip.
-    let e = refused(ConfigPatch::new().window_calls(5));
+    let e = refused(Breaker::builder().window_calls(5));
     assert_eq!(
         e.to_string(),
         "breaker `reshape::refused`: `window` of 5 calls holds fewer than `min_calls` (10), \
          so the rate rule could never trip; set `min_calls` to at most 5"
     );
-    let e = refused(ConfigPatch::new().window_calls(5).min_calls(6));
+    let e = refused(Breaker::builder().window_calls(5).min_calls(6));
     assert_eq!(e.key(), "min_calls");
     // The window still decides as before: 5 failures of 10 calls.
     feed(&b, "SSSSFFF", true);
@@ -152,7 +152,7 @@ fn a_patch_with_a_new_shape_and_a_value_that_cannot_work_is_refused_whole() {
 fn a_window_for_a_breaker_without_a_rate_rule_is_refused() {
     let b = Breaker::builder().threshold(3).build().unwrap();
     let e = b
-        .reconfigure(&ConfigPatch::new().window_calls(10))
+        .reconfigure(&Breaker::builder().window_calls(10))
         .unwrap_err();
     assert_eq!(e.key(), "window");
     feed(&b, "FFF", true);
@@ -170,10 +170,10 @@ fn two_threads_calling_while_a_third_reshapes_the_window() {
         .build()
         .unwrap();
     let shapes = [
-        ConfigPatch::new().window_calls(50),
-        ConfigPatch::new().window_time(Duration::from_secs(1)),
-        ConfigPatch::new().window_calls(10),
-        ConfigPatch::new().window_time(Duration::from_secs(60)),
+        Breaker::builder().window_calls(50),
+        Breaker::builder().window_time(Duration::from_secs(1)),
+        Breaker::builder().window_calls(10),
+        Breaker::builder().window_time(Duration::from_secs(60)),
     ];
     let stop = AtomicBool::new(false);
     let calls = AtomicU64::new(0);
@@ -207,7 +207,7 @@ fn two_threads_calling_while_a_third_reshapes_the_window() {
     assert_eq!(s.successes + s.failures, calls.load(Ordering::Relaxed));
     assert!(s.window_failures <= s.window_calls, "{s:?}");
     // A new shape, then 10 failures on one thread: the 10th trips.
-    reshape(&b, &ConfigPatch::new().window_calls(20));
+    reshape(&b, &Breaker::builder().window_calls(20));
     feed(&b, "FFFFFFFFFF", true);
 }
 
@@ -215,7 +215,7 @@ fn two_threads_calling_while_a_third_reshapes_the_window() {
 /// else is refused and nothing applies.
 #[test]
 fn a_window_from_the_environment_reshapes_by_name() {
-    use failfast_runtime::configure::from_vars;
+    use failfast_runtime::configure::from_env;
     use failfast_runtime::registry;
     let b = std::sync::Arc::new(
         Breaker::builder()
@@ -229,15 +229,15 @@ fn a_window_from_the_environment_reshapes_by_name() {
     registry::register(&b);
     let var = |value: &str| vec![("FAILFAST__RESHAPE_ENV__WINDOW".to_owned(), value.to_owned())];
     feed(&b, "FF", false);
-    let errors = from_vars(var("ten")).unwrap_err();
+    let errors = from_env(var("ten")).unwrap_err();
     assert_eq!(errors[0].key(), "window");
     assert_eq!(b.snapshot().window_failures, 2, "nothing applied");
-    assert_eq!(from_vars(var("4")).unwrap(), 1);
+    assert_eq!(from_env(var("4")).unwrap(), 1);
     assert_eq!(b.snapshot().window_failures, 0);
     feed(&b, "SSSSFF", true);
     b.reset();
-    assert_eq!(from_vars(var("1m")).unwrap(), 1);
-    assert!(format!("{:?}", b.current_config()).contains("Time(60000000000)"));
+    assert_eq!(from_env(var("1m")).unwrap(), 1);
+    assert!(format!("{:?}", b.config()).contains("Time(60000000000)"));
 }
 
 /// In a configuration file's section, `window` is written as in the
@@ -245,12 +245,13 @@ fn a_window_from_the_environment_reshapes_by_name() {
 #[cfg(feature = "serde")]
 #[test]
 fn a_window_in_a_file_section_is_calls_or_a_duration() {
-    let calls: ConfigPatch = serde_json::from_str(r#"{ "window": 4, "min_calls": 4 }"#).unwrap();
-    assert_eq!(calls, ConfigPatch::new().window_calls(4).min_calls(4));
-    let time: ConfigPatch = serde_json::from_str(r#"{ "window": "1m 30s" }"#).unwrap();
-    assert_eq!(
-        time,
-        ConfigPatch::new().window_time(Duration::from_secs(90))
+    let calls: Builder = serde_json::from_str(r#"{ "window": 4, "min_calls": 4 }"#).unwrap();
+    let same = |a: &Builder, b: Builder| assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    same(&calls, Breaker::builder().window_calls(4).min_calls(4));
+    let time: Builder = serde_json::from_str(r#"{ "window": "1m 30s" }"#).unwrap();
+    same(
+        &time,
+        Breaker::builder().window_time(Duration::from_secs(90)),
     );
-    assert!(serde_json::from_str::<ConfigPatch>(r#"{ "window": "often" }"#).is_err());
+    assert!(serde_json::from_str::<Builder>(r#"{ "window": "often" }"#).is_err());
 }

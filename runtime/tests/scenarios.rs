@@ -408,7 +408,7 @@ fn outcomes_of_calls_admitted_under_an_earlier_state_are_ignored() {
 fn manual_control() {
     let clock = ManualClock::new();
     let b = breaker(1, &clock);
-    b.force_open();
+    b.set_mode(Mode::ForcedOpen);
     assert_eq!(b.mode(), Mode::ForcedOpen);
     let r = succeed(&b).unwrap_err();
     assert_eq!(r.rejected().unwrap().retry_after(), None);
@@ -419,13 +419,13 @@ fn manual_control() {
         "forced open does not recover by itself"
     );
 
-    b.force_closed();
+    b.set_mode(Mode::ForcedClosed);
     for _ in 0..10 {
         assert!(fail(&b).unwrap_err().failed().is_some());
     }
     assert_eq!(b.state(), State::Closed, "forced closed never trips");
 
-    b.observe_only();
+    b.set_mode(Mode::ObserveOnly);
     let _ = fail(&b);
     assert_eq!(b.state(), State::Open, "disabled: the rule still runs");
     let before = b.snapshot();
@@ -570,7 +570,7 @@ fn observe_only_totals_add_up_to_the_calls_made_under_concurrency() {
         .clock(clock.clone())
         .build()
         .unwrap();
-    b.observe_only();
+    b.set_mode(Mode::ObserveOnly);
     let made = std::sync::atomic::AtomicU64::new(0);
     let refused = std::sync::atomic::AtomicU64::new(0);
     std::thread::scope(|s| {

@@ -41,10 +41,10 @@ fn configs_of_every_rule_survive_a_round_trip() {
     for builder in configs {
         let b = builder.build().unwrap();
         let config = b.config();
-        let back = round_trip(config);
+        let back = round_trip(&config);
         assert_eq!(
             serde_json::to_value(&back).unwrap(),
-            serde_json::to_value(config).unwrap()
+            serde_json::to_value(&config).unwrap()
         );
         assert_eq!(format!("{back:?}"), format!("{config:?}"), "every field");
     }

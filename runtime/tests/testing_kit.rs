@@ -5,7 +5,7 @@
 use std::panic::catch_unwind;
 use std::time::Duration;
 
-use failfast_runtime::{Breaker, ManualClock, State, testing};
+use failfast_runtime::{Breaker, ManualClock, State, registry, testing};
 
 #[test]
 fn an_installed_clock_decides_the_open_deadline_to_the_nanosecond() {
@@ -46,10 +46,10 @@ fn reset_by_name_closes_that_breaker_and_says_whether_there_was_one() {
             .build()
             .unwrap(),
     );
-    failfast_runtime::registry::register(&b);
+    registry::register(&b);
     let _ = b.call(|| Err::<(), _>("down"));
     assert_eq!(b.state(), State::Open);
-    assert!(testing::reset("kit-reset"));
+    registry::get("kit-reset").expect("registered").reset();
     assert_eq!(b.state(), State::Closed);
-    assert!(!testing::reset("kit-no-such-breaker"));
+    assert!(registry::get("kit-no-such-breaker").is_none());
 }

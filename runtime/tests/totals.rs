@@ -4,6 +4,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use failfast_runtime::Mode;
 use failfast_runtime::{Breaker, ManualClock, Outcome, State};
 
 /// The outcome of call `i`: 1 in 10 fails, 1 in 10 is neutral; never ten
@@ -32,7 +33,7 @@ fn totals_match_the_calls_made_by_two_threads() {
             s.spawn(|| calls(&b, N));
         }
     });
-    b.force_open();
+    b.set_mode(Mode::ForcedOpen);
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
@@ -133,7 +134,7 @@ fn slow_calls_transitions_and_the_last_opening_are_counted() {
 #[test]
 fn calls_let_through_unrecorded_are_not_counted() {
     let b = Breaker::builder().threshold(1).build().unwrap();
-    b.force_closed();
+    b.set_mode(Mode::ForcedClosed);
     for _ in 0..10 {
         b.acquire().unwrap().record(Outcome::Failure);
     }

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use failfast_runtime::Mode;
 use failfast_runtime::{Breaker, ManualClock, Outcome, State};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
@@ -116,7 +117,7 @@ fn an_observe_only_breaker_says_calls_still_pass() {
         .threshold(1)
         .build()
         .unwrap();
-    b.observe_only();
+    b.set_mode(Mode::ObserveOnly);
     tracing::subscriber::with_default(subscriber, || {
         b.acquire().unwrap().record(Outcome::Failure);
     });

@@ -36,6 +36,214 @@ const _: () = assert!(
         && MAX_TRIALS == crate::core::word::MAX_TRIALS
 );
 
+/// How a breaker runs: by its trip rules, or controlled by hand (see
+/// [`Breaker::set_mode`](crate::Breaker::set_mode)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum Mode {
+    /// The trip rules decide.
+    Normal,
+    /// Every call is rejected until [`Breaker::reset`](crate::Breaker::reset).
+    ForcedOpen,
+    /// Every call passes and no outcome is recorded until [`Breaker::reset`](crate::Breaker::reset).
+    ForcedClosed,
+    /// Observe-only: every call passes; outcomes are still recorded and the
+    /// state still moves, so events, [`Breaker::snapshot`](crate::Breaker::snapshot) and metrics show
+    /// what the breaker would have done. A call it would have refused is
+    /// counted in [`Snapshot::would_reject`](crate::Snapshot::would_reject) (and in the `metrics` feature's
+    /// `failfast_calls_total{outcome="would_reject"}`) and let through: its
+    /// outcome is counted like any call's (successes, failures, neutral) but
+    /// moves nothing, as the breaker never admitted it. Set by
+    /// [`Breaker::set_mode`](crate::Breaker::set_mode).
+    ObserveOnly,
+}
+
+/// The settings a [`Builder`](crate::Builder) was given, each `None` until
+/// set: what [`Breaker::reconfigure`](crate::Breaker::reconfigure) changes.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+pub(crate) struct Patch {
+    pub(crate) threshold: Option<u32>,
+    pub(crate) failure_rate: Option<f64>,
+    pub(crate) min_calls: Option<u32>,
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, deserialize_with = "crate::core::serde::window_option")
+    )]
+    pub(crate) window: Option<Window>,
+    pub(crate) slow_rate: Option<f64>,
+    #[cfg_attr(feature = "serde", serde(default, with = "humantime_option"))]
+    pub(crate) recovery: Option<Duration>,
+    #[cfg_attr(feature = "serde", serde(default, with = "humantime_option"))]
+    pub(crate) max_recovery: Option<Duration>,
+    pub(crate) jitter: Option<f64>,
+    pub(crate) trial_calls: Option<u32>,
+    pub(crate) success_threshold: Option<u32>,
+    pub(crate) mode: Option<Mode>,
+}
+
+#[cfg(feature = "serde")]
+mod humantime_option {
+    use serde::{Deserialize, Deserializer, de::Error as _};
+    use std::time::Duration;
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        let Some(text) = Option::<String>::deserialize(d)? else {
+            return Ok(None);
+        };
+        super::parse_duration(&text)
+            .map(Some)
+            .map_err(D::Error::custom)
+    }
+}
+
+impl Patch {
+    /// The run mode this patch sets, if any.
+    pub(crate) fn run_mode(&self) -> Option<Mode> {
+        self.mode
+    }
+
+    /// `config` with this patch applied, checked, or the first key at fault.
+    pub(crate) fn applied_to(&self, config: &Config) -> Result<Config, (&'static str, String)> {
+        let broken =
+            |violation: failfast_rules::Violation| (violation.key().name(), violation.problem());
+        let mut next = config.clone();
+        let rule = |key: &'static str, on: bool, rule: &str| {
+            if on {
+                Ok(())
+            } else {
+                Err((
+                    key,
+                    format!(
+                        "the breaker does not use the {rule}; which rules a breaker uses is \
+                         set where it is declared"
+                    ),
+                ))
+            }
+        };
+        if let Some(n) = self.threshold {
+            rule(
+                "threshold",
+                config.uses_consecutive(),
+                "consecutive-failure rule",
+            )?;
+            next.threshold = n;
+        }
+        if let Some(r) = self.failure_rate {
+            rule(
+                "failure_rate",
+                config.failure_rate > 0.0,
+                "failure-rate rule",
+            )?;
+            // `validate` takes a zero rate as "no failure-rate rule".
+            next.failure_rate = failfast_rules::failure_rate(r).map_err(broken)?;
+        }
+        if let Some(n) = self.min_calls {
+            rule("min_calls", config.uses_window(), "a rate rule")?;
+            next.min_calls = n;
+        }
+        if let Some(shape) = self.window {
+            rule("window", config.uses_window(), "a rate rule")?;
+            next.window = shape;
+        }
+        if let Some(r) = self.slow_rate {
+            rule("slow_rate", config.slow != 0, "slow-call rule")?;
+            next.slow_rate = r;
+        }
+        if let Some(d) = self.recovery {
+            next = next.with_recovery(d);
+        }
+        if let Some(d) = self.max_recovery {
+            // Checked as given: zero would read as "not growing".
+            failfast_rules::max_recovery(Duration::from_nanos(next.recovery), d).map_err(broken)?;
+            next = next.with_max_recovery(d);
+        }
+        if let Some(j) = self.jitter {
+            next.jitter = j;
+        }
+        if let Some(n) = self.trial_calls {
+            next.trial_calls = n;
+        }
+        if let Some(n) = self.success_threshold {
+            next.success_threshold = n;
+        }
+        next.validate()
+            .map_err(|e| (e.setting(), e.problem().to_owned()))?;
+        // As when building: a count window never holds more than its size.
+        if let Window::Calls(size) = next.window {
+            if self.min_calls.is_some() {
+                failfast_rules::min_calls_within(next.min_calls, Some(size)).map_err(broken)?;
+            } else if self.window.is_some() {
+                failfast_rules::window_holds_min_calls(size, next.min_calls).map_err(broken)?;
+            }
+        }
+        Ok(next)
+    }
+}
+
+/// A duration as the attribute reads it (`failfast_rules::parse_duration`).
+/// Why a setting fixed at build time cannot be changed on a running breaker.
+pub(crate) const FIXED: &str =
+    "is fixed once the breaker is built; it can change where the breaker is declared or built";
+
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    failfast_rules::parse_duration(text).map_err(|e| {
+        format!("`{text}` is not a duration ({e}); write it like \"30s\", \"250ms\" or \"1m 30s\"")
+    })
+}
+
+pub(crate) fn set_from_text(patch: &mut Patch, key: &str, text: &str) -> Result<(), String> {
+    fn number<T: std::str::FromStr>(text: &str) -> Result<T, String> {
+        text.parse()
+            .map_err(|_| format!("`{text}` is not a number of the expected kind"))
+    }
+    match key {
+        "threshold" => patch.threshold = Some(number(text)?),
+        "failure_rate" => patch.failure_rate = Some(number(text)?),
+        "min_calls" => patch.min_calls = Some(number(text)?),
+        "window" => {
+            patch.window = Some(match text.parse::<u32>() {
+                Ok(n) => Window::Calls(n),
+                Err(_) => Window::Time(
+                    u64::try_from(parse_duration(text)?.as_nanos()).unwrap_or(u64::MAX),
+                ),
+            });
+        }
+        "slow_rate" => patch.slow_rate = Some(number(text)?),
+        "recovery" => patch.recovery = Some(parse_duration(text)?),
+        "max_recovery" => patch.max_recovery = Some(parse_duration(text)?),
+        "jitter" => patch.jitter = Some(number(text)?),
+        "trial_calls" => patch.trial_calls = Some(number(text)?),
+        "success_threshold" => patch.success_threshold = Some(number(text)?),
+        "mode" => {
+            patch.mode = Some(match text {
+                "normal" => Mode::Normal,
+                "observe_only" => Mode::ObserveOnly,
+                "forced_open" => Mode::ForcedOpen,
+                "forced_closed" => Mode::ForcedClosed,
+                _ => {
+                    return Err(format!(
+                        "`{text}` is not a mode; write `normal`, `observe_only`, `forced_open` or `forced_closed`"
+                    ));
+                }
+            });
+        }
+        _ => {
+            return Err(
+                "is not a key that can change at run time; expected one of `threshold`, \
+                 `failure_rate`, `min_calls`, `window`, `slow_rate`, `recovery`, `max_recovery`, \
+                 `jitter`, `trial_calls`, `success_threshold`, `mode`"
+                    .to_owned(),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The sliding window of a rate rule.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Window {
@@ -288,6 +496,10 @@ impl Config {
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct Builder {
     config: Config,
+    /// What was set, for [`Breaker::reconfigure`](crate::Breaker::reconfigure).
+    pub(crate) patch: Patch,
+    /// The first setting given that is fixed once the breaker is built.
+    pub(crate) fixed: Option<&'static str>,
     rate_rule: bool,
     threshold_set: bool,
     window_set: bool,
@@ -302,6 +514,8 @@ impl Default for Builder {
     fn default() -> Self {
         Self {
             config: Config::new("unnamed"),
+            patch: Patch::default(),
+            fixed: None,
             rate_rule: false,
             threshold_set: false,
             window_set: false,
@@ -324,6 +538,7 @@ impl Builder {
     /// breaker allocates once, calling it never does.
     pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
         self.config.name = Name::from(name.into());
+        self.fixed.get_or_insert("name");
         self
     }
 
@@ -331,12 +546,14 @@ impl Builder {
     pub fn threshold(mut self, n: u32) -> Self {
         self.config = self.config.with_threshold(n);
         self.threshold_set = true;
+        self.patch.threshold = Some(n);
         self
     }
 
     /// How long the breaker stays open before it admits a trial (default 30 s).
     pub fn recovery(mut self, d: Duration) -> Self {
         self.config = self.config.with_recovery(d);
+        self.patch.recovery = Some(d);
         self
     }
 
@@ -347,6 +564,7 @@ impl Builder {
         // given, zero included.
         self.config = self.config.with_max_recovery(max);
         self.max_recovery_set = true;
+        self.patch.max_recovery = Some(max);
         self
     }
 
@@ -354,18 +572,21 @@ impl Builder {
     /// a fleet of instances does not probe in lockstep.
     pub fn jitter(mut self, fraction: f64) -> Self {
         self.config = self.config.with_jitter(fraction);
+        self.patch.jitter = Some(fraction);
         self
     }
 
     /// Trial calls admitted at once while half-open (default 1).
     pub fn trial_calls(mut self, n: u32) -> Self {
         self.config = self.config.with_trial_calls(n);
+        self.patch.trial_calls = Some(n);
         self
     }
 
     /// Successful trials needed to close again (default 1).
     pub fn success_threshold(mut self, n: u32) -> Self {
         self.config = self.config.with_success_threshold(n);
+        self.patch.success_threshold = Some(n);
         self
     }
 
@@ -377,6 +598,7 @@ impl Builder {
     pub fn failure_rate(mut self, rate: f64) -> Self {
         self.config = self.config.with_failure_rate(rate);
         self.rate_rule = true;
+        self.patch.failure_rate = Some(rate);
         self
     }
 
@@ -392,6 +614,7 @@ impl Builder {
     pub fn window_calls(mut self, n: u32) -> Self {
         self.config = self.config.with_window_calls(n);
         self.window_set = true;
+        self.patch.window = Some(self.config.window);
         self
     }
 
@@ -409,6 +632,7 @@ impl Builder {
     pub fn window_time(mut self, d: Duration) -> Self {
         self.config = self.config.with_window_time(d);
         self.window_set = true;
+        self.patch.window = Some(self.config.window);
         self
     }
 
@@ -417,6 +641,7 @@ impl Builder {
     pub fn min_calls(mut self, n: u32) -> Self {
         self.config = self.config.with_min_calls(n);
         self.min_calls_set = true;
+        self.patch.min_calls = Some(n);
         self
     }
 
@@ -428,6 +653,7 @@ impl Builder {
         if self.slow_rate_set {
             self.config.slow_rate = rate;
         }
+        self.fixed.get_or_insert("slow");
         self
     }
 
@@ -436,6 +662,7 @@ impl Builder {
     pub fn slow_rate(mut self, rate: f64) -> Self {
         self.config = self.config.with_slow_rate(rate);
         self.slow_rate_set = true;
+        self.patch.slow_rate = Some(rate);
         self
     }
 
@@ -449,12 +676,49 @@ impl Builder {
     pub fn trial_lease(mut self, lease: Duration) -> Self {
         self.config = self.config.with_trial_lease(lease);
         self.lease_set = true;
+        self.fixed.get_or_insert("trial_lease");
         self
     }
 
     /// Read time from `clock` instead of the system's monotonic clock.
     pub fn clock(mut self, clock: ManualClock) -> Self {
         self.clock = Clock::Manual(clock);
+        self.fixed.get_or_insert("clock");
+        self
+    }
+
+    /// A builder with the settings of `patch` given, as its setters give them.
+    #[cfg(feature = "serde")]
+    pub(crate) fn from_patch(patch: Patch) -> Self {
+        let mut b = Self::default();
+        macro_rules! set {
+            ($($field:ident),*) => {$(
+                if let Some(v) = patch.$field {
+                    b = b.$field(v);
+                }
+            )*};
+        }
+        set!(
+            threshold,
+            failure_rate,
+            min_calls,
+            slow_rate,
+            recovery,
+            max_recovery
+        );
+        set!(jitter, trial_calls, success_threshold, mode);
+        match patch.window {
+            Some(Window::Calls(n)) => b.window_calls(n),
+            Some(Window::Time(t)) => b.window_time(Duration::from_nanos(t)),
+            None => b,
+        }
+    }
+
+    /// The mode the breaker runs in: [`Mode::Normal`](crate::Mode::Normal)
+    /// unless set (a breaker can start observe-only, for a shadow roll-out).
+    /// On a running breaker, as [`Breaker::set_mode`](crate::Breaker::set_mode).
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.patch.mode = Some(mode);
         self
     }
 

@@ -48,7 +48,7 @@ pub enum Reason {
     /// flight decide whether it closes.
     TrialsInFlight,
     /// The breaker is forced open by hand
-    /// ([`Breaker::force_open`](crate::Breaker::force_open)).
+    /// ([`Breaker::set_mode`](crate::Breaker::set_mode)).
     ForcedOpen,
     /// As many calls as `max_concurrent` allows are already running (see
     /// [`Bulkhead`](crate::Bulkhead)). Not evidence against the dependency: it
@@ -158,7 +158,7 @@ impl Rejected {
     /// use failfast_runtime::{Breaker, Reason};
     ///
     /// let breaker = Breaker::builder().build()?;
-    /// breaker.force_open();
+    /// breaker.set_mode(failfast_runtime::Mode::ForcedOpen);
     /// assert_eq!(breaker.acquire().unwrap_err().reason(), Reason::ForcedOpen);
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
@@ -470,6 +470,63 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+/// An override refused: which breaker (or family), which key, why. Nothing
+/// of its patch was applied; what else was depends on the entry point
+/// ([`configure::apply_all`](crate::configure::apply_all) applies the other sections, [`configure::from_env`](crate::configure::from_env) nothing).
+///
+/// Its message names what is at fault: `` breaker `search`: `threshold` … ``
+/// for a key, `` `inventory` matches no registered breaker or family `` for a
+/// name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigureError {
+    breaker: String,
+    key: String,
+    reason: String,
+}
+
+impl ConfigureError {
+    pub(crate) fn new(breaker: &str, key: &str, reason: impl Into<String>) -> Self {
+        Self {
+            breaker: breaker.to_owned(),
+            key: key.to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The breaker's or family's name (as written in the override).
+    #[must_use]
+    pub fn breaker(&self) -> &str {
+        &self.breaker
+    }
+
+    /// The key at fault (`threshold`, `recovery`, …; `name` when the name
+    /// is: it matches no breaker or family, or several in variables; empty
+    /// for a variable that is not `FAILFAST__<BREAKER>__<KEY>`).
+    #[must_use]
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Why it was refused.
+    #[must_use]
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
+impl fmt::Display for ConfigureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.key.as_str() {
+            // The name is at fault, not a key: `inventory` matches no …
+            "name" => write!(f, "`{}` {}", self.breaker, self.reason),
+            "" => write!(f, "breaker `{}`: {}", self.breaker, self.reason),
+            key => write!(f, "breaker `{}`: `{key}` {}", self.breaker, self.reason),
+        }
+    }
+}
+
+impl std::error::Error for ConfigureError {}
 
 #[cfg(test)]
 mod tests {

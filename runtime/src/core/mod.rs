@@ -10,7 +10,6 @@ pub(crate) mod error;
 pub(crate) mod kept;
 pub(crate) mod name;
 pub(crate) mod outcome;
-pub(crate) mod patch;
 #[cfg(feature = "serde")]
 pub(crate) mod serde;
 pub(crate) mod timeout;

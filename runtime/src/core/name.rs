@@ -35,7 +35,7 @@ enum Repr {
 impl Name {
     /// A name known at compile time.
     #[must_use]
-    pub const fn new_static(name: &'static str) -> Self {
+    pub(crate) const fn new_static(name: &'static str) -> Self {
         Name(Repr::Static(name))
     }
 

@@ -90,7 +90,7 @@ enum WindowRepr {
     Time(Span),
 }
 
-/// An optional window, as written in a `ConfigPatch`: a number of calls or
+/// An optional window, as written in a `Builder`: a number of calls or
 /// a duration string.
 pub(crate) fn window_option<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Window>, D::Error> {
     Ok(Option::<WindowRepr>::deserialize(d)?.map(|w| match w {
@@ -187,6 +187,15 @@ impl<'de> Deserialize<'de> for Config {
             trial_lease => |b: Builder, s: Span| b.trial_lease(s.0),
         }
         b.checked().map_err(D::Error::custom)
+    }
+}
+
+/// The settings that can change at run time, with the attribute's key names
+/// and durations as strings: a configuration file's override for one breaker
+/// (see [`configure::apply_all`](crate::configure::apply_all)).
+impl<'de> Deserialize<'de> for Builder {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        crate::core::config::Patch::deserialize(d).map(Builder::from_patch)
     }
 }
 

@@ -136,7 +136,7 @@ mod tests {
     #[test]
     fn a_forced_open_breaker_has_no_retry_after() {
         let breaker = Breaker::builder().name("forced").build().unwrap();
-        breaker.force_open();
+        breaker.set_mode(crate::Mode::ForcedOpen);
         let response = Response::<String>::from(breaker.acquire().unwrap_err());
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert!(response.headers().get(RETRY_AFTER).is_none());

@@ -101,7 +101,6 @@ use std::time::Duration;
 
 use crate::core::breaker::Breaker;
 use crate::core::breaker::transition::TRANSITIONED;
-use crate::core::config::Config;
 use crate::ops::registry::{self, BreakerRef};
 
 pub use crate::core::breaker::remote::RemoteOpen;
@@ -132,12 +131,6 @@ impl std::error::Error for AlreadyInstalled {}
 /// [`AlreadyInstalled`] when a hook was installed before (this one is not).
 pub fn install_hook(hook: &'static Hook) -> Result<(), AlreadyInstalled> {
     HOOK.set(hook).map_err(|_| AlreadyInstalled)
-}
-
-/// Whether a hook is installed.
-#[must_use]
-pub fn hook_installed() -> bool {
-    HOOK.get().is_some()
 }
 
 /// Hands every transition to the hook, if one is installed (the state
@@ -183,14 +176,15 @@ pub fn release_remote(breaker: &Breaker, open: RemoteOpen, within: Duration) -> 
     breaker.release_remote(open, within)
 }
 
-/// A fingerprint of the settings that decide when the breaker opens and
-/// how it recovers (every setting but the name, the jitter and the trial
-/// lease). Breakers of the same name on different instances count as the
+/// A fingerprint of the settings the breaker was built or declared with
+/// that decide when it opens and how it recovers (every setting but the
+/// name, the jitter and the trial lease; a later
+/// [`reconfigure`](Breaker::reconfigure) does not change it). Breakers of the same name on different instances count as the
 /// same breaker only when their fingerprints match. Stable across
 /// processes, platforms and releases of this crate's 0.x line.
 #[must_use]
-pub fn fingerprint(config: &Config) -> u64 {
-    config.fingerprint()
+pub fn fingerprint(breaker: &Breaker) -> u64 {
+    breaker.declared_config().fingerprint()
 }
 
 /// Calls `watcher` with every registered breaker, at once for those
@@ -243,7 +237,7 @@ mod tests {
     /// (the installing side is `tests/hook.rs`, a process of its own).
     #[test]
     fn no_hook_is_reported_until_one_is_installed() {
-        assert!(!hook_installed());
+        assert!(HOOK.get().is_none());
     }
 
     #[test]

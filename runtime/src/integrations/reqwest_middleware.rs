@@ -486,7 +486,7 @@ impl std::ops::Deref for GuardRef {
 /// use failfast_runtime::Breaker;
 ///
 /// let breaker = Breaker::builder().name("upstream").build()?;
-/// breaker.force_open();
+/// breaker.set_mode(failfast_runtime::Mode::ForcedOpen);
 /// let error = reqwest_middleware::Error::middleware(breaker.acquire().unwrap_err());
 /// assert_eq!(rejected(&error).unwrap().name(), "upstream");
 /// # Ok::<(), failfast_runtime::ConfigError>(())

@@ -119,7 +119,7 @@ mod tests {
     #[test]
     fn a_forced_open_breaker_gives_no_pushback() {
         let breaker = Breaker::builder().name("forced-grpc").build().unwrap();
-        breaker.force_open();
+        breaker.set_mode(crate::Mode::ForcedOpen);
         let status = Status::from(breaker.acquire().unwrap_err());
         assert_eq!(status.code(), tonic::Code::Unavailable);
         assert!(status.metadata().get("grpc-retry-pushback-ms").is_none());

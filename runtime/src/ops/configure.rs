@@ -1,13 +1,13 @@
 //! Settings changed while the program runs: overrides by name before
 //! traffic ([`apply`], [`from_env`], and with the `serde` feature a
-//! [`ConfigPatch`] per breaker read from a TOML or YAML section), and live
+//! [`Builder`](crate::Builder) per breaker read from a TOML or YAML section), and live
 //! changes of a running breaker ([`Breaker::reconfigure`](crate::Breaker::reconfigure), also on a
 //! [`registry::get`] handle). With the `keyed` feature a name may also be a
 //! keyed family's, for every key's breaker, or `family[key]`, for one key's
 //! (see [`apply`]).
 //!
 //! ```
-//! use failfast_runtime::{configure, registry, Breaker, ConfigPatch};
+//! use failfast_runtime::{configure, registry, Breaker};
 //! use std::sync::Arc;
 //! use std::time::Duration;
 //!
@@ -16,14 +16,14 @@
 //!
 //! configure::apply(
 //!     "payments::charge",
-//!     ConfigPatch::new().threshold(10).recovery(Duration::from_secs(60)),
+//!     Breaker::builder().threshold(10).recovery(Duration::from_secs(60)),
 //! )?;
-//! assert_eq!(payments.current_config().threshold(), 10);
+//! assert_eq!(payments.config().threshold(), 10);
 //!
 //! // A patch that cannot work is refused whole, naming breaker, key and reason.
-//! let refused = payments.reconfigure(&ConfigPatch::new().recovery(Duration::from_secs(5)).threshold(0));
+//! let refused = payments.reconfigure(&Breaker::builder().recovery(Duration::from_secs(5)).threshold(0));
 //! assert_eq!(refused.unwrap_err().to_string(), "breaker `payments::charge`: `threshold` must be at least 1");
-//! assert_eq!(payments.current_config().threshold(), 10);
+//! assert_eq!(payments.config().threshold(), 10);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -57,7 +57,7 @@
 //! patch lowers `min_calls` to fit.
 //!
 //! ```
-//! use failfast_runtime::{Breaker, ConfigPatch, State};
+//! use failfast_runtime::{Breaker, State};
 //! use std::time::Duration;
 //!
 //! let b = Breaker::builder().failure_rate(0.5).window_calls(100).min_calls(10).build()?;
@@ -65,7 +65,7 @@
 //!     let _ = b.call(|| Err::<(), _>("down"));
 //! }
 //! assert_eq!(b.snapshot().window_failures, 5);
-//! b.reconfigure(&ConfigPatch::new().window_time(Duration::from_secs(60)).min_calls(4))?;
+//! b.reconfigure(&Breaker::builder().window_time(Duration::from_secs(60)).min_calls(4))?;
 //! let s = b.snapshot();
 //! assert_eq!((s.window_calls, s.window_failures, s.failures), (0, 0, 5));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -134,9 +134,11 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
+use crate::core::config::Builder;
 use crate::core::config::Config;
+use crate::core::config::{FIXED, Patch, set_from_text};
+use crate::core::error::ConfigureError;
 use crate::core::name::Name;
-use crate::core::patch::{ConfigPatch, ConfigureError, set_from_text};
 use crate::ops::registry::{self, BreakerRef};
 
 /// Overrides the settings of the breaker registered under `name` (every
@@ -159,17 +161,17 @@ use crate::ops::registry::{self, BreakerRef};
 ///
 /// ```
 /// # #[cfg(feature = "keyed")] {
-/// use failfast_runtime::{configure, Breaker, ConfigPatch, Family};
+/// use failfast_runtime::{configure, Breaker, Family};
 ///
 /// let replicas: Family<String> =
 ///     Family::builder(Breaker::builder().name("replicas").threshold(5)).build()?;
 /// replicas.register();
-/// configure::apply("replicas", ConfigPatch::new().threshold(3))?;
-/// configure::apply("replicas[10.0.0.3]", ConfigPatch::new().threshold(1))?;
-/// assert_eq!(replicas.get("10.0.0.1").current_config().threshold(), 3);
-/// assert_eq!(replicas.get("10.0.0.3").current_config().threshold(), 1);
+/// configure::apply("replicas", Breaker::builder().threshold(3))?;
+/// configure::apply("replicas[10.0.0.3]", Breaker::builder().threshold(1))?;
+/// assert_eq!(replicas.get("10.0.0.1").config().threshold(), 3);
+/// assert_eq!(replicas.get("10.0.0.3").config().threshold(), 1);
 ///
-/// let unknown = configure::apply("replica", ConfigPatch::new().threshold(3));
+/// let unknown = configure::apply("replica", Breaker::builder().threshold(3));
 /// assert_eq!(
 ///     unknown.unwrap_err().to_string(),
 ///     "`replica` matches no registered breaker or family"
@@ -183,8 +185,11 @@ use crate::ops::registry::{self, BreakerRef};
 /// [`ConfigureError`]: no breaker or family of that name (key `name`), or a
 /// value that cannot work (for a breaker of that name; the first such
 /// refusal).
-pub fn apply(name: &str, patch: ConfigPatch) -> Result<(), ConfigureError> {
-    let patches = BTreeMap::from([(name.to_owned(), patch)]);
+pub fn apply(name: &str, settings: Builder) -> Result<(), ConfigureError> {
+    if let Some(key) = settings.fixed {
+        return Err(ConfigureError::new(name, key, FIXED));
+    }
+    let patches = BTreeMap::from([(name.to_owned(), settings.patch)]);
     match apply_counted(&patches, Sections::AllOrNothing) {
         Ok(_) => Ok(()),
         Err(errors) => Err(errors
@@ -205,7 +210,7 @@ pub fn apply(name: &str, patch: ConfigPatch) -> Result<(), ConfigureError> {
 ///
 /// ```
 /// # #[cfg(feature = "serde")] {
-/// use failfast_runtime::{configure, registry, Breaker, ConfigPatch};
+/// use failfast_runtime::{configure, registry, Breaker, Builder};
 /// use std::collections::BTreeMap;
 /// use std::sync::Arc;
 ///
@@ -213,13 +218,13 @@ pub fn apply(name: &str, patch: ConfigPatch) -> Result<(), ConfigureError> {
 /// registry::register(&inventory);
 ///
 /// // e.g. `toml::from_str` of the `[failfast]` table of the service's file.
-/// let section: BTreeMap<String, ConfigPatch> = serde_json::from_str(
+/// let section: BTreeMap<String, Builder> = serde_json::from_str(
 ///     r#"{ "inventory": { "threshold": 3, "recovery": "10s" },
 ///          "invetory": { "threshold": 4 } }"#,
 /// ).unwrap();
 /// let refused = configure::apply_all(&section).unwrap_err();
 /// assert_eq!(refused[0].to_string(), "`invetory` matches no registered breaker or family");
-/// assert_eq!(inventory.current_config().threshold(), 3, "the good section applied");
+/// assert_eq!(inventory.config().threshold(), 3, "the good section applied");
 /// # }
 /// ```
 ///
@@ -227,8 +232,26 @@ pub fn apply(name: &str, patch: ConfigPatch) -> Result<(), ConfigureError> {
 ///
 /// Every section refused, each with its name, key and reason: nothing of
 /// those sections was applied, and every other section was.
-pub fn apply_all(patches: &BTreeMap<String, ConfigPatch>) -> Result<(), Vec<ConfigureError>> {
-    apply_counted(patches, Sections::EachAlone).map(drop)
+pub fn apply_all(sections: &BTreeMap<String, Builder>) -> Result<(), Vec<ConfigureError>> {
+    let mut fixed = Vec::new();
+    let patches = sections
+        .iter()
+        .filter_map(|(name, settings)| match settings.fixed {
+            Some(key) => {
+                fixed.push(ConfigureError::new(name, key, FIXED));
+                None
+            }
+            None => Some((name.clone(), settings.patch.clone())),
+        })
+        .collect();
+    match apply_counted(&patches, Sections::EachAlone) {
+        Ok(_) if fixed.is_empty() => Ok(()),
+        Ok(_) => Err(fixed),
+        Err(mut errors) => {
+            errors.extend(fixed);
+            Err(errors)
+        }
+    }
 }
 
 /// Whether a refused section keeps the others from being applied.
@@ -243,7 +266,7 @@ enum Sections {
 /// [`apply_all`], returning how many breakers and families it changed. An
 /// `Err` holds at least one error.
 fn apply_counted(
-    patches: &BTreeMap<String, ConfigPatch>,
+    patches: &BTreeMap<String, Patch>,
     sections: Sections,
 ) -> Result<usize, Vec<ConfigureError>> {
     let mut errors: Vec<ConfigureError> = Vec::new();
@@ -284,11 +307,11 @@ enum Target {
 }
 
 impl Target {
-    fn reconfigure(&self, patch: &ConfigPatch) -> Result<(), ConfigureError> {
+    fn reconfigure(&self, patch: &Patch) -> Result<(), ConfigureError> {
         match self {
-            Target::Breaker(breaker) => breaker.reconfigure(patch),
+            Target::Breaker(breaker) => breaker.apply(patch),
             #[cfg(feature = "keyed")]
-            Target::Family(family) => family.reconfigure(patch),
+            Target::Family(family) => family.apply(patch),
         }
     }
 }
@@ -297,7 +320,7 @@ impl Target {
 /// registered under `name` (breakers built at run time may share one) and
 /// every keyed family of that name; else the breaker of a family's key
 /// (`family[key]`). Every refusal, named `name`, when any.
-fn targets(name: &str, patch: &ConfigPatch) -> Result<Vec<Target>, Vec<ConfigureError>> {
+fn targets(name: &str, patch: &Patch) -> Result<Vec<Target>, Vec<ConfigureError>> {
     let mut errors: Vec<ConfigureError> = Vec::new();
     let mut check = |config: &Config| {
         if let Err((key, reason)) = patch.applied_to(config) {
@@ -309,7 +332,7 @@ fn targets(name: &str, patch: &ConfigPatch) -> Result<Vec<Target>, Vec<Configure
     };
     let mut found: Vec<Target> = Vec::new();
     for breaker in registry::all().into_iter().filter(|b| b.name() == name) {
-        check(&breaker.current_config());
+        check(&breaker.config());
         found.push(Target::Breaker(breaker));
     }
     #[cfg(feature = "keyed")]
@@ -319,7 +342,7 @@ fn targets(name: &str, patch: &ConfigPatch) -> Result<Vec<Target>, Vec<Configure
     {
         check(&family.config());
         for member in family.members() {
-            check(&member.breaker().current_config());
+            check(&member.breaker().config());
         }
         found.push(Target::Family(family));
     }
@@ -327,7 +350,7 @@ fn targets(name: &str, patch: &ConfigPatch) -> Result<Vec<Target>, Vec<Configure
     if found.is_empty() {
         match key_breaker(name, patch) {
             Some(Ok(member)) => {
-                check(&member.current_config());
+                check(&member.config());
                 found.push(Target::Breaker(member));
             }
             Some(Err(error)) => errors.push(error),
@@ -353,7 +376,7 @@ fn targets(name: &str, patch: &ConfigPatch) -> Result<Vec<Target>, Vec<Configure
 /// made only once `patch` fits the family's settings. `None` when `name`
 /// names no registered family's key.
 #[cfg(feature = "keyed")]
-fn key_breaker(name: &str, patch: &ConfigPatch) -> Option<Result<BreakerRef, ConfigureError>> {
+fn key_breaker(name: &str, patch: &Patch) -> Option<Result<BreakerRef, ConfigureError>> {
     if let Some(member) = registry::get(name) {
         return Some(Ok(member));
     }
@@ -391,10 +414,13 @@ fn key_breaker(name: &str, patch: &ConfigPatch) -> Option<Result<BreakerRef, Con
     }))
 }
 
-/// Reads `FAILFAST__<BREAKER>__<KEY>` overrides from the environment and
-/// applies them, all or nothing (see [the scheme](self#environment-variables)).
-/// Returns how many breakers were changed (a keyed family counts once). Variables outside the scheme are
-/// ignored, whether or not they are UTF-8.
+/// Applies the `FAILFAST__<BREAKER>__<KEY>` overrides among `vars`, all or
+/// nothing (see [the scheme](self#environment-variables)): pass
+/// `std::env::vars_os()` for the process environment, or any `(name,
+/// value)` pairs of `String`s, `&str`s or `OsString`s. Variables outside
+/// the scheme are ignored, whether or not they are UTF-8. Returns how many
+/// breakers were changed (every breaker of a name several share counts, a
+/// keyed family once).
 ///
 /// # Errors
 ///
@@ -402,20 +428,7 @@ fn key_breaker(name: &str, patch: &ConfigPatch) -> Option<Result<BreakerRef, Con
 /// unknown key, a name or value that is not UTF-8, unparsable value, a value that
 /// cannot work), each with its breaker, key and reason; then nothing was
 /// applied.
-pub fn from_env() -> Result<usize, Vec<ConfigureError>> {
-    from_vars(std::env::vars_os())
-}
-
-/// [`from_env`] over the given variables (`(name, value)` pairs of
-/// `String`s, `&str`s or `OsString`s, as `std::env::vars_os` gives them);
-/// those not starting with `FAILFAST__` are ignored. Returns how many
-/// breakers were changed (every breaker of a name several share counts, a
-/// keyed family once).
-///
-/// # Errors
-///
-/// As [`from_env`].
-pub fn from_vars<K, V>(vars: impl IntoIterator<Item = (K, V)>) -> Result<usize, Vec<ConfigureError>>
+pub fn from_env<K, V>(vars: impl IntoIterator<Item = (K, V)>) -> Result<usize, Vec<ConfigureError>>
 where
     K: Into<OsString>,
     V: Into<OsString>,
@@ -438,7 +451,7 @@ where
             names.push(name);
         }
     }
-    let mut patches: BTreeMap<String, ConfigPatch> = BTreeMap::new();
+    let mut patches: BTreeMap<String, Patch> = BTreeMap::new();
     let mut errors = Vec::new();
     for (var, value) in vars {
         let (var, value): (OsString, OsString) = (var.into(), value.into());
@@ -532,7 +545,7 @@ where
 /// a variable that matches more than one name is refused (see
 /// [the scheme](self#environment-variables)).
 #[must_use]
-pub fn env_name(name: &str) -> String {
+fn env_name(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
         if c.is_ascii_alphanumeric() {
@@ -589,7 +602,7 @@ mod tests {
                 });
             }
             for n in (HIGH - 2000..HIGH).rev() {
-                let patch = ConfigPatch::new()
+                let patch = Breaker::builder()
                     .threshold(n)
                     .recovery(Duration::from_secs(u64::from(n)));
                 b.reconfigure(&patch).unwrap();
@@ -600,7 +613,7 @@ mod tests {
             stop.store(true, Ordering::Relaxed);
         });
         assert_eq!(b.state(), State::Closed);
-        b.reconfigure(&ConfigPatch::new().threshold(2)).unwrap();
+        b.reconfigure(&Breaker::builder().threshold(2)).unwrap();
         let _ = b.call(|| Err::<(), _>(()));
         assert_eq!(b.state(), State::Closed);
         let _ = b.call(|| Err::<(), _>(()));

@@ -13,7 +13,7 @@
 //! registry::register(&payments);
 //!
 //! let handle = registry::get("payments").expect("registered");
-//! handle.force_open();
+//! handle.set_mode(failfast_runtime::Mode::ForcedOpen);
 //! assert_eq!(payments.state(), failfast_runtime::State::Open);
 //! handle.reset();
 //! # Ok::<(), failfast_runtime::ConfigError>(())
@@ -34,7 +34,7 @@
 //! before `main` and nothing is registered by hand. The first use of the
 //! registry (a lookup, [`all`], a `register`, or any attribute breaker's
 //! first call) adds every declared breaker, so [`get`] finds a breaker whose
-//! function has never run, and `force_open()` before any traffic works.
+//! function has never run, and `set_mode(failfast_runtime::Mode::ForcedOpen)` before any traffic works.
 //! (`linkme` rather than `inventory`: a static array filled by the linker
 //! costs nothing at start-up and runs no code before `main`, where
 //! `inventory` runs one constructor per entry at load time. It supports
@@ -285,8 +285,7 @@ fn tell(watchers: &[Arc<Watcher>], breaker: &BreakerRef) {
 }
 
 /// A handle to a registered breaker: derefs to [`Breaker`], so it has
-/// `name()`, `state()`, `snapshot()`, `reset()`, `force_open()`,
-/// `force_closed()` and `observe_only()`.
+/// `name()`, `state()`, `snapshot()`, `reset()` and `set_mode(…)`.
 #[derive(Clone, Debug)]
 pub enum BreakerRef {
     /// A breaker in a `static`, as `#[circuit_breaker]` declares them.
@@ -486,14 +485,30 @@ impl FamilyRef {
     ///
     /// # Errors
     ///
-    /// A [`ConfigureError`](crate::core::patch::ConfigureError) naming the
+    /// A [`ConfigureError`](crate::core::error::ConfigureError) naming the
     /// family when the patch does not fit its settings (nothing changed),
     /// or the first member whose own settings refused it (the others
     /// changed).
     pub fn reconfigure(
         &self,
-        patch: &crate::core::patch::ConfigPatch,
-    ) -> Result<(), crate::core::patch::ConfigureError> {
+        settings: &crate::Builder,
+    ) -> Result<(), crate::core::error::ConfigureError> {
+        if let Some(key) = settings.fixed {
+            let name = self.name();
+            return Err(crate::core::error::ConfigureError::new(
+                &name,
+                key,
+                crate::core::config::FIXED,
+            ));
+        }
+        self.apply(&settings.patch)
+    }
+
+    /// [`reconfigure`](Self::reconfigure) with the settings a patch holds.
+    pub(crate) fn apply(
+        &self,
+        patch: &crate::core::config::Patch,
+    ) -> Result<(), crate::core::error::ConfigureError> {
         self.0.reconfigure(patch)
     }
 }

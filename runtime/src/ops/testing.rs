@@ -21,7 +21,7 @@
 //! clock.advance(Duration::from_secs(30));
 //! assert_eq!(breaker.state(), State::HalfOpen);
 //!
-//! assert!(testing::reset("kit"));
+//! registry::get("kit").expect("registered").reset();
 //! assert_eq!(breaker.state(), State::Closed);
 //! # Ok::<(), failfast_runtime::ConfigError>(())
 //! ```
@@ -78,7 +78,7 @@
 //! `failfast::breaker!` (still shared, within the scope, by the functions
 //! that name them), and the bulkheads of `max_concurrent`. Inside a scope,
 //! [`registry::get`], [`registry::all`] and `registry::families` (and so
-//! [`configure`](mod@crate::ops::configure), [`reset`], [`reset_all`] and, with the
+//! [`configure`](mod@crate::ops::configure), [`reset_all`] and, with the
 //! `metrics` feature, `metrics::export`) see the scope's breakers in place
 //! of the ones they stand for, made if need be, so a test can force one
 //! open or reconfigure it before its first call.
@@ -112,7 +112,7 @@
 //! goes through the program's breaker, as without a scope.
 //!
 //! Without scopes, give each test its own breakers (one function per
-//! test, or `name = "…"` per test) and reset by name ([`reset`]) at the
+//! test, or `name = "…"` per test) and reset by name (`registry::get(name)` and [`Breaker::reset`](crate::Breaker::reset)) at the
 //! start of a test; [`reset_all`] outside a scope resets every breaker of
 //! the program, those of tests running beside it included. The running
 //! totals of a [`Snapshot`](crate::Snapshot) are never reset (they feed
@@ -228,7 +228,7 @@ pub fn follow_tokio_clock() {
 ///
 /// let breaker = Arc::new(Breaker::builder().name("doc::reset_all").build()?);
 /// registry::register(&breaker);
-/// breaker.force_open();
+/// breaker.set_mode(failfast_runtime::Mode::ForcedOpen);
 /// testing::reset_all();
 /// assert_eq!(breaker.state(), State::Closed);
 /// # Ok::<(), failfast_runtime::ConfigError>(())
@@ -239,25 +239,6 @@ pub fn reset_all() {
             breaker.reset();
         }
     }
-}
-
-/// Resets the breaker registered under `name` (inside a scope, the
-/// scope's), if there is one: whether there was.
-///
-/// ```
-/// use failfast_runtime::{registry, testing, Breaker, State};
-/// use std::sync::Arc;
-///
-/// let breaker = Arc::new(Breaker::builder().name("doc::reset").build()?);
-/// registry::register(&breaker);
-/// breaker.force_open();
-/// assert!(testing::reset("doc::reset"));
-/// assert_eq!(breaker.state(), State::Closed);
-/// assert!(!testing::reset("doc::no-such-breaker"));
-/// # Ok::<(), failfast_runtime::ConfigError>(())
-/// ```
-pub fn reset(name: &str) -> bool {
-    registry::get(name).map(|b| b.reset()).is_some()
 }
 
 /// Scopes entered now, on any thread: each [`Scope`] alive, and each

@@ -48,7 +48,7 @@
 //!   ended: the key is gone (a replica that died while open), and
 //!   forgetting its breaker forgets nothing a caller still relies on. An
 //!   Open member that callers keep trying is not evictable;
-//! - and it is not under manual control ([`Breaker::force_open`] and the
+//! - and it is not under manual control ([`Breaker::set_mode`] and the
 //!   like are kept).
 //!
 //! The member picked:
@@ -569,12 +569,12 @@ impl Tuned {
     fn change(
         &mut self,
         declared: &Config,
-        patch: &crate::core::patch::ConfigPatch,
-    ) -> Result<(), crate::core::patch::ConfigureError> {
+        patch: &crate::core::config::Patch,
+    ) -> Result<(), crate::core::error::ConfigureError> {
         let next = patch
             .applied_to(&self.config(declared))
             .map_err(|(key, reason)| {
-                crate::core::patch::ConfigureError::new(&declared.name, key, reason)
+                crate::core::error::ConfigureError::new(&declared.name, key, reason)
             })?;
         self.config = Some(next);
         if let Some(mode) = patch.run_mode() {
@@ -612,11 +612,11 @@ impl Tuned {
 /// others changed.
 fn reconfigure_each<'m>(
     members: impl IntoIterator<Item = &'m Arc<Member>>,
-    patch: &crate::core::patch::ConfigPatch,
-) -> Result<(), crate::core::patch::ConfigureError> {
+    patch: &crate::core::config::Patch,
+) -> Result<(), crate::core::error::ConfigureError> {
     let mut first = Ok(());
     for member in members {
-        if let Err(refused) = member.breaker.reconfigure(patch) {
+        if let Err(refused) = member.breaker.apply(patch) {
             first = first.and(Err(refused));
         }
     }
@@ -1233,8 +1233,8 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
     /// rest were changed.
     fn reconfigure(
         &self,
-        patch: &crate::core::patch::ConfigPatch,
-    ) -> Result<(), crate::core::patch::ConfigureError> {
+        patch: &crate::core::config::Patch,
+    ) -> Result<(), crate::core::error::ConfigureError> {
         let mut tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
         tuned.change(&self.config, patch)?;
         // Held while the members change: a member made meanwhile waits, and
@@ -1283,7 +1283,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
     /// Whether `member`'s settings were changed by its own name: it is
     /// kept, so the change is not lost with it.
     fn tuned_alone(&self, member: &Member) -> bool {
-        member.breaker.current_config().fingerprint() != self.current_config().fingerprint()
+        member.breaker.config().fingerprint() != self.current_config().fingerprint()
     }
 
     /// The slot of the member to evict from a full family: the least
@@ -1431,8 +1431,8 @@ pub(crate) trait Listing: Send + Sync {
     /// See `Inner::reconfigure`.
     fn reconfigure(
         &self,
-        patch: &crate::core::patch::ConfigPatch,
-    ) -> Result<(), crate::core::patch::ConfigureError>;
+        patch: &crate::core::config::Patch,
+    ) -> Result<(), crate::core::error::ConfigureError>;
     /// The settings new members get now.
     fn config(&self) -> Config;
     fn max_keys(&self) -> usize;
@@ -1459,8 +1459,8 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
     }
     fn reconfigure(
         &self,
-        patch: &crate::core::patch::ConfigPatch,
-    ) -> Result<(), crate::core::patch::ConfigureError> {
+        patch: &crate::core::config::Patch,
+    ) -> Result<(), crate::core::error::ConfigureError> {
         Inner::reconfigure(self, patch)
     }
     fn config(&self) -> Config {
@@ -1679,8 +1679,8 @@ impl Listing for SlotView {
     }
     fn reconfigure(
         &self,
-        patch: &crate::core::patch::ConfigPatch,
-    ) -> Result<(), crate::core::patch::ConfigureError> {
+        patch: &crate::core::config::Patch,
+    ) -> Result<(), crate::core::error::ConfigureError> {
         let mut early = match self.early() {
             Ok(early) => early,
             Err(built) => return built.reconfigure(patch),

@@ -759,7 +759,7 @@ mod tests {
             attempts.next_delay_through(&breaker),
             Some(Duration::from_millis(100))
         );
-        breaker.force_open();
+        breaker.set_mode(crate::Mode::ForcedOpen);
         assert_eq!(attempts.next_delay_through(&breaker), None);
     }
 }

@@ -14,8 +14,13 @@ impl Builder {
     /// (`threshold` with `failure_rate`, a window without a rate rule, `slow_rate`
     /// without `slow`).
     pub fn build(self) -> Result<Breaker, ConfigError> {
+        let mode = self.patch.mode;
         let (config, clock) = self.checked_with_clock()?;
-        Ok(Breaker::with_clock(config, clock))
+        let breaker = Breaker::with_clock(config, clock);
+        if let Some(mode) = mode.filter(|&m| m != super::Mode::Normal) {
+            breaker.set_mode(mode);
+        }
+        Ok(breaker)
     }
 }
 
@@ -25,9 +30,10 @@ impl Breaker {
         Builder::default()
     }
 
-    /// The breaker's settings.
+    /// The settings it was built or declared with, before any
+    /// [`reconfigure`](Self::reconfigure).
     #[must_use]
-    pub fn config(&self) -> &Config {
+    pub(crate) fn declared_config(&self) -> &Config {
         &self.config
     }
 }

@@ -151,10 +151,10 @@ mod tests {
         b.acquire().unwrap().record(crate::Outcome::Success);
         b.reset();
         assert!(consults(&b), "after a manual close");
-        b.reconfigure(&crate::ConfigPatch::new().window_calls(10))
+        b.reconfigure(&crate::Breaker::builder().window_calls(10))
             .unwrap();
         assert!(!consults(&b), "a fresh count window, empty");
-        b.reconfigure(&crate::ConfigPatch::new().window_time(Duration::from_secs(5)))
+        b.reconfigure(&crate::Breaker::builder().window_time(Duration::from_secs(5)))
             .unwrap();
         assert!(consults(&b), "a fresh time window");
     }
@@ -176,18 +176,18 @@ mod tests {
         b.acquire().unwrap().record(crate::Outcome::Failure);
         let open = b.load();
         assert_eq!(open.tag(), crate::core::word::TAG_OPEN);
-        b.reconfigure(&crate::ConfigPatch::new().window_time(Duration::from_secs(5)))
+        b.reconfigure(&crate::Breaker::builder().window_time(Duration::from_secs(5)))
             .unwrap();
-        b.reconfigure(&crate::ConfigPatch::new().window_calls(20))
+        b.reconfigure(&crate::Breaker::builder().window_calls(20))
             .unwrap();
         assert_eq!(b.load(), open, "the deadline is the word's low bits");
         clock.advance(Duration::from_secs(30));
         let trial = b.acquire().unwrap();
         let half_open = b.load();
         assert_eq!(half_open.in_flight(), 1);
-        b.reconfigure(&crate::ConfigPatch::new().window_time(Duration::from_secs(5)))
+        b.reconfigure(&crate::Breaker::builder().window_time(Duration::from_secs(5)))
             .unwrap();
-        b.reconfigure(&crate::ConfigPatch::new().window_calls(10))
+        b.reconfigure(&crate::Breaker::builder().window_calls(10))
             .unwrap();
         assert_eq!(b.load(), half_open, "the trials are the word's low bits");
         trial.record(crate::Outcome::Success);
@@ -212,7 +212,7 @@ mod tests {
         b.acquire().unwrap().record(crate::Outcome::Success);
         let admitted = b.load();
         let window = b.window();
-        b.force_open();
+        b.set_mode(crate::Mode::ForcedOpen);
         b.reset();
         for _ in 0..4 {
             b.acquire().unwrap().record(crate::Outcome::Failure);

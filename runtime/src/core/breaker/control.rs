@@ -32,31 +32,24 @@ impl Breaker {
         self.level.store(0, Ordering::Relaxed);
     }
 
-    /// Rejects every call until [`reset`](Self::reset) (or another manual mode).
-    pub fn force_open(&self) {
-        self.control(TAG_OPEN, MODE_FORCED_OPEN);
-    }
-
-    /// Lets every call through, recording nothing, until [`reset`](Self::reset).
-    pub fn force_closed(&self) {
-        self.control(TAG_CLOSED, MODE_FORCED_CLOSED);
-    }
-
-    /// Lets every call through until [`reset`](Self::reset), while still recording
-    /// outcomes from a fresh closed state: the trip rules keep running, so
-    /// [`snapshot`](Self::snapshot) and [`state`](Self::state) show what the breaker
-    /// would have done ("observe only").
-    pub fn observe_only(&self) {
-        self.control(TAG_CLOSED, MODE_DISABLED);
-    }
-
-    /// Puts the breaker in `mode`, as the method of that mode does.
-    pub(crate) fn set_mode(&self, mode: Mode) {
+    /// Puts the breaker in `mode`, whatever its state:
+    ///
+    /// - [`Mode::Normal`]: as [`reset`](Self::reset).
+    /// - [`Mode::ForcedOpen`]: rejects every call, until another mode.
+    /// - [`Mode::ForcedClosed`]: lets every call through and records nothing.
+    /// - [`Mode::ObserveOnly`]: lets every call through while still recording
+    ///   outcomes from a fresh closed state: the trip rules keep running, so
+    ///   [`snapshot`](Self::snapshot) and [`state`](Self::state) show what the
+    ///   breaker would have done.
+    ///
+    /// A change of mode is a transition ([`TransitionReason::Manual`](crate::events::TransitionReason::Manual)
+    /// when the state changes); calls in flight are not counted.
+    pub fn set_mode(&self, mode: Mode) {
         match mode {
             Mode::Normal => self.reset(),
-            Mode::ObserveOnly => self.observe_only(),
-            Mode::ForcedOpen => self.force_open(),
-            Mode::ForcedClosed => self.force_closed(),
+            Mode::ObserveOnly => self.control(TAG_CLOSED, MODE_DISABLED),
+            Mode::ForcedOpen => self.control(TAG_OPEN, MODE_FORCED_OPEN),
+            Mode::ForcedClosed => self.control(TAG_CLOSED, MODE_FORCED_CLOSED),
         }
     }
 }

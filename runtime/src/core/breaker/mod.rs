@@ -33,6 +33,7 @@ mod settings;
 mod snapshot;
 pub(crate) mod transition;
 
+pub use crate::core::config::Mode;
 pub use crate::core::outcome::Outcome;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 pub(crate) use permit::Detached;
@@ -56,29 +57,6 @@ use crate::core::word::{
     MODE_FORCED_OPEN, MODE_NORMAL, TAG_CLOSED, TAG_HALF_OPEN, TAG_OPEN, Word,
 };
 use transition::{Events, Why};
-
-/// How a breaker is being controlled by hand; see [`Breaker::force_open`] and
-/// friends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum Mode {
-    /// The trip rules decide.
-    Normal,
-    /// Every call is rejected until [`Breaker::reset`].
-    ForcedOpen,
-    /// Every call passes and no outcome is recorded until [`Breaker::reset`].
-    ForcedClosed,
-    /// Observe-only: every call passes; outcomes are still recorded and the
-    /// state still moves, so events, [`Breaker::snapshot`] and metrics show
-    /// what the breaker would have done. A call it would have refused is
-    /// counted in [`Snapshot::would_reject`] (and in the `metrics` feature's
-    /// `failfast_calls_total{outcome="would_reject"}`) and let through: its
-    /// outcome is counted like any call's (successes, failures, neutral) but
-    /// moves nothing, as the breaker never admitted it. Set by
-    /// [`Breaker::observe_only`].
-    ObserveOnly,
-}
 
 /// The part every call reads, on a cache line of its own.
 #[derive(Debug)]
@@ -271,7 +249,7 @@ impl Breaker {
 
     /// The breaker's name as stored: cloning it does not allocate.
     #[must_use]
-    pub fn shared_name(&self) -> Name {
+    pub(crate) fn shared_name(&self) -> Name {
         self.config.name.clone()
     }
 

@@ -151,7 +151,7 @@ mod tests {
         assert_eq!(b.open_remote(Duration::from_secs(20), None), None);
         trial.record(crate::Outcome::Neutral);
         assert!(b.open_remote(Duration::from_secs(20), None).is_some());
-        b.force_closed();
+        b.set_mode(crate::Mode::ForcedClosed);
         assert_eq!(b.open_remote(Duration::from_secs(20), None), None);
         assert!(b.acquire().is_ok());
     }
@@ -257,7 +257,7 @@ mod tests {
             .recovery(Duration::from_secs(1))
             .build()
             .unwrap();
-        let f = |x: &Breaker| fingerprint(x.config());
+        let f = |x: &Breaker| fingerprint(x);
         assert_eq!(f(&a), f(&b));
         assert_ne!(f(&a), f(&c));
         assert_ne!(f(&a), f(&d));
@@ -295,7 +295,7 @@ mod tests {
         let clock = ManualClock::new();
         let b = breaker(&clock);
         let open = b.open_remote(Duration::from_secs(5), None).unwrap();
-        b.force_open();
+        b.set_mode(crate::Mode::ForcedOpen);
         assert_eq!(b.release_remote(open, Duration::ZERO), None);
         assert_eq!(b.mode(), crate::Mode::ForcedOpen);
         clock.advance(Duration::from_secs(60));
@@ -307,6 +307,6 @@ mod tests {
     #[test]
     fn the_fingerprint_of_a_configuration_is_stable() {
         let b = Breaker::builder().name("any").threshold(5).build().unwrap();
-        assert_eq!(fingerprint(b.config()), PINNED);
+        assert_eq!(fingerprint(&b), PINNED);
     }
 }

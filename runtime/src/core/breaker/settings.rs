@@ -2,9 +2,11 @@
 //! something, and [`Breaker::reconfigure`].
 
 use super::Breaker;
+use crate::core::config::Builder;
 use crate::core::config::{Config, Window};
+use crate::core::config::{FIXED, Patch};
+use crate::core::error::ConfigureError;
 use crate::core::kept::Read;
-use crate::core::patch::{ConfigPatch, ConfigureError};
 
 impl Breaker {
     /// The settings in force, held while the returned guard lives: one
@@ -15,22 +17,45 @@ impl Breaker {
         self.tuning.get().unwrap_or(Read::Borrowed(&self.config))
     }
 
-    /// The settings in force: as declared ([`config`](Self::config)), with
-    /// any change made by [`reconfigure`](Self::reconfigure) applied.
+    /// The settings in force: as built or declared, with any change made by
+    /// [`reconfigure`](Self::reconfigure) applied.
     #[must_use]
-    pub fn current_config(&self) -> Config {
+    pub fn config(&self) -> Config {
         self.settings().clone()
     }
 
-    /// Changes the settings of this breaker while it runs: checked whole,
-    /// applied whole or not at all. See [the module](mod@crate::ops::configure) for
-    /// what can change and when it takes effect.
+    /// Changes the settings of this breaker while it runs to those set on
+    /// `settings` (the others stay as they are): checked whole, applied whole
+    /// or not at all. See [the module](mod@crate::ops::configure) for what can
+    /// change and when it takes effect.
+    ///
+    /// ```
+    /// use failfast_runtime::{Breaker, Mode};
+    ///
+    /// let breaker = Breaker::builder().name("payments").threshold(5).build()?;
+    /// breaker.reconfigure(&Breaker::builder().threshold(10).mode(Mode::ObserveOnly))?;
+    /// assert_eq!(breaker.config().threshold(), 10);
+    /// assert_eq!(breaker.mode(), Mode::ObserveOnly);
+    ///
+    /// // The name, `slow`, `trial_lease` and the clock are fixed once built.
+    /// let error = breaker.reconfigure(&Breaker::builder().name("other")).unwrap_err();
+    /// assert_eq!(error.key(), "name");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     ///
     /// [`ConfigureError`] naming the breaker, the key and the reason; the
     /// breaker is left as it was.
-    pub fn reconfigure(&self, patch: &ConfigPatch) -> Result<(), ConfigureError> {
+    pub fn reconfigure(&self, settings: &Builder) -> Result<(), ConfigureError> {
+        if let Some(key) = settings.fixed {
+            return Err(ConfigureError::new(self.name(), key, FIXED));
+        }
+        self.apply(&settings.patch)
+    }
+
+    /// [`reconfigure`](Self::reconfigure) with the settings a patch holds.
+    pub(crate) fn apply(&self, patch: &Patch) -> Result<(), ConfigureError> {
         let mut tuning = self.tuning.publisher();
         let current = tuning.latest().unwrap_or(Read::Borrowed(&self.config));
         let next = patch
@@ -48,7 +73,7 @@ impl Breaker {
         for observe in super::transition::RECONFIGURED {
             observe(self);
         }
-        if let Some(mode) = patch.run_mode() {
+        if let Some(mode) = patch.mode {
             self.set_mode(mode);
         }
         Ok(())

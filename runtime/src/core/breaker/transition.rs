@@ -94,10 +94,8 @@ pub enum Cause {
     /// The breaker's own calls: a trip rule, a trial's result, or a call
     /// finding the open time passed.
     Calls,
-    /// Manual control: [`reset`](crate::Breaker::reset),
-    /// [`force_open`](crate::Breaker::force_open),
-    /// [`force_closed`](crate::Breaker::force_closed),
-    /// [`observe_only`](crate::Breaker::observe_only).
+    /// Manual control: [`reset`](crate::Breaker::reset) or
+    /// [`set_mode`](crate::Breaker::set_mode).
     Manual,
     /// An open imposed from outside or its end moved
     /// ([`integration::open_remote`](crate::integration::open_remote),
@@ -141,9 +139,7 @@ pub enum TransitionReason {
     TrialFailed,
     /// HalfOpen → Closed: `success_threshold` trials succeeded.
     TrialsSucceeded,
-    /// [`reset`](Breaker::reset), [`force_open`](Breaker::force_open),
-    /// [`force_closed`](Breaker::force_closed) or
-    /// [`observe_only`](Breaker::observe_only). Produces an event even when the state
+    /// [`reset`](Breaker::reset) or [`set_mode`](Breaker::set_mode). Produces an event even when the state
     /// stays the same: the mode, or the counters, changed.
     Manual,
     /// Closed → Open, or Open → Open with another deadline: an open imposed

@@ -115,7 +115,7 @@ impl<C, R, B> CircuitBreakerLayer<C, R, B> {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), failfast_runtime::ConfigError> {
     /// let breaker = Breaker::builder().name("stock").build()?;
-    /// breaker.force_open();
+    /// breaker.set_mode(failfast_runtime::Mode::ForcedOpen);
     /// let service = CircuitBreakerLayer::new(breaker)
     ///     .on_rejected(RefuseWithResponse)
     ///     .layer(service_fn(|_: ()| async { Ok::<_, Infallible>(http::Response::new(String::new())) }));

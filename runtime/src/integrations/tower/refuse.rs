@@ -10,7 +10,7 @@ use crate::Rejected;
 /// use failfast_runtime::{Breaker, Rejected};
 ///
 /// let breaker = Breaker::builder().build()?;
-/// breaker.force_open();
+/// breaker.set_mode(failfast_runtime::Mode::ForcedOpen);
 /// let error: BoxError = Box::new(breaker.acquire().unwrap_err());
 /// assert!(error.is::<Rejected>());
 /// # Ok::<(), failfast_runtime::ConfigError>(())
@@ -48,7 +48,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), failfast_runtime::ConfigError> {
 /// let breaker = Breaker::builder().build()?;
-/// breaker.force_open();
+/// breaker.set_mode(failfast_runtime::Mode::ForcedOpen);
 /// let service = CircuitBreakerLayer::new(breaker)
 ///     .classifier(|r: &Result<u64, DbError>| if r.is_ok() { Outcome::Success } else { Outcome::Failure })
 ///     .on_rejected(AsDbError)
@@ -82,7 +82,7 @@ pub trait OnRejected<Res, E> {
 /// use failfast_runtime::{Breaker, Rejected};
 ///
 /// let breaker = Breaker::builder().build()?;
-/// breaker.force_open();
+/// breaker.set_mode(failfast_runtime::Mode::ForcedOpen);
 /// let answer: Result<(), _> =
 ///     OnRejected::<(), std::io::Error>::rejected(&RefuseWithError, breaker.acquire().unwrap_err());
 /// assert!(answer.unwrap_err().is::<Rejected>());
@@ -116,7 +116,7 @@ impl<Res, E: Into<BoxError>> OnRejected<Res, E> for RefuseWithError {
 /// use std::convert::Infallible;
 ///
 /// let breaker = Breaker::builder().build()?;
-/// breaker.force_open();
+/// breaker.set_mode(failfast_runtime::Mode::ForcedOpen);
 /// let answer: Result<http::Response<String>, Infallible> =
 ///     RefuseWithResponse.rejected(breaker.acquire().unwrap_err());
 /// assert_eq!(answer.unwrap().status(), 503);
@@ -162,7 +162,7 @@ impl<B: From<String>, E> OnRejected<http::Response<B>, E> for RefuseWithResponse
 /// use failfast_runtime::Breaker;
 ///
 /// let breaker = Breaker::builder().build()?;
-/// breaker.force_open();
+/// breaker.set_mode(failfast_runtime::Mode::ForcedOpen);
 /// let answer: Result<(), _> = OnRejected::<(), std::io::Error>::rejected(
 ///     &RefuseWithStatus,
 ///     breaker.acquire().unwrap_err(),
@@ -199,7 +199,7 @@ impl<Res, E: Into<BoxError>> OnRejected<Res, E> for RefuseWithStatus {
 /// use failfast_runtime::Breaker;
 ///
 /// let breaker = Breaker::builder().name("search").build()?;
-/// breaker.force_open();
+/// breaker.set_mode(failfast_runtime::Mode::ForcedOpen);
 /// let refused: BoxError = Box::new(breaker.acquire().unwrap_err());
 /// let response: http::Response<String> = error_response(refused);
 /// assert_eq!(response.status(), 503);
