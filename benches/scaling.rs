@@ -9,8 +9,8 @@
 //!
 //! Run with
 //! `cargo bench --bench scaling -- --warm-up-time 1 --measurement-time 3`;
-//! `python3 benches/scaling_table.py` then prints the tables of
-//! `benches/README.md` ("Scaling").
+//! `python3 benches/scaling_table.py` then prints its tables (how
+//! each call path scales from one thread to two).
 //!
 //! What is not a criterion timing is measured once at setup and written to
 //! `scaling_setup.tsv`, beside criterion's results (`criterion/` under

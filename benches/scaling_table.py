@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Prints the "Scaling" tables of benches/README.md from the last
-`cargo bench --bench scaling` run.
+"""Prints the scaling tables (each call path, one thread against two) from
+the last `cargo bench --bench scaling` run.
 
     python3 benches/scaling_table.py [CRITERION_DIR]
 

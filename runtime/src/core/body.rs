@@ -20,9 +20,8 @@
 //! The function's future then holds the permit in one place, with no flag
 //! saying whether it is still there, and the body needs no `Drop` of its own:
 //! a permit marked as watched that is dropped without an outcome is an
-//! abandoned call (`Permit`'s `Drop`). In the bench, the annotated
-//! `async fn`'s costliest copy of its poll went from 7.1–7.9 to 6.1–6.8 ns a
-//! call (`benches/README.md`).
+//! abandoned call (`Permit`'s `Drop`). It is measured by the `async fn`
+//! cases of `benches/targets.rs`.
 //!
 //! [`Breaker::call_async_with`]'s future (`Call`) watches its body the same
 //! way, with the permit taken on its first poll.

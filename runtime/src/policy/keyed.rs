@@ -104,7 +104,7 @@
 //! Its reads take no lock and write nothing shared: an epoch guard
 //! (thread-local) and a probe. Measured beside papaya's `HashMap` (also
 //! lock-free for reads) in `benches/keyed.rs`, it looked keys up faster on
-//! one thread and on two (figures in `benches/README.md`). Writes take a
+//! one thread and on two (run that bench for the figures). Writes take a
 //! bucket lock, which only the insertion path (already serialised here)
 //! uses.
 //!
