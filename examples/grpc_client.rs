@@ -28,7 +28,8 @@ use std::time::{Duration, Instant};
 use common::grpc::{LedgerClient, LedgerService};
 use common::{human, state_name};
 use failfast::Breaker;
-use failfast::tower::{CircuitBreakerLayer, GrpcClassifier, RefuseWithStatus};
+use failfast::classify::GrpcClassifier;
+use failfast::tower::{CircuitBreakerLayer, RefuseWithStatus};
 use tower::ServiceBuilder;
 
 const RECOVERY: Duration = Duration::from_secs(1);

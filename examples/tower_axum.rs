@@ -39,13 +39,13 @@ use axum::routing::get;
 use common::client::{InventoryClient, InventoryError};
 use common::service::InventoryService;
 use common::{human, state_name};
-use failfast::Breaker;
-use failfast::tower::{BoxError, CircuitBreakerLayer, error_response};
+use failfast::tower::CircuitBreakerLayer;
+use failfast::{Breaker, Rejected};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use tower::ServiceBuilder;
+use tower::{BoxError, ServiceBuilder};
 
 /// The storefront's handler: the product page needs the stock.
 async fn product(State(inventory): State<InventoryClient>, Path(sku): Path<String>) -> Response {
@@ -56,15 +56,22 @@ async fn product(State(inventory): State<InventoryClient>, Path(sku): Path<Strin
     }
 }
 
-/// The stack's errors as answers: tower's timeout is a 504, a refusal of the
-/// breaker a 503 with `Retry-After`.
+/// The stack's errors as answers: a refusal of the breaker is a 503 with
+/// `Retry-After`, tower's timeout a 504, anything else a 500.
 async fn answer_error(error: BoxError) -> Response<Body> {
-    if error.is::<tower::timeout::error::Elapsed>() {
-        let mut response = Response::new(Body::from("inventory did not answer in time"));
-        *response.status_mut() = StatusCode::GATEWAY_TIMEOUT;
-        return response;
-    }
-    error_response(error)
+    let error = match error.downcast::<Rejected>() {
+        Ok(rejected) => return Response::from(*rejected),
+        Err(error) => error,
+    };
+    let (status, message) = if error.is::<tower::timeout::error::Elapsed>() {
+        (
+            StatusCode::GATEWAY_TIMEOUT,
+            "inventory did not answer in time".to_owned(),
+        )
+    } else {
+        (StatusCode::INTERNAL_SERVER_ERROR, error.to_string())
+    };
+    (status, message).into_response()
 }
 
 fn storefront(inventory: InventoryClient, breaker: Arc<Breaker>) -> Router {

@@ -14,9 +14,10 @@ use axum::Router;
 use axum::body::Body;
 use axum::routing::get;
 use failfast::Mode;
-use failfast::tower::{BoxError, CircuitBreakerLayer, RefuseWithResponse};
+use failfast::tower::{CircuitBreakerLayer, RefuseWithResponse};
 use failfast::{Breaker, ManualClock, Reason, Rejected, State};
 use http::{Request, Response, StatusCode};
+use tower::BoxError;
 use tower::{Layer, Service, ServiceBuilder, ServiceExt, service_fn};
 
 const RECOVERY: Duration = Duration::from_secs(30);
@@ -640,7 +641,7 @@ async fn a_refusal_of_an_inner_breaker_is_neutral_in_the_outer_one() {
     );
 
     let grpc = CircuitBreakerLayer::new(outer.clone())
-        .classifier(failfast::tower::GrpcClassifier)
+        .classifier(failfast::classify::GrpcClassifier)
         .layer(CircuitBreakerLayer::new(inner.clone()).layer(ok()));
     grpc.oneshot(()).await.unwrap_err();
     let as_io = CircuitBreakerLayer::new(outer.clone()).layer(service_fn({

@@ -8,7 +8,8 @@ mod grpc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use failfast::tower::{CircuitBreakerLayer, GrpcClassifier, RefuseWithStatus};
+use failfast::classify::GrpcClassifier;
+use failfast::tower::{CircuitBreakerLayer, RefuseWithStatus};
 use failfast::{Breaker, State};
 use grpc::{BALANCE, LedgerClient, LedgerService};
 use tonic::Code;

@@ -12,30 +12,36 @@ use crate::core::breaker::{Breaker, Detached, Outcome};
 use crate::integrations::classify::Classify;
 use crate::ops::registry::BreakerRef;
 
-/// A handle to a breaker that a response future can own: a [`BreakerRef`],
-/// or a keyed family's `Arc<Member>`, or the member and bulkhead place a
-/// keyed layer's call holds (feature `keyed`).
-pub trait BreakerHandle {
-    /// The breaker.
-    fn breaker(&self) -> &Breaker;
+/// The breaker a response future's permit belongs to: a layer's one
+/// [`BreakerRef`], or the member (and bulkhead place) of a keyed layer's
+/// call (feature `keyed`).
+#[derive(Debug)]
+pub(super) enum Handle {
+    One(BreakerRef),
+    #[cfg(feature = "keyed")]
+    Member(super::per_key::MemberSlot),
 }
 
-impl BreakerHandle for BreakerRef {
+impl Handle {
     #[inline]
     fn breaker(&self) -> &Breaker {
-        self
+        match self {
+            Handle::One(breaker) => breaker,
+            #[cfg(feature = "keyed")]
+            Handle::Member(slot) => slot.breaker(),
+        }
     }
 }
 
 /// A permit owned together with a handle to its breaker, so a `'static`
 /// future can hold it. Dropped unresolved, it is an abandoned call.
 #[derive(Debug)]
-pub(super) struct OwnedPermit<H: BreakerHandle> {
-    pub(super) breaker: H,
+pub(super) struct OwnedPermit {
+    pub(super) breaker: Handle,
     pub(super) detached: Option<Detached>,
 }
 
-impl<H: BreakerHandle> OwnedPermit<H> {
+impl OwnedPermit {
     #[inline]
     fn record(&mut self, outcome: Outcome) {
         if let Some(detached) = self.detached.take() {
@@ -51,7 +57,7 @@ impl<H: BreakerHandle> OwnedPermit<H> {
     }
 }
 
-impl<H: BreakerHandle> Drop for OwnedPermit<H> {
+impl Drop for OwnedPermit {
     #[inline]
     fn drop(&mut self) {
         if let Some(detached) = self.detached.take() {
@@ -76,15 +82,15 @@ pin_project_lite::pin_project! {
     ///     Ok::<_, std::io::Error>(http::Response::new(()))
     /// }));
     /// let future = service.call(()); // the permit is taken here
-    /// assert_eq!(service.breaker().snapshot().trials_in_flight, 0);
+    /// assert_eq!(layer.breaker().snapshot().trials_in_flight, 0);
     /// drop(future); // an abandoned call: neutral
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
     #[must_use = "futures do nothing unless awaited"]
-    pub struct ResponseFuture<F, C, R, H: BreakerHandle = BreakerRef> {
+    pub struct ResponseFuture<F, C, R> {
         #[pin]
         pub(super) kind: Kind<F>,
-        pub(super) state: State<H>,
+        pub(super) state: State,
         pub(super) classifier: C,
         pub(super) on_rejected: R,
     }
@@ -104,12 +110,12 @@ pin_project_lite::pin_project! {
 /// the permit too cost the `benches/tower.rs` loop about 3 ns more per call
 /// in copies of the response.
 #[derive(Debug)]
-pub(super) enum State<H: BreakerHandle> {
-    Admitted(OwnedPermit<H>),
+pub(super) enum State {
+    Admitted(OwnedPermit),
     Refused(Option<Rejected>),
 }
 
-impl<F, C, R, H: BreakerHandle> std::fmt::Debug for ResponseFuture<F, C, R, H> {
+impl<F, C, R> std::fmt::Debug for ResponseFuture<F, C, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = match &self.state {
             State::Admitted(permit) if permit.detached.is_some() => "admitted",
@@ -122,9 +128,8 @@ impl<F, C, R, H: BreakerHandle> std::fmt::Debug for ResponseFuture<F, C, R, H> {
     }
 }
 
-impl<F, C, R, H, Res, E> Future for ResponseFuture<F, C, R, H>
+impl<F, C, R, Res, E> Future for ResponseFuture<F, C, R>
 where
-    H: BreakerHandle,
     F: Future<Output = Result<Res, E>>,
     C: Classify<Res, E>,
     R: OnRejected<Res, E>,
@@ -159,9 +164,9 @@ where
 }
 
 /// Dropped only while a poll of the inner future unwinds.
-pub(super) struct PanicGuard<'a, H: BreakerHandle>(pub(super) &'a mut OwnedPermit<H>);
+pub(super) struct PanicGuard<'a>(pub(super) &'a mut OwnedPermit);
 
-impl<H: BreakerHandle> Drop for PanicGuard<'_, H> {
+impl Drop for PanicGuard<'_> {
     fn drop(&mut self) {
         self.0.failed_now();
     }
@@ -171,8 +176,9 @@ impl<H: BreakerHandle> Drop for PanicGuard<'_, H> {
 mod tests {
     use std::convert::Infallible;
 
-    use super::super::{CircuitBreakerLayer, Layer};
+    use super::super::CircuitBreakerLayer;
     use crate::Breaker;
+    use tower::Layer;
 
     /// A panic inside the inner service's future is a failure of the call
     /// (the permit is settled by the guard around the poll); the panic goes
@@ -186,15 +192,15 @@ mod tests {
             .threshold(5)
             .build()
             .unwrap();
-        let service =
-            CircuitBreakerLayer::new(breaker).layer(service_fn(|fail: bool| async move {
-                assert!(!fail, "the inner future panics");
-                Ok::<_, Infallible>(http::Response::new(()))
-            }));
+        let layer = CircuitBreakerLayer::new(breaker);
+        let service = layer.layer(service_fn(|fail: bool| async move {
+            assert!(!fail, "the inner future panics");
+            Ok::<_, Infallible>(http::Response::new(()))
+        }));
         let panicked = tokio::spawn(service.clone().oneshot(true)).await;
         assert!(panicked.unwrap_err().is_panic());
         service.clone().oneshot(false).await.unwrap();
-        let s = service.breaker().snapshot();
+        let s = layer.breaker().snapshot();
         assert_eq!((s.failures, s.successes, s.neutral), (1, 1, 0), "{s:?}");
     }
 }

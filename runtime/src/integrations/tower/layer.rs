@@ -5,7 +5,7 @@ use std::task::{Context, Poll};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::future::{Kind, OwnedPermit, ResponseFuture, State};
+use super::future::{Handle, Kind, OwnedPermit, ResponseFuture, State};
 use super::refuse::{OnRejected, RefuseWithError};
 use crate::core::breaker::Breaker;
 use crate::integrations::classify::{Classify, HttpClassifier};
@@ -74,10 +74,11 @@ impl CircuitBreakerLayer {
 
 impl<C, R, B> CircuitBreakerLayer<C, R, B> {
     /// The same layer, deciding outcomes with `classifier`: a
-    /// [`GrpcClassifier`](super::GrpcClassifier), or a closure `Fn(&Result<Res, E>) -> Outcome`.
+    /// [`GrpcClassifier`](crate::classify::GrpcClassifier), or a closure `Fn(&Result<Res, E>) -> Outcome`.
     ///
     /// ```
-    /// use failfast_runtime::tower::{CircuitBreakerLayer, GrpcClassifier};
+    /// use failfast_runtime::classify::GrpcClassifier;
+    /// use failfast_runtime::tower::CircuitBreakerLayer;
     /// use failfast_runtime::Breaker;
     ///
     /// let layer = CircuitBreakerLayer::new(Breaker::builder().name("ledger").build()?)
@@ -149,8 +150,8 @@ impl<C, R> CircuitBreakerLayer<C, R> {
     }
 }
 
-impl<S, C: Clone, R: Clone> Layer<S> for CircuitBreakerLayer<C, R, BreakerRef> {
-    type Service = CircuitBreaker<S, C, R>;
+impl<S, C: Clone, R: Clone, B: Clone> Layer<S> for CircuitBreakerLayer<C, R, B> {
+    type Service = CircuitBreaker<S, C, R, B>;
 
     fn layer(&self, inner: S) -> Self::Service {
         CircuitBreaker {
@@ -163,31 +164,21 @@ impl<S, C: Clone, R: Clone> Layer<S> for CircuitBreakerLayer<C, R, BreakerRef> {
 }
 
 /// A service guarded by a circuit breaker; made by [`CircuitBreakerLayer`].
+///
+/// `B` is how it finds the breaker of a request: one [`BreakerRef`] (a
+/// layer made by [`CircuitBreakerLayer::new`]), or the breaker of the
+/// request's key in a family ([`PerKey`](super::PerKey), a layer made by
+/// [`per_key`](CircuitBreakerLayer::per_key) or
+/// [`per_authority`](CircuitBreakerLayer::per_authority)).
 #[derive(Clone, Debug)]
-pub struct CircuitBreaker<S, C = HttpClassifier, R = RefuseWithError> {
-    inner: S,
-    breaker: BreakerRef,
-    classifier: C,
-    on_rejected: R,
+pub struct CircuitBreaker<S, C = HttpClassifier, R = RefuseWithError, B = BreakerRef> {
+    pub(super) inner: S,
+    pub(super) breaker: B,
+    pub(super) classifier: C,
+    pub(super) on_rejected: R,
 }
 
-impl<S, C, R> CircuitBreaker<S, C, R> {
-    /// The breaker guarding this service.
-    ///
-    /// ```
-    /// use failfast_runtime::tower::CircuitBreakerLayer;
-    /// use failfast_runtime::{Breaker, State};
-    /// use tower::{service_fn, Layer};
-    ///
-    /// let layer = CircuitBreakerLayer::new(Breaker::builder().build()?);
-    /// let service = layer.layer(service_fn(|_: ()| async { Ok::<_, std::io::Error>(()) }));
-    /// assert_eq!(service.breaker().state(), State::Closed);
-    /// # Ok::<(), failfast_runtime::ConfigError>(())
-    /// ```
-    pub fn breaker(&self) -> &Breaker {
-        &self.breaker
-    }
-
+impl<S, C, R, B> CircuitBreaker<S, C, R, B> {
     /// The inner service.
     ///
     /// ```
@@ -234,7 +225,7 @@ impl<S, C, R> CircuitBreaker<S, C, R> {
     }
 }
 
-impl<S, Req, C, R> Service<Req> for CircuitBreaker<S, C, R>
+impl<S, Req, C, R> Service<Req> for CircuitBreaker<S, C, R, BreakerRef>
 where
     S: Service<Req>,
     C: Classify<S::Response, S::Error> + Clone,
@@ -262,7 +253,7 @@ where
                     future: self.inner.call(request),
                 },
                 state: State::Admitted(OwnedPermit {
-                    breaker: self.breaker.clone(),
+                    breaker: Handle::One(self.breaker.clone()),
                     detached: Some(permit.detach()),
                 }),
                 classifier: self.classifier.clone(),
@@ -300,8 +291,9 @@ where
 mod tests {
     use std::convert::Infallible;
 
-    use super::super::{CircuitBreakerLayer, Layer, Service};
+    use super::super::CircuitBreakerLayer;
     use crate::Breaker;
+    use tower::{Layer, Service};
 
     /// The layer is ready when the service it wraps is: a concurrency limit
     /// inside it holds a second caller back until the first is answered.

@@ -4,8 +4,8 @@
 //! [`CircuitBreakerLayer`] wraps a service in [`CircuitBreaker`]: every
 //! request asks the breaker first; a refused request never reaches the inner
 //! service, and the outcome of an admitted one is decided by a classifier
-//! ([`Classify`]) from the `Result<Response, Error>` the inner service
-//! produced: success, failure or neutral.
+//! ([`Classify`](crate::classify::Classify)) from the `Result<Response,
+//! Error>` the inner service produced: success, failure or neutral.
 //!
 //! ```
 //! use failfast_runtime::tower::CircuitBreakerLayer;
@@ -14,7 +14,7 @@
 //! use tower::{service_fn, Layer, Service, ServiceExt};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), failfast_runtime::tower::BoxError> {
+//! # async fn main() -> Result<(), tower::BoxError> {
 //! let breaker = Breaker::builder().name("inventory").threshold(2).build()?;
 //! let layer = CircuitBreakerLayer::new(breaker);
 //! let mut service = layer.layer(service_fn(|_: ()| async {
@@ -73,14 +73,17 @@
 //!
 //! # Refusals
 //!
-//! By default the service's error is a [`BoxError`], as tower's own
-//! `timeout` and `limit` do: a refusal is a boxed [`Rejected`](crate::Rejected) that callers
-//! downcast, and the inner service's errors are boxed as they are. With
-//! [`on_rejected(RefuseWithResponse)`](CircuitBreakerLayer::on_rejected), an HTTP service answers a
-//! refusal itself with `503 Service Unavailable` and `Retry-After` (the
-//! `http` conversion of [`Rejected`](crate::Rejected)) and keeps its own error type, which is
-//! what axum's `Router` needs (its services never fail). With axum's
-//! `HandleErrorLayer`, [`error_response`] does the same for the boxed error.
+//! By default the service's error is a boxed error (`tower::BoxError`), as
+//! tower's own `timeout` and `limit` do: a refusal is a boxed
+//! [`Rejected`](crate::Rejected) that callers downcast, and the inner
+//! service's errors are boxed as they are. With
+//! [`on_rejected(RefuseWithResponse)`](CircuitBreakerLayer::on_rejected), an
+//! HTTP service answers a refusal itself with `503 Service Unavailable` and
+//! `Retry-After` (the `http` conversion of [`Rejected`](crate::Rejected),
+//! `http::Response::from(rejected)`) and keeps its own error type, which is
+//! what axum's `Router` needs (its services never fail). Behind axum's
+//! `HandleErrorLayer`, the handler downcasts the boxed error and answers a
+//! `Rejected` with `http::Response::from(rejected)`.
 //!
 //! # Which breaker
 //!
@@ -95,7 +98,8 @@
 //! [`registry::families`](crate::ops::registry::families) list them.
 //!
 //! With the `keyed` feature, a layer can also guard each request with the
-//! breaker of its key in a [`Family`](crate::Family):
+//! breaker of its key in a [`Family`](crate::Family) (the service is then a
+//! `CircuitBreaker<S, C, R, PerKey<K, KF>>`):
 //! [`CircuitBreakerLayer::per_authority`] keys requests by authority (one
 //! breaker per upstream host), [`CircuitBreakerLayer::per_key`] by a
 //! function of the request. A sick host's breaker then opens alone. A family
@@ -136,9 +140,12 @@
 //! # Ok::<(), failfast_runtime::ConfigError>(())
 //! ```
 
-pub use crate::integrations::classify::{Classify, GrpcClassifier, HttpClassifier};
-pub use tower_layer::Layer;
-pub use tower_service::Service;
+#[cfg(doc)]
+use crate::classify::{Classify, GrpcClassifier, HttpClassifier};
+#[cfg(doc)]
+use tower_layer::Layer;
+#[cfg(doc)]
+use tower_service::Service;
 
 mod future;
 mod layer;
@@ -146,10 +153,10 @@ mod layer;
 mod per_key;
 mod refuse;
 
-pub use future::{BreakerHandle, ResponseFuture};
+pub use future::ResponseFuture;
 pub use layer::{CircuitBreaker, CircuitBreakerLayer};
 #[cfg(feature = "keyed")]
-pub use per_key::{ByAuthority, KeyOf, KeyedCircuitBreaker, PerKey};
+pub use per_key::{ByAuthority, PerKey};
 #[cfg(feature = "tonic")]
 pub use refuse::RefuseWithStatus;
-pub use refuse::{BoxError, OnRejected, RefuseWithError, RefuseWithResponse, error_response};
+pub use refuse::{OnRejected, RefuseWithError, RefuseWithResponse};

@@ -6,22 +6,14 @@ use std::mem;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use tower_layer::Layer;
 use tower_service::Service;
 
-use super::future::{BreakerHandle, Kind, OwnedPermit, PanicGuard, ResponseFuture, State};
-use super::layer::{CircuitBreakerLayer, inner_ready};
+use super::future::{Handle, Kind, OwnedPermit, PanicGuard, ResponseFuture, State};
+use super::layer::{CircuitBreaker, CircuitBreakerLayer, inner_ready};
 use super::refuse::{OnRejected, RefuseWithError};
 use crate::core::breaker::Breaker;
 use crate::integrations::classify::{Classify, HttpClassifier};
 use crate::{Bulkhead, Family, Key, Member};
-
-impl BreakerHandle for Arc<Member> {
-    #[inline]
-    fn breaker(&self) -> &Breaker {
-        Member::breaker(self)
-    }
-}
 
 /// A key's member owned by a keyed layer's response future, with the
 /// place the call holds in the member's bulkhead when the family has
@@ -41,9 +33,9 @@ pub struct MemberSlot {
     stripe: usize,
 }
 
-impl BreakerHandle for MemberSlot {
+impl MemberSlot {
     #[inline]
-    fn breaker(&self) -> &Breaker {
+    pub(super) fn breaker(&self) -> &Breaker {
         self.member.breaker()
     }
 }
@@ -58,11 +50,10 @@ impl Drop for MemberSlot {
 }
 
 /// Finds the breaker of a request in a [`Family`]: the key function of
-/// a [`CircuitBreakerLayer::per_key`] layer.
-///
-/// Implemented by [`ByAuthority`] and by every closure `Fn(&Req) -> K`
-/// returning an owned key (a `String`, an integer, a tuple of them).
-pub trait KeyOf<Req, K> {
+/// a [`CircuitBreakerLayer::per_key`] layer. Implemented by [`ByAuthority`]
+/// and by every closure `Fn(&Req) -> K` returning an owned key (a `String`,
+/// an integer, a tuple of them).
+pub(super) trait KeyOf<Req, K> {
     /// The breaker of `request`'s key in `family`, made if the key is
     /// new.
     fn member(&self, family: &Family<K>, request: &Req) -> Arc<Member>;
@@ -90,17 +81,28 @@ where
 /// needed that.
 ///
 /// ```
-/// use failfast_runtime::tower::{ByAuthority, KeyOf};
+/// use failfast_runtime::tower::CircuitBreakerLayer;
 /// use failfast_runtime::{Breaker, Family};
+/// use tower::{service_fn, Layer, ServiceExt};
 ///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), tower::BoxError> {
 /// let hosts: Family<String> = Family::builder(Breaker::builder().name("upstream")).build()?;
-/// let request = http::Request::get("http://user:secret@inventory:8080/stock").body(())?;
-/// assert_eq!(ByAuthority.member(&hosts, &request).name(), "upstream[inventory:8080]");
-/// let request = http::Request::get("/stock").header("host", "search").body(())?;
-/// assert_eq!(ByAuthority.member(&hosts, &request).name(), "upstream[search]");
-/// let request = http::Request::get("/stock").header("host", "Search.").body(())?;
-/// assert_eq!(ByAuthority.member(&hosts, &request).name(), "upstream[search]");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// let service = CircuitBreakerLayer::per_authority(hosts.clone()).layer(service_fn(
+///     |_: http::Request<()>| async { Ok::<_, std::io::Error>(http::Response::new(())) },
+/// ));
+/// for request in [
+///     http::Request::get("http://user:secret@inventory:8080/stock").body(())?,
+///     http::Request::get("/stock").header("host", "search").body(())?,
+///     http::Request::get("/stock").header("host", "Search.").body(())?,
+/// ] {
+///     service.clone().oneshot(request).await?;
+/// }
+/// let mut names: Vec<_> = hosts.members().iter().map(|m| m.name().to_owned()).collect();
+/// names.sort();
+/// assert_eq!(names, ["upstream[inventory:8080]", "upstream[search]"]);
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ByAuthority;
@@ -252,50 +254,7 @@ impl<C, R, K, KF> CircuitBreakerLayer<C, R, PerKey<K, KF>> {
     }
 }
 
-impl<S, C: Clone, R: Clone, K, KF: Clone> Layer<S> for CircuitBreakerLayer<C, R, PerKey<K, KF>> {
-    type Service = KeyedCircuitBreaker<S, K, KF, C, R>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        KeyedCircuitBreaker {
-            inner,
-            breakers: self.breaker.clone(),
-            classifier: self.classifier.clone(),
-            on_rejected: self.on_rejected.clone(),
-        }
-    }
-}
-
-/// A service guarded by the breaker of each request's key; made by
-/// [`CircuitBreakerLayer::per_key`] and
-/// [`CircuitBreakerLayer::per_authority`].
-#[derive(Clone, Debug)]
-pub struct KeyedCircuitBreaker<S, K, KF, C = HttpClassifier, R = RefuseWithError> {
-    inner: S,
-    breakers: PerKey<K, KF>,
-    classifier: C,
-    on_rejected: R,
-}
-
-impl<S, K, KF, C, R> KeyedCircuitBreaker<S, K, KF, C, R> {
-    /// The family whose breakers guard this service.
-    ///
-    /// ```
-    /// use failfast_runtime::tower::CircuitBreakerLayer;
-    /// use failfast_runtime::{Breaker, Family};
-    /// use tower::{service_fn, Layer};
-    ///
-    /// let hosts = Family::builder(Breaker::builder().name("upstream")).build()?;
-    /// let service = CircuitBreakerLayer::per_authority(hosts)
-    ///     .layer(service_fn(|_: http::Request<()>| async { Ok::<_, std::io::Error>(http::Response::new(())) }));
-    /// assert!(service.family().is_empty());
-    /// # Ok::<(), failfast_runtime::ConfigError>(())
-    /// ```
-    pub fn family(&self) -> &Family<K> {
-        &self.breakers.family
-    }
-}
-
-impl<S, Req, K, KF, C, R> Service<Req> for KeyedCircuitBreaker<S, K, KF, C, R>
+impl<S, Req, K, KF, C, R> Service<Req> for CircuitBreaker<S, C, R, PerKey<K, KF>>
 where
     S: Service<Req>,
     KF: KeyOf<Req, K>,
@@ -304,7 +263,7 @@ where
 {
     type Response = S::Response;
     type Error = R::Error;
-    type Future = ResponseFuture<S::Future, C, R, MemberSlot>;
+    type Future = ResponseFuture<S::Future, C, R>;
 
     /// The inner service's readiness; no breaker is asked (see the
     /// [module documentation](super#readiness-never-takes-a-trial)).
@@ -320,7 +279,7 @@ where
             classifier: self.classifier.clone(),
             on_rejected: self.on_rejected.clone(),
         };
-        let member = self.breakers.key.member(&self.breakers.family, &request);
+        let member = self.breaker.key.member(&self.breaker.family, &request);
         let mut admitted = match member.breaker().acquire() {
             Ok(permit) => permit,
             Err(rejected) => return refused(rejected),
@@ -343,11 +302,11 @@ where
         };
         let detached = admitted.detach();
         let mut permit = OwnedPermit {
-            breaker: MemberSlot {
+            breaker: Handle::Member(MemberSlot {
                 stripe: member.hold(),
                 member,
                 holds_slot,
-            },
+            }),
             detached: Some(detached),
         };
         // A panic in the inner `call` is a failure.
@@ -367,8 +326,9 @@ where
 mod tests {
     use std::convert::Infallible;
 
-    use super::super::{CircuitBreakerLayer, Layer};
+    use super::super::CircuitBreakerLayer;
     use crate::Breaker;
+    use tower::Layer;
 
     /// The place a keyed call holds in its member's bulkhead comes back when
     /// its response future is done with, so the next call to that key passes.

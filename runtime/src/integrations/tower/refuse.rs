@@ -2,20 +2,9 @@
 
 use crate::Rejected;
 
-/// tower's error type: what a [`CircuitBreaker`](super::CircuitBreaker) service fails with by
-/// default (the same as `tower::BoxError`).
-///
-/// ```
-/// use failfast_runtime::tower::BoxError;
-/// use failfast_runtime::{Breaker, Rejected};
-///
-/// let breaker = Breaker::builder().build()?;
-/// breaker.set_mode(failfast_runtime::Mode::ForcedOpen);
-/// let error: BoxError = Box::new(breaker.acquire().unwrap_err());
-/// assert!(error.is::<Rejected>());
-/// # Ok::<(), failfast_runtime::ConfigError>(())
-/// ```
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// tower's error type (`tower::BoxError`): what a
+/// [`CircuitBreaker`](super::CircuitBreaker) service fails with by default.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What a [`CircuitBreaker`](super::CircuitBreaker) answers when the breaker refuses a call, and
 /// the error type that comes with it.
@@ -146,7 +135,8 @@ impl<B: From<String>, E> OnRejected<http::Response<B>, E> for RefuseWithResponse
 /// client's caller gets that status rather than `UNKNOWN`. Feature `tonic`.
 ///
 /// ```
-/// use failfast_runtime::tower::{CircuitBreakerLayer, GrpcClassifier, RefuseWithStatus};
+/// use failfast_runtime::classify::GrpcClassifier;
+/// use failfast_runtime::tower::{CircuitBreakerLayer, RefuseWithStatus};
 /// use failfast_runtime::Breaker;
 ///
 /// let layer = CircuitBreakerLayer::new(Breaker::builder().name("ledger").build()?)
@@ -189,67 +179,14 @@ impl<Res, E: Into<BoxError>> OnRejected<Res, E> for RefuseWithStatus {
     }
 }
 
-/// The HTTP answer to a [`CircuitBreaker`](super::CircuitBreaker) service's boxed error, for
-/// axum's `HandleErrorLayer`: a refusal is `503 Service Unavailable` with
-/// `Retry-After`; any other error (a tower timeout, a transport error) is
-/// `500 Internal Server Error` with the error's message.
-///
-/// ```
-/// use failfast_runtime::tower::{error_response, BoxError};
-/// use failfast_runtime::Breaker;
-///
-/// let breaker = Breaker::builder().name("search").build()?;
-/// breaker.set_mode(failfast_runtime::Mode::ForcedOpen);
-/// let refused: BoxError = Box::new(breaker.acquire().unwrap_err());
-/// let response: http::Response<String> = error_response(refused);
-/// assert_eq!(response.status(), 503);
-///
-/// let other: BoxError = "connection reset".into();
-/// assert_eq!(error_response::<String>(other).status(), 500);
-/// # Ok::<(), failfast_runtime::ConfigError>(())
-/// ```
-///
-/// With axum, `HandleErrorLayer` outside the breaker turns its errors into
-/// responses (here with tower's timeout inside it, whose `Elapsed` becomes a
-/// 500 and counts as a failure):
-///
-/// ```
-/// use axum::error_handling::HandleErrorLayer;
-/// use axum::{routing::get, Router};
-/// use failfast_runtime::tower::{error_response, CircuitBreakerLayer};
-/// use failfast_runtime::Breaker;
-/// use std::time::Duration;
-/// use tower::ServiceBuilder;
-///
-/// let breaker = Breaker::builder().name("stock").build()?;
-/// let app: Router = Router::new().route("/stock", get(|| async { "12" })).layer(
-///     ServiceBuilder::new()
-///         .layer(HandleErrorLayer::new(|e| async move {
-///             error_response::<axum::body::Body>(e)
-///         }))
-///         .layer(CircuitBreakerLayer::new(breaker))
-///         .timeout(Duration::from_secs(2)),
-/// );
-/// # let _ = app;
-/// # Ok::<(), failfast_runtime::ConfigError>(())
-/// ```
-pub fn error_response<B: From<String>>(error: BoxError) -> http::Response<B> {
-    match error.downcast::<Rejected>() {
-        Ok(rejected) => http::Response::from(*rejected),
-        Err(other) => {
-            let mut response = http::Response::new(B::from(other.to_string()));
-            *response.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
-            response
-        }
-    }
-}
-
 #[cfg(all(test, feature = "tonic"))]
 mod tests {
     use std::convert::Infallible;
 
-    use super::super::{CircuitBreakerLayer, GrpcClassifier, Layer, RefuseWithStatus};
+    use super::super::{CircuitBreakerLayer, RefuseWithStatus};
     use crate::Breaker;
+    use crate::classify::GrpcClassifier;
+    use tower::Layer;
 
     #[tokio::test]
     async fn a_refusal_with_status_reaches_a_grpc_caller_as_unavailable_with_pushback() {
@@ -263,19 +200,19 @@ mod tests {
             .clock(clock.clone())
             .build()
             .unwrap();
-        let service = CircuitBreakerLayer::new(breaker)
+        let layer = CircuitBreakerLayer::new(breaker)
             .classifier(GrpcClassifier)
-            .on_rejected(RefuseWithStatus)
-            .layer(service_fn(|code: &'static str| async move {
-                let response = http::Response::builder().header("grpc-status", code);
-                Ok::<_, Infallible>(response.body(()).unwrap())
-            }));
+            .on_rejected(RefuseWithStatus);
+        let service = layer.layer(service_fn(|code: &'static str| async move {
+            let response = http::Response::builder().header("grpc-status", code);
+            Ok::<_, Infallible>(response.body(()).unwrap())
+        }));
 
         let invalid = service.clone().oneshot("3").await.unwrap();
         assert_eq!(invalid.headers()["grpc-status"], "3");
-        assert_eq!(service.breaker().state(), crate::State::Closed);
+        assert_eq!(layer.breaker().state(), crate::State::Closed);
         service.clone().oneshot("14").await.unwrap();
-        assert_eq!(service.breaker().state(), crate::State::Open);
+        assert_eq!(layer.breaker().state(), crate::State::Open);
 
         clock.advance(std::time::Duration::from_secs(10));
         let refused = service.clone().oneshot("0").await.unwrap_err();
