@@ -13,8 +13,8 @@ use axum::extract::State as Shared;
 use axum::http::StatusCode;
 use axum::routing::get;
 use failfast::Mode;
-use failfast::reqwest_middleware::{CircuitBreakerMiddleware, rejected};
-use failfast::{Breaker, ManualClock, Reason, State};
+use failfast::reqwest_middleware::{CircuitBreakerMiddleware, Host, rejected};
+use failfast::{Breaker, Builder, Family, ManualClock, Reason, State};
 use reqwest_middleware::ClientWithMiddleware;
 
 /// A host answering every request with the status it is set to, counting
@@ -61,22 +61,32 @@ fn client(middleware: CircuitBreakerMiddleware) -> ClientWithMiddleware {
         .build()
 }
 
-fn per_host(name: &'static str, threshold: u32) -> CircuitBreakerMiddleware {
-    CircuitBreakerMiddleware::per_host(
+/// A family of per-host breakers built from `breaker`.
+fn family(breaker: Builder) -> Family<Host> {
+    Family::builder(breaker).build().unwrap()
+}
+
+/// The hosts of a middleware whose breakers open after `threshold`
+/// failures and try again after 30 s.
+fn hosts(name: &'static str, threshold: u32) -> Family<Host> {
+    family(
         Breaker::builder()
             .name(name)
             .threshold(threshold)
             .recovery(Duration::from_secs(30)),
     )
-    .unwrap()
+}
+
+fn per_host(name: &'static str, threshold: u32) -> CircuitBreakerMiddleware {
+    CircuitBreakerMiddleware::per_host(hosts(name, threshold))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hosts_one_sick_only_the_sick_hosts_breaker_opens() {
     let healthy = Upstream::start(200).await;
     let sick = Upstream::start(503).await;
-    let middleware = per_host("reqwest-two-hosts", 3);
-    let hosts = middleware.hosts().unwrap().clone();
+    let hosts = hosts("reqwest-two-hosts", 3);
+    let middleware = CircuitBreakerMiddleware::per_host(hosts.clone());
     let client = client(middleware.clone());
 
     for _ in 0..3 {
@@ -182,14 +192,13 @@ async fn a_request_dropped_in_flight_is_neutral_and_gives_its_trial_back() {
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
     let clock = ManualClock::new();
-    let middleware = CircuitBreakerMiddleware::per_host(
+    let middleware = CircuitBreakerMiddleware::per_host(family(
         Breaker::builder()
             .name("reqwest-dropped")
             .threshold(1)
             .recovery(Duration::from_secs(30))
             .clock(clock.clone()),
-    )
-    .unwrap();
+    ));
     let client = client(middleware.clone());
 
     let answer = client.get(format!("{base}/fail")).send().await.unwrap();
@@ -253,8 +262,8 @@ async fn a_redirect_to_another_host_is_charged_to_the_host_that_answered() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let redirecting = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    let middleware = per_host("reqwest-redirect", 3);
-    let hosts = middleware.hosts().unwrap().clone();
+    let hosts = hosts("reqwest-redirect", 3);
+    let middleware = CircuitBreakerMiddleware::per_host(hosts.clone());
     let client = client(middleware.clone());
 
     for _ in 0..3 {
@@ -316,7 +325,8 @@ async fn a_refusal_of_a_breaker_further_down_the_chain_is_neutral() {
 
 #[test]
 fn one_breaker_per_host_however_it_is_spelled() {
-    let middleware = per_host("reqwest-spellings", 3);
+    let hosts = hosts("reqwest-spellings", 3);
+    let middleware = CircuitBreakerMiddleware::per_host(hosts.clone());
     let breaker = |url: &str| {
         let breaker = middleware.breaker_for(&url.parse().unwrap()).unwrap();
         (
@@ -338,7 +348,7 @@ fn one_breaker_per_host_however_it_is_spelled() {
         breaker("https://example.com.:443/"),
         breaker("https://example.com/")
     );
-    assert_eq!(middleware.hosts().unwrap().len(), 2, "port 80 and port 443");
+    assert_eq!(hosts.len(), 2, "port 80 and port 443");
 }
 
 /// A host speaking HTTP/1.1 by hand, for answers a well-behaved server does
@@ -494,13 +504,12 @@ async fn a_body_slower_than_slow_is_a_slow_call() {
     })
     .await;
     let clock = ManualClock::new();
-    let middleware = CircuitBreakerMiddleware::per_host(
+    let middleware = CircuitBreakerMiddleware::per_host(family(
         Breaker::builder()
             .name("reqwest-slow-body")
             .slow(Duration::from_millis(50))
             .clock(clock.clone()),
-    )
-    .unwrap();
+    ));
     let client = client(middleware.clone());
     let breaker = middleware.breaker_for(&url.parse().unwrap()).unwrap();
 
@@ -534,14 +543,13 @@ fn with_bodies() -> Router {
 async fn a_body_read_to_its_end_is_a_success_and_keeps_its_trial_until_then() {
     let base = host(with_bodies()).await;
     let clock = ManualClock::new();
-    let middleware = CircuitBreakerMiddleware::per_host(
+    let middleware = CircuitBreakerMiddleware::per_host(family(
         Breaker::builder()
             .name("reqwest-read-to-end")
             .threshold(1)
             .recovery(Duration::from_secs(30))
             .clock(clock.clone()),
-    )
-    .unwrap();
+    ));
     let client = client(middleware.clone());
     let breaker = middleware.breaker_for(&base.parse().unwrap()).unwrap();
 
@@ -570,13 +578,12 @@ async fn a_body_read_to_its_end_is_a_success_and_keeps_its_trial_until_then() {
 async fn a_response_dropped_unread_is_a_success_timed_to_the_drop() {
     let base = host(with_bodies()).await;
     let clock = ManualClock::new();
-    let middleware = CircuitBreakerMiddleware::per_host(
+    let middleware = CircuitBreakerMiddleware::per_host(family(
         Breaker::builder()
             .name("reqwest-dropped-unread")
             .slow(Duration::from_millis(50))
             .clock(clock.clone()),
-    )
-    .unwrap();
+    ));
     let client = client(middleware.clone());
     let breaker = middleware.breaker_for(&base.parse().unwrap()).unwrap();
 
@@ -617,7 +624,7 @@ async fn a_host_is_not_evicted_while_its_body_streams() {
     .max_keys(1)
     .build()
     .unwrap();
-    let middleware = CircuitBreakerMiddleware::family(hosts.clone());
+    let middleware = CircuitBreakerMiddleware::per_host(hosts.clone());
     let client = client(middleware.clone());
 
     let answer = client.get(format!("{base}/ok")).send().await.unwrap();
@@ -647,7 +654,7 @@ async fn a_request_keeps_its_place_under_the_concurrency_limit_until_its_body_en
         .max_concurrent(1)
         .build()
         .unwrap();
-    let client = client(CircuitBreakerMiddleware::family(hosts));
+    let client = client(CircuitBreakerMiddleware::per_host(hosts));
 
     let answer = client.get(format!("{base}/ok")).send().await.unwrap();
     let error = client.get(format!("{base}/ok")).send().await.unwrap_err();

@@ -4,7 +4,8 @@
 //! [`CircuitBreakerMiddleware`] asks a breaker before every request; a
 //! refused request is not sent, and the outcome of a sent one is decided by
 //! a classifier ([`Classify`]) from the `Result<reqwest::Response,
-//! reqwest_middleware::Error>` the rest of the chain produced. By default:
+//! reqwest_middleware::Error>` the rest of the chain produced. By default
+//! ([`per_host`](CircuitBreakerMiddleware::per_host)):
 //!
 //! - **one breaker per host**: a [`Family`] keyed by the request URL's host
 //!   and port ([`Host`]), so a sick host does not refuse calls to the
@@ -27,13 +28,15 @@
 //!
 //! ```no_run
 //! use failfast_runtime::reqwest_middleware::{rejected, CircuitBreakerMiddleware};
-//! use failfast_runtime::Breaker;
+//! use failfast_runtime::{Breaker, Family};
 //! use std::time::Duration;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let breakers = CircuitBreakerMiddleware::per_host(
+//! let hosts = Family::builder(
 //!     Breaker::builder().name("upstream").threshold(5).recovery(Duration::from_secs(30)),
-//! )?;
+//! )
+//! .build()?;
+//! let breakers = CircuitBreakerMiddleware::per_host(hosts);
 //! let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
 //!     .with(breakers)
 //!     .build();
@@ -115,12 +118,10 @@ use http::Extensions;
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
-pub use crate::integrations::classify::{Classify, HttpClassifier};
+use crate::integrations::classify::{Classify, HttpClassifier};
 use crate::ops::registry::BreakerRef;
 use crate::policy::keyed::Member;
-use crate::{
-    Breaker, Builder, Bulkhead, BulkheadPermit, ConfigError, Family, Key, Outcome, Permit, Rejected,
-};
+use crate::{Breaker, Bulkhead, BulkheadPermit, Family, Key, Outcome, Permit, Rejected};
 use verdict::Verdict;
 
 mod verdict;
@@ -131,36 +132,26 @@ mod verdict;
 /// host however it is spelled: the name in lower case, without a trailing
 /// dot (`Example.COM.` is `example.com`).
 ///
-/// ```
-/// use failfast_runtime::reqwest_middleware::CircuitBreakerMiddleware;
-/// use failfast_runtime::Breaker;
+/// The key of the [`Family`] a per-host middleware is built from
+/// (`Family<Host>`); the middleware makes it from each request's URL.
 ///
-/// let middleware = CircuitBreakerMiddleware::per_host(Breaker::builder().name("api"))?;
+/// ```
+/// use failfast_runtime::reqwest_middleware::{CircuitBreakerMiddleware, Host};
+/// use failfast_runtime::{Breaker, Family};
+///
+/// let hosts: Family<Host> = Family::builder(Breaker::builder().name("api")).build()?;
+/// let middleware = CircuitBreakerMiddleware::per_host(hosts.clone());
 /// let url = reqwest::Url::parse("https://api.example.com/v1/items").unwrap();
 /// assert_eq!(middleware.breaker_for(&url).unwrap().name(), "api[api.example.com:443]");
 /// let url = reqwest::Url::parse("https://API.Example.com.:443/v1/items").unwrap();
 /// assert_eq!(middleware.breaker_for(&url).unwrap().name(), "api[api.example.com:443]");
-/// assert_eq!(middleware.hosts().unwrap().len(), 1);
+/// assert_eq!(hosts.len(), 1);
 /// # Ok::<(), failfast_runtime::ConfigError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Host {
     host: String,
     port: u16,
-}
-
-impl Host {
-    /// The host name or address (`[::1]` for IPv6).
-    #[must_use]
-    pub fn host(&self) -> &str {
-        &self.host
-    }
-
-    /// The port.
-    #[must_use]
-    pub fn port(&self) -> u16 {
-        self.port
-    }
 }
 
 impl fmt::Display for Host {
@@ -286,34 +277,10 @@ pub struct CircuitBreakerMiddleware<C = HttpClassifier> {
 }
 
 impl CircuitBreakerMiddleware {
-    /// One breaker per host, each built from `breaker`'s settings and named
-    /// `NAME[host:port]` after `breaker`'s name; at most
-    /// 1024 hosts (see
-    /// [`Family`] for what happens past that). Classifies with
-    /// [`HttpClassifier`].
-    ///
-    /// ```
-    /// use failfast_runtime::reqwest_middleware::CircuitBreakerMiddleware;
-    /// use failfast_runtime::Breaker;
-    ///
-    /// let middleware = CircuitBreakerMiddleware::per_host(Breaker::builder().name("upstream"))?;
-    /// let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
-    ///     .with(middleware)
-    ///     .build();
-    /// # let _ = client;
-    /// # Ok::<(), failfast_runtime::ConfigError>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// A [`ConfigError`] when the settings cannot work.
-    pub fn per_host(breaker: Builder) -> Result<Self, ConfigError> {
-        Ok(Self::family(Family::builder(breaker).build()?))
-    }
-
-    /// One breaker per host, from `family` (built with
-    /// [`Family::builder`], e.g. with `max_keys` or `max_concurrent`),
-    /// which is registered ([`Family::register`]).
+    /// One breaker per host, from `family` (its settings, and `max_keys` or
+    /// `max_concurrent` if you like): each host's breaker is made on its
+    /// first request and named `NAME[host:port]`. Classifies with
+    /// [`HttpClassifier`]. The family is registered ([`Family::register`]).
     ///
     /// ```
     /// use failfast_runtime::reqwest_middleware::{CircuitBreakerMiddleware, Host};
@@ -323,14 +290,17 @@ impl CircuitBreakerMiddleware {
     ///     .max_keys(16)
     ///     .max_concurrent(32)
     ///     .build()?;
-    /// let middleware = CircuitBreakerMiddleware::family(hosts.clone());
+    /// let middleware = CircuitBreakerMiddleware::per_host(hosts.clone());
     /// assert_eq!(hosts.len(), 0); // a host's breaker is made on its first request
     /// assert!(failfast_runtime::registry::family("upstream").is_some());
-    /// # let _ = middleware;
+    /// let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+    ///     .with(middleware)
+    ///     .build();
+    /// # let _ = client;
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
     #[must_use]
-    pub fn family(family: Family<Host>) -> Self {
+    pub fn per_host(family: Family<Host>) -> Self {
         family.register();
         Self {
             breakers: Breakers::PerHost(family),
@@ -368,10 +338,11 @@ impl<C> CircuitBreakerMiddleware<C> {
     ///
     /// ```
     /// use failfast_runtime::reqwest_middleware::CircuitBreakerMiddleware;
-    /// use failfast_runtime::{Breaker, Outcome};
+    /// use failfast_runtime::{Breaker, Family, Outcome};
     ///
     /// // 429 is a failure here too: this upstream throttles when it is overloaded.
-    /// let middleware = CircuitBreakerMiddleware::per_host(Breaker::builder().name("search"))?
+    /// let hosts = Family::builder(Breaker::builder().name("search")).build()?;
+    /// let middleware = CircuitBreakerMiddleware::per_host(hosts)
     ///     .classifier(|result: &Result<reqwest::Response, reqwest_middleware::Error>| match result {
     ///         Ok(r) if r.status().is_server_error() || r.status() == 429 => Outcome::Failure,
     ///         Ok(r) if r.status().is_client_error() => Outcome::Neutral,
@@ -388,34 +359,16 @@ impl<C> CircuitBreakerMiddleware<C> {
         }
     }
 
-    /// The family of per-host breakers, unless the middleware guards with a
-    /// [`single`](CircuitBreakerMiddleware::single) breaker.
-    ///
-    /// ```
-    /// use failfast_runtime::reqwest_middleware::CircuitBreakerMiddleware;
-    /// use failfast_runtime::Breaker;
-    ///
-    /// let middleware = CircuitBreakerMiddleware::per_host(Breaker::builder().name("upstream"))?;
-    /// assert_eq!(middleware.hosts().unwrap().name(), "upstream");
-    /// # Ok::<(), failfast_runtime::ConfigError>(())
-    /// ```
-    #[must_use]
-    pub fn hosts(&self) -> Option<&Family<Host>> {
-        match &self.breakers {
-            Breakers::PerHost(family) => Some(family),
-            Breakers::One(_) => None,
-        }
-    }
-
     /// The breaker a request to `url` goes through: its host's (made now if
     /// it is the host's first), or the single breaker. `None` for a URL
     /// without a host under per-host breakers.
     ///
     /// ```
     /// use failfast_runtime::reqwest_middleware::CircuitBreakerMiddleware;
-    /// use failfast_runtime::{Breaker, State};
+    /// use failfast_runtime::{Breaker, Family, State};
     ///
-    /// let middleware = CircuitBreakerMiddleware::per_host(Breaker::builder().name("upstream"))?;
+    /// let hosts = Family::builder(Breaker::builder().name("upstream")).build()?;
+    /// let middleware = CircuitBreakerMiddleware::per_host(hosts);
     /// let url = reqwest::Url::parse("http://10.0.0.3:8080/health").unwrap();
     /// let breaker = middleware.breaker_for(&url).unwrap();
     /// assert_eq!(breaker.name(), "upstream[10.0.0.3:8080]");
@@ -603,8 +556,10 @@ mod tests {
     /// their path; another port is another host.
     #[test]
     fn a_host_keeps_one_breaker_across_requests() {
-        let middleware =
-            CircuitBreakerMiddleware::per_host(Breaker::builder().name("upstream")).unwrap();
+        let hosts: Family<Host> = Family::builder(Breaker::builder().name("upstream"))
+            .build()
+            .unwrap();
+        let middleware = CircuitBreakerMiddleware::per_host(hosts.clone());
         let first = middleware
             .breaker_for(&url("http://10.0.0.3:8080/a"))
             .unwrap();
@@ -617,7 +572,6 @@ mod tests {
             .unwrap();
         assert!(!std::ptr::eq(&*first, &*other));
         assert_eq!(other.name(), "upstream[10.0.0.3:8081]");
-        let hosts = middleware.hosts().unwrap();
         assert_eq!((hosts.len(), hosts.stats().created), (2, 2));
     }
 
@@ -632,7 +586,7 @@ mod tests {
                 .max_keys(1)
                 .build()
                 .unwrap();
-        let middleware = CircuitBreakerMiddleware::family(hosts);
+        let middleware = CircuitBreakerMiddleware::per_host(hosts.clone());
         let held = middleware.guard(&url("http://a:80/")).unwrap();
         let other = middleware.guard(&url("http://b:80/")).unwrap();
         assert_eq!(other.breaker().name(), "held[*]");
@@ -642,6 +596,6 @@ mod tests {
         clock.advance(std::time::Duration::from_secs(1));
         let next = middleware.guard(&url("http://c:80/")).unwrap();
         assert_eq!(next.breaker().name(), "held[c:80]");
-        assert_eq!(middleware.hosts().unwrap().stats().evicted, 1);
+        assert_eq!(hosts.stats().evicted, 1);
     }
 }
