@@ -19,12 +19,8 @@ use crate::{Bulkhead, Family, Key, Member};
 /// place the call holds in the member's bulkhead when the family has
 /// [`max_concurrent`](crate::FamilyBuilder::max_concurrent), given back
 /// when the future is dropped.
-///
-/// `pub` in this private module and re-exported nowhere: it is the `H` of
-/// the keyed service's `Service::Future` (a type less public than that impl
-/// would be an error), but no path outside the crate names it.
 #[derive(Debug)]
-pub struct MemberSlot {
+pub(super) struct MemberSlot {
     member: Arc<Member>,
     /// Whether a place in `member`'s bulkhead is held.
     holds_slot: bool,
