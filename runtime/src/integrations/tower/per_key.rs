@@ -152,8 +152,11 @@ fn one_spelling<'a>(authority: &'a str, default_port: Option<&str>) -> Cow<'a, s
     Cow::Owned(key)
 }
 
-/// The breakers of a [`CircuitBreakerLayer::per_key`] layer: a family
-/// and the key function that picks a request's member.
+/// The breakers of a [`per_key`](CircuitBreakerLayer::per_key) or
+/// [`per_authority`](CircuitBreakerLayer::per_authority) layer: a family and
+/// the key function that picks a request's member. The `B` of such a layer
+/// and of the service it makes, `CircuitBreaker<S, C, R, PerKey<K, KF>>`;
+/// the layer's [`family`](CircuitBreakerLayer::family) is the family.
 #[derive(Debug)]
 pub struct PerKey<K, KF> {
     family: Family<K>,
