@@ -133,7 +133,7 @@ pub fn configure_breakers(out: &mut impl Write) -> Result<(), Box<dyn std::error
 }
 
 /// Every refusal of an override, one per line.
-fn listed(refused: Vec<failfast::ConfigureError>) -> String {
+fn listed(refused: Vec<failfast::ConfigError>) -> String {
     let lines: Vec<String> = refused.iter().map(ToString::to_string).collect();
     lines.join("\n")
 }

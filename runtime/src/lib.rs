@@ -92,9 +92,7 @@ pub mod __private;
 pub use crate::core::breaker::{Breaker, Mode, Outcome, Permit, Snapshot};
 pub use crate::core::clock::ManualClock;
 pub use crate::core::config::{Builder, Config};
-pub use crate::core::error::{
-    ConfigError, ConfigureError, Error, Reason, Rejected, State, TimedOut,
-};
+pub use crate::core::error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
 pub use crate::core::name::Name;
 pub use policy::bulkhead::{Bulkhead, BulkheadPermit};
 #[cfg(feature = "keyed")]

@@ -404,7 +404,7 @@ fn trial_lease_is_configurable() {
     trial(&b).record(failfast_runtime::Outcome::Success);
     assert_eq!(b.state(), State::Closed);
     let zero = Breaker::builder().trial_lease(Duration::ZERO).build();
-    assert_eq!(zero.unwrap_err().setting(), "trial_lease");
+    assert_eq!(zero.unwrap_err().key(), "trial_lease");
 }
 
 #[test]

@@ -857,6 +857,6 @@ fn an_ejection_budget_lets_at_least_one_member_open_and_is_checked() {
             .max_ejection_percent(percent)
             .build()
             .unwrap_err();
-        assert_eq!(error.setting(), "max_ejection_percent", "{percent}");
+        assert_eq!(error.key(), "max_ejection_percent", "{percent}");
     }
 }

@@ -641,7 +641,7 @@ fn rejects(b: Builder, setting: &str) {
     match b.build() {
         Ok(_) => panic!("built a breaker that should be rejected for `{setting}`"),
         Err(e) => {
-            assert_eq!(e.setting(), setting, "{e}");
+            assert_eq!(e.key(), setting, "{e}");
             assert!(e.to_string().contains(setting), "{e}");
         }
     }
@@ -807,7 +807,7 @@ fn the_largest_threshold_is_accepted_and_one_more_refused() {
         .threshold(16_777_216)
         .build()
         .unwrap_err();
-    assert_eq!(e.setting(), "threshold");
+    assert_eq!(e.key(), "threshold");
     assert!(e.to_string().contains("at most 16777215"), "{e}");
 }
 

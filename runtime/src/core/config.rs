@@ -172,7 +172,7 @@ impl Patch {
             next.success_threshold = n;
         }
         next.validate()
-            .map_err(|e| (e.setting(), e.problem().to_owned()))?;
+            .map_err(|e| (e.static_key(), e.reason().to_owned()))?;
         // As when building: a count window never holds more than its size.
         if let Window::Calls(size) = next.window {
             if self.min_calls.is_some() {
@@ -729,8 +729,19 @@ impl Builder {
         Ok((self.checked()?, clock))
     }
 
-    /// The settings, checked as [`build`](Self::build) checks them.
-    pub(crate) fn checked(mut self) -> Result<Config, ConfigError> {
+    /// The settings, checked as [`build`](Self::build) checks them; an
+    /// error names the breaker.
+    pub(crate) fn checked(self) -> Result<Config, ConfigError> {
+        let name = self.config.name.clone();
+        self.checked_unnamed().map_err(|e| e.of(&name))
+    }
+
+    /// The name given, or the default.
+    pub(crate) fn given_name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn checked_unnamed(mut self) -> Result<Config, ConfigError> {
         let config = &self.config;
         rules::one_trip_rule(self.threshold_set, self.rate_rule).map_err(broken)?;
         if self.rate_rule {
@@ -851,7 +862,7 @@ mod tests {
         assert!(largest().build().is_ok());
         let rate = || Breaker::builder().failure_rate(0.5).min_calls(1);
         assert!(rate().window_calls(MAX_WINDOW_CALLS).build().is_ok());
-        let key = |b: Builder| b.build().unwrap_err().setting();
+        let key = |b: Builder| b.build().unwrap_err().key().to_owned();
         assert_eq!(key(largest().trial_calls(MAX_TRIALS + 1)), "trial_calls");
         assert_eq!(
             key(largest().success_threshold(MAX_TRIALS + 1)),

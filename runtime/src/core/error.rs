@@ -1,5 +1,6 @@
 //! What a caller gets back when the breaker refuses or the call fails.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -430,103 +431,103 @@ impl<E: std::error::Error + 'static> std::error::Error for Error<E> {
     }
 }
 
-/// A breaker configuration that cannot work, returned by
-/// [`Builder::build`](crate::Builder::build).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigError {
-    setting: &'static str,
-    problem: String,
-}
-
-impl ConfigError {
-    pub(crate) fn new(setting: &'static str, problem: impl Into<String>) -> Self {
-        Self {
-            setting,
-            problem: problem.into(),
-        }
-    }
-
-    /// What is wrong with it.
-    pub(crate) fn problem(&self) -> &str {
-        &self.problem
-    }
-
-    /// The builder setting at fault, named like the attribute key (`threshold`,
-    /// `failure_rate`, …).
-    #[must_use]
-    pub fn setting(&self) -> &'static str {
-        self.setting
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "invalid circuit breaker setting `{}`: {}",
-            self.setting, self.problem
-        )
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-/// An override refused: which breaker (or family), which key, why. Nothing
-/// of its patch was applied; what else was depends on the entry point
-/// ([`configure::apply_all`](crate::configure::apply_all) applies the other sections, [`configure::from_env`](crate::configure::from_env) nothing).
+/// Settings that cannot work: which breaker (or family), which key, why.
+///
+/// Returned by [`Builder::build`](crate::Builder::build) (nothing was
+/// built), and by a change at run time
+/// ([`Breaker::reconfigure`](crate::Breaker::reconfigure),
+/// [`configure`](crate::configure)): nothing of that change was applied;
+/// what else was depends on the entry point
+/// ([`configure::apply_all`](crate::configure::apply_all) applies the other
+/// sections, [`configure::from_env`](crate::configure::from_env) nothing).
 ///
 /// Its message names what is at fault: `` breaker `search`: `threshold` … ``
 /// for a key, `` `inventory` matches no registered breaker or family `` for a
 /// name.
+///
+/// ```
+/// use failfast_runtime::Breaker;
+///
+/// let error = Breaker::builder().name("payments").jitter(1.5).build().unwrap_err();
+/// assert_eq!((error.breaker(), error.key()), ("payments", "jitter"));
+/// assert_eq!(error.to_string(), "breaker `payments`: `jitter` 1.5 is outside [0, 1)");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigureError {
+pub struct ConfigError {
     breaker: String,
-    key: String,
+    key: Cow<'static, str>,
     reason: String,
 }
 
-impl ConfigureError {
-    pub(crate) fn new(breaker: &str, key: &str, reason: impl Into<String>) -> Self {
+impl ConfigError {
+    /// A setting that breaks its rule, for a breaker named later
+    /// ([`of`](Self::of)).
+    pub(crate) fn new(key: &'static str, reason: impl Into<String>) -> Self {
         Self {
-            breaker: breaker.to_owned(),
-            key: key.to_owned(),
+            breaker: String::new(),
+            key: Cow::Borrowed(key),
             reason: reason.into(),
         }
     }
 
-    /// The breaker's or family's name (as written in the override).
+    /// A change refused for the breaker or family `breaker`.
+    pub(crate) fn refused(breaker: &str, key: &str, reason: impl Into<String>) -> Self {
+        Self {
+            breaker: breaker.to_owned(),
+            key: Cow::Owned(key.to_owned()),
+            reason: reason.into(),
+        }
+    }
+
+    /// This error, for the breaker named `breaker`.
+    pub(crate) fn of(mut self, breaker: &str) -> Self {
+        breaker.clone_into(&mut self.breaker);
+        self
+    }
+
+    /// The key of an error made by [`new`](Self::new) (a rule of the
+    /// settings, never a name given at run time).
+    pub(crate) fn static_key(&self) -> &'static str {
+        match self.key {
+            Cow::Borrowed(key) => key,
+            Cow::Owned(_) => "",
+        }
+    }
+
+    /// The breaker or family the settings were for, or the name that was
+    /// refused.
     #[must_use]
     pub fn breaker(&self) -> &str {
         &self.breaker
     }
 
-    /// The key at fault (`threshold`, `recovery`, …; `name` when the name
-    /// is: it matches no breaker or family, or several in variables; empty
-    /// for a variable that is not `FAILFAST__<BREAKER>__<KEY>`).
+    /// The setting at fault, named like the attribute key (`threshold`,
+    /// `failure_rate`, …), or `name` when the name is.
     #[must_use]
     pub fn key(&self) -> &str {
         &self.key
     }
 
-    /// Why it was refused.
+    /// Why it is refused.
     #[must_use]
     pub fn reason(&self) -> &str {
         &self.reason
     }
 }
 
-impl fmt::Display for ConfigureError {
+impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.key.as_str() {
+        match (self.breaker.as_str(), &*self.key) {
             // The name is at fault, not a key: `inventory` matches no …
-            "name" => write!(f, "`{}` {}", self.breaker, self.reason),
-            "" => write!(f, "breaker `{}`: {}", self.breaker, self.reason),
-            key => write!(f, "breaker `{}`: `{key}` {}", self.breaker, self.reason),
+            (breaker, "name") => write!(f, "`{breaker}` {}", self.reason),
+            ("", key) => write!(f, "`{key}` {}", self.reason),
+            (breaker, "") => write!(f, "breaker `{breaker}`: {}", self.reason),
+            (breaker, key) => write!(f, "breaker `{breaker}`: `{key}` {}", self.reason),
         }
     }
 }
 
-impl std::error::Error for ConfigureError {}
+impl std::error::Error for ConfigError {}
 
 #[cfg(test)]
 mod tests {
@@ -622,11 +623,18 @@ mod tests {
     #[test]
     fn a_config_error_says_what_is_wrong() {
         let e = ConfigError::new("jitter", "1.5 is outside [0, 1)");
-        assert_eq!(e.setting(), "jitter");
-        assert_eq!(e.problem(), "1.5 is outside [0, 1)");
+        assert_eq!((e.breaker(), e.key()), ("", "jitter"));
+        assert_eq!(e.reason(), "1.5 is outside [0, 1)");
+        assert_eq!(e.to_string(), "`jitter` 1.5 is outside [0, 1)");
+        let e = e.of("payments");
+        assert_eq!(e.breaker(), "payments");
         assert_eq!(
             e.to_string(),
-            "invalid circuit breaker setting `jitter`: 1.5 is outside [0, 1)"
+            "breaker `payments`: `jitter` 1.5 is outside [0, 1)"
         );
+        let name = ConfigError::refused("invetory", "name", "matches nothing");
+        assert_eq!(name.to_string(), "`invetory` matches nothing");
+        let whole = ConfigError::refused("inventory", "", "is gone");
+        assert_eq!(whole.to_string(), "breaker `inventory`: is gone");
     }
 }

@@ -137,7 +137,7 @@ use std::ffi::OsString;
 use crate::core::config::Builder;
 use crate::core::config::Config;
 use crate::core::config::{FIXED, Patch, set_from_text};
-use crate::core::error::ConfigureError;
+use crate::core::error::ConfigError;
 use crate::core::name::Name;
 use crate::ops::registry::{self, BreakerRef};
 
@@ -182,12 +182,12 @@ use crate::ops::registry::{self, BreakerRef};
 ///
 /// # Errors
 ///
-/// [`ConfigureError`]: no breaker or family of that name (key `name`), or a
+/// [`ConfigError`]: no breaker or family of that name (key `name`), or a
 /// value that cannot work (for a breaker of that name; the first such
 /// refusal).
-pub fn apply(name: &str, settings: Builder) -> Result<(), ConfigureError> {
+pub fn apply(name: &str, settings: Builder) -> Result<(), ConfigError> {
     if let Some(key) = settings.fixed {
-        return Err(ConfigureError::new(name, key, FIXED));
+        return Err(ConfigError::refused(name, key, FIXED));
     }
     let patches = BTreeMap::from([(name.to_owned(), settings.patch)]);
     match apply_counted(&patches, Sections::AllOrNothing) {
@@ -232,13 +232,13 @@ pub fn apply(name: &str, settings: Builder) -> Result<(), ConfigureError> {
 ///
 /// Every section refused, each with its name, key and reason: nothing of
 /// those sections was applied, and every other section was.
-pub fn apply_all(sections: &BTreeMap<String, Builder>) -> Result<(), Vec<ConfigureError>> {
+pub fn apply_all(sections: &BTreeMap<String, Builder>) -> Result<(), Vec<ConfigError>> {
     let mut fixed = Vec::new();
     let patches = sections
         .iter()
         .filter_map(|(name, settings)| match settings.fixed {
             Some(key) => {
-                fixed.push(ConfigureError::new(name, key, FIXED));
+                fixed.push(ConfigError::refused(name, key, FIXED));
                 None
             }
             None => Some((name.clone(), settings.patch.clone())),
@@ -268,8 +268,8 @@ enum Sections {
 fn apply_counted(
     patches: &BTreeMap<String, Patch>,
     sections: Sections,
-) -> Result<usize, Vec<ConfigureError>> {
-    let mut errors: Vec<ConfigureError> = Vec::new();
+) -> Result<usize, Vec<ConfigError>> {
+    let mut errors: Vec<ConfigError> = Vec::new();
     let mut fitting = Vec::new();
     for (name, patch) in patches {
         match targets(name, patch) {
@@ -307,7 +307,7 @@ enum Target {
 }
 
 impl Target {
-    fn reconfigure(&self, patch: &Patch) -> Result<(), ConfigureError> {
+    fn reconfigure(&self, patch: &Patch) -> Result<(), ConfigError> {
         match self {
             Target::Breaker(breaker) => breaker.apply(patch),
             #[cfg(feature = "keyed")]
@@ -320,11 +320,11 @@ impl Target {
 /// registered under `name` (breakers built at run time may share one) and
 /// every keyed family of that name; else the breaker of a family's key
 /// (`family[key]`). Every refusal, named `name`, when any.
-fn targets(name: &str, patch: &Patch) -> Result<Vec<Target>, Vec<ConfigureError>> {
-    let mut errors: Vec<ConfigureError> = Vec::new();
+fn targets(name: &str, patch: &Patch) -> Result<Vec<Target>, Vec<ConfigError>> {
+    let mut errors: Vec<ConfigError> = Vec::new();
     let mut check = |config: &Config| {
         if let Err((key, reason)) = patch.applied_to(config) {
-            let error = ConfigureError::new(name, key, reason);
+            let error = ConfigError::refused(name, key, reason);
             if !errors.contains(&error) {
                 errors.push(error);
             }
@@ -358,7 +358,7 @@ fn targets(name: &str, patch: &Patch) -> Result<Vec<Target>, Vec<ConfigureError>
         }
     }
     if found.is_empty() && errors.is_empty() {
-        errors.push(ConfigureError::new(
+        errors.push(ConfigError::refused(
             name,
             "name",
             "matches no registered breaker or family",
@@ -376,7 +376,7 @@ fn targets(name: &str, patch: &Patch) -> Result<Vec<Target>, Vec<ConfigureError>
 /// made only once `patch` fits the family's settings. `None` when `name`
 /// names no registered family's key.
 #[cfg(feature = "keyed")]
-fn key_breaker(name: &str, patch: &Patch) -> Option<Result<BreakerRef, ConfigureError>> {
+fn key_breaker(name: &str, patch: &Patch) -> Option<Result<BreakerRef, ConfigError>> {
     if let Some(member) = registry::get(name) {
         return Some(Ok(member));
     }
@@ -394,7 +394,7 @@ fn key_breaker(name: &str, patch: &Patch) -> Option<Result<BreakerRef, Configure
         })
         .max_by_key(|(f, _)| f.name().len())?;
     if let Err((key, reason)) = patch.applied_to(&family.config()) {
-        return Some(Err(ConfigureError::new(name, key, reason)));
+        return Some(Err(ConfigError::refused(name, key, reason)));
     }
     Some(family.member(&label).ok_or_else(|| {
         let (waiting, family) = (family.stats().max_keys, family.name());
@@ -410,7 +410,7 @@ fn key_breaker(name: &str, patch: &Patch) -> Option<Result<BreakerRef, Configure
                  family's settings by its name `{family}`, or this key's after its first call"
             )
         };
-        ConfigureError::new(name, "name", reason)
+        ConfigError::refused(name, "name", reason)
     }))
 }
 
@@ -428,7 +428,7 @@ fn key_breaker(name: &str, patch: &Patch) -> Option<Result<BreakerRef, Configure
 /// unknown key, a name or value that is not UTF-8, unparsable value, a value that
 /// cannot work), each with its breaker, key and reason; then nothing was
 /// applied.
-pub fn from_env<K, V>(vars: impl IntoIterator<Item = (K, V)>) -> Result<usize, Vec<ConfigureError>>
+pub fn from_env<K, V>(vars: impl IntoIterator<Item = (K, V)>) -> Result<usize, Vec<ConfigError>>
 where
     K: Into<OsString>,
     V: Into<OsString>,
@@ -460,7 +460,7 @@ where
         }
         let Some(var) = var.to_str() else {
             let lossy = var.to_string_lossy();
-            errors.push(ConfigureError::new(
+            errors.push(ConfigError::refused(
                 &lossy[PREFIX.len()..],
                 "",
                 format!("`{lossy}` is not UTF-8, as the name of a `{PREFIX}` variable must be"),
@@ -469,7 +469,7 @@ where
         };
         let rest = &var[PREFIX.len()..];
         let Some((breaker, key)) = rest.rsplit_once("__") else {
-            errors.push(ConfigureError::new(
+            errors.push(ConfigError::refused(
                 rest,
                 "",
                 format!("`{var}` is not `FAILFAST__<BREAKER>__<KEY>`"),
@@ -481,7 +481,7 @@ where
             Some(names) => {
                 let mut names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
                 names.sort();
-                errors.push(ConfigureError::new(
+                errors.push(ConfigError::refused(
                     breaker,
                     "name",
                     format!(
@@ -496,7 +496,7 @@ where
                 continue;
             }
             None if breaker.is_empty() => {
-                errors.push(ConfigureError::new(
+                errors.push(ConfigError::refused(
                     breaker,
                     "name",
                     format!(
@@ -507,7 +507,7 @@ where
                 continue;
             }
             None => {
-                errors.push(ConfigureError::new(
+                errors.push(ConfigError::refused(
                     breaker,
                     "name",
                     format!("(from `{var}`) matches no registered breaker or family"),
@@ -517,7 +517,7 @@ where
         };
         let key = key.to_ascii_lowercase();
         let Some(text) = value.to_str() else {
-            errors.push(ConfigureError::new(
+            errors.push(ConfigError::refused(
                 name,
                 &key,
                 format!("`{}` (from `{var}`) is not UTF-8", value.to_string_lossy()),
@@ -526,7 +526,7 @@ where
         };
         let patch = patches.entry(name.to_string()).or_default();
         if let Err(reason) = set_from_text(patch, &key, text.trim()) {
-            errors.push(ConfigureError::new(name, &key, reason));
+            errors.push(ConfigError::refused(name, &key, reason));
         }
     }
     if !errors.is_empty() {

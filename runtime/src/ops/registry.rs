@@ -485,17 +485,17 @@ impl FamilyRef {
     ///
     /// # Errors
     ///
-    /// A [`ConfigureError`](crate::core::error::ConfigureError) naming the
+    /// A [`ConfigError`](crate::core::error::ConfigError) naming the
     /// family when the patch does not fit its settings (nothing changed),
     /// or the first member whose own settings refused it (the others
     /// changed).
     pub fn reconfigure(
         &self,
         settings: &crate::Builder,
-    ) -> Result<(), crate::core::error::ConfigureError> {
+    ) -> Result<(), crate::core::error::ConfigError> {
         if let Some(key) = settings.fixed {
             let name = self.name();
-            return Err(crate::core::error::ConfigureError::new(
+            return Err(crate::core::error::ConfigError::refused(
                 &name,
                 key,
                 crate::core::config::FIXED,
@@ -508,7 +508,7 @@ impl FamilyRef {
     pub(crate) fn apply(
         &self,
         patch: &crate::core::config::Patch,
-    ) -> Result<(), crate::core::error::ConfigureError> {
+    ) -> Result<(), crate::core::error::ConfigError> {
         self.0.reconfigure(patch)
     }
 }

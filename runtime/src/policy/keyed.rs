@@ -570,11 +570,11 @@ impl Tuned {
         &mut self,
         declared: &Config,
         patch: &crate::core::config::Patch,
-    ) -> Result<(), crate::core::error::ConfigureError> {
+    ) -> Result<(), crate::core::error::ConfigError> {
         let next = patch
             .applied_to(&self.config(declared))
             .map_err(|(key, reason)| {
-                crate::core::error::ConfigureError::new(&declared.name, key, reason)
+                crate::core::error::ConfigError::refused(&declared.name, key, reason)
             })?;
         self.config = Some(next);
         if let Some(mode) = patch.run_mode() {
@@ -613,7 +613,7 @@ impl Tuned {
 fn reconfigure_each<'m>(
     members: impl IntoIterator<Item = &'m Arc<Member>>,
     patch: &crate::core::config::Patch,
-) -> Result<(), crate::core::error::ConfigureError> {
+) -> Result<(), crate::core::error::ConfigError> {
     let mut first = Ok(());
     for member in members {
         if let Err(refused) = member.breaker.apply(patch) {
@@ -871,9 +871,10 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     ///
     /// A [`ConfigError`] naming the setting that cannot work.
     pub fn build(self) -> Result<Family<K>, ConfigError> {
-        failfast_rules::max_keys(self.max_keys).map_err(crate::core::config::broken)?;
+        let broken = |v| crate::core::config::broken(v).of(self.breaker.given_name());
+        failfast_rules::max_keys(self.max_keys).map_err(broken)?;
         failfast_rules::max_ejection_percent(u32::from(self.max_ejection_percent))
-            .map_err(crate::core::config::broken)?;
+            .map_err(broken)?;
         let (config, clock) = self.breaker.checked_with_clock()?;
         Ok(Family::with_parts(
             config,
@@ -1234,7 +1235,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
     fn reconfigure(
         &self,
         patch: &crate::core::config::Patch,
-    ) -> Result<(), crate::core::error::ConfigureError> {
+    ) -> Result<(), crate::core::error::ConfigError> {
         let mut tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
         tuned.change(&self.config, patch)?;
         // Held while the members change: a member made meanwhile waits, and
@@ -1432,7 +1433,7 @@ pub(crate) trait Listing: Send + Sync {
     fn reconfigure(
         &self,
         patch: &crate::core::config::Patch,
-    ) -> Result<(), crate::core::error::ConfigureError>;
+    ) -> Result<(), crate::core::error::ConfigError>;
     /// The settings new members get now.
     fn config(&self) -> Config;
     fn max_keys(&self) -> usize;
@@ -1460,7 +1461,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
     fn reconfigure(
         &self,
         patch: &crate::core::config::Patch,
-    ) -> Result<(), crate::core::error::ConfigureError> {
+    ) -> Result<(), crate::core::error::ConfigError> {
         Inner::reconfigure(self, patch)
     }
     fn config(&self) -> Config {
@@ -1680,7 +1681,7 @@ impl Listing for SlotView {
     fn reconfigure(
         &self,
         patch: &crate::core::config::Patch,
-    ) -> Result<(), crate::core::error::ConfigureError> {
+    ) -> Result<(), crate::core::error::ConfigError> {
         let mut early = match self.early() {
             Ok(early) => early,
             Err(built) => return built.reconfigure(patch),

@@ -5,7 +5,7 @@ use super::Breaker;
 use crate::core::config::Builder;
 use crate::core::config::{Config, Window};
 use crate::core::config::{FIXED, Patch};
-use crate::core::error::ConfigureError;
+use crate::core::error::ConfigError;
 use crate::core::kept::Read;
 
 impl Breaker {
@@ -45,22 +45,22 @@ impl Breaker {
     ///
     /// # Errors
     ///
-    /// [`ConfigureError`] naming the breaker, the key and the reason; the
+    /// [`ConfigError`] naming the breaker, the key and the reason; the
     /// breaker is left as it was.
-    pub fn reconfigure(&self, settings: &Builder) -> Result<(), ConfigureError> {
+    pub fn reconfigure(&self, settings: &Builder) -> Result<(), ConfigError> {
         if let Some(key) = settings.fixed {
-            return Err(ConfigureError::new(self.name(), key, FIXED));
+            return Err(ConfigError::refused(self.name(), key, FIXED));
         }
         self.apply(&settings.patch)
     }
 
     /// [`reconfigure`](Self::reconfigure) with the settings a patch holds.
-    pub(crate) fn apply(&self, patch: &Patch) -> Result<(), ConfigureError> {
+    pub(crate) fn apply(&self, patch: &Patch) -> Result<(), ConfigError> {
         let mut tuning = self.tuning.publisher();
         let current = tuning.latest().unwrap_or(Read::Borrowed(&self.config));
         let next = patch
             .applied_to(&current)
-            .map_err(|(key, reason)| ConfigureError::new(self.name(), key, reason))?;
+            .map_err(|(key, reason)| ConfigError::refused(self.name(), key, reason))?;
         let reshaped = next.window != current.window;
         drop(current);
         if reshaped {
