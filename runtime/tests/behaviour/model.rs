@@ -12,7 +12,7 @@
 //! run:
 //!
 //! ```text
-//! PROPTEST_CASES=100000 cargo test --release -p failfast-runtime --test model
+//! PROPTEST_CASES=100000 cargo test --release -p failfast-runtime --test behaviour model::
 //! ```
 //!
 //! Jitter is 0 here (the model is exact); the stress test covers jitter's range.

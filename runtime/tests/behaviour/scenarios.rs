@@ -586,9 +586,11 @@ fn observe_only_totals_add_up_to_the_calls_made_under_concurrency() {
                         }
                     };
                     made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    match (i + t) % 5 {
-                        0 | 1 => permit.record(failfast_runtime::Outcome::Failure),
-                        2 => drop(permit),
+                    // Four failures in a row on each thread: it trips however
+                    // the threads are scheduled (one at a time included).
+                    match (i + t) % 10 {
+                        0..=3 => permit.record(failfast_runtime::Outcome::Failure),
+                        4 => drop(permit),
                         _ => permit.record(failfast_runtime::Outcome::Success),
                     }
                     if i % 97 == 0 {

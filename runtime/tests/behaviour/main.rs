@@ -1,0 +1,31 @@
+//! The runtime's behaviour, as one test binary: each module is the tests of
+//! one concern. Tests that need a process of their own are binaries of
+//! their own beside this one: a fork (`fork`), the transition hook
+//! (`hook`), a counting allocator (`reconfigure_memory`), a test clock for
+//! the whole process (`testing_kit`), no other event listener in the
+//! process (`delivery`), events delivered on the test's own threads
+//! (`tracing`), the model checker (`loom`) and the long runs (`stress`).
+
+mod backoff;
+mod call_async;
+mod configure;
+mod dropped;
+mod events;
+mod half_open;
+#[cfg(feature = "keyed")]
+mod keyed;
+mod metrics_export;
+mod model;
+mod names;
+mod open_transition;
+mod panics;
+mod reasons;
+mod registry;
+mod reshape;
+mod rules;
+mod scenarios;
+mod serialized;
+mod statistics;
+#[cfg(feature = "tokio")]
+mod timeout;
+mod totals;
