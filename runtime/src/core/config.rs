@@ -102,11 +102,6 @@ mod humantime_option {
 }
 
 impl Patch {
-    /// The run mode this patch sets, if any.
-    pub(crate) fn run_mode(&self) -> Option<Mode> {
-        self.mode
-    }
-
     /// `config` with this patch applied, checked, or the first key at fault.
     pub(crate) fn applied_to(&self, config: &Config) -> Result<Config, (&'static str, String)> {
         let broken =
@@ -737,6 +732,7 @@ impl Builder {
     }
 
     /// The name given, or the default.
+    #[cfg(feature = "keyed")]
     pub(crate) fn given_name(&self) -> &str {
         &self.config.name
     }

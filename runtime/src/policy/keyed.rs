@@ -577,7 +577,7 @@ impl Tuned {
                 crate::core::error::ConfigError::refused(&declared.name, key, reason)
             })?;
         self.config = Some(next);
-        if let Some(mode) = patch.run_mode() {
+        if let Some(mode) = patch.mode {
             self.mode = Some(mode);
         }
         Ok(())

@@ -19,7 +19,7 @@ use crate::ops::registry::BreakerRef;
 pub(super) enum Handle {
     One(BreakerRef),
     #[cfg(feature = "keyed")]
-    Member(super::per_key::MemberSlot),
+    Member(MemberSlot),
 }
 
 impl Handle {
@@ -169,6 +169,39 @@ pub(super) struct PanicGuard<'a>(pub(super) &'a mut OwnedPermit);
 impl Drop for PanicGuard<'_> {
     fn drop(&mut self) {
         self.0.failed_now();
+    }
+}
+
+#[cfg(feature = "keyed")]
+/// A key's member owned by a keyed layer's response future, with the
+/// place the call holds in the member's bulkhead when the family has
+/// [`max_concurrent`](crate::FamilyBuilder::max_concurrent), given back
+/// when the future is dropped.
+#[derive(Debug)]
+pub(super) struct MemberSlot {
+    pub(super) member: std::sync::Arc<crate::Member>,
+    /// Whether a place in `member`'s bulkhead is held.
+    pub(super) holds_slot: bool,
+    /// The lease stripe this call holds the member on (see
+    /// `Member::hold`): the family does not evict it meanwhile.
+    pub(super) stripe: usize,
+}
+
+#[cfg(feature = "keyed")]
+impl MemberSlot {
+    #[inline]
+    pub(super) fn breaker(&self) -> &Breaker {
+        self.member.breaker()
+    }
+}
+
+#[cfg(feature = "keyed")]
+impl Drop for MemberSlot {
+    fn drop(&mut self) {
+        self.member.release(self.stripe);
+        if let (true, Some(bulkhead)) = (self.holds_slot, self.member.bulkhead()) {
+            bulkhead.leave();
+        }
     }
 }
 

@@ -8,42 +8,11 @@ use std::task::{Context, Poll};
 
 use tower_service::Service;
 
-use super::future::{Handle, Kind, OwnedPermit, PanicGuard, ResponseFuture, State};
+use super::future::{Handle, Kind, MemberSlot, OwnedPermit, PanicGuard, ResponseFuture, State};
 use super::layer::{CircuitBreaker, CircuitBreakerLayer, inner_ready};
 use super::refuse::{OnRejected, RefuseWithError};
-use crate::core::breaker::Breaker;
 use crate::integrations::classify::{Classify, HttpClassifier};
 use crate::{Bulkhead, Family, Key, Member};
-
-/// A key's member owned by a keyed layer's response future, with the
-/// place the call holds in the member's bulkhead when the family has
-/// [`max_concurrent`](crate::FamilyBuilder::max_concurrent), given back
-/// when the future is dropped.
-#[derive(Debug)]
-pub(super) struct MemberSlot {
-    member: Arc<Member>,
-    /// Whether a place in `member`'s bulkhead is held.
-    holds_slot: bool,
-    /// The lease stripe this call holds the member on (see
-    /// `Member::hold`): the family does not evict it meanwhile.
-    stripe: usize,
-}
-
-impl MemberSlot {
-    #[inline]
-    pub(super) fn breaker(&self) -> &Breaker {
-        self.member.breaker()
-    }
-}
-
-impl Drop for MemberSlot {
-    fn drop(&mut self) {
-        self.member.release(self.stripe);
-        if let (true, Some(bulkhead)) = (self.holds_slot, self.member.bulkhead()) {
-            bulkhead.leave();
-        }
-    }
-}
 
 /// Finds the breaker of a request in a [`Family`]: the key function of
 /// a [`CircuitBreakerLayer::per_key`] layer. Implemented by [`ByAuthority`]
