@@ -15,13 +15,14 @@
 //! CPU time per call, which leaves out the time a thread spent descheduled when
 //! the machine is busy with other work.
 //!
-//! With `--features metrics` a recorder (`metrics-util`'s debugging recorder)
-//! is installed before the first case: calls are then counted exactly as
-//! without it (the recorder is only told on transitions and on export), which
-//! the figures show.
+//! With `--features metrics` (a feature of this crate, `failfast-benches`) a
+//! recorder (`metrics-util`'s debugging recorder) is installed before the
+//! first case: calls are then counted exactly as without it (the recorder is
+//! only told on transitions and on export), which the figures show.
 //!
-//! Run them all with `cargo bench --bench breaker`; `python3 benches/table.py`
-//! then prints the medians as the table in `benches/README.md`.
+//! Run them all with `cargo bench -p failfast-benches --bench breaker`;
+//! `python3 benches/table.py` then prints the medians as the table in
+//! `benches/README.md`.
 
 use std::cell::Cell;
 use std::future::Future;

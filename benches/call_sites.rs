@@ -11,7 +11,7 @@
 //! `async_current_thread_cpu` groups of the `breaker` bench do for a crate
 //! with few.
 //!
-//! Run it with `cargo bench --bench call_sites`.
+//! Run it with `cargo bench -p failfast-benches --bench call_sites`.
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -20,7 +20,7 @@
 //! The memory a key takes is measured once at the start with a counting
 //! allocator (bytes held by a family of N keys, over N) and printed.
 //!
-//! Run with `cargo bench --bench keyed -- --warm-up-time 1 --measurement-time 3`.
+//! Run with `cargo bench -p failfast-benches --bench keyed -- --warm-up-time 1 --measurement-time 3`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::{Cell, RefCell};

@@ -8,7 +8,7 @@
 //! leaves out the time they spent descheduled on a busy machine.
 //!
 //! Run with
-//! `cargo bench --bench scaling -- --warm-up-time 1 --measurement-time 3`;
+//! `cargo bench -p failfast-benches --bench scaling -- --warm-up-time 1 --measurement-time 3`;
 //! `python3 benches/scaling_table.py` then prints its tables (how
 //! each call path scales from one thread to two).
 //!
@@ -27,7 +27,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::fmt::Write as _;
 use std::hint::black_box;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -87,8 +87,16 @@ fn live() -> usize {
 /// for `benches/scaling_table.py`: one `section, case, value, unit` per line.
 fn record(section: &str, case: &str, value: f64, unit: &str) {
     println!("{section}: {case}: {value:.1} {unit}");
-    let dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| PathBuf::from("target"), PathBuf::from)
+    // A bench runs in its package's directory (`benches/`); criterion's
+    // results are under the workspace's target directory.
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the benches crate is in the workspace");
+    let dir = workspace
+        .join(
+            std::env::var_os("CARGO_TARGET_DIR")
+                .map_or_else(|| PathBuf::from("target"), PathBuf::from),
+        )
         .join("criterion");
     let path = dir.join("scaling_setup.tsv");
     let mut kept = std::fs::read_to_string(&path).unwrap_or_default();

@@ -22,9 +22,9 @@
 //!   written by hand in the `async fn` (no future of its own for the body).
 //!
 //! ```sh
-//! cargo bench --bench targets                       # about a minute
-//! TARGETS_ROUNDS=41 TARGETS_CALLS=2000000 cargo bench --bench targets
-//! TARGETS_ONLY="1 thread/consecutive" cargo bench --bench targets  # those cases only
+//! cargo bench -p failfast-benches --bench targets        # about a minute
+//! TARGETS_ROUNDS=41 TARGETS_CALLS=2000000 cargo bench -p failfast-benches --bench targets
+//! TARGETS_ONLY="1 thread/consecutive" cargo bench -p failfast-benches --bench targets  # those cases only
 //! ```
 
 use std::hint::black_box;
@@ -274,8 +274,9 @@ fn env(name: &str, default: u64) -> u64 {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; `cargo test --benches` runs the
-    // binary without it, which gets one short round as a smoke test.
+    // `cargo bench` passes `--bench`; `cargo test -p failfast-benches
+    // --benches` runs the binary without it, which gets one short round as a
+    // smoke test.
     let benching = std::env::args().any(|arg| arg == "--bench");
     let rounds = if benching {
         env("TARGETS_ROUNDS", 21)

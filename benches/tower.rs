@@ -23,7 +23,7 @@
 //! time a thread spent descheduled.
 //!
 //! ```sh
-//! cargo bench --bench tower --features tower
+//! cargo bench -p failfast-benches --bench tower
 //! ```
 
 use std::convert::Infallible;

@@ -83,7 +83,6 @@ pub fn retried_alone(x: u64) -> Result<(), Fault> {
 
 /// `consecutive` with one breaker per `host` (`key`): a call looks its
 /// host's breaker up in the function's family first.
-#[cfg(feature = "keyed")]
 #[inline(never)]
 #[circuit_breaker(key = host, threshold = 5, recovery = "30s")]
 pub fn keyed(host: &str, x: u64) -> Result<(), Fault> {
