@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Prints the scaling tables (each call path, one thread against two) from
-the last `cargo bench --bench scaling` run.
+the last `cargo bench -p failfast-benches --bench scaling` run.
 
     python3 benches/scaling_table.py [CRITERION_DIR]
 
@@ -58,7 +58,7 @@ def main():
     }
     fixed = setup(root)
     if not any(group.startswith("scaling_") for group, _ in found):
-        sys.exit(f"no scaling results under {root}; run `cargo bench --bench scaling` first")
+        sys.exit(f"no scaling results under {root}; run `cargo bench -p failfast-benches --bench scaling` first")
 
     inline = fixed.get(("memory", "a breaker, inline"))
     print(f"Windows (rate rule, 1 thread, `Breaker::call`); a breaker itself is {size(inline)} bytes inline.")

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Prints the medians of the last `cargo bench --bench breaker` run as the
-Markdown table of benches/README.md.
+"""Prints the medians of the last
+`cargo bench -p failfast-benches --bench breaker` run as the Markdown table
+of benches/README.md.
 
     python3 benches/table.py [CRITERION_DIR]
 
@@ -65,7 +66,7 @@ def main():
     root = criterion_dir()
     found = medians(root)
     if not found:
-        sys.exit(f"no criterion results under {root}; run `cargo bench --bench breaker` first")
+        sys.exit(f"no criterion results under {root}; run `cargo bench -p failfast-benches --bench breaker` first")
     print("| group | case | median ns/call | Δ to base | × vs failsafe | × vs recloser |")
     print("|---|---|---:|---:|---:|---:|")
     for group in GROUPS + sorted(set(found) - set(GROUPS)):
