@@ -1,5 +1,5 @@
 //! Every refusal says why: open, half-open trials in flight, forced open.
-//! (The concurrency limit is `tests/bulkhead.rs`'s, at the facade.)
+//! (The concurrency limit is `tests/calls/bulkhead.rs`'s, at the facade.)
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The breaker's contract, scenario by scenario, through the builder API.
 //!
 //! The same scenarios through `#[circuit_breaker]` live in the facade's
-//! `tests/attribute_scenarios.rs`.
+//! `tests/calls/attribute_scenarios.rs`.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use failfast::{Error, Reason, State, circuit_breaker, registry};
 
-mod support;
+use crate::support;
 
 /// The upstream's status code: 5xx is sickness, 4xx the caller's mistake.
 type Fault = support::Fault<u16>;

@@ -3,9 +3,7 @@
 //! classifiers count, over a real gRPC client and for HTTP statuses.
 #![cfg(all(feature = "http", feature = "tonic", feature = "tokio"))]
 
-#[allow(dead_code)]
-#[path = "../examples/common/grpc.rs"]
-mod grpc;
+use crate::common::grpc;
 
 use failfast::{State, circuit_breaker, registry};
 use grpc::{LedgerClient, LedgerService};

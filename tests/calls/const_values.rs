@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-mod support;
+use crate::support;
 use support::{Down, outcome};
 
 use failfast::{State, circuit_breaker, registry};

@@ -2,8 +2,7 @@
 //! ledger service on loopback (`examples/common/grpc.rs`: a hand-written
 //! UTF-8 codec, so no `protoc` and no generated code are needed).
 
-#[path = "../examples/common/grpc.rs"]
-mod grpc;
+use crate::common::grpc;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -12,9 +12,7 @@ use failfast::{State, circuit_breaker, registry, retry};
 use tonic::{Code, Status};
 
 /// The ledger's client (its service is not used here).
-#[allow(dead_code)]
-#[path = "../examples/common/grpc.rs"]
-mod grpc;
+use crate::common::grpc;
 
 fn state(name: &str) -> State {
     registry::get(name).expect("registered").state()
@@ -181,7 +179,7 @@ fn retries_follow_the_default_rule() {
 mod tonic_time_limit {
     use super::*;
 
-    use crate::grpc::LedgerClient;
+    use super::grpc::LedgerClient;
     use tonic::transport::Channel;
 
     /// The ledger's balance; or, with `give_up`, the caller's own

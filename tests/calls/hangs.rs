@@ -6,9 +6,8 @@
 //! The hanging dependency is the examples' inventory service, made silent: it
 //! takes the request and never answers.
 
-#[path = "../examples/common/mod.rs"]
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
