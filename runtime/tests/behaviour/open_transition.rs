@@ -17,7 +17,7 @@
 //! median of 13 to 36 µs and at most 3.8 ms after the deadline; a caller
 //! calling every 100 µs, within its own interval plus timer slack (medians of
 //! 50 to 150 µs), at most 1.9 ms. The test prints its figures with
-//! `cargo test -p failfast-runtime --test open_transition -- --nocapture`.
+//! `cargo test -p failfast-runtime --test behaviour open_transition:: -- --nocapture`.
 //!
 //! The assertion uses a bound of 250 ms, far above that, so that it cannot flake
 //! on a loaded CI machine and still catches a breaker that waits for something

@@ -9,7 +9,7 @@
 //! check also asserts that the band is far narrower than the gap to the rule's
 //! off-by-one neighbours, so an off-by-one rule cannot pass.
 //!
-//! `cargo test -p failfast-runtime --test statistics -- --nocapture` prints the
+//! `cargo test -p failfast-runtime --test behaviour statistics:: -- --nocapture` prints the
 //! expected and measured means.
 
 use std::time::Duration;
