@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use failfast_runtime::{Breaker, ManualClock, Outcome, State};
+use failfast_runtime::{Breaker, ManualClock, Mode, Outcome, State};
 use loom::sync::Arc;
 use loom::thread;
 
