@@ -84,6 +84,22 @@ fn every_key_of_a_consecutive_breaker_sets_what_its_setter_sets() {
         Ok(1)
     );
     assert_eq!(b.mode(), Mode::Normal);
+    // Every mode has its word.
+    for (word, mode) in [
+        ("forced_open", Mode::ForcedOpen),
+        ("forced_closed", Mode::ForcedClosed),
+        ("observe_only", Mode::ObserveOnly),
+        ("normal", Mode::Normal),
+    ] {
+        let var = "FAILFAST__ENV_CONSECUTIVE__MODE".to_owned();
+        assert_eq!(from_env([(var, word.to_owned())]), Ok(1), "{word}");
+        assert_eq!(b.mode(), mode, "{word}");
+    }
+    let refused = from_env([(
+        "FAILFAST__ENV_CONSECUTIVE__MODE".to_owned(),
+        "disabled".to_owned(),
+    )]);
+    assert!(refused.is_err_and(|e| e[0].key() == "mode"));
 }
 
 #[test]

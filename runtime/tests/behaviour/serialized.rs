@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use failfast_runtime::{Breaker, Config, ManualClock, Outcome};
+use failfast_runtime::{Breaker, Builder, Config, ManualClock, Mode, Outcome};
 use serde_json::{Value, json};
 
 fn round_trip(config: &Config) -> Config {
@@ -117,6 +117,44 @@ fn a_deserialized_config_builds_the_breaker_it_describes() {
 
 /// A breaker named `name` with threshold 1 and a 30 s recovery, on `clock`,
 /// opened by one failure.
+/// A configuration file's section (a `Builder`): durations as the attribute
+/// writes them, each setting it names applied, the others left alone.
+#[test]
+fn a_file_section_sets_what_it_names_with_durations_as_strings() {
+    let section: Builder = serde_json::from_str(
+        r#"{ "recovery": "10s", "max_recovery": "1m", "threshold": 4, "mode": "observe_only" }"#,
+    )
+    .unwrap();
+    let b = Breaker::builder()
+        .name("serde-section")
+        .threshold(2)
+        .recovery(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    b.reconfigure(&section).unwrap();
+    let config = b.config();
+    assert_eq!(config.recovery(), Duration::from_secs(10));
+    assert_eq!(config.threshold(), 4);
+    assert!(
+        format!("{config:?}").contains("max_recovery: 60000000000"),
+        "{config:?}"
+    );
+    assert_eq!(b.mode(), Mode::ObserveOnly);
+
+    // Built from, a section is the settings it names over the defaults.
+    let built = section.build().unwrap();
+    assert_eq!(built.config().recovery(), Duration::from_secs(10));
+    assert_eq!(built.mode(), Mode::ObserveOnly);
+
+    // A duration left out changes nothing; one that is not a duration is refused.
+    let untouched: Builder = serde_json::from_str(r#"{ "recovery": null }"#).unwrap();
+    b.reconfigure(&untouched).unwrap();
+    assert_eq!(b.config().recovery(), Duration::from_secs(10));
+    let error = serde_json::from_str::<Builder>(r#"{ "recovery": "soon" }"#).unwrap_err();
+    assert!(error.to_string().contains("is not a duration"), "{error}");
+    assert!(serde_json::from_str::<Builder>(r#"{ "slow": "1s" }"#).is_err());
+}
+
 fn opened(name: &'static str, clock: &ManualClock) -> Breaker {
     let b = Breaker::builder()
         .name(name)
