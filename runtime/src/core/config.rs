@@ -495,13 +495,7 @@ pub struct Builder {
     pub(crate) patch: Patch,
     /// The first setting given that is fixed once the breaker is built.
     pub(crate) fixed: Option<&'static str>,
-    rate_rule: bool,
-    threshold_set: bool,
-    window_set: bool,
-    min_calls_set: bool,
-    slow_rate_set: bool,
     lease_set: bool,
-    max_recovery_set: bool,
     clock: Clock,
 }
 
@@ -511,13 +505,7 @@ impl Default for Builder {
             config: Config::new("unnamed"),
             patch: Patch::default(),
             fixed: None,
-            rate_rule: false,
-            threshold_set: false,
-            window_set: false,
-            min_calls_set: false,
-            slow_rate_set: false,
             lease_set: false,
-            max_recovery_set: false,
             clock: Clock::System,
         }
     }
@@ -540,7 +528,6 @@ impl Builder {
     /// Trip after this many consecutive counted failures (default 5).
     pub fn threshold(mut self, n: u32) -> Self {
         self.config = self.config.with_threshold(n);
-        self.threshold_set = true;
         self.patch.threshold = Some(n);
         self
     }
@@ -558,7 +545,6 @@ impl Builder {
         // Zero means "not growing" in `Config`: `build` checks the value
         // given, zero included.
         self.config = self.config.with_max_recovery(max);
-        self.max_recovery_set = true;
         self.patch.max_recovery = Some(max);
         self
     }
@@ -592,7 +578,6 @@ impl Builder {
     /// [`window_calls`](Self::window_calls)).
     pub fn failure_rate(mut self, rate: f64) -> Self {
         self.config = self.config.with_failure_rate(rate);
-        self.rate_rule = true;
         self.patch.failure_rate = Some(rate);
         self
     }
@@ -608,7 +593,6 @@ impl Builder {
     /// a verdict sees is within one call of the share among the last `n`.
     pub fn window_calls(mut self, n: u32) -> Self {
         self.config = self.config.with_window_calls(n);
-        self.window_set = true;
         self.patch.window = Some(self.config.window);
         self
     }
@@ -626,7 +610,6 @@ impl Builder {
     /// (threads − 1) calls.
     pub fn window_time(mut self, d: Duration) -> Self {
         self.config = self.config.with_window_time(d);
-        self.window_set = true;
         self.patch.window = Some(self.config.window);
         self
     }
@@ -635,7 +618,6 @@ impl Builder {
     /// the whole window when a count window holds fewer calls).
     pub fn min_calls(mut self, n: u32) -> Self {
         self.config = self.config.with_min_calls(n);
-        self.min_calls_set = true;
         self.patch.min_calls = Some(n);
         self
     }
@@ -645,7 +627,7 @@ impl Builder {
         let rate = self.config.slow_rate;
         self.config = self.config.with_slow(d);
         // A `slow_rate` given before is kept, and checked, as it was given.
-        if self.slow_rate_set {
+        if self.patch.slow_rate.is_some() {
             self.config.slow_rate = rate;
         }
         self.fixed.get_or_insert("slow");
@@ -656,7 +638,6 @@ impl Builder {
     /// (default 1.0 once [`slow`](Self::slow) is set).
     pub fn slow_rate(mut self, rate: f64) -> Self {
         self.config = self.config.with_slow_rate(rate);
-        self.slow_rate_set = true;
         self.patch.slow_rate = Some(rate);
         self
     }
@@ -739,29 +720,33 @@ impl Builder {
 
     fn checked_unnamed(mut self) -> Result<Config, ConfigError> {
         let config = &self.config;
-        rules::one_trip_rule(self.threshold_set, self.rate_rule).map_err(broken)?;
-        if self.rate_rule {
+        rules::one_trip_rule(
+            self.patch.threshold.is_some(),
+            self.patch.failure_rate.is_some(),
+        )
+        .map_err(broken)?;
+        if self.patch.failure_rate.is_some() {
             // `validate` takes a zero rate as "no failure-rate rule".
             rules::failure_rate(config.failure_rate).map_err(broken)?;
         }
-        if self.slow_rate_set {
+        if self.patch.slow_rate.is_some() {
             rules::slow_rate_needs_slow(config.slow != 0).map_err(broken)?;
         }
-        if self.max_recovery_set {
+        if self.patch.max_recovery.is_some() {
             let (start, max) = (config.recovery, config.max_recovery);
             rules::max_recovery(Duration::from_nanos(start), Duration::from_nanos(max))
                 .map_err(broken)?;
         }
-        if self.window_set {
+        if self.patch.window.is_some() {
             rules::needs_rate_rule(Key::Window, config.uses_window()).map_err(broken)?;
         }
-        if self.min_calls_set {
+        if self.patch.min_calls.is_some() {
             rules::needs_rate_rule(Key::MinCalls, config.uses_window()).map_err(broken)?;
         }
         // A count window never holds more than its size: an explicit `min_calls`
         // above it could never be reached; the default waits for a full window.
         if let Window::Calls(size @ 1..) = config.window {
-            if self.min_calls_set {
+            if self.patch.min_calls.is_some() {
                 rules::min_calls_within(config.min_calls, Some(size)).map_err(broken)?;
             } else {
                 self.config.min_calls = rules::default_min_calls(size);
