@@ -443,6 +443,28 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
         }
     }
 
+    // `threshold` counting failures within a count window.
+    for threshold in [1, 5, 9, 10, 11, 100, 101] {
+        for window in [1u32, 5, 10, 100] {
+            let within = Verdicts {
+                literal: Some(literal(&format!(
+                    "threshold = {threshold}, window = {window}"
+                ))),
+                constant: Some(constant(move || {
+                    let _ = consts::threshold_within(consts::threshold(threshold), window);
+                })),
+                builder: Some(builds(
+                    Breaker::builder().threshold(threshold).window_calls(window),
+                )),
+                patch: Some(patched(
+                    Breaker::builder().threshold(1).window_calls(window),
+                    Breaker::builder().threshold(threshold),
+                )),
+            };
+            agreement.check(("threshold within window", threshold, window), within);
+        }
+    }
+
     // Which settings go together: every combination of the rules' keys.
     type Setter = fn(Builder) -> Builder;
     let settings: [(&str, Setter); 7] = [

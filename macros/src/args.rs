@@ -314,12 +314,26 @@ impl Args {
         let has_rate_rule = ["failure_rate", "slow", "slow_rate"]
             .into_iter()
             .any(written);
-        for key in ["window", "min_calls"] {
+        // `threshold` with `window`: that many failures within the window.
+        let within = written("threshold") && !written("failure_rate");
+        for (key, rule) in [
+            ("window", has_rate_rule || within),
+            ("min_calls", has_rate_rule),
+        ] {
             if let (Some(written), Err(violation)) = (
                 self.written(key),
-                rules::needs_rate_rule(rule_key(key), has_rate_rule),
+                rules::needs_rate_rule(rule_key(key), rule),
             ) {
                 errors.push(syn::Error::new(written.span(), violation));
+            }
+        }
+        if let (true, Some(threshold), Some(Window::Calls(size))) = (
+            within,
+            &self.threshold,
+            self.window.as_ref().map(|w| &w.value),
+        ) {
+            if let Err(violation) = rules::threshold_within(threshold.value, Some(*size)) {
+                errors.push(syn::Error::new(threshold.span, violation));
             }
         }
         if let (true, Some(min_calls)) = (has_rate_rule, &self.min_calls) {

@@ -93,6 +93,12 @@ pub(crate) fn setters(args: &Args, private: &TokenStream) -> TokenStream {
                     value = quote_spanned!(span=> #consts::slow_under_timeout(#value, #timeout));
                 }
             }
+            if key == "threshold" && args.written("failure_rate").is_none() {
+                if let Some(Window::Calls(n)) = args.window.as_ref().map(|w| &w.value) {
+                    let window = proc_macro2::Literal::u32_unsuffixed(*n);
+                    value = quote_spanned!(span=> #consts::threshold_within(#value, #window));
+                }
+            }
             if key == "min_calls" {
                 let window = match args.window.as_ref().map(|w| &w.value) {
                     Some(Window::Calls(n)) => Some(*n),

@@ -862,6 +862,13 @@ fn trip_rules(args: &Args) -> TokenStream {
         let rate = float(rate.value);
         chain.extend(quote!(.slow_rate(#rate)));
     }
+    // `threshold` with `window` (literal or constant): failures within it.
+    if args.written("threshold").is_some()
+        && args.written("window").is_some()
+        && args.failure_rate.is_none()
+    {
+        chain.extend(quote!(.failures_within()));
+    }
     chain
 }
 
@@ -1416,6 +1423,33 @@ mod tests {
         assert!(out.contains("compile_error"), "{out}");
         assert!(out.ends_with(item), "{out}");
         assert!(!out.contains("__FAILFAST_BREAKER"), "{out}");
+    }
+
+    #[test]
+    fn a_threshold_with_a_window_counts_the_failures_within_it() {
+        let item = "fn fetch () -> Result < u32 , E > { Ok (1) }";
+        for args in [
+            r#"threshold = 5, window = "10s""#,
+            "window = 20, threshold = 5",
+            "threshold = LIMIT, window = 20",
+        ] {
+            let out = expand(args, item);
+            assert!(out.contains(". failures_within ()"), "{args}: {out}");
+            assert!(!out.contains("compile_error"), "{args}: {out}");
+        }
+        for args in ["threshold = 5", r#"failure_rate = 0.5, window = "10s""#] {
+            let out = expand(args, item);
+            assert!(!out.contains("failures_within"), "{args}: {out}");
+        }
+        // A constant threshold is checked against the count window it
+        // counts within, by const evaluation.
+        let out = expand("threshold = LIMIT, window = 20", item);
+        assert!(
+            out.contains(
+                "threshold_within (:: failfast :: __private :: consts :: threshold (LIMIT) , 20)"
+            ),
+            "{out}"
+        );
     }
 
     #[test]

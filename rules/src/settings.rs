@@ -281,17 +281,36 @@ pub const fn one_trip_rule(threshold: bool, failure_rate: bool) -> Result<(), Vi
     }
 }
 
-/// `window` and `min_calls` (`key`) only apply to a rate rule: a
-/// `failure_rate` or a `slow` call rule.
+/// `min_calls` only applies to a rate rule (a `failure_rate` or a `slow`
+/// call rule), and `window` to a rule measured over it: a rate rule, or
+/// `threshold` written with it (that many failures within the window).
+/// `rule` says whether the settings have one.
 ///
 /// # Errors
 ///
-/// A [`Violation`] of `key` when there is no rate rule.
-pub const fn needs_rate_rule(key: Key, rate_rule: bool) -> Result<(), Violation> {
-    if rate_rule {
+/// A [`Violation`] of `key` when there is no such rule.
+pub const fn needs_rate_rule(key: Key, rule: bool) -> Result<(), Violation> {
+    if rule {
         Ok(())
     } else {
         Err(Violation::new(key, Rule::WithoutRate))
+    }
+}
+
+/// `threshold` counting failures within a count window of `window` calls
+/// (`None` for a time window, which holds any number): at most the calls
+/// the window holds.
+///
+/// # Errors
+///
+/// A [`Violation`] of [`Key::Threshold`] when the window holds fewer calls.
+pub const fn threshold_within(threshold: u32, window: Option<u32>) -> Result<u32, Violation> {
+    match window {
+        Some(window) if threshold > window => Err(Violation::new(
+            Key::Threshold,
+            Rule::ThresholdOverWindow { threshold, window },
+        )),
+        _ => Ok(threshold),
     }
 }
 
@@ -438,11 +457,41 @@ mod tests {
             needs_rate_rule(Key::MinCalls, false).unwrap_err().problem(),
             "only applies to a rate rule: set `failure_rate` or `slow`"
         );
+        let window = needs_rate_rule(Key::Window, false).unwrap_err();
         assert!(
-            needs_rate_rule(Key::Window, false)
-                .unwrap_err()
+            window
                 .to_string()
-                .starts_with("`window` only applies to a rate rule")
+                .starts_with("`window` needs a rule to measure over it: add `threshold = 5`"),
+            "{window}"
+        );
+        assert_eq!(window.brief(), window.to_string());
+        assert_eq!(
+            window.problem(),
+            "a window needs a rule to measure over it: set `threshold`, `failure_rate` or `slow`"
+        );
+    }
+
+    #[test]
+    fn a_threshold_within_a_count_window_fits_in_it() {
+        assert_eq!(threshold_within(5, Some(5)), Ok(5));
+        assert_eq!(threshold_within(1, Some(1)), Ok(1));
+        // A time window holds any number of calls.
+        assert_eq!(threshold_within(MAX_THRESHOLD, None), Ok(MAX_THRESHOLD));
+        let over = threshold_within(6, Some(5)).unwrap_err();
+        assert_eq!(over.key(), Key::Threshold);
+        assert_eq!(
+            over.to_string(),
+            "`threshold = 6` is more than the 5 calls `window = 5` holds, so failures within it \
+             could never reach it; use at most 5, or a larger `window`"
+        );
+        assert_eq!(
+            over.problem(),
+            "6 is more than the 5 calls the window holds, so failures within it could never \
+             reach it; use at most 5"
+        );
+        assert!(
+            over.brief()
+                .starts_with("`threshold` is more than the calls")
         );
     }
 }

@@ -47,8 +47,12 @@ pub(crate) enum Rule {
     },
     /// `threshold` with `failure_rate`.
     TwoTripRules,
-    /// `window` or `min_calls` without a rate rule.
+    /// `window` without a rule to measure over it, or `min_calls` without
+    /// a rate rule.
     WithoutRate,
+    /// `threshold` above the calls a count window holds: failures within
+    /// the window could never reach it.
+    ThresholdOverWindow { threshold: u32, window: u32 },
     /// `slow_rate` without `slow`.
     WithoutSlow,
 }
@@ -111,11 +115,23 @@ impl Violation {
                  `threshold` trips on consecutive failures, `failure_rate` on a share of the \
                  calls in `window`"
             }
-            Rule::WithoutRate => sentence!(
-                self.key,
-                " only applies to a rate rule; add `failure_rate = 0.5` (or `slow = \"2s\"` for \
-                 a slow-call rate), or use `threshold` for consecutive failures"
-            ),
+            Rule::WithoutRate => match self.key {
+                Key::Window => {
+                    "`window` needs a rule to measure over it: add `threshold = 5` (that many \
+                     failures within the window), `failure_rate = 0.5` (a share of its calls) or \
+                     `slow = \"2s\"` (a share of slow calls)"
+                }
+                _ => sentence!(
+                    self.key,
+                    " only applies to a rate rule (`failure_rate = 0.5`, or `slow = \"2s\"` for \
+                     a slow-call rate): the calls a window must hold before a share means \
+                     anything; a `threshold` counts failures and waits for none"
+                ),
+            },
+            Rule::ThresholdOverWindow { .. } => {
+                "`threshold` is more than the calls the `window` holds, so failures within it \
+                 could never reach it; use a smaller `threshold`, or a larger `window`"
+            }
             Rule::WithoutSlow => {
                 "`slow_rate` needs `slow`, the duration above which a call counts as slow, e.g. \
                  `slow = \"2s\"`"
@@ -167,8 +183,14 @@ impl Violation {
                                        consecutive failures or a failure rate"
                 .to_owned(),
             (Rule::WithoutRate, Key::Window) => {
-                "a window needs a rate rule: set `failure_rate` or `slow`".to_owned()
+                "a window needs a rule to measure over it: set `threshold`, `failure_rate` or \
+                 `slow`"
+                    .to_owned()
             }
+            (Rule::ThresholdOverWindow { threshold, window }, _) => format!(
+                "{threshold} is more than the {window} calls the window holds, so failures \
+                 within it could never reach it; use at most {window}"
+            ),
             (Rule::WithoutRate, _) => {
                 "only applies to a rate rule: set `failure_rate` or `slow`".to_owned()
             }
@@ -214,6 +236,12 @@ impl fmt::Display for Violation {
                     }
                 ),
             },
+            Rule::ThresholdOverWindow { threshold, window } => write!(
+                f,
+                "`threshold = {threshold}` is more than the {window} calls `window = {window}` \
+                 holds, so failures within it could never reach it; use at most {window}, or a \
+                 larger `window`"
+            ),
             _ => f.write_str(self.brief()),
         }
     }

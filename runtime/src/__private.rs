@@ -105,6 +105,13 @@ pub mod consts {
         checked(rules::min_calls_within(min_calls, Some(window)))
     }
 
+    /// `threshold = CONST` with a count `window`: at most the calls the
+    /// window holds.
+    #[must_use]
+    pub const fn threshold_within(threshold: u32, window: u32) -> u32 {
+        checked(rules::threshold_within(threshold, Some(window)))
+    }
+
     #[cfg(test)]
     mod tests {
         use super::*;
@@ -837,6 +844,14 @@ impl ConstConfig {
     #[must_use]
     pub const fn new(name: &'static str) -> Self {
         Self(std::mem::ManuallyDrop::new(Config::new(name)))
+    }
+
+    /// `threshold` counts the failures within `window`, not consecutive
+    /// ones.
+    #[must_use]
+    pub const fn failures_within(self) -> Self {
+        let config = std::mem::ManuallyDrop::into_inner(self.0);
+        Self(std::mem::ManuallyDrop::new(config.with_failures_within()))
     }
 
     /// The settings.

@@ -123,8 +123,8 @@ impl Patch {
         if let Some(n) = self.threshold {
             rule(
                 "threshold",
-                config.uses_consecutive(),
-                "consecutive-failure rule",
+                config.uses_threshold(),
+                "failure-count rule (`threshold`)",
             )?;
             next.threshold = n;
         }
@@ -138,7 +138,7 @@ impl Patch {
             next.failure_rate = failfast_rules::failure_rate(r).map_err(broken)?;
         }
         if let Some(n) = self.min_calls {
-            rule("min_calls", config.uses_window(), "a rate rule")?;
+            rule("min_calls", config.uses_rate(), "a rate rule")?;
             next.min_calls = n;
         }
         if let Some(shape) = self.window {
@@ -288,6 +288,9 @@ pub struct Config {
     /// How long a trial permit may stay unresolved before it is presumed lost;
     /// 0 for the default.
     pub(crate) lease: u64,
+    /// `threshold` counts the failures within `window` (`threshold` and
+    /// `window` set together), not consecutive ones.
+    pub(crate) within: bool,
 }
 
 #[allow(clippy::cast_possible_truncation)] // durations beyond u64 nanoseconds (584 years) saturate below
@@ -318,6 +321,7 @@ impl Config {
             slow: 0,
             slow_rate: 0.0,
             lease: 0,
+            within: false,
         }
     }
 
@@ -391,6 +395,13 @@ impl Config {
         self
     }
 
+    /// `threshold` counts the failures within the window.
+    #[must_use]
+    pub(crate) const fn with_failures_within(mut self) -> Self {
+        self.within = true;
+        self
+    }
+
     /// Calls the window must hold before a rate can trip the breaker.
     #[must_use]
     pub(crate) const fn with_min_calls(mut self, n: u32) -> Self {
@@ -433,12 +444,30 @@ impl Config {
         if tenfold > floor { tenfold } else { floor }
     }
 
+    /// The consecutive-failure rule: `threshold` without `window`.
     pub(crate) const fn uses_consecutive(&self) -> bool {
-        self.failure_rate == 0.0
+        self.failure_rate == 0.0 && !self.within
     }
 
+    /// A trip rule measured over the window: failures within it, a failure
+    /// rate or a slow-call rate.
     pub(crate) const fn uses_window(&self) -> bool {
+        self.failure_rate > 0.0 || self.slow > 0 || self.within
+    }
+
+    /// The failure-rate rule, whose successes can bring a verdict.
+    pub(crate) const fn uses_failure_rate(&self) -> bool {
+        self.failure_rate > 0.0
+    }
+
+    /// A rate rule (failures or slow calls), which `min_calls` applies to.
+    pub(crate) const fn uses_rate(&self) -> bool {
         self.failure_rate > 0.0 || self.slow > 0
+    }
+
+    /// A `threshold`: consecutive failures, or failures within the window.
+    pub(crate) const fn uses_threshold(&self) -> bool {
+        self.failure_rate == 0.0
     }
 
     /// Checks each value with the rules the attribute checks its values
@@ -462,6 +491,9 @@ impl Config {
         }
         if self.slow_rate != 0.0 || self.slow != 0 {
             rules::slow_rate(self.slow_rate).map_err(broken)?;
+        }
+        if let (true, Window::Calls(n)) = (self.within, self.window) {
+            rules::threshold_within(self.threshold, Some(n)).map_err(broken)?;
         }
         match self.window {
             Window::Calls(n) => rules::window_calls(n).map(drop),
@@ -525,7 +557,29 @@ impl Builder {
         self
     }
 
-    /// Trip after this many consecutive counted failures (default 5).
+    /// Trip after this many consecutive counted failures (default 5); with
+    /// a window ([`window_time`](Self::window_time) or
+    /// [`window_calls`](Self::window_calls)), after this many counted
+    /// failures within it, successes in between or not.
+    ///
+    /// ```
+    /// use failfast_runtime::{Breaker, State};
+    /// use std::time::Duration;
+    ///
+    /// // Five failures within ten seconds.
+    /// let breaker = Breaker::builder()
+    ///     .threshold(5)
+    ///     .window_time(Duration::from_secs(10))
+    ///     .build()
+    ///     .unwrap();
+    /// for _ in 0..4 {
+    ///     let _ = breaker.call(|| Err::<(), _>("down"));
+    ///     let _ = breaker.call(|| Ok::<_, &str>(()));
+    /// }
+    /// assert_eq!(breaker.state(), State::Closed);
+    /// let _ = breaker.call(|| Err::<(), _>("down"));
+    /// assert_eq!(breaker.state(), State::Open);
+    /// ```
     pub fn threshold(mut self, n: u32) -> Self {
         self.config = self.config.with_threshold(n);
         self.patch.threshold = Some(n);
@@ -737,11 +791,19 @@ impl Builder {
             rules::max_recovery(Duration::from_nanos(start), Duration::from_nanos(max))
                 .map_err(broken)?;
         }
+        // `threshold` with `window`: the failures within the window.
+        if self.patch.threshold.is_some()
+            && self.patch.window.is_some()
+            && self.patch.failure_rate.is_none()
+        {
+            self.config.within = true;
+        }
+        let config = &self.config;
         if self.patch.window.is_some() {
             rules::needs_rate_rule(Key::Window, config.uses_window()).map_err(broken)?;
         }
         if self.patch.min_calls.is_some() {
-            rules::needs_rate_rule(Key::MinCalls, config.uses_window()).map_err(broken)?;
+            rules::needs_rate_rule(Key::MinCalls, config.uses_rate()).map_err(broken)?;
         }
         // A count window never holds more than its size: an explicit `min_calls`
         // above it could never be reached; the default waits for a full window.
@@ -802,8 +864,10 @@ impl Config {
             self.slow,
             self.slow_rate.to_bits(),
         ]
-        .iter()
-        .flat_map(|v| v.to_le_bytes())
+        .into_iter()
+        // Added only when set, so that the other rules hash as they did.
+        .chain(self.within.then_some(1))
+        .flat_map(u64::to_le_bytes)
         .fold(0xcbf2_9ce4_8422_2325, |hash: u64, byte| {
             (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
         })
@@ -815,6 +879,28 @@ mod tests {
     use super::*;
     use crate::core::breaker::Breaker;
     use failfast_rules::MAX_WINDOW_CALLS;
+
+    #[test]
+    fn failures_within_a_window_fingerprint_apart_from_consecutive_ones() {
+        let consecutive = Breaker::builder().threshold(5).checked().unwrap();
+        // The default window, written: the same numbers, another rule.
+        let within = Breaker::builder()
+            .threshold(5)
+            .window_calls(DEFAULT_WINDOW_CALLS)
+            .checked()
+            .unwrap();
+        assert!(within.within && !consecutive.within);
+        assert!(within.uses_window() && !within.uses_consecutive() && within.uses_threshold());
+        assert!(!within.uses_rate() && !within.uses_failure_rate());
+        assert_ne!(within.fingerprint(), consecutive.fingerprint());
+        // A rate rule is never failures within.
+        let rate = Breaker::builder()
+            .failure_rate(0.5)
+            .window_calls(DEFAULT_WINDOW_CALLS)
+            .checked()
+            .unwrap();
+        assert!(!rate.within && !rate.uses_threshold());
+    }
 
     #[test]
     fn a_config_keeps_its_name() {

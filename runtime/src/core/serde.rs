@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use ::serde::de::Error as _;
 use ::serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::core::config::{Builder, Config, Window};
+use crate::core::config::{Builder, Config, DEFAULT_THRESHOLD, DEFAULT_WINDOW_CALLS, Window};
 
 /// A duration as a string.
 pub(crate) fn duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -134,15 +134,24 @@ impl Serialize for Config {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let span = |nanos: u64| (nanos != 0).then(|| Span(Duration::from_nanos(nanos)));
         let windowed = self.uses_window();
+        // `threshold` with `window` reads as failures within the window: the
+        // consecutive rule beside a slow-call rule writes its window only
+        // when it is not the default, and then leaves out a default
+        // threshold (a threshold changed at run time on such a breaker
+        // reads back as failures within the window).
+        let default_window = matches!(self.window, Window::Calls(n) if n == DEFAULT_WINDOW_CALLS);
+        let write_window = windowed && !(self.uses_consecutive() && default_window);
+        let write_threshold = self.uses_threshold()
+            && !(self.uses_consecutive() && write_window && self.threshold == DEFAULT_THRESHOLD);
         Repr {
             name: self.name.to_string(),
-            threshold: self.uses_consecutive().then_some(self.threshold),
+            threshold: write_threshold.then_some(self.threshold),
             failure_rate: (self.failure_rate > 0.0).then_some(self.failure_rate),
-            window: windowed.then_some(match self.window {
+            window: write_window.then_some(match self.window {
                 Window::Calls(n) => WindowRepr::Calls(n),
                 Window::Time(t) => WindowRepr::Time(Span(Duration::from_nanos(t))),
             }),
-            min_calls: windowed.then_some(self.min_calls),
+            min_calls: self.uses_rate().then_some(self.min_calls),
             slow: span(self.slow),
             slow_rate: (self.slow != 0).then_some(self.slow_rate),
             recovery: span(self.recovery),

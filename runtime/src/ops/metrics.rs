@@ -438,7 +438,7 @@ fn series(b: &Breaker) {
     let set = |metric: &'static str, value: f64| {
         gauge!(metric, "breaker" => name.clone()).set(value);
     };
-    if c.uses_consecutive() {
+    if c.uses_threshold() {
         set("failfast_threshold", f64::from(c.threshold));
     } else {
         set("failfast_failure_rate_threshold", c.failure_rate);

@@ -29,6 +29,8 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
 const MS: u64 = 1_000_000;
+/// The consecutive rule's default threshold.
+const DEFAULT_THRESHOLD: u32 = 5;
 const HALF_MS: u64 = MS / 2;
 /// The documented default lease: max(60 s, 10 × recovery).
 const DEFAULT_LEASE_FLOOR: u64 = 60_000 * MS;
@@ -49,8 +51,11 @@ struct Cfg {
     success_threshold: u32,
     /// `None`: the default lease.
     lease: Option<u64>,
-    /// The consecutive rule's threshold; the rule is on unless `failure_rate` is.
+    /// The threshold: of consecutive failures, or with `within` of failures
+    /// within the window; unused under `failure_rate`.
     threshold: u32,
+    /// `threshold` written with `window`: failures within the window.
+    within: bool,
     failure_rate: Option<f64>,
     /// `slow` and `slow_rate`.
     slow: Option<(u64, f64)>,
@@ -60,10 +65,10 @@ struct Cfg {
 
 impl Cfg {
     fn consecutive(&self) -> bool {
-        self.failure_rate.is_none()
+        self.failure_rate.is_none() && !self.within
     }
     fn uses_window(&self) -> bool {
-        self.failure_rate.is_some() || self.slow.is_some()
+        self.failure_rate.is_some() || self.slow.is_some() || self.within
     }
     fn lease(&self) -> u64 {
         self.lease
@@ -84,13 +89,19 @@ impl Cfg {
         }
         match self.failure_rate {
             Some(rate) => b = b.failure_rate(rate),
-            None => b = b.threshold(self.threshold),
+            // Beside a slow-call rule's window, a written threshold would
+            // count within it: the consecutive rule takes the default.
+            None if self.within || !self.uses_window() => b = b.threshold(self.threshold),
+            None => assert_eq!(self.threshold, DEFAULT_THRESHOLD),
         }
         if let Some((slow, rate)) = self.slow {
             b = b.slow(Duration::from_nanos(slow)).slow_rate(rate);
         }
         if self.uses_window() {
-            b = b.window_calls(self.window).min_calls(self.min_calls);
+            b = b.window_calls(self.window);
+        }
+        if self.failure_rate.is_some() || self.slow.is_some() {
+            b = b.min_calls(self.min_calls);
         }
         b.build().expect("the generated settings are valid")
     }
@@ -101,19 +112,20 @@ fn rate() -> impl Strategy<Value = f64> {
 }
 
 fn cfg() -> impl Strategy<Value = Cfg> {
+    let slow = || (1u64..=4, rate()).prop_map(|(s, r)| (s * MS + HALF_MS, r));
     let rule = prop_oneof![
         // Consecutive failures only.
-        (1u32..=3).prop_map(|t| (t, None, None)),
+        (1u32..=3).prop_map(|t| (t, false, None, None)),
+        // Failures within a count window.
+        (1u32..=3).prop_map(|t| (t, true, None, None)),
         // Failure rate over a count window.
-        rate().prop_map(|r| (1, Some(r), None)),
-        // Slow calls (the consecutive rule stays on beside them).
-        (1u32..=3, 1u64..=4, rate()).prop_map(|(t, s, r)| (t, None, Some((s * MS + HALF_MS, r)))),
+        rate().prop_map(|r| (1, false, Some(r), None)),
+        // Slow calls, the consecutive rule (at its default) beside them.
+        slow().prop_map(|s| (DEFAULT_THRESHOLD, false, None, Some(s))),
+        // Slow calls, and failures within the same window.
+        (1u32..=3, slow()).prop_map(|(t, s)| (t, true, None, Some(s))),
         // Failure rate and slow calls.
-        (rate(), 1u64..=4, rate()).prop_map(|(fr, s, r)| (
-            1,
-            Some(fr),
-            Some((s * MS + HALF_MS, r))
-        )),
+        (rate(), slow()).prop_map(|(fr, s)| (1, false, Some(fr), Some(s))),
     ];
     (
         prop::sample::select(vec![3u64, 10]),
@@ -135,7 +147,13 @@ fn cfg() -> impl Strategy<Value = Cfg> {
                 (window, min),
             )| {
                 let recovery = recovery * MS;
-                let (threshold, failure_rate, slow) = rule;
+                let (threshold, within, failure_rate, slow) = rule;
+                // A count window holds at least the failures it counts to.
+                let window = if within {
+                    window.max(threshold)
+                } else {
+                    window
+                };
                 Cfg {
                     recovery,
                     max_recovery: max_factor.map(|f| f * recovery),
@@ -143,6 +161,7 @@ fn cfg() -> impl Strategy<Value = Cfg> {
                     success_threshold,
                     lease: lease_factor.map(|f| f * recovery + HALF_MS),
                     threshold,
+                    within,
                     failure_rate,
                     slow,
                     window,
@@ -483,10 +502,14 @@ impl Model {
                 window.pop_front();
             }
             let calls = window.len();
+            let fails = window.iter().filter(|c| c.0).count();
+            if cfg.within && fails >= cfg.threshold as usize {
+                self.trip(false);
+                return;
+            }
             if calls >= cfg.min_calls as usize {
                 #[allow(clippy::cast_precision_loss)]
                 let share = |n: usize| n as f64 / calls as f64;
-                let fails = window.iter().filter(|c| c.0).count();
                 let slows = window.iter().filter(|c| c.1).count();
                 let by_rate = cfg.failure_rate.is_some_and(|r| share(fails) >= r);
                 let by_slow = cfg.slow.is_some_and(|(_, r)| share(slows) >= r);
@@ -762,6 +785,7 @@ fn slow_trial_within_its_lease_is_neither_replaced_nor_ignored() {
         success_threshold: 1,
         lease: Some(10_000 * MS + HALF_MS),
         threshold: 1,
+        within: false,
         failure_rate: None,
         slow: None,
         window: 1,
@@ -788,6 +812,7 @@ fn one_trial_cfg(trial_calls: u32) -> Cfg {
         success_threshold: 1,
         lease: Some(2_000 * MS + HALF_MS),
         threshold: 1,
+        within: false,
         failure_rate: None,
         slow: None,
         window: 1,

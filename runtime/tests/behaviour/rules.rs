@@ -445,6 +445,207 @@ fn time_window_keeps_a_call_at_least_t_minus_a_bucket_and_at_most_t() {
     }
 }
 
+// ------------------------------------------------- failures within a window
+//
+// `threshold` with `window`: that many counted failures within the window
+// trip the breaker, whatever the successes between them.
+
+fn within_breaker(clock: &ManualClock, threshold: u32) -> Breaker {
+    builder(clock)
+        .threshold(threshold)
+        .window_time(T)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn failures_within_a_time_window_trip_at_the_threshold_whatever_the_successes() {
+    let clock = ManualClock::new();
+    let b = within_breaker(&clock, 5);
+    for second in 0..4 {
+        fail(&b);
+        // Successes do not reset the count, as they would the consecutive rule's.
+        succeeds(&b, 10);
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(b.state(), State::Closed, "{} failures", second + 1);
+    }
+    assert_eq!(b.snapshot().window_failures, 4);
+    assert_eq!(b.snapshot().consecutive_failures, 0);
+    fail(&b);
+    assert_eq!(b.state(), State::Open, "the fifth failure within 10 s");
+}
+
+#[test]
+fn failures_within_a_window_trip_for_the_threshold_with_its_reason_and_counts() {
+    use failfast_runtime::events::{self, TransitionReason};
+    use std::sync::{Arc, Mutex};
+
+    let clock = ManualClock::new();
+    let b = builder(&clock)
+        .name("rules-within-reason")
+        .threshold(3)
+        .window_time(T)
+        .build()
+        .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let _subscription = events::subscribe_to(&b, move |t: &events::Transition| {
+        sink.lock()
+            .unwrap()
+            .push((t.reason, t.counts.window_failures));
+    });
+    fail(&b);
+    succeed(&b);
+    fail(&b);
+    succeed(&b);
+    fail(&b);
+    assert_eq!(b.state(), State::Open);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [(TransitionReason::ThresholdReached, 3)]
+    );
+}
+
+#[test]
+fn failures_older_than_the_window_do_not_count() {
+    let clock = ManualClock::new();
+    let b = within_breaker(&clock, 5);
+    fails(&b, 4);
+    clock.advance(T);
+    assert_eq!(b.snapshot().window_failures, 0);
+    fails(&b, 4);
+    assert_eq!(b.state(), State::Closed, "4 within the window, 8 in all");
+    fail(&b);
+    assert_eq!(b.state(), State::Open);
+}
+
+#[test]
+fn a_failure_counts_from_t_minus_a_bucket_to_t_after_it() {
+    let bucket = T / 20;
+    for offset_ms in [0, 1, 250, 499, 777] {
+        // Still in the window at T − bucket: the second failure trips.
+        let clock = ManualClock::new();
+        let b = within_breaker(&clock, 2);
+        clock.advance(Duration::from_millis(offset_ms));
+        fail(&b);
+        clock.advance(T - bucket);
+        fail(&b);
+        assert_eq!(b.state(), State::Open, "offset {offset_ms} ms");
+        // Gone at T: the second failure is the only one.
+        let clock = ManualClock::new();
+        let b = within_breaker(&clock, 2);
+        clock.advance(Duration::from_millis(offset_ms));
+        fail(&b);
+        clock.advance(T);
+        fail(&b);
+        assert_eq!(b.state(), State::Closed, "offset {offset_ms} ms");
+    }
+}
+
+#[test]
+fn failures_within_a_count_window_are_those_of_its_last_calls() {
+    let clock = ManualClock::new();
+    let within_ten = || {
+        builder(&clock)
+            .threshold(3)
+            .window_calls(10)
+            .build()
+            .unwrap()
+    };
+    // Calls 1 (failed), 2 to 10, 11 and 12 (failed): the first failure has
+    // left the last ten calls.
+    let b = within_ten();
+    fail(&b);
+    succeeds(&b, 9);
+    fails(&b, 2);
+    assert_eq!(b.state(), State::Closed, "2 failures in calls 3 to 12");
+    fail(&b);
+    assert_eq!(b.state(), State::Open, "3 failures in calls 4 to 13");
+    // One success fewer and the first failure is still in: 3 of calls 1 to 10.
+    let b = within_ten();
+    fail(&b);
+    succeeds(&b, 7);
+    fails(&b, 2);
+    assert_eq!(b.state(), State::Open);
+}
+
+#[test]
+fn neutral_outcomes_and_trials_are_not_failures_within_the_window() {
+    let clock = ManualClock::new();
+    let b = within_breaker(&clock, 2);
+    fail(&b);
+    for _ in 0..5 {
+        b.acquire().unwrap().record(Outcome::Neutral);
+    }
+    assert_eq!(b.state(), State::Closed);
+    fail(&b);
+    assert_eq!(b.state(), State::Open);
+    // The trial that closes it starts a fresh window: one failure after it
+    // is one, not three.
+    clock.advance(RECOVERY);
+    succeed(&b);
+    assert_eq!(b.state(), State::Closed);
+    fail(&b);
+    assert_eq!(b.state(), State::Closed);
+    fail(&b);
+    assert_eq!(b.state(), State::Open);
+}
+
+#[test]
+fn a_threshold_above_the_count_window_is_refused() {
+    let err = Breaker::builder()
+        .name("rules-within-refused")
+        .threshold(11)
+        .window_calls(10)
+        .build()
+        .unwrap_err();
+    assert_eq!(err.key(), "threshold");
+    assert_eq!(
+        err.to_string(),
+        "breaker `rules-within-refused`: `threshold` 11 is more than the 10 calls the window \
+         holds, so failures within it could never reach it; use at most 10"
+    );
+    assert!(
+        Breaker::builder()
+            .threshold(10)
+            .window_calls(10)
+            .build()
+            .is_ok()
+    );
+    // Without a rule to measure over it, a window is refused.
+    let err = Breaker::builder().window_time(T).build().unwrap_err();
+    assert_eq!(err.key(), "window");
+}
+
+#[test]
+fn a_threshold_without_a_window_is_still_consecutive() {
+    let clock = ManualClock::new();
+    let b = builder(&clock).threshold(2).build().unwrap();
+    fail(&b);
+    succeed(&b);
+    fail(&b);
+    assert_eq!(
+        b.state(),
+        State::Closed,
+        "a success in between resets the count"
+    );
+    fail(&b);
+    assert_eq!(b.state(), State::Open);
+}
+
+#[test]
+fn reconfiguring_failures_within_keeps_the_rule() {
+    let clock = ManualClock::new();
+    let b = within_breaker(&clock, 5);
+    fails(&b, 2);
+    b.reconfigure(&Breaker::builder().threshold(3)).unwrap();
+    assert_eq!(b.config().threshold(), 3);
+    succeed(&b);
+    assert_eq!(b.state(), State::Closed);
+    fail(&b);
+    assert_eq!(b.state(), State::Open, "3 failures within the window");
+}
+
 // -------------------------------------------------------------------- slow calls
 
 const SLOW: Duration = Duration::from_secs(2);
@@ -738,11 +939,18 @@ fn builder_rejects_threshold_with_failure_rate() {
 }
 
 #[test]
-fn builder_rejects_a_window_without_a_rate_rule() {
+fn builder_rejects_a_window_without_a_rule_to_measure() {
     rejects(Breaker::builder().window_calls(10), "window");
     rejects(Breaker::builder().window_time(T), "window");
-    rejects(Breaker::builder().threshold(3).window_calls(10), "window");
     rejects(Breaker::builder().min_calls(5), "min_calls");
+    // Failures within a window are a count: no rate for `min_calls` to wait for.
+    rejects(
+        Breaker::builder()
+            .threshold(3)
+            .window_calls(10)
+            .min_calls(5),
+        "min_calls",
+    );
 }
 
 #[test]

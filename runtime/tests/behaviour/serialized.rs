@@ -37,6 +37,26 @@ fn configs_of_every_rule_survive_a_round_trip() {
             .name("small-window")
             .failure_rate(0.5)
             .window_calls(4),
+        // Failures within a window, over time and over calls.
+        Breaker::builder()
+            .name("within")
+            .threshold(5)
+            .window_time(Duration::from_secs(10)),
+        Breaker::builder()
+            .name("within-calls")
+            .threshold(3)
+            .window_calls(100)
+            .slow(Duration::from_secs(1)),
+        // The consecutive rule beside a slow-call rule, over the default
+        // window and another one.
+        Breaker::builder()
+            .name("consecutive-slow")
+            .threshold(3)
+            .slow(Duration::from_secs(1)),
+        Breaker::builder()
+            .name("consecutive-slow-window")
+            .slow(Duration::from_secs(1))
+            .window_time(Duration::from_secs(30)),
     ];
     for builder in configs {
         let b = builder.build().unwrap();

@@ -206,9 +206,11 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
     x
 }
 
-/// `(E[N], σ(N))` for the rate rule over a window of `n` calls with `min_calls = n`,
-/// tripping at `m` failures among the last `n`.
-fn window_rule(n: u32, m: u32, p: f64) -> (f64, f64) {
+/// The chain of the last `n` outcomes (bit set: failed), absorbed once `m`
+/// of them failed: for each state, its index among the transient states
+/// (`usize::MAX` for an absorbing one), and the first and second moments of
+/// the further calls until absorption.
+fn window_chain(n: u32, m: u32, p: f64) -> (Vec<usize>, Vec<f64>, Vec<f64>) {
     let q = 1.0 - p;
     let mask = (1usize << n) - 1;
     let transient: Vec<usize> = (0..=mask).filter(|s| s.count_ones() < m).collect();
@@ -239,6 +241,14 @@ fn window_rule(n: u32, m: u32, p: f64) -> (f64, f64) {
         .map(|i| 1.0 + 2.0 * (0..size).map(|j| q_matrix[i][j] * h[j]).sum::<f64>())
         .collect();
     let g = solve(i_minus_q, rhs);
+    (index, h, g)
+}
+
+/// `(E[N], σ(N))` for the rate rule over a window of `n` calls with `min_calls = n`,
+/// tripping at `m` failures among the last `n`.
+fn window_rule(n: u32, m: u32, p: f64) -> (f64, f64) {
+    let q = 1.0 - p;
+    let (index, h, g) = window_chain(n, m, p);
     let n_f = f64::from(n);
     let (mut mean, mut second) = (0.0, 0.0);
     for (s, &i) in index.iter().enumerate() {
@@ -251,6 +261,15 @@ fn window_rule(n: u32, m: u32, p: f64) -> (f64, f64) {
         mean += pi * (n_f + hs);
         second += pi * (n_f * n_f + 2.0 * n_f * hs + gs);
     }
+    (mean, (second - mean * mean).sqrt())
+}
+
+/// `(E[N], σ(N))` for `threshold = k` failures within a window of the last
+/// `n` calls: no `min_calls`, so the chain starts from the empty window (the
+/// calls before the first count as successes) and can trip before `n` calls.
+fn within_rule(n: u32, k: u32, p: f64) -> (f64, f64) {
+    let (index, h, g) = window_chain(n, k, p);
+    let (mean, second) = (h[index[0]], g[index[0]]);
     (mean, (second - mean * mean).sqrt())
 }
 
@@ -310,6 +329,66 @@ fn rate_over_window_mean_calls_to_trip() {
             .collect::<Vec<_>>();
         check(
             &format!("rate {rate} over {n} calls (trips at {m} of {n}), p = {p}"),
+            expected,
+            &measured,
+            &neighbours,
+        );
+    }
+}
+
+// ---------------------------------------------- failures within a count window
+//
+// `threshold = k` with `window = n`: the breaker trips at the first call
+// after which k of the last n calls failed. Same chain as above, read from
+// the empty window: E[N] is the expected absorption time from state 0, and
+// the second moment the second system's value there. Closed forms bound it:
+// k = 1 is the geometric wait (mean 1/p), k = n is n consecutive failures.
+
+#[test]
+fn within_chain_agrees_with_closed_forms() {
+    for (n, p) in [(3, 0.2), (6, 0.45)] {
+        let (mean, sd) = within_rule(n, 1, p);
+        assert!((mean * p - 1.0).abs() < 1e-9, "n {n}: {mean}");
+        assert!(
+            (sd / ((1.0 - p).sqrt() / p) - 1.0).abs() < 1e-9,
+            "n {n}: {sd}"
+        );
+        let k = i32::try_from(n).unwrap();
+        let (mean, sd) = within_rule(n, n, p);
+        assert!((mean / consecutive_mean(p, k) - 1.0).abs() < 1e-9);
+        assert!((sd / consecutive_sd(p, k) - 1.0).abs() < 1e-9);
+    }
+}
+
+#[test]
+fn failures_within_a_count_window_mean_calls_to_trip() {
+    let cases = [
+        // (window n, threshold k, p): each far enough from its neighbours
+        // below for 4000 runs to tell them apart.
+        (3, 2, 0.15),
+        (4, 3, 0.3),
+        (5, 3, 0.2),
+        (6, 4, 0.3),
+        (8, 5, 0.35),
+    ];
+    for (i, (n, k, p)) in cases.into_iter().enumerate() {
+        let expected = within_rule(n, k, p);
+        let measured = measure(
+            p,
+            || Breaker::builder().threshold(k).window_calls(n),
+            SEED + 200 + i as u64,
+        );
+        // Neighbours: one failure more or fewer, a window one call longer or
+        // shorter, and the consecutive rule the same threshold would be.
+        let neighbours = [
+            within_rule(n, k + 1, p).0,
+            within_rule(n, k - 1, p).0,
+            within_rule(n + 1, k, p).0,
+            within_rule(n - 1, k, p).0,
+            consecutive_mean(p, i32::try_from(k).unwrap()),
+        ];
+        check(
+            &format!("{k} failures within {n} calls, p = {p}"),
             expected,
             &measured,
             &neighbours,

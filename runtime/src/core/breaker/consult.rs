@@ -44,7 +44,7 @@ impl Breaker {
     /// side writes first and reads the other after a fence, so when a new
     /// window races a close that read the old one, one of them sees both.
     pub(crate) fn consult_time_window(&self) {
-        if self.config.uses_consecutive() {
+        if !self.config.uses_failure_rate() {
             return;
         }
         crate::sync::fence(Ordering::SeqCst);
@@ -56,7 +56,7 @@ impl Breaker {
     /// Sets whether the Closed word in force (of any period) asks successes
     /// to consult the window, under the failure-rate rule.
     pub(crate) fn consult(&self, on: bool) {
-        if self.config.uses_consecutive() {
+        if !self.config.uses_failure_rate() {
             return;
         }
         let mut w = self.load();
@@ -99,7 +99,7 @@ impl Breaker {
 /// a time window under the failure-rate rule. (A later Closed word starts
 /// at 0, and `consult_time_window` sets it right after.)
 pub(crate) const fn fresh_payload(config: &Config) -> u32 {
-    (!config.uses_consecutive() && matches!(config.window, crate::core::config::Window::Time(_)))
+    (config.uses_failure_rate() && matches!(config.window, crate::core::config::Window::Time(_)))
         as u32
 }
 

@@ -550,9 +550,12 @@ impl Breaker {
         if self.config.failure_rate != 0.0 {
             return self.closed_success_rate(admitted, w, counter);
         }
-        // A permit of an earlier period is ignored.
+        // A permit of an earlier period is ignored; a window's call positions
+        // leave it out (failures within a window).
         if w.same_period(admitted) {
             self.finish_counted(admitted.0, counter, Outcome::Success, true);
+        } else {
+            self.not_recorded();
         }
     }
 
@@ -728,7 +731,7 @@ impl Breaker {
                 self.trip(admitted, Why::Rate);
                 return;
             }
-            if (failed || slow) && !self.config.uses_consecutive() {
+            if (failed || slow) && self.config.uses_failure_rate() {
                 self.consult_window(admitted, &window);
             }
         }
@@ -763,6 +766,10 @@ impl Breaker {
         }
         // Read only once the window holds something that could trip it.
         let config = self.settings();
+        // Failures within the window: a count, whatever the calls around it.
+        if config.within && t.failures >= u64::from(config.threshold) {
+            return true;
+        }
         if t.calls < u64::from(config.min_calls) {
             return false;
         }

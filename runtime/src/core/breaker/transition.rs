@@ -126,7 +126,8 @@ pub struct Change<'a> {
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum TransitionReason {
-    /// Closed → Open: consecutive counted failures reached `threshold`.
+    /// Closed → Open: counted failures reached `threshold`: consecutive
+    /// ones, or, with a `window`, those within it.
     ThresholdReached,
     /// Closed → Open: the window's failure rate reached `failure_rate`.
     FailureRate,
@@ -565,8 +566,11 @@ impl Breaker {
                 let tally = self.window_tally(now);
                 #[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
                 let failures = tally.failures as f64 / tally.calls.max(1) as f64;
-                let rate = self.settings().failure_rate;
-                if rate > 0.0 && failures >= rate {
+                let settings = self.settings();
+                let rate = settings.failure_rate;
+                if settings.within && tally.failures >= u64::from(settings.threshold) {
+                    TransitionReason::ThresholdReached
+                } else if rate > 0.0 && failures >= rate {
                     TransitionReason::FailureRate
                 } else {
                     TransitionReason::SlowCallRate

@@ -48,7 +48,19 @@ fn rates(id: u32) -> Result<u32, DependencyError> {
     Ok(id)
 }
 
+#[circuit_breaker(threshold = limits::THRESHOLD, window = 3)]
+fn within_calls(id: u32) -> Result<u32, DependencyError> {
+    Ok(id)
+}
+
+#[circuit_breaker(threshold = limits::THRESHOLD * 2, window = "10s")]
+fn within_time(id: u32) -> Result<u32, DependencyError> {
+    Ok(id)
+}
+
 fn main() {
     let _ = consecutive(1);
     let _ = rates(1);
+    let _ = within_calls(1);
+    let _ = within_time(1);
 }

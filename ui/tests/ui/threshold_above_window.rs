@@ -1,0 +1,20 @@
+use failfast::circuit_breaker;
+
+#[derive(Debug)]
+pub struct DependencyError;
+
+impl From<failfast::Rejected> for DependencyError {
+    fn from(_: failfast::Rejected) -> Self {
+        DependencyError
+    }
+}
+
+// Eleven failures can never be found among the last ten calls.
+#[circuit_breaker(threshold = 11, window = 10)]
+fn fetch(id: u32) -> Result<u32, DependencyError> {
+    Ok(id)
+}
+
+fn main() {
+    let _ = fetch(1);
+}
