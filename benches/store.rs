@@ -4,20 +4,20 @@
 //! never on a call's path, so both should read the same.
 //!
 //! ```text
-//! cargo bench -p failfast-fleet --features redis-tests --bench store -- --warm-up-time 1 --measurement-time 3
+//! cargo bench -p failfast-benches --bench store -- --warm-up-time 1 --measurement-time 3
 //! ```
 //!
 //! Starts its own `redis-server` (on PATH: `apt-get install redis-server`).
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../fleet/tests/support/mod.rs"]
 mod support;
 
-#[path = "../../benches/support/cpu_time.rs"]
+#[path = "support/cpu_time.rs"]
 mod cpu_time;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use failfast::{Breaker, State};
 use failfast_fleet::{Breakers, Fleet};
-use failfast_runtime::{Breaker, State};
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
