@@ -222,14 +222,27 @@ fn bulkhead_sync(n: u32) -> Result<u32, ApiError> {
     Ok(n)
 }
 
+#[circuit_breaker(max_concurrent = 1, max_wait = "10ms", fallback = |_error| Ok(0))]
+fn bulkhead_waiting_sync(n: u32) -> Result<u32, ApiError> {
+    Ok(n)
+}
+
+#[cfg(feature = "tokio")]
+#[circuit_breaker(timeout = "2s", max_concurrent = 2, max_wait = "10ms", key = shard)]
+async fn bulkhead_waiting_async(shard: u32) -> Result<u32, ApiError> {
+    Ok(shard)
+}
+
 #[tokio::test]
 async fn every_shape_compiles_without_warnings_and_runs() {
     #[cfg(feature = "tokio")]
     {
         assert_eq!(hangs_and_overload("ab").await, Ok(2));
         assert_eq!(timeout_without_fallback(3).await, Ok(3));
+        assert_eq!(bulkhead_waiting_async(5).await, Ok(5));
     }
     assert_eq!(bulkhead_sync(4), Ok(4));
+    assert_eq!(bulkhead_waiting_sync(4), Ok(4));
     assert_eq!(every_key("a"), Ok(1));
     assert_eq!(rejects_with(2), Ok(2));
     assert_eq!(closure("a"), Ok("a"));

@@ -26,6 +26,7 @@ pub(crate) const KEYS: &[&str] = &[
     "slow_rate",
     "timeout",
     "max_concurrent",
+    "max_wait",
     "recovery",
     "jitter",
     "trial_calls",
@@ -109,6 +110,8 @@ pub struct Args {
     pub slow_rate: Option<Arg<f64>>,
     pub timeout: Option<Arg<Duration>>,
     pub max_concurrent: Option<Arg<u32>>,
+    /// `max_wait = "50ms"`: how long a call waits for a place.
+    pub max_wait: Option<Arg<Duration>>,
     pub recovery: Option<Arg<Recovery>>,
     pub jitter: Option<Arg<f64>>,
     pub trial_calls: Option<Arg<u32>>,
@@ -260,6 +263,7 @@ impl Args {
             "slow_rate" => set(&mut self.slow_rate, &key, span, rate(input, &name)?),
             "timeout" => set(&mut self.timeout, &key, span, duration(input, &name)?),
             "max_concurrent" => set(&mut self.max_concurrent, &key, span, count(input, &name)?),
+            "max_wait" => set(&mut self.max_wait, &key, span, duration(input, &name)?),
             "recovery" => set(&mut self.recovery, &key, span, recovery(input)?),
             "jitter" => set(&mut self.jitter, &key, span, jitter(input)?),
             "trial_calls" => set(&mut self.trial_calls, &key, span, count(input, &name)?),
@@ -350,6 +354,12 @@ impl Args {
             {
                 errors.push(syn::Error::new(min_calls.span, violation));
             }
+        }
+        if let (Some(max_wait), Err(violation)) = (
+            self.written("max_wait"),
+            rules::max_wait_needs_max_concurrent(self.written("max_concurrent").is_some()),
+        ) {
+            errors.push(syn::Error::new(max_wait.span(), violation));
         }
         if let (Some(slow), Some(timeout)) = (&self.slow, &self.timeout) {
             if let Err(violation) = rules::slow_under_timeout(slow.value, timeout.value) {

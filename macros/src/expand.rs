@@ -942,7 +942,14 @@ impl<'a> Plan<'a> {
         private: &'a TokenStream,
         allow: &'a TokenStream,
     ) -> Self {
-        let source = Source::new(args, crate::declare::default_name(func), private, allow);
+        let is_async = matches!(shape.body, Body::Async(_));
+        let source = Source::new(
+            args,
+            is_async,
+            crate::declare::default_name(func),
+            private,
+            allow,
+        );
         let report = Report::of(args);
         let (split, join) = result_parts(private, &shape.output);
         let exits = match &args.fallback {

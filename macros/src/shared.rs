@@ -7,7 +7,7 @@
 //! ```text
 //! static NAME: CRATE::Breaker = CRATE::Breaker::from_config(CONFIG);
 //! static NAME: CRATE::__private::KeyedSlot =                      // `max_keys`
-//!     CRATE::__private::KeyedSlot::new(CONFIG, MAX_KEYS, None, MAX_EJECTION_PERCENT);
+//!     CRATE::__private::KeyedSlot::new(CONFIG, MAX_KEYS, None, Duration::ZERO, MAX_EJECTION_PERCENT);
 //! ```
 
 use proc_macro2::TokenStream;
@@ -95,7 +95,7 @@ pub fn breaker(input: TokenStream) -> TokenStream {
                         #(#attrs)*
                         #allow
                         #vis static #ident: #private::KeyedSlot =
-                            #private::KeyedSlot::new(#config, #max_keys, ::core::option::Option::None, #budget);
+                            #private::KeyedSlot::new(#config, #max_keys, ::core::option::Option::None, ::core::time::Duration::ZERO, #budget);
                         #allow
                         const _: () = { #declared };
                     }

@@ -9,7 +9,7 @@
 //!
 //! // its own family (`key = expr`):
 //! static __FAILFAST_FAMILY: KeyedSlot =
-//!     KeyedSlot::new(CONFIG, MAX_KEYS, MAX_CONCURRENT, MAX_EJECTION_PERCENT);
+//!     KeyedSlot::new(CONFIG, MAX_KEYS, MAX_CONCURRENT, MAX_WAIT, MAX_EJECTION_PERCENT);
 //! let __failfast_member = member(&__FAILFAST_FAMILY, &(expr));   // at `expr`: Key; a Lease, held for the call
 //! let __failfast_breaker: &Breaker = __failfast_member.breaker();
 //! .. acquire_member(&__failfast_member) ..
@@ -24,14 +24,14 @@
 //! `static __FAILFAST_BULKHEAD: Bulkhead`.
 
 use proc_macro2::TokenStream;
-use quote::{ToTokens, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, Path};
 
 use failfast_rules::{DEFAULT_MAX_KEYS, MAX_EJECTION_PERCENT};
 
 use crate::args::Args;
-use crate::expand::{config, respan};
+use crate::expand::{config, duration, respan};
 
 enum Breaker<'a> {
     /// The function's own `static` breaker, with these settings.
@@ -51,6 +51,10 @@ pub(crate) struct Source<'a> {
     /// The family's ejection budget, `MAX_EJECTION_PERCENT` (100) for none.
     max_ejection_percent: u32,
     max_concurrent: Option<u32>,
+    /// `max_wait`, as written: a call waits for a place that long at most.
+    max_wait: Option<(std::time::Duration, proc_macro2::Span)>,
+    /// Whether the function is an `async fn` (it waits as a future).
+    is_async: bool,
     /// Where a missing `keyed` feature is reported: the `key` as written.
     key_span: proc_macro2::Span,
 }
@@ -58,6 +62,7 @@ pub(crate) struct Source<'a> {
 impl<'a> Source<'a> {
     pub(crate) fn new(
         args: &'a Args,
+        is_async: bool,
         default_name: TokenStream,
         private: &'a TokenStream,
         allow: &'a TokenStream,
@@ -79,6 +84,11 @@ impl<'a> Source<'a> {
                 .as_ref()
                 .map_or(MAX_EJECTION_PERCENT, |n| n.value),
             max_concurrent: args.max_concurrent.as_ref().map(|n| n.value),
+            max_wait: args.max_wait.as_ref().map(|d| {
+                let key = args.written("max_wait").map_or(d.span, Ident::span);
+                (d.value, key)
+            }),
+            is_async,
             key_span: args
                 .written("key")
                 .map_or_else(proc_macro2::Span::call_site, Ident::span),
@@ -104,19 +114,24 @@ impl<'a> Source<'a> {
                     }
                     None => quote!(::core::option::Option::None),
                 };
+                let max_wait = duration(self.max_wait.map_or(std::time::Duration::ZERO, |w| w.0));
                 quote! {
                     #allow
                     static __FAILFAST_FAMILY: #private::KeyedSlot =
-                        #private::KeyedSlot::new(#config, #max_keys, #max_concurrent, #budget);
+                        #private::KeyedSlot::new(#config, #max_keys, #max_concurrent, #max_wait, #budget);
                 }
             }
             Breaker::Shared(_) | Breaker::SharedFamily(..) => TokenStream::new(),
         };
         let bulkhead = self.function_bulkhead().then(|| {
             let max = proc_macro2::Literal::u32_unsuffixed(self.max_concurrent.unwrap_or(0));
+            let max_wait = self.max_wait.map(|(wait, _)| {
+                let wait = duration(wait);
+                quote!(.max_wait(#wait))
+            });
             quote! {
                 #allow
-                static __FAILFAST_BULKHEAD: #private::Bulkhead = #private::Bulkhead::new(#max);
+                static __FAILFAST_BULKHEAD: #private::Bulkhead = #private::Bulkhead::new(#max) #max_wait;
             }
         });
         quote!(#breaker #bulkhead)
@@ -192,12 +207,30 @@ impl<'a> Source<'a> {
     }
 
     /// The expression asking for a place in the bulkhead (`max_concurrent`).
+    /// With `max_wait`, the call waits for one: on the thread, or, in an
+    /// `async fn`, as a future on tokio's timer (the `WaitTimer` token, at
+    /// `max_wait`, is where a missing `tokio` feature is reported).
     pub(crate) fn enter(&self) -> TokenStream {
         let private = self.private;
-        if self.function_bulkhead() {
-            quote!(#private::enter(&__FAILFAST_BULKHEAD))
+        let (bulkhead, function) = if self.function_bulkhead() {
+            (quote!(&__FAILFAST_BULKHEAD), "enter")
         } else {
-            quote!(#private::enter_member(&__failfast_member))
+            (quote!(&__failfast_member), "enter_member")
+        };
+        match self.max_wait {
+            None => {
+                let function = Ident::new(function, proc_macro2::Span::call_site());
+                quote!(#private::#function(#bulkhead))
+            }
+            Some(_) if !self.is_async => {
+                let function = format_ident!("{function}_waiting");
+                quote!(#private::#function(#bulkhead))
+            }
+            Some((_, span)) => {
+                let function = format_ident!("{function}_waiting_async");
+                let timer = respan(quote!(#private::WaitTimer), span);
+                quote!(#private::#function(#timer, #bulkhead).await)
+            }
         }
     }
 }

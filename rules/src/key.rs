@@ -20,6 +20,8 @@ pub enum Key {
     Timeout,
     /// `max_concurrent`: calls admitted at once.
     MaxConcurrent,
+    /// `max_wait`: how long a call waits for a place under `max_concurrent`.
+    MaxWait,
     /// `recovery`: the open time before a trial.
     Recovery,
     /// `max_recovery`: the cap of a growing open time.
@@ -53,6 +55,7 @@ impl Key {
         Key::SlowRate,
         Key::Timeout,
         Key::MaxConcurrent,
+        Key::MaxWait,
         Key::Recovery,
         Key::MaxRecovery,
         Key::Jitter,
@@ -77,6 +80,7 @@ impl Key {
             Key::SlowRate => "slow_rate",
             Key::Timeout => "timeout",
             Key::MaxConcurrent => "max_concurrent",
+            Key::MaxWait => "max_wait",
             Key::Recovery => "recovery",
             Key::MaxRecovery => "max_recovery",
             Key::Jitter => "jitter",
@@ -110,6 +114,7 @@ macro_rules! sentence {
             Key::SlowRate => concat!("`slow_rate`", $rest),
             Key::Timeout => concat!("`timeout`", $rest),
             Key::MaxConcurrent => concat!("`max_concurrent`", $rest),
+            Key::MaxWait => concat!("`max_wait`", $rest),
             Key::Recovery => concat!("`recovery`", $rest),
             Key::MaxRecovery => concat!("`max_recovery`", $rest),
             Key::Jitter => concat!("`jitter`", $rest),

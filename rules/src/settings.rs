@@ -169,6 +169,8 @@ durations! {
     slow => Slow;
     /// `timeout`: longer than zero.
     timeout => Timeout;
+    /// `max_wait`: longer than zero.
+    max_wait => MaxWait;
     /// A time window, `window = "1m"`: longer than zero.
     window_time => Window;
     /// `trial_lease`: longer than zero.
@@ -311,6 +313,19 @@ pub const fn threshold_within(threshold: u32, window: Option<u32>) -> Result<u32
             Rule::ThresholdOverWindow { threshold, window },
         )),
         _ => Ok(threshold),
+    }
+}
+
+/// `max_wait` needs `max_concurrent`: the wait is for one of its places.
+///
+/// # Errors
+///
+/// A [`Violation`] of [`Key::MaxWait`] without `max_concurrent`.
+pub const fn max_wait_needs_max_concurrent(max_concurrent: bool) -> Result<(), Violation> {
+    if max_concurrent {
+        Ok(())
+    } else {
+        Err(Violation::new(Key::MaxWait, Rule::WithoutMaxConcurrent))
     }
 }
 

@@ -55,6 +55,8 @@ pub(crate) enum Rule {
     ThresholdOverWindow { threshold: u32, window: u32 },
     /// `slow_rate` without `slow`.
     WithoutSlow,
+    /// `max_wait` without `max_concurrent`.
+    WithoutMaxConcurrent,
 }
 
 impl Violation {
@@ -136,6 +138,10 @@ impl Violation {
                 "`slow_rate` needs `slow`, the duration above which a call counts as slow, e.g. \
                  `slow = \"2s\"`"
             }
+            Rule::WithoutMaxConcurrent => {
+                "`max_wait` needs `max_concurrent`: it is how long a call waits for one of its \
+                 places, e.g. `max_concurrent = 16, max_wait = \"50ms\"`"
+            }
         }
     }
 
@@ -196,6 +202,10 @@ impl Violation {
             }
             (Rule::WithoutSlow, _) => {
                 "needs `slow`, the duration above which a call is slow".to_owned()
+            }
+            (Rule::WithoutMaxConcurrent, _) => {
+                "needs `max_concurrent`: it is how long a call waits for one of its places"
+                    .to_owned()
             }
         }
     }

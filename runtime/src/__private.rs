@@ -237,11 +237,50 @@ pub fn body<'b, F: Future>(permit: Permit<'b>, future: F) -> Body<'b, F> {
 /// [`concurrency_limit`].
 #[inline]
 pub fn enter(bulkhead: &'static Bulkhead) -> Option<BulkheadPermit<'static>> {
+    scoped(bulkhead).try_enter()
+}
+
+/// The bulkhead `bulkhead` in a test scope (`testing::isolate`), or itself.
+#[inline]
+fn scoped(bulkhead: &'static Bulkhead) -> &'static Bulkhead {
     #[cfg(feature = "testing")]
     if let Some(own) = crate::ops::testing::bulkhead(bulkhead) {
-        return own.try_enter();
+        return own;
     }
-    bulkhead.try_enter()
+    bulkhead
+}
+
+/// Takes a place in `bulkhead` (`max_concurrent` with `max_wait`), waiting
+/// on this thread up to its `max_wait`.
+#[inline]
+pub fn enter_waiting(bulkhead: &'static Bulkhead) -> Option<BulkheadPermit<'static>> {
+    scoped(bulkhead).enter_waiting()
+}
+
+/// The timer `max_wait` on an `async fn` waits with: tokio's.
+pub struct WaitTimer;
+
+/// `WaitTimer`, once failfast's `tokio` feature is on.
+#[diagnostic::on_unimplemented(
+    message = "`max_wait` on an `async fn` needs failfast's `tokio` feature: the wait is on tokio's timer",
+    label = "an `async fn` waits for a place with `tokio::time`",
+    note = "enable it where failfast is a dependency: `failfast = {{ version = \"0.1\", features = [\"tokio\"] }}` (it is on by default)"
+)]
+pub trait WaitTimerFeature {}
+
+#[cfg(feature = "tokio")]
+impl WaitTimerFeature for WaitTimer {}
+
+/// Takes a place in `bulkhead` (`max_concurrent` with `max_wait`), waiting
+/// as a future up to its `max_wait`.
+pub async fn enter_waiting_async<T: WaitTimerFeature>(
+    _timer: T,
+    bulkhead: &'static Bulkhead,
+) -> Option<BulkheadPermit<'static>> {
+    #[cfg(feature = "tokio")]
+    return scoped(bulkhead).enter_waiting_async().await;
+    #[cfg(not(feature = "tokio"))]
+    scoped(bulkhead).try_enter()
 }
 
 /// The refusal of a call `breaker` admitted with `permit`, at the
@@ -325,6 +364,28 @@ pub fn member<S: SharedFamily, Q: Key + ?Sized>(
 #[inline]
 pub fn enter_member(member: &Member) -> Option<BulkheadPermit<'_>> {
     member.bulkhead().and_then(Bulkhead::try_enter)
+}
+
+/// Takes a place in `member`'s own bulkhead, waiting on this thread up to
+/// its `max_wait`.
+#[cfg(feature = "keyed")]
+#[inline]
+pub fn enter_member_waiting(member: &Member) -> Option<BulkheadPermit<'_>> {
+    member.bulkhead().and_then(Bulkhead::enter_waiting)
+}
+
+/// Takes a place in `member`'s own bulkhead, waiting as a future up to its
+/// `max_wait`.
+#[cfg(feature = "keyed")]
+pub async fn enter_member_waiting_async<T: WaitTimerFeature>(
+    _timer: T,
+    member: &Member,
+) -> Option<BulkheadPermit<'_>> {
+    let bulkhead = member.bulkhead()?;
+    #[cfg(feature = "tokio")]
+    return bulkhead.enter_waiting_async().await;
+    #[cfg(not(feature = "tokio"))]
+    bulkhead.try_enter()
 }
 
 /// What `breaker = NAME` can name with `key`: a family declared with

@@ -399,3 +399,199 @@ fn an_open_breaker_refuses_before_the_bulkhead_and_says_so() {
     registry::get("bulkhead::open").unwrap().reset();
     assert_eq!(call(false).unwrap(), 1, "no slot was kept by the refusals");
 }
+
+// ------------------------------------------------------------------ max_wait
+//
+// `max_concurrent = N, max_wait = "…"`: a call that finds every place taken
+// waits its turn for one, that long at most.
+
+#[test]
+fn a_sync_call_waits_for_a_place_given_back_within_max_wait() {
+    static HOLD: AtomicBool = AtomicBool::new(true);
+    static ENTERED: AtomicUsize = AtomicUsize::new(0);
+
+    #[circuit_breaker(name = "bulkhead::wait_sync", max_concurrent = 1, max_wait = "10s")]
+    fn guarded(hold: bool) -> Result<u32, Fault> {
+        ENTERED.fetch_add(1, SeqCst);
+        while hold && HOLD.load(SeqCst) {
+            std::thread::yield_now();
+        }
+        Ok(1)
+    }
+
+    let holder = std::thread::spawn(|| guarded(true));
+    assert!(wait_until(|| ENTERED.load(SeqCst) == 1));
+    let waiter = std::thread::spawn(|| guarded(false));
+    // The waiter has not run: the only place is held.
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(ENTERED.load(SeqCst), 1, "the second call waits, unrun");
+    HOLD.store(false, SeqCst);
+    assert_eq!(holder.join().unwrap().unwrap(), 1);
+    assert_eq!(
+        waiter.join().unwrap().unwrap(),
+        1,
+        "given the place, not refused"
+    );
+    assert_unmoved("bulkhead::wait_sync");
+}
+
+#[test]
+fn a_sync_call_still_waiting_at_max_wait_is_refused_at_the_limit() {
+    static HOLD: AtomicBool = AtomicBool::new(true);
+    static ENTERED: AtomicUsize = AtomicUsize::new(0);
+
+    #[circuit_breaker(
+        name = "bulkhead::wait_sync_refused",
+        max_concurrent = 1,
+        max_wait = "30ms"
+    )]
+    fn guarded(hold: bool) -> Result<u32, Fault> {
+        ENTERED.fetch_add(1, SeqCst);
+        while hold && HOLD.load(SeqCst) {
+            std::thread::yield_now();
+        }
+        Ok(1)
+    }
+
+    let holder = std::thread::spawn(|| guarded(true));
+    assert!(wait_until(|| ENTERED.load(SeqCst) == 1));
+    let asked = Instant::now();
+    let refused = guarded(false);
+    assert!(at_limit(&refused), "{refused:?}");
+    assert!(
+        asked.elapsed() >= Duration::from_millis(30),
+        "it waited first"
+    );
+    assert_eq!(ENTERED.load(SeqCst), 1, "the refused call did not run");
+    HOLD.store(false, SeqCst);
+    assert_eq!(holder.join().unwrap().unwrap(), 1);
+    let s = registry::get("bulkhead::wait_sync_refused")
+        .unwrap()
+        .snapshot();
+    assert_eq!((s.rejected, s.failures), (1, 0), "{s:?}");
+    assert_eq!(guarded(false).unwrap(), 1, "the place was given back");
+}
+
+/// Many threads sharing two places, each waiting long enough: nobody is
+/// refused (a place given back is always handed to a waiting call, never
+/// lost while it sleeps), and never more than two run at once.
+#[test]
+fn threads_waiting_for_places_are_all_served_and_never_exceed_the_limit() {
+    static GAUGE: Gauge = Gauge::new();
+
+    #[circuit_breaker(name = "bulkhead::wait_many", max_concurrent = 2, max_wait = "60s")]
+    fn guarded() -> Result<u32, Fault> {
+        GAUGE.enter();
+        std::thread::yield_now();
+        GAUGE.leave();
+        Ok(1)
+    }
+
+    let threads = 8;
+    let start = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let start = start.clone();
+            std::thread::spawn(move || {
+                start.wait();
+                (0..300).filter(|_| guarded().is_ok()).count()
+            })
+        })
+        .collect();
+    let served: usize = handles.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(served, threads * 300, "no call was refused");
+    assert!(GAUGE.max.load(SeqCst) <= 2, "most bodies at once");
+    assert_unmoved("bulkhead::wait_many");
+}
+
+#[tokio::test(start_paused = true)]
+async fn async_calls_wait_their_turn_in_order_and_one_out_of_time_is_refused() {
+    static ORDER: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+    #[circuit_breaker(name = "bulkhead::wait_async", max_concurrent = 1, max_wait = "100ms")]
+    async fn guarded(id: u32, hold: Duration) -> Result<u32, Fault> {
+        ORDER.lock().unwrap().push(id);
+        tokio::time::sleep(hold).await;
+        Ok(id)
+    }
+
+    // 0 holds the place 30 ms; 1, 2 and 3 arrive in that order and wait:
+    // 1 runs at 30 ms, 2 at 60 ms, 3 at 90 ms (each holding 30 ms), all
+    // within their 100 ms. 4 arrives last and would run at 120 ms: refused.
+    let hold = Duration::from_millis(30);
+    let mut calls = Vec::new();
+    for id in 0..5 {
+        calls.push(tokio::spawn(guarded(id, hold)));
+        tokio::task::yield_now().await;
+    }
+    let mut results = Vec::new();
+    for call in calls {
+        results.push(call.await.unwrap());
+    }
+    assert_eq!(
+        results[..4]
+            .iter()
+            .map(|r| *r.as_ref().unwrap())
+            .collect::<Vec<_>>(),
+        [0, 1, 2, 3]
+    );
+    assert!(at_limit(&results[4]), "{:?}", results[4]);
+    assert_eq!(
+        *ORDER.lock().unwrap(),
+        [0, 1, 2, 3],
+        "first come, first served"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_async_call_dropped_while_waiting_loses_no_place() {
+    static ENTERED: AtomicUsize = AtomicUsize::new(0);
+
+    #[circuit_breaker(name = "bulkhead::wait_dropped", max_concurrent = 1, max_wait = "1s")]
+    async fn guarded(hold: Duration) -> Result<u32, Fault> {
+        ENTERED.fetch_add(1, SeqCst);
+        tokio::time::sleep(hold).await;
+        Ok(1)
+    }
+
+    let holder = tokio::spawn(guarded(Duration::from_millis(50)));
+    tokio::task::yield_now().await;
+    // A waiter given up on by its caller before the place comes back…
+    let given_up = tokio::time::timeout(Duration::from_millis(10), guarded(Duration::ZERO)).await;
+    assert!(given_up.is_err(), "still waiting when dropped");
+    // …and one dropped the moment the place is handed to it.
+    let mut late = Box::pin(guarded(Duration::ZERO));
+    assert!(poll_once(&mut late).is_pending());
+    assert_eq!(holder.await.unwrap().unwrap(), 1);
+    drop(late);
+    assert_eq!(ENTERED.load(SeqCst), 1, "neither waiter ran");
+    // Both places' worth of hand-overs came back: the place is free.
+    assert_eq!(guarded(Duration::ZERO).await.unwrap(), 1);
+    assert_unmoved("bulkhead::wait_dropped");
+}
+
+#[test]
+fn each_key_waits_for_its_own_places() {
+    static HOLD: AtomicBool = AtomicBool::new(true);
+    static ENTERED: AtomicUsize = AtomicUsize::new(0);
+
+    #[circuit_breaker(key = host, max_concurrent = 1, max_wait = "20ms", name = "bulkhead::wait_keyed")]
+    fn guarded(host: &str, hold: bool) -> Result<u32, Fault> {
+        ENTERED.fetch_add(1, SeqCst);
+        while hold && HOLD.load(SeqCst) {
+            std::thread::yield_now();
+        }
+        Ok(1)
+    }
+
+    let holder = std::thread::spawn(|| guarded("a", true));
+    assert!(wait_until(|| ENTERED.load(SeqCst) == 1));
+    // Another key has a place of its own; the same key waits, then is refused.
+    assert_eq!(guarded("b", false).unwrap(), 1);
+    let asked = Instant::now();
+    assert!(at_limit(&guarded("a", false)));
+    assert!(asked.elapsed() >= Duration::from_millis(20));
+    HOLD.store(false, SeqCst);
+    assert_eq!(holder.join().unwrap().unwrap(), 1);
+    assert_eq!(guarded("a", false).unwrap(), 1);
+}

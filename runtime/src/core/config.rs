@@ -293,8 +293,9 @@ pub struct Config {
     pub(crate) within: bool,
 }
 
+/// `d` in nanoseconds, as settings keep durations.
 #[allow(clippy::cast_possible_truncation)] // durations beyond u64 nanoseconds (584 years) saturate below
-const fn nanos(d: Duration) -> u64 {
+pub(crate) const fn nanos(d: Duration) -> u64 {
     let n = d.as_nanos();
     if n > u64::MAX as u128 {
         u64::MAX

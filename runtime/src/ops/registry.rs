@@ -790,8 +790,13 @@ mod tests {
     #[cfg(feature = "keyed")]
     #[test]
     fn a_declared_family_is_listed_once() {
-        static SLOT: crate::policy::keyed::Slot =
-            crate::policy::keyed::Slot::new(crate::Config::new("registry-slot"), 8, None, 100);
+        static SLOT: crate::policy::keyed::Slot = crate::policy::keyed::Slot::new(
+            crate::Config::new("registry-slot"),
+            8,
+            None,
+            std::time::Duration::ZERO,
+            100,
+        );
         let mut registry = Registry::default();
         registry.add_slot(&SLOT);
         registry.add_slot(&SLOT);

@@ -305,7 +305,7 @@ impl Own {
 
     fn bulkhead(&self, shared: &'static Bulkhead) -> &'static Bulkhead {
         own(&self.bulkheads, shared, |shared| {
-            Bulkhead::new(shared.max())
+            Bulkhead::new(shared.max()).max_wait(shared.wait())
         })
     }
 

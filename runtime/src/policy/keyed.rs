@@ -132,13 +132,14 @@ use std::ops::Deref;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use crate::core::breaker::Breaker;
 use crate::core::clock::Clock;
 use crate::core::config::{Builder, Config};
 use crate::core::error::{ConfigError, State};
 use crate::core::name::Name;
-use crate::policy::bulkhead::Bulkhead;
+use crate::policy::bulkhead::{Bulkhead, Limit};
 
 /// How many breakers a family holds unless told otherwise.
 pub(crate) const DEFAULT_MAX_KEYS: usize = failfast_rules::DEFAULT_MAX_KEYS as usize;
@@ -588,7 +589,7 @@ impl Tuned {
         &self,
         declared: &Config,
         clock: &Clock,
-        max_concurrent: Option<u32>,
+        max_concurrent: Option<Limit>,
         name: String,
         stamp: u64,
     ) -> Member {
@@ -596,7 +597,7 @@ impl Tuned {
         config.name = Name::from(name);
         let member = Member {
             breaker: Breaker::with_clock(config, clock.clone()),
-            bulkhead: max_concurrent.map(Bulkhead::new),
+            bulkhead: max_concurrent.map(Limit::bulkhead),
             used: AtomicU64::new(stamp),
             leases: Default::default(),
             retired: AtomicBool::new(false),
@@ -711,7 +712,7 @@ struct Inner<K> {
     config: Config,
     clock: Clock,
     max_keys: usize,
-    max_concurrent: Option<u32>,
+    max_concurrent: Option<Limit>,
     /// The most members, in percent of those stored, that may be Open or
     /// HalfOpen at once before another trips; 100 for no budget.
     max_ejection_percent: u8,
@@ -806,6 +807,7 @@ pub struct FamilyBuilder<K> {
     breaker: Builder,
     max_keys: usize,
     max_concurrent: Option<u32>,
+    max_wait: Duration,
     max_ejection_percent: u8,
     _key: std::marker::PhantomData<fn() -> K>,
 }
@@ -821,6 +823,15 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     /// Each key also gets a [`Bulkhead`] of `n` concurrent calls.
     pub fn max_concurrent(mut self, n: u32) -> Self {
         self.max_concurrent = Some(n);
+        self
+    }
+
+    /// Each key's bulkhead lets a call wait this long at most for a place
+    /// ([`Bulkhead::max_wait`]), with [`max_concurrent`](Self::max_concurrent).
+    /// The tower layer and the reqwest middleware refuse at once all the
+    /// same: a service's `call` does not wait.
+    pub fn max_wait(mut self, wait: Duration) -> Self {
+        self.max_wait = wait;
         self
     }
 
@@ -875,12 +886,17 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
         failfast_rules::max_keys(self.max_keys).map_err(broken)?;
         failfast_rules::max_ejection_percent(u32::from(self.max_ejection_percent))
             .map_err(broken)?;
+        if !self.max_wait.is_zero() {
+            failfast_rules::max_wait(self.max_wait).map_err(broken)?;
+            failfast_rules::max_wait_needs_max_concurrent(self.max_concurrent.is_some())
+                .map_err(broken)?;
+        }
         let (config, clock) = self.breaker.checked_with_clock()?;
         Ok(Family::with_parts(
             config,
             clock,
             self.max_keys,
-            self.max_concurrent,
+            Limit::of(self.max_concurrent, self.max_wait),
             self.max_ejection_percent,
         ))
     }
@@ -894,6 +910,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
             breaker,
             max_keys: DEFAULT_MAX_KEYS,
             max_concurrent: None,
+            max_wait: Duration::ZERO,
             // No ejection budget.
             max_ejection_percent: failfast_rules::MAX_EJECTION_PERCENT as u8,
             _key: std::marker::PhantomData,
@@ -908,7 +925,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
     pub(crate) fn from_config(
         config: Config,
         max_keys: usize,
-        max_concurrent: Option<u32>,
+        max_concurrent: Option<Limit>,
         max_ejection_percent: u8,
     ) -> Self {
         Self::with_parts(
@@ -924,7 +941,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         config: Config,
         clock: Clock,
         max_keys: usize,
-        max_concurrent: Option<u32>,
+        max_concurrent: Option<Limit>,
         max_ejection_percent: u8,
     ) -> Self {
         let map = scc::HashIndex::with_hasher(foldhash::fast::RandomState::default());
@@ -1487,7 +1504,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
 pub struct Slot {
     config: Config,
     max_keys: usize,
-    max_concurrent: Option<u32>,
+    max_concurrent: Option<Limit>,
     max_ejection_percent: u8,
     /// The family of the key type the function was first called with.
     first: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
@@ -1523,12 +1540,13 @@ impl Slot {
         config: Config,
         max_keys: usize,
         max_concurrent: Option<u32>,
+        max_wait: Duration,
         max_ejection_percent: u8,
     ) -> Self {
         Self {
             config,
             max_keys,
-            max_concurrent,
+            max_concurrent: Limit::of(max_concurrent, max_wait),
             max_ejection_percent,
             first: std::sync::OnceLock::new(),
             built: std::sync::OnceLock::new(),
@@ -1617,7 +1635,9 @@ impl Slot {
         let fresh = Slot::new(
             self.config.clone(),
             self.max_keys,
-            self.max_concurrent,
+            self.max_concurrent.map(|limit| limit.max),
+            self.max_concurrent
+                .map_or(Duration::ZERO, |limit| limit.wait),
             self.max_ejection_percent,
         );
         fresh.mark_registered();

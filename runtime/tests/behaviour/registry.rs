@@ -143,6 +143,7 @@ fn a_declared_family_is_listed_with_its_counts() {
             .into_config(),
         4,
         None,
+        std::time::Duration::ZERO,
         50,
     );
     let family = SLOT.family::<String>();

@@ -1,5 +1,6 @@
 //! A bulkhead: at most `max` calls run at once; the next one is refused at
-//! once instead of queueing.
+//! once instead of queueing, or, with [`max_wait`](Bulkhead::max_wait),
+//! after waiting its turn that long at most (the `queue` module).
 //!
 //! No lock, no allocation per call, no queue: a caller that finds every place
 //! taken is told so at once and can answer from a fallback, which is what a
@@ -31,6 +32,7 @@
 //! if it had come back just after the refusal.
 
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use crate::core::breaker::{Breaker, Permit};
 use crate::core::error::{Rejected, State};
@@ -61,6 +63,10 @@ use crate::sync::{AtomicU32, Ordering};
 /// Threads that share a busy bulkhead keep their places on cache lines of
 /// their own (see the module docs), so it costs two threads about what it
 /// costs one.
+///
+/// With [`max_wait`](Self::max_wait), a call that finds every place taken
+/// waits its turn for one, that long at most (`max_wait = "50ms"` beside
+/// `max_concurrent`).
 #[derive(Debug)]
 pub struct Bulkhead {
     /// Free places not on a stripe.
@@ -68,6 +74,37 @@ pub struct Bulkhead {
     max: u32,
     /// Free places by thread slot, made once callers race on `central`.
     stripes: OnceLock<Box<[Stripe]>>,
+    /// How long a call may wait for a place, in nanoseconds; 0: not at all.
+    wait: u64,
+    /// The callers waiting, made on the first wait.
+    queue: OnceLock<queue::Queue>,
+}
+
+mod queue;
+use queue::{Joined, Ticket};
+
+/// The bulkhead a keyed family gives each key: its size and wait.
+#[cfg(feature = "keyed")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Limit {
+    pub(crate) max: u32,
+    pub(crate) wait: Duration,
+}
+
+#[cfg(feature = "keyed")]
+impl Limit {
+    /// `max_concurrent`, if set, with `max_wait` (zero: none).
+    pub(crate) const fn of(max_concurrent: Option<u32>, wait: Duration) -> Option<Limit> {
+        match max_concurrent {
+            Some(max) => Some(Limit { max, wait }),
+            None => None,
+        }
+    }
+
+    /// A bulkhead of this size and wait.
+    pub(crate) fn bulkhead(self) -> Bulkhead {
+        Bulkhead::new(self.max).max_wait(self.wait)
+    }
 }
 
 /// One stripe's free places, on a line of its own (two lines: adjacent-line
@@ -97,7 +134,31 @@ impl Bulkhead {
             central: AtomicU32::new(max),
             max,
             stripes: OnceLock::new(),
+            wait: 0,
+            queue: OnceLock::new(),
         }
+    }
+
+    /// Lets a call that finds every place taken wait for one, `wait` at
+    /// most (a zero `wait` waits not at all), in turn: places go to
+    /// waiting calls in the order they came, and while calls wait, a new
+    /// call waits behind them. A call still waiting when its time is up is
+    /// refused as at once ([`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit)).
+    /// [`enter`](Self::enter) waits on the thread;
+    /// [`enter_async`](Self::enter_async) as a future. A bulkhead without it
+    /// costs what it did.
+    ///
+    /// ```
+    /// use failfast_runtime::Bulkhead;
+    /// use std::time::Duration;
+    ///
+    /// static UPLOADS: Bulkhead = Bulkhead::new(4).max_wait(Duration::from_millis(50));
+    /// # assert!(UPLOADS.try_enter().is_some());
+    /// ```
+    #[must_use]
+    pub const fn max_wait(mut self, wait: Duration) -> Self {
+        self.wait = crate::core::config::nanos(wait);
+        self
     }
 }
 
@@ -118,7 +179,16 @@ impl Bulkhead {
             central: AtomicU32::new(max),
             max,
             stripes,
+            wait: 0,
+            queue: OnceLock::new(),
         }
+    }
+
+    /// See the other `max_wait`.
+    #[must_use]
+    pub fn max_wait(mut self, wait: Duration) -> Self {
+        self.wait = crate::core::config::nanos(wait);
+        self
     }
 }
 
@@ -155,14 +225,61 @@ impl Bulkhead {
     /// otherwise.
     #[inline]
     pub fn try_enter(&self) -> Option<BulkheadPermit<'_>> {
-        let admitted = match self.stripes.get() {
+        self.take_place().then(|| BulkheadPermit { bulkhead: self })
+    }
+
+    /// Takes a free place from a counter, if there is one.
+    #[inline]
+    fn take_place(&self) -> bool {
+        match self.stripes.get() {
             Some(stripes) => self.take_on(stripes),
             None => match take(&self.central) {
                 (got, false) => got,
                 (got, true) => self.contended(got),
             },
+        }
+    }
+
+    /// A place, waiting on this thread for one up to `max_wait` (in turn,
+    /// see [`max_wait`](Self::max_wait)); `None` once that time is up.
+    /// Without `max_wait`, [`try_enter`](Self::try_enter).
+    pub(crate) fn enter_waiting(&self) -> Option<BulkheadPermit<'_>> {
+        let Some(queue) = self.queue_of_wait() else {
+            return self.try_enter();
         };
-        admitted.then(|| BulkheadPermit { bulkhead: self })
+        if !queue.busy() && self.take_place() {
+            return Some(BulkheadPermit { bulkhead: self });
+        }
+        let deadline = Instant::now().checked_add(Duration::from_nanos(self.wait));
+        let ticket = match Ticket::join(self, queue) {
+            Joined::Place => return Some(BulkheadPermit { bulkhead: self }),
+            Joined::Waiting(ticket) => ticket,
+        };
+        ticket.wake_thread();
+        while !ticket.granted() {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            match left {
+                Some(Duration::ZERO) => break,
+                Some(left) => std::thread::park_timeout(left),
+                None => std::thread::park(),
+            }
+        }
+        // Granted, or out of time: a place handed over at the last moment
+        // is still this call's.
+        ticket.finish().then_some(BulkheadPermit { bulkhead: self })
+    }
+
+    /// The line of waiting calls, made on first use; `None` without
+    /// `max_wait`.
+    #[inline]
+    fn queue_of_wait(&self) -> Option<&queue::Queue> {
+        (self.wait != 0).then(|| self.queue.get_or_init(queue::Queue::default))
+    }
+
+    /// How long a call may wait for a place (zero: not at all).
+    #[cfg(any(feature = "tokio", feature = "testing"))]
+    pub(crate) fn wait(&self) -> Duration {
+        Duration::from_nanos(self.wait)
     }
 
     /// Another thread raced this one for `central`: from now on the
@@ -193,9 +310,21 @@ impl Bulkhead {
             || (1..stripes.len()).any(|k| take(&stripes[(own + k) & (stripes.len() - 1)].0).0)
     }
 
-    /// Gives a place back: to this thread's stripe once there are stripes.
+    /// Gives a place back, to the first waiting call if one waits.
     #[inline]
     fn give_back(&self) {
+        self.put_place();
+        if self.wait != 0 {
+            if let Some(queue) = self.queue.get() {
+                queue.hand_over(self);
+            }
+        }
+    }
+
+    /// Puts a place back on a counter: this thread's stripe once there are
+    /// stripes.
+    #[inline]
+    fn put_place(&self) {
         let counter = match self.stripes.get() {
             Some(stripes) => &stripes[this_thread_stripe(stripes.len())].0,
             None => &self.central,
@@ -203,8 +332,9 @@ impl Bulkhead {
         counter.fetch_add(1, Ordering::Release);
     }
 
-    /// A place for a call that `breaker` admitted with `permit`, or at once a
-    /// [`Rejected`] at the concurrency limit (reason
+    /// A place for a call that `breaker` admitted with `permit` (waiting
+    /// for one on this thread up to [`max_wait`](Self::max_wait), if set),
+    /// or else a [`Rejected`] at the concurrency limit (reason
     /// [`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit), in the
     /// state the permit was admitted in) when every place is taken. Take the
     /// permit first: an open breaker then refuses without touching the
@@ -235,10 +365,84 @@ impl Bulkhead {
         breaker: &Breaker,
         permit: &mut Permit<'_>,
     ) -> Result<BulkheadPermit<'_>, Rejected> {
-        match self.try_enter() {
+        match self.enter_waiting() {
             Some(slot) => Ok(slot),
             None => Err(concurrency_limit(breaker, permit)),
         }
+    }
+
+    /// [`enter`](Self::enter) for async code: waits for a place up to
+    /// [`max_wait`](Self::max_wait) as a future, on tokio's clock. Dropping
+    /// the future leaves the line; a place handed to it meanwhile goes to
+    /// the next call in line.
+    ///
+    /// ```
+    /// use failfast_runtime::{Breaker, Bulkhead, Reason};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), failfast_runtime::ConfigError> {
+    /// let breaker = Breaker::builder().name("uploads").build()?;
+    /// let bulkhead = Bulkhead::new(1).max_wait(Duration::from_millis(50));
+    /// let mut first = breaker.acquire().unwrap();
+    /// let place = bulkhead.enter_async(&breaker, &mut first).await.unwrap();
+    /// let mut second = breaker.acquire().unwrap();
+    /// // The second call waits 50 ms for the place, then is refused.
+    /// let refused = bulkhead.enter_async(&breaker, &mut second).await.unwrap_err();
+    /// assert_eq!(refused.reason(), Reason::ConcurrencyLimit);
+    /// drop(place);
+    /// let mut third = breaker.acquire().unwrap();
+    /// assert!(bulkhead.enter_async(&breaker, &mut third).await.is_ok());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] when `max` calls are still running once `max_wait` has
+    /// passed.
+    #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    pub async fn enter_async(
+        &self,
+        breaker: &Breaker,
+        permit: &mut Permit<'_>,
+    ) -> Result<BulkheadPermit<'_>, Rejected> {
+        match self.enter_waiting_async().await {
+            Some(slot) => Ok(slot),
+            None => Err(concurrency_limit(breaker, permit)),
+        }
+    }
+
+    /// A place, waiting for one up to `max_wait` as a future; `None` once
+    /// that time is up. Without `max_wait`, [`try_enter`](Self::try_enter).
+    #[cfg(feature = "tokio")]
+    pub(crate) async fn enter_waiting_async(&self) -> Option<BulkheadPermit<'_>> {
+        let Some(queue) = self.queue_of_wait() else {
+            return self.try_enter();
+        };
+        if !queue.busy() && self.take_place() {
+            return Some(BulkheadPermit { bulkhead: self });
+        }
+        let ticket = match Ticket::join(self, queue) {
+            Joined::Place => return Some(BulkheadPermit { bulkhead: self }),
+            Joined::Waiting(ticket) => ticket,
+        };
+        let granted = std::future::poll_fn(|cx| {
+            if ticket.granted() {
+                return std::task::Poll::Ready(());
+            }
+            ticket.wake_task(cx.waker());
+            if ticket.granted() {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        });
+        // Out of time or not, a place handed over at the last moment is
+        // still this call's; dropped meanwhile, the ticket gives it back.
+        let _ = ::tokio::time::timeout(self.wait(), granted).await;
+        ticket.finish().then_some(BulkheadPermit { bulkhead: self })
     }
 
     /// Calls running now: `max` less the free places. While calls enter and
@@ -455,6 +659,89 @@ mod tests {
             "four threads sharing the bulkhead race for it"
         );
         assert_eq!(bulkhead.running(), 0);
+        assert_eq!(take_all(&bulkhead).len(), MAX as usize);
+    }
+
+    /// Waits (yielding) until `done`, for at most 10 s.
+    fn eventually(done: impl Fn() -> bool) {
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(Instant::now() < give_up, "timed out");
+            std::thread::yield_now();
+        }
+    }
+
+    fn waiting(bulkhead: &Bulkhead) -> u32 {
+        bulkhead.queue.get().map_or(0, queue::Queue::len)
+    }
+
+    #[test]
+    fn waiting_calls_are_handed_places_in_the_order_they_came() {
+        let bulkhead = Bulkhead::new(1).max_wait(Duration::from_secs(60));
+        let held = bulkhead.enter_waiting().expect("a free place");
+        let order = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            let (bulkhead, order) = (&bulkhead, &order);
+            for id in 0..3 {
+                scope.spawn(move || {
+                    let place = bulkhead.enter_waiting().expect("served in time");
+                    order.lock().unwrap().push(id);
+                    drop(place);
+                });
+                // The next one comes once this one waits.
+                eventually(|| waiting(bulkhead) == id + 1);
+            }
+            // While calls wait, a new call waits behind them too: a free
+            // place is not taken out of turn.
+            assert_eq!(bulkhead.running(), 1);
+            drop(held);
+        });
+        assert_eq!(*order.lock().unwrap(), [0, 1, 2]);
+        assert_eq!((bulkhead.running(), waiting(&bulkhead)), (0, 0));
+    }
+
+    #[test]
+    fn a_call_out_of_time_leaves_the_line_and_loses_no_place() {
+        let bulkhead = Bulkhead::new(1).max_wait(Duration::from_millis(20));
+        let held = bulkhead.try_enter().unwrap();
+        let asked = Instant::now();
+        assert!(bulkhead.enter_waiting().is_none());
+        assert!(asked.elapsed() >= Duration::from_millis(20));
+        assert_eq!(waiting(&bulkhead), 0);
+        drop(held);
+        assert_eq!(bulkhead.running(), 0);
+        assert!(bulkhead.enter_waiting().is_some());
+        // Without `max_wait`, nothing waits.
+        let at_once = Bulkhead::new(1);
+        let _held = at_once.try_enter().unwrap();
+        assert!(at_once.enter_waiting().is_none());
+        assert!(at_once.queue.get().is_none());
+    }
+
+    /// Threads taking and giving back places while others wait: every call
+    /// is served (none waits out its minute: no hand-over is lost), never
+    /// more than `MAX` at once, and every place comes back.
+    #[test]
+    fn racing_waiters_are_all_served_within_the_limit() {
+        use std::sync::atomic::AtomicU32 as Count;
+        const MAX: u32 = 2;
+        let bulkhead = Bulkhead::new(MAX).max_wait(Duration::from_secs(60));
+        let (inside, most) = (Count::new(0), Count::new(0));
+        std::thread::scope(|scope| {
+            for _ in 0..6 {
+                scope.spawn(|| {
+                    for _ in 0..2_000 {
+                        let place = bulkhead.enter_waiting().expect("served");
+                        let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        drop(place);
+                    }
+                });
+            }
+        });
+        assert!(most.load(Ordering::SeqCst) <= MAX);
+        assert_eq!((bulkhead.running(), waiting(&bulkhead)), (0, 0));
         assert_eq!(take_all(&bulkhead).len(), MAX as usize);
     }
 
