@@ -17,6 +17,9 @@
 //!   clock): 3 s timeout, same 3 attempts, a rejection is never retried. Each
 //!   breaker opens after 5 consecutive failures, sends one trial every 30 s, and
 //!   closes on the first trial after the gateway recovers.
+//! - The same breaker tuned to find the recovery within seconds:
+//!   `recovery = "1s..4s"` (open 1 s, doubling while trials fail, at most 4 s),
+//!   so a trial goes out at least every 4 s; the summary compares the three.
 //!
 //! It prints busy workers every 10 s for both runs, the peaks, and writes
 //! `docs/cascade.svg` (busy workers over time, both runs).
@@ -51,8 +54,9 @@ const SAMPLE_MS: u64 = 100;
 struct Policy {
     timeout_ms: u64,
     /// Breaker settings: trip after this many consecutive failures, then stay open
-    /// this long before a trial. `None`: no breaker.
-    breaker: Option<(u32, Duration)>,
+    /// this long before a trial (growing up to the second duration, if any).
+    /// `None`: no breaker.
+    breaker: Option<(u32, Duration, Option<Duration>)>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -122,14 +126,18 @@ fn simulate(policy: &Policy, arrivals: &[(u64, Request)]) -> Run {
     let clock = ManualClock::new();
     let breakers: Vec<Breaker> = match policy.breaker {
         None => Vec::new(),
-        Some((threshold, recovery)) => (0..SERVERS)
+        Some((threshold, recovery, max_recovery)) => (0..SERVERS)
             .map(|_| {
-                Breaker::builder()
+                let builder = Breaker::builder()
                     .threshold(threshold)
                     .recovery(recovery)
-                    .clock(clock.clone())
-                    .build()
-                    .expect("valid breaker configuration")
+                    .clock(clock.clone());
+                match max_recovery {
+                    Some(max) => builder.max_recovery(max),
+                    None => builder,
+                }
+                .build()
+                .expect("valid breaker configuration")
             })
             .collect(),
     };
@@ -395,7 +403,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let guarded = simulate(
         &Policy {
             timeout_ms: 3_000,
-            breaker: Some((5, Duration::from_secs(30))),
+            breaker: Some((5, Duration::from_secs(30), None)),
+        },
+        &arrivals,
+    );
+    let tuned = simulate(
+        &Policy {
+            timeout_ms: 3_000,
+            breaker: Some((5, Duration::from_secs(1), Some(Duration::from_secs(4)))),
         },
         &arrivals,
     );
@@ -457,35 +472,53 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     println!("Peak busy workers (pool: {POOL})");
-    for (name, run) in [("no breaker", &naive), ("failfast  ", &guarded)] {
+    for (name, run) in [
+        ("no breaker          ", &naive),
+        ("failfast            ", &guarded),
+        ("failfast, \"1s..4s\"  ", &tuned),
+    ] {
         let verdict = match run.exhausted_at {
             Some(t) => format!("POOL EXHAUSTED at t = {:.1} s", t as f64 / 1000.0),
             None => "pool never exhausted".to_string(),
         };
         println!("  {name}  {:>3} / {POOL}   {verdict}", run.peak);
     }
-    println!("\nCheckouts ({checkouts})                    no breaker   failfast");
+    println!(
+        "\nCheckouts ({checkouts})                    no breaker   failfast   failfast, recovery \"1s..4s\""
+    );
     type Count = fn(&Run) -> u64;
-    let lines: [(&str, Count); 5] = [
+    let lines: [(&str, Count); 6] = [
         ("paid", |r| r.completed),
         ("  of which after waiting over 10 s", |r| r.completed_slowly),
+        ("  paid within 10 s", |r| r.completed - r.completed_slowly),
         ("failed after 3 timeouts", |r| r.failed_after_retries),
         ("answered by the fallback at once", |r| r.fast_failed),
         ("refused: no free worker", |r| r.refused_checkouts),
     ];
     for (label, value) in lines {
-        println!("  {label:<36} {:>8} {:>10}", value(&naive), value(&guarded));
+        println!(
+            "  {label:<36} {:>8} {:>10} {:>10}",
+            value(&naive),
+            value(&guarded),
+            value(&tuned)
+        );
     }
     println!(
-        "Page views ({page_views}) refused: no free worker {:>8} {:>10}",
-        naive.refused_page_views, guarded.refused_page_views
+        "Page views ({page_views}) refused: no free worker {:>8} {:>10} {:>10}",
+        naive.refused_page_views, guarded.refused_page_views, tuned.refused_page_views
     );
-    if let Some(t) = guarded.all_closed_at {
-        println!(
-            "The gateway recovered at t = {} s; every breaker was closed again at t = {:.1} s.",
-            HANG_UNTIL_MS / 1000,
-            t as f64 / 1000.0
-        );
+    for (name, run) in [
+        ("recovery \"30s\"", &guarded),
+        ("recovery \"1s..4s\"", &tuned),
+    ] {
+        if let Some(t) = run.all_closed_at {
+            println!(
+                "The gateway recovered at t = {} s; with {name} every breaker was closed again at \
+                 t = {:.1} s.",
+                HANG_UNTIL_MS / 1000,
+                t as f64 / 1000.0
+            );
+        }
     }
 
     println!("\nLittle's law: busy workers = arrival rate × time a request holds a worker");

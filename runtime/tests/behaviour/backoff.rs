@@ -313,3 +313,60 @@ fn opens_at_the_cap_do_not_pile_up_levels() {
     fail(&b);
     assert_eq!(wait_out(&b, &clock), SEC * 2, "one step below the cap");
 }
+
+/// A dependency down for `outage`, called every 100 ms, then healthy: when
+/// (after it healed) the breaker is Closed again, and how many calls reached
+/// the dependency while it was down.
+fn close_after_outage(builder: Builder, clock: &ManualClock, outage: Duration) -> (Duration, u32) {
+    let b = builder.threshold(5).clock(clock.clone()).build().unwrap();
+    let step = Duration::from_millis(100);
+    let mut t = Duration::ZERO;
+    while t < outage {
+        let _ = b.call(|| Err::<(), _>("down"));
+        clock.advance(step);
+        t += step;
+    }
+    // Every call that reached the dependency failed; the others were refused.
+    let reached = u32::try_from(b.snapshot().failures).unwrap();
+    let healed = t;
+    while b.state() != State::Closed || b.snapshot().successes == 0 {
+        let _ = b.call(|| Ok::<_, ()>(()));
+        clock.advance(step);
+        t += step;
+        assert!(t < outage + Duration::from_secs(120), "never closed");
+    }
+    (t - healed, reached)
+}
+
+/// The settings the guide gives for closing within seconds of healing:
+/// `recovery = "1s..4s"` finds a healed dependency within 4 s of its
+/// recovery however long the outage was, where a fixed 30 s can take up to
+/// 30 s; the price is a trial every 4 s at most while it is down.
+#[test]
+fn a_short_growing_recovery_closes_within_its_cap_after_a_long_outage() {
+    // Ends 10 s after the classic breaker's fifth trial (at 150.4 s), so
+    // its sixth is 20 s away; the fast one's is at most 4 s away, whenever
+    // the outage ends.
+    let outage = Duration::from_secs(160);
+    let clock = ManualClock::new();
+    let (fast, fast_trials) = close_after_outage(
+        Breaker::builder().recovery(SEC).max_recovery(4 * SEC),
+        &clock,
+        outage,
+    );
+    let clock = ManualClock::new();
+    let (classic, classic_trials) =
+        close_after_outage(Breaker::builder().recovery(30 * SEC), &clock, outage);
+    // Within the cap (and the 100 ms between calls) of healing.
+    assert!(fast <= 4 * SEC + Duration::from_millis(100), "{fast:?}");
+    // The classic one waits out its 30 s period, here most of it.
+    assert!(
+        classic > 4 * SEC + Duration::from_millis(100),
+        "{classic:?}"
+    );
+    // The price: the 5 failures that opened it at 0.4 s, then one trial per
+    // open period. Classic: at 30.4, 60.4, …, 150.4 s. Fast: at 1.4 and 3.4 s
+    // (open 1 s, then 2 s), then every 4 s from 7.4 s to 159.4 s (39).
+    assert_eq!(classic_trials, 5 + 5);
+    assert_eq!(fast_trials, 5 + 2 + 39);
+}
