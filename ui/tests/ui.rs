@@ -1,6 +1,8 @@
 //! Compile-time behaviour of `#[circuit_breaker]` and `#[retry]`: every supported function
 //! shape compiles (`tests/ui/pass/`), and every misconfiguration is exactly one
 //! error at the offending token (`tests/ui/*.rs` with the expected `.stderr`).
+//! The attribute's own argument errors are grouped by theme, one function per
+//! case, in `tests/ui/args_*.rs`: trybuild compiles each file once.
 //!
 //! The `.stderr` files are pinned to the toolchain the project builds with;
 //! regenerate them with `TRYBUILD=overwrite cargo test -p failfast-ui` and read each

@@ -1,0 +1,36 @@
+use failfast::circuit_breaker;
+
+#[derive(Debug)]
+pub struct DependencyError;
+
+impl From<failfast::Rejected> for DependencyError {
+    fn from(_: failfast::Rejected) -> Self {
+        DependencyError
+    }
+}
+
+// A `failure_rate` above 1.
+#[circuit_breaker(failure_rate = 1.5, window = 20)]
+fn rate_above_one(id: u32) -> Result<u32, DependencyError> {
+    Ok(id)
+}
+
+// A negative `failure_rate`.
+#[circuit_breaker(failure_rate = -0.5, window = 20)]
+fn rate_negative(id: u32) -> Result<u32, DependencyError> {
+    Ok(id)
+}
+
+// A `failure_rate` of zero.
+#[circuit_breaker(failure_rate = 0.0, window = 20)]
+fn rate_zero(id: u32) -> Result<u32, DependencyError> {
+    Ok(id)
+}
+
+// A `jitter` of the whole open time.
+#[circuit_breaker(jitter = 1.0)]
+fn jitter_out_of_range(id: u32) -> Result<u32, DependencyError> {
+    Ok(id)
+}
+
+fn main() {}
