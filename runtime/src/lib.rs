@@ -80,10 +80,15 @@ mod sync {
     };
     #[cfg(loom)]
     pub(crate) use loom::sync::{Mutex, MutexGuard};
+    /// Parking a thread that waits for a bulkhead's place.
+    #[cfg(loom)]
+    pub(crate) use loom::thread::{Thread, current as current_thread};
     #[cfg(not(loom))]
     pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
     #[cfg(not(loom))]
     pub(crate) use std::sync::{Mutex, MutexGuard};
+    #[cfg(not(loom))]
+    pub(crate) use std::thread::{Thread, current as current_thread};
 }
 
 #[doc(hidden)]

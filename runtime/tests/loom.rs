@@ -321,6 +321,60 @@ fn a_striped_bulkhead_never_admits_more_than_its_max() {
     });
 }
 
+/// Calls through a bulkhead of one with `max_wait`: `holders` threads take
+/// the place if it is free and give it back, `waiters` threads wait for it
+/// (the model has no time: they wait until they are handed it). A place
+/// given back while a call joins the line is never lost: a waiter left
+/// parked would be a deadlock, which loom reports. Afterwards nobody waits
+/// and the place is free.
+fn waiting_model(holders: usize, waiters: usize) {
+    use failfast_runtime::Bulkhead;
+
+    let breaker = Arc::new(
+        Breaker::builder()
+            .clock(ManualClock::new())
+            .build()
+            .unwrap(),
+    );
+    let bulkhead = Arc::new(Bulkhead::new(1).max_wait(Duration::from_secs(60)));
+    let mut handles = Vec::new();
+    for _ in 0..holders {
+        let bulkhead = bulkhead.clone();
+        handles.push(thread::spawn(move || drop(bulkhead.try_enter())));
+    }
+    for _ in 0..waiters {
+        let (breaker, bulkhead) = (breaker.clone(), bulkhead.clone());
+        handles.push(thread::spawn(move || {
+            let mut permit = breaker.acquire().unwrap();
+            let place = bulkhead
+                .enter(&breaker, &mut permit)
+                .expect("handed a place");
+            drop(place);
+            permit.record(Outcome::Success);
+        }));
+    }
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    assert_eq!(bulkhead.running(), 0);
+    assert!(bulkhead.try_enter().is_some(), "the place came back");
+}
+
+#[test]
+fn a_waiting_call_is_handed_the_place_given_back() {
+    model(|| waiting_model(1, 1));
+}
+
+/// Two calls waiting while a third takes and gives back the place: each is
+/// served in turn.
+#[test]
+fn waiting_calls_are_each_handed_a_place() {
+    let mut builder = loom::model::Builder::new();
+    // Three threads and the line's lock: two preemptions keep the run short.
+    builder.preemption_bound = Some(2);
+    builder.check(|| waiting_model(1, 2));
+}
+
 /// A reconfiguration racing two failures: whichever threshold each failure
 /// reads is one published whole (the old 3 or the new 2), so two failures
 /// trip the breaker exactly when the second one reads the new threshold, and

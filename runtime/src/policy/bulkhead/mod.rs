@@ -76,8 +76,11 @@ pub struct Bulkhead {
     stripes: OnceLock<Box<[Stripe]>>,
     /// How long a call may wait for a place, in nanoseconds; 0: not at all.
     wait: u64,
-    /// The callers waiting, made on the first wait.
-    queue: OnceLock<queue::Queue>,
+    /// The callers waiting. Always there (empty, it is a counter and an
+    /// unlocked lock): a place given back must find the line whenever a
+    /// call may be joining it (a line made on first use could be missed by
+    /// a giver while the joining call misses the place).
+    queue: queue::Queue,
 }
 
 mod queue;
@@ -135,7 +138,7 @@ impl Bulkhead {
             max,
             stripes: OnceLock::new(),
             wait: 0,
-            queue: OnceLock::new(),
+            queue: queue::Queue::new(),
         }
     }
 
@@ -180,7 +183,7 @@ impl Bulkhead {
             max,
             stripes,
             wait: 0,
-            queue: OnceLock::new(),
+            queue: queue::Queue::new(),
         }
     }
 
@@ -260,7 +263,14 @@ impl Bulkhead {
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             match left {
                 Some(Duration::ZERO) => break,
+                // The model checker has no time: there a call waits until
+                // it is handed a place (a hand-over lost would be a
+                // deadlock, which it reports).
+                #[cfg(loom)]
+                Some(_) | None => loom::thread::park(),
+                #[cfg(not(loom))]
                 Some(left) => std::thread::park_timeout(left),
+                #[cfg(not(loom))]
                 None => std::thread::park(),
             }
         }
@@ -269,11 +279,10 @@ impl Bulkhead {
         ticket.finish().then_some(BulkheadPermit { bulkhead: self })
     }
 
-    /// The line of waiting calls, made on first use; `None` without
-    /// `max_wait`.
+    /// The line of waiting calls; `None` without `max_wait`.
     #[inline]
     fn queue_of_wait(&self) -> Option<&queue::Queue> {
-        (self.wait != 0).then(|| self.queue.get_or_init(queue::Queue::default))
+        (self.wait != 0).then_some(&self.queue)
     }
 
     /// How long a call may wait for a place (zero: not at all).
@@ -315,9 +324,7 @@ impl Bulkhead {
     fn give_back(&self) {
         self.put_place();
         if self.wait != 0 {
-            if let Some(queue) = self.queue.get() {
-                queue.hand_over(self);
-            }
+            self.queue.hand_over(self);
         }
     }
 
@@ -672,7 +679,7 @@ mod tests {
     }
 
     fn waiting(bulkhead: &Bulkhead) -> u32 {
-        bulkhead.queue.get().map_or(0, queue::Queue::len)
+        bulkhead.queue.len()
     }
 
     #[test]
@@ -715,7 +722,7 @@ mod tests {
         let at_once = Bulkhead::new(1);
         let _held = at_once.try_enter().unwrap();
         assert!(at_once.enter_waiting().is_none());
-        assert!(at_once.queue.get().is_none());
+        assert_eq!(at_once.queue.len(), 0);
     }
 
     /// Threads taking and giving back places while others wait: every call

@@ -23,28 +23,56 @@
 //!   (time was up) or gives it back (dropped).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering, fence};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::task::Waker;
-use std::thread::Thread;
 
 use super::Bulkhead;
+use crate::sync::{AtomicBool, AtomicU32, Mutex, MutexGuard, Ordering, Thread, fence};
 
 /// The callers waiting for a place, first come first served.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Queue {
     /// How many callers are in `line`: read without the lock.
     waiting: AtomicU32,
     line: Mutex<VecDeque<Arc<Waiter>>>,
 }
 
+impl Queue {
+    /// An empty line; `const` (but under the model checker, whose types
+    /// have no const constructors) so that a bulkhead can be a `static`.
+    #[cfg(not(loom))]
+    pub(super) const fn new() -> Self {
+        Self {
+            waiting: AtomicU32::new(0),
+            line: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    #[cfg(loom)]
+    pub(super) fn new() -> Self {
+        Self {
+            waiting: AtomicU32::new(0),
+            line: Mutex::new(VecDeque::new()),
+        }
+    }
+}
+
 /// One waiting caller.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Waiter {
     /// A place was handed to this caller (set under the line's lock).
     granted: AtomicBool,
     /// How to wake it.
     wake: Mutex<Wake>,
+}
+
+impl Waiter {
+    fn new() -> Self {
+        Self {
+            granted: AtomicBool::new(false),
+            wake: Mutex::new(Wake::Nobody),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -134,7 +162,7 @@ impl<'a> Ticket<'a> {
     /// Joins `bulkhead`'s line, unless a place given back meanwhile can be
     /// taken.
     pub(super) fn join(bulkhead: &'a Bulkhead, queue: &'a Queue) -> Joined<'a> {
-        let waiter = Arc::new(Waiter::default());
+        let waiter = Arc::new(Waiter::new());
         {
             let mut line = lock(&queue.line);
             line.push_back(Arc::clone(&waiter));
@@ -167,7 +195,7 @@ impl<'a> Ticket<'a> {
     /// Wakes this thread when a place is handed over.
     pub(super) fn wake_thread(&self) {
         if let Some(waiter) = &self.waiter {
-            *lock(&waiter.wake) = Wake::Thread(std::thread::current());
+            *lock(&waiter.wake) = Wake::Thread(crate::sync::current_thread());
         }
     }
 
