@@ -681,3 +681,56 @@ async fn a_watched_response_keeps_its_url_headers_and_address() {
     );
     assert_eq!(answer.text().await.unwrap(), "0123456789");
 }
+
+/// A family built with `max_concurrent` and `max_wait`: a request that
+/// finds its host's place taken waits for it (as a future) and is served;
+/// one that waits longer than `max_wait` is refused at the limit, without
+/// reaching the host. On one thread: a wait that blocked the thread would
+/// hold up the request it waits for.
+#[tokio::test(flavor = "current_thread")]
+async fn a_request_waits_for_its_hosts_place_up_to_max_wait() {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let seen = hits.clone();
+    let url = raw_host(move |mut stream| {
+        let seen = seen.clone();
+        async move {
+            use tokio::io::AsyncWriteExt;
+            seen.fetch_add(1, SeqCst);
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                .await;
+        }
+    })
+    .await;
+    let with_wait = |name: &'static str, wait: Duration| {
+        let hosts = Family::builder(Breaker::builder().name(name))
+            .max_concurrent(1)
+            .max_wait(wait)
+            .build()
+            .unwrap();
+        client(CircuitBreakerMiddleware::per_host(hosts))
+    };
+
+    // Long enough: the second request is served after the first.
+    let patient = with_wait("reqwest.wait.patient", Duration::from_secs(10));
+    let (first, second) = tokio::join!(patient.get(&url).send(), patient.get(&url).send());
+    assert_eq!(first.unwrap().status(), 200);
+    assert_eq!(second.unwrap().status(), 200);
+    assert_eq!(hits.load(SeqCst), 2);
+
+    // Too short: the second is refused at the concurrency limit, unsent.
+    let hasty = with_wait("reqwest.wait.hasty", Duration::from_millis(20));
+    let (first, second) = tokio::join!(hasty.get(&url).send(), hasty.get(&url).send());
+    let refused = [&first, &second]
+        .into_iter()
+        .filter_map(|r| r.as_ref().err())
+        .map(|e| rejected(e).expect("a refusal").reason())
+        .collect::<Vec<_>>();
+    assert_eq!(refused, [Reason::ConcurrencyLimit]);
+    assert_eq!(
+        hits.load(SeqCst),
+        3,
+        "the refused request never reached the host"
+    );
+}

@@ -60,7 +60,9 @@
 //! When the family was built with
 //! [`max_concurrent`](crate::FamilyBuilder::max_concurrent), each host's
 //! concurrency limit is applied too, and a request over it is refused the
-//! same way.
+//! same way (after waiting its turn for up to the family's
+//! [`max_wait`](crate::FamilyBuilder::max_wait), as a future, if it has
+//! one).
 //!
 //! # When the outcome is decided
 //!
@@ -486,10 +488,13 @@ where
         let mut permit = breaker
             .acquire()
             .map_err(reqwest_middleware::Error::middleware)?;
+        // With the family's `max_wait`, the request waits its turn for a
+        // place, as a future.
         let slot = match guard.bulkhead() {
             Some(bulkhead) => Some(
                 bulkhead
-                    .enter(breaker, &mut permit)
+                    .enter_async(breaker, &mut permit)
+                    .await
                     .map_err(reqwest_middleware::Error::middleware)?,
             ),
             None => None,

@@ -827,9 +827,10 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     }
 
     /// Each key's bulkhead lets a call wait this long at most for a place
-    /// ([`Bulkhead::max_wait`]), with [`max_concurrent`](Self::max_concurrent).
-    /// The tower layer and the reqwest middleware refuse at once all the
-    /// same: a service's `call` does not wait.
+    /// ([`Bulkhead::max_wait`]), with [`max_concurrent`](Self::max_concurrent):
+    /// the attribute's calls and the reqwest middleware's requests wait;
+    /// the tower layer refuses at once all the same (a service's `call`
+    /// does not wait).
     pub fn max_wait(mut self, wait: Duration) -> Self {
         self.max_wait = wait;
         self
