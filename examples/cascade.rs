@@ -38,13 +38,13 @@ use plotters::prelude::*;
 
 const SERVERS: usize = 6;
 const WORKERS_PER_SERVER: usize = 50;
-const POOL: usize = SERVERS * WORKERS_PER_SERVER;
+pub(crate) const POOL: usize = SERVERS * WORKERS_PER_SERVER;
 const CHECKOUTS_PER_SEC: f64 = 4.0;
 const PAGE_VIEWS_PER_SEC: f64 = 20.0;
 const PAGE_VIEW_MS: u64 = 50;
 const GATEWAY_MS: u64 = 400;
 const HANG_FROM_MS: u64 = 60_000;
-const HANG_UNTIL_MS: u64 = 240_000;
+pub(crate) const HANG_UNTIL_MS: u64 = 240_000;
 const END_MS: u64 = 360_000;
 const ATTEMPTS: u32 = 3;
 const TABLE_EVERY_S: u64 = 10;
@@ -88,25 +88,25 @@ struct Job<'b> {
 
 /// What happened in one run.
 #[derive(Default)]
-struct Run {
+pub(crate) struct Run {
     /// Busy workers (all servers), every `SAMPLE_MS`.
     busy: Vec<usize>,
     /// One row per `TABLE_EVERY_S` seconds.
     rows: Vec<Row>,
-    peak: usize,
+    pub(crate) peak: usize,
     /// First time every worker was busy.
-    exhausted_at: Option<u64>,
+    pub(crate) exhausted_at: Option<u64>,
     /// Checkouts the gateway answered, and how many of those waited over 10 s.
-    completed: u64,
-    completed_slowly: u64,
+    pub(crate) completed: u64,
+    pub(crate) completed_slowly: u64,
     /// Checkouts that failed after 3 attempts timed out.
-    failed_after_retries: u64,
+    pub(crate) failed_after_retries: u64,
     /// Checkouts answered by the fallback because the breaker refused the call.
-    fast_failed: u64,
-    refused_checkouts: u64,
-    refused_page_views: u64,
+    pub(crate) fast_failed: u64,
+    pub(crate) refused_checkouts: u64,
+    pub(crate) refused_page_views: u64,
     /// First time after the gateway recovered at which every breaker was closed.
-    all_closed_at: Option<u64>,
+    pub(crate) all_closed_at: Option<u64>,
 }
 
 /// One line of the table: what happened in `TABLE_EVERY_S` seconds.
@@ -379,41 +379,60 @@ impl Rng {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let seed: u64 = flag("seed", 7);
-    let svg: String = flag(
-        "svg",
-        concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cascade.svg").to_string(),
-    );
+/// The three runs over the same traffic (seeded by `seed`).
+pub(crate) struct Runs {
+    pub(crate) checkouts: usize,
+    pub(crate) page_views: usize,
+    /// No breaker: 30 s timeout × 3.
+    pub(crate) naive: Run,
+    /// A breaker per server, `recovery = "30s"`.
+    pub(crate) guarded: Run,
+    /// A breaker per server, `recovery = "1s..4s"`.
+    pub(crate) tuned: Run,
+}
 
+pub(crate) fn runs(seed: u64) -> Runs {
     let mut rng = Rng(seed);
     let mut arrivals = rng.poisson(CHECKOUTS_PER_SEC, Request::Checkout);
     let checkouts = arrivals.len();
     arrivals.extend(rng.poisson(PAGE_VIEWS_PER_SEC, Request::PageView));
     arrivals.sort_by_key(|a| a.0);
     let page_views = arrivals.len() - checkouts;
+    let breaker = |recovery, max_recovery| Policy {
+        timeout_ms: 3_000,
+        breaker: Some((5, recovery, max_recovery)),
+    };
+    Runs {
+        checkouts,
+        page_views,
+        naive: simulate(
+            &Policy {
+                timeout_ms: 30_000,
+                breaker: None,
+            },
+            &arrivals,
+        ),
+        guarded: simulate(&breaker(Duration::from_secs(30), None), &arrivals),
+        tuned: simulate(
+            &breaker(Duration::from_secs(1), Some(Duration::from_secs(4))),
+            &arrivals,
+        ),
+    }
+}
 
-    let naive = simulate(
-        &Policy {
-            timeout_ms: 30_000,
-            breaker: None,
-        },
-        &arrivals,
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let seed: u64 = flag("seed", 7);
+    let svg: String = flag(
+        "svg",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cascade.svg").to_string(),
     );
-    let guarded = simulate(
-        &Policy {
-            timeout_ms: 3_000,
-            breaker: Some((5, Duration::from_secs(30), None)),
-        },
-        &arrivals,
-    );
-    let tuned = simulate(
-        &Policy {
-            timeout_ms: 3_000,
-            breaker: Some((5, Duration::from_secs(1), Some(Duration::from_secs(4)))),
-        },
-        &arrivals,
-    );
+    let Runs {
+        checkouts,
+        page_views,
+        naive,
+        guarded,
+        tuned,
+    } = runs(seed);
 
     println!(
         "{SERVERS} servers × {WORKERS_PER_SERVER} workers = {POOL} workers. Per second: \

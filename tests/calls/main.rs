@@ -2,8 +2,8 @@
 //! as one test binary: each module is the tests of one concern. Tests that
 //! need a process of their own (a counting allocator, a test clock for the
 //! whole process, the list of every breaker the binary declares, lint
-//! levels for the whole crate, the examples) are binaries of their own
-//! beside this one.
+//! levels for the whole crate, the examples that start servers) are
+//! binaries of their own beside this one.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -12,9 +12,15 @@ mod support;
 #[path = "../../examples/common/mod.rs"]
 mod common;
 
+/// The cascade simulation of `examples/cascade.rs`.
+#[allow(dead_code)]
+#[path = "../../examples/cascade.rs"]
+mod cascade_example;
+
 mod attribute_scenarios;
 #[cfg(feature = "tokio")]
 mod bulkhead;
+mod cascade;
 mod classify;
 mod const_values;
 #[cfg(feature = "tokio")]
