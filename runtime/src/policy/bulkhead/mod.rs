@@ -379,9 +379,11 @@ impl Bulkhead {
     }
 
     /// [`enter`](Self::enter) for async code: waits for a place up to
-    /// [`max_wait`](Self::max_wait) as a future, on tokio's clock. Dropping
-    /// the future leaves the line; a place handed to it meanwhile goes to
-    /// the next call in line.
+    /// [`max_wait`](Self::max_wait) as a future, on tokio's clock (a wait
+    /// needs a tokio runtime with its time driver, as `tokio::time::timeout`
+    /// does; a place found at once needs none). Dropping the future leaves
+    /// the line; a place handed to it meanwhile goes to the next call in
+    /// line.
     ///
     /// ```
     /// use failfast_runtime::{Breaker, Bulkhead, Reason};
