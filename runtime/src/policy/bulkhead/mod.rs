@@ -144,8 +144,8 @@ impl Bulkhead {
 
     /// Lets a call that finds every place taken wait for one, `wait` at
     /// most (a zero `wait` waits not at all), in turn: places go to
-    /// waiting calls in the order they came, and while calls wait, a new
-    /// call waits behind them. A call still waiting when its time is up is
+    /// waiting calls in the order they came (a call arriving at the very
+    /// moment a place is given back may take it first). A call still waiting when its time is up is
     /// refused as at once ([`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit)).
     /// [`enter`](Self::enter) waits on the thread;
     /// [`enter_async`](Self::enter_async) as a future. A bulkhead without it
@@ -250,7 +250,11 @@ impl Bulkhead {
         let Some(queue) = self.queue_of_wait() else {
             return self.try_enter();
         };
-        if !queue.busy() && self.take_place() {
+        // A free place is taken at once. (While calls wait, places are
+        // handed to them as they come back: a free one is only ever seen
+        // at the moment one is given back, and joining the line would take
+        // it all the same, see `Ticket::join`.)
+        if self.take_place() {
             return Some(BulkheadPermit { bulkhead: self });
         }
         let deadline = Instant::now().checked_add(Duration::from_nanos(self.wait));
@@ -430,7 +434,11 @@ impl Bulkhead {
         let Some(queue) = self.queue_of_wait() else {
             return self.try_enter();
         };
-        if !queue.busy() && self.take_place() {
+        // A free place is taken at once. (While calls wait, places are
+        // handed to them as they come back: a free one is only ever seen
+        // at the moment one is given back, and joining the line would take
+        // it all the same, see `Ticket::join`.)
+        if self.take_place() {
             return Some(BulkheadPermit { bulkhead: self });
         }
         let ticket = match Ticket::join(self, queue) {
@@ -707,6 +715,37 @@ mod tests {
         });
         assert_eq!(*order.lock().unwrap(), [0, 1, 2]);
         assert_eq!((bulkhead.running(), waiting(&bulkhead)), (0, 0));
+    }
+
+    /// As a future, on tokio's paused clock: a call waits its `max_wait`
+    /// for a place given back within it, and is refused after it otherwise.
+    #[cfg(feature = "tokio")]
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn an_async_call_waits_its_max_wait_for_a_place() {
+        let bulkhead: &'static Bulkhead = Box::leak(Box::new(
+            Bulkhead::new(1).max_wait(Duration::from_millis(100)),
+        ));
+        assert_eq!(bulkhead.wait(), Duration::from_millis(100));
+        let held = bulkhead.try_enter().unwrap();
+        let waiter = tokio::spawn(async move {
+            let asked = tokio::time::Instant::now();
+            let place = bulkhead.enter_waiting_async().await;
+            (place.is_some(), asked.elapsed())
+        });
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert_eq!(waiting(bulkhead), 1);
+        drop(held);
+        let (served, after) = waiter.await.unwrap();
+        assert!(served, "handed the place within max_wait");
+        assert_eq!(after, Duration::from_millis(60));
+        // Held past `max_wait`: refused when it is up, the line left.
+        let held = bulkhead.try_enter().unwrap();
+        let asked = tokio::time::Instant::now();
+        assert!(bulkhead.enter_waiting_async().await.is_none());
+        assert_eq!(asked.elapsed(), Duration::from_millis(100));
+        assert_eq!(waiting(bulkhead), 0);
+        drop(held);
+        assert_eq!(bulkhead.running(), 0);
     }
 
     #[test]

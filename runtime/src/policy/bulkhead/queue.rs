@@ -4,11 +4,10 @@
 //! `VecDeque`, taken only by callers that wait and by a place given back
 //! while someone waits) and waits: parked, or as a pending future. A place
 //! given back while the line is not empty is handed to its first caller,
-//! who is then *granted* it without taking it from a counter; and while the
-//! line is not empty, callers that arrive join it rather than take a free
-//! place first. So places go in the order callers asked for them, but for
-//! one case: a caller joining the line takes a place that was given back at
-//! that very moment (see below), ahead of those already waiting.
+//! who is then *granted* it without taking it from a counter. So places go
+//! in the order callers asked for them, but for one case: a caller arriving
+//! at the very moment a place is given back may take it (see below), ahead
+//! of those already waiting.
 //!
 //! No place is lost and none is given twice:
 //!
@@ -90,12 +89,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Queue {
-    /// Whether a caller waits: an arriving caller then joins the line.
-    #[inline]
-    pub(super) fn busy(&self) -> bool {
-        self.waiting.load(Ordering::Acquire) != 0
-    }
-
     /// How many callers are in line.
     #[cfg(test)]
     pub(super) fn len(&self) -> u32 {
