@@ -202,6 +202,62 @@ fn a_slow_call_rate_opens_with_the_window_counts() {
     assert_eq!(window(&t), (4, 0, 2));
 }
 
+/// Beside a failure-rate rule, a trip by the slow-call rate says so: the
+/// failure share (1 of 4) is below its rate (0.5), however many calls and
+/// failures there are.
+#[test]
+fn a_slow_call_rate_beside_a_failure_rate_names_the_rule_that_tripped() {
+    let clock = ManualClock::new();
+    let slow = Duration::from_millis(100);
+    let (b, log, _s) = listened(
+        builder(&clock)
+            .failure_rate(0.5)
+            .slow(slow)
+            .slow_rate(0.5)
+            .window_calls(4)
+            .min_calls(4),
+    );
+    let slow_success = || {
+        let permit = b.acquire().expect("admitted");
+        clock.advance(slow * 2);
+        permit.record(Outcome::Success);
+    };
+    fail(&b);
+    slow_success();
+    succeed(&b);
+    assert!(log.take().is_empty());
+    slow_success();
+    let t = log.one();
+    assert_eq!(
+        edge(&t),
+        (State::Closed, State::Open, TransitionReason::SlowCallRate)
+    );
+    assert_eq!(window(&t), (4, 1, 2));
+}
+
+/// Failures within a window trip with `ThresholdReached` and the window's
+/// counts.
+#[test]
+fn failures_within_a_window_open_with_the_threshold_and_the_window_counts() {
+    let clock = ManualClock::new();
+    let (b, log, _s) = listened(builder(&clock).threshold(2).window_calls(4));
+    fail(&b);
+    succeed(&b);
+    assert!(log.take().is_empty());
+    fail(&b);
+    let t = log.one();
+    assert_eq!(
+        edge(&t),
+        (
+            State::Closed,
+            State::Open,
+            TransitionReason::ThresholdReached
+        )
+    );
+    assert_eq!(window(&t), (3, 2, 0));
+    assert_eq!(t.counts.consecutive_failures, 0);
+}
+
 #[test]
 fn each_manual_control_gives_one_event_with_its_mode() {
     let clock = ManualClock::new();
