@@ -235,6 +235,31 @@ fn a_slow_call_rate_beside_a_failure_rate_names_the_rule_that_tripped() {
     assert_eq!(window(&t), (4, 1, 2));
 }
 
+/// A failure-rate trip with as many failures as the default `threshold`
+/// (5) is still a failure rate: only failures within a window are counted
+/// against `threshold`.
+#[test]
+fn a_failure_rate_trip_is_a_failure_rate_however_many_failures() {
+    let clock = ManualClock::new();
+    let (b, log, _s) = listened(
+        builder(&clock)
+            .failure_rate(0.5)
+            .window_calls(10)
+            .min_calls(10),
+    );
+    for _ in 0..5 {
+        succeed(&b);
+    }
+    for _ in 0..4 {
+        fail(&b);
+    }
+    assert!(log.take().is_empty());
+    fail(&b);
+    let t = log.one();
+    assert_eq!(t.reason, TransitionReason::FailureRate);
+    assert_eq!(window(&t), (10, 5, 0));
+}
+
 /// Failures within a window trip with `ThresholdReached` and the window's
 /// counts.
 #[test]
