@@ -463,12 +463,15 @@ fn a_sync_call_still_waiting_at_max_wait_is_refused_at_the_limit() {
         "it waited first"
     );
     assert_eq!(ENTERED.load(SeqCst), 1, "the refused call did not run");
+    // The refusal gave back no place of its own: the next call waits and
+    // is refused too.
+    assert!(at_limit(&guarded(false)));
     HOLD.store(false, SeqCst);
     assert_eq!(holder.join().unwrap().unwrap(), 1);
     let s = registry::get("bulkhead::wait_sync_refused")
         .unwrap()
         .snapshot();
-    assert_eq!((s.rejected, s.failures), (1, 0), "{s:?}");
+    assert_eq!((s.rejected, s.failures), (2, 0), "{s:?}");
     assert_eq!(guarded(false).unwrap(), 1, "the place was given back");
 }
 

@@ -280,7 +280,9 @@ impl Bulkhead {
         }
         // Granted, or out of time: a place handed over at the last moment
         // is still this call's.
-        ticket.finish().then_some(BulkheadPermit { bulkhead: self })
+        // (Built only when handed one: a permit gives its place back when
+        // dropped.)
+        ticket.finish().then(|| BulkheadPermit { bulkhead: self })
     }
 
     /// The line of waiting calls; `None` without `max_wait`.
@@ -459,7 +461,9 @@ impl Bulkhead {
         // Out of time or not, a place handed over at the last moment is
         // still this call's; dropped meanwhile, the ticket gives it back.
         let _ = ::tokio::time::timeout(self.wait(), granted).await;
-        ticket.finish().then_some(BulkheadPermit { bulkhead: self })
+        // (Built only when handed one: a permit gives its place back when
+        // dropped.)
+        ticket.finish().then(|| BulkheadPermit { bulkhead: self })
     }
 
     /// Calls running now: `max` less the free places. While calls enter and
@@ -738,14 +742,35 @@ mod tests {
         let (served, after) = waiter.await.unwrap();
         assert!(served, "handed the place within max_wait");
         assert_eq!(after, Duration::from_millis(60));
+        assert_eq!(bulkhead.running(), 0, "the served call gave its place back");
         // Held past `max_wait`: refused when it is up, the line left.
         let held = bulkhead.try_enter().unwrap();
+        assert!(bulkhead.try_enter().is_none(), "one place");
         let asked = tokio::time::Instant::now();
         assert!(bulkhead.enter_waiting_async().await.is_none());
         assert_eq!(asked.elapsed(), Duration::from_millis(100));
         assert_eq!(waiting(bulkhead), 0);
+        // The refusal gave back nothing: the one place is still held.
+        assert!(bulkhead.try_enter().is_none(), "still one place, held");
+        // A waiting future dropped by its caller leaves the line: the
+        // place given back afterwards is free, not handed to it.
+        let mut dropped = Box::pin(bulkhead.enter_waiting_async());
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        assert!(dropped.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(waiting(bulkhead), 1);
+        drop(dropped);
+        assert_eq!(waiting(bulkhead), 0);
         drop(held);
         assert_eq!(bulkhead.running(), 0);
+        // And one dropped after a place was handed to it gives it back.
+        let held = bulkhead.try_enter().unwrap();
+        let mut handed = Box::pin(bulkhead.enter_waiting_async());
+        assert!(handed.as_mut().poll(&mut cx).is_pending());
+        drop(held);
+        assert_eq!(bulkhead.running(), 1, "handed to the waiting future");
+        drop(handed);
+        assert_eq!(bulkhead.running(), 0, "given back by the dropped future");
     }
 
     #[test]
@@ -756,9 +781,11 @@ mod tests {
         assert!(bulkhead.enter_waiting().is_none());
         assert!(asked.elapsed() >= Duration::from_millis(20));
         assert_eq!(waiting(&bulkhead), 0);
+        // The refusal gave back nothing: the one place is still held.
+        assert!(bulkhead.try_enter().is_none(), "still one place, held");
         drop(held);
         assert_eq!(bulkhead.running(), 0);
-        assert!(bulkhead.enter_waiting().is_some());
+        assert_eq!(take_all(&bulkhead).len(), 1, "exactly one place");
         // Without `max_wait`, nothing waits.
         let at_once = Bulkhead::new(1);
         let _held = at_once.try_enter().unwrap();
