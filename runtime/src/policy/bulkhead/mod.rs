@@ -771,6 +771,26 @@ mod tests {
         assert_eq!(bulkhead.running(), 1, "handed to the waiting future");
         drop(handed);
         assert_eq!(bulkhead.running(), 0, "given back by the dropped future");
+        // Two waiting, the second dropped: it leaves the line and gives back
+        // nothing, so the first still waits for the held place.
+        let held = bulkhead.try_enter().unwrap();
+        let mut first = Box::pin(bulkhead.enter_waiting_async());
+        let mut second = Box::pin(bulkhead.enter_waiting_async());
+        assert!(first.as_mut().poll(&mut cx).is_pending());
+        assert!(second.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(waiting(bulkhead), 2);
+        drop(second);
+        assert_eq!(waiting(bulkhead), 1);
+        assert!(
+            first.as_mut().poll(&mut cx).is_pending(),
+            "the place is held"
+        );
+        drop(held);
+        assert!(matches!(
+            first.as_mut().poll(&mut cx),
+            std::task::Poll::Ready(Some(_))
+        ));
+        assert_eq!(bulkhead.running(), 0);
     }
 
     #[test]
