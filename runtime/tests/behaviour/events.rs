@@ -173,6 +173,13 @@ fn a_failure_rate_opens_with_the_window_counts() {
     assert_eq!(t.open_for, Some(RECOVERY));
 }
 
+/// A call that succeeds after twice `slow`.
+fn slow_success(b: &Breaker, clock: &ManualClock, slow: Duration) {
+    let permit = b.acquire().expect("admitted");
+    clock.advance(slow * 2);
+    permit.record(Outcome::Success);
+}
+
 #[test]
 fn a_slow_call_rate_opens_with_the_window_counts() {
     let clock = ManualClock::new();
@@ -184,11 +191,7 @@ fn a_slow_call_rate_opens_with_the_window_counts() {
             .window_calls(4)
             .min_calls(4),
     );
-    let slow_success = || {
-        let permit = b.acquire().expect("admitted");
-        clock.advance(slow * 2);
-        permit.record(Outcome::Success);
-    };
+    let slow_success = || slow_success(&b, &clock, slow);
     succeed(&b);
     slow_success();
     succeed(&b);
@@ -217,11 +220,7 @@ fn a_slow_call_rate_beside_a_failure_rate_names_the_rule_that_tripped() {
             .window_calls(4)
             .min_calls(4),
     );
-    let slow_success = || {
-        let permit = b.acquire().expect("admitted");
-        clock.advance(slow * 2);
-        permit.record(Outcome::Success);
-    };
+    let slow_success = || slow_success(&b, &clock, slow);
     fail(&b);
     slow_success();
     succeed(&b);

@@ -247,20 +247,10 @@ impl Bulkhead {
     /// see [`max_wait`](Self::max_wait)); `None` once that time is up.
     /// Without `max_wait`, [`try_enter`](Self::try_enter).
     pub(crate) fn enter_waiting(&self) -> Option<BulkheadPermit<'_>> {
-        let Some(queue) = self.queue_of_wait() else {
-            return self.try_enter();
-        };
-        // A free place is taken at once. (While calls wait, places are
-        // handed to them as they come back: a free one is only ever seen
-        // at the moment one is given back, and joining the line would take
-        // it all the same, see `Ticket::join`.)
-        if self.take_place() {
-            return Some(BulkheadPermit { bulkhead: self });
-        }
         let deadline = Instant::now().checked_add(Duration::from_nanos(self.wait));
-        let ticket = match Ticket::join(self, queue) {
-            Joined::Place => return Some(BulkheadPermit { bulkhead: self }),
-            Joined::Waiting(ticket) => ticket,
+        let ticket = match self.start_wait() {
+            Ok(at_once) => return at_once,
+            Err(ticket) => ticket,
         };
         ticket.wake_thread();
         while !ticket.granted() {
@@ -278,11 +268,27 @@ impl Bulkhead {
                 None => std::thread::park(),
             }
         }
-        // Granted, or out of time: a place handed over at the last moment
-        // is still this call's.
-        // (Built only when handed one: a permit gives its place back when
-        // dropped.)
-        ticket.finish().then(|| BulkheadPermit { bulkhead: self })
+        ticket.into_place()
+    }
+
+    /// What a call asking for a place gets before it waits: a place at
+    /// once, or without `max_wait` a refusal (`Ok`); else its ticket in the
+    /// line (`Err`).
+    fn start_wait(&self) -> Result<Option<BulkheadPermit<'_>>, Ticket<'_>> {
+        let Some(queue) = self.queue_of_wait() else {
+            return Ok(self.try_enter());
+        };
+        // A free place is taken at once. (While calls wait, places are
+        // handed to them as they come back: a free one is only ever seen
+        // at the moment one is given back, and joining the line would take
+        // it all the same, see `Ticket::join`.)
+        if self.take_place() {
+            return Ok(Some(BulkheadPermit { bulkhead: self }));
+        }
+        match Ticket::join(self, queue) {
+            Joined::Place => Ok(Some(BulkheadPermit { bulkhead: self })),
+            Joined::Waiting(ticket) => Err(ticket),
+        }
     }
 
     /// The line of waiting calls; `None` without `max_wait`.
@@ -433,19 +439,9 @@ impl Bulkhead {
     /// that time is up. Without `max_wait`, [`try_enter`](Self::try_enter).
     #[cfg(feature = "tokio")]
     pub(crate) async fn enter_waiting_async(&self) -> Option<BulkheadPermit<'_>> {
-        let Some(queue) = self.queue_of_wait() else {
-            return self.try_enter();
-        };
-        // A free place is taken at once. (While calls wait, places are
-        // handed to them as they come back: a free one is only ever seen
-        // at the moment one is given back, and joining the line would take
-        // it all the same, see `Ticket::join`.)
-        if self.take_place() {
-            return Some(BulkheadPermit { bulkhead: self });
-        }
-        let ticket = match Ticket::join(self, queue) {
-            Joined::Place => return Some(BulkheadPermit { bulkhead: self }),
-            Joined::Waiting(ticket) => ticket,
+        let ticket = match self.start_wait() {
+            Ok(at_once) => return at_once,
+            Err(ticket) => ticket,
         };
         let granted = std::future::poll_fn(|cx| {
             if ticket.granted() {
@@ -458,12 +454,9 @@ impl Bulkhead {
                 std::task::Poll::Pending
             }
         });
-        // Out of time or not, a place handed over at the last moment is
-        // still this call's; dropped meanwhile, the ticket gives it back.
+        // Dropped meanwhile, the ticket gives a place handed to it back.
         let _ = ::tokio::time::timeout(self.wait(), granted).await;
-        // (Built only when handed one: a permit gives its place back when
-        // dropped.)
-        ticket.finish().then(|| BulkheadPermit { bulkhead: self })
+        ticket.into_place()
     }
 
     /// Calls running now: `max` less the free places. While calls enter and

@@ -204,6 +204,14 @@ impl<'a> Ticket<'a> {
         }
     }
 
+    /// Stops waiting, granted or out of time: the place handed over, if
+    /// one was (at the last moment too). The permit is made only then: it
+    /// gives its place back when dropped.
+    pub(super) fn into_place(self) -> Option<super::BulkheadPermit<'a>> {
+        let bulkhead = self.bulkhead;
+        self.finish().then(|| super::BulkheadPermit { bulkhead })
+    }
+
     /// Stops waiting: whether a place was handed over (it is the caller's).
     pub(super) fn finish(mut self) -> bool {
         let granted = self.leave();
