@@ -489,14 +489,17 @@ async fn a_body_past_the_clients_read_timeout_is_a_failure_and_still_a_timeout()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_slower_than_slow_is_a_slow_call() {
     use tokio::io::AsyncWriteExt;
-    // Half the body with the head, the other half when the test says so.
+    // Half the body with the head, the other half when the test says so;
+    // one answer per connection, so the client must not keep it for the next.
     let go_on = Arc::new(tokio::sync::Notify::new());
     let next_half = go_on.clone();
     let url = raw_host(move |mut stream| {
         let next_half = next_half.clone();
         async move {
             let _ = stream
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 20\r\n\r\n0123456789")
+                .write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 20\r\nconnection: close\r\n\r\n0123456789",
+                )
                 .await;
             next_half.notified().await;
             let _ = stream.write_all(b"0123456789").await;
