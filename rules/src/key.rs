@@ -16,6 +16,9 @@ pub enum Key {
     Slow,
     /// `slow_rate`: the share of slow calls that trips the breaker.
     SlowRate,
+    /// `shed`: graded shedding, how many times the calls the dependency
+    /// accepted a window may admit.
+    Shed,
     /// `timeout`: the time limit of an async call.
     Timeout,
     /// `max_concurrent`: calls admitted at once.
@@ -53,6 +56,7 @@ impl Key {
         Key::MinCalls,
         Key::Slow,
         Key::SlowRate,
+        Key::Shed,
         Key::Timeout,
         Key::MaxConcurrent,
         Key::MaxWait,
@@ -78,6 +82,7 @@ impl Key {
             Key::MinCalls => "min_calls",
             Key::Slow => "slow",
             Key::SlowRate => "slow_rate",
+            Key::Shed => "shed",
             Key::Timeout => "timeout",
             Key::MaxConcurrent => "max_concurrent",
             Key::MaxWait => "max_wait",
@@ -112,6 +117,7 @@ macro_rules! sentence {
             Key::MinCalls => concat!("`min_calls`", $rest),
             Key::Slow => concat!("`slow`", $rest),
             Key::SlowRate => concat!("`slow_rate`", $rest),
+            Key::Shed => concat!("`shed`", $rest),
             Key::Timeout => concat!("`timeout`", $rest),
             Key::MaxConcurrent => concat!("`max_concurrent`", $rest),
             Key::MaxWait => concat!("`max_wait`", $rest),

@@ -36,3 +36,14 @@ pub const DEFAULT_MAX_KEYS: u32 = 1024;
 pub const MAX_EJECTION_PERCENT: u32 = 100;
 /// How many times `#[retry]` tries a call unless `attempts` says otherwise.
 pub const DEFAULT_ATTEMPTS: u32 = 3;
+/// Smallest `shed` multiplier: at 1 a window admits no more calls than the
+/// dependency accepted (and sheds none while every call succeeds).
+pub const MIN_SHED: f64 = 1.0;
+/// Largest `shed` multiplier.
+pub const MAX_SHED: f64 = 10.0;
+/// The largest share of calls graded shedding refuses: at least one call in
+/// ten still reaches a dependency that accepts nothing, so its recovery is
+/// seen.
+pub const MAX_SHED_SHARE: f64 = 0.9;
+/// The window graded shedding measures over unless `window` says otherwise.
+pub const DEFAULT_SHED_WINDOW: Duration = Duration::from_secs(10);

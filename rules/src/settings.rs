@@ -329,6 +329,55 @@ pub const fn max_wait_needs_max_concurrent(max_concurrent: bool) -> Result<(), V
     }
 }
 
+/// `shed`: how many times the calls the dependency accepted within the
+/// window the breaker may admit, from [`MIN_SHED`](crate::MIN_SHED) to
+/// [`MAX_SHED`](crate::MAX_SHED).
+///
+/// # Errors
+///
+/// A [`Violation`] of [`Key::Shed`] outside that range, NaN included.
+pub const fn shed(k: f64) -> Result<f64, Violation> {
+    if k >= crate::MIN_SHED && k <= crate::MAX_SHED {
+        Ok(k)
+    } else {
+        Err(Violation::new(Key::Shed, Rule::Multiplier(k)))
+    }
+}
+
+/// `shed` measures over a time: a count `window` of `calls` (`Some`) is
+/// refused.
+///
+/// # Errors
+///
+/// A [`Violation`] of [`Key::Window`] for a count window.
+pub const fn shed_over_time(calls: Option<u32>) -> Result<(), Violation> {
+    match calls {
+        Some(_) => Err(Violation::new(Key::Window, Rule::ShedOverCalls)),
+        None => Ok(()),
+    }
+}
+
+/// Under `shed`, the `window` must be at least as long as `timeout`: a
+/// call that is still running when the window has moved past its start
+/// would be admitted in one window and accepted in none.
+///
+/// # Errors
+///
+/// A [`Violation`] of [`Key::Window`] when the window is shorter.
+pub const fn shed_window_covers_timeout(
+    window: Duration,
+    timeout: Duration,
+) -> Result<Duration, Violation> {
+    if window.as_nanos() < timeout.as_nanos() {
+        Err(Violation::new(
+            Key::Window,
+            Rule::ShedWindowUnderTimeout { window, timeout },
+        ))
+    } else {
+        Ok(window)
+    }
+}
+
 /// `slow_rate` needs `slow`, the duration above which a call is slow.
 ///
 /// # Errors
@@ -373,6 +422,40 @@ mod tests {
         assert_eq!(threshold(MAX_THRESHOLD), Ok(MAX_THRESHOLD));
         assert_eq!(max_keys(0).unwrap_err().problem(), "must be at least 1");
         assert_eq!(max_keys(usize::MAX), Ok(usize::MAX));
+    }
+
+    #[test]
+    fn shed_takes_a_multiplier_from_one_to_ten_over_a_time_no_shorter_than_timeout() {
+        assert_eq!(shed(1.0), Ok(1.0));
+        assert_eq!(shed(10.0), Ok(10.0));
+        for refused in [0.999_999, 10.000_001, 0.0, -2.0, f64::NAN, f64::INFINITY] {
+            let violation = shed(refused).unwrap_err();
+            assert_eq!(violation.key(), Key::Shed, "{refused}");
+            assert!(
+                violation.to_string().contains("outside [1, 10]"),
+                "{violation}"
+            );
+        }
+        assert_eq!(
+            shed(0.5).unwrap_err().problem(),
+            "0.5 is outside [1, 10]; 2 is the usual choice"
+        );
+        assert_eq!(shed_over_time(None), Ok(()));
+        let count = shed_over_time(Some(100)).unwrap_err();
+        assert_eq!(count.key(), Key::Window);
+        assert_eq!(count.to_string(), count.brief());
+        assert_eq!(shed_window_covers_timeout(SECOND, SECOND), Ok(SECOND));
+        let short =
+            shed_window_covers_timeout(SECOND - Duration::from_nanos(1), SECOND).unwrap_err();
+        assert_eq!(short.key(), Key::Window);
+        assert!(
+            short.to_string().contains("shorter than `timeout` (1s)"),
+            "{short}"
+        );
+        assert_eq!(
+            short.problem(),
+            "must be at least as long as `timeout` (1s) under `shed`"
+        );
     }
 
     #[test]

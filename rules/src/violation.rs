@@ -57,6 +57,13 @@ pub(crate) enum Rule {
     WithoutSlow,
     /// `max_wait` without `max_concurrent`.
     WithoutMaxConcurrent,
+    /// A `shed` multiplier outside [`MIN_SHED`](crate::MIN_SHED),
+    /// [`MAX_SHED`](crate::MAX_SHED).
+    Multiplier(f64),
+    /// `shed` measured over a count window.
+    ShedOverCalls,
+    /// `shed`'s window shorter than `timeout`.
+    ShedWindowUnderTimeout { window: Duration, timeout: Duration },
 }
 
 impl Violation {
@@ -142,6 +149,18 @@ impl Violation {
                 "`max_wait` needs `max_concurrent`: it is how long a call waits for one of its \
                  places, e.g. `max_concurrent = 16, max_wait = \"50ms\"`"
             }
+            Rule::Multiplier(_) => {
+                "`shed` is how many times the calls the dependency accepted a window may admit: \
+                 at least 1 and at most 10 (2 is the usual choice)"
+            }
+            Rule::ShedOverCalls => {
+                "`shed` measures over a time, not a count of calls: write `window` as a \
+                 duration, e.g. `window = \"10s\"`, or leave it out (10 seconds)"
+            }
+            Rule::ShedWindowUnderTimeout { .. } => {
+                "`window` must be at least as long as `timeout` under `shed`: a call still \
+                 running when the window has moved on would never be counted as accepted"
+            }
         }
     }
 
@@ -207,6 +226,13 @@ impl Violation {
                 "needs `max_concurrent`: it is how long a call waits for one of its places"
                     .to_owned()
             }
+            (Rule::Multiplier(k), _) => format!("{k} is outside [1, 10]; 2 is the usual choice"),
+            (Rule::ShedOverCalls, _) => {
+                "must be a time under `shed`, not a count of calls".to_owned()
+            }
+            (Rule::ShedWindowUnderTimeout { timeout, .. }, _) => {
+                format!("must be at least as long as `timeout` ({timeout:?}) under `shed`")
+            }
         }
     }
 }
@@ -251,6 +277,17 @@ impl fmt::Display for Violation {
                 "`threshold = {threshold}` is more than the {window} calls `window = {window}` \
                  holds, so failures within it could never reach it; use at most {window}, or a \
                  larger `window`"
+            ),
+            Rule::Multiplier(k) => write!(
+                f,
+                "`shed = {k}` is outside [1, 10]: it is how many times the calls the dependency \
+                 accepted a window may admit (2 is the usual choice)"
+            ),
+            Rule::ShedWindowUnderTimeout { window, timeout } => write!(
+                f,
+                "`window` ({window:?}) is shorter than `timeout` ({timeout:?}): under `shed` \
+                 the window must be at least as long as the longest call, or a call still \
+                 running when the window has moved on is never counted as accepted"
             ),
             _ => f.write_str(self.brief()),
         }

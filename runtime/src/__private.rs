@@ -74,6 +74,26 @@ pub mod consts {
         checked(rules::slow_rate(value))
     }
 
+    /// `shed = CONST`: at least 1, at most 10.
+    #[must_use]
+    pub const fn shed(value: f64) -> f64 {
+        checked(rules::shed(value))
+    }
+
+    /// `window = CONST` (a time) under `shed`, with a `timeout`: at least
+    /// as long as it.
+    #[must_use]
+    pub const fn shed_window_covers_timeout(window: Duration, timeout: Duration) -> Duration {
+        checked(rules::shed_window_covers_timeout(window, timeout))
+    }
+
+    /// `window = CONST` (a count) under `shed`: refused.
+    #[must_use]
+    pub const fn shed_over_calls(window: u32) -> u32 {
+        checked(rules::shed_over_time(Some(window)));
+        window
+    }
+
     /// `jitter = CONST`: at least 0, less than 1.
     #[must_use]
     pub const fn jitter(value: f64) -> f64 {
@@ -898,6 +918,7 @@ const_setters! {
     slow: Duration => with_slow;
     slow_rate: f64 => with_slow_rate;
     trial_lease: Duration => with_trial_lease;
+    shed: f64 => with_shed;
 }
 
 impl ConstConfig {
@@ -913,6 +934,13 @@ impl ConstConfig {
     pub const fn failures_within(self) -> Self {
         let config = std::mem::ManuallyDrop::into_inner(self.0);
         Self(std::mem::ManuallyDrop::new(config.with_failures_within()))
+    }
+
+    /// No `threshold`: graded shedding without a trip rule of its own.
+    #[must_use]
+    pub const fn without_threshold(self) -> Self {
+        let config = std::mem::ManuallyDrop::into_inner(self.0);
+        Self(std::mem::ManuallyDrop::new(config.without_threshold()))
     }
 
     /// The settings.

@@ -81,6 +81,7 @@ pub(crate) struct Patch {
     pub(crate) jitter: Option<f64>,
     pub(crate) trial_calls: Option<u32>,
     pub(crate) success_threshold: Option<u32>,
+    pub(crate) shed: Option<f64>,
     pub(crate) mode: Option<Mode>,
 }
 
@@ -142,7 +143,11 @@ impl Patch {
             next.min_calls = n;
         }
         if let Some(shape) = self.window {
-            rule("window", config.uses_window(), "a rate rule")?;
+            rule(
+                "window",
+                config.uses_window() || config.sheds(),
+                "a rule measured over a window",
+            )?;
             next.window = shape;
         }
         if let Some(r) = self.slow_rate {
@@ -165,6 +170,10 @@ impl Patch {
         }
         if let Some(n) = self.success_threshold {
             next.success_threshold = n;
+        }
+        if let Some(k) = self.shed {
+            rule("shed", config.sheds(), "graded shedding (`shed`)")?;
+            next = next.with_shed(failfast_rules::shed(k).map_err(broken)?);
         }
         next.validate()
             .map_err(|e| (e.static_key(), e.reason().to_owned()))?;
@@ -214,6 +223,7 @@ pub(crate) fn set_from_text(patch: &mut Patch, key: &str, text: &str) -> Result<
         "jitter" => patch.jitter = Some(number(text)?),
         "trial_calls" => patch.trial_calls = Some(number(text)?),
         "success_threshold" => patch.success_threshold = Some(number(text)?),
+        "shed" => patch.shed = Some(number(text)?),
         "mode" => {
             patch.mode = Some(match text {
                 "normal" => Mode::Normal,
@@ -231,7 +241,7 @@ pub(crate) fn set_from_text(patch: &mut Patch, key: &str, text: &str) -> Result<
             return Err(
                 "is not a key that can change at run time; expected one of `threshold`, \
                  `failure_rate`, `min_calls`, `window`, `slow_rate`, `recovery`, `max_recovery`, \
-                 `jitter`, `trial_calls`, `success_threshold`, `mode`"
+                 `jitter`, `trial_calls`, `success_threshold`, `shed`, `mode`"
                     .to_owned(),
             );
         }
@@ -291,6 +301,10 @@ pub struct Config {
     /// `threshold` counts the failures within `window` (`threshold` and
     /// `window` set together), not consecutive ones.
     pub(crate) within: bool,
+    /// Graded shedding's multiplier (`shed`); 0 without it. Its window is
+    /// `window`, a time. An `f32`, so that a published `Config` stays
+    /// under 128 bytes.
+    pub(crate) shed: f32,
 }
 
 /// `d` in nanoseconds, as settings keep durations.
@@ -323,6 +337,7 @@ impl Config {
             slow_rate: 0.0,
             lease: 0,
             within: false,
+            shed: 0.0,
         }
     }
 
@@ -403,6 +418,31 @@ impl Config {
         self
     }
 
+    /// Graded shedding with multiplier `k`, over the window.
+    #[must_use]
+    #[allow(clippy::cast_possible_truncation)] // from 1 to 10: an f32 is exact enough
+    pub(crate) const fn with_shed(mut self, k: f64) -> Self {
+        self.shed = k as f32;
+        self
+    }
+
+    /// Graded shedding's multiplier, 0 without it.
+    pub(crate) fn shed(&self) -> f64 {
+        // Through the shortest text that reads back as the same `f32`, so
+        // that 1.1 given is 1.1 shown.
+        self.shed
+            .to_string()
+            .parse()
+            .unwrap_or(f64::from(self.shed))
+    }
+
+    /// No `threshold`: graded shedding without a trip rule of its own.
+    #[must_use]
+    pub(crate) const fn without_threshold(mut self) -> Self {
+        self.threshold = 0;
+        self
+    }
+
     /// Calls the window must hold before a rate can trip the breaker.
     #[must_use]
     pub(crate) const fn with_min_calls(mut self, n: u32) -> Self {
@@ -447,7 +487,12 @@ impl Config {
 
     /// The consecutive-failure rule: `threshold` without `window`.
     pub(crate) const fn uses_consecutive(&self) -> bool {
-        self.failure_rate == 0.0 && !self.within
+        self.failure_rate == 0.0 && !self.within && self.threshold != 0
+    }
+
+    /// Graded shedding (`shed`).
+    pub(crate) const fn sheds(&self) -> bool {
+        self.shed != 0.0
     }
 
     /// A trip rule measured over the window: failures within it, a failure
@@ -461,21 +506,33 @@ impl Config {
         self.failure_rate > 0.0
     }
 
-    /// A rate rule (failures or slow calls), which `min_calls` applies to.
+    /// A rate rule (failures or slow calls) or graded shedding, which
+    /// `min_calls` applies to.
     pub(crate) const fn uses_rate(&self) -> bool {
-        self.failure_rate > 0.0 || self.slow > 0
+        self.failure_rate > 0.0 || self.slow > 0 || self.sheds()
     }
 
     /// A `threshold`: consecutive failures, or failures within the window.
     pub(crate) const fn uses_threshold(&self) -> bool {
-        self.failure_rate == 0.0
+        self.failure_rate == 0.0 && self.threshold != 0
     }
 
     /// Checks each value with the rules the attribute checks its values
     /// with (`failfast_rules`); 0 stands for a rule or a cap not in use.
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         let nanos = Duration::from_nanos;
-        rules::threshold(self.threshold).map_err(broken)?;
+        // No `threshold` only beside graded shedding.
+        if self.threshold != 0 || !self.sheds() {
+            rules::threshold(self.threshold).map_err(broken)?;
+        }
+        if self.sheds() {
+            rules::shed(f64::from(self.shed)).map_err(broken)?;
+            let calls = match self.window {
+                Window::Calls(n) => Some(n),
+                Window::Time(_) => None,
+            };
+            rules::shed_over_time(calls).map_err(broken)?;
+        }
         rules::trial_calls(self.trial_calls).map_err(broken)?;
         rules::success_threshold(self.success_threshold).map_err(broken)?;
         rules::min_calls(self.min_calls).map_err(broken)?;
@@ -669,6 +726,51 @@ impl Builder {
         self
     }
 
+    /// Graded shedding: refuse at random the share of calls beyond `k` times
+    /// those the dependency accepted within the window, `1 ≤ k ≤ 10`
+    /// (2 is the usual choice); see [`Reason::Shed`](crate::Reason::Shed).
+    ///
+    /// Over the window (a time, 10 s unless [`window_time`](Self::window_time)
+    /// says otherwise) each call is refused with chance
+    /// `(admitted − k × accepted) / (admitted + 1)`: *admitted* counts the
+    /// calls let through, from the moment they start; *accepted* those that
+    /// ended other than as a counted failure. Neutral outcomes are left out
+    /// of both, refused calls are in neither. No call is refused before the
+    /// window holds [`min_calls`](Self::min_calls) admitted calls, and at most
+    /// nine in ten are (`failfast_rules::MAX_SHED_SHARE`), so a dependency
+    /// that accepts nothing is still tried and its recovery seen.
+    ///
+    /// It works while the breaker is closed. Without a `threshold`,
+    /// `failure_rate` or `slow`, it is the breaker's only rule and the
+    /// breaker never opens on its own; with one, that rule can still open
+    /// it. Its multiplier can change at run time; whether a breaker sheds is
+    /// fixed where it is built.
+    ///
+    /// ```
+    /// use failfast_runtime::{Breaker, Reason};
+    ///
+    /// let breaker = Breaker::builder().name("pricing").shed(2.0).build()?;
+    /// // The dependency fails every call: once the window holds `min_calls`
+    /// // calls, most calls are refused, and some still go through.
+    /// let (mut shed, mut tried) = (0, 0);
+    /// for _ in 0..1000 {
+    ///     match breaker.call(|| Err::<(), _>("overloaded")) {
+    ///         Err(failfast_runtime::Error::Rejected(r)) => {
+    ///             assert_eq!(r.reason(), Reason::Shed);
+    ///             shed += 1;
+    ///         }
+    ///         _ => tried += 1,
+    ///     }
+    /// }
+    /// assert!(shed > 800 && tried > 50, "{shed} shed, {tried} tried");
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn shed(mut self, k: f64) -> Self {
+        self.config = self.config.with_shed(k);
+        self.patch.shed = Some(k);
+        self
+    }
+
     /// No rate verdict before the window holds this many calls (default 10, or
     /// the whole window when a count window holds fewer calls).
     pub fn min_calls(mut self, n: u32) -> Self {
@@ -737,7 +839,7 @@ impl Builder {
             recovery,
             max_recovery
         );
-        set!(jitter, trial_calls, success_threshold, mode);
+        set!(jitter, trial_calls, success_threshold, shed, mode);
         match patch.window {
             Some(Window::Calls(n)) => b.window_calls(n),
             Some(Window::Time(t)) => b.window_time(Duration::from_nanos(t)),
@@ -792,6 +894,17 @@ impl Builder {
             rules::max_recovery(Duration::from_nanos(start), Duration::from_nanos(max))
                 .map_err(broken)?;
         }
+        // Graded shedding alone: no trip rule but the ones written; its
+        // window is a time, 10 s unless written.
+        if self.patch.shed.is_some() {
+            rules::shed(self.patch.shed.unwrap_or_default()).map_err(broken)?;
+            if self.patch.threshold.is_none() && self.patch.failure_rate.is_none() {
+                self.config.threshold = 0;
+            }
+            if self.patch.window.is_none() {
+                self.config.window = Window::Time(nanos(rules::DEFAULT_SHED_WINDOW));
+            }
+        }
         // `threshold` with `window`: the failures within the window.
         if self.patch.threshold.is_some()
             && self.patch.window.is_some()
@@ -801,7 +914,8 @@ impl Builder {
         }
         let config = &self.config;
         if self.patch.window.is_some() {
-            rules::needs_rate_rule(Key::Window, config.uses_window()).map_err(broken)?;
+            rules::needs_rate_rule(Key::Window, config.uses_window() || config.sheds())
+                .map_err(broken)?;
         }
         if self.patch.min_calls.is_some() {
             rules::needs_rate_rule(Key::MinCalls, config.uses_rate()).map_err(broken)?;
@@ -868,6 +982,7 @@ impl Config {
         .into_iter()
         // Added only when set, so that the other rules hash as they did.
         .chain(self.within.then_some(1))
+        .chain(self.sheds().then_some(u64::from(self.shed.to_bits())))
         .flat_map(u64::to_le_bytes)
         .fold(0xcbf2_9ce4_8422_2325, |hash: u64, byte| {
             (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)

@@ -55,11 +55,16 @@ pub enum Reason {
     /// [`Bulkhead`](crate::Bulkhead)). Not evidence against the dependency: it
     /// moves no counter of the breaker.
     ConcurrencyLimit,
+    /// Graded shedding (`shed`) refused the call at random: the breaker is
+    /// closed, and more of the window's calls failed than its multiplier
+    /// allows. Not evidence against the dependency: it moves no counter of
+    /// the breaker but `shed`.
+    Shed,
 }
 
 impl Reason {
     /// A short lowercase description: `open`, `half-open trials in flight`,
-    /// `forced open`, `concurrency limit`.
+    /// `forced open`, `concurrency limit`, `shed`.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -67,6 +72,7 @@ impl Reason {
             Reason::TrialsInFlight => "half-open trials in flight",
             Reason::ForcedOpen => "forced open",
             Reason::ConcurrencyLimit => "concurrency limit",
+            Reason::Shed => "shed",
         }
     }
 }
@@ -136,6 +142,16 @@ impl Rejected {
         }
     }
 
+    /// A call of breaker `name` refused by graded shedding, in `Closed`.
+    pub(crate) fn shed(name: Name) -> Self {
+        Self {
+            name,
+            state: State::Closed,
+            reason: Reason::Shed,
+            retry_at: RetryAt::UNKNOWN,
+        }
+    }
+
     /// The name of the breaker that refused the call.
     #[must_use]
     pub fn name(&self) -> &str {
@@ -146,6 +162,7 @@ impl Rejected {
     /// [`State::HalfOpen`] when every trial permit was taken. For a refusal
     /// at the concurrency limit, the state the breaker had admitted the call
     /// in (`Closed`, or `HalfOpen` for a trial, whose slot is given back).
+    /// For a call shed, `Closed`.
     #[must_use]
     pub fn state(&self) -> State {
         self.state
@@ -210,12 +227,22 @@ impl fmt::Debug for Rejected {
 
 impl fmt::Display for Rejected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.reason == Reason::ConcurrencyLimit {
-            return write!(
-                f,
-                "circuit breaker `{}` is at its concurrency limit: call not attempted",
-                self.name
-            );
+        match self.reason {
+            Reason::ConcurrencyLimit => {
+                return write!(
+                    f,
+                    "circuit breaker `{}` is at its concurrency limit: call not attempted",
+                    self.name
+                );
+            }
+            Reason::Shed => {
+                return write!(
+                    f,
+                    "circuit breaker `{}` is shedding load: call not attempted",
+                    self.name
+                );
+            }
+            _ => {}
         }
         write!(f, "circuit breaker `{}` is {}", self.name, self.state)?;
         match self.reason {
@@ -236,7 +263,7 @@ impl std::error::Error for Rejected {}
 /// message is the rejection's and whose inner error is the [`Rejected`]
 /// itself. Its kind is
 /// [`ResourceBusy`](std::io::ErrorKind::ResourceBusy) for a refusal at the
-/// concurrency limit, and
+/// concurrency limit or by graded shedding, and
 /// [`ConnectionRefused`](std::io::ErrorKind::ConnectionRefused) otherwise
 /// (the dependency is known to be down, so no connection was attempted).
 ///
@@ -253,7 +280,7 @@ impl std::error::Error for Rejected {}
 /// ```
 impl From<Rejected> for std::io::Error {
     fn from(rejected: Rejected) -> Self {
-        let kind = if rejected.reason == Reason::ConcurrencyLimit {
+        let kind = if matches!(rejected.reason, Reason::ConcurrencyLimit | Reason::Shed) {
             std::io::ErrorKind::ResourceBusy
         } else {
             std::io::ErrorKind::ConnectionRefused

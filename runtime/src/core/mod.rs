@@ -12,6 +12,7 @@ pub(crate) mod name;
 pub(crate) mod outcome;
 #[cfg(feature = "serde")]
 pub(crate) mod serde;
+pub(crate) mod shed;
 pub(crate) mod timeout;
 #[cfg(feature = "tokio")]
 pub(crate) mod timer;

@@ -117,6 +117,8 @@ struct Repr {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     slow_rate: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    shed: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     recovery: Option<Span>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_recovery: Option<Span>,
@@ -140,7 +142,11 @@ impl Serialize for Config {
         // threshold (a threshold changed at run time on such a breaker
         // reads back as failures within the window).
         let default_window = matches!(self.window, Window::Calls(n) if n == DEFAULT_WINDOW_CALLS);
-        let write_window = windowed && !(self.uses_consecutive() && default_window);
+        // Graded shedding beside the consecutive rule keeps its default
+        // window (a window written beside `threshold` would read as
+        // failures within it).
+        let write_window = (windowed && !(self.uses_consecutive() && default_window))
+            || (self.sheds() && !self.uses_consecutive());
         let write_threshold = self.uses_threshold()
             && !(self.uses_consecutive() && write_window && self.threshold == DEFAULT_THRESHOLD);
         Repr {
@@ -154,6 +160,7 @@ impl Serialize for Config {
             min_calls: self.uses_rate().then_some(self.min_calls),
             slow: span(self.slow),
             slow_rate: (self.slow != 0).then_some(self.slow_rate),
+            shed: self.sheds().then(|| self.shed()),
             recovery: span(self.recovery),
             max_recovery: span(self.max_recovery),
             jitter: (self.jitter > 0.0).then_some(self.jitter),
@@ -188,6 +195,7 @@ impl<'de> Deserialize<'de> for Config {
             min_calls => Builder::min_calls,
             slow => |b: Builder, s: Span| b.slow(s.0),
             slow_rate => Builder::slow_rate,
+            shed => Builder::shed,
             recovery => |b: Builder, s: Span| b.recovery(s.0),
             max_recovery => |b: Builder, s: Span| b.max_recovery(s.0),
             jitter => Builder::jitter,

@@ -43,7 +43,11 @@ pub(crate) const TIMEOUT: usize = 5;
 /// Calls an observe-only ([`Mode::ObserveOnly`](crate::Mode::ObserveOnly))
 /// breaker let through that it would have rejected.
 pub(crate) const WOULD_REJECT: usize = 6;
-const COUNTERS: usize = 7;
+/// Calls admitted, counted as they start (graded shedding only).
+pub(crate) const ADMITTED: usize = 7;
+/// Calls refused by graded shedding.
+pub(crate) const SHED: usize = 8;
+const COUNTERS: usize = 9;
 
 /// One slot's counters, on a line of its own (two lines: adjacent-line
 /// prefetchers pair them, as for the breaker's hot word), and the slot's own
@@ -257,6 +261,40 @@ impl Totals {
         add_in(&self.shards, move |shard: &Shard| &shard.counts[what]);
     }
 
+    /// Counts an admitted call (graded shedding) and returns this thread's
+    /// count of them: on a slot of its own, the calls it admitted; on a
+    /// shared slot, that slot's.
+    #[inline]
+    pub(crate) fn admit(&self) -> u64 {
+        let code = SLOT.get();
+        if let Some(shards) = self.shards.get() {
+            if let Some(shard) = shards.get(code.wrapping_sub(1) as usize) {
+                let counter = &shard.counts[ADMITTED];
+                let n = counter.load(Ordering::Relaxed) + 1;
+                counter.store(n, Ordering::Relaxed);
+                return n;
+            }
+        }
+        self.admit_slow()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn admit_slow(&self) -> u64 {
+        let code = thread_code();
+        let shards = self
+            .shards
+            .get_or_init(|| (0..thread_slots()).map(|_| Shard::default()).collect());
+        let counter = &shards[shard_index(code)].counts[ADMITTED];
+        if code & SHARED == 0 {
+            let n = counter.load(Ordering::Relaxed) + 1;
+            counter.store(n, Ordering::Relaxed);
+            n
+        } else {
+            counter.fetch_add(1, Ordering::Relaxed) + 1
+        }
+    }
+
     /// A name built at run time (`shared`) as this thread's slot keeps it: a
     /// copy of its text made on the slot's first use, so that the reference
     /// counts of the names that rejections and timeouts carry are on a line
@@ -324,6 +362,7 @@ pub(crate) struct Running {
     pub(crate) rejected: u64,
     pub(crate) timeouts: u64,
     pub(crate) would_reject: u64,
+    pub(crate) shed: u64,
     pub(crate) transitions: u64,
     pub(crate) opened_at: Option<SystemTime>,
 }

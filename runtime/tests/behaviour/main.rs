@@ -25,6 +25,7 @@ mod reshape;
 mod rules;
 mod scenarios;
 mod serialized;
+mod shed;
 mod statistics;
 #[cfg(feature = "tokio")]
 mod timeout;

@@ -57,6 +57,31 @@ fn configs_of_every_rule_survive_a_round_trip() {
             .name("consecutive-slow-window")
             .slow(Duration::from_secs(1))
             .window_time(Duration::from_secs(30)),
+        // Graded shedding alone, beside each trip rule, over its default
+        // window and another one.
+        Breaker::builder().name("shed").shed(1.1),
+        Breaker::builder()
+            .name("shed-window")
+            .shed(2.0)
+            .window_time(Duration::from_secs(30))
+            .min_calls(40),
+        Breaker::builder()
+            .name("shed-consecutive")
+            .shed(2.0)
+            .threshold(8),
+        Breaker::builder()
+            .name("shed-within")
+            .shed(3.5)
+            .threshold(8)
+            .window_time(Duration::from_secs(20)),
+        Breaker::builder()
+            .name("shed-rate")
+            .shed(2.0)
+            .failure_rate(0.9),
+        Breaker::builder()
+            .name("shed-slow")
+            .shed(2.0)
+            .slow(Duration::from_secs(2)),
     ];
     for builder in configs {
         let b = builder.build().unwrap();
@@ -68,6 +93,51 @@ fn configs_of_every_rule_survive_a_round_trip() {
         );
         assert_eq!(format!("{back:?}"), format!("{config:?}"), "every field");
     }
+}
+
+#[test]
+fn graded_shedding_is_written_with_its_window_and_without_a_threshold_it_has_not() {
+    let alone = Breaker::builder()
+        .name("pricing")
+        .shed(1.1)
+        .build()
+        .unwrap();
+    let written = serde_json::to_value(alone.config()).unwrap();
+    assert_eq!(written["shed"], json!(1.1));
+    assert_eq!(written["window"], json!("10s"), "the default window");
+    assert_eq!(written["min_calls"], json!(10));
+    assert_eq!(written.get("threshold"), None, "no trip rule of its own");
+    let beside = Breaker::builder()
+        .name("pricing")
+        .shed(2.0)
+        .threshold(3)
+        .build()
+        .unwrap();
+    let written = serde_json::to_value(beside.config()).unwrap();
+    assert_eq!(
+        (&written["shed"], &written["threshold"]),
+        (&json!(2.0), &json!(3))
+    );
+    assert_eq!(
+        written.get("window"),
+        None,
+        "it would read as failures within it"
+    );
+    let refused = serde_json::from_value::<Config>(json!({"name": "x", "shed": 0.5}))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("`shed`") && refused.contains("outside [1, 10]"),
+        "{refused}"
+    );
+    let refused =
+        serde_json::from_value::<Config>(json!({"name": "x", "shed": 2.0, "window": 100}))
+            .unwrap_err()
+            .to_string();
+    assert!(
+        refused.contains("`window`") && refused.contains("a time"),
+        "{refused}"
+    );
 }
 
 #[test]

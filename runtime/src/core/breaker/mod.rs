@@ -30,6 +30,7 @@ mod control;
 mod permit;
 pub(crate) mod remote;
 mod settings;
+pub(crate) mod shedding;
 mod snapshot;
 pub(crate) mod transition;
 
@@ -66,6 +67,9 @@ struct Hot {
     /// Generations handed out so far; the word holds the low bits of the latest.
     generations: AtomicU64,
     registered: AtomicBool,
+    /// Graded shedding's chance of refusing a call now, in 2^-32 (see
+    /// `shedding`); 0 without it.
+    shed: AtomicU32,
 }
 
 /// A circuit breaker.
@@ -130,6 +134,8 @@ pub struct Breaker {
     /// shape (`configure` module), each freed once no call reads it after
     /// it was replaced in turn (`kept` module).
     window: Kept<Window>,
+    /// Graded shedding's window (`shed` module).
+    shed: crate::core::shed::Shed,
     /// Transition events and per-transition totals (`events` module).
     events: Events,
     /// Calls counted by outcome (`totals` module).
@@ -210,6 +216,7 @@ macro_rules! constructors {
                     word: AtomicU64::new(word.0),
                     generations: AtomicU64::new(0),
                     registered: AtomicBool::new(false),
+                    shed: AtomicU32::new(0),
                 },
                 config,
                 clock,
@@ -220,6 +227,7 @@ macro_rules! constructors {
                 #[cfg(not(loom))]
                 first_window: std::sync::OnceLock::new(),
                 window: Kept::new(),
+                shed: crate::core::shed::Shed::new(),
                 events: Events::new(),
                 totals: Totals::new(),
                 tuning: Tuning::new(),
@@ -352,7 +360,10 @@ impl Breaker {
     pub fn acquire(&self) -> Result<Permit<'_>, Rejected> {
         let w = self.load();
         if w.0 & CONTROL_BITS == 0 {
-            return Ok(self.permit(w));
+            if !self.config.sheds() {
+                return Ok(self.permit(w));
+            }
+            return self.admit_graded(w);
         }
         match self.acquire_slow(w) {
             Slow::Open(retry) => Err(Rejected::new(self.carried_name(), State::Open, retry)),
@@ -368,6 +379,9 @@ impl Breaker {
         // read (the arithmetic waits for a write); with it, the generation's
         // bits 36..52 go into the admitted word at once.
         let counter = self.hot.generations.load(Ordering::Relaxed);
+        if self.config.sheds() {
+            self.count_admitted();
+        }
         if self.config.slow == 0 {
             Permit {
                 breaker: self,
@@ -416,6 +430,7 @@ impl Breaker {
             match (w.mode(), w.tag()) {
                 (MODE_FORCED_OPEN, _) => return Err(self.rejection(State::Open, RetryAt::UNKNOWN)),
                 (MODE_FORCED_CLOSED, _) => return Ok(self.passive()),
+                (_, TAG_CLOSED) if self.config.sheds() => return self.admit_graded(w),
                 (_, TAG_CLOSED) => return Ok(self.permit(w)),
                 (mode, TAG_OPEN) => {
                     if !self.clock.reached(w.deadline()) {
@@ -720,6 +735,9 @@ impl Breaker {
                 self.not_recorded();
             }
             return;
+        }
+        if outcome == Outcome::Failure && self.config.sheds() {
+            self.shed_failure();
         }
         if self.config.uses_window() && (outcome != Outcome::Neutral || slow) {
             let window = self.window();

@@ -70,6 +70,9 @@ impl Breaker {
         }
         tuning.publish(next);
         drop(tuning);
+        if reshaped {
+            self.clear_shedding();
+        }
         for observe in super::transition::RECONFIGURED {
             observe(self);
         }

@@ -46,6 +46,8 @@ impl Breaker {
             rejected: totals.rejected,
             timeouts: totals.timeouts,
             would_reject: totals.would_reject,
+            shed: totals.shed,
+            shedding: self.shedding(),
             transitions: totals.transitions,
             opened_at: totals.opened_at,
         }
@@ -104,7 +106,7 @@ pub struct Snapshot {
     /// Calls slower than the `slow` setting (also counted as a success or
     /// failure); 0 without the slow-call rule.
     pub slow: u64,
-    /// Calls refused without running.
+    /// Calls refused without running (those [`shed`](Self::shed) included).
     pub rejected: u64,
     /// Calls cut off at their time limit (`timeout`); also counted in
     /// [`failures`](Self::failures).
@@ -114,6 +116,12 @@ pub struct Snapshot {
     /// Each is also counted by its outcome, in [`calls`](Self::calls), once
     /// it ended; 0 in any other mode.
     pub would_reject: u64,
+    /// Calls refused by graded shedding (`shed`, [`Reason::Shed`](crate::Reason::Shed));
+    /// also counted in [`rejected`](Self::rejected).
+    pub shed: u64,
+    /// The chance that graded shedding refuses a call now, from 0 to 0.9:
+    /// 0 while it refuses none, and always 0 without `shed`.
+    pub shedding: f64,
     /// State transitions since the breaker was built, manual ones included.
     pub transitions: u64,
     /// When the breaker last opened on its own (trip rule or failed trial),
@@ -153,17 +161,20 @@ impl Breaker {
             rejected,
             timeouts,
             would_reject,
+            _admitted,
+            shed,
         ] = self.totals.sums().counts;
         let opened = self.events.opened_at.load(Ordering::Relaxed);
         Running {
-            calls: successes + failures + neutral + rejected,
+            calls: successes + failures + neutral + rejected + shed,
             successes,
             failures,
             neutral,
             slow,
-            rejected,
+            rejected: rejected + shed,
             timeouts,
             would_reject,
+            shed,
             transitions: self.events.transitions.load(Ordering::Relaxed),
             opened_at: (opened != 0).then(|| {
                 let ago = Duration::from_nanos(now.saturating_sub(opened));

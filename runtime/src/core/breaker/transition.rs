@@ -512,6 +512,9 @@ impl Breaker {
     pub(crate) fn transitioned(&self, from: Word, to: Word, cause: Why, open_for: u64) {
         let hook = &self.events;
         let now = self.clock.now();
+        if to.tag() == TAG_CLOSED {
+            self.clear_shedding();
+        }
         if to.tag() == TAG_OPEN && open_for != 0 {
             hook.opened_at.store(now.max(1), Ordering::Relaxed);
         }

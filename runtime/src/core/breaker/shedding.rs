@@ -1,0 +1,141 @@
+//! Graded shedding on a breaker's calls (see the `shed` module for the
+//! rule and its window).
+
+use super::*;
+use crate::core::config::{TIME_BUCKETS, Window as Shape};
+use crate::core::shed::{self, Counts, LOOK_EVERY};
+use crate::core::totals::{ADMITTED, NEUTRAL, SHED, SUCCESS, WOULD_REJECT};
+
+/// Told when graded shedding starts or stops refusing calls, with the
+/// chance of refusal now (0 when it stopped): `tracing` and `metrics`
+/// watch it.
+#[linkme::distributed_slice]
+pub(crate) static SHEDDING: [fn(&Breaker, f64)];
+
+impl Breaker {
+    /// A call in Closed under graded shedding: refused with the chance in
+    /// force, or admitted. Observe-only, a call it would refuse is let
+    /// through and counted as `would_reject`.
+    #[inline]
+    pub(super) fn admit_graded(&self, w: Word) -> Result<Permit<'_>, Rejected> {
+        let chance = self.hot.shed.load(Ordering::Relaxed);
+        if chance != 0 && self.sheds_now(chance) {
+            if w.mode() == MODE_DISABLED {
+                self.totals.add(WOULD_REJECT);
+            } else {
+                return Err(self.shed_rejection());
+            }
+        }
+        Ok(self.permit(w))
+    }
+
+    /// Counts a call admitted under graded shedding; every
+    /// [`LOOK_EVERY`]th one on a thread looks for a new period.
+    #[inline]
+    pub(super) fn count_admitted(&self) {
+        if self.totals.admit() % LOOK_EVERY == 0 {
+            self.look();
+        }
+    }
+
+    /// Whether to refuse this call, the chance being `chance`: while
+    /// shedding, every call looks for a new period, so the chance follows
+    /// the dependency's recovery from one period to the next.
+    #[cold]
+    #[inline(never)]
+    fn sheds_now(&self, chance: u32) -> bool {
+        let chance = if self.look() {
+            self.hot.shed.load(Ordering::Relaxed)
+        } else {
+            chance
+        };
+        chance != 0 && shed::draw() < chance
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn shed_rejection(&self) -> Rejected {
+        self.totals.add(SHED);
+        Rejected::shed(self.carried_name())
+    }
+
+    /// Marks the period begun, if no call did yet, and then works the
+    /// chance out again; whether it did.
+    #[cold]
+    #[inline(never)]
+    fn look(&self) -> bool {
+        let period = self.shed_period();
+        if self.shed.roll(period, || self.shed_counts()) {
+            self.reconsider_shedding(period);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A counted failure in Closed: the chance is worked out again.
+    #[cold]
+    pub(super) fn shed_failure(&self) {
+        let period = self.shed_period();
+        self.shed.roll(period, || self.shed_counts());
+        self.reconsider_shedding(period);
+    }
+
+    fn reconsider_shedding(&self, period: u64) {
+        let settings = self.settings();
+        let window = self.shed_counts().since(self.shed.base(period));
+        let chance = window.chance(settings.shed(), settings.min_calls);
+        drop(settings);
+        let before = self.hot.shed.swap(chance, Ordering::Relaxed);
+        if (before == 0) != (chance == 0) {
+            self.announce_shedding(chance);
+        }
+    }
+
+    #[cold]
+    fn announce_shedding(&self, chance: u32) {
+        for observe in SHEDDING {
+            // An observer's panic is its own: the breaker carries on.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                observe(self, shed::share(chance));
+            }));
+        }
+    }
+
+    /// The period of the shedding window now: `window / 20` long.
+    fn shed_period(&self) -> u64 {
+        let width = match self.settings().window {
+            Shape::Time(t) => t / u64::from(TIME_BUCKETS),
+            // Refused with `shed` when settings are checked.
+            Shape::Calls(_) => u64::MAX,
+        };
+        self.clock.coarse_now() / width.max(1)
+    }
+
+    fn shed_counts(&self) -> Counts {
+        let sums = self.totals.sums().counts;
+        Counts {
+            admitted: sums[ADMITTED],
+            succeeded: sums[SUCCESS],
+            neutral: sums[NEUTRAL],
+        }
+    }
+
+    /// Starts the shedding window afresh, refusing nothing: on closing,
+    /// on a reset, on a new window shape.
+    pub(crate) fn clear_shedding(&self) {
+        if !self.config.sheds() {
+            return;
+        }
+        let before = self.hot.shed.swap(0, Ordering::Relaxed);
+        self.shed.clear(self.shed_period(), self.shed_counts());
+        if before != 0 {
+            self.announce_shedding(0);
+        }
+    }
+
+    /// The chance that graded shedding refuses a call now.
+    pub(crate) fn shedding(&self) -> f64 {
+        shed::share(self.hot.shed.load(Ordering::Relaxed))
+    }
+}
