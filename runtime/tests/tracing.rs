@@ -120,6 +120,57 @@ fn each_transition_is_one_event_at_its_level_with_its_fields() {
 }
 
 #[test]
+fn graded_shedding_says_when_it_starts_and_stops() {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .name("tracing-shed")
+        .shed(2.0)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    tracing::subscriber::with_default(subscriber, || {
+        for _ in 0..10 {
+            b.acquire().unwrap().record(Outcome::Failure);
+        }
+        // Refusals and further failures are not logged one by one.
+        for _ in 0..100 {
+            if let Ok(permit) = b.acquire() {
+                permit.record(Outcome::Failure);
+            }
+        }
+        // The window passes with successes: shedding stops.
+        while b.snapshot().shedding > 0.0 {
+            clock.advance(Duration::from_millis(100));
+            if let Ok(permit) = b.acquire() {
+                permit.record(Outcome::Success);
+            }
+        }
+    });
+    let events = capture.0.lock().unwrap().clone();
+    let summary: Vec<_> = events
+        .iter()
+        .map(|(level, _, f)| (*level, f["message"].as_str()))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (
+                Level::WARN,
+                "circuit breaker `tracing-shed` sheds load: refuses 90% of calls"
+            ),
+            (
+                Level::INFO,
+                "circuit breaker `tracing-shed` stopped shedding load"
+            ),
+        ]
+    );
+    assert_eq!(events[0].2["shedding"], "0.9");
+    assert_eq!(events[1].2["shedding"], "0.0");
+}
+
+#[test]
 fn an_observe_only_breaker_says_calls_still_pass() {
     let capture = Capture::default();
     let subscriber = tracing_subscriber::registry().with(capture.clone());

@@ -106,9 +106,10 @@ impl Window {
 /// A chance of 1, in the units [`Window::chance`] gives.
 pub(crate) const SCALE: f64 = 4_294_967_296.0;
 
-/// The chance `chance` (in 2^-32) as a share.
+/// The chance `chance` (in 2^-32) as a share, to nine decimals (the cap
+/// reads 0.9, not the nearest multiple of 2^-32).
 pub(crate) fn share(chance: u32) -> f64 {
-    f64::from(chance) / SCALE
+    (f64::from(chance) / SCALE * 1e9).round() / 1e9
 }
 
 /// The totals when one period began. `period` is the period's number plus
@@ -292,7 +293,7 @@ mod tests {
         assert!((p - 12.0 / 101.0).abs() < 1e-9, "{p}");
         // Nothing accepted: capped at nine in ten.
         let capped = window(1000, 0).chance(2.0, 10);
-        assert!((share(capped) - MAX_SHED_SHARE).abs() < 1e-9);
+        assert_eq!(share(capped), MAX_SHED_SHARE);
         assert_eq!(window(9, 0).chance(2.0, 10), 0, "below min_calls");
         assert!(window(10, 0).chance(2.0, 10) > 0, "at min_calls");
         assert_eq!(window(0, 0).chance(2.0, 0), 0);

@@ -4,12 +4,14 @@
 //!
 //! | metric | kind | labels | value |
 //! |---|---|---|---|
-//! | `failfast_calls_total` | counter | `breaker`, `outcome` = `success`, `failure`, `neutral`, `slow`, `rejected`, `timeout`, `would_reject` | calls by outcome, as in [`Snapshot`](crate::Snapshot) (`slow` calls are also counted as a success or failure, `timeout`s as failures; `would_reject` counts the calls an observe-only breaker let through that it would have refused) |
+//! | `failfast_calls_total` | counter | `breaker`, `outcome` = `success`, `failure`, `neutral`, `slow`, `rejected`, `timeout`, `would_reject`, `shed` | calls by outcome, as in [`Snapshot`](crate::Snapshot) (`slow` calls are also counted as a success or failure, `timeout`s as failures, `shed` calls as rejected; `would_reject` counts the calls an observe-only breaker let through that it would have refused) |
 //! | `failfast_state` | gauge | `breaker` | 0 closed, 1 open, 2 half-open |
+//! | `failfast_shedding` | gauge | `breaker` | graded shedding's chance of refusing a call now, 0 to 0.9 (`shed` only) |
 //! | `failfast_transitions_total` | counter | `breaker`, `from`, `to` (`closed`, `open`, `half_open`) | state transitions |
 //! | `failfast_threshold` | gauge | `breaker` | consecutive failures that trip (consecutive rule) |
 //! | `failfast_failure_rate_threshold` | gauge | `breaker` | failure rate that trips (rate rule) |
 //! | `failfast_slow_rate_threshold` | gauge | `breaker` | slow-call rate that trips (slow-call rule) |
+//! | `failfast_shed` | gauge | `breaker` | graded shedding's multiplier `k` (`shed` only) |
 //! | `failfast_slow_call_duration_seconds` | gauge | `breaker` | above it a call is slow (slow-call rule) |
 //! | `failfast_recovery_seconds` | gauge | `breaker` | open time before a trial |
 //! | `failfast_trial_calls` | gauge | `breaker` | trial calls admitted at once |
@@ -114,6 +116,7 @@ use ::metrics::{
 };
 
 use crate::core::breaker::Breaker;
+use crate::core::breaker::shedding::SHEDDING;
 use crate::core::breaker::transition::{Change, RECONFIGURED, TRANSITIONED};
 use crate::core::error::State;
 use crate::core::name::Name;
@@ -121,6 +124,7 @@ use crate::ops::registry;
 
 const CALLS: &str = "failfast_calls_total";
 const STATE: &str = "failfast_state";
+const SHEDDING_GAUGE: &str = "failfast_shedding";
 const TRANSITIONS: &str = "failfast_transitions_total";
 
 fn label(name: &Name) -> SharedString {
@@ -226,6 +230,16 @@ fn describe_to(r: &dyn Recorder) {
         Some(Unit::Count),
         "Successful trial calls that close the breaker.",
     );
+    gauge(
+        SHEDDING_GAUGE,
+        None,
+        "Graded shedding's chance of refusing a call now.",
+    );
+    gauge(
+        "failfast_shed",
+        None,
+        "Graded shedding's multiplier: calls admitted per call accepted.",
+    );
 }
 
 /// Where the series below are said to come from.
@@ -237,7 +251,7 @@ static METADATA: Metadata<'static> =
 /// report (module docs, "Counters count on under a name"). Its lock is held
 /// while a breaker of the name is read and reported, so that a counter is
 /// never set below a value written before.
-type Written = Arc<Mutex<[u64; 7]>>;
+type Written = Arc<Mutex<[u64; 8]>>;
 
 /// The counts written, by value of `breaker`, for the life of the process.
 static WRITTEN: Mutex<Option<HashMap<Name, Written>>> = Mutex::new(None);
@@ -259,18 +273,20 @@ fn written(name: &Name) -> Written {
 #[derive(Debug)]
 pub(crate) struct Keys {
     /// `failfast_calls_total` by outcome, in the order of `OUTCOMES`.
-    calls: [Key; 7],
+    calls: [Key; 8],
     state: Key,
+    /// `failfast_shedding`, written for breakers with graded shedding.
+    shedding: Key,
     /// `failfast_transitions_total`, indexed by `pair(from, to)`.
     transitions: [Key; 9],
     /// The counts written under the breaker's name.
     written: Written,
     /// This breaker's totals added to `written` so far; read and written
     /// only under `written`'s lock.
-    counted: Mutex<[u64; 7]>,
+    counted: Mutex<[u64; 8]>,
 }
 
-const OUTCOMES: [&str; 7] = [
+const OUTCOMES: [&str; 8] = [
     "success",
     "failure",
     "neutral",
@@ -278,6 +294,7 @@ const OUTCOMES: [&str; 7] = [
     "rejected",
     "timeout",
     "would_reject",
+    "shed",
 ];
 const STATES: [State; 3] = [State::Closed, State::Open, State::HalfOpen];
 
@@ -296,6 +313,7 @@ impl Keys {
         Keys {
             calls: OUTCOMES.map(|outcome| key(CALLS, &[("outcome", outcome)])),
             state: key(STATE, &[]),
+            shedding: key(SHEDDING_GAUGE, &[]),
             transitions: std::array::from_fn(|i| {
                 let (from, to) = (STATES[i / 3], STATES[i % 3]);
                 key(
@@ -304,7 +322,7 @@ impl Keys {
                 )
             }),
             written: written(name),
-            counted: Mutex::new([0; 7]),
+            counted: Mutex::new([0; 8]),
         }
     }
 }
@@ -330,6 +348,7 @@ fn export_breaker(b: &Breaker) {
         s.rejected,
         s.timeouts,
         s.would_reject,
+        s.shed,
     ];
     for ((sum, so_far), total) in written.iter_mut().zip(counted.iter_mut()).zip(totals) {
         // A total read lower than one counted before adds nothing.
@@ -343,6 +362,9 @@ fn export_breaker(b: &Breaker) {
         }
         r.register_gauge(&keys.state, &METADATA)
             .set(state_code(s.state));
+        if b.settings().sheds() {
+            r.register_gauge(&keys.shedding, &METADATA).set(s.shedding);
+        }
     });
 }
 
@@ -440,8 +462,11 @@ fn series(b: &Breaker) {
     };
     if c.uses_threshold() {
         set("failfast_threshold", f64::from(c.threshold));
-    } else {
+    } else if c.uses_failure_rate() {
         set("failfast_failure_rate_threshold", c.failure_rate);
+    }
+    if c.sheds() {
+        set("failfast_shed", c.shed());
     }
     if c.slow != 0 {
         set("failfast_slow_rate_threshold", c.slow_rate);
@@ -457,6 +482,12 @@ fn series(b: &Breaker) {
 #[linkme::distributed_slice(TRANSITIONED)]
 #[allow(unsafe_code)] // linkme places the entry in a link section
 static TRANSITION: fn(&Change<'_>) = |c| transition(c.breaker, c.from, c.to);
+
+/// Graded shedding started or stopped: the breaker's shedding gauge and
+/// call totals as they are now.
+#[linkme::distributed_slice(SHEDDING)]
+#[allow(unsafe_code)] // linkme places the entry in a link section
+static SHEDDING_CHANGED: fn(&Breaker, f64) = |b, _| caught(|| export_breaker(b));
 
 /// The settings' gauges of a registered breaker show its new settings.
 #[linkme::distributed_slice(RECONFIGURED)]

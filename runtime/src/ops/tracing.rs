@@ -16,6 +16,10 @@
 //! | `seq` | the breaker's transition number |
 //! | `dropped` | events of the breaker dropped just before this one, unlogged ([`Transition::dropped`](crate::ops::events::Transition::dropped)) |
 //!
+//! Graded shedding (`shed`) starting and stopping is one event each, on the
+//! thread that saw it change, at `WARN` and `INFO`: fields `breaker` and
+//! `shedding` (the chance of refusing a call, 0 once it stopped).
+//!
 //! Events are emitted like any listener's delivery (see
 //! [`events`](crate::ops::events#delivery)): in order per breaker, on the thread
 //! delivering them (the transitioning one, unless another was delivering that
@@ -25,6 +29,7 @@
 
 use ::tracing::{Level, event};
 
+use crate::core::breaker::shedding::SHEDDING;
 use crate::core::breaker::transition::{DELIVERED, Transition, WANTED};
 use crate::core::breaker::{Breaker, Mode};
 use crate::core::error::State;
@@ -72,6 +77,32 @@ static EMIT: fn(&Breaker, &Transition) = |_, t| transition(t);
 #[linkme::distributed_slice(WANTED)]
 #[allow(unsafe_code)] // linkme places the entry in a link section
 static WANTED_BY_TRACING: fn() -> bool = || true;
+
+/// Graded shedding started or stopped.
+#[linkme::distributed_slice(SHEDDING)]
+#[allow(unsafe_code)] // linkme places the entry in a link section
+static SHEDDING_CHANGED: fn(&Breaker, f64) = |b, chance| {
+    if chance > 0.0 {
+        event!(
+            target: "failfast",
+            Level::WARN,
+            breaker = b.name(),
+            shedding = chance,
+            "circuit breaker `{}` sheds load: refuses {:.0}% of calls",
+            b.name(),
+            chance * 100.0
+        );
+    } else {
+        event!(
+            target: "failfast",
+            Level::INFO,
+            breaker = b.name(),
+            shedding = chance,
+            "circuit breaker `{}` stopped shedding load",
+            b.name()
+        );
+    }
+};
 
 /// Emits `t` at its level.
 fn transition(t: &Transition) {

@@ -71,7 +71,7 @@ impl Reading {
     }
 }
 
-const OUTCOMES: [&str; 7] = [
+const OUTCOMES: [&str; 8] = [
     "success",
     "failure",
     "neutral",
@@ -79,6 +79,7 @@ const OUTCOMES: [&str; 7] = [
     "rejected",
     "timeout",
     "would_reject",
+    "shed",
 ];
 
 /// Held by each test for its whole run: `export` reports every registered
@@ -210,6 +211,44 @@ fn an_observe_only_breaker_reports_the_calls_it_would_have_rejected() {
     });
 }
 
+#[test]
+fn graded_shedding_reports_its_refusals_its_chance_and_its_multiplier() {
+    let _alone = alone();
+    let recorder = DebuggingRecorder::new();
+    let s = recorder.snapshotter();
+    let name = "metrics-shed";
+    let breaker = |outcome: &'static str| [("breaker", name), ("outcome", outcome)];
+    metrics::with_local_recorder(&recorder, || {
+        let b = Arc::new(Breaker::builder().name(name).shed(1.5).build().unwrap());
+        registry::register(&b);
+        let r = read(&s);
+        assert_eq!(r.gauge("failfast_shed", &[("breaker", name)]), 1.5);
+        assert_eq!(r.gauge("failfast_shedding", &[("breaker", name)]), 0.0);
+        // Ten failures: shedding starts, and reports itself at once.
+        for _ in 0..10 {
+            b.acquire().unwrap().record(Outcome::Failure);
+        }
+        let chance = b.snapshot().shedding;
+        assert!(chance > 0.8, "{chance}");
+        let r = read(&s);
+        assert_eq!(r.gauge("failfast_shedding", &[("breaker", name)]), chance);
+        let shed = (0..200).filter(|_| b.acquire().is_err()).count() as u64;
+        failfast_runtime::metrics::export();
+        let r = read(&s);
+        assert_eq!(r.counter("failfast_calls_total", &breaker("shed")), shed);
+        assert_eq!(
+            r.counter("failfast_calls_total", &breaker("rejected")),
+            shed
+        );
+        for rule in ["failfast_threshold", "failfast_failure_rate_threshold"] {
+            assert!(
+                r.value(rule, &[("breaker", name)]).is_none(),
+                "{rule}: no such rule"
+            );
+        }
+    });
+}
+
 /// A recorder that counts descriptions and checks, per counter, that every
 /// absolute value written is at least the one written before. Leaked, so
 /// that no other recorder ever has its address (the library recognises
@@ -293,8 +332,8 @@ impl Recorder for Recording {
     }
 }
 
-/// Series the library describes: two counters, eight gauges.
-const DESCRIPTIONS: u64 = 10;
+/// Series the library describes: two counters, ten gauges.
+const DESCRIPTIONS: u64 = 12;
 
 #[test]
 fn the_series_are_described_once_per_recorder() {
