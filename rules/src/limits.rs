@@ -47,3 +47,5 @@ pub const MAX_SHED: f64 = 10.0;
 pub const MAX_SHED_SHARE: f64 = 0.9;
 /// The window graded shedding measures over unless `window` says otherwise.
 pub const DEFAULT_SHED_WINDOW: Duration = Duration::from_secs(10);
+/// Largest upper bound of an adaptive `max_concurrent = MIN..=MAX`.
+pub const MAX_ADAPTIVE_CONCURRENCY: u32 = u16::MAX as u32;

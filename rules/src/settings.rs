@@ -378,6 +378,34 @@ pub const fn shed_window_covers_timeout(
     }
 }
 
+/// An adaptive `max_concurrent = MIN..=MAX`: `1 <= MIN <= MAX <=`
+/// [`MAX_ADAPTIVE_CONCURRENCY`](crate::MAX_ADAPTIVE_CONCURRENCY).
+///
+/// # Errors
+///
+/// A [`Violation`] of [`Key::MaxConcurrent`] otherwise.
+pub const fn adaptive_concurrency(min: u32, max: u32) -> Result<(u32, u32), Violation> {
+    if min >= 1 && min <= max && max <= crate::MAX_ADAPTIVE_CONCURRENCY {
+        Ok((min, max))
+    } else {
+        Err(Violation::new(Key::MaxConcurrent, Rule::Range { min, max }))
+    }
+}
+
+/// `max_wait` needs a fixed `max_concurrent`: `adaptive` says whether it is
+/// an adaptive range.
+///
+/// # Errors
+///
+/// A [`Violation`] of [`Key::MaxWait`] beside an adaptive limit.
+pub const fn max_wait_needs_fixed_limit(adaptive: bool) -> Result<(), Violation> {
+    if adaptive {
+        Err(Violation::new(Key::MaxWait, Rule::WaitOnAdaptive))
+    } else {
+        Ok(())
+    }
+}
+
 /// `slow_rate` needs `slow`, the duration above which a call is slow.
 ///
 /// # Errors
@@ -455,6 +483,25 @@ mod tests {
         assert_eq!(
             short.problem(),
             "must be at least as long as `timeout` (1s) under `shed`"
+        );
+    }
+
+    #[test]
+    fn an_adaptive_limit_is_a_range_from_one_to_65535() {
+        assert_eq!(adaptive_concurrency(1, 1), Ok((1, 1)));
+        assert_eq!(adaptive_concurrency(10, 65_535), Ok((10, 65_535)));
+        for (min, max) in [(0, 10), (11, 10), (1, 65_536), (0, 0)] {
+            let refused = adaptive_concurrency(min, max).unwrap_err();
+            assert_eq!(refused.key(), Key::MaxConcurrent);
+            assert!(
+                refused.to_string().contains(&format!("{min}..={max}")),
+                "{refused}"
+            );
+        }
+        assert_eq!(max_wait_needs_fixed_limit(false), Ok(()));
+        assert_eq!(
+            max_wait_needs_fixed_limit(true).unwrap_err().key(),
+            Key::MaxWait
         );
     }
 

@@ -64,6 +64,11 @@ pub(crate) enum Rule {
     ShedOverCalls,
     /// `shed`'s window shorter than `timeout`.
     ShedWindowUnderTimeout { window: Duration, timeout: Duration },
+    /// An adaptive `max_concurrent` range that is empty, starts at 0 or
+    /// ends past [`MAX_ADAPTIVE_CONCURRENCY`](crate::MAX_ADAPTIVE_CONCURRENCY).
+    Range { min: u32, max: u32 },
+    /// `max_wait` beside an adaptive `max_concurrent`.
+    WaitOnAdaptive,
 }
 
 impl Violation {
@@ -161,6 +166,14 @@ impl Violation {
                 "`window` must be at least as long as `timeout` under `shed`: a call still \
                  running when the window has moved on would never be counted as accepted"
             }
+            Rule::Range { .. } => {
+                "an adaptive `max_concurrent` is a range `MIN..=MAX` with 1 <= MIN <= MAX <= \
+                 65535, e.g. `max_concurrent = 10..=200`"
+            }
+            Rule::WaitOnAdaptive => {
+                "`max_wait` needs a fixed `max_concurrent = N`: an adaptive limit refuses at \
+                 once, so that the calls it sheds never wait"
+            }
         }
     }
 
@@ -233,6 +246,12 @@ impl Violation {
             (Rule::ShedWindowUnderTimeout { timeout, .. }, _) => {
                 format!("must be at least as long as `timeout` ({timeout:?}) under `shed`")
             }
+            (Rule::Range { min, max }, _) => {
+                format!("{min}..={max} is not a range with 1 <= min <= max <= 65535")
+            }
+            (Rule::WaitOnAdaptive, _) => {
+                "needs a fixed `max_concurrent`, not an adaptive one".to_owned()
+            }
         }
     }
 }
@@ -277,6 +296,11 @@ impl fmt::Display for Violation {
                 "`threshold = {threshold}` is more than the {window} calls `window = {window}` \
                  holds, so failures within it could never reach it; use at most {window}, or a \
                  larger `window`"
+            ),
+            Rule::Range { min, max } => write!(
+                f,
+                "`max_concurrent = {min}..={max}` is not an adaptive range: write `MIN..=MAX` \
+                 with 1 <= MIN <= MAX <= 65535, e.g. `max_concurrent = 10..=200`"
             ),
             Rule::Multiplier(k) => write!(
                 f,

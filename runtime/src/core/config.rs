@@ -303,8 +303,14 @@ pub struct Config {
     pub(crate) within: bool,
     /// Graded shedding's multiplier (`shed`); 0 without it. Its window is
     /// `window`, a time. An `f32`, so that a published `Config` stays
-    /// under 128 bytes.
+    /// within 128 bytes.
     pub(crate) shed: f32,
+    /// An adaptive concurrency limit: its least and most places, as
+    /// `min << 16 | max`; 0 without one.
+    pub(crate) adaptive: u32,
+    /// Graded shedding or an adaptive limit: a closed call asks them
+    /// before it is admitted.
+    pub(crate) guarded: bool,
 }
 
 /// `d` in nanoseconds, as settings keep durations.
@@ -338,6 +344,8 @@ impl Config {
             lease: 0,
             within: false,
             shed: 0.0,
+            adaptive: 0,
+            guarded: false,
         }
     }
 
@@ -423,7 +431,26 @@ impl Config {
     #[allow(clippy::cast_possible_truncation)] // from 1 to 10: an f32 is exact enough
     pub(crate) const fn with_shed(mut self, k: f64) -> Self {
         self.shed = k as f32;
+        self.guarded = self.shed != 0.0 || self.adaptive != 0;
         self
+    }
+
+    /// An adaptive concurrency limit between `min` and `max` places (both
+    /// at most 65535).
+    #[must_use]
+    pub(crate) const fn with_adaptive_concurrency(mut self, min: u32, max: u32) -> Self {
+        self.adaptive = (min & 0xFFFF) << 16 | (max & 0xFFFF);
+        self.guarded = self.shed != 0.0 || self.adaptive != 0;
+        self
+    }
+
+    /// The adaptive limit's least and most places, if it has one.
+    pub(crate) const fn adaptive_range(&self) -> Option<(u32, u32)> {
+        if self.adaptive == 0 {
+            None
+        } else {
+            Some((self.adaptive >> 16, self.adaptive & 0xFFFF))
+        }
     }
 
     /// Graded shedding's multiplier, 0 without it.
@@ -525,6 +552,9 @@ impl Config {
         if self.threshold != 0 || !self.sheds() {
             rules::threshold(self.threshold).map_err(broken)?;
         }
+        if let Some((min, max)) = self.adaptive_range() {
+            rules::adaptive_concurrency(min, max).map_err(broken)?;
+        }
         if self.sheds() {
             rules::shed(f64::from(self.shed)).map_err(broken)?;
             let calls = match self.window {
@@ -586,6 +616,8 @@ pub struct Builder {
     /// The first setting given that is fixed once the breaker is built.
     pub(crate) fixed: Option<&'static str>,
     lease_set: bool,
+    /// The adaptive limit's range as given (checked when building).
+    adaptive: Option<(u32, u32)>,
     clock: Clock,
 }
 
@@ -596,6 +628,7 @@ impl Default for Builder {
             patch: Patch::default(),
             fixed: None,
             lease_set: false,
+            adaptive: None,
             clock: Clock::System,
         }
     }
@@ -771,6 +804,54 @@ impl Builder {
         self
     }
 
+    /// An adaptive concurrency limit: at most that many calls at once, a
+    /// limit that moves between `min` and `max` (`1 ≤ min ≤ max ≤ 65535`)
+    /// by AIMD, as TCP's congestion window does. It starts at `max`; each
+    /// counted failure (a timeout included) cuts it by a tenth, down to
+    /// `min`; each success while at least half of it is in use raises it by
+    /// one, up to `max`. A call that finds every place taken is refused at
+    /// once with [`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit),
+    /// which moves no counter of the breaker but `rejected`; half-open
+    /// trials take no place. The limit in force is
+    /// [`Snapshot::concurrency_limit`](crate::Snapshot::concurrency_limit).
+    ///
+    /// Every call admitted writes the count of places taken, one line
+    /// shared by the threads calling the breaker: unlike the rest of a
+    /// closed call's path, it costs two threads more than one. Fixed once
+    /// the breaker is built. The attribute's form is
+    /// `max_concurrent = 10..=200`.
+    ///
+    /// ```
+    /// use failfast_runtime::{Breaker, Outcome, Reason};
+    ///
+    /// let breaker = Breaker::builder()
+    ///     .name("search")
+    ///     .adaptive_concurrency(2, 4)
+    ///     .threshold(20)
+    ///     .build()?;
+    /// assert_eq!(breaker.snapshot().concurrency_limit, Some(4));
+    /// // Failures cut the limit down to 2 places …
+    /// for _ in 0..10 {
+    ///     breaker.acquire().unwrap().record(Outcome::Failure);
+    /// }
+    /// assert_eq!(breaker.snapshot().concurrency_limit, Some(2));
+    /// let (first, second) = (breaker.acquire().unwrap(), breaker.acquire().unwrap());
+    /// assert_eq!(breaker.acquire().unwrap_err().reason(), Reason::ConcurrencyLimit);
+    /// // … and a success with the places in use raises it again.
+    /// first.record(Outcome::Success);
+    /// second.record(Outcome::Success);
+    /// assert_eq!(breaker.snapshot().concurrency_limit, Some(3));
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn adaptive_concurrency(mut self, min: u32, max: u32) -> Self {
+        self.adaptive = Some((min, max));
+        self.config = self
+            .config
+            .with_adaptive_concurrency(min.min(0xFFFF), max.min(0xFFFF));
+        self.fixed.get_or_insert("max_concurrent");
+        self
+    }
+
     /// No rate verdict before the window holds this many calls (default 10, or
     /// the whole window when a count window holds fewer calls).
     pub fn min_calls(mut self, n: u32) -> Self {
@@ -893,6 +974,9 @@ impl Builder {
             let (start, max) = (config.recovery, config.max_recovery);
             rules::max_recovery(Duration::from_nanos(start), Duration::from_nanos(max))
                 .map_err(broken)?;
+        }
+        if let Some((min, max)) = self.adaptive {
+            rules::adaptive_concurrency(min, max).map_err(broken)?;
         }
         // Graded shedding alone: no trip rule but the ones written; its
         // window is a time, 10 s unless written.

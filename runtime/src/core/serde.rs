@@ -118,6 +118,9 @@ struct Repr {
     slow_rate: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     shed: Option<f64>,
+    /// An adaptive limit, as the attribute writes it: `"10..=200"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_concurrent: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     recovery: Option<Span>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -161,6 +164,9 @@ impl Serialize for Config {
             slow: span(self.slow),
             slow_rate: (self.slow != 0).then_some(self.slow_rate),
             shed: self.sheds().then(|| self.shed()),
+            max_concurrent: self
+                .adaptive_range()
+                .map(|(min, max)| format!("{min}..={max}")),
             recovery: span(self.recovery),
             max_recovery: span(self.max_recovery),
             jitter: (self.jitter > 0.0).then_some(self.jitter),
@@ -202,6 +208,17 @@ impl<'de> Deserialize<'de> for Config {
             trial_calls => Builder::trial_calls,
             success_threshold => Builder::success_threshold,
             trial_lease => |b: Builder, s: Span| b.trial_lease(s.0),
+        }
+        if let Some(range) = r.max_concurrent {
+            let bounds = range
+                .split_once("..=")
+                .and_then(|(min, max)| Some((min.trim().parse().ok()?, max.trim().parse().ok()?)));
+            let Some((min, max)) = bounds else {
+                return Err(D::Error::custom(format!(
+                    "`max_concurrent`: `{range}` is not an adaptive range; write it like \"10..=200\""
+                )));
+            };
+            b = b.adaptive_concurrency(min, max);
         }
         b.checked().map_err(D::Error::custom)
     }

@@ -7,6 +7,7 @@
 //! | `failfast_calls_total` | counter | `breaker`, `outcome` = `success`, `failure`, `neutral`, `slow`, `rejected`, `timeout`, `would_reject`, `shed` | calls by outcome, as in [`Snapshot`](crate::Snapshot) (`slow` calls are also counted as a success or failure, `timeout`s as failures, `shed` calls as rejected; `would_reject` counts the calls an observe-only breaker let through that it would have refused) |
 //! | `failfast_state` | gauge | `breaker` | 0 closed, 1 open, 2 half-open |
 //! | `failfast_shedding` | gauge | `breaker` | graded shedding's chance of refusing a call now, 0 to 0.9 (`shed` only) |
+//! | `failfast_concurrency_limit` | gauge | `breaker` | the adaptive concurrency limit in force (`max_concurrent = MIN..=MAX` only) |
 //! | `failfast_transitions_total` | counter | `breaker`, `from`, `to` (`closed`, `open`, `half_open`) | state transitions |
 //! | `failfast_threshold` | gauge | `breaker` | consecutive failures that trip (consecutive rule) |
 //! | `failfast_failure_rate_threshold` | gauge | `breaker` | failure rate that trips (rate rule) |
@@ -125,6 +126,7 @@ use crate::ops::registry;
 const CALLS: &str = "failfast_calls_total";
 const STATE: &str = "failfast_state";
 const SHEDDING_GAUGE: &str = "failfast_shedding";
+const LIMIT_GAUGE: &str = "failfast_concurrency_limit";
 const TRANSITIONS: &str = "failfast_transitions_total";
 
 fn label(name: &Name) -> SharedString {
@@ -236,6 +238,11 @@ fn describe_to(r: &dyn Recorder) {
         "Graded shedding's chance of refusing a call now.",
     );
     gauge(
+        LIMIT_GAUGE,
+        Some(Unit::Count),
+        "Adaptive concurrency limit in force: calls admitted at once.",
+    );
+    gauge(
         "failfast_shed",
         None,
         "Graded shedding's multiplier: calls admitted per call accepted.",
@@ -277,6 +284,9 @@ pub(crate) struct Keys {
     state: Key,
     /// `failfast_shedding`, written for breakers with graded shedding.
     shedding: Key,
+    /// `failfast_concurrency_limit`, written for breakers with an adaptive
+    /// limit.
+    limit: Key,
     /// `failfast_transitions_total`, indexed by `pair(from, to)`.
     transitions: [Key; 9],
     /// The counts written under the breaker's name.
@@ -314,6 +324,7 @@ impl Keys {
             calls: OUTCOMES.map(|outcome| key(CALLS, &[("outcome", outcome)])),
             state: key(STATE, &[]),
             shedding: key(SHEDDING_GAUGE, &[]),
+            limit: key(LIMIT_GAUGE, &[]),
             transitions: std::array::from_fn(|i| {
                 let (from, to) = (STATES[i / 3], STATES[i % 3]);
                 key(
@@ -364,6 +375,10 @@ fn export_breaker(b: &Breaker) {
             .set(state_code(s.state));
         if b.settings().sheds() {
             r.register_gauge(&keys.shedding, &METADATA).set(s.shedding);
+        }
+        if let Some(limit) = s.concurrency_limit {
+            r.register_gauge(&keys.limit, &METADATA)
+                .set(f64::from(limit));
         }
     });
 }

@@ -6,6 +6,7 @@
 //! process (`delivery`), events delivered on the test's own threads
 //! (`tracing`), the model checker (`loom`) and the long runs (`stress`).
 
+mod adaptive;
 mod backoff;
 mod call_async;
 mod configure;

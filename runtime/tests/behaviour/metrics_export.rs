@@ -240,6 +240,10 @@ fn graded_shedding_reports_its_refusals_its_chance_and_its_multiplier() {
             r.counter("failfast_calls_total", &breaker("rejected")),
             shed
         );
+        assert!(
+            r.value("failfast_concurrency_limit", &[("breaker", name)])
+                .is_none()
+        );
         for rule in ["failfast_threshold", "failfast_failure_rate_threshold"] {
             assert!(
                 r.value(rule, &[("breaker", name)]).is_none(),
@@ -332,8 +336,8 @@ impl Recorder for Recording {
     }
 }
 
-/// Series the library describes: two counters, ten gauges.
-const DESCRIPTIONS: u64 = 12;
+/// Series the library describes: two counters, eleven gauges.
+const DESCRIPTIONS: u64 = 13;
 
 #[test]
 fn the_series_are_described_once_per_recorder() {

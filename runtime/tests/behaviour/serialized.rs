@@ -82,6 +82,13 @@ fn configs_of_every_rule_survive_a_round_trip() {
             .name("shed-slow")
             .shed(2.0)
             .slow(Duration::from_secs(2)),
+        Breaker::builder()
+            .name("adaptive")
+            .adaptive_concurrency(10, 200),
+        Breaker::builder()
+            .name("adaptive-shed")
+            .shed(2.0)
+            .adaptive_concurrency(1, 65_535),
     ];
     for builder in configs {
         let b = builder.build().unwrap();
@@ -130,6 +137,23 @@ fn graded_shedding_is_written_with_its_window_and_without_a_threshold_it_has_not
         refused.contains("`shed`") && refused.contains("outside [1, 10]"),
         "{refused}"
     );
+    let adaptive = Breaker::builder()
+        .name("search")
+        .adaptive_concurrency(4, 64)
+        .build()
+        .unwrap();
+    let written = serde_json::to_value(adaptive.config()).unwrap();
+    assert_eq!(written["max_concurrent"], json!("4..=64"));
+    for (range, says) in [
+        ("64..=4", "64..=4 is not a range"),
+        ("4..64", "not an adaptive range"),
+    ] {
+        let refused =
+            serde_json::from_value::<Config>(json!({"name": "x", "max_concurrent": range}))
+                .unwrap_err()
+                .to_string();
+        assert!(refused.contains(says), "{refused}");
+    }
     let refused =
         serde_json::from_value::<Config>(json!({"name": "x", "shed": 2.0, "window": 100}))
             .unwrap_err()

@@ -27,6 +27,7 @@ mod build;
 mod call;
 pub(crate) mod consult;
 mod control;
+mod limit;
 mod permit;
 pub(crate) mod remote;
 mod settings;
@@ -136,6 +137,8 @@ pub struct Breaker {
     window: Kept<Window>,
     /// Graded shedding's window (`shed` module).
     shed: crate::core::shed::Shed,
+    /// The adaptive concurrency limit's places (`limit` module).
+    limit: limit::Limit,
     /// Transition events and per-transition totals (`events` module).
     events: Events,
     /// Calls counted by outcome (`totals` module).
@@ -151,7 +154,7 @@ pub struct Breaker {
 
 /// A breaker's settings as changed at run time: read only where the breaker
 /// decides something, never on the closed-call path. Each reconfiguration
-/// publishes a `Config` (`size_of::<Config>()`, under 128 bytes; its name is
+/// publishes a `Config` (`size_of::<Config>()`, 128 bytes at most; its name is
 /// shared, not copied); the one it replaces is freed once no call reads it
 /// (see `kept`).
 pub(crate) type Tuning = Kept<Config>;
@@ -228,6 +231,7 @@ macro_rules! constructors {
                 first_window: std::sync::OnceLock::new(),
                 window: Kept::new(),
                 shed: crate::core::shed::Shed::new(),
+                limit: limit::Limit::new(),
                 events: Events::new(),
                 totals: Totals::new(),
                 tuning: Tuning::new(),
@@ -360,10 +364,10 @@ impl Breaker {
     pub fn acquire(&self) -> Result<Permit<'_>, Rejected> {
         let w = self.load();
         if w.0 & CONTROL_BITS == 0 {
-            if !self.config.sheds() {
+            if !self.config.guarded {
                 return Ok(self.permit(w));
             }
-            return self.admit_graded(w);
+            return self.admit_guarded(w);
         }
         match self.acquire_slow(w) {
             Slow::Open(retry) => Err(Rejected::new(self.carried_name(), State::Open, retry)),
@@ -430,7 +434,7 @@ impl Breaker {
             match (w.mode(), w.tag()) {
                 (MODE_FORCED_OPEN, _) => return Err(self.rejection(State::Open, RetryAt::UNKNOWN)),
                 (MODE_FORCED_CLOSED, _) => return Ok(self.passive()),
-                (_, TAG_CLOSED) if self.config.sheds() => return self.admit_graded(w),
+                (_, TAG_CLOSED) if self.config.guarded => return self.admit_guarded(w),
                 (_, TAG_CLOSED) => return Ok(self.permit(w)),
                 (mode, TAG_OPEN) => {
                     if !self.clock.reached(w.deadline()) {
@@ -544,6 +548,7 @@ impl Breaker {
     fn finish(&self, admitted: u64, started: u64, outcome: Outcome) {
         let word = Word(admitted);
         if outcome == Outcome::Success && self.config.slow == 0 && word.tag() == TAG_CLOSED {
+            self.give_place(admitted, outcome);
             self.totals.add(crate::core::totals::SUCCESS);
             // No slow-call rule, and nothing in the word's payload: no
             // failure count to clear (consecutive rule), no window to
@@ -689,6 +694,7 @@ impl Breaker {
         if admitted == PASSIVE {
             return;
         }
+        self.give_place(admitted, outcome);
         self.totals.outcome(outcome);
         self.finish_counted(admitted, started, outcome, timed);
     }

@@ -100,6 +100,7 @@ impl Permit<'_> {
             return;
         }
         self.breaker.totals.add(crate::core::totals::REJECTED);
+        self.breaker.give_place(admitted, Outcome::Neutral);
         self.breaker
             .finish_counted(admitted, self.started, Outcome::Neutral, false);
     }

@@ -1,5 +1,6 @@
 //! Graded shedding on a breaker's calls (see the `shed` module for the
-//! rule and its window).
+//! rule and its window), and the admission of a closed call it guards
+//! with an adaptive limit (`limit` module).
 
 use super::*;
 use crate::core::config::{TIME_BUCKETS, Window as Shape};
@@ -13,11 +14,12 @@ use crate::core::totals::{ADMITTED, NEUTRAL, SHED, SUCCESS, WOULD_REJECT};
 pub(crate) static SHEDDING: [fn(&Breaker, f64)];
 
 impl Breaker {
-    /// A call in Closed under graded shedding: refused with the chance in
-    /// force, or admitted. Observe-only, a call it would refuse is let
-    /// through and counted as `would_reject`.
+    /// A call in Closed under graded shedding or an adaptive limit: refused
+    /// with the shedding chance in force, or for want of a place, or
+    /// admitted. Observe-only, a call either would refuse is let through
+    /// and counted as `would_reject`.
     #[inline]
-    pub(super) fn admit_graded(&self, w: Word) -> Result<Permit<'_>, Rejected> {
+    pub(super) fn admit_guarded(&self, w: Word) -> Result<Permit<'_>, Rejected> {
         let chance = self.hot.shed.load(Ordering::Relaxed);
         if chance != 0 && self.sheds_now(chance) {
             if w.mode() == MODE_DISABLED {
@@ -26,6 +28,7 @@ impl Breaker {
                 return Err(self.shed_rejection());
             }
         }
+        self.take_place(w.mode())?;
         Ok(self.permit(w))
     }
 

@@ -48,6 +48,7 @@ impl Breaker {
             would_reject: totals.would_reject,
             shed: totals.shed,
             shedding: self.shedding(),
+            concurrency_limit: self.concurrency_limit(),
             transitions: totals.transitions,
             opened_at: totals.opened_at,
         }
@@ -122,6 +123,11 @@ pub struct Snapshot {
     /// The chance that graded shedding refuses a call now, from 0 to 0.9:
     /// 0 while it refuses none, and always 0 without `shed`.
     pub shedding: f64,
+    /// The adaptive concurrency limit in force: at most that many closed
+    /// calls at once (see
+    /// [`Builder::adaptive_concurrency`](crate::Builder::adaptive_concurrency));
+    /// `None` without one.
+    pub concurrency_limit: Option<u32>,
     /// State transitions since the breaker was built, manual ones included.
     pub transitions: u64,
     /// When the breaker last opened on its own (trip rule or failed trial),
