@@ -103,6 +103,7 @@ struct Paths {
     consecutive_call: Protected,
     rate: Protected,
     rate_call: Protected,
+    graded_call: Protected,
     failing: Protected,
     failing_call: Protected,
     open: Protected,
@@ -180,6 +181,12 @@ fn paths() -> Paths {
         consecutive_call: protected(by_call(failfast_consecutive())),
         rate: protected(|| rate(arg())),
         rate_call: protected(by_call(failfast_rate())),
+        graded_call: protected(by_call(
+            Breaker::builder()
+                .shed(2.0)
+                .build()
+                .expect("valid settings"),
+        )),
         failing: protected(|| rate_some_failing(arg_1_in_64())),
         failing_call: protected(move || {
             failing_breaker
@@ -297,7 +304,7 @@ fn main() {
         .build()
         .expect("a current-thread runtime");
     let p = paths();
-    let sync: [(&str, &Protected); 18] = [
+    let sync: [(&str, &Protected); 19] = [
         ("floor: bare call", &p.floor),
         ("failsafe", &p.failsafe),
         ("recloser", &p.recloser),
@@ -305,6 +312,7 @@ fn main() {
         ("consecutive, Breaker::call", &p.consecutive_call),
         ("rate, attribute", &p.rate),
         ("rate, Breaker::call", &p.rate_call),
+        ("graded (shed), Breaker::call", &p.graded_call),
         ("rate 1 in 64 failing, attribute", &p.failing),
         ("rate 1 in 64 failing, Breaker::call", &p.failing_call),
         ("open, attribute", &p.open),
@@ -479,6 +487,7 @@ fn report(cases: &[Case<'_>], rounds: u64, calls: u64, targets: bool) {
         "consecutive, attribute",
         "consecutive, Breaker::call",
         "rate, attribute",
+        "graded (shed), Breaker::call",
         "rate 1 in 64 failing, attribute",
         "rate 1 in 64 failing, Breaker::call",
         "open, attribute",
@@ -513,6 +522,12 @@ fn report(cases: &[Case<'_>], rounds: u64, calls: u64, targets: bool) {
             1.5,
         );
     }
+    difference(
+        "graded healthy − consecutive (Breaker::call) ≤ 2 ns".into(),
+        "1 thread/graded (shed), Breaker::call",
+        "1 thread/consecutive, Breaker::call",
+        2.0,
+    );
     // The `async fn` target: the attribute against the breaker's own work
     // written by hand in the `async fn` (`floor_async`).
     difference(

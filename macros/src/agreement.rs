@@ -166,6 +166,40 @@ fn fractions() -> Vec<f64> {
     values
 }
 
+/// Multipliers: the edges of [1, 10], values beside them, NaN and
+/// infinities, and a spread over [-1, 12].
+fn multipliers() -> Vec<f64> {
+    let mut values = vec![
+        0.0,
+        -0.0,
+        0.5,
+        0.99,
+        0.999_999_999_999_999_9,
+        1.0,
+        1.000_000_000_000_000_2,
+        1.000_001,
+        2.0,
+        2.5,
+        9.99,
+        9.999_999_999_999_998,
+        10.0,
+        10.000_000_000_000_002,
+        10.01,
+        11.0,
+        100.0,
+        -1.0,
+        -10.0,
+        1e308,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ];
+    let mut sample = Sample(0x5851_F42D_4C95_7F2D);
+    #[allow(clippy::cast_precision_loss)] // a spread, not exact values
+    values.extend((0..200).map(|_| (sample.next() % 13_000_001) as f64 / 1_000_000.0 - 1.0));
+    values
+}
+
 /// Durations, in nanoseconds: 0, 1 ns, the ends of the `u64` range, and a
 /// spread over it.
 fn durations() -> Vec<u64> {
@@ -346,6 +380,21 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
         agreement.check(("jitter", value), jitter);
     }
 
+    for value in multipliers() {
+        let shed = Verdicts {
+            literal: float_literal(value).map(|v| literal(&format!("shed = {v}"))),
+            constant: Some(constant(move || {
+                let _ = consts::shed(value);
+            })),
+            builder: Some(builds(Breaker::builder().shed(value))),
+            patch: Some(patched(
+                Breaker::builder().shed(2.0),
+                Breaker::builder().shed(value),
+            )),
+        };
+        agreement.check(("shed", value), shed);
+    }
+
     for n in durations() {
         let d = nanos(n);
         let recovery = Verdicts {
@@ -373,6 +422,152 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
             ..Verdicts::default()
         };
         agreement.check(("window", n), window);
+        // Graded shedding's window is a time, longer than zero.
+        let shed_window = Verdicts {
+            literal: Some(literal(&format!("shed = 2, window = \"{n}ns\""))),
+            builder: Some(builds(Breaker::builder().shed(2.0).window_time(d))),
+            patch: Some(patched(
+                Breaker::builder().shed(2.0),
+                Breaker::builder().window_time(d),
+            )),
+            ..Verdicts::default()
+        };
+        agreement.check(("shed, window", n), shed_window);
+    }
+    // … and never a count of calls.
+    for n in counts() {
+        let shed_window = Verdicts {
+            literal: Some(literal(&format!("shed = 2, window = {n}"))),
+            constant: Some(constant(move || {
+                let _ = consts::shed_over_calls(n);
+            })),
+            builder: Some(builds(Breaker::builder().shed(2.0).window_calls(n))),
+            patch: Some(patched(
+                Breaker::builder().shed(2.0),
+                Breaker::builder().window_calls(n),
+            )),
+        };
+        agreement.check(("shed, window calls", n), shed_window);
+        // `min_calls` with `shed` alone, and beside a failure rate: the
+        // window is a time (10 s), which holds any number of calls.
+        let min_calls = Verdicts {
+            literal: Some(literal(&format!("shed = 2, min_calls = {n}"))),
+            constant: Some(constant(move || {
+                let _ = consts::min_calls(n);
+            })),
+            builder: Some(builds(Breaker::builder().shed(2.0).min_calls(n))),
+            patch: Some(patched(
+                Breaker::builder().shed(2.0),
+                Breaker::builder().min_calls(n),
+            )),
+        };
+        agreement.check(("shed, min_calls", n), min_calls);
+        let beside_rate = Verdicts {
+            literal: Some(literal(&format!(
+                "failure_rate = 0.5, shed = 2, min_calls = {n}"
+            ))),
+            constant: Some(constant(move || {
+                let _ = consts::min_calls(n);
+            })),
+            builder: Some(builds(rate_rule().shed(2.0).min_calls(n))),
+            patch: Some(patched(
+                rate_rule().shed(2.0),
+                Breaker::builder().min_calls(n),
+            )),
+        };
+        agreement.check(("failure_rate, shed, min_calls", n), beside_rate);
+        let threshold = Verdicts {
+            literal: Some(literal(&format!("shed = 2, threshold = {n}"))),
+            constant: Some(constant(move || {
+                let _ = consts::threshold(n);
+            })),
+            builder: Some(builds(Breaker::builder().shed(2.0).threshold(n))),
+            patch: Some(patched(
+                Breaker::builder().shed(2.0).threshold(5),
+                Breaker::builder().threshold(n),
+            )),
+        };
+        agreement.check(("shed, threshold", n), threshold);
+    }
+
+    // `shed`'s edges beside each rule, window and `min_calls`.
+    type Shape = (&'static str, fn(Builder) -> Builder);
+    let shapes: [Shape; 11] = [
+        ("", |b| b),
+        ("window = 100", |b| b.window_calls(100)),
+        ("window = \"1m\"", |b| {
+            b.window_time(Duration::from_secs(60))
+        }),
+        ("threshold = 5", |b| b.threshold(5)),
+        ("threshold = 5, window = 100", |b| {
+            b.threshold(5).window_calls(100)
+        }),
+        ("threshold = 5, window = \"1m\"", |b| {
+            b.threshold(5).window_time(Duration::from_secs(60))
+        }),
+        ("failure_rate = 0.5", |b| b.failure_rate(0.5)),
+        ("failure_rate = 0.5, window = 100", |b| {
+            b.failure_rate(0.5).window_calls(100)
+        }),
+        ("min_calls = 20", |b| b.min_calls(20)),
+        ("window = \"1m\", min_calls = 20", |b| {
+            b.window_time(Duration::from_secs(60)).min_calls(20)
+        }),
+        ("slow = \"1s\"", |b| b.slow(Duration::from_secs(1))),
+    ];
+    for k in [0.99, 1.0, 10.0, 10.01] {
+        for (written, set) in shapes {
+            let args = if written.is_empty() {
+                format!("shed = {k:?}")
+            } else {
+                format!("shed = {k:?}, {written}")
+            };
+            let count_window = written.contains("window = 100");
+            let edge = Verdicts {
+                literal: Some(literal(&args)),
+                constant: Some(constant(move || {
+                    let _ = consts::shed(k);
+                    if count_window {
+                        let _ = consts::shed_over_calls(100);
+                    }
+                })),
+                builder: Some(builds(set(Breaker::builder().shed(k)))),
+                ..Verdicts::default()
+            };
+            agreement.check(args, edge);
+        }
+    }
+
+    // Under `shed`, a `timeout` no longer than the window, written or the
+    // default 10 s.
+    let around_ten_seconds = [
+        1,
+        1_000_000_000,
+        9_999_999_999,
+        10_000_000_000,
+        10_000_000_001,
+        30_000_000_000,
+        u64::MAX,
+    ];
+    for k in [0.99, 1.0, 10.0, 10.01] {
+        for timeout in around_ten_seconds {
+            let timeout_d = nanos(timeout);
+            for window in around_ten_seconds.map(Some).into_iter().chain([None]) {
+                let written = window.map_or_else(String::new, |w| format!(", window = \"{w}ns\""));
+                let window_d = window.map_or(failfast_rules::DEFAULT_SHED_WINDOW, nanos);
+                let covers = Verdicts {
+                    literal: Some(literal(&format!(
+                        "shed = {k:?}{written}, timeout = \"{timeout}ns\""
+                    ))),
+                    constant: Some(constant(move || {
+                        let _ = consts::shed(k);
+                        let _ = consts::shed_window_covers_timeout(window_d, timeout_d);
+                    })),
+                    ..Verdicts::default()
+                };
+                agreement.check(("shed, window, timeout", k, window, timeout), covers);
+            }
+        }
     }
 
     // Between settings: a growing recovery, `slow` under `timeout`.
@@ -467,7 +662,7 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
 
     // Which settings go together: every combination of the rules' keys.
     type Setter = fn(Builder) -> Builder;
-    let settings: [(&str, Setter); 7] = [
+    let settings: [(&str, Setter); 9] = [
         ("threshold = 5", |b| b.threshold(5)),
         ("failure_rate = 0.5", |b| b.failure_rate(0.5)),
         ("window = 100", |b| b.window_calls(100)),
@@ -475,10 +670,15 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
         ("min_calls = 10", |b| b.min_calls(10)),
         ("slow = \"1s\"", |b| b.slow(Duration::from_secs(1))),
         ("slow_rate = 0.5", |b| b.slow_rate(0.5)),
+        ("shed = 2", |b| b.shed(2.0)),
+        ("window = \"10s\"", |b| {
+            b.window_time(Duration::from_secs(10))
+        }),
     ];
+    let windows = 0b1_0000_1100u32;
     for mask in 0u32..(1 << settings.len()) {
         // One `window` at most: the attribute refuses a key given twice.
-        if mask & 0b1100 == 0b1100 {
+        if (mask & windows).count_ones() > 1 {
             continue;
         }
         let chosen: Vec<_> = (0..settings.len())

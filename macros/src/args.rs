@@ -24,6 +24,7 @@ pub(crate) const KEYS: &[&str] = &[
     "min_calls",
     "slow",
     "slow_rate",
+    "shed",
     "timeout",
     "max_concurrent",
     "max_wait",
@@ -53,6 +54,7 @@ pub(crate) const BREAKER_KEYS: &[&str] = &[
     "min_calls",
     "slow",
     "slow_rate",
+    "shed",
     "recovery",
     "jitter",
     "trial_calls",
@@ -108,6 +110,8 @@ pub struct Args {
     pub min_calls: Option<Arg<u32>>,
     pub slow: Option<Arg<Duration>>,
     pub slow_rate: Option<Arg<f64>>,
+    /// `shed = 2`: graded shedding's multiplier.
+    pub shed: Option<Arg<f64>>,
     pub timeout: Option<Arg<Duration>>,
     pub max_concurrent: Option<Arg<u32>>,
     /// `max_wait = "50ms"`: how long a call waits for a place.
@@ -261,6 +265,7 @@ impl Args {
             "min_calls" => set(&mut self.min_calls, &key, span, count(input, &name)?),
             "slow" => set(&mut self.slow, &key, span, duration(input, &name)?),
             "slow_rate" => set(&mut self.slow_rate, &key, span, rate(input, &name)?),
+            "shed" => set(&mut self.shed, &key, span, shed(input)?),
             "timeout" => set(&mut self.timeout, &key, span, duration(input, &name)?),
             "max_concurrent" => set(&mut self.max_concurrent, &key, span, count(input, &name)?),
             "max_wait" => set(&mut self.max_wait, &key, span, duration(input, &name)?),
@@ -320,9 +325,11 @@ impl Args {
             .any(written);
         // `threshold` with `window`: that many failures within the window.
         let within = written("threshold") && !written("failure_rate");
+        // Graded shedding: measured over the window, from `min_calls` on.
+        let sheds = written("shed");
         for (key, rule) in [
-            ("window", has_rate_rule || within),
-            ("min_calls", has_rate_rule),
+            ("window", has_rate_rule || within || sheds),
+            ("min_calls", has_rate_rule || sheds),
         ] {
             if let (Some(written), Err(violation)) = (
                 self.written(key),
@@ -331,8 +338,20 @@ impl Args {
                 errors.push(syn::Error::new(written.span(), violation));
             }
         }
-        if let (true, Some(threshold), Some(Window::Calls(size))) = (
+        // Under `shed` the window is a time; a count window is its one
+        // mistake (not also too small for `threshold` or `min_calls`).
+        if let (true, Some(key), Some(Window::Calls(size))) = (
+            sheds,
+            self.written("window"),
+            self.window.as_ref().map(|w| &w.value),
+        ) {
+            if let Err(violation) = rules::shed_over_time(Some(*size)) {
+                errors.push(syn::Error::new(key.span(), violation));
+            }
+        }
+        if let (true, false, Some(threshold), Some(Window::Calls(size))) = (
             within,
+            sheds,
             &self.threshold,
             self.window.as_ref().map(|w| &w.value),
         ) {
@@ -340,11 +359,11 @@ impl Args {
                 errors.push(syn::Error::new(threshold.span, violation));
             }
         }
-        if let (true, Some(min_calls)) = (has_rate_rule, &self.min_calls) {
+        if let (true, Some(min_calls)) = (has_rate_rule || sheds, &self.min_calls) {
             let window = match self.window.as_ref().map(|w| &w.value) {
-                Some(Window::Calls(size)) => Some(Some(*size)),
-                // The default window.
-                None if self.written("window").is_none() => Some(None),
+                Some(Window::Calls(size)) if !sheds => Some(Some(*size)),
+                // The default window: a time under `shed`.
+                None if self.written("window").is_none() && !sheds => Some(None),
                 // A time window holds any number of calls; a bad `window`
                 // value is already reported.
                 _ => None,
@@ -366,6 +385,9 @@ impl Args {
                 errors.push(syn::Error::new(slow.span, violation));
             }
         }
+        if let (true, Some(timeout)) = (sheds, &self.timeout) {
+            self.validate_shed_window(timeout, errors);
+        }
         if let Some(later) = self.later_of("fallback", "reject_with") {
             errors.push(syn::Error::new(
                 later.span(),
@@ -384,6 +406,35 @@ impl Args {
 }
 
 impl Args {
+    /// Under `shed`, with a `timeout`: the window, written or the default
+    /// one, is at least as long as `timeout`. Reported at the window's
+    /// value, or at `timeout`'s when the window is the default.
+    fn validate_shed_window(&self, timeout: &Arg<Duration>, errors: &mut Errors) {
+        let (window, span, default) = match &self.window {
+            Some(Arg {
+                value: Window::Time(window),
+                span,
+            }) => (*window, *span, false),
+            None if self.written("window").is_none() => {
+                (rules::DEFAULT_SHED_WINDOW, timeout.span, true)
+            }
+            // A count window, or a bad `window` value: already reported.
+            _ => return,
+        };
+        if let Err(violation) = rules::shed_window_covers_timeout(window, timeout.value) {
+            let message = if default {
+                format!(
+                    "{violation}; without `window`, `shed` measures over {window:?}: write a \
+                     `window` at least as long as `timeout`, e.g. `window = \"{:?}\"`",
+                    timeout.value
+                )
+            } else {
+                violation.to_string()
+            };
+            errors.push(syn::Error::new(span, message));
+        }
+    }
+
     /// Checks of `key`, `max_keys` and `breaker`: a family's bound needs a
     /// key, and a shared breaker is configured where it is declared.
     fn validate_keyed(&self, errors: &mut Errors) {
@@ -646,6 +697,12 @@ fn rate(input: ParseStream, key: &str) -> syn::Result<f64> {
         _ => rules::failure_rate,
     };
     rule(value).map_err(|violation| syn::Error::new_spanned(&expr, violation))
+}
+
+/// Graded shedding's multiplier: `1 <= shed <= 10`.
+fn shed(input: ParseStream) -> syn::Result<f64> {
+    let (value, expr) = number(input, "shed", "2")?;
+    rules::shed(value).map_err(|violation| syn::Error::new_spanned(&expr, violation))
 }
 
 /// A fraction of the open time: `0 <= jitter < 1`.
@@ -958,6 +1015,86 @@ mod tests {
             1
         );
         assert!(errors_of(r#"slow = "1s", window = 10"#).is_empty());
+    }
+
+    #[test]
+    fn shed_is_a_multiplier_over_a_time_no_shorter_than_timeout() {
+        for accepted in [
+            "shed = 1",
+            "shed = 1.0",
+            "shed = 2",
+            "shed = 10",
+            "shed = 10.0",
+            "shed = K",
+            "shed = K * 2.0",
+            "shed = 2, threshold = 5",
+            "shed = 2, failure_rate = 0.5",
+            "shed = 2, failure_rate = 0.5, min_calls = 500",
+            // `window` and `min_calls` with `shed` alone: it is their rule,
+            // and its window is a time, which holds any number of calls.
+            r#"shed = 2, window = "1m", min_calls = 5000"#,
+            "shed = 2, min_calls = 500",
+            r#"shed = 2, window = "3s", timeout = "3s""#,
+            r#"shed = 2, timeout = "10s""#,
+            r#"timeout = "1m", window = "2m", shed = 2"#,
+        ] {
+            assert!(errors_of(accepted).is_empty(), "{accepted}");
+        }
+        for (refused, message) in [
+            (
+                "shed = 0.5",
+                "`shed = 0.5` is outside [1, 10]: it is how many times the calls the dependency \
+                 accepted a window may admit (2 is the usual choice)",
+            ),
+            (
+                "shed = 11",
+                "`shed = 11` is outside [1, 10]: it is how many times the calls the dependency \
+                 accepted a window may admit (2 is the usual choice)",
+            ),
+            (
+                "shed = -2",
+                "`shed = -2` is outside [1, 10]: it is how many times the calls the dependency \
+                 accepted a window may admit (2 is the usual choice)",
+            ),
+            ("shed = \"2\"", "expected a number, e.g. `shed = 2`"),
+            // One mistake, one error: not also a window too small for
+            // `threshold` or `min_calls`.
+            (
+                "shed = 2, threshold = 200, window = 100, min_calls = 150",
+                "`shed` measures over a time, not a count of calls: write `window` as a \
+                 duration, e.g. `window = \"10s\"`, or leave it out (10 seconds)",
+            ),
+            (
+                r#"shed = 2, window = "1s", timeout = "3s""#,
+                "`window` (1s) is shorter than `timeout` (3s): under `shed` the window must be \
+                 at least as long as the longest call, or a call still running when the window \
+                 has moved on is never counted as accepted",
+            ),
+            (
+                r#"shed = 2, timeout = "30s""#,
+                "`window` (10s) is shorter than `timeout` (30s): under `shed` the window must be \
+                 at least as long as the longest call, or a call still running when the window \
+                 has moved on is never counted as accepted; without `window`, `shed` measures \
+                 over 10s: write a `window` at least as long as `timeout`, e.g. \
+                 `window = \"30s\"`",
+            ),
+            ("shed = 2, shed = 3", "`shed` is set more than once"),
+            ("shed = K, shed = 3", "`shed` is set more than once"),
+        ] {
+            assert_eq!(errors_of(refused), [message], "{refused}");
+        }
+        // The count window is reported at `window`, a short window at its
+        // value, the default one at `timeout`'s.
+        assert_eq!(columns_of("shed = 2, window = 100"), [10]);
+        assert_eq!(
+            columns_of(r#"shed = 2, window = "1s", timeout = "3s""#),
+            [19]
+        );
+        assert_eq!(columns_of(r#"shed = 2, timeout = "30s""#), [20]);
+        assert_eq!(suggest("shd", KEYS), Some("shed"));
+        assert_eq!(suggest("sheds", KEYS), Some("shed"));
+        // A breaker's setting: declared with it, not beside `breaker = …`.
+        assert_eq!(errors_of("breaker = PAYMENTS, shed = 2").len(), 1);
     }
 
     #[test]

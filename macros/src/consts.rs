@@ -30,6 +30,7 @@ const KEYS: &[(&str, &str)] = &[
     ("min_calls", "a `u32`"),
     ("slow", "a `Duration`"),
     ("slow_rate", "an `f64`"),
+    ("shed", "an `f64`"),
     ("recovery", "a `Duration`"),
     ("jitter", "an `f64`"),
     ("trial_calls", "a `u32`"),
@@ -68,8 +69,8 @@ pub(crate) fn literal_only(key: &str, expr: &Expr) -> String {
     format!(
         "; `{key}` is written as a literal (it shapes the code generated beside the breaker), \
          while the breaker's settings (`threshold`, `failure_rate`, `min_calls`, `slow`, \
-         `slow_rate`, `recovery`, `jitter`, `trial_calls`, `success_threshold`) also take a \
-         constant"
+         `slow_rate`, `shed`, `recovery`, `jitter`, `trial_calls`, `success_threshold`) also \
+         take a constant"
     )
 }
 
@@ -102,7 +103,10 @@ pub(crate) fn setters(args: &Args, private: &TokenStream) -> TokenStream {
             if key == "min_calls" {
                 let window = match args.window.as_ref().map(|w| &w.value) {
                     Some(Window::Calls(n)) => Some(*n),
-                    None if args.written("window").is_none() => Some(DEFAULT_WINDOW_CALLS),
+                    // The default window: a time under `shed`.
+                    None if args.written("window").is_none() && args.written("shed").is_none() => {
+                        Some(DEFAULT_WINDOW_CALLS)
+                    }
                     _ => None,
                 };
                 if let Some(window) = window {

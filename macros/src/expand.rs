@@ -807,15 +807,26 @@ pub(crate) fn config(args: &Args, default_name: TokenStream, private: &TokenStre
 }
 
 /// The setters of the rules that trip the breaker (the consecutive rule, or
-/// a failure or slow-call rate over a window), literal values only.
+/// a failure or slow-call rate over a window) and of graded shedding,
+/// literal values only.
 fn trip_rules(args: &Args) -> TokenStream {
     let int = proc_macro2::Literal::u32_unsuffixed;
     let float = proc_macro2::Literal::f64_unsuffixed;
     let mut chain = TokenStream::new();
+    let sheds = args.written("shed").is_some();
     match (&args.threshold, &args.failure_rate) {
         (Some(threshold), _) => {
             let n = int(threshold.value);
             chain.extend(quote!(.threshold(#n)));
+        }
+        // Graded shedding alone has no trip rule of its own (a constant
+        // `threshold` or `failure_rate` is set after, by `consts`).
+        (None, None)
+            if sheds
+                && args.written("threshold").is_none()
+                && args.written("failure_rate").is_none() =>
+        {
+            chain.extend(quote!(.without_threshold()));
         }
         // The consecutive-failure rule is the default rule.
         (None, None) => {
@@ -835,6 +846,11 @@ fn trip_rules(args: &Args) -> TokenStream {
         }
         Some(Window::Time(d)) => {
             let d = duration(*d);
+            chain.extend(quote!(.window_time(#d)));
+        }
+        // Graded shedding measures over a time, 10 s unless written.
+        None if sheds => {
+            let d = duration(failfast_rules::DEFAULT_SHED_WINDOW);
             chain.extend(quote!(.window_time(#d)));
         }
         None => {}
@@ -861,6 +877,10 @@ fn trip_rules(args: &Args) -> TokenStream {
     if let Some(rate) = &args.slow_rate {
         let rate = float(rate.value);
         chain.extend(quote!(.slow_rate(#rate)));
+    }
+    if let Some(shed) = &args.shed {
+        let k = float(shed.value);
+        chain.extend(quote!(.shed(#k)));
     }
     // `threshold` with `window` (literal or constant): failures within it.
     if args.written("threshold").is_some()
@@ -1457,6 +1477,66 @@ mod tests {
             ),
             "{out}"
         );
+    }
+
+    #[test]
+    fn shed_alone_has_no_threshold_and_measures_over_ten_seconds() {
+        let item = "fn fetch () -> Result < u32 , E > { Ok (1) }";
+        let ten_seconds = ". window_time (:: core :: time :: Duration :: new (10 , 0))";
+        for args in [
+            "shed = 2",
+            "shed = 2.0, min_calls = 20",
+            r#"shed = 2, slow = "1s""#,
+        ] {
+            let out = expand(args, item);
+            assert!(!out.contains("compile_error"), "{args}: {out}");
+            assert!(out.contains(". without_threshold ()"), "{args}: {out}");
+            assert!(!out.contains(". threshold ("), "{args}: {out}");
+            assert!(out.contains(ten_seconds), "{args}: {out}");
+            assert!(out.contains(". shed (2.0)"), "{args}: {out}");
+        }
+        // With a trip rule of its own, the breaker keeps it.
+        for (args, rule) in [
+            ("shed = 3, threshold = 7", ". threshold (7)"),
+            ("failure_rate = 0.5, shed = 3", ". failure_rate (0.5)"),
+            ("threshold = LIMIT, shed = 3", "consts :: threshold (LIMIT)"),
+        ] {
+            let out = expand(args, item);
+            assert!(!out.contains("compile_error"), "{args}: {out}");
+            assert!(!out.contains("without_threshold"), "{args}: {out}");
+            assert!(out.contains(rule), "{args}: {out}");
+            assert!(out.contains(". shed (3.0)"), "{args}: {out}");
+            assert!(out.contains(ten_seconds), "{args}: {out}");
+            assert!(!out.contains("failures_within"), "{args}: {out}");
+        }
+        // A written window is the one measured over; with `threshold`, it
+        // counts the failures within it too.
+        let out = expand(r#"shed = 2, window = "1m", threshold = 5"#, item);
+        assert!(
+            out.contains(". window_time (:: core :: time :: Duration :: new (60 , 0))"),
+            "{out}"
+        );
+        assert!(!out.contains(ten_seconds), "{out}");
+        assert!(out.contains(". failures_within ()"), "{out}");
+        // Without shed, no trace of it.
+        let out = expand("threshold = 5", item);
+        assert!(
+            !out.contains("shed") && !out.contains("window_time"),
+            "{out}"
+        );
+        // A constant multiplier is checked by const evaluation; a constant
+        // `min_calls` is not held to the default count window, which under
+        // `shed` is a time.
+        let out = expand("shed = K, min_calls = N", item);
+        assert!(
+            out.contains(". shed (:: failfast :: __private :: consts :: shed (K))"),
+            "{out}"
+        );
+        assert!(
+            out.contains(". min_calls (:: failfast :: __private :: consts :: min_calls (N))"),
+            "{out}"
+        );
+        assert!(out.contains(". without_threshold ()"), "{out}");
     }
 
     #[test]

@@ -127,7 +127,7 @@ impl Patch {
                 config.uses_threshold(),
                 "failure-count rule (`threshold`)",
             )?;
-            next.threshold = n;
+            next.threshold = failfast_rules::threshold(n).map_err(broken)?;
         }
         if let Some(r) = self.failure_rate {
             rule(
@@ -977,6 +977,11 @@ impl Builder {
         }
         if let Some((min, max)) = self.adaptive {
             rules::adaptive_concurrency(min, max).map_err(broken)?;
+        }
+        // A `threshold` written is checked as written (no threshold is
+        // only ever the absence of one, beside `shed`).
+        if let Some(n) = self.patch.threshold {
+            rules::threshold(n).map_err(broken)?;
         }
         // Graded shedding alone: no trip rule but the ones written; its
         // window is a time, 10 s unless written.

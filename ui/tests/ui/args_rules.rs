@@ -57,6 +57,12 @@ fn min_calls_above_default_window_slow(id: u32) -> Result<u32, DependencyError> 
     Ok(id)
 }
 
+// Graded shedding measures over a time, not a count of calls.
+#[circuit_breaker(shed = 2, window = 100)]
+fn shed_over_count_window(id: u32) -> Result<u32, DependencyError> {
+    Ok(id)
+}
+
 // A `slow_rate` without `slow`.
 #[circuit_breaker(slow_rate = 0.5)]
 fn slow_rate_without_slow(id: u32) -> Result<u32, DependencyError> {

@@ -27,6 +27,18 @@ async fn slow_not_shorter_than_timeout(id: u32) -> std::io::Result<u32> {
     Ok(id)
 }
 
+// Under `shed`, a call may run longer than the window it was admitted in.
+#[circuit_breaker(shed = 2, window = "1s", timeout = "3s")]
+async fn shed_window_shorter_than_timeout(id: u32) -> std::io::Result<u32> {
+    Ok(id)
+}
+
+// The same with `shed`'s default window of 10 seconds.
+#[circuit_breaker(shed = 2, timeout = "30s")]
+async fn shed_default_window_shorter_than_timeout(id: u32) -> std::io::Result<u32> {
+    Ok(id)
+}
+
 // No call could ever run.
 #[circuit_breaker(max_concurrent = 0)]
 fn max_concurrent_zero(id: u32) -> std::io::Result<u32> {

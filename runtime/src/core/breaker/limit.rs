@@ -53,6 +53,8 @@ impl Breaker {
     /// Takes a place for a closed call, if one is free. Observe-only, a
     /// call that finds none takes one all the same and is counted as
     /// `would_reject`.
+    #[cold]
+    #[inline(never)]
     pub(super) fn take_place(&self, mode: u64) -> Result<(), Rejected> {
         let Some((_, most)) = self.config.adaptive_range() else {
             return Ok(());
@@ -87,7 +89,7 @@ impl Breaker {
     /// (a closed call's) is given back, and the limit moves.
     #[inline]
     pub(super) fn give_place(&self, admitted: u64, outcome: Outcome) {
-        if self.config.adaptive != 0 && Word(admitted).tag() == TAG_CLOSED {
+        if admitted & PLACED != 0 && Word(admitted).tag() == TAG_CLOSED {
             self.place_given(outcome);
         }
     }

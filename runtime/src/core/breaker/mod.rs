@@ -196,6 +196,10 @@ const OBSERVED: u64 = u64::MAX - 1;
 /// (see `__private::body`), so a panic while dropping the permit is someone
 /// else's.
 const TRACKED: u64 = 1 << 60;
+/// In a permit's `admitted`: the call holds a place of the adaptive limit
+/// (`limit` module), given back when the permit is resolved. (`PASSIVE`
+/// and `OBSERVED` have it set, and a tag no admitted call has.)
+const PLACED: u64 = 1 << 61;
 /// In a permit's `admitted`: bits 36..52 of the admitted generation.
 const EPOCH_MASK: u64 = 0xFFFF;
 
@@ -383,9 +387,6 @@ impl Breaker {
         // read (the arithmetic waits for a write); with it, the generation's
         // bits 36..52 go into the admitted word at once.
         let counter = self.hot.generations.load(Ordering::Relaxed);
-        if self.config.sheds() {
-            self.count_admitted();
-        }
         if self.config.slow == 0 {
             Permit {
                 breaker: self,
@@ -547,8 +548,8 @@ impl Breaker {
     #[inline]
     fn finish(&self, admitted: u64, started: u64, outcome: Outcome) {
         let word = Word(admitted);
-        if outcome == Outcome::Success && self.config.slow == 0 && word.tag() == TAG_CLOSED {
-            self.give_place(admitted, outcome);
+        // Closed, and holding no place of an adaptive limit (bit 61).
+        if outcome == Outcome::Success && self.config.slow == 0 && admitted >> 61 == TAG_CLOSED {
             self.totals.add(crate::core::totals::SUCCESS);
             // No slow-call rule, and nothing in the word's payload: no
             // failure count to clear (consecutive rule), no window to

@@ -28,8 +28,18 @@ impl Breaker {
                 return Err(self.shed_rejection());
             }
         }
-        self.take_place(w.mode())?;
-        Ok(self.permit(w))
+        let placed = self.config.adaptive != 0;
+        if placed {
+            self.take_place(w.mode())?;
+        }
+        if self.config.sheds() {
+            self.count_admitted();
+        }
+        let mut permit = self.permit(w);
+        if placed {
+            permit.admitted |= PLACED;
+        }
+        Ok(permit)
     }
 
     /// Counts a call admitted under graded shedding; every

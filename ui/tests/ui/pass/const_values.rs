@@ -17,6 +17,7 @@ mod limits {
 
     pub const THRESHOLD: u32 = 3;
     pub const RATE: f64 = 0.25;
+    pub const SHED: f64 = 2.0;
     pub const SLOW: Duration = Duration::from_millis(500);
     pub const fn trials() -> u32 {
         2
@@ -58,9 +59,15 @@ fn within_time(id: u32) -> Result<u32, DependencyError> {
     Ok(id)
 }
 
+#[circuit_breaker(shed = limits::SHED * 1.5, min_calls = limits::THRESHOLD * 10)]
+fn shedding(id: u32) -> Result<u32, DependencyError> {
+    Ok(id)
+}
+
 fn main() {
     let _ = consecutive(1);
     let _ = rates(1);
     let _ = within_calls(1);
     let _ = within_time(1);
+    let _ = shedding(1);
 }

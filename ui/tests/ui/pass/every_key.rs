@@ -56,3 +56,20 @@ fn time_window(sku: &str) -> Result<u32, InventoryError> {
 fn _use() {
     let _ = time_window("a");
 }
+
+#[circuit_breaker(shed = 2, window = "30s", min_calls = 20, threshold = 5)]
+fn graded_shedding(sku: &str) -> Result<u32, InventoryError> {
+    let _ = sku;
+    Ok(1)
+}
+
+#[circuit_breaker(shed = 1.5)]
+fn graded_shedding_alone(sku: &str) -> Result<u32, InventoryError> {
+    let _ = sku;
+    Ok(1)
+}
+
+fn _use_shedding() {
+    let _ = graded_shedding("a");
+    let _ = graded_shedding_alone("a");
+}
