@@ -227,6 +227,16 @@ fn bulkhead_waiting_sync(n: u32) -> Result<u32, ApiError> {
     Ok(n)
 }
 
+#[circuit_breaker(shed = 2, fallback = |_error| Ok(0))]
+fn graded_sync(n: u32) -> Result<u32, ApiError> {
+    Ok(n)
+}
+
+#[circuit_breaker(shed = 1.5, threshold = 3, window = "5s")]
+async fn graded_async(shard: u32) -> Result<u32, ApiError> {
+    Ok(shard)
+}
+
 #[cfg(feature = "tokio")]
 #[circuit_breaker(timeout = "2s", max_concurrent = 2, max_wait = "10ms", key = shard)]
 async fn bulkhead_waiting_async(shard: u32) -> Result<u32, ApiError> {
@@ -242,6 +252,8 @@ async fn every_shape_compiles_without_warnings_and_runs() {
         assert_eq!(bulkhead_waiting_async(5).await, Ok(5));
     }
     assert_eq!(bulkhead_sync(4), Ok(4));
+    assert_eq!(graded_sync(6), Ok(6));
+    assert_eq!(graded_async(7).await, Ok(7));
     assert_eq!(bulkhead_waiting_sync(4), Ok(4));
     assert_eq!(every_key("a"), Ok(1));
     assert_eq!(rejects_with(2), Ok(2));
