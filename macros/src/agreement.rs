@@ -660,6 +660,46 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
         }
     }
 
+    // An adaptive `max_concurrent = MIN..=MAX` and
+    // `Builder::adaptive_concurrency(min, max)`, for a breaker and for each
+    // key of a family.
+    let places = [
+        0,
+        1,
+        2,
+        10,
+        200,
+        65_534,
+        65_535,
+        65_536,
+        70_000,
+        1 << 20,
+        u32::MAX - 1,
+        u32::MAX,
+    ];
+    for min in places {
+        for max in places {
+            let adaptive = Verdicts {
+                literal: Some(literal(&format!("max_concurrent = {min}..={max}"))),
+                builder: Some(builds(Breaker::builder().adaptive_concurrency(min, max))),
+                ..Verdicts::default()
+            };
+            agreement.check(("max_concurrent adaptive", min, max), adaptive);
+            let keyed = Verdicts {
+                literal: Some(literal(&format!(
+                    "key = id, max_concurrent = {min}..={max}"
+                ))),
+                builder: Some(
+                    Family::<u32>::builder(Breaker::builder().adaptive_concurrency(min, max))
+                        .build()
+                        .is_ok(),
+                ),
+                ..Verdicts::default()
+            };
+            agreement.check(("key, max_concurrent adaptive", min, max), keyed);
+        }
+    }
+
     // Which settings go together: every combination of the rules' keys.
     type Setter = fn(Builder) -> Builder;
     let settings: [(&str, Setter); 9] = [

@@ -8,8 +8,8 @@ use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::parse::{ParseStream, Parser};
 use syn::{
-    Expr, ExprBlock, ExprClosure, ExprLit, ExprPath, ExprUnary, Ident, Lit, LitStr, Path, Token,
-    UnOp,
+    Expr, ExprBlock, ExprClosure, ExprLit, ExprPath, ExprRange, ExprUnary, Ident, Lit, LitStr,
+    Path, RangeLimits, Token, UnOp,
 };
 
 use failfast_rules::{self as rules, Key};
@@ -95,6 +95,15 @@ pub enum Window {
     Time(Duration),
 }
 
+/// `max_concurrent = N`: a bulkhead of `N` places beside the breaker; or
+/// `max_concurrent = MIN..=MAX`: an adaptive limit the breaker itself keeps,
+/// moving between `MIN` and `MAX` places.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Concurrency {
+    Fixed(u32),
+    Adaptive { min: u32, max: u32 },
+}
+
 /// `recovery = "30s"` or the growing form `recovery = "30s..10m"`; also
 /// `#[retry]`'s `backoff`.
 pub struct Recovery {
@@ -113,7 +122,8 @@ pub struct Args {
     /// `shed = 2`: graded shedding's multiplier.
     pub shed: Option<Arg<f64>>,
     pub timeout: Option<Arg<Duration>>,
-    pub max_concurrent: Option<Arg<u32>>,
+    /// `max_concurrent = 8` or `max_concurrent = 2..=8`.
+    pub max_concurrent: Option<Arg<Concurrency>>,
     /// `max_wait = "50ms"`: how long a call waits for a place.
     pub max_wait: Option<Arg<Duration>>,
     pub recovery: Option<Arg<Recovery>>,
@@ -267,7 +277,7 @@ impl Args {
             "slow_rate" => set(&mut self.slow_rate, &key, span, rate(input, &name)?),
             "shed" => set(&mut self.shed, &key, span, shed(input)?),
             "timeout" => set(&mut self.timeout, &key, span, duration(input, &name)?),
-            "max_concurrent" => set(&mut self.max_concurrent, &key, span, count(input, &name)?),
+            "max_concurrent" => set(&mut self.max_concurrent, &key, span, concurrency(input)?),
             "max_wait" => set(&mut self.max_wait, &key, span, duration(input, &name)?),
             "recovery" => set(&mut self.recovery, &key, span, recovery(input)?),
             "jitter" => set(&mut self.jitter, &key, span, jitter(input)?),
@@ -294,6 +304,24 @@ impl Args {
             "name" => set(&mut self.name, &key, span, registry_name(input)?),
             "crate" => set(&mut self.krate, &key, span, crate_path(input)?),
             _ => unreachable!("every entry of KEYS has a parser"),
+        }
+    }
+
+    /// `max_concurrent = N`: the places of the function's bulkhead (or of
+    /// each key's, in a family of its own).
+    pub(crate) fn bulkhead(&self) -> Option<u32> {
+        match self.max_concurrent.as_ref()?.value {
+            Concurrency::Fixed(n) => Some(n),
+            Concurrency::Adaptive { .. } => None,
+        }
+    }
+
+    /// `max_concurrent = MIN..=MAX`: the adaptive limit's least and most
+    /// places, kept by the breaker (no bulkhead).
+    pub(crate) fn adaptive_concurrency(&self) -> Option<(u32, u32)> {
+        match self.max_concurrent.as_ref()?.value {
+            Concurrency::Adaptive { min, max } => Some((min, max)),
+            Concurrency::Fixed(_) => None,
         }
     }
 
@@ -380,6 +408,13 @@ impl Args {
         ) {
             errors.push(syn::Error::new(max_wait.span(), violation));
         }
+        // An adaptive limit refuses at once: nothing waits for its places.
+        if let (Some(max_wait), Err(violation)) = (
+            self.written("max_wait"),
+            rules::max_wait_needs_fixed_limit(self.adaptive_concurrency().is_some()),
+        ) {
+            errors.push(syn::Error::new(max_wait.span(), violation));
+        }
         if let (Some(slow), Some(timeout)) = (&self.slow, &self.timeout) {
             if let Err(violation) = rules::slow_under_timeout(slow.value, timeout.value) {
                 errors.push(syn::Error::new(slow.span, violation));
@@ -460,6 +495,21 @@ impl Args {
                 "`max_ejection_percent` caps how many breakers of a family, one per key, may \
                  be open at once; add `key = …` (e.g. `key = replica`), or drop \
                  `max_ejection_percent`",
+            ));
+        }
+        // The adaptive limit is kept by the breaker, and a shared breaker is
+        // declared elsewhere (`failfast::breaker!` takes no `max_concurrent`).
+        if let (Some(_), Some(key), Some(_)) = (
+            self.written("breaker"),
+            self.written("max_concurrent"),
+            self.adaptive_concurrency(),
+        ) {
+            errors.push(syn::Error::new(
+                key.span(),
+                "an adaptive `max_concurrent = MIN..=MAX` is a limit the breaker itself keeps, \
+                 and this function uses a shared breaker (`breaker = …`); next to it, write a \
+                 fixed `max_concurrent = N` (a bulkhead of this function's calls), or drop \
+                 `breaker = …` to give the function an adaptive breaker of its own",
             ));
         }
         if self.written("breaker").is_some() {
@@ -636,8 +686,12 @@ fn rule_key(key: &str) -> Key {
 /// An integer of at least 1, such as `threshold = 5`, within the key's
 /// largest (see `failfast_rules::count`).
 pub(crate) fn count(input: ParseStream, key: &str) -> syn::Result<u32> {
-    let expr: Expr = input.parse()?;
-    match &expr {
+    count_of(&input.parse()?, key)
+}
+
+/// [`count`] of an expression already parsed.
+fn count_of(expr: &Expr, key: &str) -> syn::Result<u32> {
+    match expr {
         Expr::Lit(ExprLit {
             lit: Lit::Int(int), ..
         }) => {
@@ -648,17 +702,98 @@ pub(crate) fn count(input: ParseStream, key: &str) -> syn::Result<u32> {
         Expr::Unary(ExprUnary {
             op: UnOp::Neg(_), ..
         }) => Err(syn::Error::new_spanned(
-            &expr,
+            expr,
             format!("`{key}` must be a whole number of at least 1, not a negative number"),
         )),
         _ => Err(syn::Error::new_spanned(
-            &expr,
+            expr,
             format!(
                 "expected a whole number of at least 1, e.g. `{key} = 5`{}",
-                crate::consts::literal_only(key, &expr)
+                crate::consts::literal_only(key, expr)
             ),
         )),
     }
+}
+
+/// `max_concurrent = N`, or an adaptive limit `MIN..=MAX` written with
+/// integer literals, checked by `failfast_rules::adaptive_concurrency`.
+fn concurrency(input: ParseStream) -> syn::Result<Concurrency> {
+    const EXAMPLE: &str = "e.g. `max_concurrent = 10..=200`";
+    let expr: Expr = input.parse()?;
+    let range = match &expr {
+        Expr::Range(range) => range,
+        // The text of a configuration file, `max_concurrent = "10..=200"`.
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(text),
+            ..
+        }) if text.value().contains("..") => {
+            return Err(syn::Error::new(
+                text.span(),
+                format!(
+                    "an adaptive `max_concurrent` is a range written without quotes, \
+                     `MIN..=MAX`: `max_concurrent = {}`",
+                    text.value().trim()
+                ),
+            ));
+        }
+        _ => return count_of(&expr, "max_concurrent").map(Concurrency::Fixed),
+    };
+    let ExprRange {
+        start: Some(start),
+        end: Some(end),
+        ..
+    } = range
+    else {
+        return Err(syn::Error::new_spanned(
+            range,
+            format!(
+                "an adaptive `max_concurrent` needs both ends, its least and most places: \
+                 `MIN..=MAX`, {EXAMPLE}"
+            ),
+        ));
+    };
+    if let RangeLimits::HalfOpen(dots) = &range.limits {
+        let (start, end) = (start.to_token_stream(), end.to_token_stream());
+        return Err(syn::Error::new_spanned(
+            dots,
+            format!(
+                "an adaptive `max_concurrent` is written with `..=`, both ends included: \
+                 `max_concurrent = {start}..={end}` (from {start} to {end} places), not \
+                 `{start}..{end}`"
+            ),
+        ));
+    }
+    let bound = |bound: &Expr| match bound {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(int), ..
+        }) => int.base10_parse::<u64>(),
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_), ..
+        }) => Err(syn::Error::new_spanned(
+            bound,
+            "the ends of an adaptive `max_concurrent` are whole numbers of at least 1, not \
+             negative numbers",
+        )),
+        _ => Err(syn::Error::new_spanned(
+            bound,
+            format!(
+                "the ends of an adaptive `max_concurrent` are integer literals, {EXAMPLE}; \
+                 `max_concurrent` takes no constant"
+            ),
+        )),
+    };
+    let (min, max) = (bound(start)?, bound(end)?);
+    let checked = match (u32::try_from(min), u32::try_from(max)) {
+        (Ok(min), Ok(max)) => rules::adaptive_concurrency(min, max).map_err(|v| v.to_string()),
+        // Past `u32`: the rule's sentence without the values.
+        _ => Err(rules::adaptive_concurrency(0, 0)
+            .unwrap_err()
+            .brief()
+            .to_owned()),
+    };
+    checked
+        .map(|(min, max)| Concurrency::Adaptive { min, max })
+        .map_err(|message| syn::Error::new_spanned(range, message))
 }
 
 /// A number written as an integer or float literal, possibly negative.
@@ -933,7 +1068,7 @@ mod tests {
         assert_eq!(recovery.max, Some(Duration::from_secs(600)));
         assert_eq!(args.trial_calls.unwrap().value, 3);
         assert_eq!(args.timeout.unwrap().value, Duration::from_secs(3));
-        assert_eq!(args.max_concurrent.unwrap().value, 8);
+        assert_eq!(args.max_concurrent.unwrap().value, Concurrency::Fixed(8));
     }
 
     #[test]
@@ -1370,6 +1505,124 @@ mod tests {
             errors[0].starts_with("expected the path of a breaker declared with"),
             "{errors:?}"
         );
+    }
+
+    #[test]
+    fn max_concurrent_takes_an_adaptive_range_of_literals() {
+        let adaptive = |tokens: &str| {
+            let mut errors = Errors::default();
+            let args = Args::parse(tokens.parse().unwrap(), &mut errors);
+            assert!(errors.messages().is_empty(), "{tokens}");
+            (args.adaptive_concurrency(), args.bulkhead())
+        };
+        assert_eq!(
+            adaptive("max_concurrent = 10..=200"),
+            (Some((10, 200)), None)
+        );
+        assert_eq!(adaptive("max_concurrent = 1..=1"), (Some((1, 1)), None));
+        assert_eq!(
+            adaptive("max_concurrent = 65535..=65535"),
+            (Some((65535, 65535)), None)
+        );
+        assert_eq!(
+            adaptive("max_concurrent = 1u32..=0x10"),
+            (Some((1, 16)), None)
+        );
+        assert_eq!(adaptive("max_concurrent = 8"), (None, Some(8)));
+        for accepted in [
+            "key = id, max_concurrent = 2..=8",
+            "max_concurrent = 2..=8, shed = 2",
+            "max_concurrent = 2..=8, threshold = 100, timeout = \"1s\"",
+        ] {
+            assert!(errors_of(accepted).is_empty(), "{accepted}");
+        }
+        const RANGE: &str = "is not an adaptive range: write `MIN..=MAX` with 1 <= MIN <= MAX \
+                             <= 65535, e.g. `max_concurrent = 10..=200`";
+        const BOTH_ENDS: &str = "an adaptive `max_concurrent` needs both ends, its least and \
+                                 most places: `MIN..=MAX`, e.g. `max_concurrent = 10..=200`";
+        for (refused, message) in [
+            (
+                "max_concurrent = 0..=10",
+                format!("`max_concurrent = 0..=10` {RANGE}"),
+            ),
+            (
+                "max_concurrent = 20..=10",
+                format!("`max_concurrent = 20..=10` {RANGE}"),
+            ),
+            (
+                "max_concurrent = 1..=70000",
+                format!("`max_concurrent = 1..=70000` {RANGE}"),
+            ),
+            (
+                "max_concurrent = 1..=4294967296",
+                "an adaptive `max_concurrent` is a range `MIN..=MAX` with 1 <= MIN <= MAX <= \
+                 65535, e.g. `max_concurrent = 10..=200`"
+                    .to_owned(),
+            ),
+            (
+                "max_concurrent = 10..200",
+                "an adaptive `max_concurrent` is written with `..=`, both ends included: \
+                 `max_concurrent = 10..=200` (from 10 to 200 places), not `10..200`"
+                    .to_owned(),
+            ),
+            ("max_concurrent = ..=8", BOTH_ENDS.to_owned()),
+            ("max_concurrent = 8..", BOTH_ENDS.to_owned()),
+            ("max_concurrent = ..", BOTH_ENDS.to_owned()),
+            (
+                "max_concurrent = MIN..=200",
+                "the ends of an adaptive `max_concurrent` are integer literals, e.g. \
+                 `max_concurrent = 10..=200`; `max_concurrent` takes no constant"
+                    .to_owned(),
+            ),
+            (
+                "max_concurrent = -1..=8",
+                "the ends of an adaptive `max_concurrent` are whole numbers of at least 1, not \
+                 negative numbers"
+                    .to_owned(),
+            ),
+            (
+                "max_concurrent = 1..=8, max_wait = \"10ms\"",
+                "`max_wait` needs a fixed `max_concurrent = N`: an adaptive limit refuses at \
+                 once, so that the calls it sheds never wait"
+                    .to_owned(),
+            ),
+            (
+                "breaker = PAYMENTS, max_concurrent = 2..=8",
+                "an adaptive `max_concurrent = MIN..=MAX` is a limit the breaker itself keeps, \
+                 and this function uses a shared breaker (`breaker = …`); next to it, write a \
+                 fixed `max_concurrent = N` (a bulkhead of this function's calls), or drop \
+                 `breaker = …` to give the function an adaptive breaker of its own"
+                    .to_owned(),
+            ),
+            (
+                "max_concurrent = \"10..=200\"",
+                "an adaptive `max_concurrent` is a range written without quotes, `MIN..=MAX`: \
+                 `max_concurrent = 10..=200`"
+                    .to_owned(),
+            ),
+            (
+                "max_concurrent = 2..=8, max_concurrent = 4",
+                "`max_concurrent` is set more than once".to_owned(),
+            ),
+        ] {
+            assert_eq!(errors_of(refused), [message], "{refused}");
+        }
+        // A bad range is one mistake: not also `max_wait` beside it.
+        assert_eq!(
+            errors_of("max_concurrent = 0..=8, max_wait = \"10ms\"").len(),
+            1
+        );
+        // `max_wait` is reported at its key; the half-open range at `..`;
+        // bad bounds at the range.
+        assert_eq!(
+            columns_of("max_concurrent = 1..=8, max_wait = \"10ms\""),
+            [24]
+        );
+        assert_eq!(columns_of("max_concurrent = 10..200"), [19]);
+        assert_eq!(columns_of("max_concurrent = 20..=10"), [17]);
+        // Fixed or adaptive, a `max_concurrent` beside `breaker` is refused
+        // only for the adaptive form.
+        assert!(errors_of("breaker = PAYMENTS, max_concurrent = 2").is_empty());
     }
 
     /// Generated code imports from the crate's path, where `Self` cannot be

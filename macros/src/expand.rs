@@ -15,13 +15,15 @@
 //!     // (with `key` or `breaker = NAME`, the static and these two lines
 //!     // differ: see `source`)
 //!     let __failfast_breaker: &'static Breaker = breaker(&__FAILFAST_BREAKER);
-//!     let [mut] __failfast_permit = match acquire(__failfast_breaker) {   // `mut` with max_concurrent
+//!     let [mut] __failfast_permit = match acquire(__failfast_breaker) {   // `mut` with max_concurrent = N
 //!         Ok(permit) => permit,
 //!         Err(rejected) => return join::<Ret>(Err(rejected(rejected))), // at E; FromRejected
 //!         // with a fallback: break 'fallback Error::Rejected(rejected)
 //!     };
 //!     // only with `max_concurrent = N` (and `static __FAILFAST_BULKHEAD:
-//!     // Bulkhead = Bulkhead::new(N);` beside the breaker):
+//!     // Bulkhead = Bulkhead::new(N);` beside the breaker; an adaptive
+//!     // `max_concurrent = MIN..=MAX` is `.adaptive_concurrency(MIN, MAX)`
+//!     // in the breaker's config instead, taken by `acquire`):
 //!     let __failfast_slot = match enter(&__FAILFAST_BULKHEAD) {
 //!         Some(slot) => slot,
 //!         None => { let rejected = concurrency_limit(__failfast_breaker, &permit); /* as above */ }
@@ -802,6 +804,11 @@ pub(crate) fn config(args: &Args, default_name: TokenStream, private: &TokenStre
         let n = int(successes.value);
         chain.extend(quote!(.success_threshold(#n)));
     }
+    // `max_concurrent = MIN..=MAX`: the breaker keeps the limit itself.
+    if let Some((min, max)) = args.adaptive_concurrency() {
+        let (min, max) = (int(min), int(max));
+        chain.extend(quote!(.adaptive_concurrency(#min, #max)));
+    }
     chain.extend(crate::consts::setters(args, private));
     quote!(#chain.into_config())
 }
@@ -1107,7 +1114,7 @@ impl Plan<'_> {
         // in the runtime): only a panic raised while the body itself is
         // polled counts as its failure, and the function's future holds no
         // permit of its own across the `.await`.
-        let mut_ = self.args.max_concurrent.is_some().then(|| quote!(mut));
+        let mut_ = self.args.bulkhead().is_some().then(|| quote!(mut));
         let output = &self.shape.output;
         let result = if self.is_async {
             quote!((__failfast_result, __failfast_permit): (#output, _))
@@ -1149,15 +1156,17 @@ impl Plan<'_> {
         }
     }
 
-    /// With `max_concurrent`, a place in the bulkhead is taken once the
+    /// With `max_concurrent = N`, a place in the bulkhead is taken once the
     /// breaker has admitted the call (an open breaker refuses without
     /// touching it) and held until the function returns, unwinds or is
     /// dropped; a full bulkhead refuses like the breaker does: the permit's
-    /// admission is given back and the call counted as rejected.
+    /// admission is given back and the call counted as rejected. An adaptive
+    /// `max_concurrent = MIN..=MAX` has no bulkhead: the breaker's `acquire`
+    /// takes the place.
     fn enter(&self) -> Option<TokenStream> {
         let Plan { private, allow, .. } = self;
         let reject = &self.exits.reject;
-        self.args.max_concurrent.as_ref().map(|_| {
+        self.args.bulkhead().map(|_| {
             let enter = self.source.enter();
             quote! {
                 #allow
@@ -1698,6 +1707,52 @@ mod tests {
         for ret in ["Result<u32>", "Result<u32, E>", "io::Result<u32>", "u32"] {
             assert!(!is_anyhow(&syn::parse_str(ret).unwrap()), "{ret}");
         }
+    }
+
+    #[test]
+    fn an_adaptive_limit_is_in_the_config_and_no_bulkhead_is_made() {
+        let item = "fn fetch (id : u32) -> Result < u32 , E > { Ok (id) }";
+        let out = expand("max_concurrent = 2..=8", item);
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(
+            out.contains(". adaptive_concurrency (2 , 8) . into_config ()"),
+            "{out}"
+        );
+        for absent in [
+            "Bulkhead",
+            "enter",
+            "concurrency_limit",
+            "let mut __failfast_permit",
+        ] {
+            assert!(!out.contains(absent), "{absent}: {out}");
+        }
+        // Each key's breaker is built from the config, with the limit; the
+        // family makes no bulkhead per key.
+        let out = expand("key = id, max_concurrent = 2..=8", item);
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(
+            out.contains(". adaptive_concurrency (2 , 8) . into_config ()"),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                ". into_config () , 1024 , :: core :: option :: Option :: None , \
+                 :: core :: time :: Duration :: new (0 , 0) , 100)"
+            ),
+            "{out}"
+        );
+        assert!(!out.contains("enter_member"), "{out}");
+        // A fixed limit is a bulkhead, and not in the config.
+        let out = expand("max_concurrent = 8", item);
+        assert!(!out.contains("adaptive_concurrency"), "{out}");
+        assert!(out.contains("Bulkhead :: new (8)"), "{out}");
+        let out = expand("key = id, max_concurrent = 8", item);
+        assert!(!out.contains("adaptive_concurrency"), "{out}");
+        assert!(
+            out.contains(":: core :: option :: Option :: Some (8)"),
+            "{out}"
+        );
+        assert!(out.contains("enter_member"), "{out}");
     }
 
     #[test]

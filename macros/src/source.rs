@@ -19,9 +19,11 @@
 //! let __failfast_member = member(&PAYMENTS, &(expr));            // at `PAYMENTS`
 //! ```
 //!
-//! With `max_concurrent`, a function's own family gives each key its own
+//! With `max_concurrent = N`, a function's own family gives each key its own
 //! bulkhead; otherwise the function has one, in
-//! `static __FAILFAST_BULKHEAD: Bulkhead`.
+//! `static __FAILFAST_BULKHEAD: Bulkhead`. An adaptive `max_concurrent =
+//! MIN..=MAX` is in `CONFIG` (`.adaptive_concurrency(MIN, MAX)`): the breaker
+//! keeps the limit, each key's breaker its own, and there is no bulkhead.
 
 use proc_macro2::TokenStream;
 use quote::{ToTokens, format_ident, quote, quote_spanned};
@@ -50,6 +52,7 @@ pub(crate) struct Source<'a> {
     max_keys: u32,
     /// The family's ejection budget, `MAX_EJECTION_PERCENT` (100) for none.
     max_ejection_percent: u32,
+    /// `max_concurrent = N` (not an adaptive range, which is in the config).
     max_concurrent: Option<u32>,
     /// `max_wait`, as written: a call waits for a place that long at most.
     max_wait: Option<(std::time::Duration, proc_macro2::Span)>,
@@ -83,7 +86,8 @@ impl<'a> Source<'a> {
                 .max_ejection_percent
                 .as_ref()
                 .map_or(MAX_EJECTION_PERCENT, |n| n.value),
-            max_concurrent: args.max_concurrent.as_ref().map(|n| n.value),
+            // An adaptive limit is the breaker's own: no bulkhead.
+            max_concurrent: args.bulkhead(),
             max_wait: args.max_wait.as_ref().map(|d| {
                 let key = args.written("max_wait").map_or(d.span, Ident::span);
                 (d.value, key)

@@ -943,6 +943,17 @@ impl ConstConfig {
         Self(std::mem::ManuallyDrop::new(config.without_threshold()))
     }
 
+    /// `max_concurrent = MIN..=MAX`: an adaptive concurrency limit between
+    /// `min` and `max` places (checked at expansion with
+    /// `failfast_rules::adaptive_concurrency`).
+    #[must_use]
+    pub const fn adaptive_concurrency(self, min: u32, max: u32) -> Self {
+        let config = std::mem::ManuallyDrop::into_inner(self.0);
+        Self(std::mem::ManuallyDrop::new(
+            config.with_adaptive_concurrency(min, max),
+        ))
+    }
+
     /// The settings.
     #[must_use]
     pub const fn into_config(self) -> Config {
@@ -1044,6 +1055,24 @@ mod tests {
             let status = tonic::Status::unavailable("down");
             assert!((&&DefaultCounts::<Answer, _>(&status, PhantomData)).counts());
         }
+    }
+
+    /// `max_concurrent = MIN..=MAX` writes the adaptive limit into the
+    /// breaker's `const` settings.
+    #[test]
+    fn an_adaptive_limit_is_a_const_setting() {
+        static ADAPTIVE: Breaker = Breaker::from_config(
+            ConstConfig::new("private::adaptive")
+                .threshold(100)
+                .adaptive_concurrency(2, 8)
+                .into_config(),
+        );
+        assert_eq!(ADAPTIVE.snapshot().concurrency_limit, Some(8));
+        assert_eq!(BREAKER.snapshot().concurrency_limit, None);
+        for _ in 0..10 {
+            ADAPTIVE.acquire().unwrap().record(Outcome::Failure);
+        }
+        assert_eq!(ADAPTIVE.snapshot().concurrency_limit, Some(2));
     }
 
     #[test]

@@ -55,4 +55,10 @@ fn shared_breaker_with_breaker_keys(cents: u64) -> std::io::Result<u64> {
     Ok(cents)
 }
 
+// An adaptive limit is kept by the breaker, and this one is shared.
+#[circuit_breaker(breaker = PAYMENTS, max_concurrent = 2..=8)]
+fn shared_breaker_with_adaptive_limit(cents: u64) -> std::io::Result<u64> {
+    Ok(cents)
+}
+
 fn main() {}

@@ -63,4 +63,42 @@ fn max_wait_zero(id: u32) -> Result<u32, DependencyError> {
     Ok(id)
 }
 
+// An adaptive limit of no place at all.
+#[circuit_breaker(max_concurrent = 0..=10)]
+fn adaptive_from_zero(id: u32) -> std::io::Result<u32> {
+    Ok(id)
+}
+
+// An empty range: the least above the most.
+#[circuit_breaker(max_concurrent = 20..=10)]
+fn adaptive_empty(id: u32) -> std::io::Result<u32> {
+    Ok(id)
+}
+
+// More places than the breaker counts (65535 at most).
+#[circuit_breaker(max_concurrent = 1..=70000)]
+fn adaptive_too_large(id: u32) -> std::io::Result<u32> {
+    Ok(id)
+}
+
+// A half-open range: the most places are written with `..=`.
+#[circuit_breaker(max_concurrent = 10..200)]
+fn adaptive_half_open(id: u32) -> std::io::Result<u32> {
+    Ok(id)
+}
+
+// An adaptive limit refuses at once: nothing waits for its places.
+#[circuit_breaker(max_concurrent = 1..=8, max_wait = "10ms")]
+fn adaptive_with_max_wait(id: u32) -> Result<u32, DependencyError> {
+    Ok(id)
+}
+
+// The ends are literals, not constants.
+const MOST: u32 = 8;
+
+#[circuit_breaker(max_concurrent = 1..=MOST)]
+fn adaptive_constant_end(id: u32) -> std::io::Result<u32> {
+    Ok(id + MOST)
+}
+
 fn main() {}

@@ -73,3 +73,19 @@ fn _use_shedding() {
     let _ = graded_shedding("a");
     let _ = graded_shedding_alone("a");
 }
+
+#[circuit_breaker(max_concurrent = 2..=8, threshold = 100)]
+fn adaptive_limit(sku: &str) -> Result<u32, InventoryError> {
+    let _ = sku;
+    Ok(1)
+}
+
+#[circuit_breaker(key = sku, max_concurrent = 1..=65535)]
+async fn adaptive_limit_per_key(sku: &str) -> Result<u32, InventoryError> {
+    Ok(sku.len() as u32)
+}
+
+fn _use_adaptive() {
+    let _ = adaptive_limit("a");
+    let _ = adaptive_limit_per_key("a");
+}
