@@ -17,9 +17,15 @@ mod common;
 #[path = "../../examples/cascade.rs"]
 mod cascade_example;
 
+/// The capacity simulation of `examples/capacity.rs`.
+#[allow(dead_code)]
+#[path = "../../examples/capacity.rs"]
+mod capacity_example;
+
 mod attribute_scenarios;
 #[cfg(feature = "tokio")]
 mod bulkhead;
+mod capacity;
 mod cascade;
 mod classify;
 mod const_values;
