@@ -73,16 +73,19 @@ pub(crate) enum Guard {
     Graded2,
     /// `shed(1.2)`: sheds from a smaller share of failures on.
     Graded1_2,
-    // An adaptive concurrency limit goes here.
+    /// An adaptive concurrency limit, `adaptive_concurrency(5, 100)`, and
+    /// no trip rule (`shed(2)` beside it sheds next to nothing here).
+    Adaptive,
 }
 
 impl Guard {
     /// Every row, in the order printed.
-    pub(crate) const ALL: [Guard; 4] = [
+    pub(crate) const ALL: [Guard; 5] = [
         Guard::NoBreaker,
         Guard::Classic,
         Guard::Graded2,
         Guard::Graded1_2,
+        Guard::Adaptive,
     ];
 
     pub(crate) fn label(self) -> &'static str {
@@ -91,6 +94,7 @@ impl Guard {
             Guard::Classic => "classic: 5 in a row, 5 s",
             Guard::Graded2 => "graded, shed 2",
             Guard::Graded1_2 => "graded, shed 1.2",
+            Guard::Adaptive => "adaptive limit 5..=100",
         }
     }
 
@@ -106,6 +110,11 @@ impl Guard {
             // The default window, 10 s: at least the 1 s timeout.
             Guard::Graded2 => Some(Breaker::builder().shed(2.0)),
             Guard::Graded1_2 => Some(Breaker::builder().shed(1.2)),
+            Guard::Adaptive => Some(
+                Breaker::builder()
+                    .shed(2.0)
+                    .adaptive_concurrency(5, 100),
+            ),
         }
     }
 }

@@ -125,17 +125,20 @@ pub(crate) enum Guard {
     Graded,
     /// `shed(3)` beside `threshold(5)`, `recovery = "1s..4s"`.
     GradedThreshold,
-    // An adaptive concurrency limit goes here.
+    /// `shed(3)` as in `Graded`, and an adaptive concurrency limit of
+    /// 1 to 50 calls at once per server.
+    GradedAdaptive,
 }
 
 impl Guard {
     /// Every row, in the order printed.
-    pub(crate) const ALL: [Guard; 5] = [
+    pub(crate) const ALL: [Guard; 6] = [
         Guard::NoBreaker,
         Guard::Recovery30s,
         Guard::Recovery1To4s,
         Guard::Graded,
         Guard::GradedThreshold,
+        Guard::GradedAdaptive,
     ];
 
     pub(crate) fn label(self) -> &'static str {
@@ -145,6 +148,7 @@ impl Guard {
             Guard::Recovery1To4s => "recovery \"1s..4s\"",
             Guard::Graded => "graded, shed 3",
             Guard::GradedThreshold => "shed 3 + threshold 5",
+            Guard::GradedAdaptive => "shed 3 + adaptive",
         }
     }
 
@@ -170,6 +174,7 @@ impl Guard {
             Guard::Recovery30s => Some(classic(seconds(30))),
             Guard::Recovery1To4s => Some(classic(seconds(1)).max_recovery(seconds(4))),
             Guard::Graded => Some(graded()),
+            Guard::GradedAdaptive => Some(graded().adaptive_concurrency(1, 50)),
             // No `window_time` here: beside a window, `threshold(5)` would count
             // 5 failures within it; without, it stays the classic rule, 5 in a
             // row. Shedding's window is then the default 10 s, started afresh

@@ -58,6 +58,15 @@ fn the_capacity_examples_claims_hold() {
     );
     assert!(one_point_two.mean_latency_ms() < 0.7 * naive.mean_latency_ms());
 
+    // The adaptive limit: timeouts cut it toward its least places, so it
+    // sends far less than the offered load, and still serves more than the
+    // classic breaker (AIMD gives up capacity for the calls held by
+    // timeouts: it is no match for graded shedding here).
+    let adaptive = &runs[Guard::Adaptive];
+    assert!(adaptive.load() < 0.7 * naive.load(), "{}", adaptive.load());
+    assert!(adaptive.goodput() > classic.goodput(), "{}", adaptive.goodput());
+    assert!(adaptive.full_goodput_after_ms() <= 10_000 + TIMEOUT_MS);
+
     // Every call answered again after the capacity returns: at once without
     // a breaker; within the open time and a timeout for the classic one;
     // within the 10 s window and a timeout with graded shedding (by then the
