@@ -110,11 +110,7 @@ impl Guard {
             // The default window, 10 s: at least the 1 s timeout.
             Guard::Graded2 => Some(Breaker::builder().shed(2.0)),
             Guard::Graded1_2 => Some(Breaker::builder().shed(1.2)),
-            Guard::Adaptive => Some(
-                Breaker::builder()
-                    .shed(2.0)
-                    .adaptive_concurrency(5, 100),
-            ),
+            Guard::Adaptive => Some(Breaker::builder().shed(2.0).adaptive_concurrency(5, 100)),
         }
     }
 }

@@ -64,7 +64,11 @@ fn the_capacity_examples_claims_hold() {
     // timeouts: it is no match for graded shedding here).
     let adaptive = &runs[Guard::Adaptive];
     assert!(adaptive.load() < 0.7 * naive.load(), "{}", adaptive.load());
-    assert!(adaptive.goodput() > classic.goodput(), "{}", adaptive.goodput());
+    assert!(
+        adaptive.goodput() > classic.goodput(),
+        "{}",
+        adaptive.goodput()
+    );
     assert!(adaptive.full_goodput_after_ms() <= 10_000 + TIMEOUT_MS);
 
     // Every call answered again after the capacity returns: at once without
