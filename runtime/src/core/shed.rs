@@ -203,24 +203,20 @@ impl Shed {
     /// called too seldom to mark each period); failing that none.
     pub(crate) fn base(&self, period: u64) -> Counts {
         let oldest = (period + 1).saturating_sub(PERIODS as u64 - 1);
-        let mut within: Option<(u64, Counts)> = None;
-        let mut before: Option<(u64, Counts)> = None;
-        for mark in &self.marks().ring {
-            let Some((marked, counts)) = mark.read() else {
-                continue;
-            };
-            if marked >= oldest && marked <= period + 1 {
-                if within.is_none_or(|(p, _)| marked < p) {
-                    within = Some((marked, counts));
-                }
-            } else if marked < oldest && before.is_none_or(|(p, _)| marked > p) {
-                before = Some((marked, counts));
-            }
-        }
-        within
-            .or(before)
-            .map(|(_, counts)| counts)
-            .unwrap_or_default()
+        // Marks of `period` and before (one being written now may be of a
+        // later one); each period has one slot, so no two are equal.
+        let marks = || {
+            self.marks()
+                .ring
+                .iter()
+                .filter_map(Mark::read)
+                .filter(|&(marked, _)| marked <= period + 1)
+        };
+        marks()
+            .filter(|&(marked, _)| marked >= oldest)
+            .min_by_key(|&(marked, _)| marked)
+            .or_else(|| marks().max_by_key(|&(marked, _)| marked))
+            .map_or_else(Counts::default, |(_, counts)| counts)
     }
 
     /// Forgets every mark: the window starts at `period`, from `counts`.
@@ -324,6 +320,13 @@ mod tests {
             neutral: 0,
         };
         assert_eq!(shed.base(5), Counts::default(), "no mark: since the start");
+        // A mark of a later period (being written as the base is read) is
+        // not the window's.
+        let later = Shed::new();
+        later.clear(0, at(5));
+        assert!(later.roll(30, || at(300)));
+        assert_eq!(later.base(25), at(5), "period 30 is after 25");
+        assert_eq!(later.base(30), at(300));
         assert!(shed.roll(2, || at(20)));
         assert_eq!(shed.base(2), Counts::default(), "the first mark is of none");
         assert!(shed.roll(3, || at(30)));
