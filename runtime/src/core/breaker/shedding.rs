@@ -78,8 +78,11 @@ impl Breaker {
     #[inline(never)]
     fn look(&self) -> bool {
         let period = self.shed_period();
-        if self.shed.roll(period, || self.shed_counts()) {
-            self.reconsider_shedding(period);
+        // The totals are summed over the threads' shards once, for the
+        // mark and the chance alike (the first mark needs none).
+        let mut now = None;
+        if self.shed.roll(period, || *now.insert(self.shed_counts())) {
+            self.reconsider_shedding(period, now.unwrap_or_else(|| self.shed_counts()));
             true
         } else {
             false
@@ -90,13 +93,16 @@ impl Breaker {
     #[cold]
     pub(super) fn shed_failure(&self) {
         let period = self.shed_period();
-        self.shed.roll(period, || self.shed_counts());
-        self.reconsider_shedding(period);
+        let now = self.shed_counts();
+        self.shed.roll(period, || now);
+        self.reconsider_shedding(period, now);
     }
 
-    fn reconsider_shedding(&self, period: u64) {
+    /// The chance of refusal over the window of `period`, the totals being
+    /// `now`.
+    fn reconsider_shedding(&self, period: u64, now: Counts) {
         let settings = self.settings();
-        let window = self.shed_counts().since(self.shed.base(period));
+        let window = now.since(self.shed.base(period));
         let chance = window.chance(settings.shed(), settings.min_calls);
         drop(settings);
         let before = self.hot.shed.swap(chance, Ordering::Relaxed);
