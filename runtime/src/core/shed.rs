@@ -236,8 +236,7 @@ fn ring_index(period: u64) -> usize {
 }
 
 thread_local! {
-    /// This thread's draws (xorshift64*), seeded from the thread's own
-    /// address on first use.
+    /// This thread's draws (xorshift64*), seeded on first use.
     static DRAWS: Cell<u64> = const { Cell::new(0) };
 }
 
@@ -246,11 +245,12 @@ pub(crate) fn draw() -> u32 {
     DRAWS.with(|state| {
         let mut x = state.get();
         if x == 0 {
-            x = (std::ptr::from_ref(state) as u64) | 1;
-            x ^= std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0x9e37_79b9_7f4a_7c15, |d| u64::from(d.subsec_nanos()))
-                << 32;
+            // The standard library's per-process random keys, over this
+            // thread's own address; never 0, which xorshift keeps at 0.
+            use std::hash::BuildHasher;
+            x = std::collections::hash_map::RandomState::new()
+                .hash_one(std::ptr::from_ref(state).addr())
+                | 1;
         }
         x ^= x >> 12;
         x ^= x << 25;
