@@ -352,6 +352,30 @@ mod tests {
         assert_eq!(shed.base(32), at(310));
     }
 
+    /// A million draws: their mean within four standard errors of ½, and
+    /// their spread over 64 equal bins within the chi-square bound that a
+    /// uniform generator exceeds once in 10,000 (63 degrees of freedom).
+    #[test]
+    fn draws_are_uniform() {
+        const N: u32 = 1_000_000;
+        let mut bins = [0u32; 64];
+        let mut sum = 0.0;
+        for _ in 0..N {
+            let d = draw();
+            sum += f64::from(d) / SCALE;
+            bins[(d >> 26) as usize] += 1;
+        }
+        let mean = sum / f64::from(N);
+        let se = (1.0 / 12.0 / f64::from(N)).sqrt();
+        assert!((mean - 0.5).abs() < 4.0 * se, "mean {mean}");
+        let expected = f64::from(N) / 64.0;
+        let chi2: f64 = bins
+            .iter()
+            .map(|&n| (f64::from(n) - expected).powi(2) / expected)
+            .sum();
+        assert!(chi2 < 114.0, "chi-square {chi2}");
+    }
+
     #[test]
     fn draws_are_spread_evenly() {
         let mut below = [0u32; 4];

@@ -143,6 +143,27 @@ fn observe_only_counts_what_it_would_refuse_and_lets_it_through() {
     drop(held);
 }
 
+#[test]
+fn calls_an_observe_only_breaker_would_have_refused_give_back_no_place() {
+    let b = Breaker::builder()
+        .name("adaptive.observed")
+        .adaptive_concurrency(1, 1)
+        .threshold(1)
+        .build()
+        .unwrap();
+    b.set_mode(Mode::ObserveOnly);
+    b.acquire().unwrap().record(Outcome::Failure);
+    // Open, observe-only: let through, holding no place, giving none back.
+    for _ in 0..3 {
+        b.acquire().unwrap().record(Outcome::Success);
+    }
+    assert_eq!(b.snapshot().would_reject, 3);
+    b.reset();
+    let held = b.acquire().expect("the one place is free");
+    assert!(b.acquire().is_err(), "and there is only one");
+    drop(held);
+}
+
 /// Eight threads call at once, each call failing one time in five (the
 /// limit keeps moving): at no moment are more calls running than the limit
 /// read before each admission allows, nor more than the most places; when
