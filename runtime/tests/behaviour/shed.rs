@@ -159,6 +159,33 @@ fn failures_leave_the_window_and_shedding_stops_within_it_after_healing() {
     }
 }
 
+/// The window holds the successes of its last 10 s even when nothing
+/// failed then (the calls mark each period as it begins): after 100 s of
+/// health at 100 calls/s, a dependency that fails every call is shed only
+/// once its failures outnumber the window's successes (k = 2), about 5 s
+/// in, not at the 10th failure.
+#[test]
+fn successes_of_a_healthy_window_hold_shedding_back() {
+    let clock = ManualClock::new();
+    let b = graded("shed.diluted", 2.0, &clock);
+    let tick = Duration::from_millis(10);
+    for _ in 0..10_000 {
+        assert!(!call(&b, false));
+        clock.advance(tick);
+    }
+    let mut failing_for = Duration::ZERO;
+    while b.snapshot().shedding == 0.0 {
+        call(&b, true);
+        clock.advance(tick);
+        failing_for += tick;
+        assert!(failing_for < Duration::from_secs(10));
+    }
+    assert!(
+        (Duration::from_secs(4)..=Duration::from_secs(6)).contains(&failing_for),
+        "shedding began {failing_for:?} into the failures"
+    );
+}
+
 #[test]
 fn neutral_outcomes_and_refusals_are_no_evidence() {
     let clock = ManualClock::new();
