@@ -147,25 +147,35 @@ fn graded_shedding_says_when_it_starts_and_stops() {
                 permit.record(Outcome::Success);
             }
         }
+        // A reset while not shedding says nothing of shedding; a reset
+        // while shedding says it stopped.
+        b.reset();
+        for _ in 0..10 {
+            b.acquire().unwrap().record(Outcome::Failure);
+        }
+        b.reset();
     });
-    let events = capture.0.lock().unwrap().clone();
+    let events: Vec<_> = capture
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(.., f)| f.contains_key("shedding"))
+        .cloned()
+        .collect();
     let summary: Vec<_> = events
         .iter()
         .map(|(level, _, f)| (*level, f["message"].as_str()))
         .collect();
-    assert_eq!(
-        summary,
-        [
-            (
-                Level::WARN,
-                "circuit breaker `tracing-shed` sheds load: refuses 90% of calls"
-            ),
-            (
-                Level::INFO,
-                "circuit breaker `tracing-shed` stopped shedding load"
-            ),
-        ]
+    let started = (
+        Level::WARN,
+        "circuit breaker `tracing-shed` sheds load: refuses 90% of calls",
     );
+    let stopped = (
+        Level::INFO,
+        "circuit breaker `tracing-shed` stopped shedding load",
+    );
+    assert_eq!(summary, [started, stopped, started, stopped]);
     assert_eq!(events[0].2["shedding"], "0.9");
     assert_eq!(events[1].2["shedding"], "0.0");
 }
