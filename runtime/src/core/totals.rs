@@ -264,7 +264,7 @@ impl Totals {
     /// Counts an admitted call (graded shedding) and returns this thread's
     /// count of them: on a slot of its own, the calls it admitted; on a
     /// shared slot, that slot's.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn admit(&self) -> u64 {
         let code = SLOT.get();
         if let Some(shards) = self.shards.get() {

@@ -18,7 +18,7 @@ impl Breaker {
     /// with the shedding chance in force, or for want of a place, or
     /// admitted. Observe-only, a call either would refuse is let through
     /// and counted as `would_reject`.
-    #[inline]
+    #[inline(always)]
     pub(super) fn admit_guarded(&self, w: Word) -> Result<Permit<'_>, Rejected> {
         let chance = self.hot.shed.load(Ordering::Relaxed);
         if chance != 0 && self.sheds_now(chance) {
@@ -44,7 +44,7 @@ impl Breaker {
 
     /// Counts a call admitted under graded shedding; every
     /// [`LOOK_EVERY`]th one on a thread looks for a new period.
-    #[inline]
+    #[inline(always)]
     pub(super) fn count_admitted(&self) {
         if self.totals.admit() % LOOK_EVERY == 0 {
             self.look();
