@@ -342,12 +342,7 @@ impl Index<Guard> for Runs {
     type Output = Run;
 
     fn index(&self, guard: Guard) -> &Run {
-        &self
-            .runs
-            .iter()
-            .find(|(g, _)| *g == guard)
-            .expect("every guard is run")
-            .1
+        sim::row(&self.runs, guard)
     }
 }
 

@@ -86,3 +86,12 @@ pub(crate) fn flag<T: std::str::FromStr>(name: &str, default: T) -> T {
         })
         .unwrap_or(default)
 }
+
+/// The run of `guard` among `runs`, one per row of a table.
+pub(crate) fn row<G: PartialEq, R>(runs: &[(G, R)], guard: G) -> &R {
+    &runs
+        .iter()
+        .find(|(g, _)| *g == guard)
+        .expect("every guard is run")
+        .1
+}
