@@ -431,7 +431,7 @@ impl Config {
     #[allow(clippy::cast_possible_truncation)] // from 1 to 10: an f32 is exact enough
     pub(crate) const fn with_shed(mut self, k: f64) -> Self {
         self.shed = k as f32;
-        self.guarded = self.shed != 0.0 || self.adaptive != 0;
+        self.guarded = true;
         self
     }
 
@@ -440,7 +440,7 @@ impl Config {
     #[must_use]
     pub(crate) const fn with_adaptive_concurrency(mut self, min: u32, max: u32) -> Self {
         self.adaptive = (min & 0xFFFF) << 16 | (max & 0xFFFF);
-        self.guarded = self.shed != 0.0 || self.adaptive != 0;
+        self.guarded = true;
         self
     }
 

@@ -31,6 +31,18 @@ fn same_as_patch(breaker: &Breaker, twin: &Breaker, var: &str, value: &str, patc
 }
 
 #[test]
+fn the_shedding_multiplier_is_set_as_its_setter_sets_it() {
+    let (b, twin) = pair(|| Breaker::builder().name("env::shed").shed(2.0));
+    same_as_patch(
+        &b,
+        &twin,
+        "FAILFAST__ENV_SHED__SHED",
+        "1.5",
+        &Breaker::builder().shed(1.5),
+    );
+}
+
+#[test]
 fn every_key_of_a_consecutive_breaker_sets_what_its_setter_sets() {
     let (b, twin) = pair(|| {
         Breaker::builder()
