@@ -1,4 +1,5 @@
-//! Every refusal says why: open, half-open trials in flight, forced open.
+//! Every refusal says why: open, half-open trials in flight, forced open,
+//! shed, the adaptive limit.
 //! (The concurrency limit is `tests/calls/bulkhead.rs`'s, at the facade.)
 
 use std::time::Duration;
@@ -72,4 +73,48 @@ fn a_full_bulkhead_refuses_at_the_concurrency_limit_and_counts_a_rejection() {
     drop(third);
     let s = breaker.snapshot();
     assert_eq!((s.rejected, s.neutral), (1, 0), "{s:?}");
+}
+
+#[test]
+fn a_refusal_by_shedding_or_the_adaptive_limit_says_so() {
+    let shedding = Breaker::builder()
+        .name("reasons.shed")
+        .shed(2.0)
+        .build()
+        .unwrap();
+    for _ in 0..10 {
+        shedding
+            .acquire()
+            .unwrap()
+            .record(failfast_runtime::Outcome::Failure);
+    }
+    let shed = loop {
+        if let Err(rejected) = shedding.acquire() {
+            break rejected;
+        }
+    };
+    assert_eq!(shed.reason(), Reason::Shed);
+    assert_eq!(
+        shed.to_string(),
+        "circuit breaker `reasons.shed` is shedding load: call not attempted"
+    );
+    let limited = Breaker::builder()
+        .name("reasons.limit")
+        .adaptive_concurrency(1, 1)
+        .build()
+        .unwrap();
+    let _held = limited.acquire().unwrap();
+    let refused = limited.acquire().unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "circuit breaker `reasons.limit` is at its concurrency limit: call not attempted"
+    );
+    assert_eq!(
+        std::io::Error::from(refused).kind(),
+        std::io::ErrorKind::ResourceBusy
+    );
+    assert_eq!(
+        std::io::Error::from(shed).kind(),
+        std::io::ErrorKind::ResourceBusy
+    );
 }
