@@ -160,7 +160,7 @@ fn graded_shedding_says_when_it_starts_and_stops() {
         .lock()
         .unwrap()
         .iter()
-        .filter(|(.., f)| f.contains_key("shedding"))
+        .filter(|(.., f)| f["reason"].starts_with("shedding_"))
         .cloned()
         .collect();
     let summary: Vec<_> = events
@@ -178,6 +178,54 @@ fn graded_shedding_says_when_it_starts_and_stops() {
     assert_eq!(summary, [started, stopped, started, stopped]);
     assert_eq!(events[0].2["shedding"], "0.9");
     assert_eq!(events[1].2["shedding"], "0.0");
+}
+
+#[test]
+fn an_adaptive_limit_says_when_it_leaves_its_most_places_and_comes_back() {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    let b = Breaker::builder()
+        .name("tracing-limit")
+        .adaptive_concurrency(2, 10)
+        .threshold(1000)
+        .build()
+        .unwrap();
+    tracing::subscriber::with_default(subscriber, || {
+        b.acquire().unwrap().record(Outcome::Failure);
+        b.acquire().unwrap().record(Outcome::Failure);
+        b.reset();
+    });
+    let events = capture.0.lock().unwrap().clone();
+    let summary: Vec<_> = events
+        .iter()
+        .map(|(level, _, f)| (*level, f["reason"].as_str(), f["message"].as_str()))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (
+                Level::WARN,
+                "limit_lowered",
+                "circuit breaker `tracing-limit` lowered its concurrency limit to 9"
+            ),
+            (
+                Level::INFO,
+                "manual",
+                "circuit breaker `tracing-limit` closed → closed (manual)"
+            ),
+            (
+                Level::INFO,
+                "limit_restored",
+                "circuit breaker `tracing-limit` concurrency limit back at 10"
+            ),
+        ]
+    );
+    assert_eq!(events[0].2["concurrency_limit"], "9");
+    assert_eq!(
+        events[1].2["concurrency_limit"], "8",
+        "the limit at the reset"
+    );
+    assert_eq!(events[2].2["seq"], "3");
 }
 
 #[test]

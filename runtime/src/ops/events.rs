@@ -1,5 +1,8 @@
 //! Transition events: every change of a breaker's state, delivered to
-//! listeners as it happens.
+//! listeners as it happens; and, in the same sequence, graded shedding or
+//! an adaptive concurrency limit starting or stopping to refuse calls
+//! (events from and to the same state, see
+//! [`TransitionReason::SheddingStarted`] and [`TransitionReason::LimitLowered`]).
 //!
 //! ```
 //! use failfast_runtime::events::{self, TransitionReason};

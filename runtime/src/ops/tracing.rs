@@ -16,9 +16,14 @@
 //! | `seq` | the breaker's transition number |
 //! | `dropped` | events of the breaker dropped just before this one, unlogged ([`Transition::dropped`](crate::ops::events::Transition::dropped)) |
 //!
-//! Graded shedding (`shed`) starting and stopping is one event each, on the
-//! thread that saw it change, at `WARN` and `INFO`: fields `breaker` and
-//! `shedding` (the chance of refusing a call, 0 once it stopped).
+//! | `shedding` | graded shedding's chance of refusing a call after the event ([`Transition::shedding`](crate::ops::events::Transition::shedding)) |
+//! | `concurrency_limit` | the adaptive concurrency limit after the event, 0 without one |
+//!
+//! Graded shedding (`shed`) starting and stopping, and an adaptive
+//! concurrency limit leaving its most places and coming back, are events
+//! too, from and to the same state, with reasons `shedding_started` and
+//! `limit_lowered` at `WARN`, `shedding_stopped` and `limit_restored` at
+//! `INFO`.
 //!
 //! Events are emitted like any listener's delivery (see
 //! [`events`](crate::ops::events#delivery)): in order per breaker, on the thread
@@ -29,13 +34,12 @@
 
 use ::tracing::{Level, event};
 
-use crate::core::breaker::shedding::SHEDDING;
-use crate::core::breaker::transition::{DELIVERED, Transition, WANTED};
+use crate::core::breaker::transition::{DELIVERED, Transition, TransitionReason, WANTED};
 use crate::core::breaker::{Breaker, Mode};
 use crate::core::error::State;
 
 macro_rules! emit {
-    ($level:expr, $t:expr) => {{
+    ($level:expr, $t:expr, $($message:tt)+) => {{
         let t = $t;
         let c = &t.counts;
         event!(
@@ -55,16 +59,9 @@ macro_rules! emit {
             open_for_secs = t.open_for.map(|d| d.as_secs_f64()),
             seq = t.seq,
             dropped = t.dropped,
-            "circuit breaker `{}` {} → {} ({}){}",
-            t.name,
-            t.from,
-            t.to,
-            t.reason,
-            if t.mode == Mode::ObserveOnly {
-                "; observe only, calls still pass"
-            } else {
-                ""
-            },
+            shedding = t.shedding,
+            concurrency_limit = c.concurrency_limit,
+            $($message)+
         )
     }};
 }
@@ -78,37 +75,52 @@ static EMIT: fn(&Breaker, &Transition) = |_, t| transition(t);
 #[allow(unsafe_code)] // linkme places the entry in a link section
 static WANTED_BY_TRACING: fn() -> bool = || true;
 
-/// Graded shedding started or stopped.
-#[linkme::distributed_slice(SHEDDING)]
-#[allow(unsafe_code)] // linkme places the entry in a link section
-static SHEDDING_CHANGED: fn(&Breaker, f64) = |b, chance| {
-    if chance > 0.0 {
-        event!(
-            target: "failfast",
-            Level::WARN,
-            breaker = b.name(),
-            shedding = chance,
-            "circuit breaker `{}` sheds load: refuses {:.0}% of calls",
-            b.name(),
-            chance * 100.0
-        );
-    } else {
-        event!(
-            target: "failfast",
-            Level::INFO,
-            breaker = b.name(),
-            shedding = chance,
-            "circuit breaker `{}` stopped shedding load",
-            b.name()
-        );
-    }
-};
-
 /// Emits `t` at its level.
 fn transition(t: &Transition) {
-    match t.to {
-        State::Open => emit!(Level::WARN, t),
-        State::Closed => emit!(Level::INFO, t),
-        State::HalfOpen => emit!(Level::DEBUG, t),
+    let observe_only = if t.mode == Mode::ObserveOnly {
+        "; observe only, calls still pass"
+    } else {
+        ""
+    };
+    let limit = t.counts.concurrency_limit;
+    match t.reason {
+        TransitionReason::SheddingStarted => emit!(
+            Level::WARN,
+            t,
+            "circuit breaker `{}` sheds load: refuses {:.0}% of calls{observe_only}",
+            t.name,
+            t.shedding * 100.0
+        ),
+        TransitionReason::SheddingStopped => emit!(
+            Level::INFO,
+            t,
+            "circuit breaker `{}` stopped shedding load",
+            t.name
+        ),
+        TransitionReason::LimitLowered => emit!(
+            Level::WARN,
+            t,
+            "circuit breaker `{}` lowered its concurrency limit to {limit}{observe_only}",
+            t.name
+        ),
+        TransitionReason::LimitRestored => emit!(
+            Level::INFO,
+            t,
+            "circuit breaker `{}` concurrency limit back at {limit}",
+            t.name
+        ),
+        _ => match t.to {
+            State::Open => emit!(Level::WARN, t, "{}{observe_only}", moved(t)),
+            State::Closed => emit!(Level::INFO, t, "{}{observe_only}", moved(t)),
+            State::HalfOpen => emit!(Level::DEBUG, t, "{}{observe_only}", moved(t)),
+        },
     }
+}
+
+/// A transition's message: "circuit breaker `name` from → to (reason)".
+fn moved(t: &Transition) -> String {
+    format!(
+        "circuit breaker `{}` {} → {} ({})",
+        t.name, t.from, t.to, t.reason
+    )
 }

@@ -827,7 +827,9 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     }
 
     /// Each key's bulkhead lets a call wait this long at most for a place
-    /// ([`Bulkhead::max_wait`]), with [`max_concurrent`](Self::max_concurrent):
+    /// ([`Bulkhead::max_wait`]), with [`max_concurrent`](Self::max_concurrent)
+    /// and members without an adaptive limit (`build` refuses it beside
+    /// [`Builder::adaptive_concurrency`]):
     /// the attribute's calls and the reqwest middleware's requests wait;
     /// the tower layer refuses at once all the same (a service's `call`
     /// does not wait).
@@ -893,6 +895,11 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
                 .map_err(broken)?;
         }
         let (config, clock) = self.breaker.checked_with_clock()?;
+        if !self.max_wait.is_zero() {
+            // A wait is for a fixed number of places, as in the attribute.
+            failfast_rules::max_wait_needs_fixed_limit(config.adaptive_range().is_some())
+                .map_err(|v| crate::core::config::broken(v).of(config.name()))?;
+        }
         Ok(Family::with_parts(
             config,
             clock,

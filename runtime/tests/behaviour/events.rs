@@ -449,6 +449,48 @@ fn a_kept_subscription_keeps_listening() {
 /// each starts in the state the previous one entered when none was dropped
 /// in between. Once the threads stop, the next transitions deliver what
 /// still waits: every transition is delivered or counted as dropped.
+/// Delivers what waits (each reset delivers up to 4 events, its own
+/// included), then checks the numbers of `events`: consecutive but for the
+/// dropped ones, and, when `ordered`, each from the state the one before
+/// entered. Returns how many were dropped.
+fn check_numbers(b: &Breaker, log: &Log, ordered: bool) -> (Vec<Transition>, u64) {
+    for _ in 0..32 {
+        if failfast_runtime::__private::backlog(b) == 0 {
+            break;
+        }
+        b.reset();
+    }
+    assert_eq!(
+        failfast_runtime::__private::backlog(b),
+        0,
+        "the resets delivered what waited"
+    );
+    let events = log.take();
+    let mut dropped = events[0].dropped;
+    assert_eq!(events[0].seq, 1 + dropped);
+    for (i, pair) in events.windows(2).enumerate() {
+        let (before, after) = (&pair[0], &pair[1]);
+        assert_eq!(
+            after.seq,
+            before.seq + 1 + after.dropped,
+            "event {i}: {pair:#?}"
+        );
+        if ordered && after.dropped == 0 {
+            assert_eq!(after.from, before.to, "event {i}: {pair:#?}");
+        }
+        dropped += after.dropped;
+    }
+    (events, dropped)
+}
+
+/// One xorshift step.
+fn next(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
 #[test]
 fn events_arrive_in_order_per_breaker_under_two_threads() {
     let clock = ManualClock::new();
@@ -470,9 +512,7 @@ fn events_arrive_in_order_per_breaker_under_two_threads() {
                 s.spawn(move || {
                     let mut x = seed + 1;
                     for _ in 0..200_000 {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
+                        let x = next(&mut x);
                         if x % 5 == 0 {
                             clock.advance(Duration::from_micros(1));
                         }
@@ -491,39 +531,12 @@ fn events_arrive_in_order_per_breaker_under_two_threads() {
         let gave_up: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
         // An ordering wait that gave up (a thread kept off a processor for
         // 100 ms) may have queued an event out of order.
-        let ordered = gave_up == 0;
-        // Each reset delivers up to 4 events, its own included.
-        for _ in 0..32 {
-            if failfast_runtime::__private::backlog(&b) == 0 {
-                break;
-            }
-            b.reset();
-        }
-        assert_eq!(
-            failfast_runtime::__private::backlog(&b),
-            0,
-            "the resets delivered what waited"
-        );
-        let events = log.take();
+        let (events, dropped) = check_numbers(&b, &log, gave_up == 0);
         assert!(
             events.len() > 100,
             "only {} transitions: the test did not race",
             events.len()
         );
-        let mut dropped = events[0].dropped;
-        assert_eq!(events[0].seq, 1 + dropped);
-        for (i, pair) in events.windows(2).enumerate() {
-            let (before, after) = (&pair[0], &pair[1]);
-            assert_eq!(
-                after.seq,
-                before.seq + 1 + after.dropped,
-                "event {i}: {pair:#?}"
-            );
-            if ordered && after.dropped == 0 {
-                assert_eq!(after.from, before.to, "event {i}: {pair:#?}");
-            }
-            dropped += after.dropped;
-        }
         assert_eq!(
             events.len() as u64 + dropped,
             b.snapshot().transitions,
@@ -662,4 +675,295 @@ fn a_subscription_by_a_family_name_gets_its_members_and_its_overflow_breaker() {
         .map(|m| m.state())
         .collect();
     assert_eq!(states, [State::Open, State::Open]);
+}
+
+#[test]
+fn graded_shedding_starting_and_stopping_are_events_between_the_transitions() {
+    let clock = ManualClock::new();
+    let (b, log, _s) = listened(builder(&clock).shed(2.0));
+    for _ in 0..30 {
+        succeed(&b);
+    }
+    let mut failures = 0;
+    while b.snapshot().shedding == 0.0 {
+        fail(&b);
+        failures += 1;
+    }
+    assert_eq!(failures, 31);
+    let t = log.one();
+    assert_eq!(
+        edge(&t),
+        (
+            State::Closed,
+            State::Closed,
+            TransitionReason::SheddingStarted
+        )
+    );
+    assert_eq!(t.shedding, b.snapshot().shedding);
+    assert!(t.shedding > 0.0);
+    assert_eq!(
+        window(&t),
+        (61, 31, 0),
+        "the calls admitted in the shedding window, and those not accepted"
+    );
+    assert_eq!((t.seq, t.counts.concurrency_limit), (1, 0));
+    assert_eq!(b.snapshot().transitions, 0, "not a change of state");
+    // More failures while shedding: no more events.
+    for _ in 0..50 {
+        let _ = b.acquire().map(|p| p.record(Outcome::Failure));
+    }
+    assert!(log.take().is_empty());
+    // A reset says it stopped, after its own transition.
+    b.reset();
+    let events = log.take();
+    let edges: Vec<_> = events.iter().map(edge).collect();
+    assert_eq!(
+        edges,
+        [
+            (State::Closed, State::Closed, TransitionReason::Manual),
+            (
+                State::Closed,
+                State::Closed,
+                TransitionReason::SheddingStopped
+            ),
+        ]
+    );
+    assert!(events[0].shedding == 0.0 && events[1].shedding == 0.0);
+    assert_eq!((events[0].seq, events[1].seq), (2, 3));
+    assert_eq!(b.snapshot().transitions, 1);
+}
+
+#[test]
+fn shedding_stops_with_an_event_when_successes_catch_up() {
+    let clock = ManualClock::new();
+    let (b, log, _s) = listened(builder(&clock).shed(2.0));
+    for _ in 0..10 {
+        fail(&b);
+    }
+    assert_eq!(log.one().reason, TransitionReason::SheddingStarted);
+    let mut steps = 0;
+    while b.snapshot().shedding > 0.0 {
+        clock.advance(Duration::from_millis(100));
+        let _ = b.acquire().map(|p| p.record(Outcome::Success));
+        steps += 1;
+        assert!(steps < 1000, "shedding never stopped");
+    }
+    let t = log.one();
+    assert_eq!(
+        edge(&t),
+        (
+            State::Closed,
+            State::Closed,
+            TransitionReason::SheddingStopped
+        )
+    );
+    assert_eq!(t.shedding, 0.0);
+    assert_eq!(t.seq, 2);
+}
+
+#[test]
+fn a_shedding_breaker_that_trips_and_closes_says_shedding_stopped_after_closing() {
+    let clock = ManualClock::new();
+    let (b, log, _s) = listened(builder(&clock).shed(2.0).threshold(12));
+    for _ in 0..10 {
+        fail(&b);
+    }
+    assert_eq!(log.one().reason, TransitionReason::SheddingStarted);
+    // Failures until the threshold trips (refusals in between).
+    while b.state() == State::Closed {
+        let _ = b.acquire().map(|p| p.record(Outcome::Failure));
+    }
+    let t = log.one();
+    assert_eq!(
+        edge(&t),
+        (
+            State::Closed,
+            State::Open,
+            TransitionReason::ThresholdReached
+        )
+    );
+    assert!(t.shedding > 0.0, "the chance as it stood when it tripped");
+    clock.advance(RECOVERY);
+    succeed(&b);
+    let edges: Vec<_> = log.take().iter().map(edge).collect();
+    assert_eq!(
+        edges,
+        [
+            (
+                State::Open,
+                State::HalfOpen,
+                TransitionReason::RecoveryElapsed
+            ),
+            (
+                State::HalfOpen,
+                State::Closed,
+                TransitionReason::TrialsSucceeded
+            ),
+            (
+                State::Closed,
+                State::Closed,
+                TransitionReason::SheddingStopped
+            ),
+        ]
+    );
+}
+
+#[test]
+fn an_adaptive_limit_leaving_and_regaining_its_most_places_are_events() {
+    let clock = ManualClock::new();
+    let (b, log, _s) = listened(builder(&clock).adaptive_concurrency(2, 10).threshold(1000));
+    succeed(&b);
+    assert!(
+        log.take().is_empty(),
+        "a success at the most places: no event"
+    );
+    fail(&b);
+    let t = log.one();
+    assert_eq!(
+        edge(&t),
+        (State::Closed, State::Closed, TransitionReason::LimitLowered)
+    );
+    assert_eq!((t.counts.concurrency_limit, t.seq), (9, 1));
+    // Further cuts are in snapshots and metrics, not events.
+    fail(&b);
+    fail(&b);
+    assert!(log.take().is_empty());
+    assert_eq!(b.snapshot().concurrency_limit, Some(7));
+    // Successes with half the limit in use raise it back to its most.
+    let held: Vec<_> = (0..4).map(|_| b.acquire().unwrap()).collect();
+    for _ in 0..2 {
+        succeed(&b);
+    }
+    assert!(log.take().is_empty(), "at 9: not back yet");
+    succeed(&b);
+    drop(held);
+    let t = log.one();
+    assert_eq!(
+        edge(&t),
+        (
+            State::Closed,
+            State::Closed,
+            TransitionReason::LimitRestored
+        )
+    );
+    assert_eq!((t.counts.concurrency_limit, t.seq), (10, 2));
+    // A reset restores it too, after its own event.
+    fail(&b);
+    assert_eq!(log.one().reason, TransitionReason::LimitLowered);
+    b.reset();
+    let events = log.take();
+    let reasons: Vec<_> = events.iter().map(|t| t.reason).collect();
+    assert_eq!(
+        reasons,
+        [TransitionReason::Manual, TransitionReason::LimitRestored]
+    );
+    assert_eq!(events[0].counts.concurrency_limit, 9);
+    assert_eq!(events[1].counts.concurrency_limit, 10);
+    assert_eq!(b.snapshot().concurrency_limit, Some(10));
+    // A reset at the most places says nothing of the limit.
+    b.reset();
+    assert_eq!(log.one().reason, TransitionReason::Manual);
+}
+
+#[test]
+fn guard_events_made_while_nobody_listened_leave_a_gap_in_the_numbers() {
+    let clock = ManualClock::new();
+    let b = builder(&clock)
+        .adaptive_concurrency(2, 10)
+        .threshold(1000)
+        .build()
+        .unwrap();
+    fail(&b);
+    let log = Log::default();
+    let _s = log.listen(&b);
+    b.reset();
+    let events = log.take();
+    let numbered: Vec<_> = events.iter().map(|t| (t.reason, t.seq)).collect();
+    assert_eq!(
+        numbered,
+        [
+            (TransitionReason::Manual, 2),
+            (TransitionReason::LimitRestored, 3)
+        ]
+    );
+}
+
+/// Guard events (shedding, the adaptive limit) race with transitions on two
+/// threads: numbered in one sequence with them, each from and to the state
+/// the one before it entered.
+#[test]
+fn guard_events_and_transitions_arrive_in_one_order_under_two_threads() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .name("events-guard-order")
+        .threshold(20)
+        .shed(1.0)
+        .min_calls(4)
+        .adaptive_concurrency(1, 4)
+        .recovery(Duration::from_micros(1))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let log = Log::default();
+    let _s = log.listen(&b);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2u64)
+            .map(|seed| {
+                let (b, clock) = (&b, &clock);
+                s.spawn(move || {
+                    let mut x = seed + 7;
+                    for i in 0..100_000u64 {
+                        let x = next(&mut x);
+                        if x % 7 == 0 {
+                            clock.advance(Duration::from_millis(50));
+                        }
+                        // Phases of health and sickness, so that shedding
+                        // and the limit come and go.
+                        let sick = (i / 2_000) % 2 == 1;
+                        let fails = if sick { x % 4 != 0 } else { x % 50 == 0 };
+                        if let Ok(permit) = b.acquire() {
+                            permit.record(if fails {
+                                Outcome::Failure
+                            } else {
+                                Outcome::Success
+                            });
+                        }
+                    }
+                    failfast_runtime::__private::thread_turns().2
+                })
+            })
+            .collect();
+        let gave_up: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
+        let (events, dropped) = check_numbers(&b, &log, gave_up == 0);
+        let count = |reason| events.iter().filter(|t| t.reason == reason).count();
+        for reason in [
+            TransitionReason::SheddingStarted,
+            TransitionReason::SheddingStopped,
+            TransitionReason::LimitLowered,
+            TransitionReason::LimitRestored,
+            TransitionReason::ThresholdReached,
+        ] {
+            assert!(
+                count(reason) > 2,
+                "{reason}: {}, the test did not race",
+                count(reason)
+            );
+        }
+        let guards = events.iter().filter(|t| {
+            matches!(
+                t.reason,
+                TransitionReason::SheddingStarted
+                    | TransitionReason::SheddingStopped
+                    | TransitionReason::LimitLowered
+                    | TransitionReason::LimitRestored
+            )
+        });
+        assert!(guards.clone().all(|t| t.from == t.to));
+        let transitions = events.len() - guards.count();
+        assert!(
+            transitions as u64 <= b.snapshot().transitions
+                && transitions as u64 + dropped >= b.snapshot().transitions,
+            "every transition delivered or dropped"
+        );
+    });
 }

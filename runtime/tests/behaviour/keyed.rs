@@ -246,6 +246,33 @@ fn each_key_gets_its_own_concurrency_limit() {
 }
 
 #[test]
+fn a_wait_for_a_place_is_refused_beside_members_with_an_adaptive_limit() {
+    let members = || {
+        Breaker::builder()
+            .name("keyed.adaptive-wait")
+            .adaptive_concurrency(2, 20)
+    };
+    let refused = Family::<String>::builder(members())
+        .max_concurrent(4)
+        .max_wait(Duration::from_millis(50))
+        .build()
+        .unwrap_err();
+    let text = refused.to_string();
+    assert!(
+        text.contains("max_wait") && text.contains("adaptive"),
+        "{text}"
+    );
+    // Without the wait, both limits hold: each key's bulkhead and its own
+    // adaptive limit.
+    let keys: Family<String> = Family::builder(members())
+        .max_concurrent(4)
+        .build()
+        .unwrap();
+    assert_eq!(keys.get("a").snapshot().concurrency_limit, Some(20));
+    assert!(keys.get("a").bulkhead().is_some());
+}
+
+#[test]
 fn a_large_full_family_evicts_only_closed_breakers() {
     // Past the sample size: the victim is sampled, and with two thirds of
     // the family open most samples hold open breakers.

@@ -26,10 +26,12 @@ impl Breaker {
     }
 
     /// Back to normal operation: closed, counters cleared, growing open time back
-    /// at its start. Calls in flight are not counted.
+    /// at its start, an adaptive concurrency limit back at its most places.
+    /// Calls in flight are not counted.
     pub fn reset(&self) {
         self.control(TAG_CLOSED, MODE_NORMAL);
         self.level.store(0, Ordering::Relaxed);
+        self.restore_limit();
     }
 
     /// Puts the breaker in `mode`, whatever its state:

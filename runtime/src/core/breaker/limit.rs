@@ -19,6 +19,7 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use super::transition::{Counts, TransitionReason};
 use super::*;
 use crate::core::totals::{REJECTED, WOULD_REJECT};
 
@@ -105,22 +106,28 @@ impl Breaker {
         let taken = places.taken.fetch_sub(1, Ordering::Release);
         match outcome {
             Outcome::Failure => {
-                let _ = places
+                let cut = |limit: u32| Some((limit * 9 / 10).max(least));
+                let before = places
                     .limit
-                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |limit| {
-                        Some((limit * 9 / 10).max(least))
-                    });
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, cut)
+                    .unwrap_or_else(|limit| limit);
+                if before == most && least < most {
+                    self.guard_changed(TransitionReason::LimitLowered, Counts::default());
+                }
             }
             Outcome::Success => {
                 let limit = places.limit.load(Ordering::Relaxed);
                 if limit < most && taken.saturating_mul(2) >= limit {
                     // A lost race is another call's raise: one is enough.
-                    let _ = places.limit.compare_exchange(
+                    let raised = places.limit.compare_exchange(
                         limit,
                         limit + 1,
                         Ordering::Relaxed,
                         Ordering::Relaxed,
                     );
+                    if raised.is_ok() && limit + 1 == most {
+                        self.guard_changed(TransitionReason::LimitRestored, Counts::default());
+                    }
                 }
             }
             Outcome::Neutral => {}
@@ -131,5 +138,20 @@ impl Breaker {
     pub(crate) fn concurrency_limit(&self) -> Option<u32> {
         let (_, most) = self.config.adaptive_range()?;
         Some(self.places(most).limit.load(Ordering::Relaxed))
+    }
+
+    /// The adaptive limit in force, 0 without one (for events).
+    pub(super) fn limit_in_force(&self) -> u32 {
+        self.concurrency_limit().unwrap_or(0)
+    }
+
+    /// Back to the most places, on a reset.
+    pub(super) fn restore_limit(&self) {
+        let Some((_, most)) = self.config.adaptive_range() else {
+            return;
+        };
+        if self.places(most).limit.swap(most, Ordering::Relaxed) != most {
+            self.guard_changed(TransitionReason::LimitRestored, Counts::default());
+        }
     }
 }

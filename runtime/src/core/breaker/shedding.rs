@@ -2,14 +2,16 @@
 //! rule and its window), and the admission of a closed call it guards
 //! with an adaptive limit (`limit` module).
 
+use super::transition::{Counts as TransitionCounts, TransitionReason};
 use super::*;
 use crate::core::config::{TIME_BUCKETS, Window as Shape};
 use crate::core::shed::{self, Counts, LOOK_EVERY};
 use crate::core::totals::{ADMITTED, NEUTRAL, SHED, SUCCESS, WOULD_REJECT};
 
 /// Told when graded shedding starts or stops refusing calls, with the
-/// chance of refusal now (0 when it stopped): `tracing` and `metrics`
-/// watch it.
+/// chance of refusal now (0 when it stopped), on the thread that saw it:
+/// `metrics` watches it. Listeners and `tracing` get an event
+/// ([`TransitionReason::SheddingStarted`]) in order with the transitions.
 #[linkme::distributed_slice]
 pub(crate) static SHEDDING: [fn(&Breaker, f64)];
 
@@ -107,18 +109,30 @@ impl Breaker {
         drop(settings);
         let before = self.hot.shed.swap(chance, Ordering::Relaxed);
         if (before == 0) != (chance == 0) {
-            self.announce_shedding(chance);
+            let counts = TransitionCounts {
+                window_calls: window.admitted,
+                window_failures: window.admitted.saturating_sub(window.accepted),
+                ..TransitionCounts::default()
+            };
+            self.shedding_changed(chance, counts);
         }
     }
 
+    /// Graded shedding started refusing calls with `chance`, or stopped (0).
     #[cold]
-    fn announce_shedding(&self, chance: u32) {
+    pub(super) fn shedding_changed(&self, chance: u32, counts: TransitionCounts) {
         for observe in SHEDDING {
             // An observer's panic is its own: the breaker carries on.
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 observe(self, shed::share(chance));
             }));
         }
+        let reason = if chance == 0 {
+            TransitionReason::SheddingStopped
+        } else {
+            TransitionReason::SheddingStarted
+        };
+        self.guard_changed(reason, counts);
     }
 
     /// The period of the shedding window now: `window / 20` long.
@@ -141,16 +155,17 @@ impl Breaker {
     }
 
     /// Starts the shedding window afresh, refusing nothing: on closing,
-    /// on a reset, on a new window shape.
-    pub(crate) fn clear_shedding(&self) {
+    /// on a reset, on a new window shape. Whether it was shedding: the
+    /// caller announces that it stopped (`shedding_changed`) once its own
+    /// transition, if any, is queued.
+    #[must_use]
+    pub(crate) fn clear_shedding(&self) -> bool {
         if !self.config.sheds() {
-            return;
+            return false;
         }
         let before = self.hot.shed.swap(0, Ordering::Relaxed);
         self.shed.clear(self.shed_period(), self.shed_counts());
-        if before != 0 {
-            self.announce_shedding(0);
-        }
+        before != 0
     }
 
     /// The chance that graded shedding refuses a call now.

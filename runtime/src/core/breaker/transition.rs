@@ -143,6 +143,33 @@ pub enum TransitionReason {
     /// [`reset`](Breaker::reset) or [`set_mode`](Breaker::set_mode). Produces an event even when the state
     /// stays the same: the mode, or the counters, changed.
     Manual,
+    /// Graded shedding (`shed`) started refusing calls, with the chance
+    /// [`Transition::shedding`]. Not a change of state: `from` and `to`
+    /// are the state the breaker is in (Closed, unless the failure that
+    /// started it also tripped the breaker), and
+    /// [`Snapshot::transitions`](crate::Snapshot::transitions) does not
+    /// count it. [`Counts::window_calls`] holds the calls admitted in the
+    /// shedding window, [`Counts::window_failures`] those of them not
+    /// accepted (failed, or still running). These four events take their
+    /// place among the transitions in [`Transition::seq`]; one that a
+    /// transition on another thread overtakes before it is queued (the
+    /// two a few instructions apart) is not delivered, so a
+    /// `SheddingStopped` may, rarely, come without its `SheddingStarted`.
+    SheddingStarted,
+    /// Graded shedding stopped refusing calls (the
+    /// window's successes caught up, or the breaker closed, was reset or
+    /// got a new window). Not a change of state, as
+    /// [`SheddingStarted`](Self::SheddingStarted).
+    SheddingStopped,
+    /// A counted failure of a closed call lowered the adaptive concurrency
+    /// limit (`max_concurrent = MIN..=MAX`) below its most places, to
+    /// [`Counts::concurrency_limit`]. Told once per episode: the limit's
+    /// further moves are in snapshots and metrics. Not a change of state.
+    LimitLowered,
+    /// The adaptive concurrency limit is back at its most places
+    /// ([`Counts::concurrency_limit`]): successes raised it, or
+    /// [`reset`](Breaker::reset) did. Not a change of state.
+    LimitRestored,
     /// Closed → Open, or Open → Open with another deadline: an open imposed
     /// from outside ([`integration::open_remote`](crate::integration::open_remote), a fleet of instances sharing
     /// their opens), or its end moved ([`integration::release_remote`](crate::integration::release_remote)). Not
@@ -163,6 +190,10 @@ impl TransitionReason {
             TransitionReason::TrialsSucceeded => "trials_succeeded",
             TransitionReason::Manual => "manual",
             TransitionReason::Remote => "remote",
+            TransitionReason::SheddingStarted => "shedding_started",
+            TransitionReason::SheddingStopped => "shedding_stopped",
+            TransitionReason::LimitLowered => "limit_lowered",
+            TransitionReason::LimitRestored => "limit_restored",
         }
     }
 }
@@ -191,9 +222,15 @@ pub struct Counts {
     /// Successful trials of the half-open round ([`TransitionReason::TrialsSucceeded`]:
     /// `success_threshold`; [`TransitionReason::TrialFailed`]: those before the failure).
     pub trial_successes: u32,
+    /// The adaptive concurrency limit in force after the event, on every
+    /// event of a breaker that has one (0 otherwise).
+    pub concurrency_limit: u32,
 }
 
-/// One state change of one breaker.
+/// One event of one breaker: a change of state, or graded shedding or the
+/// adaptive concurrency limit starting or stopping to refuse calls (then
+/// `from` and `to` are both the state the breaker is in, see
+/// [`TransitionReason::SheddingStarted`]).
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
@@ -218,10 +255,10 @@ pub struct Transition {
         serde(serialize_with = "crate::core::serde::option_duration")
     )]
     pub open_for: Option<Duration>,
-    /// This breaker's transitions so far, this one included: events of one
+    /// This breaker's events so far, this one included: events of one
     /// breaker arrive with `seq` 1, 2, 3, … (gaps only where events were
-    /// dropped, see [`dropped`](Self::dropped), or where a transition
-    /// happened while nobody listened).
+    /// dropped, see [`dropped`](Self::dropped), or where one happened while
+    /// nobody listened).
     pub seq: u64,
     /// Events of this breaker dropped just before this one, which no
     /// listener saw: at most 32 events of a breaker wait for delivery, and
@@ -229,6 +266,10 @@ pub struct Transition {
     /// (see [delivery](crate::ops::events#delivery)). `seq` skips as many numbers. Zero
     /// unless listeners fell that far behind.
     pub dropped: u64,
+    /// The chance that graded shedding refuses a call, after the event: 0
+    /// unless the breaker sheds (see
+    /// [`TransitionReason::SheddingStarted`]).
+    pub shedding: f64,
 }
 
 /// What made the state machine move; the reason is worked out from it.
@@ -258,6 +299,9 @@ pub(crate) struct Events {
     id: AtomicU64,
     /// Transitions so far.
     pub(crate) transitions: AtomicU64,
+    /// Events so far: transitions, and shedding or the adaptive limit
+    /// starting or stopping.
+    seq: AtomicU64,
     /// When the breaker last opened on its own, on its clock (0: never).
     pub(crate) opened_at: AtomicU64,
     /// The period (see `period`) the last delivered transition entered.
@@ -372,6 +416,7 @@ impl Events {
         Self {
             id: AtomicU64::new(0),
             transitions: AtomicU64::new(0),
+            seq: AtomicU64::new(0),
             opened_at: AtomicU64::new(0),
             published: AtomicU64::new(0),
             queue: Mutex::new(Queue {
@@ -415,16 +460,24 @@ impl Events {
     /// Only `transitioned` calls it, and `renumbered` (a half-open period
     /// renumbered past its 256th round of trials): a call that does neither
     /// never waits here.
-    fn wait_turn(&self, from: Word) {
+    ///
+    /// A guard's event (`guard_changed`) waits only while `current` is still
+    /// in `from`'s period: once the breaker has left it, the event is stale
+    /// and `false` is returned.
+    fn wait_turn(&self, from: Word, current: impl Fn() -> Option<Word>) -> bool {
         let from = period(from);
+        let left = || current().is_some_and(|w| period(w) != from);
         if self.published.load(Ordering::Acquire) == from {
-            return;
+            return true;
         }
         count_turn(1);
         let mut since = None;
         for spin in 1u32.. {
             if self.published.load(Ordering::Acquire) == from {
-                return;
+                return true;
+            }
+            if left() {
+                return false;
             }
             if spin < 64 {
                 std::hint::spin_loop();
@@ -435,10 +488,11 @@ impl Events {
                 let began = *since.get_or_insert_with(std::time::Instant::now);
                 if began.elapsed() > MAX_TURN_WAIT {
                     count_turn(2);
-                    return;
+                    return true;
                 }
             }
         }
+        unreachable!("the spin count outlasts the wait")
     }
 
     /// Numbers `transition`, queues it (dropping the oldest waiting event if
@@ -446,8 +500,37 @@ impl Events {
     /// step (so numbers, queue and turns agree). Returns this thread's turn
     /// at delivering, unless another thread is delivering already.
     fn enqueue(&self, mut transition: Transition, to: Word) -> Option<Turn<'_>> {
-        let mut queue = self.queue();
-        transition.seq = self.transitions.fetch_add(1, Ordering::Relaxed) + 1;
+        let queue = self.queue();
+        self.transitions.fetch_add(1, Ordering::Relaxed);
+        transition.seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+        self.push(queue, transition, to)
+    }
+
+    /// Numbers and queues a guard's event made in `at`, unless the breaker
+    /// has left `at`'s period (`current`, read under the queue's lock, so
+    /// that a transition made after the check queues after the event).
+    /// `None` in the first member: not queued.
+    fn enqueue_guard(
+        &self,
+        mut event: Transition,
+        at: Word,
+        current: impl Fn() -> Word,
+    ) -> Option<Option<Turn<'_>>> {
+        let queue = self.queue();
+        let now = period(at);
+        if period(current()) != now || self.published.load(Ordering::Acquire) != now {
+            return None;
+        }
+        event.seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+        Some(self.push(queue, event, at))
+    }
+
+    fn push(
+        &self,
+        mut queue: MutexGuard<'_, Queue>,
+        transition: Transition,
+        to: Word,
+    ) -> Option<Turn<'_>> {
         if queue.pending.len() >= BACKLOG {
             queue.pending.pop_front();
             queue.dropped += 1;
@@ -512,9 +595,7 @@ impl Breaker {
     pub(crate) fn transitioned(&self, from: Word, to: Word, cause: Why, open_for: u64) {
         let hook = &self.events;
         let now = self.clock.now();
-        if to.tag() == TAG_CLOSED {
-            self.clear_shedding();
-        }
+        let was_shedding = to.tag() == TAG_CLOSED && self.clear_shedding();
         if to.tag() == TAG_OPEN && open_for != 0 {
             hook.opened_at.store(now.max(1), Ordering::Relaxed);
         }
@@ -549,15 +630,55 @@ impl Breaker {
                 open_for: (open_for != 0).then(|| Duration::from_nanos(open_for)),
                 seq: 0,
                 dropped: 0,
+                shedding: self.shedding(),
             };
-            hook.wait_turn(from);
+            hook.wait_turn(from, || None);
             hook.enqueue(transition, to)
         } else {
             hook.transitions.fetch_add(1, Ordering::Relaxed);
+            hook.seq.fetch_add(1, Ordering::Relaxed);
             hook.published.store(period(to), Ordering::Release);
             None
         };
         if let Some(turn) = turn {
+            hook.deliver(self, turn);
+        }
+        if was_shedding {
+            self.shedding_changed(0, Counts::default());
+        }
+    }
+
+    /// Graded shedding or the adaptive limit started or stopped refusing
+    /// calls (`reason`, one of the four guard reasons), `counts` saying
+    /// why: an event from and to the state the breaker is in, numbered and
+    /// delivered as a transition's, though not one. Made stale (and
+    /// dropped) by a transition that overtakes it.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn guard_changed(&self, reason: TransitionReason, mut counts: Counts) {
+        let hook = &self.events;
+        if !wanted() {
+            hook.seq.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let at = self.load();
+        counts.concurrency_limit = self.limit_in_force();
+        let event = Transition {
+            name: self.shared_name(),
+            from: state(at),
+            to: state(at),
+            mode: mode(at),
+            reason,
+            counts,
+            open_for: None,
+            seq: 0,
+            dropped: 0,
+            shedding: self.shedding(),
+        };
+        if !hook.wait_turn(at, || Some(self.load())) {
+            return;
+        }
+        if let Some(Some(turn)) = hook.enqueue_guard(event, at, || self.load()) {
             hook.deliver(self, turn);
         }
     }
@@ -604,6 +725,7 @@ impl Breaker {
             }
             _ => {}
         }
+        counts.concurrency_limit = self.limit_in_force();
         counts
     }
 }
@@ -615,7 +737,7 @@ impl Breaker {
     #[cold]
     pub(crate) fn renumbered(&self, from: Word, to: Word) {
         if wanted() {
-            self.events.wait_turn(from);
+            self.events.wait_turn(from, || None);
         }
         self.events.published.store(period(to), Ordering::Release);
     }
