@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What can be checked of the declared MSRV without its toolchain.
 
-This machine has one Rust toolchain, so the library crates cannot be built
+The CI machine has one Rust toolchain, so the library crates cannot be built
 on their `rust-version` here. Two of the three ways a crate breaks its MSRV
 are checked instead:
 
