@@ -4,8 +4,9 @@
 //! hook is refused.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use failfast_runtime::integration::{self, Cause, Change};
 use failfast_runtime::{Breaker, ManualClock, Mode, State};
@@ -15,9 +16,22 @@ type Seen = (State, State, Mode, Cause);
 /// What the hook saw, by breaker name.
 static SEEN: Mutex<Option<HashMap<String, Vec<Seen>>>> = Mutex::new(None);
 
+/// While set, the hook holds the transitions of `hook-holds` (between
+/// their compare-and-swap and their queueing), up to 5 s.
+static HOLD: AtomicBool = AtomicBool::new(false);
+/// Set by the hook once it holds one.
+static HELD: AtomicBool = AtomicBool::new(false);
+
 fn record(change: &Change<'_>) {
     let name = change.breaker.name().to_owned();
     assert!(name != "hook-panics", "a hook that panics");
+    if name == "hook-holds" && HOLD.load(Ordering::SeqCst) {
+        HELD.store(true, Ordering::SeqCst);
+        let began = Instant::now();
+        while HOLD.load(Ordering::SeqCst) && began.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
     let mut seen = SEEN.lock().unwrap_or_else(PoisonError::into_inner);
     seen.get_or_insert_with(HashMap::new)
         .entry(name)
@@ -123,4 +137,59 @@ fn a_panicking_hook_leaves_the_breaker_and_its_caller_alone() {
     clock.advance(Duration::from_secs(2));
     assert_eq!(b.call(|| Ok::<_, &str>(7)).ok(), Some(7));
     assert_eq!(b.state(), State::Closed);
+}
+
+/// An event of the adaptive limit made while the transition before it is
+/// still on its way to the queue (its thread held here, in the hook, after
+/// its compare-and-swap) waits for that transition to be queued, and
+/// follows it.
+#[test]
+fn a_limit_event_waits_for_the_transition_before_it_to_be_queued() {
+    installed();
+    let b = Arc::new(
+        Breaker::builder()
+            .name("hook-holds")
+            .adaptive_concurrency(2, 10)
+            .threshold(1000)
+            .build()
+            .unwrap(),
+    );
+    let delivered = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&delivered);
+    let _listening = failfast_runtime::events::subscribe_to(&*b, move |t| {
+        sink.lock().unwrap().push(t.reason);
+    });
+    HOLD.store(true, Ordering::SeqCst);
+    // A change of mode (not a reset, which would restore the limit).
+    let observing = {
+        let b = Arc::clone(&b);
+        std::thread::spawn(move || b.set_mode(Mode::ObserveOnly))
+    };
+    while !HELD.load(Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    // The change has taken effect and is held before its queueing: this
+    // failure lowers the limit in the new period, and its event waits.
+    let lowering = {
+        let b = Arc::clone(&b);
+        std::thread::spawn(move || {
+            b.acquire()
+                .unwrap()
+                .record(failfast_runtime::Outcome::Failure);
+            failfast_runtime::__private::thread_turns()
+        })
+    };
+    std::thread::sleep(Duration::from_millis(30));
+    HOLD.store(false, Ordering::SeqCst);
+    observing.join().unwrap();
+    let (_, waited, gave_up) = lowering.join().unwrap();
+    let delivered = delivered.lock().unwrap().clone();
+    use failfast_runtime::events::TransitionReason::{LimitLowered, Manual};
+    if gave_up == 0 {
+        assert_eq!(delivered, [Manual, LimitLowered], "waited: {waited}");
+    } else {
+        // Held past the 100 ms bound (a loaded machine): the limit's event
+        // found the breaker's events out of step, and was not queued.
+        assert_eq!(delivered, [Manual], "waited: {waited}");
+    }
 }

@@ -899,7 +899,7 @@ fn guard_events_and_transitions_arrive_in_one_order_under_two_threads() {
         .threshold(20)
         .shed(1.0)
         .min_calls(4)
-        .adaptive_concurrency(1, 4)
+        .adaptive_concurrency(1, 2)
         .recovery(Duration::from_micros(1))
         .clock(clock.clone())
         .build()
@@ -959,6 +959,28 @@ fn guard_events_and_transitions_arrive_in_one_order_under_two_threads() {
             )
         });
         assert!(guards.clone().all(|t| t.from == t.to));
+        if dropped == 0 {
+            // Each guard's events alternate, from its start.
+            for (on, off) in [
+                (
+                    TransitionReason::SheddingStarted,
+                    TransitionReason::SheddingStopped,
+                ),
+                (
+                    TransitionReason::LimitLowered,
+                    TransitionReason::LimitRestored,
+                ),
+            ] {
+                let told: Vec<_> = events
+                    .iter()
+                    .filter(|t| t.reason == on || t.reason == off)
+                    .map(|t| t.reason)
+                    .collect();
+                for (i, reason) in told.iter().enumerate() {
+                    assert_eq!(*reason, if i % 2 == 0 { on } else { off }, "{told:?}");
+                }
+            }
+        }
         let transitions = events.len() - guards.count();
         assert!(
             transitions as u64 <= b.snapshot().transitions
@@ -966,4 +988,26 @@ fn guard_events_and_transitions_arrive_in_one_order_under_two_threads() {
             "every transition delivered or dropped"
         );
     });
+}
+
+#[test]
+fn shedding_that_started_while_nobody_listened_is_told_when_it_stops() {
+    let clock = ManualClock::new();
+    let b = builder(&clock).shed(2.0).build().unwrap();
+    for _ in 0..10 {
+        fail(&b);
+    }
+    assert!(b.snapshot().shedding > 0.0);
+    let log = Log::default();
+    let _s = log.listen(&b);
+    while b.snapshot().shedding > 0.0 {
+        clock.advance(Duration::from_millis(100));
+        let _ = b.acquire().map(|p| p.record(Outcome::Success));
+    }
+    let t = log.one();
+    assert_eq!(
+        (t.reason, t.seq),
+        (TransitionReason::SheddingStopped, 2),
+        "the start, unheard, took number 1"
+    );
 }

@@ -483,6 +483,10 @@ fn a_late_success_of_a_lost_round_never_counts_however_many_rounds_passed() {
     for rounds in [1, 255, 256, 257, 511, 512, 600] {
         let clock = ManualClock::new();
         let b = eligible_with_short_lease(&clock);
+        // Listened to: a round past the 256th renumbers the period, and the
+        // transition after it must find its turn at once.
+        let _listening = failfast_runtime::events::subscribe_to(&b, |_| {});
+        let (_, _, gave_up) = failfast_runtime::__private::thread_turns();
         let mut trials = lose_rounds(&b, &clock, rounds);
         let current = trials.pop().expect("the current trial");
         let first = trials.remove(0);
@@ -496,6 +500,11 @@ fn a_late_success_of_a_lost_round_never_counts_however_many_rounds_passed() {
         assert_rejected(&b, State::HalfOpen);
         current.record(failfast_runtime::Outcome::Success);
         assert_eq!(b.state(), State::Closed, "after {rounds} lost rounds");
+        assert_eq!(
+            failfast_runtime::__private::thread_turns().2,
+            gave_up,
+            "no transition waited out the ordering bound"
+        );
         drop(trials);
     }
 }

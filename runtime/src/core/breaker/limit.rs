@@ -19,7 +19,7 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::transition::{Counts, TransitionReason};
+use super::transition::{Counts, Guard};
 use super::*;
 use crate::core::totals::{REJECTED, WOULD_REJECT};
 
@@ -112,7 +112,7 @@ impl Breaker {
                     .fetch_update(Ordering::Relaxed, Ordering::Relaxed, cut)
                     .unwrap_or_else(|limit| limit);
                 if before == most && least < most {
-                    self.guard_changed(TransitionReason::LimitLowered, Counts::default());
+                    self.guard_changed(Guard::Limit, Counts::default());
                 }
             }
             Outcome::Success => {
@@ -126,7 +126,7 @@ impl Breaker {
                         Ordering::Relaxed,
                     );
                     if raised.is_ok() && limit + 1 == most {
-                        self.guard_changed(TransitionReason::LimitRestored, Counts::default());
+                        self.guard_changed(Guard::Limit, Counts::default());
                     }
                 }
             }
@@ -145,13 +145,20 @@ impl Breaker {
         self.concurrency_limit().unwrap_or(0)
     }
 
+    /// Whether the adaptive limit is below its most places now.
+    pub(super) fn limit_lowered(&self) -> bool {
+        self.config
+            .adaptive_range()
+            .is_some_and(|(_, most)| self.places(most).limit.load(Ordering::Relaxed) < most)
+    }
+
     /// Back to the most places, on a reset.
     pub(super) fn restore_limit(&self) {
         let Some((_, most)) = self.config.adaptive_range() else {
             return;
         };
         if self.places(most).limit.swap(most, Ordering::Relaxed) != most {
-            self.guard_changed(TransitionReason::LimitRestored, Counts::default());
+            self.guard_changed(Guard::Limit, Counts::default());
         }
     }
 }

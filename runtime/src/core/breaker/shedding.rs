@@ -2,7 +2,7 @@
 //! rule and its window), and the admission of a closed call it guards
 //! with an adaptive limit (`limit` module).
 
-use super::transition::{Counts as TransitionCounts, TransitionReason};
+use super::transition::{Counts as TransitionCounts, Guard};
 use super::*;
 use crate::core::config::{TIME_BUCKETS, Window as Shape};
 use crate::core::shed::{self, Counts, LOOK_EVERY};
@@ -127,12 +127,7 @@ impl Breaker {
                 observe(self, shed::share(chance));
             }));
         }
-        let reason = if chance == 0 {
-            TransitionReason::SheddingStopped
-        } else {
-            TransitionReason::SheddingStarted
-        };
-        self.guard_changed(reason, counts);
+        self.guard_changed(Guard::Shedding, counts);
     }
 
     /// The period of the shedding window now: `window / 20` long.

@@ -150,11 +150,15 @@ pub enum TransitionReason {
     /// [`Snapshot::transitions`](crate::Snapshot::transitions) does not
     /// count it. [`Counts::window_calls`] holds the calls admitted in the
     /// shedding window, [`Counts::window_failures`] those of them not
-    /// accepted (failed, or still running). These four events take their
-    /// place among the transitions in [`Transition::seq`]; one that a
-    /// transition on another thread overtakes before it is queued (the
-    /// two a few instructions apart) is not delivered, so a
-    /// `SheddingStopped` may, rarely, come without its `SheddingStarted`.
+    /// accepted (failed, or still running).
+    ///
+    /// These four events take their place among the transitions in
+    /// [`Transition::seq`]. Each says what is true when it is queued:
+    /// `SheddingStarted` and `SheddingStopped` alternate, as do
+    /// `LimitLowered` and `LimitRestored`, and the last one delivered is
+    /// what holds until the next. A start that a transition on another
+    /// thread overtakes before it is queued (the two a few instructions
+    /// apart) is told by the guard's next change, if it still holds then.
     SheddingStarted,
     /// Graded shedding stopped refusing calls (the
     /// window's successes caught up, or the breaker closed, was reset or
@@ -321,6 +325,31 @@ struct Queue {
     delivering: bool,
     /// Events dropped from `pending` since one was last taken for delivery.
     dropped: u64,
+    /// What the events told last of each guard: whether shedding refuses
+    /// calls, whether the adaptive limit is below its most places (see
+    /// [`Breaker::guard_changed`]).
+    told: [bool; 2],
+}
+
+/// A guard whose refusing starts and stops are events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Guard {
+    /// Graded shedding: refusing calls, or not.
+    Shedding = 0,
+    /// The adaptive concurrency limit: below its most places, or not.
+    Limit = 1,
+}
+
+impl Guard {
+    /// The event telling that the guard now refuses (`true`) or not.
+    fn reason(self, refusing: bool) -> TransitionReason {
+        match (self, refusing) {
+            (Guard::Shedding, true) => TransitionReason::SheddingStarted,
+            (Guard::Shedding, false) => TransitionReason::SheddingStopped,
+            (Guard::Limit, true) => TransitionReason::LimitLowered,
+            (Guard::Limit, false) => TransitionReason::LimitRestored,
+        }
+    }
 }
 
 /// Events a thread delivers at most per transition it makes, its own
@@ -423,6 +452,7 @@ impl Events {
                 pending: VecDeque::new(),
                 delivering: false,
                 dropped: 0,
+                told: [false; 2],
             }),
             exported: Exported::new(),
         }
@@ -506,23 +536,38 @@ impl Events {
         self.push(queue, transition, to)
     }
 
-    /// Numbers and queues a guard's event made in `at`, unless the breaker
-    /// has left `at`'s period (`current`, read under the queue's lock, so
-    /// that a transition made after the check queues after the event).
-    /// `None` in the first member: not queued.
+    /// Tells whether `guard` refuses now (`refusing`, read under the
+    /// queue's lock) if the events last told otherwise: numbered and, when
+    /// `event` makes one (a listener wants it), queued. With `ordered`, the
+    /// breaker's state when the change was seen, not while the breaker is
+    /// out of its period (`current`, read under the lock too, so that a
+    /// transition made after the check queues after the event): the next
+    /// change of the guard tells it then. Returns this thread's turn at
+    /// delivering, as [`enqueue`](Self::enqueue) does.
     fn enqueue_guard(
         &self,
-        mut event: Transition,
-        at: Word,
+        guard: Guard,
+        refusing: impl Fn() -> bool,
+        ordered: Option<Word>,
         current: impl Fn() -> Word,
-    ) -> Option<Option<Turn<'_>>> {
-        let queue = self.queue();
-        let now = period(at);
-        if period(current()) != now || self.published.load(Ordering::Acquire) != now {
+        event: impl FnOnce(TransitionReason) -> Option<Transition>,
+    ) -> Option<Turn<'_>> {
+        let mut queue = self.queue();
+        if let Some(at) = ordered {
+            let now = period(at);
+            if period(current()) != now || self.published.load(Ordering::Acquire) != now {
+                return None;
+            }
+        }
+        let refusing = refusing();
+        if queue.told[guard as usize] == refusing {
             return None;
         }
-        event.seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
-        Some(self.push(queue, event, at))
+        queue.told[guard as usize] = refusing;
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut event = event(guard.reason(refusing))?;
+        event.seq = seq;
+        self.push(queue, event, ordered?)
     }
 
     fn push(
@@ -648,37 +693,50 @@ impl Breaker {
         }
     }
 
-    /// Graded shedding or the adaptive limit started or stopped refusing
-    /// calls (`reason`, one of the four guard reasons), `counts` saying
-    /// why: an event from and to the state the breaker is in, numbered and
-    /// delivered as a transition's, though not one. Made stale (and
-    /// dropped) by a transition that overtakes it.
+    /// Graded shedding or the adaptive limit (`guard`) started or stopped
+    /// refusing calls, `counts` saying why (shedding's window, when it
+    /// started): an event from and to the state the breaker is in,
+    /// numbered and delivered as a transition's, though not one. What it
+    /// tells is read when it is queued, and told only if the events last
+    /// told otherwise: two threads changing a guard at once give one event
+    /// each way at most, in the order of the queue, the last one true.
     #[cold]
     #[inline(never)]
-    pub(crate) fn guard_changed(&self, reason: TransitionReason, mut counts: Counts) {
+    pub(crate) fn guard_changed(&self, guard: Guard, mut counts: Counts) {
         let hook = &self.events;
-        if !wanted() {
-            hook.seq.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
+        let wanted = wanted();
         let at = self.load();
-        counts.concurrency_limit = self.limit_in_force();
-        let event = Transition {
-            name: self.shared_name(),
-            from: state(at),
-            to: state(at),
-            mode: mode(at),
-            reason,
-            counts,
-            open_for: None,
-            seq: 0,
-            dropped: 0,
-            shedding: self.shedding(),
-        };
-        if !hook.wait_turn(at, || Some(self.load())) {
+        if wanted && !hook.wait_turn(at, || Some(self.load())) {
             return;
         }
-        if let Some(Some(turn)) = hook.enqueue_guard(event, at, || self.load()) {
+        let refusing = || match guard {
+            Guard::Shedding => self.hot.shed.load(Ordering::Relaxed) != 0,
+            Guard::Limit => self.limit_lowered(),
+        };
+        let event = |reason| {
+            if !wanted {
+                return None;
+            }
+            if reason != TransitionReason::SheddingStarted {
+                counts = Counts::default();
+            }
+            counts.concurrency_limit = self.limit_in_force();
+            Some(Transition {
+                name: self.shared_name(),
+                from: state(at),
+                to: state(at),
+                mode: mode(at),
+                reason,
+                counts,
+                open_for: None,
+                seq: 0,
+                dropped: 0,
+                shedding: self.shedding(),
+            })
+        };
+        // Nobody listening: nothing to order, only what was told to keep.
+        let ordered = wanted.then_some(at);
+        if let Some(turn) = hook.enqueue_guard(guard, refusing, ordered, || self.load(), event) {
             hook.deliver(self, turn);
         }
     }
