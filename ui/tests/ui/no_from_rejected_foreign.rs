@@ -1,12 +1,13 @@
 use failfast::circuit_breaker;
+use std::num::ParseIntError;
 
-// Another crate's error type: `impl From<Rejected> for reqwest::Error` is
-// not allowed here, and a `reqwest::Error` cannot be built from a refusal.
+// Another crate's error type: `impl From<Rejected> for ParseIntError` is
+// not allowed here, and a `ParseIntError` cannot be built from a refusal.
 #[circuit_breaker(threshold = 3)]
-async fn fetch(url: &str) -> Result<String, reqwest::Error> {
-    reqwest::get(url).await?.text().await
+async fn quantity(text: &str) -> Result<u32, ParseIntError> {
+    text.trim().parse()
 }
 
 fn main() {
-    let _ = fetch("http://127.0.0.1:1/");
+    let _ = quantity(" 12 ");
 }
