@@ -62,8 +62,8 @@ fn live() -> isize {
 }
 
 /// Far below what one replaced value kept per reconfiguration would add up
-/// to over 10,000 (a `Config` is about 100 bytes, a window of 2^20 calls
-/// 256 KiB), far above the noise of the harness around a test.
+/// to over 10,000 (a `Config` is about 100 bytes, a window of 2^16 calls
+/// 16 KiB), far above the noise of the harness around a test.
 const SLACK: isize = 64 * 1024;
 
 /// Calls `reconfigure(i)` `n` times while another thread keeps calling
@@ -115,8 +115,8 @@ fn flipping_a_threshold_leaves_memory_flat() {
     });
 }
 
-/// A reload that flips the rate window's shape between 2^20 − 1 and 2^20
-/// calls: every reconfiguration starts a fresh window (256 KiB) and
+/// A reload that flips the rate window's shape between 2^16 − 1 and 2^16
+/// calls: every reconfiguration starts a fresh window (16 KiB) and
 /// publishes new settings, and the window and settings it replaces are
 /// freed once no call reads them.
 #[test]
@@ -124,12 +124,12 @@ fn alternating_window_shapes_leave_memory_flat() {
     let _turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
     let b = Breaker::builder()
         .failure_rate(1.0)
-        .window_calls(1 << 20)
+        .window_calls(1 << 16)
         .min_calls(100)
         .build()
         .unwrap();
-    flat("window 2^20 - 1/2^20 calls", &b, |i| {
-        b.reconfigure(&Breaker::builder().window_calls((1 << 20) - i % 2))
+    flat("window 2^16 - 1/2^16 calls", &b, |i| {
+        b.reconfigure(&Breaker::builder().window_calls((1 << 16) - i % 2))
             .unwrap();
     });
 }
