@@ -37,6 +37,7 @@ fn check_inventory(sku: &str) -> Result<u32, InventoryError> {
     Ok(1)
 }
 
+#[test]
 fn main() {
     let _ = check_inventory("a");
 }

@@ -29,7 +29,7 @@ async fn one_line_with_fallback(x: u32) -> Result<u32, Down> { Ok(x) }
 #[circuit_breaker(threshold = 2, counts = |_: &Down| true)]
 async fn one_line_unit() -> Result<(), Down> { Ok(()) }
 
-#[tokio::main(flavor = "current_thread")]
+#[tokio::test(flavor = "current_thread")]
 async fn main() {
     assert_eq!(one_line(1).await.unwrap(), 1);
     assert_eq!(one_line_with_fallback(2).await.unwrap(), 2);

@@ -1,6 +1,6 @@
 // A fallback given the arguments after a body that moved them: fine when
 // they are `Copy`, concrete or generic.
-use failfast::{circuit_breaker, Error};
+use failfast::{Error, circuit_breaker};
 
 #[derive(Debug)]
 pub struct Down;
@@ -39,7 +39,7 @@ async fn call_generic<T: Copy + Into<u32>>(value: T) -> Result<u32, Down> {
     Ok(value.into())
 }
 
-#[tokio::main(flavor = "current_thread")]
+#[tokio::test(flavor = "current_thread")]
 async fn main() {
     assert_eq!(call(Id(3), 1).unwrap(), 4);
     assert_eq!(call_generic(7u8).await.unwrap(), 7);

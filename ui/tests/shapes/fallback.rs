@@ -1,4 +1,4 @@
-use failfast::{circuit_breaker, Error};
+use failfast::{Error, circuit_breaker};
 
 #[derive(Debug)]
 pub enum InventoryError {
@@ -137,7 +137,7 @@ impl Client {
     }
 }
 
-#[tokio::main(flavor = "current_thread")]
+#[tokio::test(flavor = "current_thread")]
 async fn main() {
     assert_eq!(check_inventory("a", 1).unwrap(), Stock::Unknown);
     assert!(check_inventory("", 1).is_err());

@@ -1,7 +1,7 @@
 // Bodies that consume their arguments, with a fallback of the error alone:
 // the body takes its arguments by move, as the function would without the
 // attribute.
-use failfast::{circuit_breaker, Error};
+use failfast::{Error, circuit_breaker};
 
 #[derive(Debug)]
 pub enum Down {
@@ -114,15 +114,19 @@ impl Sender for Client {
     }
 }
 
-#[tokio::main(flavor = "current_thread")]
+#[tokio::test(flavor = "current_thread")]
 async fn main() {
-    let req = || Request { body: "abc".to_owned() };
+    let req = || Request {
+        body: "abc".to_owned(),
+    };
     assert_eq!(call(req()).unwrap(), 3);
     assert_eq!(call_async(req()).await.unwrap(), 3);
     assert_eq!(call_with_id(7, req()).unwrap(), 3);
     assert_eq!(call_generic("ab").unwrap(), 2);
     assert_eq!(Client { base: "x".into() }.into_call().unwrap(), 1);
-    let client = Client { base: String::new() };
+    let client = Client {
+        base: String::new(),
+    };
     assert_eq!(client.send_owned(req()).await.unwrap(), 3);
     let order = |body: &str| Order {
         sku: "sku-1".to_owned(),
@@ -132,5 +136,11 @@ async fn main() {
     assert_eq!(place(order("")).unwrap(), 5, "the fallback kept the sku");
     assert_eq!(place_async(order("")).await.unwrap(), 5);
     // Counted failures answer from the fallback.
-    assert_eq!(call(Request { body: String::new() }).unwrap(), 0);
+    assert_eq!(
+        call(Request {
+            body: String::new()
+        })
+        .unwrap(),
+        0
+    );
 }

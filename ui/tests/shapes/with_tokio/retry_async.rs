@@ -70,7 +70,7 @@ impl Inventory for Client {
 
 fn is_send<T: Send>(_: &T) {}
 
-#[tokio::main(flavor = "current_thread")]
+#[tokio::test(flavor = "current_thread")]
 async fn main() {
     let future = free("ab");
     is_send(&future);

@@ -75,7 +75,7 @@ impl Inventory for Client {
     }
 }
 
-#[tokio::main(flavor = "current_thread")]
+#[tokio::test(flavor = "current_thread")]
 async fn main() {
     let mut client = Client::new_checked("http://inventory").unwrap();
     assert_eq!(client.base().unwrap(), "http://inventory");

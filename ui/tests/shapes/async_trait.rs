@@ -58,7 +58,7 @@ impl Inventory for Client {
     }
 }
 
-#[tokio::main(flavor = "current_thread")]
+#[tokio::test(flavor = "current_thread")]
 async fn main() {
     let mut client = Client { stock: 1 };
     assert_eq!(client.stock("ab").await.unwrap(), 3);

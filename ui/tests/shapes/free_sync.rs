@@ -112,6 +112,7 @@ macro_rules! guarded_without_fallback {
 guarded_by!(from_macro_with_fallback, id, zero, Result<u32, InventoryError>);
 guarded_without_fallback!(from_macro_without_fallback, id, Result<u32, InventoryError>);
 
+#[test]
 fn main() {
     assert_eq!(from_macro(2).unwrap(), 4);
     assert_eq!(from_macro_with_fallback(2).unwrap(), 2);

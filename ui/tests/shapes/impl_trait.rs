@@ -21,7 +21,7 @@ async fn describe(n: u32) -> Result<impl Debug, DependencyError> {
     Ok(n)
 }
 
-#[tokio::main(flavor = "current_thread")]
+#[tokio::test(flavor = "current_thread")]
 async fn main() {
     assert_eq!(evens(&[1, 2, 4]).unwrap().count(), 2);
     assert_eq!(format!("{:?}", describe(1).await.unwrap()), "1");

@@ -2,7 +2,7 @@
 //! `#[async_trait]` included; the fallback is awaited once.
 
 use async_trait::async_trait;
-use failfast::{circuit_breaker, retry, Error};
+use failfast::{Error, circuit_breaker, retry};
 
 #[derive(Debug)]
 pub struct DependencyError;
@@ -41,7 +41,11 @@ pub struct Client {
 }
 
 impl Client {
-    async fn cached(&self, _sku: &str, _error: Error<DependencyError>) -> Result<u32, DependencyError> {
+    async fn cached(
+        &self,
+        _sku: &str,
+        _error: Error<DependencyError>,
+    ) -> Result<u32, DependencyError> {
         Ok(self.stock)
     }
 }
@@ -65,7 +69,7 @@ impl Inventory for Client {
 
 fn is_send<T: Send>(_: &T) {}
 
-#[tokio::main(flavor = "current_thread")]
+#[tokio::test(flavor = "current_thread")]
 async fn main() {
     let future = by_path("ab");
     is_send(&future);

@@ -90,7 +90,7 @@ fn with_short_alias(id: u32) -> Res<u32> {
     Err(ApiError::Down).or(Ok(id))
 }
 
-#[tokio::main(flavor = "current_thread")]
+#[tokio::test(flavor = "current_thread")]
 async fn main() {
     assert_eq!(with_anyhow(1).unwrap(), 1);
     assert!(with_anyhow_async(0).await.is_err());

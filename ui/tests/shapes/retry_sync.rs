@@ -101,9 +101,14 @@ impl Client {
     }
 }
 
+#[test]
 fn main() {
     let _ = (every_key(1), closure(1), predicate_fn(1), by_type(1), io());
-    let _ = (qualified("a".into()), generic(&[1]), evens(&[1, 2]).map(Iterator::count));
+    let _ = (
+        qualified("a".into()),
+        generic(&[1]),
+        evens(&[1, 2]).map(Iterator::count),
+    );
     let mut client = Client { stock: 1 };
     let _ = (client.shared(), client.unique());
     let _ = client.owned();

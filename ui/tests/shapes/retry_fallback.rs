@@ -2,7 +2,7 @@
 //! every fallback form. The error types have no `From<failfast::Rejected>`:
 //! the fallback answers refusals.
 
-use failfast::{circuit_breaker, retry, Error};
+use failfast::{Error, circuit_breaker, retry};
 
 #[derive(Debug)]
 pub enum DependencyError {
@@ -91,8 +91,15 @@ impl Client {
     }
 }
 
+#[test]
 fn main() {
-    let _ = (by_path(1), by_closure("a".into()), by_block(2), generic(&[1]), io());
+    let _ = (
+        by_path(1),
+        by_closure("a".into()),
+        by_block(2),
+        generic(&[1]),
+        io(),
+    );
     let mut client = Client { stock: 1 };
     let _ = (client.shared("a"), client.unique());
     let _ = client.owned();

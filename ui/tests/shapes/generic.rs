@@ -34,7 +34,7 @@ impl<T: Clone> Repo<T> {
     }
 }
 
-#[tokio::main(flavor = "current_thread")]
+#[tokio::test(flavor = "current_thread")]
 async fn main() {
     assert_eq!(render([1, 2]).unwrap(), "12");
     assert_eq!(render(["a"]).unwrap(), "a");

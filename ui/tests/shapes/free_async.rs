@@ -26,7 +26,7 @@ async fn borrowed(text: &str) -> Result<&str, DependencyError> {
 
 fn assert_send<T: Send>(_: &T) {}
 
-#[tokio::main(flavor = "current_thread")]
+#[tokio::test(flavor = "current_thread")]
 async fn main() {
     let future = fetch(1, "id".into());
     assert_send(&future);

@@ -64,6 +64,7 @@ fn shedding(id: u32) -> Result<u32, DependencyError> {
     Ok(id)
 }
 
+#[test]
 fn main() {
     let _ = consecutive(1);
     let _ = rates(1);

@@ -27,6 +27,7 @@ fn zero(_id: u32, _error: failfast::Error<Down>) -> Either<u32, Down> {
     Ok(0)
 }
 
+#[test]
 fn main() {
     assert_eq!(lookup(1).unwrap() + fetch(2).unwrap(), 3);
 }

@@ -1,5 +1,5 @@
 use async_trait::async_trait;
-use failfast::{circuit_breaker, Error, Rejected, TimedOut};
+use failfast::{Error, Rejected, TimedOut, circuit_breaker};
 
 #[derive(Debug)]
 pub enum InventoryError {
@@ -107,6 +107,7 @@ impl Inventory for Client {
     }
 }
 
+#[test]
 fn main() {
     let _ = check_inventory("a");
     let _ = sync_fetch(1);

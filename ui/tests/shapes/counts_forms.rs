@@ -126,6 +126,7 @@ async fn by_type_async() -> Result<u32, Box<dyn Error + Send + Sync>> {
     Err(Box::new(DependencyDown))
 }
 
+#[test]
 fn main() {
     let _ = by_pattern("a");
     let _ = by_unit_variant();
