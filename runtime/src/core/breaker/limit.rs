@@ -19,7 +19,6 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::transition::{Counts, Guard};
 use super::*;
 use crate::core::totals::{REJECTED, WOULD_REJECT};
 
@@ -112,7 +111,7 @@ impl Breaker {
                     .fetch_update(Ordering::Relaxed, Ordering::Relaxed, cut)
                     .unwrap_or_else(|limit| limit);
                 if before == most && least < most {
-                    self.guard_changed(Guard::Limit, Counts::default());
+                    self.limit_changed();
                 }
             }
             Outcome::Success => {
@@ -126,7 +125,7 @@ impl Breaker {
                         Ordering::Relaxed,
                     );
                     if raised.is_ok() && limit + 1 == most {
-                        self.guard_changed(Guard::Limit, Counts::default());
+                        self.limit_changed();
                     }
                 }
             }
@@ -158,7 +157,7 @@ impl Breaker {
             return;
         };
         if self.places(most).limit.swap(most, Ordering::Relaxed) != most {
-            self.guard_changed(Guard::Limit, Counts::default());
+            self.limit_changed();
         }
     }
 }

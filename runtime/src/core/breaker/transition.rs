@@ -693,6 +693,12 @@ impl Breaker {
         }
     }
 
+    /// The adaptive limit left its most places, or came back to them
+    /// (`limit` module).
+    pub(crate) fn limit_changed(&self) {
+        self.guard_changed(Guard::Limit, Counts::default());
+    }
+
     /// Graded shedding or the adaptive limit (`guard`) started or stopped
     /// refusing calls, `counts` saying why (shedding's window, when it
     /// started): an event from and to the state the breaker is in,
