@@ -922,8 +922,8 @@ fn long_run() {
 // ------------------------------------------------------- count-window totals
 
 /// A 1,000,000-call window under the failure-rate rule, `reset()` every 200 µs
-/// from one thread while others record half failures, for as long as a short
-/// run (`STRESS_SHORT_SECS`): every snapshot must have
+/// from one thread while others record half failures, for half as long as a
+/// short run (`STRESS_SHORT_SECS`): every snapshot must have
 /// `window_failures <= window_calls` and `failure_rate() <= 1`, and the breaker
 /// must never trip (its rate is 1.0: only a window of 1,000,000 calls that all
 /// failed could trip it, even if the resetting thread is descheduled for long).
@@ -941,7 +941,7 @@ fn count_window_totals_stay_in_range_while_reset_races_records() {
     let stop = AtomicBool::new(false);
     let (snapshots, resets, calls) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
     let bad: Mutex<Option<String>> = Mutex::new(None);
-    let run_for = short();
+    let run_for = short() / 2;
     thread::scope(|scope| {
         for seed in 0..2u64 {
             let (b, stop, calls) = (&b, &stop, &calls);
