@@ -79,6 +79,23 @@
 /// assert_eq!(charge(500).unwrap() + refund(200).unwrap(), 700);
 /// assert_eq!(PAYMENTS.snapshot().successes, 2);
 /// ```
+///
+/// It takes the keys that configure a breaker, and `max_concurrent` as an
+/// [adaptive limit](crate::guide::outcomes#adaptive-max_concurrent--minmax)
+/// `MIN..=MAX`: one limit for every function that uses the breaker.
+///
+/// ```
+/// failfast::breaker!(static LEDGER = max_concurrent = 4..=32, threshold = 100);
+///
+/// #[failfast::circuit_breaker(breaker = LEDGER)]
+/// fn post(fail: bool) -> Result<(), std::io::Error> {
+///     if fail { Err(std::io::Error::other("ledger down")) } else { Ok(()) }
+/// }
+///
+/// assert_eq!(LEDGER.snapshot().concurrency_limit, Some(32));
+/// let _ = post(true); // a counted failure cuts a tenth
+/// assert_eq!(LEDGER.snapshot().concurrency_limit, Some(28));
+/// ```
 pub use failfast_macros::breaker;
 #[doc = include_str!("../docs/attribute.md")]
 pub use failfast_macros::circuit_breaker;

@@ -46,7 +46,10 @@ pub(crate) const KEYS: &[&str] = &[
 
 /// The keys that configure a breaker itself: what `failfast::breaker!`
 /// declares, and what a function using a shared breaker (`breaker = NAME`)
-/// may not set.
+/// may not set. `max_concurrent` is one as an adaptive limit `MIN..=MAX`,
+/// which the breaker keeps; a fixed `max_concurrent = N` is a bulkhead of
+/// one function's calls, which a declaration refuses and a function using
+/// the breaker may set.
 pub(crate) const BREAKER_KEYS: &[&str] = &[
     "threshold",
     "failure_rate",
@@ -55,6 +58,7 @@ pub(crate) const BREAKER_KEYS: &[&str] = &[
     "slow",
     "slow_rate",
     "shed",
+    "max_concurrent",
     "recovery",
     "jitter",
     "trial_calls",
@@ -230,6 +234,16 @@ impl Args {
             args.parse_one(input, BREAKER_KEYS)
         });
         args.validate(errors);
+        if let (Some(key), Some(_)) = (args.written("max_concurrent"), args.bulkhead()) {
+            errors.push(syn::Error::new(
+                key.span(),
+                "a fixed `max_concurrent = N` is a bulkhead of each function's calls, set where \
+                 a function uses the breaker: `#[circuit_breaker(breaker = NAME, \
+                 max_concurrent = N)]`; a declaration takes an adaptive limit, \
+                 `max_concurrent = MIN..=MAX`, which the breaker keeps for every function that \
+                 uses it",
+            ));
+        }
         if let (Some(budget), None) = (
             args.written("max_ejection_percent"),
             args.written("max_keys"),
@@ -497,8 +511,8 @@ impl Args {
                  `max_ejection_percent`",
             ));
         }
-        // The adaptive limit is kept by the breaker, and a shared breaker is
-        // declared elsewhere (`failfast::breaker!` takes no `max_concurrent`).
+        // The adaptive limit is kept by the breaker, and a shared breaker's
+        // settings are those of its declaration.
         if let (Some(_), Some(key), Some(_)) = (
             self.written("breaker"),
             self.written("max_concurrent"),
@@ -507,9 +521,10 @@ impl Args {
             errors.push(syn::Error::new(
                 key.span(),
                 "an adaptive `max_concurrent = MIN..=MAX` is a limit the breaker itself keeps, \
-                 and this function uses a shared breaker (`breaker = …`); next to it, write a \
-                 fixed `max_concurrent = N` (a bulkhead of this function's calls), or drop \
-                 `breaker = …` to give the function an adaptive breaker of its own",
+                 and this function uses a shared breaker (`breaker = …`); write it where the \
+                 breaker is declared (`failfast::breaker!(static NAME = max_concurrent = \
+                 MIN..=MAX, …)`), or here a fixed `max_concurrent = N` (a bulkhead of this \
+                 function's calls)",
             ));
         }
         if self.written("breaker").is_some() {
@@ -517,6 +532,8 @@ impl Args {
                 .written
                 .iter()
                 .filter(|key| BREAKER_KEYS.contains(&key.unraw().to_string().as_str()))
+                // Fixed, a bulkhead of this function's; adaptive, refused above.
+                .filter(|key| key.unraw() != "max_concurrent")
                 .filter(|key| key.unraw() != "crate")
             {
                 errors.push(syn::Error::new(
@@ -1109,6 +1126,17 @@ mod tests {
         assert_eq!(errors.len(), 3, "{errors:?}");
         assert!(errors[0].starts_with("`counts` is set by each function"));
         assert!(errors[1].starts_with("`key` is set by each function"));
+        // An adaptive limit is the breaker's: declared with it, for one
+        // breaker or each member of a family; a fixed one is a function's.
+        assert!(declared("max_concurrent = 5..=50, threshold = 5").is_empty());
+        assert!(declared("max_concurrent = 5..=50, max_keys = 8").is_empty());
+        let errors = declared("max_concurrent = 8");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].starts_with("a fixed `max_concurrent = N` is a bulkhead"));
+        assert_eq!(declared("max_concurrent = 50..=5").len(), 1);
+        let errors = errors_of("breaker = PAYMENTS, max_concurrent = 5..=50");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains("write it where the breaker is declared"));
     }
 
     #[test]
@@ -1589,9 +1617,10 @@ mod tests {
             (
                 "breaker = PAYMENTS, max_concurrent = 2..=8",
                 "an adaptive `max_concurrent = MIN..=MAX` is a limit the breaker itself keeps, \
-                 and this function uses a shared breaker (`breaker = …`); next to it, write a \
-                 fixed `max_concurrent = N` (a bulkhead of this function's calls), or drop \
-                 `breaker = …` to give the function an adaptive breaker of its own"
+                 and this function uses a shared breaker (`breaker = …`); write it where the \
+                 breaker is declared (`failfast::breaker!(static NAME = max_concurrent = \
+                 MIN..=MAX, …)`), or here a fixed `max_concurrent = N` (a bulkhead of this \
+                 function's calls)"
                     .to_owned(),
             ),
             (

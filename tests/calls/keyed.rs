@@ -111,6 +111,33 @@ fn a_shared_breaker_opened_through_one_function_rejects_another() {
     assert!(matches!(refund(100), Err(CallError::Refused(r)) if r.name() == "keyed.gateway"));
 }
 
+failfast::breaker!(static LEDGER = max_concurrent = 2..=10, threshold = 100, name = "keyed.ledger");
+
+#[circuit_breaker(breaker = LEDGER)]
+fn post(ok: bool) -> Result<(), CallError> {
+    if ok { Ok(()) } else { Err(CallError::Down) }
+}
+
+#[circuit_breaker(breaker = LEDGER, max_concurrent = 4)]
+fn audit(ok: bool) -> Result<(), CallError> {
+    if ok { Ok(()) } else { Err(CallError::Down) }
+}
+
+#[test]
+fn a_shared_breaker_keeps_one_adaptive_limit_for_every_function_using_it() {
+    let limit = || LEDGER.snapshot().concurrency_limit;
+    assert_eq!(limit(), Some(10), "it starts at its most places");
+    // Failures through either function cut the one limit: 10, 9, 8.
+    assert!(matches!(post(false), Err(CallError::Down)));
+    assert!(matches!(audit(false), Err(CallError::Down)));
+    assert_eq!(limit(), Some(8));
+    // `audit`'s fixed `max_concurrent = 4` is a bulkhead of its own calls,
+    // beside the breaker's limit.
+    assert!(audit(true).is_ok() && post(true).is_ok());
+    LEDGER.reset();
+    assert_eq!(limit(), Some(10), "a reset puts it back at its most");
+}
+
 #[circuit_breaker(key = host, max_keys = 3, threshold = 1, recovery = "1h", name = "keyed.bounded")]
 fn bounded(host: &str, fail: bool) -> Result<(), CallError> {
     if fail { Err(CallError::Down) } else { Ok(()) }
