@@ -77,8 +77,11 @@
 //!   breaker's state come back at once, `force_open` racing `reset` say, or
 //!   that thread be kept off a processor that long). Only a call that made a
 //!   transition can wait (and, rarely, one that started a 257th round of
-//!   trials in one half-open period, which renumbers the period), never for
-//!   a listener; any other call never does.
+//!   trials in one half-open period, which renumbers the period, or one
+//!   whose outcome started or stopped shedding or moved an adaptive limit
+//!   off or back to its most places; that one stops waiting as soon as the
+//!   breaker's state moves on), never for a listener; any other call never
+//!   does.
 //! - **Panics** of a listener, of the `tracing` subscriber, of the `metrics`
 //!   recorder or of the [`hook`](crate::integration#the-transition-hook) are caught (`catch_unwind`), each
 //!   on its own: the panic is reported by the panic hook as usual, the other

@@ -487,9 +487,9 @@ impl Events {
     /// a manual clock, `force_open` twice), a transition could otherwise wait
     /// for one that was queued already.
     ///
-    /// Only `transitioned` calls it, and `renumbered` (a half-open period
-    /// renumbered past its 256th round of trials): a call that does neither
-    /// never waits here.
+    /// Only `transitioned` calls it, `renumbered` (a half-open period
+    /// renumbered past its 256th round of trials) and `guard_changed`: a
+    /// call that does none of these never waits here.
     ///
     /// A guard's event (`guard_changed`) waits only while `current` is still
     /// in `from`'s period: once the breaker has left it, the event is stale
