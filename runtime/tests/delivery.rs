@@ -15,7 +15,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use failfast_runtime::events::Transition;
+
+#[path = "common/sequence.rs"]
+mod sequence;
 use failfast_runtime::{Breaker, ManualClock, Outcome};
+use sequence::check_sequence;
 
 /// Events a call delivers at most per transition it makes (`events` docs).
 const BUDGET: u64 = 4;
@@ -178,29 +182,6 @@ fn cycle(
         }
     });
     total
-}
-
-/// Checks the delivered events of one breaker: numbered in order, each
-/// skipping exactly the events it says were dropped, and (unless an ordering
-/// wait gave up, when the order is no longer promised) each starting where
-/// the one before it ended when none was dropped in between. Returns the
-/// events dropped.
-fn check_sequence(delivered: &[Transition], ordered: bool) -> u64 {
-    assert_eq!(delivered[0].seq, 1 + delivered[0].dropped);
-    let mut dropped = delivered[0].dropped;
-    for (i, pair) in delivered.windows(2).enumerate() {
-        let (before, after) = (&pair[0], &pair[1]);
-        assert_eq!(
-            after.seq,
-            before.seq + 1 + after.dropped,
-            "event {i}: {pair:#?}"
-        );
-        if ordered && after.dropped == 0 {
-            assert_eq!(after.from, before.to, "event {i}: {pair:#?}");
-        }
-        dropped += after.dropped;
-    }
-    dropped
 }
 
 /// The listener sleeps 1 ms. Each call (one `acquire`, or one `record`) makes

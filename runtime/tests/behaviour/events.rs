@@ -9,6 +9,10 @@ use std::time::Duration;
 use failfast_runtime::events::{self, Subscription, Transition, TransitionReason};
 use failfast_runtime::{Breaker, Builder, ManualClock, Mode, Outcome, State};
 
+#[path = "../common/sequence.rs"]
+mod sequence;
+use sequence::check_sequence;
+
 const RECOVERY: Duration = Duration::from_secs(30);
 
 /// Events of one breaker, as delivered.
@@ -450,9 +454,8 @@ fn a_kept_subscription_keeps_listening() {
 /// in between. Once the threads stop, the next transitions deliver what
 /// still waits: every transition is delivered or counted as dropped.
 /// Delivers what waits (each reset delivers up to 4 events, its own
-/// included), then checks the numbers of `events`: consecutive but for the
-/// dropped ones, and, when `ordered`, each from the state the one before
-/// entered. Returns how many were dropped.
+/// included), then checks the numbers of the events delivered
+/// ([`check_sequence`]). Returns them and how many were dropped.
 fn check_numbers(b: &Breaker, log: &Log, ordered: bool) -> (Vec<Transition>, u64) {
     for _ in 0..32 {
         if failfast_runtime::__private::backlog(b) == 0 {
@@ -466,20 +469,7 @@ fn check_numbers(b: &Breaker, log: &Log, ordered: bool) -> (Vec<Transition>, u64
         "the resets delivered what waited"
     );
     let events = log.take();
-    let mut dropped = events[0].dropped;
-    assert_eq!(events[0].seq, 1 + dropped);
-    for (i, pair) in events.windows(2).enumerate() {
-        let (before, after) = (&pair[0], &pair[1]);
-        assert_eq!(
-            after.seq,
-            before.seq + 1 + after.dropped,
-            "event {i}: {pair:#?}"
-        );
-        if ordered && after.dropped == 0 {
-            assert_eq!(after.from, before.to, "event {i}: {pair:#?}");
-        }
-        dropped += after.dropped;
-    }
+    let dropped = check_sequence(&events, ordered);
     (events, dropped)
 }
 
