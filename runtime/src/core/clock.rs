@@ -17,7 +17,10 @@
 //! of the precise time, and trails it by less than [`TRAIL_RESOLUTIONS`] (two)
 //! resolutions, unless a tick itself runs late. (Measured on a 4 ms kernel:
 //! 1 to 5 ms behind, almost never more.) Everywhere else, and under loom, the
-//! coarse clock is the precise one.
+//! coarse clock is the precise one; and under valgrind too, which cannot
+//! follow rustix's own reading of the vDSO (a program reading it stops with
+//! SIGSEGV, rustix issue #1559): valgrind's core, preloaded, says so, and
+//! the first reading finds it (`.ci/run` runs an example under valgrind).
 //!
 //! A deadline check (`Clock::reached`, the open breaker's refusal) reads the
 //! coarse clock, and while that is more than two resolutions short of the
@@ -291,10 +294,27 @@ mod coarse {
         trail: u64,
     }
 
-    #[inline(always)]
-    fn coarse() -> &'static Coarse {
-        static COARSE: OnceLock<Coarse> = OnceLock::new();
-        COARSE.get_or_init(|| {
+    static COARSE: OnceLock<Coarse> = OnceLock::new();
+
+    /// Makes the settings, at the first reading (the readings below come
+    /// here, out of line, until they are made). Under valgrind, which
+    /// cannot follow rustix's own reading of the vDSO (the program stops
+    /// with SIGSEGV, rustix issue #1559), it makes none, and the precise
+    /// clock stands in, as on systems without a coarse clock: every
+    /// reading comes here, which only costs time under valgrind.
+    #[cold]
+    #[inline(never)]
+    fn first() -> Option<&'static Coarse> {
+        static UNDER_VALGRIND: OnceLock<bool> = OnceLock::new();
+        // Valgrind's core is preloaded into every program it runs.
+        let under_valgrind = UNDER_VALGRIND.get_or_init(|| {
+            std::env::var_os("LD_PRELOAD")
+                .is_some_and(|preload| preload.to_string_lossy().contains("vgpreload_core"))
+        });
+        if *under_valgrind {
+            return None;
+        }
+        Some(COARSE.get_or_init(|| {
             // Read after the time since the origin, the raw reading puts the
             // origin that much late: coarse readings come out as much
             // earlier, never ahead of the precise clock.
@@ -306,16 +326,18 @@ mod coarse {
                 resolution,
                 trail: resolution.saturating_mul(TRAIL_RESOLUTIONS),
             }
-        })
+        }))
     }
 
     pub(super) fn resolution() -> Option<u64> {
-        Some(coarse().resolution)
+        COARSE.get().or_else(first).map(|c| c.resolution)
     }
 
     #[inline]
     pub(super) fn now() -> u64 {
-        let c = coarse();
+        let Some(c) = COARSE.get() else {
+            return first_now();
+        };
         nanos(clock_gettime(ClockId::MonotonicCoarse))
             .saturating_sub(c.origin)
             .max(1)
@@ -326,11 +348,31 @@ mod coarse {
     /// not reached it either.
     #[inline(always)]
     pub(super) fn short_of(deadline: u64) -> bool {
-        let c = coarse();
+        let Some(c) = COARSE.get() else {
+            return first_short_of(deadline);
+        };
         nanos(clock_gettime(ClockId::MonotonicCoarse))
             .saturating_sub(c.origin)
             .saturating_add(c.trail)
             < deadline
+    }
+
+    /// [`now`] before the settings are made, or under valgrind.
+    #[cold]
+    #[inline(never)]
+    fn first_now() -> u64 {
+        match first() {
+            Some(_) => now(),
+            None => system_now(),
+        }
+    }
+
+    /// [`short_of`] before the settings are made, or under valgrind (then
+    /// every deadline check reads the precise clock).
+    #[cold]
+    #[inline(never)]
+    fn first_short_of(deadline: u64) -> bool {
+        first().is_some() && short_of(deadline)
     }
 }
 
