@@ -360,7 +360,7 @@ mod coarse {
     /// [`now`] before the settings are made, or under valgrind.
     #[cold]
     #[inline(never)]
-    fn first_now() -> u64 {
+    pub(super) fn first_now() -> u64 {
         match first() {
             Some(_) => now(),
             None => system_now(),
@@ -371,7 +371,7 @@ mod coarse {
     /// every deadline check reads the precise clock).
     #[cold]
     #[inline(never)]
-    fn first_short_of(deadline: u64) -> bool {
+    pub(super) fn first_short_of(deadline: u64) -> bool {
         first().is_some() && short_of(deadline)
     }
 }
@@ -448,6 +448,25 @@ mod tests {
                 "coarse {coarse} more than {resolution} ns behind {before}"
             );
         }
+    }
+
+    /// The readings that make the coarse clock's settings (the first ones
+    /// of a process) give what the later ones do: on the time line, never
+    /// ahead; short of a deadline far ahead, not of one passed.
+    #[cfg(all(target_os = "linux", not(loom)))]
+    #[test]
+    fn the_first_readings_agree_with_the_later_ones() {
+        let before = system_now();
+        let first = coarse::first_now();
+        let after = system_now();
+        assert!(first <= after, "first {first} after {after}");
+        assert!(
+            first + 50_000_000 >= before,
+            "first {first} far behind {before}"
+        );
+        assert!(coarse::first_short_of(after + 1_000_000_000));
+        assert!(!coarse::first_short_of(before));
+        assert!(!coarse::first_short_of(1));
     }
 
     /// A coarse reading stands still between ticks, where two precise
