@@ -30,6 +30,11 @@ impl Log {
         std::mem::take(&mut *self.0.lock().unwrap())
     }
 
+    /// Why and with what number each event since the last call came.
+    fn numbered(&self) -> Vec<(TransitionReason, u64)> {
+        self.take().iter().map(|t| (t.reason, t.seq)).collect()
+    }
+
     /// The one event since the last call.
     fn one(&self) -> Transition {
         let mut events = self.take();
@@ -379,9 +384,8 @@ fn a_listener_may_drive_the_breaker_it_listens_to() {
     });
     fail(&b);
     assert_eq!(b.state(), State::Closed);
-    let reasons: Vec<_> = log.take().iter().map(|t| (t.reason, t.seq)).collect();
     assert_eq!(
-        reasons,
+        log.numbered(),
         [
             (TransitionReason::ThresholdReached, 1),
             (TransitionReason::Manual, 2)
@@ -867,10 +871,8 @@ fn guard_events_made_while_nobody_listened_leave_a_gap_in_the_numbers() {
     let log = Log::default();
     let _s = log.listen(&b);
     b.reset();
-    let events = log.take();
-    let numbered: Vec<_> = events.iter().map(|t| (t.reason, t.seq)).collect();
     assert_eq!(
-        numbered,
+        log.numbered(),
         [
             (TransitionReason::Manual, 2),
             (TransitionReason::LimitRestored, 3)
