@@ -11,7 +11,7 @@
 //! static __FAILFAST_FAMILY: KeyedSlot =
 //!     KeyedSlot::new(CONFIG, MAX_KEYS, MAX_CONCURRENT, MAX_WAIT, MAX_EJECTION_PERCENT);
 //! let __failfast_member = member(&__FAILFAST_FAMILY, &(expr));   // at `expr`: Key; a Lease, held for the call
-//! let __failfast_breaker: &Breaker = __failfast_member.breaker();
+//! let __failfast_breaker: &Breaker = &__failfast_member;           // a Lease derefs to its breaker
 //! .. acquire_member(&__failfast_member) ..
 //!
 //! // a shared breaker (`breaker = PAYMENTS`), or family (with `key`):
@@ -175,7 +175,7 @@ impl<'a> Source<'a> {
                 #allow
                 let __failfast_member = #private::member(#family, #key);
                 #allow
-                let __failfast_breaker: &#private::Breaker = __failfast_member.breaker();
+                let __failfast_breaker: &#private::Breaker = &__failfast_member;
             }
         };
         match &self.breaker {

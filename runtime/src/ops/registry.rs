@@ -72,12 +72,14 @@
 use crate::__private::DECLARED_FAMILIES;
 use crate::__private::{DECLARED, Declared};
 use std::collections::HashMap;
-use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::core::breaker::Breaker;
 use crate::core::name::Name;
+pub use crate::policy::handle::BreakerRef;
+#[cfg(feature = "keyed")]
+pub use crate::policy::keyed::FamilyRef;
 
 enum Entry {
     Static(&'static Breaker),
@@ -284,66 +286,6 @@ fn tell(watchers: &[Arc<Watcher>], breaker: &BreakerRef) {
     }
 }
 
-/// A handle to a registered breaker: derefs to [`Breaker`], so it has
-/// `name()`, `state()`, `snapshot()`, `reset()` and `set_mode(…)`.
-#[derive(Clone, Debug)]
-pub enum BreakerRef {
-    /// A breaker in a `static`, as `#[circuit_breaker]` declares them.
-    Static(&'static Breaker),
-    /// A breaker built at run time and [`register`]ed.
-    Shared(Arc<Breaker>),
-    /// One key's breaker in a keyed family.
-    #[cfg(feature = "keyed")]
-    Member(Arc<crate::policy::keyed::Member>),
-}
-
-impl Deref for BreakerRef {
-    type Target = Breaker;
-
-    fn deref(&self) -> &Breaker {
-        match self {
-            BreakerRef::Static(b) => b,
-            BreakerRef::Shared(b) => b,
-            #[cfg(feature = "keyed")]
-            BreakerRef::Member(m) => m.breaker(),
-        }
-    }
-}
-
-impl From<Breaker> for BreakerRef {
-    /// A breaker put in an `Arc` (not registered: see
-    /// [`registry::register`](crate::ops::registry::register)).
-    fn from(breaker: Breaker) -> Self {
-        BreakerRef::Shared(Arc::new(breaker))
-    }
-}
-
-impl From<&BreakerRef> for BreakerRef {
-    fn from(breaker: &BreakerRef) -> Self {
-        breaker.clone()
-    }
-}
-
-impl From<&Arc<Breaker>> for BreakerRef {
-    fn from(breaker: &Arc<Breaker>) -> Self {
-        BreakerRef::Shared(Arc::clone(breaker))
-    }
-}
-
-impl From<Arc<Breaker>> for BreakerRef {
-    /// The shared breaker itself.
-    fn from(breaker: Arc<Breaker>) -> Self {
-        BreakerRef::Shared(breaker)
-    }
-}
-
-impl From<&'static Breaker> for BreakerRef {
-    /// The breaker in a `static` (or leaked).
-    fn from(breaker: &'static Breaker) -> Self {
-        BreakerRef::Static(breaker)
-    }
-}
-
 /// Registers a breaker, so [`get`] and [`all`] find it: one built at run
 /// time (`&Arc<Breaker>`, held weakly: once every `Arc` is dropped it
 /// disappears) or one in a `static` (`&'static Breaker`). Registering the
@@ -404,113 +346,6 @@ fn member(name: &str) -> Option<BreakerRef> {
         .filter(|f| f.name() == family)
         .find_map(|f| f.0.named(name, false))
         .map(BreakerRef::Member)
-}
-
-/// A registered keyed family: its name, its members, and what it counted.
-#[cfg(feature = "keyed")]
-#[derive(Clone)]
-pub struct FamilyRef(Arc<dyn crate::policy::keyed::Listing>);
-
-#[cfg(feature = "keyed")]
-impl std::fmt::Debug for FamilyRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FamilyRef")
-            .field("name", &self.0.name())
-            .finish_non_exhaustive()
-    }
-}
-
-#[cfg(feature = "keyed")]
-impl FamilyRef {
-    /// What the family counted so far, and its bound.
-    #[must_use]
-    pub fn stats(&self) -> crate::FamilyStats {
-        crate::FamilyStats::of(self.0.max_keys(), self.0.counts())
-    }
-
-    /// The family's name; its members are named `name[key]`.
-    #[must_use]
-    pub fn name(&self) -> crate::Name {
-        self.0.name()
-    }
-
-    /// The breakers the family holds now, in no particular order, its
-    /// overflow breaker `name[*]` once used.
-    #[must_use]
-    pub fn members(&self) -> Vec<Arc<crate::policy::keyed::Member>> {
-        self.0.members()
-    }
-
-    /// The breaker of the key labelled `label` (its name is
-    /// `family[label]`): the member if the key has one, else a breaker that
-    /// the key's first call adopts, so that a key can be forced open or
-    /// reconfigured before any traffic. `None` for `*` (the overflow
-    /// breaker's label) and once `max_keys` breakers wait so.
-    #[must_use]
-    pub fn member(&self, label: &str) -> Option<BreakerRef> {
-        let name = format!("{}[{label}]", self.0.name());
-        self.0.named(&name, true).map(BreakerRef::Member)
-    }
-
-    /// The keys among `labels` (as a member's name writes them:
-    /// `family[label]`) whose breaker would let a call through now, in
-    /// their order: see [`Family::callable`](crate::Family::callable), the
-    /// same for a family whose key type is not at hand (one declared by
-    /// `#[circuit_breaker(key = …)]`).
-    pub fn callable<'k>(
-        &self,
-        labels: impl IntoIterator<Item = &'k str>,
-    ) -> impl Iterator<Item = &'k str> {
-        let family = Arc::clone(&self.0);
-        let prefix = format!("{}[", family.name());
-        labels.into_iter().filter(move |label| {
-            let name = format!("{prefix}{label}]");
-            family
-                .named(&name, false)
-                .is_none_or(|member| member.breaker().admits_now())
-        })
-    }
-
-    /// The settings the family gives its members now, under its own name.
-    #[must_use]
-    pub fn config(&self) -> crate::Config {
-        self.0.config()
-    }
-
-    /// Changes the settings of every member now held and of every member
-    /// made from now on, as [`Breaker::reconfigure`] does for one breaker:
-    /// checked whole against the family's settings, applied whole or not
-    /// at all. A member whose own settings were changed by its name
-    /// (`family[key]`) keeps them where the patch does not touch them.
-    ///
-    /// # Errors
-    ///
-    /// A [`ConfigError`](crate::core::error::ConfigError) naming the
-    /// family when the patch does not fit its settings (nothing changed),
-    /// or the first member whose own settings refused it (the others
-    /// changed).
-    pub fn reconfigure(
-        &self,
-        settings: &crate::Builder,
-    ) -> Result<(), crate::core::error::ConfigError> {
-        if let Some(key) = settings.fixed {
-            let name = self.name();
-            return Err(crate::core::error::ConfigError::refused(
-                &name,
-                key,
-                crate::core::config::FIXED,
-            ));
-        }
-        self.apply(&settings.patch)
-    }
-
-    /// [`reconfigure`](Self::reconfigure) with the settings a patch holds.
-    pub(crate) fn apply(
-        &self,
-        patch: &crate::core::config::Patch,
-    ) -> Result<(), crate::core::error::ConfigError> {
-        self.0.reconfigure(patch)
-    }
 }
 
 /// What the registry does when a family tells: lists it.

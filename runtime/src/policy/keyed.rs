@@ -67,7 +67,7 @@
 //!    the family has no room for is still protected, and its limit still
 //!    holds (shared with the other keys in the same case). These calls are
 //!    counted by [`FamilyStats::unstored`]; the overflow breaker is listed with
-//!    the members, in [`Family::members`], the registry and metrics. With
+//!    the members, in [`FamilyRef::members`], the registry and metrics. With
 //!    the `tracing` feature a `WARN` (target `failfast`) says so once, when
 //!    the family becomes full, not per call. For the next second (on the
 //!    family's clock) new keys go to the overflow breaker without sweeping
@@ -140,6 +140,7 @@ use crate::core::config::{Builder, Config};
 use crate::core::error::{ConfigError, State};
 use crate::core::name::Name;
 use crate::policy::bulkhead::{Bulkhead, Limit};
+use crate::policy::handle::BreakerRef;
 
 /// How many breakers a family holds unless told otherwise.
 pub(crate) const DEFAULT_MAX_KEYS: usize = failfast_rules::DEFAULT_MAX_KEYS as usize;
@@ -356,9 +357,9 @@ pub struct Member {
 }
 
 impl Member {
-    /// The key's breaker.
+    /// The key's breaker (what a member derefs to).
     #[must_use]
-    pub fn breaker(&self) -> &Breaker {
+    pub(crate) fn breaker(&self) -> &Breaker {
         &self.breaker
     }
 
@@ -740,8 +741,7 @@ struct Inner<K> {
 }
 
 /// What a keyed family counted so far, and its bound: read with
-/// [`Family::stats`], or [`FamilyRef::stats`](crate::registry::FamilyRef::stats)
-/// for a registered family.
+/// [`FamilyRef::stats`], on a [`Family`] or a registered family.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FamilyStats {
@@ -772,6 +772,115 @@ impl FamilyStats {
     }
 }
 
+/// A keyed family whatever its key type: its name, its members, what it
+/// counted, and its settings. The registry hands these out
+/// ([`registry::families`](crate::registry::families)); a [`Family`]
+/// derefs to its own, so a typed family has these methods too.
+#[derive(Clone)]
+pub struct FamilyRef(pub(crate) Arc<dyn Listing>);
+
+impl std::fmt::Debug for FamilyRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FamilyRef")
+            .field("name", &self.0.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FamilyRef {
+    /// What the family counted so far, and its bound.
+    #[must_use]
+    pub fn stats(&self) -> FamilyStats {
+        FamilyStats::of(self.0.max_keys(), self.0.counts())
+    }
+
+    /// The family's name; its members are named `name[key]`.
+    #[must_use]
+    pub fn name(&self) -> Name {
+        self.0.name()
+    }
+
+    /// The breakers the family holds now, in no particular order, its
+    /// overflow breaker `name[*]` once used.
+    #[must_use]
+    pub fn members(&self) -> Vec<Arc<Member>> {
+        self.0.members()
+    }
+
+    /// Breakers stored now (the overflow breaker not counted).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether no key has been used yet (or every breaker was evicted).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The breaker of the key labelled `label` (its name is
+    /// `family[label]`): the member if the key has one, else a breaker that
+    /// the key's first call adopts, so that a key can be forced open or
+    /// reconfigured before any traffic. `None` for `*` (the overflow
+    /// breaker's label) and once `max_keys` breakers wait so.
+    #[must_use]
+    pub fn member(&self, label: &str) -> Option<BreakerRef> {
+        let name = format!("{}[{label}]", self.0.name());
+        self.0.named(&name, true).map(BreakerRef::Member)
+    }
+
+    /// The keys among `labels` (as a member's name writes them:
+    /// `family[label]`) whose breaker would let a call through now, in
+    /// their order: see [`Family::callable`](crate::Family::callable), the
+    /// same for a family whose key type is not at hand (one declared by
+    /// `#[circuit_breaker(key = …)]`).
+    pub fn callable<'k>(
+        &self,
+        labels: impl IntoIterator<Item = &'k str>,
+    ) -> impl Iterator<Item = &'k str> {
+        let family = Arc::clone(&self.0);
+        let prefix = format!("{}[", family.name());
+        labels.into_iter().filter(move |label| {
+            let name = format!("{prefix}{label}]");
+            family
+                .named(&name, false)
+                .is_none_or(|member| member.breaker().admits_now())
+        })
+    }
+
+    /// The settings the family gives its members now, under its own name.
+    #[must_use]
+    pub fn config(&self) -> Config {
+        self.0.config()
+    }
+
+    /// Changes the settings of every member now held and of every member
+    /// made from now on, as [`Breaker::reconfigure`] does for one breaker:
+    /// checked whole against the family's settings, applied whole or not
+    /// at all. A member whose own settings were changed by its name
+    /// (`family[key]`) keeps them where the patch does not touch them.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`](crate::core::error::ConfigError) naming the
+    /// family when the patch does not fit its settings (nothing changed),
+    /// or the first member whose own settings refused it (the others
+    /// changed).
+    pub fn reconfigure(&self, settings: &Builder) -> Result<(), ConfigError> {
+        if let Some(key) = settings.fixed {
+            let name = self.name();
+            return Err(ConfigError::refused(&name, key, crate::core::config::FIXED));
+        }
+        self.apply(&settings.patch)
+    }
+
+    /// [`reconfigure`](Self::reconfigure) with the settings a patch holds.
+    pub(crate) fn apply(&self, patch: &crate::core::config::Patch) -> Result<(), ConfigError> {
+        self.0.reconfigure(patch)
+    }
+}
+
 /// A bounded family of breakers, one per key, built from one
 /// configuration; see the [module docs](self) for eviction and costs.
 ///
@@ -780,13 +889,27 @@ impl FamilyStats {
 /// [`Key::Owned`] is `K` (`&str` for `Family<String>`).
 pub struct Family<K> {
     inner: Arc<Inner<K>>,
+    /// The same family, its key type erased: what the family derefs to.
+    handle: FamilyRef,
 }
 
 impl<K> Clone for Family<K> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
+            handle: self.handle.clone(),
         }
+    }
+}
+
+impl<K> Deref for Family<K> {
+    type Target = FamilyRef;
+
+    /// The family's name, members, counts and settings, and
+    /// [`reconfigure`](FamilyRef::reconfigure): what a family of any key
+    /// type has.
+    fn deref(&self) -> &FamilyRef {
+        &self.handle
     }
 }
 
@@ -953,44 +1076,32 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         max_ejection_percent: u8,
     ) -> Self {
         let map = scc::HashIndex::with_hasher(foldhash::fast::RandomState::default());
-        Self {
-            inner: Arc::new_cyclic(|me| Inner {
-                config,
-                clock,
-                max_keys,
-                max_concurrent,
-                max_ejection_percent,
-                me: me.clone(),
-                map,
-                stamp: AtomicU64::new(0),
-                slots: Mutex::new(Slots {
-                    stored: Vec::new(),
-                    retired: Vec::new(),
-                    hand: 0,
-                    // Any nonzero seed will do; foldhash's is random.
-                    random: foldhash::fast::RandomState::default().hash_one(max_keys) | 1,
-                    full_until: 0,
-                    reclaim_at: RECLAIM_FLOOR,
-                }),
-                overflow: std::sync::OnceLock::new(),
-                tuned: Mutex::new(Tuned::default()),
-                pending: Mutex::new(Vec::new()),
-                counters: Counters::default(),
-                registered: AtomicBool::new(false),
+        let inner = Arc::new_cyclic(|me| Inner {
+            config,
+            clock,
+            max_keys,
+            max_concurrent,
+            max_ejection_percent,
+            me: me.clone(),
+            map,
+            stamp: AtomicU64::new(0),
+            slots: Mutex::new(Slots {
+                stored: Vec::new(),
+                retired: Vec::new(),
+                hand: 0,
+                // Any nonzero seed will do; foldhash's is random.
+                random: foldhash::fast::RandomState::default().hash_one(max_keys) | 1,
+                full_until: 0,
+                reclaim_at: RECLAIM_FLOOR,
             }),
-        }
-    }
-
-    /// The family's name; its members are named `name[key]`.
-    #[must_use]
-    pub fn name(&self) -> &str {
-        &self.inner.config.name
-    }
-
-    /// The settings every member is built with (under its own name).
-    #[must_use]
-    pub fn config(&self) -> &Config {
-        &self.inner.config
+            overflow: std::sync::OnceLock::new(),
+            tuned: Mutex::new(Tuned::default()),
+            pending: Mutex::new(Vec::new()),
+            counters: Counters::default(),
+            registered: AtomicBool::new(false),
+        });
+        let handle = FamilyRef(inner.clone());
+        Self { inner, handle }
     }
 
     /// The breaker of `key`, created from the family's settings if the key
@@ -1121,31 +1232,6 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
                 .peek(&Lookup(*key), &guard)
                 .is_none_or(|member| member.breaker.admits_now())
         })
-    }
-
-    /// Breakers stored now.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.inner.lock().stored.len()
-    }
-
-    /// Whether no key has been used yet (or every breaker was evicted).
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Every stored breaker, in no particular order, and the overflow
-    /// breaker `family[*]` once a key has needed it.
-    #[must_use]
-    pub fn members(&self) -> Vec<Arc<Member>> {
-        self.inner.members()
-    }
-
-    /// What the family counted so far, and its bound.
-    #[must_use]
-    pub fn stats(&self) -> FamilyStats {
-        FamilyStats::of(self.inner.max_keys, self.inner.counts())
     }
 
     /// Makes the family findable through [`registry::families`](crate::ops::registry::families),
@@ -1462,6 +1548,8 @@ pub(crate) trait Listing: Send + Sync {
     /// The settings new members get now.
     fn config(&self) -> Config;
     fn max_keys(&self) -> usize;
+    /// Breakers stored now.
+    fn len(&self) -> usize;
     /// Created, evicted, unstored and spared, as `Family` counts them.
     fn counts(&self) -> [u64; 4];
     /// Marks the family registered; `true` the first time.
@@ -1494,6 +1582,9 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
     }
     fn max_keys(&self) -> usize {
         self.max_keys
+    }
+    fn len(&self) -> usize {
+        self.lock().stored.len()
     }
     fn counts(&self) -> [u64; 4] {
         let c = &self.counters;
@@ -1725,6 +1816,9 @@ impl Listing for SlotView {
     }
     fn max_keys(&self) -> usize {
         self.0.max_keys
+    }
+    fn len(&self) -> usize {
+        self.0.built.get().map_or(0, |b| b.len())
     }
     fn counts(&self) -> [u64; 4] {
         self.0.built.get().map_or([0; 4], |b| b.counts())

@@ -1,8 +1,10 @@
 //! Policies around a breaker's calls: time limits, a concurrency limit,
-//! retries and one breaker per key. They use the state machine (`core`)
+//! retries, one breaker per key, and the handles the registry and the
+//! integrations hold breakers and families by. They use the state machine (`core`)
 //! and nothing above it.
 
 pub(crate) mod bulkhead;
+pub(crate) mod handle;
 #[cfg(feature = "keyed")]
 pub mod keyed;
 pub(crate) mod retry;

@@ -199,12 +199,6 @@ impl Retry {
         self
     }
 
-    /// Total tries.
-    #[must_use]
-    pub fn attempts(&self) -> u32 {
-        self.attempts
-    }
-
     /// Starts a call: counts it in the budget and returns its attempt
     /// counter. The first attempt needs no permission, and costs one
     /// increment on a line of this thread's own.
@@ -451,12 +445,6 @@ pub struct Attempts<'r> {
 }
 
 impl Attempts<'_> {
-    /// Attempts made so far, the first included.
-    #[must_use]
-    pub fn made(&self) -> u32 {
-        self.made
-    }
-
     /// After a failed attempt worth retrying: the delay to wait before the
     /// next attempt, or `None` to stop (no attempts left, or the budget is
     /// spent). A `Some` counts the next attempt as made and spends a token
@@ -562,7 +550,7 @@ mod tests {
         assert_eq!(attempts.next_delay(), Some(Duration::from_millis(100)));
         assert_eq!(attempts.next_delay(), Some(Duration::from_millis(200)));
         assert_eq!(attempts.next_delay(), None);
-        assert_eq!(attempts.made(), 3);
+        assert_eq!(attempts.made, 3);
     }
 
     #[test]
@@ -610,8 +598,8 @@ mod tests {
 
     #[test]
     fn attempts_and_backoff_bounds_are_kept_as_given_or_corrected() {
-        assert_eq!(Retry::new(3).attempts(), 3);
-        assert_eq!(Retry::new(0).attempts(), 1, "at least the call itself");
+        assert_eq!(Retry::new(3).attempts, 3);
+        assert_eq!(Retry::new(0).attempts, 1, "at least the call itself");
         // A maximum below the minimum is the minimum: every delay is 200 ms.
         let retry = Retry::new(3).backoff(Duration::from_millis(200), Duration::from_millis(100));
         assert_eq!(retry.delay(1), Duration::from_millis(200));

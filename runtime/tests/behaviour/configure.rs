@@ -383,20 +383,16 @@ fn a_family_is_configured_by_its_name_and_one_key_by_family_and_key() {
     let keys = family("cfg::replicas", 5);
     let before = keys.get("10.0.0.1");
     configure::apply("cfg::replicas", Breaker::builder().threshold(3)).unwrap();
-    assert_eq!(threshold(before.breaker()), 3);
-    assert_eq!(threshold(keys.get("10.0.0.2").breaker()), 3, "made later");
+    assert_eq!(threshold(&before), 3);
+    assert_eq!(threshold(&keys.get("10.0.0.2")), 3, "made later");
 
     // A key with no call yet: its first call adopts the breaker set by name.
     configure::apply("cfg::replicas[10.0.0.3]", Breaker::builder().threshold(1)).unwrap();
-    assert_eq!(threshold(keys.get("10.0.0.3").breaker()), 1);
+    assert_eq!(threshold(&keys.get("10.0.0.3")), 1);
     // A key with a breaker already.
     configure::apply("cfg::replicas[10.0.0.1]", Breaker::builder().threshold(2)).unwrap();
-    assert_eq!(threshold(before.breaker()), 2);
-    assert_eq!(
-        threshold(keys.get("10.0.0.2").breaker()),
-        3,
-        "only that key"
-    );
+    assert_eq!(threshold(&before), 2);
+    assert_eq!(threshold(&keys.get("10.0.0.2")), 3, "only that key");
 
     let refused =
         configure::apply("cfg::replicas", Breaker::builder().failure_rate(0.5)).unwrap_err();
@@ -433,8 +429,8 @@ fn a_variable_names_a_family_and_one_matching_a_family_and_a_breaker_is_refused(
         Ok(1),
         "the family counts once"
     );
-    assert_eq!(threshold(member.breaker()), 4);
-    assert_eq!(threshold(keys.get("b").breaker()), 4);
+    assert_eq!(threshold(&member), 4);
+    assert_eq!(threshold(&keys.get("b")), 4);
 
     let _clashing = family("cfg::clash.family", 5);
     let breaker = registered("cfg::clash-family", 5);

@@ -685,11 +685,17 @@ fn a_family_is_reconfigured_for_its_members_now_and_later() {
     assert_eq!(before.config().threshold(), 2);
     assert_eq!(keys.get("b").config().threshold(), 2, "a member made later");
     assert_eq!(family.config().threshold(), 2);
+    // The typed family is the same family: it reads the settings in force.
+    assert_eq!(keys.config().threshold(), 2);
     let refused = family
         .reconfigure(&Breaker::builder().trial_calls(0))
         .unwrap_err();
     assert_eq!(refused.breaker(), "keyed.tuned");
     assert_eq!(keys.get("c").config().threshold(), 2);
+    // And it is reconfigured as the registry's handle is, without it.
+    keys.reconfigure(&Breaker::builder().threshold(7)).unwrap();
+    assert_eq!(family.config().threshold(), 7);
+    assert_eq!(before.config().threshold(), 7);
 }
 
 /// A member whose settings were changed by its own name is kept through
