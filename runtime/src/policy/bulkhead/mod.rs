@@ -124,75 +124,74 @@ pub struct BulkheadPermit<'a> {
     bulkhead: &'a Bulkhead,
 }
 
-// `new` is `const` so that `#[circuit_breaker]` can put a bulkhead in a
-// `static`, except under the loom model checker, whose atomics have no const
-// constructor.
+/// The constructors are `const` (so that `#[circuit_breaker]` can put a
+/// bulkhead in a `static`), except under the loom model checker, whose
+/// atomics have no const constructor.
+macro_rules! constructors {
+    ($($const:tt)?) => {
+        /// A bulkhead admitting at most `max` calls at once (`max = 0` admits
+        /// none).
+        #[must_use]
+        pub $($const)? fn new(max: u32) -> Self {
+            Self {
+                central: AtomicU32::new(max),
+                max,
+                stripes: initial_stripes(max),
+                wait: 0,
+                queue: queue::Queue::new(),
+            }
+        }
+
+        /// Lets a call that finds every place taken wait for one, `wait` at
+        /// most (a zero `wait` waits not at all), in turn: places go to
+        /// waiting calls in the order they came (a call arriving at the very
+        /// moment a place is given back may take it first). A call still waiting when its time is up is
+        /// refused as at once ([`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit)).
+        /// [`enter`](Self::enter) waits on the thread;
+        /// [`enter_async`](Self::enter_async) as a future. A bulkhead without it
+        /// costs what it did.
+        ///
+        /// ```
+        /// use failfast_runtime::Bulkhead;
+        /// use std::time::Duration;
+        ///
+        /// static UPLOADS: Bulkhead = Bulkhead::new(4).max_wait(Duration::from_millis(50));
+        /// # assert!(UPLOADS.try_enter().is_some());
+        /// ```
+        #[must_use]
+        pub $($const)? fn max_wait(mut self, wait: Duration) -> Self {
+            self.wait = crate::core::config::nanos(wait);
+            self
+        }
+    };
+}
+
 #[cfg(not(loom))]
 impl Bulkhead {
-    /// A bulkhead admitting at most `max` calls at once (`max = 0` admits
-    /// none).
-    #[must_use]
-    pub const fn new(max: u32) -> Self {
-        Self {
-            central: AtomicU32::new(max),
-            max,
-            stripes: OnceLock::new(),
-            wait: 0,
-            queue: queue::Queue::new(),
-        }
-    }
+    constructors!(const);
+}
 
-    /// Lets a call that finds every place taken wait for one, `wait` at
-    /// most (a zero `wait` waits not at all), in turn: places go to
-    /// waiting calls in the order they came (a call arriving at the very
-    /// moment a place is given back may take it first). A call still waiting when its time is up is
-    /// refused as at once ([`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit)).
-    /// [`enter`](Self::enter) waits on the thread;
-    /// [`enter_async`](Self::enter_async) as a future. A bulkhead without it
-    /// costs what it did.
-    ///
-    /// ```
-    /// use failfast_runtime::Bulkhead;
-    /// use std::time::Duration;
-    ///
-    /// static UPLOADS: Bulkhead = Bulkhead::new(4).max_wait(Duration::from_millis(50));
-    /// # assert!(UPLOADS.try_enter().is_some());
-    /// ```
-    #[must_use]
-    pub const fn max_wait(mut self, wait: Duration) -> Self {
-        self.wait = crate::core::config::nanos(wait);
-        self
-    }
+#[cfg(loom)]
+impl Bulkhead {
+    constructors!();
+}
+
+/// No stripes yet: they are made once callers race on the central count.
+#[cfg(not(loom))]
+const fn initial_stripes(_max: u32) -> OnceLock<Box<[Stripe]>> {
+    OnceLock::new()
 }
 
 /// Under loom the stripes are made at once (a bulkhead of more than one):
 /// loom cannot see the `OnceLock` publish them, and the model is about the
 /// places moving between the counters.
 #[cfg(loom)]
-impl Bulkhead {
-    /// A bulkhead admitting at most `max` calls at once (`max = 0` admits
-    /// none).
-    #[must_use]
-    pub fn new(max: u32) -> Self {
-        let stripes = OnceLock::new();
-        if max > 1 {
-            let _ = stripes.set(make_stripes(max));
-        }
-        Self {
-            central: AtomicU32::new(max),
-            max,
-            stripes,
-            wait: 0,
-            queue: queue::Queue::new(),
-        }
+fn initial_stripes(max: u32) -> OnceLock<Box<[Stripe]>> {
+    let stripes = OnceLock::new();
+    if max > 1 {
+        let _ = stripes.set(make_stripes(max));
     }
-
-    /// See the other `max_wait`.
-    #[must_use]
-    pub fn max_wait(mut self, wait: Duration) -> Self {
-        self.wait = crate::core::config::nanos(wait);
-        self
-    }
+    stripes
 }
 
 /// Empty stripes for a bulkhead of `max`: one per thread slot, at most `max`,
