@@ -133,10 +133,16 @@ macro_rules! constructors {
         /// none).
         #[must_use]
         pub $($const)? fn new(max: u32) -> Self {
+            // No stripes yet: they are made once callers race on the
+            // central count (under loom, at once: see `loom_stripes`).
+            #[cfg(not(loom))]
+            let stripes = OnceLock::new();
+            #[cfg(loom)]
+            let stripes = loom_stripes(max);
             Self {
                 central: AtomicU32::new(max),
                 max,
-                stripes: initial_stripes(max),
+                stripes,
                 wait: 0,
                 queue: queue::Queue::new(),
             }
@@ -176,17 +182,11 @@ impl Bulkhead {
     constructors!();
 }
 
-/// No stripes yet: they are made once callers race on the central count.
-#[cfg(not(loom))]
-const fn initial_stripes(_max: u32) -> OnceLock<Box<[Stripe]>> {
-    OnceLock::new()
-}
-
 /// Under loom the stripes are made at once (a bulkhead of more than one):
 /// loom cannot see the `OnceLock` publish them, and the model is about the
 /// places moving between the counters.
 #[cfg(loom)]
-fn initial_stripes(max: u32) -> OnceLock<Box<[Stripe]>> {
+fn loom_stripes(max: u32) -> OnceLock<Box<[Stripe]>> {
     let stripes = OnceLock::new();
     if max > 1 {
         let _ = stripes.set(make_stripes(max));
