@@ -687,6 +687,7 @@ fn a_family_is_reconfigured_for_its_members_now_and_later() {
     assert_eq!(family.config().threshold(), 2);
     // The typed family is the same family: it reads the settings in force.
     assert_eq!(keys.config().threshold(), 2);
+    assert_eq!(format!("{family:?}"), r#"FamilyRef { name: "keyed.tuned", .. }"#);
     let refused = family
         .reconfigure(&Breaker::builder().trial_calls(0))
         .unwrap_err();
