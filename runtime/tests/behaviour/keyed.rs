@@ -4,6 +4,7 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use failfast_runtime::Mode;
+use failfast_runtime::registry::FamilyRef;
 use failfast_runtime::{Breaker, Error, Family, ManualClock, Member, State, registry};
 
 fn family(name: &'static str, max_keys: usize) -> Family<String> {
@@ -687,7 +688,10 @@ fn a_family_is_reconfigured_for_its_members_now_and_later() {
     assert_eq!(family.config().threshold(), 2);
     // The typed family is the same family: it reads the settings in force.
     assert_eq!(keys.config().threshold(), 2);
-    assert_eq!(format!("{family:?}"), r#"FamilyRef { name: "keyed.tuned", .. }"#);
+    assert_eq!(
+        format!("{family:?}"),
+        r#"FamilyRef { name: "keyed.tuned", .. }"#
+    );
     let refused = family
         .reconfigure(&Breaker::builder().trial_calls(0))
         .unwrap_err();
@@ -744,6 +748,11 @@ fn callable_keys_skip_the_ones_that_would_refuse() {
         ["a", "c", "new"]
     );
     assert_eq!(replicas.len(), 4, "asking made no breaker");
+    // The family's handle asks by label, as for a family whose key type is
+    // not at hand.
+    let handle: &FamilyRef = &replicas;
+    assert_eq!(handle.callable(all).collect::<Vec<_>>(), ["a", "c", "new"]);
+    assert_eq!(handle.len(), 4, "asking by label made no breaker either");
     // Past b's open time, a call would be its trial: callable again, until
     // the trial is taken.
     clock.advance(Duration::from_secs(10));
