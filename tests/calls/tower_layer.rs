@@ -14,7 +14,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::routing::get;
 use failfast::Mode;
-use failfast::tower::{CircuitBreakerLayer, RefuseWithResponse};
+use failfast::tower::{ByAuthority, CircuitBreakerLayer, RefuseWithResponse};
 use failfast::{Breaker, ManualClock, Reason, Rejected, State};
 use http::{Request, Response, StatusCode};
 use tower::BoxError;
@@ -433,7 +433,7 @@ fn a_panic_in_the_inner_call_is_a_failure() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn per_authority_only_the_sick_hosts_breaker_opens_and_recovers_alone() {
+async fn by_authority_only_the_sick_hosts_breaker_opens_and_recovers_alone() {
     let clock = ManualClock::new();
     let hosts = failfast::Family::builder(
         Breaker::builder()
@@ -450,7 +450,7 @@ async fn per_authority_only_the_sick_hosts_breaker_opens_and_recovers_alone() {
     let service = {
         let (sick_hits, healthy_hits) = (sick_hits.clone(), healthy_hits.clone());
         let sick_is_sick = sick_is_sick.clone();
-        CircuitBreakerLayer::per_authority(hosts.clone()).layer(service_fn(
+        CircuitBreakerLayer::per_key(hosts.clone(), ByAuthority).layer(service_fn(
             move |request: Request<()>| {
                 let sick = request.uri().host() == Some("sick.internal")
                     || request
@@ -518,7 +518,7 @@ async fn per_authority_only_the_sick_hosts_breaker_opens_and_recovers_alone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn per_authority_honours_the_familys_max_concurrent_per_host() {
+async fn by_authority_honours_the_familys_max_concurrent_per_host() {
     let hosts = failfast::Family::builder(Breaker::builder().name("tower-limited"))
         .max_concurrent(1)
         .build()
@@ -527,7 +527,7 @@ async fn per_authority_honours_the_familys_max_concurrent_per_host() {
     let entered = Arc::new(AtomicBool::new(false));
     let service = {
         let (release, entered) = (release.clone(), entered.clone());
-        CircuitBreakerLayer::per_authority(hosts.clone()).layer(service_fn(
+        CircuitBreakerLayer::per_key(hosts.clone(), ByAuthority).layer(service_fn(
             move |request: Request<()>| {
                 let release = release.clone();
                 let hangs = request.uri().host() == Some("slow.internal");
@@ -607,10 +607,11 @@ fn a_layers_breaker_and_a_keyed_layers_family_are_registered_when_the_layer_is_m
     let found = failfast::registry::get("tower-registered-static").expect("listed");
     assert!(std::ptr::eq(&*found, leaked));
 
-    let hosts = failfast::Family::builder(Breaker::builder().name("tower-registered-hosts"))
-        .build()
-        .unwrap();
-    let keyed = CircuitBreakerLayer::per_authority(hosts);
+    let hosts: failfast::Family<String> =
+        failfast::Family::builder(Breaker::builder().name("tower-registered-hosts"))
+            .build()
+            .unwrap();
+    let keyed = CircuitBreakerLayer::per_key(hosts, ByAuthority);
     let family = failfast::registry::family("tower-registered-hosts").expect("listed");
     assert_eq!(family.name(), keyed.family().name());
     drop(layer);
@@ -668,11 +669,11 @@ async fn a_refusal_of_an_inner_breaker_is_neutral_in_the_outer_one() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn per_authority_keeps_one_breaker_per_host_however_it_is_spelled() {
+async fn by_authority_keeps_one_breaker_per_host_however_it_is_spelled() {
     let hosts = failfast::Family::builder(Breaker::builder().name("tower-spellings"))
         .build()
         .unwrap();
-    let service = CircuitBreakerLayer::per_authority(hosts.clone()).layer(service_fn(
+    let service = CircuitBreakerLayer::per_key(hosts.clone(), ByAuthority).layer(service_fn(
         |_: Request<()>| async { Ok::<_, Infallible>(Response::new(())) },
     ));
     let call = |uri: &str, host: Option<&str>| {

@@ -31,8 +31,7 @@ use crate::ops::registry::BreakerRef;
 /// ```
 ///
 /// The breaker is one [`BreakerRef`] by default; with
-/// [`per_key`](CircuitBreakerLayer::per_key) or
-/// [`per_authority`](CircuitBreakerLayer::per_authority) it is a keyed
+/// [`per_key`](CircuitBreakerLayer::per_key) it is a keyed
 /// family's breaker of each request's key (`B` is then [`PerKey`](super::PerKey)).
 #[derive(Clone, Debug)]
 pub struct CircuitBreakerLayer<C = HttpClassifier, R = RefuseWithError, B = BreakerRef> {
@@ -168,8 +167,7 @@ impl<S, C: Clone, R: Clone, B: Clone> Layer<S> for CircuitBreakerLayer<C, R, B> 
 /// `B` is how it finds the breaker of a request: one [`BreakerRef`] (a
 /// layer made by [`CircuitBreakerLayer::new`]), or the breaker of the
 /// request's key in a family ([`PerKey`](super::PerKey), a layer made by
-/// [`per_key`](CircuitBreakerLayer::per_key) or
-/// [`per_authority`](CircuitBreakerLayer::per_authority)).
+/// [`per_key`](CircuitBreakerLayer::per_key)).
 #[derive(Clone, Debug)]
 pub struct CircuitBreaker<S, C = HttpClassifier, R = RefuseWithError, B = BreakerRef> {
     pub(super) inner: S,

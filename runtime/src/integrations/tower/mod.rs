@@ -100,9 +100,9 @@
 //! With the `keyed` feature, a layer can also guard each request with the
 //! breaker of its key in a [`Family`](crate::Family) (the service is then a
 //! `CircuitBreaker<S, C, R, PerKey<K, KF>>`):
-//! [`CircuitBreakerLayer::per_authority`] keys requests by authority (one
-//! breaker per upstream host), [`CircuitBreakerLayer::per_key`] by a
-//! function of the request. A sick host's breaker then opens alone. A family
+//! [`CircuitBreakerLayer::per_key`] keys requests by a function of the
+//! request, or by authority with [`ByAuthority`] (one breaker per upstream
+//! host). A sick host's breaker then opens alone. A family
 //! built with [`max_concurrent`](crate::FamilyBuilder::max_concurrent) limits
 //! each key's requests in flight: past the limit a request is refused like an
 //! open breaker's ([`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit)),

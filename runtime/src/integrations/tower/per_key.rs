@@ -46,14 +46,14 @@ where
 /// needed that.
 ///
 /// ```
-/// use failfast_runtime::tower::CircuitBreakerLayer;
+/// use failfast_runtime::tower::{ByAuthority, CircuitBreakerLayer};
 /// use failfast_runtime::{Breaker, Family};
 /// use tower::{service_fn, Layer, ServiceExt};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), tower::BoxError> {
 /// let hosts: Family<String> = Family::builder(Breaker::builder().name("upstream")).build()?;
-/// let service = CircuitBreakerLayer::per_authority(hosts.clone()).layer(service_fn(
+/// let service = CircuitBreakerLayer::per_key(hosts.clone(), ByAuthority).layer(service_fn(
 ///     |_: http::Request<()>| async { Ok::<_, std::io::Error>(http::Response::new(())) },
 /// ));
 /// for request in [
@@ -121,8 +121,7 @@ fn one_spelling<'a>(authority: &'a str, default_port: Option<&str>) -> Cow<'a, s
     Cow::Owned(key)
 }
 
-/// The breakers of a [`per_key`](CircuitBreakerLayer::per_key) or
-/// [`per_authority`](CircuitBreakerLayer::per_authority) layer: a family and
+/// The breakers of a [`per_key`](CircuitBreakerLayer::per_key) layer: a family and
 /// the key function that picks a request's member. The `B` of such a layer
 /// and of the service it makes, `CircuitBreaker<S, C, R, PerKey<K, KF>>`;
 /// the layer's [`family`](CircuitBreakerLayer::family) is the family.
@@ -176,44 +175,17 @@ impl CircuitBreakerLayer {
             on_rejected: RefuseWithError,
         }
     }
-
-    /// A layer guarding each request with the breaker of its authority
-    /// ([`ByAuthority`]) in `family`: one breaker per upstream host of a
-    /// client stack, or per virtual host of a server, named
-    /// `family[host:port]`.
-    ///
-    /// ```
-    /// use failfast_runtime::tower::CircuitBreakerLayer;
-    /// use failfast_runtime::{Breaker, Family};
-    /// use std::time::Duration;
-    /// use tower::ServiceBuilder;
-    ///
-    /// let hosts = Family::builder(Breaker::builder().name("upstream").threshold(5)).build()?;
-    /// let client = ServiceBuilder::new()
-    ///     .layer(CircuitBreakerLayer::per_authority(hosts))
-    ///     .timeout(Duration::from_secs(2))
-    ///     .service_fn(|_: http::Request<()>| async {
-    ///         Ok::<_, std::io::Error>(http::Response::new(()))
-    ///     });
-    /// # let _ = client;
-    /// # Ok::<(), failfast_runtime::ConfigError>(())
-    /// ```
-    pub fn per_authority(
-        family: Family<String>,
-    ) -> CircuitBreakerLayer<HttpClassifier, RefuseWithError, PerKey<String, ByAuthority>> {
-        Self::per_key(family, ByAuthority)
-    }
 }
 
 impl<C, R, K, KF> CircuitBreakerLayer<C, R, PerKey<K, KF>> {
     /// The family whose breakers this layer guards with.
     ///
     /// ```
-    /// use failfast_runtime::tower::CircuitBreakerLayer;
+    /// use failfast_runtime::tower::{ByAuthority, CircuitBreakerLayer};
     /// use failfast_runtime::{Breaker, Family};
     ///
-    /// let hosts = Family::builder(Breaker::builder().name("upstream")).build()?;
-    /// let layer = CircuitBreakerLayer::per_authority(hosts);
+    /// let hosts: Family<String> = Family::builder(Breaker::builder().name("upstream")).build()?;
+    /// let layer = CircuitBreakerLayer::per_key(hosts, ByAuthority);
     /// assert_eq!(layer.family().name(), "upstream");
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
@@ -295,6 +267,7 @@ mod tests {
     use std::convert::Infallible;
 
     use super::super::CircuitBreakerLayer;
+    use super::ByAuthority;
     use crate::Breaker;
     use tower::Layer;
 
@@ -304,11 +277,12 @@ mod tests {
     async fn a_keyed_call_gives_its_place_back_when_it_is_done() {
         use tower::{ServiceExt, service_fn};
 
-        let hosts = crate::Family::builder(Breaker::builder().name("tower-places"))
-            .max_concurrent(1)
-            .build()
-            .unwrap();
-        let service = CircuitBreakerLayer::per_authority(hosts.clone()).layer(service_fn(
+        let hosts: crate::Family<String> =
+            crate::Family::builder(Breaker::builder().name("tower-places"))
+                .max_concurrent(1)
+                .build()
+                .unwrap();
+        let service = CircuitBreakerLayer::per_key(hosts.clone(), ByAuthority).layer(service_fn(
             |_: http::Request<()>| async { Ok::<_, Infallible>(http::Response::new(())) },
         ));
         for call in 0..3 {
