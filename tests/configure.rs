@@ -72,7 +72,7 @@ fn invalid_environment_overrides_are_reported_and_nothing_is_applied() {
     .unwrap_err();
     let found: Vec<(String, String)> = errors
         .iter()
-        .map(|e| (e.breaker().to_owned(), e.key().to_owned()))
+        .map(|e| (e.name().to_owned(), e.key().to_owned()))
         .collect();
     assert_eq!(
         found,
@@ -146,7 +146,7 @@ fn each_toml_section_is_applied_whole_or_not_at_all_and_every_refusal_is_returne
     // and its section is refused whole; `toml::qoute` is no breaker. The
     // other sections are applied.
     let errors = configure::apply_all(&file.failfast).unwrap_err();
-    let found: Vec<_> = errors.iter().map(|e| (e.breaker(), e.key())).collect();
+    let found: Vec<_> = errors.iter().map(|e| (e.name(), e.key())).collect();
     assert_eq!(
         found,
         [("toml::qoute", "name"), ("toml::search", "threshold")],

@@ -476,7 +476,7 @@ impl<E: std::error::Error + 'static> std::error::Error for Error<E> {
 /// use failfast_runtime::Breaker;
 ///
 /// let error = Breaker::builder().name("payments").jitter(1.5).build().unwrap_err();
-/// assert_eq!((error.breaker(), error.key()), ("payments", "jitter"));
+/// assert_eq!((error.name(), error.key()), ("payments", "jitter"));
 /// assert_eq!(error.to_string(), "breaker `payments`: `jitter` 1.5 is outside [0, 1)");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -524,7 +524,7 @@ impl ConfigError {
     /// The breaker or family the settings were for, or the name that was
     /// refused.
     #[must_use]
-    pub fn breaker(&self) -> &str {
+    pub fn name(&self) -> &str {
         &self.breaker
     }
 
@@ -650,11 +650,11 @@ mod tests {
     #[test]
     fn a_config_error_says_what_is_wrong() {
         let e = ConfigError::new("jitter", "1.5 is outside [0, 1)");
-        assert_eq!((e.breaker(), e.key()), ("", "jitter"));
+        assert_eq!((e.name(), e.key()), ("", "jitter"));
         assert_eq!(e.reason(), "1.5 is outside [0, 1)");
         assert_eq!(e.to_string(), "`jitter` 1.5 is outside [0, 1)");
         let e = e.of("payments");
-        assert_eq!(e.breaker(), "payments");
+        assert_eq!(e.name(), "payments");
         assert_eq!(
             e.to_string(),
             "breaker `payments`: `jitter` 1.5 is outside [0, 1)"

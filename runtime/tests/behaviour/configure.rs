@@ -170,7 +170,7 @@ fn a_variable_matching_two_breaker_names_is_refused_with_both_names() {
     let errors = from_env([("FAILFAST__CLASH_CHARGE__THRESHOLD", "2")]).unwrap_err();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(
-        (errors[0].breaker(), errors[0].key()),
+        (errors[0].name(), errors[0].key()),
         ("CLASH_CHARGE", "name")
     );
     assert!(
@@ -195,7 +195,7 @@ fn a_breaker_whose_name_has_no_ascii_letter_cannot_be_set_from_the_environment()
     let chinese = registered("支付", 5);
     let errors = from_env([("FAILFAST____THRESHOLD", "2")]).unwrap_err();
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert_eq!((errors[0].breaker(), errors[0].key()), ("", "name"));
+    assert_eq!((errors[0].name(), errors[0].key()), ("", "name"));
     assert!(
         errors[0]
             .reason()
@@ -234,10 +234,7 @@ fn every_live_breaker_of_a_shared_name_is_configured_or_none() {
     );
     registry::register(&rate);
     let error = configure::apply("twins::mixed", Breaker::builder().threshold(2)).unwrap_err();
-    assert_eq!(
-        (error.breaker(), error.key()),
-        ("twins::mixed", "threshold")
-    );
+    assert_eq!((error.name(), error.key()), ("twins::mixed", "threshold"));
     assert_eq!(threshold(&counting), 5, "nothing applied");
     configure::apply("twins::mixed", Breaker::builder().trial_calls(3)).unwrap();
     for b in [&counting, &rate] {
@@ -265,7 +262,7 @@ fn variables_that_are_not_utf8_are_ignored_or_refused() {
     let bad_value = (os(b"FAILFAST__ENV_BYTES__RECOVERY"), os(b"1\xE9s"));
     let good = (os(b"FAILFAST__ENV_BYTES__THRESHOLD"), os(b"9"));
     let errors = from_env([bad_name, bad_value, good]).unwrap_err();
-    let found: Vec<_> = errors.iter().map(|e| (e.breaker(), e.key())).collect();
+    let found: Vec<_> = errors.iter().map(|e| (e.name(), e.key())).collect();
     assert_eq!(
         found,
         [("CAF\u{FFFD}__THRESHOLD", ""), ("env::bytes", "recovery")],
@@ -397,13 +394,13 @@ fn a_family_is_configured_by_its_name_and_one_key_by_family_and_key() {
     let refused =
         configure::apply("cfg::replicas", Breaker::builder().failure_rate(0.5)).unwrap_err();
     assert_eq!(
-        (refused.breaker(), refused.key()),
+        (refused.name(), refused.key()),
         ("cfg::replicas", "failure_rate")
     );
     let refused =
         configure::apply("cfg::replicas[10.0.0.9]", Breaker::builder().threshold(0)).unwrap_err();
     assert_eq!(
-        (refused.breaker(), refused.key()),
+        (refused.name(), refused.key()),
         ("cfg::replicas[10.0.0.9]", "threshold")
     );
     assert!(
@@ -461,7 +458,7 @@ fn each_section_is_applied_on_its_own_and_every_refusal_is_returned() {
         ("sections::gone".to_owned(), Breaker::builder().threshold(2)),
     ]);
     let errors = configure::apply_all(&patches).unwrap_err();
-    let found: Vec<_> = errors.iter().map(|e| (e.breaker(), e.key())).collect();
+    let found: Vec<_> = errors.iter().map(|e| (e.name(), e.key())).collect();
     assert_eq!(
         found,
         [("sections::bad", "trial_calls"), ("sections::gone", "name")]

@@ -695,7 +695,7 @@ fn a_family_is_reconfigured_for_its_members_now_and_later() {
     let refused = family
         .reconfigure(&Breaker::builder().trial_calls(0))
         .unwrap_err();
-    assert_eq!(refused.breaker(), "keyed.tuned");
+    assert_eq!(refused.name(), "keyed.tuned");
     assert_eq!(keys.get("c").config().threshold(), 2);
     // And it is reconfigured as the registry's handle is, without it.
     keys.reconfigure(&Breaker::builder().threshold(7)).unwrap();
