@@ -147,7 +147,7 @@ mod verdict;
 /// assert_eq!(middleware.breaker_for(&url).unwrap().name(), "api[api.example.com:443]");
 /// let url = reqwest::Url::parse("https://API.Example.com.:443/v1/items").unwrap();
 /// assert_eq!(middleware.breaker_for(&url).unwrap().name(), "api[api.example.com:443]");
-/// assert_eq!(hosts.len(), 1);
+/// assert_eq!(hosts.stats().stored, 1);
 /// # Ok::<(), failfast_runtime::ConfigError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -293,7 +293,7 @@ impl CircuitBreakerMiddleware {
     ///     .max_concurrent(32)
     ///     .build()?;
     /// let middleware = CircuitBreakerMiddleware::per_host(hosts.clone());
-    /// assert_eq!(hosts.len(), 0); // a host's breaker is made on its first request
+    /// assert_eq!(hosts.stats().stored, 0); // a host's breaker is made on its first request
     /// assert!(failfast_runtime::registry::family("upstream").is_some());
     /// let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
     ///     .with(middleware)
@@ -577,7 +577,7 @@ mod tests {
             .unwrap();
         assert!(!std::ptr::eq(&*first, &*other));
         assert_eq!(other.name(), "upstream[10.0.0.3:8081]");
-        assert_eq!((hosts.len(), hosts.stats().created), (2, 2));
+        assert_eq!((hosts.stats().stored, hosts.stats().created), (2, 2));
     }
 
     /// A request holds its host's breaker only while it runs: held, the

@@ -758,12 +758,20 @@ pub struct FamilyStats {
     /// Trips from Closed held back by the ejection budget
     /// ([`max_ejection_percent`](FamilyBuilder::max_ejection_percent)).
     pub spared: u64,
+    /// Breakers stored now (the overflow breaker not counted): 0 before
+    /// the first key, at most `max_keys`.
+    pub stored: usize,
 }
 
 impl FamilyStats {
-    pub(crate) fn of(max_keys: usize, [created, evicted, unstored, spared]: [u64; 4]) -> Self {
+    pub(crate) fn of(
+        max_keys: usize,
+        stored: usize,
+        [created, evicted, unstored, spared]: [u64; 4],
+    ) -> Self {
         Self {
             max_keys,
+            stored,
             created,
             evicted,
             unstored,
@@ -791,7 +799,7 @@ impl FamilyRef {
     /// What the family counted so far, and its bound.
     #[must_use]
     pub fn stats(&self) -> FamilyStats {
-        FamilyStats::of(self.0.max_keys(), self.0.counts())
+        FamilyStats::of(self.0.max_keys(), self.0.len(), self.0.counts())
     }
 
     /// The family's name; its members are named `name[key]`.
@@ -805,18 +813,6 @@ impl FamilyRef {
     #[must_use]
     pub fn members(&self) -> Vec<Arc<Member>> {
         self.0.members()
-    }
-
-    /// Breakers stored now (the overflow breaker not counted).
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether no key has been used yet (or every breaker was evicted).
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The breaker of the key labelled `label` (its name is
