@@ -882,7 +882,10 @@ impl FamilyRef {
 ///
 /// Cloning a family is cheap and shares its breakers. `K` is the owned key
 /// type (`String`, `u64`, `(String, u16)`); look keys up by any value whose
-/// [`Key::Owned`] is `K` (`&str` for `Family<String>`).
+/// [`Key::Owned`] is `K` (`&str` for `Family<String>`). A family derefs to
+/// its [`FamilyRef`], the same family as the registry lists it: its name,
+/// settings, members, counts ([`stats`](FamilyRef::stats)) and
+/// [`reconfigure`](FamilyRef::reconfigure) are there.
 pub struct Family<K> {
     inner: Arc<Inner<K>>,
     /// The same family, its key type erased: what the family derefs to.
