@@ -12,7 +12,9 @@ pub use crate::core::error::{Error, Rejected, TimedOut};
 pub use crate::core::timeout::Timeout;
 pub use crate::policy::bulkhead::{Bulkhead, BulkheadPermit};
 #[cfg(feature = "keyed")]
-pub use crate::policy::keyed::{Family, Key, Member, Slot as KeyedSlot};
+pub use crate::policy::keyed::declared::Slot as KeyedSlot;
+#[cfg(feature = "keyed")]
+pub use crate::policy::keyed::{Family, Key, Member};
 pub use linkme;
 pub use linkme::distributed_slice;
 

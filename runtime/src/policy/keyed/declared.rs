@@ -1,0 +1,243 @@
+//! The family of a function declared with `key = …` (or of a shared
+//! breaker declared with `max_keys`): a `static` [`Slot`] built on the
+//! first call, and how the registry lists it before then ([`SlotView`]).
+//! Only `__private` hands a `Slot` out, to the macros' expansions.
+
+use super::*;
+
+/// The family of a function with `key = …`, in a `static` in the function's
+/// body: built on the first call, when the key's type is known. Listed by
+/// the registry from the start (see `SlotView`): changes made and members
+/// asked for by name before the first call are handed to the family then.
+#[doc(hidden)]
+pub struct Slot {
+    config: Config,
+    max_keys: usize,
+    max_concurrent: Option<Limit>,
+    max_ejection_percent: u8,
+    /// The family of the key type the function was first called with.
+    first: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
+    /// That family, as the registry sees it; set under `early`'s lock.
+    built: std::sync::OnceLock<Arc<dyn Listing>>,
+    /// What was asked of the family before it was built.
+    early: Mutex<Early>,
+    registered: AtomicBool,
+    /// Families of other key types: a generic function whose key type
+    /// depends on its type parameters has one per key type.
+    others: Mutex<Vec<&'static (dyn std::any::Any + Send + Sync)>>,
+}
+
+impl fmt::Debug for Slot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Slot")
+            .field("name", &self.config.name)
+            .field("max_keys", &self.max_keys)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A slot's family before its first call.
+struct Early {
+    tuned: Tuned,
+    pending: Vec<Arc<Member>>,
+}
+
+impl Slot {
+    /// A slot for a family with these settings, checked at compile time.
+    #[must_use]
+    pub const fn new(
+        config: Config,
+        max_keys: usize,
+        max_concurrent: Option<u32>,
+        max_wait: Duration,
+        max_ejection_percent: u8,
+    ) -> Self {
+        Self {
+            config,
+            max_keys,
+            max_concurrent: Limit::of(max_concurrent, max_wait),
+            max_ejection_percent,
+            first: std::sync::OnceLock::new(),
+            built: std::sync::OnceLock::new(),
+            early: Mutex::new(Early {
+                tuned: Tuned::new(),
+                pending: Vec::new(),
+            }),
+            registered: AtomicBool::new(false),
+            others: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn early(&self) -> std::sync::MutexGuard<'_, Early> {
+        self.early.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The first family: given what was asked before, listed through the
+    /// slot.
+    fn build_first<K: Clone + Hash + Eq + Send + Sync + 'static>(&'static self) -> Family<K> {
+        let family = Family::from_config(
+            self.config.clone(),
+            self.max_keys,
+            self.max_concurrent,
+            self.max_ejection_percent,
+        );
+        let mut early = self.early();
+        let inner = &family.inner;
+        *inner.tuned.lock().unwrap_or_else(PoisonError::into_inner) =
+            std::mem::take(&mut early.tuned);
+        *inner.pending.lock().unwrap_or_else(PoisonError::into_inner) =
+            std::mem::take(&mut early.pending);
+        let listing: Arc<dyn Listing> = inner.clone();
+        let _ = self.built.set(listing);
+        drop(early);
+        for observe in OBSERVERS {
+            observe(Seen::SlotBuilt(self));
+        }
+        family
+    }
+
+    /// Marks the slot listed by the registry; `true` the first time.
+    pub(crate) fn mark_registered(&self) -> bool {
+        !self.registered.swap(true, Ordering::Relaxed)
+    }
+
+    /// The family for keys of type `K`.
+    #[inline]
+    pub fn family<K: Clone + Hash + Eq + Send + Sync + 'static>(
+        &'static self,
+    ) -> &'static Family<K> {
+        let first = self.first.get_or_init(|| Box::new(self.build_first::<K>()));
+        match first.downcast_ref() {
+            Some(family) => family,
+            None => self.other(),
+        }
+    }
+
+    #[cold]
+    fn other<K: Clone + Hash + Eq + Send + Sync + 'static>(&'static self) -> &'static Family<K> {
+        let mut others = self.others.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(family) = others.iter().find_map(|f| f.downcast_ref()) {
+            return family;
+        }
+        let family: &'static Family<K> = Box::leak(Box::new(Family::from_config(
+            self.config.clone(),
+            self.max_keys,
+            self.max_concurrent,
+            self.max_ejection_percent,
+        )));
+        // Listed unless the registry says it lists the slot's families
+        // another way (a test scope's, `testing::isolate`).
+        let listing: Arc<dyn Listing> = family.inner.clone();
+        for observe in OBSERVERS {
+            observe(Seen::OtherFamily(self, &listing));
+        }
+        others.push(family);
+        family
+    }
+}
+
+#[cfg(feature = "testing")]
+impl Slot {
+    /// A slot with the same settings and no family yet, which the registry
+    /// does not list by itself: a scope's (`testing::isolate`).
+    pub(crate) fn fresh(&self) -> Self {
+        let fresh = Slot::new(
+            self.config.clone(),
+            self.max_keys,
+            self.max_concurrent.map(|limit| limit.max),
+            self.max_concurrent
+                .map_or(Duration::ZERO, |limit| limit.wait),
+            self.max_ejection_percent,
+        );
+        fresh.mark_registered();
+        fresh
+    }
+
+    /// The breakers of the slot's first family.
+    pub(crate) fn members(&self) -> Vec<Arc<Member>> {
+        self.built.get().map(|b| b.members()).unwrap_or_default()
+    }
+}
+
+/// A declared family as the registry lists it: its first family once built,
+/// the slot's early state before.
+pub(crate) struct SlotView(pub(crate) &'static Slot);
+
+impl SlotView {
+    /// The early state, or the built family when there is one.
+    fn early(&self) -> Result<std::sync::MutexGuard<'_, Early>, &Arc<dyn Listing>> {
+        let early = self.0.early();
+        match self.0.built.get() {
+            Some(built) => Err(built),
+            None => Ok(early),
+        }
+    }
+}
+
+impl Listing for SlotView {
+    fn name(&self) -> Name {
+        self.0.config.name.clone()
+    }
+    fn members(&self) -> Vec<Arc<Member>> {
+        self.0.built.get().map(|b| b.members()).unwrap_or_default()
+    }
+    fn named(&self, name: &str, make: bool) -> Option<Arc<Member>> {
+        let slot = self.0;
+        let mut early = match self.early() {
+            Ok(early) => early,
+            Err(built) => return built.named(name, make),
+        };
+        let early = &mut *early;
+        let tuned = &early.tuned;
+        pending_member(
+            &mut early.pending,
+            name,
+            &slot.config.name,
+            slot.max_keys,
+            || {
+                make.then(|| {
+                    tuned.member(
+                        &slot.config,
+                        &Clock::System,
+                        slot.max_concurrent,
+                        name.to_owned(),
+                        0,
+                    )
+                })
+            },
+        )
+    }
+    fn reconfigure(
+        &self,
+        patch: &crate::core::config::Patch,
+    ) -> Result<(), crate::core::error::ConfigError> {
+        let mut early = match self.early() {
+            Ok(early) => early,
+            Err(built) => return built.reconfigure(patch),
+        };
+        early.tuned.change(&self.0.config, patch)?;
+        reconfigure_each(&early.pending, patch)
+    }
+    fn config(&self) -> Config {
+        match self.early() {
+            Ok(early) => early.tuned.config(&self.0.config),
+            Err(built) => built.config(),
+        }
+    }
+    fn max_keys(&self) -> usize {
+        self.0.max_keys
+    }
+    fn len(&self) -> usize {
+        self.0.built.get().map_or(0, |b| b.len())
+    }
+    fn counts(&self) -> [u64; 4] {
+        self.0.built.get().map_or([0; 4], |b| b.counts())
+    }
+    fn mark_registered(&self) -> bool {
+        self.0.mark_registered()
+    }
+    #[cfg(feature = "testing")]
+    fn slot(&self) -> Option<&'static Slot> {
+        Some(self.0)
+    }
+}
