@@ -21,10 +21,10 @@
 use crate::Notifier;
 use crate::config::Breakers;
 use crate::fleet::Door;
-use crate::lane::{self, Lane, local};
-use crate::member::{Cause, FleetMember, LocalState, RecentOutcomes, Transition};
+use crate::lane::{self, Lane};
+use crate::member::{FleetMember, LocalTransition, RecentOutcomes};
 use failfast_runtime::events::{self, TransitionReason};
-use failfast_runtime::integration::{self, RemoteOpen, Watch};
+use failfast_runtime::integration::{self, Cause, RemoteOpen, Watch};
 use failfast_runtime::registry::{self, BreakerRef};
 use failfast_runtime::{Mode, State};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -94,7 +94,7 @@ impl Drop for BreakerMember {
 }
 
 /// A runtime event as the fleet sees it.
-fn transition(t: &events::Transition) -> Transition {
+fn transition(t: &events::Transition) -> LocalTransition {
     lane::transition(
         t.from,
         t.to,
@@ -113,8 +113,8 @@ impl FleetMember for BreakerMember {
         self.fingerprint
     }
 
-    fn state(&self) -> LocalState {
-        local(self.breaker.state())
+    fn state(&self) -> State {
+        self.breaker.state()
     }
 
     fn apply_remote_open(&self, until: Instant) {
@@ -179,10 +179,10 @@ impl FleetMember for BreakerMember {
         }
         // Already open on its own evidence when it joined: that is a vote.
         if self.breaker.mode() == Mode::Normal && self.breaker.state() == State::Open {
-            notifier.notify(Transition {
-                from: LocalState::Closed,
-                to: LocalState::Open,
-                cause: Cause::LocalEvidence,
+            notifier.notify(LocalTransition {
+                from: State::Closed,
+                to: State::Open,
+                cause: Cause::Calls,
             });
         }
     }

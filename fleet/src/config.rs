@@ -167,7 +167,7 @@ impl FleetConfig {
     }
 
     /// Checks names and limits; [`crate::Fleet::start`] calls it.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), FleetConfigError> {
         let name_ok = |s: &str, extra: &str| {
             !s.is_empty()
                 && s.len() <= 64
@@ -178,17 +178,17 @@ impl FleetConfig {
                 })
         };
         if !name_ok(&self.namespace, ":/") {
-            return Err(ConfigError(
+            return Err(FleetConfigError(
                 "`namespace`: 1 to 64 of ASCII letters, digits and `._-:/`",
             ));
         }
         if !name_ok(&self.instance, "") {
-            return Err(ConfigError(
+            return Err(FleetConfigError(
                 "`instance`: 1 to 64 of ASCII letters, digits and `._-`",
             ));
         }
         if self.quorum == 0 {
-            return Err(ConfigError("`quorum` must be at least 1"));
+            return Err(FleetConfigError("`quorum` must be at least 1"));
         }
         let positive = [
             self.vote_window,
@@ -201,23 +201,23 @@ impl FleetConfig {
             self.state_ttl,
         ];
         if positive.iter().any(Duration::is_zero) {
-            return Err(ConfigError("durations must be greater than zero"));
+            return Err(FleetConfigError("durations must be greater than zero"));
         }
         if self.open_cap < self.open_base {
-            return Err(ConfigError("`open_cap` must be at least `open_base`"));
+            return Err(FleetConfigError("`open_cap` must be at least `open_base`"));
         }
         if self.probe_lease <= self.probe_lead {
-            return Err(ConfigError(
+            return Err(FleetConfigError(
                 "`probe_lease` must be longer than `probe_lead`",
             ));
         }
         if self.reconnect_max < self.reconnect_min {
-            return Err(ConfigError(
+            return Err(FleetConfigError(
                 "`reconnect_max` must be at least `reconnect_min`",
             ));
         }
         if self.state_ttl < self.open_cap.max(self.vote_window) {
-            return Err(ConfigError(
+            return Err(FleetConfigError(
                 "`state_ttl` must outlive `open_cap` and `vote_window`",
             ));
         }
@@ -227,15 +227,15 @@ impl FleetConfig {
 
 /// A [`FleetConfig`] that cannot work; the message names the field.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError(pub &'static str);
+pub struct FleetConfigError(pub &'static str);
 
-impl fmt::Display for ConfigError {
+impl fmt::Display for FleetConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "invalid fleet configuration: {}", self.0)
     }
 }
 
-impl std::error::Error for ConfigError {}
+impl std::error::Error for FleetConfigError {}
 
 #[cfg(test)]
 mod tests {

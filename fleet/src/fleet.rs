@@ -10,14 +10,14 @@
 //! check, retried with exponential backoff and jitter; when it succeeds the task
 //! resubscribes, reads every breaker back and votes again where needed.
 
-use crate::config::{ConfigError, FleetConfig};
+use crate::config::{FleetConfig, FleetConfigError};
 use crate::keys::valid_breaker_name;
 use crate::lane::{DRAIN, Inbox, Lane};
 use crate::machine::{Command, Machine};
-use crate::member::{FleetMember, Transition};
+use crate::member::{FleetMember, LocalTransition};
 use crate::transport::{
-    Incoming, LeaseOutcome, ReportOutcome, Snapshot, Transport, TransportError, TransportResult,
-    VoteOutcome,
+    Incoming, LeaseOutcome, ReportOutcome, StoreSnapshot, Transport, TransportError,
+    TransportResult, VoteOutcome,
 };
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::collections::HashMap;
@@ -42,7 +42,7 @@ const MEMBER_TICK: Duration = Duration::from_millis(250);
 #[derive(Debug)]
 pub enum FleetError {
     /// The configuration is invalid.
-    Config(ConfigError),
+    Config(FleetConfigError),
     /// The transport could not be built (e.g. an unparsable URL).
     Transport(TransportError),
     /// Not called inside a Tokio runtime.
@@ -116,7 +116,7 @@ impl Notifier {
     /// behind, the oldest are dropped (counted in
     /// [`FleetStats::transitions_dropped`]) and the task catches up from the
     /// breaker's state.
-    pub fn notify(&self, transition: Transition) {
+    pub fn notify(&self, transition: LocalTransition) {
         self.lane.push(transition);
     }
 
@@ -359,7 +359,7 @@ struct Slot {
     /// The lane's transitions read so far.
     read: u64,
     /// Where the last transition read left the breaker.
-    last: Option<crate::member::LocalState>,
+    last: Option<failfast_runtime::State>,
     next_poll: Instant,
     reading: bool,
     read_again: bool,
@@ -368,7 +368,7 @@ struct Slot {
 enum Reply {
     Health(TransportResult<()>),
     Vote(TransportResult<VoteOutcome>),
-    Snapshot(TransportResult<Snapshot>),
+    StoreSnapshot(TransportResult<StoreSnapshot>),
     Lease(TransportResult<LeaseOutcome>),
     Report(TransportResult<ReportOutcome>),
 }
@@ -378,7 +378,7 @@ impl Reply {
         match self {
             Reply::Health(r) => r.as_ref().err(),
             Reply::Vote(r) => r.as_ref().err(),
-            Reply::Snapshot(r) => r.as_ref().err(),
+            Reply::StoreSnapshot(r) => r.as_ref().err(),
             Reply::Lease(r) => r.as_ref().err(),
             Reply::Report(r) => r.as_ref().err(),
         }
@@ -540,7 +540,7 @@ impl<T: Transport> Task<T> {
                 }
                 self.counters.events.fetch_add(1, Ordering::Relaxed);
                 if let Some(&id) = self.by_name.get(notice.breaker.as_str()) {
-                    self.execute(id, Command::Snapshot);
+                    self.execute(id, Command::StoreSnapshot);
                 }
             }
             Incoming::Rejected(_) => {
@@ -598,7 +598,7 @@ impl<T: Transport> Task<T> {
             commands.extend(slot.machine.tick(&self.cfg, now).map(|c| (id, c)));
             if up && room && now >= slot.next_poll && !slot.reading {
                 slot.next_poll = now + spread(self.cfg.poll_interval);
-                commands.push((id, Command::Snapshot));
+                commands.push((id, Command::StoreSnapshot));
             }
         }
         for (id, command) in commands {
@@ -630,7 +630,7 @@ impl<T: Transport> Task<T> {
         let Some(slot) = self.slots.get_mut(&id) else {
             return;
         };
-        if command == Command::Snapshot {
+        if command == Command::StoreSnapshot {
             if slot.reading {
                 slot.read_again = true;
                 return;
@@ -645,7 +645,7 @@ impl<T: Transport> Task<T> {
             }
             let reply = match command {
                 Command::Vote => Reply::Vote(down()),
-                Command::Snapshot => Reply::Snapshot(down()),
+                Command::StoreSnapshot => Reply::StoreSnapshot(down()),
                 Command::Acquire { .. } => Reply::Lease(down()),
                 Command::Report { .. } => Reply::Report(down()),
             };
@@ -662,10 +662,10 @@ impl<T: Transport> Task<T> {
                 async move { transport.vote(&name, fingerprint).await },
                 Reply::Vote,
             ),
-            Command::Snapshot => self.spawn(
+            Command::StoreSnapshot => self.spawn(
                 id,
                 async move { transport.snapshot(&name).await },
-                Reply::Snapshot,
+                Reply::StoreSnapshot,
             ),
             Command::Acquire { generation } => self.spawn(
                 id,
@@ -745,13 +745,13 @@ impl<T: Transport> Task<T> {
         let member = &*slot.member;
         match reply {
             Reply::Vote(r) => slot.machine.on_vote(cfg, member, r, now),
-            Reply::Snapshot(r) => {
+            Reply::StoreSnapshot(r) => {
                 slot.reading = false;
                 if let Ok(snapshot) = &r {
                     slot.machine.on_snapshot(cfg, member, snapshot, now);
                 }
                 if std::mem::take(&mut slot.read_again) && r.is_ok() {
-                    self.execute(id, Command::Snapshot);
+                    self.execute(id, Command::StoreSnapshot);
                 }
             }
             Reply::Lease(r) => slot.machine.on_lease(cfg, member, r, now),

@@ -36,7 +36,7 @@
 //! lock; its epoch guard allocates once per thread, on the thread's first
 //! transition).
 
-use crate::member::{self, LocalState, Transition};
+use crate::member::LocalTransition;
 use failfast_runtime::integration::{Cause, Change};
 use failfast_runtime::{Breaker, Mode, State};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -72,39 +72,40 @@ pub(crate) struct Lane {
     inbox: Arc<Inbox>,
 }
 
-fn code(state: LocalState) -> u64 {
+fn code(state: State) -> u64 {
     match state {
-        LocalState::Closed => 0,
-        LocalState::Open => 1,
-        LocalState::HalfOpen => 2,
+        State::Closed => 0,
+        State::Open => 1,
+        State::HalfOpen => 2,
     }
 }
 
-fn state(code: u64) -> LocalState {
+fn state(code: u64) -> State {
     match code & 3 {
-        0 => LocalState::Closed,
-        1 => LocalState::Open,
-        _ => LocalState::HalfOpen,
+        0 => State::Closed,
+        1 => State::Open,
+        _ => State::HalfOpen,
     }
 }
 
-fn encode(t: Transition) -> u64 {
+fn encode(t: LocalTransition) -> u64 {
     let cause = match t.cause {
-        member::Cause::LocalEvidence => 0,
-        member::Cause::Fleet => 1,
-        member::Cause::Manual => 2,
+        Cause::Calls => 0,
+        Cause::Remote => 1,
+        // Manual (`Cause` is non-exhaustive).
+        _ => 2,
     };
     code(t.from) | code(t.to) << 2 | cause << 4
 }
 
-fn decode(entry: u64) -> Transition {
-    Transition {
+fn decode(entry: u64) -> LocalTransition {
+    LocalTransition {
         from: state(entry),
         to: state(entry >> 2),
         cause: match (entry >> 4) & 3 {
-            0 => member::Cause::LocalEvidence,
-            1 => member::Cause::Fleet,
-            _ => member::Cause::Manual,
+            0 => Cause::Calls,
+            1 => Cause::Remote,
+            _ => Cause::Manual,
         },
     }
 }
@@ -119,7 +120,7 @@ impl Lane {
     }
 
     /// Hands `transition` to the task: a `fetch_add` and two stores.
-    pub(crate) fn push(&self, transition: Transition) {
+    pub(crate) fn push(&self, transition: LocalTransition) {
         let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         self.slots[(n % LANE) as usize].store(n << 8 | encode(transition), Ordering::Release);
         self.inbox.dirty.store(true, Ordering::Release);
@@ -129,7 +130,7 @@ impl Lane {
     /// whether some were lost right before it, and moves `*read` past them.
     /// Returns how many were lost: overwritten before they were read, or
     /// numbered but still unwritten by a thread that fell a whole lane behind.
-    pub(crate) fn drain(&self, read: &mut u64, mut out: impl FnMut(Transition, bool)) -> u64 {
+    pub(crate) fn drain(&self, read: &mut u64, mut out: impl FnMut(LocalTransition, bool)) -> u64 {
         let (mut lost, mut gap) = (0, false);
         loop {
             let want = *read + 1;
@@ -164,27 +165,15 @@ pub(crate) fn transition(
     mode: Mode,
     remote: bool,
     manual: bool,
-) -> Transition {
+) -> LocalTransition {
     let cause = if remote {
-        member::Cause::Fleet
+        Cause::Remote
     } else if mode != Mode::Normal || manual {
-        member::Cause::Manual
+        Cause::Manual
     } else {
-        member::Cause::LocalEvidence
+        Cause::Calls
     };
-    Transition {
-        from: local(from),
-        to: local(to),
-        cause,
-    }
-}
-
-pub(crate) fn local(state: State) -> LocalState {
-    match state {
-        State::Closed => LocalState::Closed,
-        State::Open => LocalState::Open,
-        State::HalfOpen => LocalState::HalfOpen,
-    }
+    LocalTransition { from, to, cause }
 }
 
 /// The lanes of the process's joined failfast breakers, by breaker address
@@ -231,13 +220,12 @@ pub(crate) fn unroute(breaker: &Breaker, lane: &Arc<Lane>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::member::Cause;
 
-    fn t(n: u64) -> Transition {
+    fn t(n: u64) -> LocalTransition {
         // Distinct codes to tell transitions apart: from/to cycle, cause too.
-        let states = [LocalState::Closed, LocalState::Open, LocalState::HalfOpen];
-        let causes = [Cause::LocalEvidence, Cause::Fleet, Cause::Manual];
-        Transition {
+        let states = [State::Closed, State::Open, State::HalfOpen];
+        let causes = [Cause::Calls, Cause::Remote, Cause::Manual];
+        LocalTransition {
             from: states[(n % 3) as usize],
             to: states[((n / 3) % 3) as usize],
             cause: causes[((n / 9) % 3) as usize],

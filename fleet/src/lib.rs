@@ -65,11 +65,11 @@ mod redis;
 mod transport;
 
 pub use crate::breaker::BreakerMember;
-pub use crate::config::{Breakers, ConfigError, FleetConfig};
+pub use crate::config::{Breakers, FleetConfig, FleetConfigError};
 pub use crate::fleet::{AttachError, Fleet, FleetError, FleetStats, Notifier, join};
-pub use crate::member::{Cause, FleetMember, LocalState, RecentOutcomes, Transition};
+pub use crate::member::{FleetMember, LocalTransition, RecentOutcomes};
 pub use crate::redis::RedisTransport;
 pub use crate::transport::{
-    Incoming, LeaseHolder, LeaseOutcome, RemoteOpen, ReportOutcome, Snapshot, Transport,
+    FleetOpen, Incoming, LeaseHolder, LeaseOutcome, ReportOutcome, StoreSnapshot, Transport,
     TransportError, TransportResult, VoteOutcome,
 };

@@ -25,10 +25,12 @@
 //! - a store error never opens anything: remote opens already applied simply expire.
 
 use crate::config::FleetConfig;
-use crate::member::{Cause, FleetMember, LocalState, Transition};
+use crate::member::{FleetMember, LocalTransition};
 use crate::transport::{
-    LeaseOutcome, RemoteOpen, ReportOutcome, Snapshot, TransportResult, VoteOutcome,
+    FleetOpen, LeaseOutcome, ReportOutcome, StoreSnapshot, TransportResult, VoteOutcome,
 };
+use failfast_runtime::State;
+use failfast_runtime::integration::Cause;
 use std::time::{Duration, Instant};
 
 /// A store operation the machine wants run for its breaker.
@@ -37,7 +39,7 @@ pub enum Command {
     /// Vote that the breaker opened on local evidence.
     Vote,
     /// Read the breaker's fleet state back.
-    Snapshot,
+    StoreSnapshot,
     /// Ask for the probe lease of this generation.
     Acquire {
         /// Generation of the fleet open being probed.
@@ -147,7 +149,7 @@ impl Machine {
         &mut self,
         cfg: &FleetConfig,
         member: &M,
-        open: RemoteOpen,
+        open: FleetOpen,
         ours: bool,
         now: Instant,
     ) {
@@ -191,22 +193,22 @@ impl Machine {
     }
 
     /// A transition of the local breaker.
-    pub fn on_local(&mut self, transition: Transition, now: Instant) -> Option<Command> {
-        if transition.cause == Cause::Fleet {
+    pub fn on_local(&mut self, transition: LocalTransition, now: Instant) -> Option<Command> {
+        if transition.cause == Cause::Remote {
             return None;
         }
         let held = match self.lease {
             Lease::Held { generation, until }
                 if now < until
-                    && transition.from == LocalState::HalfOpen
-                    && transition.cause == Cause::LocalEvidence =>
+                    && transition.from == State::HalfOpen
+                    && transition.cause == Cause::Calls =>
             {
                 Some(generation)
             }
             _ => None,
         };
         match transition.to {
-            LocalState::Open => {
+            State::Open => {
                 if let Some(generation) = held {
                     // Not Idle: the fleet deadline has passed, and asking for this
                     // generation's lease again before the reply would win a lease
@@ -217,10 +219,10 @@ impl Machine {
                         success: false,
                     });
                 }
-                self.voting = transition.cause == Cause::LocalEvidence;
+                self.voting = transition.cause == Cause::Calls;
                 self.voting.then_some(Command::Vote)
             }
-            LocalState::Closed => {
+            State::Closed => {
                 self.voting = false;
                 self.forget();
                 held.map(|generation| Command::Report {
@@ -228,7 +230,7 @@ impl Machine {
                     success: true,
                 })
             }
-            LocalState::HalfOpen => None,
+            State::HalfOpen => None,
         }
     }
 
@@ -236,11 +238,11 @@ impl Machine {
     /// from the member's current state.
     pub fn on_overflow<M: FleetMember + ?Sized>(&mut self, member: &M) -> Option<Command> {
         match member.state() {
-            LocalState::Open if self.remote.is_none() => {
+            State::Open if self.remote.is_none() => {
                 self.voting = true;
                 Some(Command::Vote)
             }
-            LocalState::Closed => {
+            State::Closed => {
                 self.voting = false;
                 self.forget();
                 None
@@ -254,7 +256,7 @@ impl Machine {
         &mut self,
         cfg: &FleetConfig,
         member: &M,
-        snapshot: &Snapshot,
+        snapshot: &StoreSnapshot,
         now: Instant,
     ) {
         if let Some(open) = snapshot.open {
@@ -278,7 +280,7 @@ impl Machine {
             (None, Some(p)) => {
                 // Started (or reconnected) while the fleet probes: wait for its result.
                 let wait = self.after_lease(cfg, now, p.remaining) - now;
-                let open = RemoteOpen {
+                let open = FleetOpen {
                     generation: p.generation,
                     remaining: wait,
                 };
@@ -406,7 +408,7 @@ impl Machine {
         if self.lease == Lease::Requested {
             self.lease = Lease::Idle;
         }
-        let mut commands = vec![Command::Snapshot];
+        let mut commands = vec![Command::StoreSnapshot];
         if self.voting {
             commands.push(Command::Vote);
         }

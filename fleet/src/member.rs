@@ -5,39 +5,22 @@
 //! [`Notifier`](crate::Notifier) it is handed when it joins.
 
 use crate::Notifier;
+use failfast_runtime::State;
+use failfast_runtime::integration::Cause;
 use std::time::Instant;
-
-/// State of the local breaker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LocalState {
-    /// Calls pass.
-    Closed,
-    /// Calls are refused.
-    Open,
-    /// Trial calls are admitted.
-    HalfOpen,
-}
-
-/// Why a local transition happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Cause {
-    /// The breaker's own calls: failures tripped it, trials closed or reopened it.
-    /// Only these opens are voted (no echo of what the fleet applied).
-    LocalEvidence,
-    /// The fleet applied or released a remote open.
-    Fleet,
-    /// An operator forced it (`force_open`, `reset`, ...).
-    Manual,
-}
 
 /// One local transition, as the breaker reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Transition {
+pub struct LocalTransition {
     /// State before.
-    pub from: LocalState,
+    pub from: State,
     /// State after.
-    pub to: LocalState,
-    /// What caused it.
+    pub to: State,
+    /// What caused it: the breaker's own calls ([`Cause::Calls`]: failures
+    /// tripped it, trials closed or reopened it; only these opens are
+    /// voted, so the fleet never echoes what it applied), the fleet
+    /// ([`Cause::Remote`]: it applied or released a remote open), or an
+    /// operator ([`Cause::Manual`]).
     pub cause: Cause,
 }
 
@@ -63,7 +46,7 @@ pub trait FleetMember: Send + Sync + 'static {
     fn fingerprint(&self) -> u64;
 
     /// Current local state.
-    fn state(&self) -> LocalState;
+    fn state(&self) -> State;
 
     /// Refuse calls until `until` (a local monotonic instant): open the breaker if it
     /// is closed, extend its open if it ends sooner. Never shortens an open, never

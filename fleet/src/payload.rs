@@ -2,7 +2,7 @@
 //! size-capped, versioned, clamped, and (with a key) authenticated.
 //!
 //! An event is a *nudge*, not a state: `ff1 <kind> <origin> <mac> <breaker>`. A
-//! receiver answers it by reading the breaker's keys back ([`crate::Snapshot`]), so a
+//! receiver answers it by reading the breaker's keys back ([`crate::StoreSnapshot`]), so a
 //! replayed or forged event can at most cause one read; the store's state, clamped,
 //! is what gets applied. With [`crate::FleetConfig::hmac_key`] set, `<mac>` is the
 //! hex HMAC-SHA256 of the version, namespace, kind, origin and breaker, and events

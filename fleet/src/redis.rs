@@ -17,7 +17,7 @@ use crate::config::FleetConfig;
 use crate::keys::{BreakerKeys, channel};
 use crate::payload::{self, Codec, Notice, NoticeKind, clamp_ttl, parse_generation, parse_lease};
 use crate::transport::{
-    Incoming, LeaseHolder, LeaseOutcome, RemoteOpen, ReportOutcome, Snapshot, Transport,
+    FleetOpen, Incoming, LeaseHolder, LeaseOutcome, ReportOutcome, StoreSnapshot, Transport,
     TransportError, TransportResult, VoteOutcome,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -298,8 +298,8 @@ impl RedisTransport {
         })
     }
 
-    fn remote_open(&self, generation: Option<&[u8]>, remaining: i64) -> Option<RemoteOpen> {
-        Some(RemoteOpen {
+    fn remote_open(&self, generation: Option<&[u8]>, remaining: i64) -> Option<FleetOpen> {
+        Some(FleetOpen {
             generation: parse_generation(generation?)?,
             remaining: clamp_ttl(remaining, self.max_remote_open)?,
         })
@@ -363,7 +363,7 @@ impl Transport for RedisTransport {
         }
     }
 
-    async fn snapshot(&self, breaker: &str) -> TransportResult<Snapshot> {
+    async fn snapshot(&self, breaker: &str) -> TransportResult<StoreSnapshot> {
         let k = BreakerKeys::new(&self.namespace, breaker);
         let mut inv = self.scripts[1].prepare_invoke();
         inv.key(&k.open).key(&k.probe).key(&k.generation);
@@ -381,7 +381,7 @@ impl Transport for RedisTransport {
                 remaining,
             });
         let closed = bytes(items.get(4)).and_then(parse_generation).unwrap_or(0);
-        Ok(Snapshot {
+        Ok(StoreSnapshot {
             open,
             probe,
             closed,

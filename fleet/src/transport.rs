@@ -12,9 +12,9 @@ use std::time::Duration;
 
 /// What the store says about one breaker. Every duration is already clamped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Snapshot {
+pub struct StoreSnapshot {
     /// The fleet open, if one is in force: its generation and remaining time.
-    pub open: Option<RemoteOpen>,
+    pub open: Option<FleetOpen>,
     /// The probe lease, if one is held.
     pub probe: Option<LeaseHolder>,
     /// The newest generation a fleet probe closed (0 if none).
@@ -23,7 +23,7 @@ pub struct Snapshot {
 
 /// A fleet open as read from the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RemoteOpen {
+pub struct FleetOpen {
     /// Generation of the open (incremented by every fleet open).
     pub generation: u64,
     /// Time left, clamped to `max_remote_open`.
@@ -50,9 +50,9 @@ pub enum VoteOutcome {
         votes: u32,
     },
     /// This vote reached the quorum and opened the fleet.
-    Opened(RemoteOpen),
+    Opened(FleetOpen),
     /// The fleet was already open.
-    AlreadyOpen(RemoteOpen),
+    AlreadyOpen(FleetOpen),
 }
 
 /// Answer to a probe-lease request.
@@ -80,7 +80,7 @@ pub enum ReportOutcome {
     /// The success was accepted: the fleet breaker is closed and a close was published.
     Closed,
     /// The failure was accepted: the fleet reopened at the next level.
-    Reopened(RemoteOpen),
+    Reopened(FleetOpen),
     /// The lease was no longer ours (expired, or taken): nothing changed.
     Refused,
 }
@@ -149,7 +149,10 @@ pub trait Transport: Send + Sync + 'static {
     ) -> impl Future<Output = TransportResult<VoteOutcome>> + Send;
 
     /// Reads `breaker`'s fleet state.
-    fn snapshot(&self, breaker: &str) -> impl Future<Output = TransportResult<Snapshot>> + Send;
+    fn snapshot(
+        &self,
+        breaker: &str,
+    ) -> impl Future<Output = TransportResult<StoreSnapshot>> + Send;
 
     /// Asks for the single-probe lease of `generation` (`SET NX PX`). The lease is
     /// only for the store's newest generation: for an older one the answer is

@@ -6,7 +6,8 @@
 
 mod support;
 
-use failfast_fleet::{FleetConfig, LocalState};
+use failfast::State;
+use failfast_fleet::FleetConfig;
 use std::time::Duration;
 use support::{RedisServer, eventually, member_of};
 
@@ -48,7 +49,7 @@ async fn an_acl_user_limited_to_the_namespace_shares_opens() {
     acl_user(&server.url()).await;
     let (a, da) = member_of(as_user(&server, "s3cret", "a"), WAIT).await;
     let (_b, db) = member_of(as_user(&server, "s3cret", "b"), WAIT).await;
-    da.transition(LocalState::Open, failfast_fleet::Cause::LocalEvidence);
+    da.transition(State::Open, failfast::integration::Cause::Calls);
     eventually(WAIT, "b applied a's open", || db.open_count() > 0).await;
     assert_eq!(a.stats().ops_failed, 0, "{:?}", a.stats());
 }
@@ -165,7 +166,7 @@ async fn over_tls_as_an_acl_user_opens_are_shared() {
     };
     let (_a, da) = member_of(config("a"), WAIT).await;
     let (b, db) = member_of(config("b"), WAIT).await;
-    da.transition(LocalState::Open, failfast_fleet::Cause::LocalEvidence);
+    da.transition(State::Open, failfast::integration::Cause::Calls);
     eventually(WAIT, "b applied a's open over TLS", || db.open_count() > 0).await;
     assert!(b.stats().connected);
 }

@@ -3,7 +3,9 @@
 
 mod support;
 
-use failfast_fleet::{Cause, Fleet, FleetConfig, LocalState, Transport, TransportError, join};
+use failfast::State;
+use failfast::integration::Cause;
+use failfast_fleet::{Fleet, FleetConfig, Transport, TransportError, join};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::{FakeMember, Mode, Proxy, RedisServer, eventually};
@@ -25,9 +27,9 @@ fn worst_notify(member: &FakeMember, n: usize) -> Duration {
     let mut worst = Duration::ZERO;
     for i in 0..n {
         let to = if i % 2 == 0 {
-            LocalState::HalfOpen
+            State::HalfOpen
         } else {
-            LocalState::Open
+            State::Open
         };
         let started = Instant::now();
         member.transition(to, Cause::Manual);
@@ -44,7 +46,7 @@ async fn kill_9_then_restart_runs_local_only_then_resyncs_and_revotes() {
     let (c_fleet, c) = member_of(support::config(&url, "c")).await;
 
     server.kill9();
-    a.transition(LocalState::Open, Cause::LocalEvidence);
+    a.transition(State::Open, Cause::Calls);
     eventually(WAIT, "a notices the store is gone", || {
         !a_fleet.stats().connected
     })
@@ -99,7 +101,7 @@ async fn a_frozen_store_times_out_and_nothing_waits_for_it() {
         );
         worst = worst.max(started.elapsed() / 4);
     }
-    member.transition(LocalState::Open, Cause::LocalEvidence);
+    member.transition(State::Open, Cause::Calls);
     eventually(WAIT, "the task goes local-only", || {
         !fleet.stats().connected
     })
@@ -109,7 +111,7 @@ async fn a_frozen_store_times_out_and_nothing_waits_for_it() {
         "frozen store: worst op {worst:?} (timeout 100 ms), slowest task op {} µs, worst notify {notify:?}",
         fleet.stats().slowest_op_micros
     );
-    member.transition(LocalState::Open, Cause::LocalEvidence);
+    member.transition(State::Open, Cause::Calls);
     server.thaw();
 
     eventually(WAIT, "reconnected", || fleet.stats().connected).await;
@@ -156,7 +158,7 @@ async fn latency_blackhole_and_resets_through_a_proxy() {
     eventually(WAIT, "observer connected", || direct.stats().connected).await;
     let before = fleet.stats().resyncs;
     proxy.set(Mode::Blackhole);
-    member.transition(LocalState::Open, Cause::LocalEvidence);
+    member.transition(State::Open, Cause::Calls);
     eventually(WAIT, "local-only behind the blackhole", || {
         !fleet.stats().connected
     })
@@ -185,7 +187,7 @@ async fn a_fleet_behind_a_slow_link_connects_and_shares() {
     proxy.set(Mode::Delay(Duration::from_millis(25)));
     let (fleet, member) = member_of(quorum_one(&proxy.url(), "a")).await;
     let (_o, observer) = member_of(support::config(&server.url(), "o")).await;
-    member.transition(LocalState::Open, Cause::LocalEvidence);
+    member.transition(State::Open, Cause::Calls);
     eventually(WAIT, "the open crosses the slow link", || {
         observer.open_count() >= 1
     })

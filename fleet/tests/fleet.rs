@@ -2,7 +2,9 @@
 
 mod support;
 
-use failfast_fleet::{Cause, Fleet, FleetConfig, LocalState, Transport};
+use failfast::State;
+use failfast::integration::Cause;
+use failfast_fleet::{Fleet, FleetConfig, Transport};
 use redis::AsyncCommands;
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,7 +48,7 @@ async fn the_fleet_opens_on_the_second_vote_and_a_silent_instance_learns_it() {
     })
     .await;
 
-    a.transition(LocalState::Open, Cause::LocalEvidence);
+    a.transition(State::Open, Cause::Calls);
     let url2 = url.clone();
     let deadline = std::time::Instant::now() + WAIT;
     while votes(&url2).await < 1 {
@@ -65,7 +67,7 @@ async fn the_fleet_opens_on_the_second_vote_and_a_silent_instance_learns_it() {
     );
     assert_eq!(a.open_count(), 0);
 
-    b.transition(LocalState::Open, Cause::LocalEvidence);
+    b.transition(State::Open, Cause::Calls);
     eventually(WAIT, "c learns the fleet open", || c.open_count() >= 1).await;
     eventually(WAIT, "a learns the fleet open", || a.open_count() >= 1).await;
     assert!(c_fleet.stats().events >= 2, "{:?}", c_fleet.stats());
@@ -83,8 +85,8 @@ async fn one_instance_probes_for_the_fleet_and_the_others_close_after_it() {
         fleets.push(fleet);
         members.push(member);
     }
-    members[0].transition(LocalState::Open, Cause::LocalEvidence);
-    members[1].transition(LocalState::Open, Cause::LocalEvidence);
+    members[0].transition(State::Open, Cause::Calls);
+    members[1].transition(State::Open, Cause::Calls);
     eventually(WAIT, "everyone open", || {
         members.iter().all(|m| m.open_count() >= 1)
     })
@@ -103,8 +105,8 @@ async fn one_instance_probes_for_the_fleet_and_the_others_close_after_it() {
     assert_eq!(lease.generation, 1);
 
     // The winner's trial succeeds: the fleet closes and the others follow, jittered.
-    winner.transition(LocalState::HalfOpen, Cause::LocalEvidence);
-    winner.transition(LocalState::Closed, Cause::LocalEvidence);
+    winner.transition(State::HalfOpen, Cause::Calls);
+    winner.transition(State::Closed, Cause::Calls);
     eventually(WAIT, "losers released", || {
         members.iter().filter(|m| m.release_count() >= 1).count() == 3
     })
@@ -118,7 +120,7 @@ async fn a_pod_started_mid_outage_is_open_before_its_first_call() {
     let server = RedisServer::start();
     let url = server.url();
     let (_a_fleet, a) = lone_voter(&url).await;
-    a.transition(LocalState::Open, Cause::LocalEvidence);
+    a.transition(State::Open, Cause::Calls);
     eventually(WAIT, "fleet open", || a.open_count() >= 1).await;
 
     let (_late_fleet, late) = member_of(support::config(&url, "late")).await;
@@ -145,13 +147,13 @@ async fn a_full_transition_queue_is_caught_up_from_the_breakers_state() {
     let (_o_fleet, observer) = member_of(support::config(&url, "o")).await;
     for i in 0..10_000 {
         let to = if i % 2 == 0 {
-            LocalState::HalfOpen
+            State::HalfOpen
         } else {
-            LocalState::Open
+            State::Open
         };
         a.transition(to, Cause::Manual); // never voted
     }
-    a.transition(LocalState::Open, Cause::LocalEvidence); // dropped: the queue is full
+    a.transition(State::Open, Cause::Calls); // dropped: the queue is full
     eventually(
         WAIT,
         "the observer learns the open a never managed to send",
@@ -169,7 +171,7 @@ async fn a_detached_breaker_hears_nothing_more_and_can_join_again() {
     assert!(o_fleet.detach("dep"));
     assert!(!o_fleet.detach("dep"), "already gone");
 
-    a.transition(LocalState::Open, Cause::LocalEvidence);
+    a.transition(State::Open, Cause::Calls);
     eventually(WAIT, "the open's event reaches o", || {
         o_fleet.stats().events >= 1
     })

@@ -2,10 +2,12 @@
 
 mod support;
 
+use failfast::State;
+use failfast::integration::Cause;
 use failfast_fleet::machine::{Command, Machine};
 use failfast_fleet::{
-    Cause, FleetConfig, LeaseHolder, LeaseOutcome, LocalState, RemoteOpen, ReportOutcome, Snapshot,
-    Transition, TransportError, VoteOutcome,
+    FleetConfig, FleetOpen, LeaseHolder, LeaseOutcome, LocalTransition, ReportOutcome,
+    StoreSnapshot, TransportError, VoteOutcome,
 };
 use std::time::{Duration, Instant};
 use support::FakeMember;
@@ -14,17 +16,17 @@ fn cfg() -> FleetConfig {
     support::config("redis://unused/", "me")
 }
 
-fn t(from: LocalState, to: LocalState, cause: Cause) -> Transition {
-    Transition { from, to, cause }
+fn t(from: State, to: State, cause: Cause) -> LocalTransition {
+    LocalTransition { from, to, cause }
 }
 
-fn open(generation: u64, ms: u64) -> Snapshot {
-    Snapshot {
-        open: Some(RemoteOpen {
+fn open(generation: u64, ms: u64) -> StoreSnapshot {
+    StoreSnapshot {
+        open: Some(FleetOpen {
             generation,
             remaining: Duration::from_millis(ms),
         }),
-        ..Snapshot::default()
+        ..StoreSnapshot::default()
     }
 }
 
@@ -34,17 +36,14 @@ const MS: fn(u64) -> Duration = Duration::from_millis;
 fn only_opens_on_local_evidence_are_voted() {
     let mut m = Machine::new(1);
     let now = Instant::now();
-    use LocalState::*;
+    use State::*;
     assert_eq!(
-        m.on_local(t(Closed, Open, Cause::LocalEvidence), now),
+        m.on_local(t(Closed, Open, Cause::Calls), now),
         Some(Command::Vote)
     );
-    assert_eq!(m.on_local(t(Closed, Open, Cause::Fleet), now), None);
+    assert_eq!(m.on_local(t(Closed, Open, Cause::Remote), now), None);
     assert_eq!(m.on_local(t(Closed, Open, Cause::Manual), now), None);
-    assert_eq!(
-        m.on_local(t(Open, HalfOpen, Cause::LocalEvidence), now),
-        None
-    );
+    assert_eq!(m.on_local(t(Open, HalfOpen, Cause::Calls), now), None);
 }
 
 #[test]
@@ -81,7 +80,7 @@ fn recent_local_successes_veto_a_remote_open_but_not_our_own() {
     let now = Instant::now();
     m.on_snapshot(&cfg, &*member, &open(1, 1500), now);
     assert_eq!((member.open_count(), m.vetoes()), (0, 1));
-    let mine = RemoteOpen {
+    let mine = FleetOpen {
         generation: 2,
         remaining: MS(1500),
     };
@@ -109,20 +108,20 @@ fn the_lease_is_requested_just_before_the_deadline_and_the_winner_reports() {
         at,
     );
     assert!(m.holds_lease());
-    use LocalState::*;
+    use State::*;
     assert_eq!(
-        m.on_local(t(Open, HalfOpen, Cause::LocalEvidence), at + MS(400)),
+        m.on_local(t(Open, HalfOpen, Cause::Calls), at + MS(400)),
         None
     );
     assert_eq!(
-        m.on_local(t(HalfOpen, Open, Cause::LocalEvidence), at + MS(500)),
+        m.on_local(t(HalfOpen, Open, Cause::Calls), at + MS(500)),
         Some(Command::Report {
             generation: 5,
             success: false
         }),
         "a failed fleet probe is reported, not voted"
     );
-    let reopened = RemoteOpen {
+    let reopened = FleetOpen {
         generation: 6,
         remaining: MS(3000),
     };
@@ -144,7 +143,7 @@ fn the_lease_is_requested_just_before_the_deadline_and_the_winner_reports() {
         at,
     );
     assert_eq!(
-        m.on_local(t(HalfOpen, Closed, Cause::LocalEvidence), at + MS(400)),
+        m.on_local(t(HalfOpen, Closed, Cause::Calls), at + MS(400)),
         Some(Command::Report {
             generation: 6,
             success: true
@@ -213,11 +212,11 @@ fn a_fleet_close_is_applied_with_jitter() {
         let mut m = Machine::new(seed);
         m.on_snapshot(&cfg, &*member, &open(4, 1500), now);
         // Open key gone but no close recorded: a probe is running, not a close.
-        m.on_snapshot(&cfg, &*member, &Snapshot::default(), now + MS(1600));
+        m.on_snapshot(&cfg, &*member, &StoreSnapshot::default(), now + MS(1600));
         assert_eq!(member.release_count(), 0);
-        let closed = Snapshot {
+        let closed = StoreSnapshot {
             closed: 4,
-            ..Snapshot::default()
+            ..StoreSnapshot::default()
         };
         m.on_snapshot(&cfg, &*member, &closed, now + MS(1700));
         let at = *member.releases.lock().unwrap().last().expect("released");
@@ -239,13 +238,13 @@ fn a_pod_started_during_a_probe_waits_for_its_result() {
     let member = FakeMember::new("dep");
     let mut m = Machine::new(1);
     let now = Instant::now();
-    let probing = Snapshot {
+    let probing = StoreSnapshot {
         probe: Some(LeaseHolder {
             instance: "other".into(),
             generation: 9,
             remaining: MS(1200),
         }),
-        ..Snapshot::default()
+        ..StoreSnapshot::default()
     };
     m.on_snapshot(&cfg, &*member, &probing, now);
     let until = member
@@ -257,13 +256,13 @@ fn a_pod_started_during_a_probe_waits_for_its_result() {
     assert_eq!(m.tick(&cfg, now + MS(1200) - MS(1)), None);
     // Its own lease, seen back, is not a reason to wait.
     let mut mine = Machine::new(2);
-    let own = Snapshot {
+    let own = StoreSnapshot {
         probe: Some(LeaseHolder {
             instance: cfg.instance.clone(),
             generation: 9,
             remaining: MS(1200),
         }),
-        ..Snapshot::default()
+        ..StoreSnapshot::default()
     };
     let member2 = FakeMember::new("dep");
     mine.on_snapshot(&cfg, &*member2, &own, now);
@@ -276,9 +275,9 @@ fn an_unreachable_store_means_local_probing_and_a_resync_votes_again() {
     let member = FakeMember::new("dep");
     let mut m = Machine::new(1);
     let now = Instant::now();
-    use LocalState::*;
+    use State::*;
     assert_eq!(
-        m.on_local(t(Closed, Open, Cause::LocalEvidence), now),
+        m.on_local(t(Closed, Open, Cause::Calls), now),
         Some(Command::Vote)
     );
     m.on_vote(&cfg, &*member, Err(TransportError::Timeout), now);
@@ -298,18 +297,18 @@ fn an_unreachable_store_means_local_probing_and_a_resync_votes_again() {
         1,
         "the remote open is not extended without the store"
     );
-    assert_eq!(m.resync(&cfg), vec![Command::Snapshot, Command::Vote]);
+    assert_eq!(m.resync(&cfg), vec![Command::StoreSnapshot, Command::Vote]);
     assert!(
         !m.probes_locally(),
         "the store is back: compete for the lease again"
     );
     assert_eq!(
-        m.on_local(t(Open, Closed, Cause::LocalEvidence), at + MS(500)),
+        m.on_local(t(Open, Closed, Cause::Calls), at + MS(500)),
         None
     );
     assert_eq!(
         m.resync(&cfg),
-        vec![Command::Snapshot],
+        vec![Command::StoreSnapshot],
         "closed: nothing to vote"
     );
 }
@@ -324,7 +323,7 @@ fn an_operator_reset_during_the_probe_is_not_reported_as_its_result() {
     };
     m.on_lease(&cfg, &*member, Ok(won), at);
     assert!(m.holds_lease());
-    use LocalState::*;
+    use State::*;
     assert_eq!(
         m.on_local(t(HalfOpen, Closed, Cause::Manual), at + MS(400)),
         None
@@ -401,10 +400,10 @@ fn prober_whose_trial_failed(
         lease: cfg.probe_lease,
     };
     m.on_lease(cfg, member, Ok(won), at);
-    use LocalState::*;
-    m.on_local(t(Open, HalfOpen, Cause::LocalEvidence), deadline);
+    use State::*;
+    m.on_local(t(Open, HalfOpen, Cause::Calls), deadline);
     assert_eq!(
-        m.on_local(t(HalfOpen, Open, Cause::LocalEvidence), deadline),
+        m.on_local(t(HalfOpen, Open, Cause::Calls), deadline),
         Some(Command::Report {
             generation,
             success: false
@@ -425,7 +424,7 @@ fn a_reported_failure_asks_for_no_lease_until_its_reply() {
     for late in [0, 5, 50, 500] {
         assert_eq!(m.tick(&cfg, deadline + MS(late)), None, "{late} ms on");
     }
-    let reopened = RemoteOpen {
+    let reopened = FleetOpen {
         generation: 3,
         remaining: MS(1500),
     };

@@ -2,9 +2,8 @@
 //! breaker for the fleet to drive.
 #![allow(dead_code)]
 
-use failfast_fleet::{
-    FleetConfig, FleetMember, LocalState, Notifier, RecentOutcomes, RedisTransport,
-};
+use failfast::State;
+use failfast_fleet::{FleetConfig, FleetMember, Notifier, RecentOutcomes, RedisTransport};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -203,7 +202,7 @@ pub async fn eventually(limit: Duration, what: &str, mut cond: impl FnMut() -> b
 pub struct FakeMember {
     pub name: String,
     pub fingerprint: u64,
-    pub state: Mutex<LocalState>,
+    pub state: Mutex<State>,
     pub opens: Mutex<Vec<Instant>>,
     pub releases: Mutex<Vec<Instant>>,
     pub successes: AtomicU64,
@@ -215,7 +214,7 @@ impl FakeMember {
         Arc::new(FakeMember {
             name: name.into(),
             fingerprint: 7,
-            state: Mutex::new(LocalState::Closed),
+            state: Mutex::new(State::Closed),
             opens: Mutex::new(Vec::new()),
             releases: Mutex::new(Vec::new()),
             successes: AtomicU64::new(0),
@@ -236,10 +235,10 @@ impl FakeMember {
     }
 
     /// Moves the fake breaker and tells the fleet, as a real transition hook would.
-    pub fn transition(&self, to: LocalState, cause: failfast_fleet::Cause) {
+    pub fn transition(&self, to: State, cause: failfast::integration::Cause) {
         let from = std::mem::replace(&mut *self.state.lock().unwrap(), to);
         let notifier = self.notifier.lock().unwrap().clone().expect("attached");
-        notifier.notify(failfast_fleet::Transition { from, to, cause });
+        notifier.notify(failfast_fleet::LocalTransition { from, to, cause });
     }
 }
 
@@ -250,7 +249,7 @@ impl FleetMember for FakeMember {
     fn fingerprint(&self) -> u64 {
         self.fingerprint
     }
-    fn state(&self) -> LocalState {
+    fn state(&self) -> State {
         *self.state.lock().unwrap()
     }
     fn apply_remote_open(&self, until: Instant) {
