@@ -189,7 +189,7 @@ pub fn admin_listing(out: &mut impl Write) -> std::io::Result<()> {
     rows.sort_by(|a, b| a.name.cmp(&b.name));
     writeln!(out, "{:<32} state  calls failures refused", "breaker")?;
     for s in rows {
-        let (name, state) = (s.name.as_str(), s.state.as_str());
+        let (name, state) = (&*s.name, s.state);
         let (calls, failures, refused) = (s.calls, s.failures, s.rejected);
         let row = format!("{name:<32} {state:<6} {calls:>5} {failures:>8} {refused:>7}");
         writeln!(out, "{row}")?;

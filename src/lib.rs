@@ -37,8 +37,7 @@
 //!
 //! - [`circuit_breaker`]: the attribute, with every key documented.
 //! - [`retry`](macro@retry): retries above the breaker, with backoff and a
-//!   budget; never retries a rejection. [`Retry`] is the same policy as a
-//!   value.
+//!   budget; never retries a rejection.
 //! - [`Breaker`]: the breaker as a plain value, with a builder.
 //! - [`Family`] (feature `keyed`, on by default): one breaker per key (host,
 //!   tenant, shard), bounded, behind the attribute's `key = expr`.

@@ -102,4 +102,3 @@ pub use crate::core::name::Name;
 pub use policy::bulkhead::{Bulkhead, BulkheadPermit};
 #[cfg(feature = "keyed")]
 pub use policy::keyed::{Family, FamilyBuilder, FamilyStats, Key, Lease, Member};
-pub use policy::retry::{Attempts, Retry};

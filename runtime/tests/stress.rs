@@ -12,7 +12,7 @@
 //! - **counters in range** in every `snapshot()`: `consecutive_failures <
 //!   threshold`, `trials_in_flight <= trial_calls`, `trial_successes <
 //!   success_threshold`, `window_failures <= window_calls <= window`,
-//!   `failure_rate() <= 1`, `retry_after <= max_recovery × (1 + jitter)`;
+//!   `failure_rate <= 1`, `retry_after <= max_recovery × (1 + jitter)`;
 //!
 //! and once the load stops, **liveness**: calling with successes only closes the
 //! breaker within two of the longest open periods (plus slack on the system
@@ -288,9 +288,9 @@ impl Shared {
                 bad.push(format!("window_calls {} > window {window}", s.window_calls));
             }
         }
-        if let Some(rate) = s.failure_rate() {
+        if let Some(rate) = s.failure_rate {
             if !(0.0..=1.0).contains(&rate) {
-                bad.push(format!("failure_rate() {rate}"));
+                bad.push(format!("failure_rate {rate}"));
             }
         }
         // Jitter's range: no open period is longer than the cap plus its spread
@@ -924,7 +924,7 @@ fn long_run() {
 /// A 1,000,000-call window under the failure-rate rule, `reset()` every 200 µs
 /// from one thread while others record half failures, for half as long as a
 /// short run (`STRESS_SHORT_SECS`): every snapshot must have
-/// `window_failures <= window_calls` and `failure_rate() <= 1`, and the breaker
+/// `window_failures <= window_calls` and `failure_rate <= 1`, and the breaker
 /// must never trip (its rate is 1.0: only a window of 1,000,000 calls that all
 /// failed could trip it, even if the resetting thread is descheduled for long).
 #[test]
@@ -976,7 +976,7 @@ fn count_window_totals_stay_in_range_while_reset_races_records() {
         while started.elapsed() < run_for {
             let s = b.snapshot();
             snapshots.fetch_add(1, SeqCst);
-            let rate = s.failure_rate().unwrap_or(0.0);
+            let rate = s.failure_rate.unwrap_or(0.0);
             if s.window_failures > s.window_calls
                 || s.window_calls > u64::from(WINDOW)
                 || !(0.0..=1.0).contains(&rate)
@@ -984,13 +984,13 @@ fn count_window_totals_stay_in_range_while_reset_races_records() {
             {
                 *bad.lock().unwrap() = Some(format!(
                     "after {:?}, {} resets, {} calls: window_failures {} window_calls {} \
-                     failure_rate() {:?} state {:?}",
+                     failure_rate {:?} state {:?}",
                     started.elapsed(),
                     resets.load(SeqCst),
                     calls.load(SeqCst),
                     s.window_failures,
                     s.window_calls,
-                    s.failure_rate(),
+                    s.failure_rate,
                     s.state
                 ));
                 break;

@@ -576,8 +576,8 @@ async fn by_authority_honours_the_familys_max_concurrent_per_host() {
     assert_eq!((slow.rejected, slow.state), (1, State::Closed));
 }
 
-#[test]
-fn a_layers_breaker_and_a_keyed_layers_family_are_registered_when_the_layer_is_made() {
+#[tokio::test]
+async fn a_layers_breaker_and_a_keyed_layers_family_are_registered_when_the_layer_is_made() {
     let shared = Arc::new(
         Breaker::builder()
             .name("tower-registered-arc")
@@ -595,7 +595,17 @@ fn a_layers_breaker_and_a_keyed_layers_family_are_registered_when_the_layer_is_m
             .unwrap(),
     );
     let found = failfast::registry::get("tower-registered-owned").expect("listed");
-    assert!(std::ptr::eq(&*found, owned.breaker()));
+    found.set_mode(failfast::Mode::ForcedOpen);
+    let answer = owned
+        .layer(service_fn(|_: Request<()>| async {
+            Ok::<_, std::io::Error>(Response::new(()))
+        }))
+        .oneshot(Request::new(()))
+        .await;
+    assert!(
+        answer.is_err_and(|e| e.downcast_ref::<Rejected>().is_some()),
+        "the registry's breaker is the layer's: forced open there, the layer refuses"
+    );
 
     let leaked: &'static Breaker = Box::leak(Box::new(
         Breaker::builder()
@@ -613,7 +623,18 @@ fn a_layers_breaker_and_a_keyed_layers_family_are_registered_when_the_layer_is_m
             .unwrap();
     let keyed = CircuitBreakerLayer::per_key(hosts, ByAuthority);
     let family = failfast::registry::family("tower-registered-hosts").expect("listed");
-    assert_eq!(family.name(), keyed.family().name());
+    let answer = keyed
+        .layer(service_fn(|_: Request<()>| async {
+            Ok::<_, std::io::Error>(Response::new(()))
+        }))
+        .oneshot(Request::get("http://a.test/").body(()).unwrap())
+        .await;
+    assert!(answer.is_ok());
+    assert_eq!(
+        family.stats().stored,
+        1,
+        "the registry's family is the layer's: it holds the key the layer called"
+    );
     drop(layer);
 }
 

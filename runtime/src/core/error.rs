@@ -21,9 +21,10 @@ pub enum State {
 }
 
 impl State {
-    /// A short lowercase name: `closed`, `open`, `half-open`.
+    /// A short lowercase name: `closed`, `open`, `half-open` (as `Display`
+    /// writes it).
     #[must_use]
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             State::Closed => "closed",
             State::Open => "open",
@@ -34,7 +35,7 @@ impl State {
 
 impl fmt::Display for State {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 
@@ -64,9 +65,9 @@ pub enum Reason {
 
 impl Reason {
     /// A short lowercase description: `open`, `half-open trials in flight`,
-    /// `forced open`, `concurrency limit`, `shed`.
+    /// `forced open`, `concurrency limit`, `shed` (as `Display` writes it).
     #[must_use]
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Reason::Open => "open",
             Reason::TrialsInFlight => "half-open trials in flight",
@@ -79,7 +80,7 @@ impl Reason {
 
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 
@@ -400,15 +401,6 @@ impl<E> Error<E> {
     pub fn timed_out(&self) -> Option<&TimedOut> {
         match self {
             Error::Timeout(t) => Some(t),
-            _ => None,
-        }
-    }
-
-    /// Takes the protected code's error, if it ran and failed.
-    #[must_use]
-    pub fn into_failed(self) -> Option<E> {
-        match self {
-            Error::Failed(e) => Some(e),
             _ => None,
         }
     }

@@ -1,13 +1,16 @@
-//! Retries outside the breaker: [`Retry`] (its documentation is the
-//! module's), re-exported at the crate root.
+//! Retries outside the breaker: the policy `#[retry]` keeps per function
+//! ([`Retry`], its documentation is the module's), handed to the expansion by
+//! `__private`.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+#[cfg(test)]
+use crate::ManualClock;
 use crate::core::clock::Clock;
 use crate::core::totals::Count;
-use crate::{Breaker, ManualClock, State};
+use crate::{Breaker, State};
 
 /// The first backoff delay when not told otherwise.
 pub(crate) const DEFAULT_BACKOFF_MIN: Duration = Duration::from_millis(100);
@@ -58,7 +61,7 @@ const fn unpack(word: u64) -> (u64, u64, u64) {
 /// A retry policy, for retries outside the breaker: a bounded number of
 /// attempts, exponential backoff between two bounds with optional jitter,
 /// and a retry budget. `const`-constructible, so it can live in a `static`
-/// next to the function it serves. `#[retry]` makes one per function.
+/// next to the function it serves: `#[retry]` makes one per function.
 ///
 /// A retry multiplies the load on a dependency exactly when it is least able
 /// to take it. [`Retry`] keeps that in check with a **budget**: over a sliding
@@ -81,43 +84,8 @@ const fn unpack(word: u64) -> (u64, u64, u64) {
 ///   ten one-second slots, and takes a token with a compare-and-swap on the
 ///   current second's slot, so concurrent retries can never overspend it.
 ///
-/// ```
-/// use failfast_runtime::Retry;
-/// use std::time::Duration;
-///
-/// static RETRY: Retry = Retry::new(3)
-///     .backoff(Duration::from_millis(1), Duration::from_millis(10));
-///
-/// let mut calls = 0;
-/// let result = RETRY.call(
-///     || {
-///         calls += 1;
-///         if calls < 3 { Err("flaky") } else { Ok(calls) }
-///     },
-///     |_error| true,
-/// );
-/// assert_eq!(result, Ok(3));
-/// ```
-///
-/// With a breaker, never retry a rejection: the breaker already said the
-/// dependency is sick, and asking again is the retry storm it is there to
-/// prevent.
-///
-/// ```
-/// use failfast_runtime::{Breaker, Retry};
-/// use std::time::Duration;
-///
-/// let breaker = Breaker::builder().threshold(2).build()?;
-/// let retry = Retry::new(5).backoff(Duration::from_millis(1), Duration::from_millis(1));
-/// let mut calls = 0;
-/// let result = retry.call(
-///     || breaker.call(|| { calls += 1; Err::<(), _>("down") }),
-///     |error| error.rejected().is_none(),
-/// );
-/// assert!(result.unwrap_err().rejected().is_some());
-/// assert_eq!(calls, 2, "the breaker opened after two failures; the rejection ended the retries");
-/// # Ok::<(), failfast_runtime::ConfigError>(())
-/// ```
+/// A rejection is never retried: the breaker already said the dependency is
+/// sick, and asking again is the retry storm it is there to prevent.
 #[derive(Debug)]
 pub struct Retry {
     attempts: u32,
@@ -192,9 +160,10 @@ impl Retry {
     }
 
     /// Reads `clock` for the budget's window instead of the system's
-    /// monotonic clock: for tests.
+    /// monotonic clock.
+    #[cfg(test)]
     #[must_use]
-    pub fn clock(mut self, clock: ManualClock) -> Self {
+    pub(crate) fn clock(mut self, clock: ManualClock) -> Self {
         self.clock = Clock::Manual(clock);
         self
     }
@@ -223,67 +192,6 @@ impl Retry {
             .fold((0, 0), |(c, r), (_, calls, retries)| {
                 (c + calls, r + retries)
             })
-    }
-
-    /// Runs `attempt` until it succeeds, returns an error `retry_on` does not
-    /// match, or the attempts or the budget run out; sleeps the thread
-    /// between attempts.
-    ///
-    /// # Errors
-    ///
-    /// The last attempt's error.
-    pub fn call<T, E>(
-        &self,
-        mut attempt: impl FnMut() -> Result<T, E>,
-        mut retry_on: impl FnMut(&E) -> bool,
-    ) -> Result<T, E> {
-        let mut attempts = self.begin();
-        loop {
-            match attempt() {
-                Ok(value) => return Ok(value),
-                Err(error) => {
-                    if retry_on(&error) {
-                        if let Some(delay) = attempts.next_delay() {
-                            std::thread::sleep(delay);
-                            continue;
-                        }
-                    }
-                    return Err(error);
-                }
-            }
-        }
-    }
-
-    /// As [`call`](Self::call), awaiting each attempt and tokio's timer
-    /// between them.
-    ///
-    /// # Errors
-    ///
-    /// The last attempt's error.
-    #[cfg(feature = "tokio")]
-    pub async fn call_async<T, E, F>(
-        &self,
-        mut attempt: impl FnMut() -> F,
-        mut retry_on: impl FnMut(&E) -> bool,
-    ) -> Result<T, E>
-    where
-        F: std::future::Future<Output = Result<T, E>>,
-    {
-        let mut attempts = self.begin();
-        loop {
-            match attempt().await {
-                Ok(value) => return Ok(value),
-                Err(error) => {
-                    if retry_on(&error) {
-                        if let Some(delay) = attempts.next_delay() {
-                            crate::core::timer::sleep(delay).await;
-                            continue;
-                        }
-                    }
-                    return Err(error);
-                }
-            }
-        }
     }
 
     #[inline]
@@ -461,12 +369,13 @@ impl Attempts<'_> {
     /// `breaker`: also stops at once when the breaker is open and will not
     /// admit a trial before the delay has passed (the next attempt would
     /// only be rejected), or is forced open.
-    pub fn next_delay_through(&mut self, breaker: &Breaker) -> Option<Duration> {
+    #[cfg(test)]
+    fn next_delay_through(&mut self, breaker: &Breaker) -> Option<Duration> {
         self.next_delay_if_open(open_for(breaker))
     }
 
-    /// [`next_delay_through`](Self::next_delay_through) for a breaker that
-    /// was open (`Some`, with the time until its next trial if known) or not
+    /// [`next_delay`](Self::next_delay) for an attempt made through a
+    /// breaker that was open (`Some`, with the time until its next trial if known) or not
     /// (`None`) right after the failure.
     pub(crate) fn next_delay_if_open(
         &mut self,

@@ -653,7 +653,7 @@ fn check(b: &Breaker, m: &Model, step: usize, op: &Op) -> Result<(), TestCaseErr
     if cfg.uses_window() {
         prop_assert!(s.window_calls <= u64::from(cfg.window), "{:?} {}", s, at);
     }
-    if let Some(rate) = s.failure_rate() {
+    if let Some(rate) = s.failure_rate {
         prop_assert!((0.0..=1.0).contains(&rate), "failure_rate {} {}", rate, at);
     }
     Ok(())

@@ -177,7 +177,7 @@ fn no_rate_verdict_before_min_calls() {
     // Nine failures out of nine: 100%, but the window does not hold 10 calls yet.
     fails(&b, 9);
     assert_eq!(b.state(), State::Closed);
-    assert_eq!(b.snapshot().failure_rate(), Some(1.0));
+    assert_eq!(b.snapshot().failure_rate, Some(1.0));
     fail(&b);
     assert_eq!(b.state(), State::Open);
 }
@@ -1108,7 +1108,7 @@ fn two_threads_sharing_a_rate_breaker_trip_above_the_rate_and_not_below() {
     );
     let s = b.snapshot();
     assert_eq!(s.window_calls, 1000);
-    let rate = s.failure_rate().unwrap();
+    let rate = s.failure_rate.unwrap();
     assert!((0.44..=0.46).contains(&rate), "window failure rate {rate}");
 }
 
@@ -1159,6 +1159,6 @@ fn two_threads_sharing_a_time_window_rate_breaker_trip_above_the_rate_and_not_be
         s.window_calls,
         clock.now()
     );
-    let rate = s.failure_rate().unwrap();
+    let rate = s.failure_rate.unwrap();
     assert!((0.44..=0.46).contains(&rate), "window failure rate {rate}");
 }

@@ -99,7 +99,7 @@ fn errors_not_counted_never_move_the_breaker() {
     for _ in 0..1000 {
         let r = b.call_with(is_dependency, || Err::<(), u16>(400));
         assert_eq!(
-            r.unwrap_err().into_failed(),
+            r.unwrap_err().failed().copied(),
             Some(400),
             "neutral errors reach the caller"
         );
@@ -310,7 +310,7 @@ fn trial_with_neutral_error_gives_the_permit_back() {
     let clock = ManualClock::new();
     let b = half_open(&clock);
     let r = b.call_with(|_: &u16| false, || Err::<(), u16>(400));
-    assert_eq!(r.unwrap_err().into_failed(), Some(400));
+    assert_eq!(r.unwrap_err().failed().copied(), Some(400));
     assert_eq!(b.state(), State::HalfOpen, "neutral: no verdict");
     succeed(&b).expect("the permit came back: a new trial runs");
     assert_eq!(b.state(), State::Closed);
@@ -534,7 +534,7 @@ fn snapshot_reports_failure_and_slow_shares_of_the_window() {
         .build()
         .expect("valid settings");
     let s = b.snapshot();
-    assert_eq!((s.failure_rate(), s.slow_rate()), (None, None));
+    assert_eq!((s.failure_rate, s.slow_rate), (None, None));
     for i in 0..8 {
         let permit = b.acquire().expect("closed");
         if i < 2 {
@@ -551,8 +551,8 @@ fn snapshot_reports_failure_and_slow_shares_of_the_window() {
         (s.window_calls, s.window_failures, s.window_slow),
         (8, 3, 2)
     );
-    assert_eq!(s.failure_rate(), Some(3.0 / 8.0));
-    assert_eq!(s.slow_rate(), Some(2.0 / 8.0));
+    assert_eq!(s.failure_rate, Some(3.0 / 8.0));
+    assert_eq!(s.slow_rate, Some(2.0 / 8.0));
 }
 
 /// Observe-only: every call that ran is counted by its outcome, and

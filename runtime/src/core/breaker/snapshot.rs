@@ -32,6 +32,8 @@ impl Breaker {
             window_calls: tally.calls,
             window_failures: tally.failures,
             window_slow: tally.slow,
+            failure_rate: share(tally.failures, tally.calls),
+            slow_rate: share(tally.slow, tally.calls),
             trials_in_flight,
             trial_successes,
             since_transition: Duration::from_nanos(
@@ -77,6 +79,12 @@ pub struct Snapshot {
     pub window_failures: u64,
     /// Slow calls in the rate rule's window.
     pub window_slow: u64,
+    /// Share of failed calls in the window (`window_failures / window_calls`),
+    /// once it holds any call.
+    pub failure_rate: Option<f64>,
+    /// Share of slow calls in the window (`window_slow / window_calls`), once
+    /// it holds any call.
+    pub slow_rate: Option<f64>,
     /// Trial calls running now (HalfOpen).
     pub trials_in_flight: u32,
     /// Successful trials so far in this half-open round.
@@ -140,20 +148,10 @@ pub struct Snapshot {
     pub opened_at: Option<std::time::SystemTime>,
 }
 
-impl Snapshot {
-    /// Share of failed calls in the window, once it holds any call.
-    #[must_use]
-    #[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
-    pub fn failure_rate(&self) -> Option<f64> {
-        (self.window_calls > 0).then(|| self.window_failures as f64 / self.window_calls as f64)
-    }
-
-    /// Share of slow calls in the window, once it holds any call.
-    #[must_use]
-    #[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
-    pub fn slow_rate(&self) -> Option<f64> {
-        (self.window_calls > 0).then(|| self.window_slow as f64 / self.window_calls as f64)
-    }
+/// `part / whole`, once `whole` holds any call.
+#[allow(clippy::cast_precision_loss)] // exact below 2^53 calls
+fn share(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 / whole as f64)
 }
 
 impl Breaker {

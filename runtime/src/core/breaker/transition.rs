@@ -184,7 +184,7 @@ pub enum TransitionReason {
 impl TransitionReason {
     /// A short `snake_case` name, as used in logs and metrics labels.
     #[must_use]
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             TransitionReason::ThresholdReached => "threshold_reached",
             TransitionReason::FailureRate => "failure_rate",
@@ -204,7 +204,7 @@ impl TransitionReason {
 
 impl fmt::Display for TransitionReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 

@@ -75,15 +75,17 @@ pin_project_lite::pin_project! {
     /// ```
     /// use failfast_runtime::tower::CircuitBreakerLayer;
     /// use failfast_runtime::Breaker;
+    /// use std::sync::Arc;
     /// use tower::{service_fn, Layer, Service};
     ///
-    /// let layer = CircuitBreakerLayer::new(Breaker::builder().build()?);
+    /// let breaker = Arc::new(Breaker::builder().build()?);
+    /// let layer = CircuitBreakerLayer::new(breaker.clone());
     /// let mut service = layer.layer(service_fn(|_: ()| async {
     ///     Ok::<_, std::io::Error>(http::Response::new(()))
     /// }));
     /// let future = service.call(()); // the permit is taken here
-    /// assert_eq!(layer.breaker().snapshot().trials_in_flight, 0);
     /// drop(future); // an abandoned call: neutral
+    /// assert_eq!(breaker.snapshot().neutral, 1);
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
     #[must_use = "futures do nothing unless awaited"]

@@ -7,7 +7,6 @@ use tower_service::Service;
 
 use super::future::{Handle, Kind, OwnedPermit, ResponseFuture, State};
 use super::refuse::{OnRejected, RefuseWithError};
-use crate::core::breaker::Breaker;
 use crate::integrations::classify::{Classify, HttpClassifier};
 use crate::ops::registry::BreakerRef;
 
@@ -41,7 +40,7 @@ pub struct CircuitBreakerLayer<C = HttpClassifier, R = RefuseWithError, B = Brea
 }
 
 impl CircuitBreakerLayer {
-    /// A layer guarding with `breaker` (a [`Breaker`], `Arc<Breaker>`,
+    /// A layer guarding with `breaker` (a [`Breaker`](crate::Breaker), `Arc<Breaker>`,
     /// `&'static Breaker` or [`BreakerRef`]), classifying with
     /// [`HttpClassifier`], refusing with a boxed [`Rejected`](crate::Rejected).
     ///
@@ -135,16 +134,8 @@ impl<C, R, B> CircuitBreakerLayer<C, R, B> {
 
 impl<C, R> CircuitBreakerLayer<C, R> {
     /// The breaker this layer guards with.
-    ///
-    /// ```
-    /// use failfast_runtime::tower::CircuitBreakerLayer;
-    /// use failfast_runtime::Breaker;
-    ///
-    /// let layer = CircuitBreakerLayer::new(Breaker::builder().name("search").build()?);
-    /// assert_eq!(layer.breaker().name(), "search");
-    /// # Ok::<(), failfast_runtime::ConfigError>(())
-    /// ```
-    pub fn breaker(&self) -> &Breaker {
+    #[cfg(test)]
+    pub(crate) fn breaker(&self) -> &crate::Breaker {
         &self.breaker
     }
 }
@@ -174,53 +165,6 @@ pub struct CircuitBreaker<S, C = HttpClassifier, R = RefuseWithError, B = Breake
     pub(super) breaker: B,
     pub(super) classifier: C,
     pub(super) on_rejected: R,
-}
-
-impl<S, C, R, B> CircuitBreaker<S, C, R, B> {
-    /// The inner service.
-    ///
-    /// ```
-    /// # use failfast_runtime::tower::CircuitBreakerLayer;
-    /// # use failfast_runtime::Breaker;
-    /// # use tower::{service_fn, Layer};
-    /// let layer = CircuitBreakerLayer::new(Breaker::builder().build()?);
-    /// let service = layer.layer(service_fn(|_: ()| async { Ok::<_, std::io::Error>(()) }));
-    /// let _inner = service.get_ref();
-    /// # Ok::<(), failfast_runtime::ConfigError>(())
-    /// ```
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    ///
-    /// ```
-    /// # use failfast_runtime::tower::CircuitBreakerLayer;
-    /// # use failfast_runtime::Breaker;
-    /// # use tower::{service_fn, Layer};
-    /// let layer = CircuitBreakerLayer::new(Breaker::builder().build()?);
-    /// let mut service = layer.layer(service_fn(|_: ()| async { Ok::<_, std::io::Error>(()) }));
-    /// let _inner = service.get_mut();
-    /// # Ok::<(), failfast_runtime::ConfigError>(())
-    /// ```
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// The inner service, unwrapped.
-    ///
-    /// ```
-    /// # use failfast_runtime::tower::CircuitBreakerLayer;
-    /// # use failfast_runtime::Breaker;
-    /// # use tower::{service_fn, Layer};
-    /// let layer = CircuitBreakerLayer::new(Breaker::builder().build()?);
-    /// let service = layer.layer(service_fn(|_: ()| async { Ok::<_, std::io::Error>(()) }));
-    /// let _inner = service.into_inner();
-    /// # Ok::<(), failfast_runtime::ConfigError>(())
-    /// ```
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
 }
 
 impl<S, Req, C, R> Service<Req> for CircuitBreaker<S, C, R, BreakerRef>

@@ -123,8 +123,7 @@ fn one_spelling<'a>(authority: &'a str, default_port: Option<&str>) -> Cow<'a, s
 
 /// The breakers of a [`per_key`](CircuitBreakerLayer::per_key) layer: a family and
 /// the key function that picks a request's member. The `B` of such a layer
-/// and of the service it makes, `CircuitBreaker<S, C, R, PerKey<K, KF>>`;
-/// the layer's [`family`](CircuitBreakerLayer::family) is the family.
+/// and of the service it makes, `CircuitBreaker<S, C, R, PerKey<K, KF>>`.
 #[derive(Debug)]
 pub struct PerKey<K, KF> {
     family: Family<K>,
@@ -174,23 +173,6 @@ impl CircuitBreakerLayer {
             classifier: HttpClassifier,
             on_rejected: RefuseWithError,
         }
-    }
-}
-
-impl<C, R, K, KF> CircuitBreakerLayer<C, R, PerKey<K, KF>> {
-    /// The family whose breakers this layer guards with.
-    ///
-    /// ```
-    /// use failfast_runtime::tower::{ByAuthority, CircuitBreakerLayer};
-    /// use failfast_runtime::{Breaker, Family};
-    ///
-    /// let hosts: Family<String> = Family::builder(Breaker::builder().name("upstream")).build()?;
-    /// let layer = CircuitBreakerLayer::per_key(hosts, ByAuthority);
-    /// assert_eq!(layer.family().name(), "upstream");
-    /// # Ok::<(), failfast_runtime::ConfigError>(())
-    /// ```
-    pub fn family(&self) -> &Family<K> {
-        &self.breaker.family
     }
 }
 
