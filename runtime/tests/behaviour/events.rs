@@ -1003,3 +1003,23 @@ fn shedding_that_started_while_nobody_listened_is_told_when_it_stops() {
         "the start, unheard, took number 1"
     );
 }
+
+/// Names as logs and tables show them: a transition's reason, state and the
+/// reason a call was refused write their short name, padded to the width
+/// asked.
+#[test]
+fn reasons_and_states_display_their_short_names_padded() {
+    use failfast_runtime::Reason;
+    assert_eq!(
+        format!("{:<19}|", TransitionReason::ThresholdReached),
+        "threshold_reached  |"
+    );
+    assert_eq!(format!("{:>8}|", TransitionReason::Manual), "  manual|");
+    assert_eq!(format!("{:<10}|", State::HalfOpen), "half-open |");
+    assert_eq!(format!("{:^6}|", Reason::Shed), " shed |");
+    let breaker = Breaker::builder().name("display.padded").build().unwrap();
+    assert_eq!(
+        format!("{:>16}|", breaker.snapshot().name),
+        "  display.padded|"
+    );
+}
