@@ -235,7 +235,7 @@ async fn the_hosts_and_the_single_breaker_are_registered_when_the_middleware_is_
     let found = failfast::registry::get("reqwest-registered[10.0.0.9:8080]").expect("a member");
     assert!(std::ptr::eq(&*found, &*breaker));
 
-    let single = CircuitBreakerMiddleware::single(
+    let single = CircuitBreakerMiddleware::new(
         Breaker::builder()
             .name("reqwest-registered-single")
             .build()
@@ -308,7 +308,7 @@ async fn a_refusal_of_a_breaker_further_down_the_chain_is_neutral() {
     inner.set_mode(Mode::ForcedOpen);
     let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
         .with(outer.clone())
-        .with(CircuitBreakerMiddleware::single(inner))
+        .with(CircuitBreakerMiddleware::new(inner))
         .build();
     for _ in 0..3 {
         let error = client.get(&upstream.url).send().await.unwrap_err();

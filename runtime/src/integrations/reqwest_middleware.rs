@@ -19,7 +19,7 @@
 //! ([`Family::register`]) is listed by
 //! [`registry::families`](crate::ops::registry::families) and a host's breaker
 //! found by [`registry::get`](crate::ops::registry::get)`("NAME[host:port]")`;
-//! a [`single`](CircuitBreakerMiddleware::single) breaker is listed by
+//! the one breaker of [`new`](CircuitBreakerMiddleware::new) is listed by
 //! [`registry::all`](crate::ops::registry::all).
 //!
 //! A refusal is a [`reqwest_middleware::Error::Middleware`] holding the
@@ -318,12 +318,12 @@ impl CircuitBreakerMiddleware {
     /// use failfast_runtime::reqwest_middleware::CircuitBreakerMiddleware;
     /// use failfast_runtime::{registry, Breaker};
     ///
-    /// let middleware = CircuitBreakerMiddleware::single(Breaker::builder().name("payments").build()?);
+    /// let middleware = CircuitBreakerMiddleware::new(Breaker::builder().name("payments").build()?);
     /// assert!(registry::get("payments").is_some());
     /// # let _ = middleware;
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
-    pub fn single(breaker: impl Into<BreakerRef>) -> Self {
+    pub fn new(breaker: impl Into<BreakerRef>) -> Self {
         let breaker = breaker.into();
         crate::ops::registry::register(&breaker);
         Self {
