@@ -365,18 +365,12 @@ impl Attempts<'_> {
         self.take(delay)
     }
 
-    /// As [`next_delay`](Self::next_delay), for an attempt made through
-    /// `breaker`: also stops at once when the breaker is open and will not
-    /// admit a trial before the delay has passed (the next attempt would
-    /// only be rejected), or is forced open.
-    #[cfg(test)]
-    fn next_delay_through(&mut self, breaker: &Breaker) -> Option<Duration> {
-        self.next_delay_if_open(open_for(breaker))
-    }
-
     /// [`next_delay`](Self::next_delay) for an attempt made through a
-    /// breaker that was open (`Some`, with the time until its next trial if known) or not
-    /// (`None`) right after the failure.
+    /// breaker that was open (`Some`, with the time until its next trial if
+    /// known) or not (`None`) right after the failure ([`open_for`]): also
+    /// stops at once when the breaker will not admit a trial before the
+    /// delay has passed (the next attempt would only be rejected), or is
+    /// forced open.
     pub(crate) fn next_delay_if_open(
         &mut self,
         open: Option<Option<Duration>>,
@@ -649,14 +643,14 @@ mod tests {
         let (retry, _) = policy(5);
         let mut attempts = retry.begin();
         // Open for 150 ms, first delay 100 ms: the retry would be rejected.
-        assert_eq!(attempts.next_delay_through(&breaker), None);
+        assert_eq!(attempts.next_delay_if_open(open_for(&breaker)), None);
         clock.advance(Duration::from_millis(60));
         // 90 ms left: the retry after 100 ms will be the trial.
         assert_eq!(
-            attempts.next_delay_through(&breaker),
+            attempts.next_delay_if_open(open_for(&breaker)),
             Some(Duration::from_millis(100))
         );
         breaker.set_mode(crate::Mode::ForcedOpen);
-        assert_eq!(attempts.next_delay_through(&breaker), None);
+        assert_eq!(attempts.next_delay_if_open(open_for(&breaker)), None);
     }
 }

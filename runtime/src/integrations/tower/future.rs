@@ -235,7 +235,7 @@ mod tests {
         let panicked = tokio::spawn(service.clone().oneshot(true)).await;
         assert!(panicked.unwrap_err().is_panic());
         service.clone().oneshot(false).await.unwrap();
-        let s = layer.breaker().snapshot();
+        let s = layer.breaker.snapshot();
         assert_eq!((s.failures, s.successes, s.neutral), (1, 1, 0), "{s:?}");
     }
 }

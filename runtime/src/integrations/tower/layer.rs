@@ -132,14 +132,6 @@ impl<C, R, B> CircuitBreakerLayer<C, R, B> {
     }
 }
 
-impl<C, R> CircuitBreakerLayer<C, R> {
-    /// The breaker this layer guards with.
-    #[cfg(test)]
-    pub(crate) fn breaker(&self) -> &crate::Breaker {
-        &self.breaker
-    }
-}
-
 impl<S, C: Clone, R: Clone, B: Clone> Layer<S> for CircuitBreakerLayer<C, R, B> {
     type Service = CircuitBreaker<S, C, R, B>;
 

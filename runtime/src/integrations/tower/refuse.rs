@@ -210,9 +210,9 @@ mod tests {
 
         let invalid = service.clone().oneshot("3").await.unwrap();
         assert_eq!(invalid.headers()["grpc-status"], "3");
-        assert_eq!(layer.breaker().state(), crate::State::Closed);
+        assert_eq!(layer.breaker.state(), crate::State::Closed);
         service.clone().oneshot("14").await.unwrap();
-        assert_eq!(layer.breaker().state(), crate::State::Open);
+        assert_eq!(layer.breaker.state(), crate::State::Open);
 
         clock.advance(std::time::Duration::from_secs(10));
         let refused = service.clone().oneshot("0").await.unwrap_err();
