@@ -556,7 +556,7 @@ fn open_rejected(c: &mut Criterion) {
     let _ = ff.call(|| work(u64::MAX));
     assert!(
         ff.call(|| work(arg()))
-            .is_err_and(|e| e.rejected().is_some())
+            .is_err_and(|e| matches!(e, failfast::Error::Rejected(_)))
     );
 
     let fs = failsafe_consecutive(1, an_hour);

@@ -353,7 +353,7 @@ fn threads(c: &mut Criterion) {
     assert!(
         half_open
             .call(|| work(1))
-            .is_err_and(|e| e.rejected().is_some())
+            .is_err_and(|e| matches!(e, failfast::Error::Rejected(_)))
     );
 
     let paths = Paths {

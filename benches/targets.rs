@@ -169,7 +169,7 @@ fn paths() -> Paths {
     assert!(
         half_open
             .call(|| work(1))
-            .is_err_and(|e| e.rejected().is_some())
+            .is_err_and(|e| matches!(e, failfast::Error::Rejected(_)))
     );
     assert_eq!(half_open.state(), State::HalfOpen);
 

@@ -79,11 +79,11 @@ async fn stock_unknown(
     sku: &str,
     error: failfast::Error<InventoryError>,
 ) -> Result<Stock, InventoryError> {
-    let why = match (error.failed(), error.timed_out().is_some()) {
+    let why = match error {
         // "503 Service Unavailable" -> "503"
-        (Some(e), _) => e.brief().split(' ').next().unwrap_or("").to_owned(),
-        (None, true) => "timeout".to_owned(),
-        (None, false) => "rejected".to_owned(),
+        failfast::Error::Failed(e) => e.brief().split(' ').next().unwrap_or("").to_owned(),
+        failfast::Error::Timeout(_) => "timeout".to_owned(),
+        _ => "rejected".to_owned(),
     };
     Ok(Stock::unknown(sku, why))
 }

@@ -167,7 +167,11 @@ impl Client {
 
     async fn cached(&self, id: u32, error: Error<ApiError>) -> Result<String, ApiError> {
         tokio::task::yield_now().await;
-        Ok(format!("{}{id}{}", self.base, error.rejected().is_some()))
+        Ok(format!(
+            "{}{id}{}",
+            self.base,
+            matches!(error, Error::Rejected(_))
+        ))
     }
 
     #[circuit_breaker(counts = ApiError::Down)]

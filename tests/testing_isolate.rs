@@ -215,7 +215,7 @@ fn sync_one_trips_lookup_and_a_replica() {
 
 /// While the other half of the pair has tripped `lookup` and replica `a`
 /// in its scope, finds them closed in its own, from a thread it starts
-/// too; its `configure` and `reset_all` change its own breakers only.
+/// too; its `configure` and resets change its own breakers only.
 fn sync_two_finds_them_closed() {
     let scope = testing::isolate();
     SYNC.meet();
@@ -239,7 +239,9 @@ fn sync_two_finds_them_closed() {
     assert_eq!(state("isolate::lookup"), State::Open);
     assert_eq!(replica("c", true), Err(Down::Failed));
     assert_eq!(state("isolate::replica[c]"), State::Open);
-    testing::reset_all();
+    for name in ["isolate::lookup", "isolate::replica[c]"] {
+        registry::get(name).unwrap().reset();
+    }
     assert_eq!(state("isolate::lookup"), State::Closed);
     assert_eq!(state("isolate::replica[c]"), State::Closed);
     SYNC.meet();

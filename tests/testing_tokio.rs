@@ -1,7 +1,6 @@
 //! The test kit following tokio's clock: `tokio::time::pause()` and
-//! `advance()` move an attribute breaker from Open to HalfOpen, and
-//! `reset_all` closes every breaker. One test in this binary, so that
-//! `reset_all` disturbs no other.
+//! `advance()` move an attribute breaker from Open to HalfOpen. One test in
+//! this binary: the clock is the binary's.
 
 use std::time::Duration;
 
@@ -14,11 +13,6 @@ use failfast::{State, circuit_breaker, registry, testing};
 async fn fetch(fail: bool) -> Result<(), Down> {
     tokio::task::yield_now().await;
     if fail { Err(Down::Failed) } else { Ok(()) }
-}
-
-#[circuit_breaker(threshold = 1, recovery = "1h", name = "kit::other")]
-fn other() -> Result<(), Down> {
-    Err(Down::Failed)
 }
 
 fn state(name: &str) -> State {
@@ -41,13 +35,4 @@ async fn paused_time_advanced_by_tokio_moves_an_attribute_breaker_to_half_open()
     assert_eq!(state("kit::tokio"), State::HalfOpen);
     fetch(false).await.unwrap();
     assert_eq!(state("kit::tokio"), State::Closed);
-
-    // reset_all closes every breaker of the program.
-    let _ = fetch(true).await;
-    let _ = other();
-    assert_eq!(state("kit::tokio"), State::Open);
-    assert_eq!(state("kit::other"), State::Open);
-    testing::reset_all();
-    assert_eq!(state("kit::tokio"), State::Closed);
-    assert_eq!(state("kit::other"), State::Closed);
 }

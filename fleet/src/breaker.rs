@@ -23,8 +23,9 @@ use crate::config::Breakers;
 use crate::fleet::Door;
 use crate::lane::{self, Lane};
 use crate::member::{FleetMember, LocalTransition, RecentOutcomes};
+use failfast_runtime::events::Subscription;
 use failfast_runtime::events::{self, TransitionReason};
-use failfast_runtime::integration::{self, Cause, RemoteOpen, Watch};
+use failfast_runtime::integration::{self, Cause, RemoteOpen};
 use failfast_runtime::registry::{self, BreakerRef};
 use failfast_runtime::{Mode, State};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -190,7 +191,7 @@ impl FleetMember for BreakerMember {
 
 /// Attaches the process's registered breakers that `which` selects, now and as
 /// they register, for as long as the returned watch lives.
-pub(crate) fn watch_registry(door: &Arc<Door>, which: Breakers) -> Option<Watch> {
+pub(crate) fn watch_registry(door: &Arc<Door>, which: Breakers) -> Option<Subscription> {
     if which == Breakers::Explicit {
         return None;
     }

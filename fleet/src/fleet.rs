@@ -177,7 +177,7 @@ pub struct Fleet {
     counters: Arc<Counters>,
     task: tokio::task::JoinHandle<()>,
     /// Takes the process's registered breakers along (`FleetConfig::breakers`).
-    watch: Option<failfast_runtime::integration::Watch>,
+    watch: Option<failfast_runtime::events::Subscription>,
     /// Takes the members of the process's registered keyed families along.
     #[cfg(feature = "keyed")]
     families: Arc<crate::breaker::Families>,

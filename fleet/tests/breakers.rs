@@ -57,7 +57,7 @@ async fn lone_voter(url: &str) -> Instance {
 
 fn rejects(b: &Breaker) -> bool {
     b.call(|| Ok::<(), ()>(()))
-        .is_err_and(|e| e.rejected().is_some())
+        .is_err_and(|e| matches!(e, failfast::Error::Rejected(_)))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -46,7 +46,7 @@
 //!             Err(error) => error,
 //!         };
 //!         let verdict = take_verdict();
-//!         if match error.failed() { Some(e) => retry_on(e), None => true } {
+//!         if match &error { Error::Failed(e) => retry_on(e), _ => true } {
 //!             if let Some(delay) = next_delay(&mut __failfast_attempts, verdict) {
 //!                 sleep(delay); continue;            // or `sleep_async(..).await`
 //!             }
@@ -255,7 +255,7 @@ fn expand(
     };
 
     // With a fallback, `retry_on` is given the error of a counted failure
-    // (a `&E` from `Error::failed`); a timeout, which has no `E` there, is
+    // (the `&E` of `Error::Failed`); a timeout, which has no `E` there, is
     // retried as the counted failure it is.
     let error = match fallback {
         Some(_) => quote!(__failfast_error),
@@ -267,9 +267,9 @@ fn expand(
         .map(|m| m.value.check(&krate, &error, is_anyhow(output)))
         .map(|retry_on| match fallback {
             Some(_) => quote! {
-                match #private::Error::failed(&__failfast_fallback_error) {
-                    ::core::option::Option::Some(__failfast_error) => #retry_on,
-                    ::core::option::Option::None => true,
+                match &__failfast_fallback_error {
+                    #private::Error::Failed(__failfast_error) => #retry_on,
+                    _ => true,
                 }
             },
             None => retry_on,
@@ -589,7 +589,7 @@ mod tests {
         assert!(!out.contains("Verdict :: Neutral"), "{out}");
         // `retry_on` looks at the error of a counted failure.
         assert!(
-            out.contains("Error :: failed (& __failfast_fallback_error)"),
+            out.contains("Error :: Failed (__failfast_error) =>"),
             "{out}"
         );
     }

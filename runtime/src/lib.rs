@@ -21,8 +21,8 @@
 //! See [`Breaker`] for the state machine, [`registry`] for finding breakers by
 //! name, [`events`] for listening to state changes, [`integration`] for the one
 //! process-wide transition hook that never waits, [`ManualClock`] for
-//! testing time-dependent behaviour, and [`Bulkhead`] for a limit on
-//! concurrent calls.
+//! testing time-dependent behaviour, and
+//! [`Builder::adaptive_concurrency`] for a limit on concurrent calls.
 //!
 //! # Features
 //!
@@ -99,6 +99,5 @@ pub use crate::core::clock::ManualClock;
 pub use crate::core::config::{Builder, Config};
 pub use crate::core::error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
 pub use crate::core::name::Name;
-pub use policy::bulkhead::{Bulkhead, BulkheadPermit};
 #[cfg(feature = "keyed")]
 pub use policy::keyed::{Family, FamilyBuilder, FamilyStats, Key, Lease, Member};

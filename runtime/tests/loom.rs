@@ -271,10 +271,14 @@ fn manual_control_racing_a_trial_never_wedges() {
 
 /// `threads` threads entering a bulkhead of `max` `rounds` times each: never
 /// more than `max` inside at once, and every place comes back.
-fn bulkhead_model(max: u32, threads: usize, rounds: usize) -> Arc<failfast_runtime::Bulkhead> {
+fn bulkhead_model(
+    max: u32,
+    threads: usize,
+    rounds: usize,
+) -> Arc<failfast_runtime::__private::Bulkhead> {
     use loom::sync::atomic::{AtomicU32, Ordering::SeqCst};
 
-    let bulkhead = Arc::new(failfast_runtime::Bulkhead::new(max));
+    let bulkhead = Arc::new(failfast_runtime::__private::Bulkhead::new(max));
     let inside = Arc::new(AtomicU32::new(0));
     let handles: Vec<_> = (0..threads)
         .map(|_| {
@@ -328,7 +332,7 @@ fn a_striped_bulkhead_never_admits_more_than_its_max() {
 /// parked would be a deadlock, which loom reports. Afterwards nobody waits
 /// and the place is free.
 fn waiting_model(holders: usize, waiters: usize) {
-    use failfast_runtime::Bulkhead;
+    use failfast_runtime::__private::Bulkhead;
 
     let breaker = Arc::new(
         Breaker::builder()

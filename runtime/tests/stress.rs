@@ -442,25 +442,52 @@ fn work(shared: &Shared, rng: &mut StdRng) {
     }
 }
 
+/// A call whose error `true` is a failure and `false` neutral: the permit
+/// resolved with a rule, as the attribute's `counts` does.
+fn call_counting(
+    breaker: &Breaker,
+    body: impl FnOnce() -> Result<(), bool>,
+) -> Result<(), failfast_runtime::Error<bool>> {
+    let permit = breaker.acquire()?;
+    let result = body();
+    permit.resolve(&result, |e| *e);
+    result.map_err(failfast_runtime::Error::Failed)
+}
+
+/// [`call_counting`] for a future: admitted on its first poll, neutral if
+/// dropped before it ends.
+async fn call_async_counting(
+    breaker: &Breaker,
+    body: impl std::future::Future<Output = Result<(), bool>>,
+) -> Result<(), failfast_runtime::Error<bool>> {
+    let permit = breaker.acquire()?;
+    let result = body.await;
+    permit.resolve(&result, |e| *e);
+    result.map_err(failfast_runtime::Error::Failed)
+}
+
 fn thread_worker(shared: &Shared, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
     let fail_pct = shared.setup.fail_pct;
     while !shared.stopped() {
         shared.calls.fetch_add(1, SeqCst);
         if rng.gen_range(0..10) == 0 {
-            // Through `call`, with a panic inside now and then.
+            // Through `call`, with a panic inside now and then (a neutral
+            // error through a permit resolved with a rule, as `counts` does).
             let end = pick_end(&mut rng, fail_pct, true);
+            let body = || match end {
+                End::Panic => panic!("the dependency blew up"),
+                End::Record(Outcome::Failure) => Err(true),
+                End::Record(Outcome::Neutral) | End::Drop => Err(false),
+                End::Record(Outcome::Success) => Ok(()),
+            };
             let result = shared.periods.recording(|| {
                 catch_unwind(AssertUnwindSafe(|| {
-                    shared.breaker.call_with(
-                        |e: &bool| *e,
-                        || match end {
-                            End::Panic => panic!("the dependency blew up"),
-                            End::Record(Outcome::Failure) => Err(true),
-                            End::Record(Outcome::Neutral) | End::Drop => Err(false),
-                            End::Record(Outcome::Success) => Ok(()),
-                        },
-                    )
+                    if matches!(end, End::Record(Outcome::Neutral) | End::Drop) {
+                        call_counting(&shared.breaker, body)
+                    } else {
+                        shared.breaker.call(body)
+                    }
                 }))
             });
             match result {
@@ -468,7 +495,7 @@ fn thread_worker(shared: &Shared, seed: u64) {
                     shared.admitted.fetch_add(1, SeqCst);
                     shared.panics.fetch_add(1, SeqCst);
                 }
-                Ok(Err(e)) if e.rejected().is_some() => shared.on_rejection(&mut rng),
+                Ok(Err(failfast_runtime::Error::Rejected(_))) => shared.on_rejection(&mut rng),
                 Ok(_) => {
                     shared.admitted.fetch_add(1, SeqCst);
                 }
@@ -513,26 +540,40 @@ async fn task_worker(shared: Arc<Shared>, seed: u64) {
             // first poll, inside a short recording bracket.
             let end = pick_end(&mut rng, fail_pct, false);
             let result = if rng.gen_range(0..4) == 0 {
-                let call = shared.breaker.call_async_with(|e: &bool| *e, async move {
+                let body = async move {
                     tokio::task::yield_now().await;
                     Err::<(), _>(end == End::Record(Outcome::Failure))
-                });
-                tokio::select! {
-                    biased;
-                    () = tokio::task::yield_now() => None,
-                    r = call => Some(r),
+                };
+                if end == End::Record(Outcome::Failure) {
+                    let call = shared.breaker.call_async(body);
+                    tokio::select! {
+                        biased;
+                        () = tokio::task::yield_now() => None,
+                        r = call => Some(r),
+                    }
+                } else {
+                    let call = call_async_counting(&shared.breaker, body);
+                    tokio::select! {
+                        biased;
+                        () = tokio::task::yield_now() => None,
+                        r = call => Some(r),
+                    }
                 }
             } else {
-                let call = shared.breaker.call_async_with(|e: &bool| *e, async move {
+                let body = async move {
                     match end {
                         End::Record(Outcome::Failure) => Err(true),
                         End::Record(Outcome::Success) => Ok(()),
                         _ => Err(false),
                     }
-                });
+                };
                 let periods = &shared.periods;
                 periods.started.fetch_add(1, SeqCst);
-                let r = call.await;
+                let r = if matches!(end, End::Record(Outcome::Failure | Outcome::Success)) {
+                    shared.breaker.call_async(body).await
+                } else {
+                    call_async_counting(&shared.breaker, body).await
+                };
                 periods.finished.fetch_add(1, SeqCst);
                 Some(r)
             };
@@ -540,7 +581,7 @@ async fn task_worker(shared: Arc<Shared>, seed: u64) {
                 None => {
                     shared.abandoned.fetch_add(1, SeqCst);
                 }
-                Some(Err(e)) if e.rejected().is_some() => shared.on_rejection(&mut rng),
+                Some(Err(failfast_runtime::Error::Rejected(_))) => shared.on_rejection(&mut rng),
                 Some(_) => {
                     shared.admitted.fetch_add(1, SeqCst);
                 }
@@ -654,7 +695,9 @@ fn closes_again(shared: &Shared) -> Result<(), String> {
             Ok(()) if b.state() == State::Closed => return Ok(()),
             Ok(()) => {}
             Err(e) => {
-                let rejected = e.rejected().expect("only successes are sent");
+                let failfast_runtime::Error::Rejected(rejected) = e else {
+                    panic!("only successes are sent: {e:?}")
+                };
                 let retry = rejected.retry_after();
                 if let Some(clock) = &shared.clock {
                     let step = retry.unwrap_or(Duration::from_millis(1)) + Duration::from_micros(1);

@@ -444,7 +444,11 @@ mod error_only_fallback {
 
     fn cached(error: &Error<InventoryError>) -> Result<u32, InventoryError> {
         SYNC_CALLS.fetch_add(1, SeqCst);
-        Ok(if error.rejected().is_some() { 100 } else { 200 })
+        Ok(if matches!(error, failfast::Error::Rejected(_)) {
+            100
+        } else {
+            200
+        })
     }
 
     #[circuit_breaker(
@@ -480,7 +484,7 @@ mod error_only_fallback {
 
     fn cached_for(sku: &str, error: &Error<InventoryError>) -> Result<u32, InventoryError> {
         let len = u32::try_from(sku.len()).unwrap();
-        Ok(if error.rejected().is_some() {
+        Ok(if matches!(error, failfast::Error::Rejected(_)) {
             len
         } else {
             len * 10
@@ -518,7 +522,11 @@ mod error_only_fallback {
     async fn cached_async(error: Error<InventoryError>) -> Result<u32, InventoryError> {
         tokio::task::yield_now().await;
         ASYNC_CALLS.fetch_add(1, SeqCst);
-        Ok(if error.rejected().is_some() { 100 } else { 200 })
+        Ok(if matches!(error, failfast::Error::Rejected(_)) {
+            100
+        } else {
+            200
+        })
     }
 
     #[circuit_breaker(
@@ -557,7 +565,7 @@ mod error_only_fallback {
             counts = InventoryError::Dependency(_),
             fallback = |error| {
                 SELF_CALLS.fetch_add(1, SeqCst);
-                Ok(if error.rejected().is_some() { 100 } else { 200 })
+                Ok(if matches!(error, failfast::Error::Rejected(_)) { 100 } else { 200 })
             },
             name = "error_only_fallback::self_by_value"
         )]
@@ -592,7 +600,7 @@ mod error_only_fallback {
         fallback = {
             let len = payload.as_ref().len();
             move |error: Error<InventoryError>| async move {
-                Ok(if error.rejected().is_some() { len as u32 } else { len as u32 * 10 })
+                Ok(if matches!(error, failfast::Error::Rejected(_)) { len as u32 } else { len as u32 * 10 })
             }
         },
         name = "error_only_fallback::generic"

@@ -335,7 +335,9 @@ fn a_refusal_at_the_limit_reaches_the_fallback_and_moves_no_counter() {
     }
 
     fn busy(depth: u32, error: Error<Fault>) -> Result<u32, Fault> {
-        let rejected = error.rejected().expect("a refusal");
+        let Error::Rejected(rejected) = error else {
+            panic!("a refusal, not {error:?}")
+        };
         assert_eq!(rejected.name(), "bulkhead::fallback");
         assert_eq!(rejected.state(), State::Closed);
         assert_eq!(rejected.reason(), Reason::ConcurrencyLimit);

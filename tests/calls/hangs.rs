@@ -114,7 +114,9 @@ async fn a_timeout_reaches_the_fallback_as_error_timeout() {
 
     async fn cached(sku: &str, error: Error<Fault>) -> Result<u32, Fault> {
         assert_eq!(sku, "SKU-1");
-        let timed_out = error.timed_out().expect("a timeout");
+        let Error::Timeout(timed_out) = error else {
+            panic!("a timeout, not {error:?}")
+        };
         assert_eq!(timed_out.limit(), Duration::from_millis(20));
         FALLBACKS.fetch_add(1, SeqCst);
         Ok(0)

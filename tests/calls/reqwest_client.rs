@@ -13,8 +13,8 @@ use axum::extract::State as Shared;
 use axum::http::StatusCode;
 use axum::routing::get;
 use failfast::Mode;
-use failfast::reqwest_middleware::{CircuitBreakerMiddleware, Host, rejected};
-use failfast::{Breaker, Builder, Family, ManualClock, Reason, State};
+use failfast::reqwest_middleware::{CircuitBreakerMiddleware, Host};
+use failfast::{Breaker, Builder, Family, ManualClock, Reason, Rejected, State};
 use reqwest_middleware::ClientWithMiddleware;
 
 /// A host answering every request with the status it is set to, counting
@@ -23,6 +23,14 @@ struct Upstream {
     url: String,
     status: Arc<AtomicU16>,
     hits: Arc<AtomicUsize>,
+}
+
+/// The refusal inside a middleware error, as a caller finds it.
+fn rejected(error: &reqwest_middleware::Error) -> Option<&Rejected> {
+    match error {
+        reqwest_middleware::Error::Middleware(error) => error.downcast_ref::<Rejected>(),
+        reqwest_middleware::Error::Reqwest(_) => None,
+    }
 }
 
 impl Upstream {

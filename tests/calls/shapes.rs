@@ -218,7 +218,7 @@ mod fallback {
         async fn degraded(&self, id: u32, error: Error<ApiError>) -> Result<String, ApiError> {
             // Awaited: this only completes if the caller awaits the fallback.
             tokio::task::yield_now().await;
-            let why = if error.rejected().is_some() {
+            let why = if matches!(error, failfast::Error::Rejected(_)) {
                 "rejected"
             } else {
                 "failed"

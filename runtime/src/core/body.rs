@@ -23,7 +23,7 @@
 //! abandoned call (`Permit`'s `Drop`). It is measured by the `async fn`
 //! cases of `benches/targets.rs`.
 //!
-//! [`Breaker::call_async_with`]'s future (`Call`) watches its body the same
+//! [`Breaker::call_async`]'s future (`Call`) watches its body the same
 //! way, with the permit taken on its first poll.
 
 use std::future::Future;
@@ -98,7 +98,7 @@ impl<'b, F: Future> Future for Body<'b, F> {
 }
 
 pin_project_lite::pin_project! {
-    /// The future of [`Breaker::call_async_with`]: admitted on its first
+    /// The future of [`Breaker::call_async`]: admitted on its first
     /// poll, then the body's polls watched as [`Body`] watches them. The
     /// caller's future stays where it was put when the call was made, so it
     /// is never copied once it runs (an `async fn` would copy it into its

@@ -278,7 +278,7 @@ pub(crate) enum Window {
 ///     r#"{ "name": "payments", "threshold": 3, "recovery": "10s" }"#,
 /// ).unwrap();
 /// let breaker = Breaker::try_from(config).unwrap();
-/// assert_eq!(breaker.config().name(), "payments");
+/// assert_eq!(breaker.name(), "payments");
 /// # }
 /// ```
 #[derive(Clone, Debug)]
@@ -347,12 +347,6 @@ impl Config {
             adaptive: 0,
             guarded: false,
         }
-    }
-
-    /// The breaker's name.
-    #[must_use]
-    pub fn name(&self) -> &str {
-        &self.name
     }
 
     /// Consecutive counted failures that trip the breaker.
@@ -1110,7 +1104,7 @@ mod tests {
     #[test]
     fn a_config_keeps_its_name() {
         let b = Breaker::builder().name("payments::charge").build().unwrap();
-        assert_eq!(b.config().name(), "payments::charge");
+        assert_eq!(&*b.config().name, "payments::charge");
     }
 
     #[test]

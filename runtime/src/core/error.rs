@@ -52,8 +52,9 @@ pub enum Reason {
     /// The breaker is forced open by hand
     /// ([`Breaker::set_mode`](crate::Breaker::set_mode)).
     ForcedOpen,
-    /// As many calls as `max_concurrent` allows are already running (see
-    /// [`Bulkhead`](crate::Bulkhead)). Not evidence against the dependency: it
+    /// As many calls as `max_concurrent` (or
+    /// [`Builder::adaptive_concurrency`](crate::Builder::adaptive_concurrency))
+    /// allows are already running. Not evidence against the dependency: it
     /// moves no counter of the breaker.
     ConcurrencyLimit,
     /// Graded shedding (`shed`) refused the call at random: the breaker is
@@ -84,8 +85,8 @@ impl fmt::Display for Reason {
     }
 }
 
-/// A call refused by an open (or busy half-open) breaker, or by a full
-/// [`Bulkhead`](crate::Bulkhead). The protected code did not run;
+/// A call refused by an open (or busy half-open) breaker, or at its
+/// concurrency limit (`max_concurrent`). The protected code did not run;
 /// [`reason`](Rejected::reason) says which.
 ///
 /// Functions annotated with `#[circuit_breaker]` and no `fallback` return
@@ -363,8 +364,7 @@ impl From<TimedOut> for std::io::Error {
 ///
 /// This is what [`Breaker::call`](crate::Breaker::call) returns, and what a
 /// `fallback` receives. It is `#[non_exhaustive]`, so a `match` needs a `_`
-/// arm (or use [`rejected`](Error::rejected), [`failed`](Error::failed),
-/// [`timed_out`](Error::timed_out)).
+/// arm; `matches!(error, Error::Rejected(_))` asks which it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Error<E> {
@@ -378,33 +378,6 @@ pub enum Error<E> {
 }
 
 impl<E> Error<E> {
-    /// The rejection, if the breaker refused the call.
-    #[must_use]
-    pub fn rejected(&self) -> Option<&Rejected> {
-        match self {
-            Error::Rejected(r) => Some(r),
-            _ => None,
-        }
-    }
-
-    /// The protected code's error, if it ran and failed.
-    #[must_use]
-    pub fn failed(&self) -> Option<&E> {
-        match self {
-            Error::Failed(e) => Some(e),
-            _ => None,
-        }
-    }
-
-    /// The timeout, if the protected code ran out of its time limit.
-    #[must_use]
-    pub fn timed_out(&self) -> Option<&TimedOut> {
-        match self {
-            Error::Timeout(t) => Some(t),
-            _ => None,
-        }
-    }
-
     /// Converts into the protected code's error type, turning a rejection into
     /// `E::from(rejected)` and a timeout into `E::from(timed_out)`.
     pub fn into_inner(self) -> E
@@ -574,43 +547,6 @@ mod tests {
 
     fn timed_out() -> TimedOut {
         TimedOut::new(name(), Duration::from_millis(250))
-    }
-
-    #[test]
-    fn each_variant_answers_only_its_own_question() {
-        let failed: Error<&str> = Error::Failed("down");
-        let timeout: Error<&str> = Error::Timeout(timed_out());
-        let rejected: Error<&str> =
-            Error::Rejected(Rejected::new(name(), State::Open, RetryAt::UNKNOWN));
-        assert_eq!(
-            [
-                failed.failed().is_some(),
-                timeout.failed().is_some(),
-                rejected.failed().is_some()
-            ],
-            [true, false, false]
-        );
-        assert_eq!(
-            [
-                failed.timed_out().is_some(),
-                timeout.timed_out().is_some(),
-                rejected.timed_out().is_some()
-            ],
-            [false, true, false]
-        );
-        assert_eq!(
-            [
-                failed.rejected().is_some(),
-                timeout.rejected().is_some(),
-                rejected.rejected().is_some()
-            ],
-            [false, false, true]
-        );
-        assert_eq!(failed.failed(), Some(&"down"));
-        assert_eq!(timeout.failed(), None);
-        assert_eq!(timeout.timed_out(), Some(&timed_out()));
-        assert_eq!(failed.timed_out(), None);
-        assert_eq!(rejected.timed_out(), None);
     }
 
     #[test]

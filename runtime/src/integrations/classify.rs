@@ -178,20 +178,22 @@ pub(crate) fn status_outcome(status: http::StatusCode) -> Outcome {
 /// A predicate for the attribute's `counts` on a function whose error is a
 /// status, `#[circuit_breaker(counts = failfast::classify::http_failure)]`
 /// (for another error type, call it in a closure: `counts = |e:
-/// &reqwest::Error| e.status().is_some_and(|s| http_failure(&s))`), or for
-/// [`Breaker::call_with`](crate::Breaker::call_with):
+/// &reqwest::Error| e.status().is_some_and(|s| http_failure(&s))`), or
+/// the rule a permit is resolved with
+/// ([`Permit::resolve`](crate::Permit::resolve)):
 ///
 /// ```
 /// use failfast_runtime::{classify::http_failure, Breaker, State};
 /// use http::StatusCode;
 ///
 /// let breaker = Breaker::builder().threshold(2).build()?;
+/// let call = |status| breaker.acquire().unwrap().resolve(&Err::<(), _>(status), http_failure);
 /// for status in [StatusCode::BAD_REQUEST, StatusCode::TOO_MANY_REQUESTS] {
-///     let _ = breaker.call_with(http_failure, || Err::<(), _>(status));
+///     call(status);
 /// }
 /// assert_eq!(breaker.snapshot().consecutive_failures, 0, "the caller's fault");
 /// for _ in 0..2 {
-///     let _ = breaker.call_with(http_failure, || Err::<(), _>(StatusCode::BAD_GATEWAY));
+///     call(StatusCode::BAD_GATEWAY);
 /// }
 /// assert_eq!(breaker.state(), State::Open);
 /// # Ok::<(), failfast_runtime::ConfigError>(())
@@ -293,20 +295,21 @@ fn grpc_number_outcome(code: i32, message: Option<&[u8]>) -> Outcome {
 /// `Result<T, tonic::Status>`: without `counts = …`, it counts what this
 /// counts. Also a predicate for `counts` where a `tonic::Status` is reached
 /// another way (`counts = |e: &MyError| matches!(e, MyError::Grpc(s) if
-/// grpc_failure(s))`), and for
-/// [`Breaker::call_with`](crate::Breaker::call_with):
+/// grpc_failure(s))`), and the rule a permit is resolved with
+/// ([`Permit::resolve`](crate::Permit::resolve)):
 ///
 /// ```
 /// use failfast_runtime::{classify::grpc_failure, Breaker, State};
 /// use tonic::Status;
 ///
 /// let breaker = Breaker::builder().threshold(2).build()?;
+/// let call = |status| breaker.acquire().unwrap().resolve(&Err::<(), _>(status), grpc_failure);
 /// for _ in 0..5 {
-///     let _ = breaker.call_with(grpc_failure, || Err::<(), _>(Status::not_found("no such sku")));
+///     call(Status::not_found("no such sku"));
 /// }
 /// assert_eq!(breaker.snapshot().consecutive_failures, 0, "the caller's fault");
 /// for _ in 0..2 {
-///     let _ = breaker.call_with(grpc_failure, || Err::<(), _>(Status::unavailable("down")));
+///     call(Status::unavailable("down"));
 /// }
 /// assert_eq!(breaker.state(), State::Open);
 /// # Ok::<(), failfast_runtime::ConfigError>(())

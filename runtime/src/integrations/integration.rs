@@ -101,6 +101,7 @@ use std::time::Duration;
 
 use crate::core::breaker::Breaker;
 use crate::core::breaker::transition::TRANSITIONED;
+use crate::ops::events::Subscription;
 use crate::ops::registry::{self, BreakerRef};
 
 pub use crate::core::breaker::remote::RemoteOpen;
@@ -189,7 +190,7 @@ pub fn fingerprint(breaker: &Breaker) -> u64 {
 
 /// Calls `watcher` with every registered breaker, at once for those
 /// registered already and on registration for those to come, until the
-/// returned [`Watch`] is dropped. Each breaker is handed over exactly once,
+/// returned [`Subscription`] is dropped. Each breaker is handed over exactly once,
 /// whatever registrations race with this call.
 ///
 /// The callback runs on the registering thread (for an attribute breaker,
@@ -207,26 +208,13 @@ pub fn fingerprint(breaker: &Breaker) -> u64 {
 /// assert!(seen.lock().unwrap().iter().any(|n| n == "registered-later"));
 /// # Ok::<(), failfast_runtime::ConfigError>(())
 /// ```
-pub fn watch(watcher: impl Fn(&BreakerRef) + Send + Sync + 'static) -> Watch {
+pub fn watch(watcher: impl Fn(&BreakerRef) + Send + Sync + 'static) -> Subscription {
     let watcher: Arc<registry::Watcher> = Arc::new(watcher);
     let (id, present) = registry::add_watcher(watcher.clone());
     for breaker in &present {
         watcher(breaker);
     }
-    Watch { id }
-}
-
-/// A [`watch`]'s registration: dropping it stops the callback.
-#[derive(Debug)]
-#[must_use = "dropping a watch at once stops its callback"]
-pub struct Watch {
-    id: u64,
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        registry::remove_watcher(self.id);
-    }
+    Subscription::new(id, registry::remove_watcher)
 }
 
 #[cfg(test)]

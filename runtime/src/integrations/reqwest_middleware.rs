@@ -23,12 +23,12 @@
 //! [`registry::all`](crate::ops::registry::all).
 //!
 //! A refusal is a [`reqwest_middleware::Error::Middleware`] holding the
-//! [`Rejected`]: find it with [`rejected`] (or
-//! `anyhow::Error::downcast_ref::<Rejected>()` on the variant's error).
+//! [`Rejected`](crate::Rejected): find it with `downcast_ref::<Rejected>()` on the
+//! variant's error.
 //!
 //! ```no_run
-//! use failfast_runtime::reqwest_middleware::{rejected, CircuitBreakerMiddleware};
-//! use failfast_runtime::{Breaker, Family};
+//! use failfast_runtime::reqwest_middleware::CircuitBreakerMiddleware;
+//! use failfast_runtime::{Breaker, Family, Rejected};
 //! use std::time::Duration;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -43,10 +43,11 @@
 //!
 //! match client.get("http://inventory.internal/stock/SKU-1").send().await {
 //!     Ok(response) => println!("{}", response.status()),
-//!     Err(error) => match rejected(&error) {
-//!         Some(refused) => println!("not sent: {refused}, next trial in {:?}", refused.retry_after()),
-//!         None => println!("failed: {error}"),
-//!     },
+//!     Err(reqwest_middleware::Error::Middleware(error)) if error.is::<Rejected>() => {
+//!         let refused = error.downcast_ref::<Rejected>().unwrap();
+//!         println!("not sent: {refused}, next trial in {:?}", refused.retry_after());
+//!     }
+//!     Err(error) => println!("failed: {error}"),
 //! }
 //! # Ok(())
 //! # }
@@ -122,8 +123,9 @@ use reqwest_middleware::{Middleware, Next};
 
 use crate::integrations::classify::{Classify, HttpClassifier};
 use crate::ops::registry::BreakerRef;
+use crate::policy::bulkhead::{Bulkhead, BulkheadPermit};
 use crate::policy::keyed::Member;
-use crate::{Breaker, Bulkhead, BulkheadPermit, Family, Key, Outcome, Permit, Rejected};
+use crate::{Breaker, Family, Key, Outcome, Permit};
 use verdict::Verdict;
 
 mod verdict;
@@ -429,28 +431,6 @@ impl std::ops::Deref for GuardRef {
 
     fn deref(&self) -> &Breaker {
         self.0.breaker()
-    }
-}
-
-/// The [`Rejected`] inside a [`reqwest_middleware::Error`], when the error is
-/// a refusal of a [`CircuitBreakerMiddleware`] (or of another middleware
-/// that returned a `Rejected`).
-///
-/// ```
-/// use failfast_runtime::reqwest_middleware::rejected;
-/// use failfast_runtime::Breaker;
-///
-/// let breaker = Breaker::builder().name("upstream").build()?;
-/// breaker.set_mode(failfast_runtime::Mode::ForcedOpen);
-/// let error = reqwest_middleware::Error::middleware(breaker.acquire().unwrap_err());
-/// assert_eq!(rejected(&error).unwrap().name(), "upstream");
-/// # Ok::<(), failfast_runtime::ConfigError>(())
-/// ```
-#[must_use]
-pub fn rejected(error: &reqwest_middleware::Error) -> Option<&Rejected> {
-    match error {
-        reqwest_middleware::Error::Middleware(error) => error.downcast_ref::<Rejected>(),
-        reqwest_middleware::Error::Reqwest(_) => None,
     }
 }
 

@@ -31,8 +31,8 @@
 //! one name (registered or not, called yet or not: an attribute breaker can be
 //! listened to before its first call) and, by a keyed family's name, to its
 //! members, or to one breaker given itself (`subscribe_to(&breaker, …)`).
-//! Each returns a [`Subscription`]: dropping it stops the listener, and
-//! [`Subscription::keep`] keeps it for the rest of the program.
+//! Each returns a [`Subscription`]: dropping it stops the listener
+//! (`std::mem::forget` keeps it for the rest of the program).
 //!
 //! # Delivery
 //!
@@ -176,7 +176,10 @@ fn add(target: Target, callback: Arc<Callback>) -> Subscription {
             callback,
         });
     });
-    Subscription { id }
+    Subscription {
+        id,
+        end: remove_listener,
+    }
 }
 
 /// Listens to every breaker's transitions until the returned
@@ -283,25 +286,33 @@ impl From<&Arc<Breaker>> for Source {
     }
 }
 
-/// A listener's registration: dropping it removes the listener (events being
-/// delivered at that moment may still reach it).
+/// A listener's registration ([`subscribe`], [`subscribe_to`], or
+/// [`integration::watch`](crate::integration::watch)'s): dropping it removes
+/// the listener (events being delivered at that moment may still reach it).
+/// To listen for the rest of the program, `std::mem::forget` it.
 #[derive(Debug)]
-#[must_use = "dropping a subscription at once removes its listener; call `keep()` to listen for good"]
+#[must_use = "dropping a subscription at once removes its listener; `std::mem::forget` it to listen for good"]
 pub struct Subscription {
     id: u64,
+    /// Removes the listener `id`.
+    end: fn(u64),
 }
 
 impl Subscription {
-    /// Keeps the listener for the rest of the program.
-    pub fn keep(self) {
-        std::mem::forget(self);
+    /// A registration that `end(id)` removes.
+    pub(crate) fn new(id: u64, end: fn(u64)) -> Self {
+        Subscription { id, end }
     }
+}
+
+/// Removes the transition listener `id`.
+fn remove_listener(id: u64) {
+    change(|list| list.retain(|l| l.id != id));
 }
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        let id = self.id;
-        change(|list| list.retain(|l| l.id != id));
+        (self.end)(self.id);
     }
 }
 

@@ -77,8 +77,8 @@
 //! breaker is the scope's), breakers and families declared with
 //! `failfast::breaker!` (still shared, within the scope, by the functions
 //! that name them), and the bulkheads of `max_concurrent`. Inside a scope,
-//! [`registry::get`], [`registry::all`] and `registry::families` (and so
-//! [`configure`](mod@crate::ops::configure), [`reset_all`] and, with the
+//! [`registry::get`](crate::registry::get), [`registry::all`](crate::registry::all) and `registry::families` (and so
+//! [`configure`](mod@crate::ops::configure) and, with the
 //! `metrics` feature, `metrics::export`) see the scope's breakers in place
 //! of the ones they stand for, made if need be, so a test can force one
 //! open or reconfigure it before its first call.
@@ -112,9 +112,9 @@
 //! goes through the program's breaker, as without a scope.
 //!
 //! Without scopes, give each test its own breakers (one function per
-//! test, or `name = "…"` per test) and reset by name (`registry::get(name)` and [`Breaker::reset`](crate::Breaker::reset)) at the
-//! start of a test; [`reset_all`] outside a scope resets every breaker of
-//! the program, those of tests running beside it included. The running
+//! test, or `name = "…"` per test) and reset them by name at the start of
+//! a test (`registry::get(name)` and
+//! [`Breaker::reset`](crate::Breaker::reset)). The running
 //! totals of a [`Snapshot`](crate::Snapshot) are never reset (they feed
 //! `_total` counters): compare them before and after, or read a scope's
 //! breaker, whose totals start at zero.
@@ -148,7 +148,7 @@ use std::time::Duration;
 
 use crate::core::breaker::Breaker;
 use crate::core::clock::ManualClock;
-use crate::ops::registry::{self, BreakerRef};
+use crate::ops::registry::BreakerRef;
 use crate::policy::bulkhead::Bulkhead;
 #[cfg(feature = "keyed")]
 use crate::policy::keyed::Slot as KeyedSlot;
@@ -212,32 +212,6 @@ pub fn follow_tokio_clock() {
     });
     if !matches!(installed, Source::Tokio { .. }) {
         panic!("{TWICE}");
-    }
-}
-
-/// Resets every registered breaker ([`Breaker::reset`](crate::Breaker::reset)):
-/// closed, counters cleared, manual modes lifted. Inside a scope
-/// ([`isolate`]), the scope's breakers only (every key's breaker of its
-/// families included); outside one, every breaker of the program: for
-/// binaries whose tests run one at a time, see [tests in
-/// parallel](self#tests-in-parallel).
-///
-/// ```
-/// use failfast_runtime::{registry, testing, Breaker, State};
-/// use std::sync::Arc;
-///
-/// let breaker = Arc::new(Breaker::builder().name("doc::reset_all").build()?);
-/// registry::register(&breaker);
-/// breaker.set_mode(failfast_runtime::Mode::ForcedOpen);
-/// testing::reset_all();
-/// assert_eq!(breaker.state(), State::Closed);
-/// # Ok::<(), failfast_runtime::ConfigError>(())
-/// ```
-pub fn reset_all() {
-    if in_scope(Own::reset).is_none() {
-        for breaker in registry::all() {
-            breaker.reset();
-        }
     }
 }
 
@@ -312,25 +286,6 @@ impl Own {
     #[cfg(feature = "keyed")]
     fn slot(&self, shared: &'static KeyedSlot) -> &'static KeyedSlot {
         own(&self.slots, shared, KeyedSlot::fresh)
-    }
-
-    /// Resets every breaker of the scope, each key's of its families too.
-    fn reset(&self) {
-        // Copied out first: a reset tells listeners, which may look
-        // breakers up.
-        let breakers: Vec<&'static Breaker> = lock(&self.breakers).values().copied().collect();
-        for breaker in breakers {
-            breaker.reset();
-        }
-        #[cfg(feature = "keyed")]
-        {
-            let slots: Vec<&'static KeyedSlot> = lock(&self.slots).values().copied().collect();
-            for slot in slots {
-                for member in slot.members() {
-                    member.reset();
-                }
-            }
-        }
     }
 }
 

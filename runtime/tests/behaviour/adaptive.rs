@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use failfast_runtime::{Breaker, Bulkhead, ManualClock, Mode, Outcome, Reason, State};
+use failfast_runtime::__private::Bulkhead;
+use failfast_runtime::{Breaker, ManualClock, Mode, Outcome, Reason, State};
 
 fn adaptive(name: &'static str, least: u32, most: u32) -> Breaker {
     Breaker::builder()

@@ -248,9 +248,9 @@ fn each_key_gets_its_own_concurrency_limit() {
         .build()
         .unwrap();
     let a = keys.get("a");
-    let held = a.bulkhead().unwrap().try_enter().unwrap();
-    assert!(a.bulkhead().unwrap().try_enter().is_none());
-    assert!(keys.get("b").bulkhead().unwrap().try_enter().is_some());
+    let held = failfast_runtime::__private::enter_member(&a).unwrap();
+    assert!(failfast_runtime::__private::enter_member(&a).is_none());
+    assert!(failfast_runtime::__private::enter_member(&keys.get("b")).is_some());
     drop(held);
 }
 
@@ -278,7 +278,10 @@ fn a_wait_for_a_place_is_refused_beside_members_with_an_adaptive_limit() {
         .build()
         .unwrap();
     assert_eq!(keys.get("a").snapshot().concurrency_limit, Some(20));
-    assert!(keys.get("a").bulkhead().is_some());
+    assert!(
+        failfast_runtime::__private::enter_member(&keys.get("a")).is_some(),
+        "a limit of its own"
+    );
 }
 
 #[test]
@@ -349,7 +352,7 @@ fn a_member_with_a_call_in_flight_is_never_evicted() {
     .build()
     .unwrap();
     let held = keys.lease("one");
-    let place = held.bulkhead().unwrap().try_enter().expect("a place");
+    let place = failfast_runtime::__private::enter_member(&held).expect("a place");
     let permit = held.acquire().expect("closed");
     // Other keys: no room, and "one" may not be evicted.
     for i in 0..100 {
@@ -360,7 +363,7 @@ fn a_member_with_a_call_in_flight_is_never_evicted() {
     let again = keys.lease("one");
     assert!(std::ptr::eq::<Member>(&*again, &*held), "the same member");
     assert!(
-        again.bulkhead().unwrap().try_enter().is_none(),
+        failfast_runtime::__private::enter_member(&again).is_none(),
         "its limit holds"
     );
     permit.record(failfast_runtime::Outcome::Failure);
@@ -611,7 +614,7 @@ fn keys_without_room_keep_the_concurrency_limit() {
                 barrier.wait();
                 for i in 0..200 {
                     let lease = keys.lease(&format!("new-{t}-{i}"));
-                    let Some(_place) = lease.bulkhead().unwrap().try_enter() else {
+                    let Some(_place) = failfast_runtime::__private::enter_member(&lease) else {
                         continue;
                     };
                     let now = running.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;

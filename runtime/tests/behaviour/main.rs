@@ -31,3 +31,16 @@ mod statistics;
 #[cfg(feature = "tokio")]
 mod timeout;
 mod totals;
+
+/// A call whose errors count only when `counts` says so: the permit
+/// resolved with a rule, as the attribute's `counts` does.
+pub(crate) fn call_counting<T, E>(
+    b: &failfast_runtime::Breaker,
+    counts: impl FnOnce(&E) -> bool,
+    f: impl FnOnce() -> Result<T, E>,
+) -> Result<T, failfast_runtime::Error<E>> {
+    let permit = b.acquire()?;
+    let result = f();
+    permit.resolve(&result, counts);
+    result.map_err(failfast_runtime::Error::Failed)
+}

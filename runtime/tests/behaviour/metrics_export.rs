@@ -490,7 +490,7 @@ fn a_panicking_recorder_stops_neither_the_caller_nor_the_listeners() {
         for round in 0..10 {
             let tripped = b.call(|| Err::<(), _>("down"));
             assert!(
-                tripped.is_err_and(|e| e.failed().is_some()),
+                tripped.is_err_and(|e| matches!(e, failfast_runtime::Error::Failed(_))),
                 "round {round}"
             );
             assert_eq!(b.state(), State::Open);

@@ -126,25 +126,3 @@ fn a_panic_under_disable_is_recorded() {
     assert!(unwound.is_err());
     assert_eq!(b.snapshot().consecutive_failures, 1);
 }
-
-/// The protected future finished; the classifier that then judges its error
-/// panics. The dependency answered: the classifier's bug is not its failure.
-#[tokio::test]
-async fn a_panic_in_an_async_calls_classifier_is_not_a_failure() {
-    let b = breaker();
-    let b2 = b.clone();
-    let task = tokio::spawn(async move {
-        b2.call_async_with(|_: &&str| panic!("a bug in the classifier"), async {
-            tokio::task::yield_now().await;
-            Err::<(), &str>("not found")
-        })
-        .await
-    });
-    assert!(task.await.unwrap_err().is_panic());
-    let s = b.snapshot();
-    assert_eq!(
-        (s.state, s.consecutive_failures),
-        (State::Closed, 0),
-        "a classifier's panic was blamed on the dependency"
-    );
-}

@@ -52,7 +52,7 @@ fn each_refusal_carries_its_reason() {
 
 #[test]
 fn a_full_bulkhead_refuses_at_the_concurrency_limit_and_counts_a_rejection() {
-    use failfast_runtime::Bulkhead;
+    use failfast_runtime::__private::Bulkhead;
 
     let breaker = Breaker::builder().name("reasons-bulkhead").build().unwrap();
     let bulkhead = Bulkhead::new(2);

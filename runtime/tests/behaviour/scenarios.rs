@@ -32,6 +32,16 @@ fn succeed(b: &Breaker) -> Result<(), Error<&'static str>> {
 
 /// Waits (bounded) until `counter` reaches `target`; a test that would deadlock
 /// on a broken breaker fails instead.
+/// The refusal `r` holds.
+fn rejection<T: std::fmt::Debug, E: std::fmt::Debug>(
+    r: Result<T, Error<E>>,
+) -> failfast_runtime::Rejected {
+    match r {
+        Err(Error::Rejected(rejected)) => rejected,
+        other => panic!("refused, not {other:?}"),
+    }
+}
+
 fn wait_for(counter: &AtomicUsize, target: usize) {
     let give_up = Instant::now() + Duration::from_secs(10);
     while counter.load(SeqCst) < target && Instant::now() < give_up {
@@ -44,7 +54,7 @@ fn opens_after_exactly_threshold_consecutive_failures() {
     let clock = ManualClock::new();
     let b = breaker(5, &clock);
     for _ in 0..4 {
-        assert!(fail(&b).unwrap_err().failed().is_some());
+        assert!(matches!(fail(&b), Err(Error::Failed(_))));
     }
     assert_eq!(b.state(), State::Closed, "N-1 failures must not trip");
     assert_eq!(b.snapshot().consecutive_failures, 4);
@@ -71,9 +81,9 @@ fn opens_after_exactly_threshold_consecutive_failures() {
             ran.fetch_add(1, SeqCst);
             Ok::<(), &str>(())
         });
-        let rejected = r.unwrap_err();
-        assert!(rejected.rejected().is_some());
-        let rejected = rejected.rejected().unwrap();
+        let Err(Error::Rejected(rejected)) = r else {
+            panic!("refused, not {r:?}")
+        };
         assert_eq!(rejected.name(), "inventory");
         assert_eq!(rejected.state(), State::Open);
         assert_eq!(rejected.retry_after(), Some(RECOVERY));
@@ -97,29 +107,28 @@ fn errors_not_counted_never_move_the_breaker() {
     let b = breaker(3, &clock);
     let is_dependency = |status: &u16| *status >= 500;
     for _ in 0..1000 {
-        let r = b.call_with(is_dependency, || Err::<(), u16>(400));
-        assert_eq!(
-            r.unwrap_err().failed().copied(),
-            Some(400),
+        let r = crate::call_counting(&b, is_dependency, || Err::<(), u16>(400));
+        assert!(
+            matches!(r, Err(Error::Failed(400))),
             "neutral errors reach the caller"
         );
     }
     assert_eq!(b.state(), State::Closed);
     assert_eq!(b.snapshot().consecutive_failures, 0);
     assert_eq!(
-        b.call_with(is_dependency, || Ok::<u32, u16>(42)).unwrap(),
+        crate::call_counting(&b, is_dependency, || Ok::<u32, u16>(42)).unwrap(),
         42
     );
 
     // Neutral outcomes neither count nor reset the consecutive count.
     for _ in 0..2 {
-        let _ = b.call_with(is_dependency, || Err::<(), u16>(503));
+        let _ = crate::call_counting(&b, is_dependency, || Err::<(), u16>(503));
     }
     for _ in 0..10 {
-        let _ = b.call_with(is_dependency, || Err::<(), u16>(400));
+        let _ = crate::call_counting(&b, is_dependency, || Err::<(), u16>(400));
     }
     assert_eq!(b.snapshot().consecutive_failures, 2);
-    let _ = b.call_with(is_dependency, || Err::<(), u16>(503));
+    let _ = crate::call_counting(&b, is_dependency, || Err::<(), u16>(503));
     assert_eq!(b.state(), State::Open);
 }
 
@@ -133,11 +142,8 @@ fn full_recovery_cycle_on_a_manual_clock() {
 
     clock.advance(RECOVERY - Duration::from_nanos(1));
     assert_eq!(b.state(), State::Open);
-    let early = succeed(&b).unwrap_err();
-    assert_eq!(
-        early.rejected().unwrap().retry_after(),
-        Some(Duration::from_nanos(1))
-    );
+    let early = rejection(succeed(&b));
+    assert_eq!(early.retry_after(), Some(Duration::from_nanos(1)));
 
     clock.advance(Duration::from_nanos(1));
     assert_eq!(b.state(), State::HalfOpen);
@@ -165,7 +171,7 @@ fn full_recovery_cycle_in_real_time() {
         .unwrap();
     let _ = fail(&b);
     assert_eq!(b.state(), State::Open);
-    assert!(succeed(&b).unwrap_err().rejected().is_some());
+    assert!(matches!(succeed(&b), Err(Error::Rejected(_))));
     std::thread::sleep(Duration::from_millis(300));
     // The deadline is checked against a clock refreshed by a background
     // thread, which a loaded machine can run late: poll rather than sleep a
@@ -185,10 +191,9 @@ fn failed_trial_reopens_and_restarts_the_wait() {
     let b = breaker(1, &clock);
     let _ = fail(&b);
     clock.advance(RECOVERY);
-    assert!(fail(&b).unwrap_err().failed().is_some(), "the trial ran");
+    assert!(matches!(fail(&b), Err(Error::Failed(_))), "the trial ran");
     assert_eq!(b.state(), State::Open);
-    let r = succeed(&b).unwrap_err();
-    assert_eq!(r.rejected().unwrap().retry_after(), Some(RECOVERY));
+    assert_eq!(rejection(succeed(&b)).retry_after(), Some(RECOVERY));
 }
 
 /// Ten threads arrive at the instant a trial becomes allowed while the dependency
@@ -309,8 +314,8 @@ fn trial_that_panics_counts_as_failure_and_does_not_wedge() {
 fn trial_with_neutral_error_gives_the_permit_back() {
     let clock = ManualClock::new();
     let b = half_open(&clock);
-    let r = b.call_with(|_: &u16| false, || Err::<(), u16>(400));
-    assert_eq!(r.unwrap_err().failed().copied(), Some(400));
+    let r = crate::call_counting(&b, |_: &u16| false, || Err::<(), u16>(400));
+    assert!(matches!(r, Err(Error::Failed(400))), "{r:?}");
     assert_eq!(b.state(), State::HalfOpen, "neutral: no verdict");
     succeed(&b).expect("the permit came back: a new trial runs");
     assert_eq!(b.state(), State::Closed);
@@ -410,8 +415,7 @@ fn manual_control() {
     let b = breaker(1, &clock);
     b.set_mode(Mode::ForcedOpen);
     assert_eq!(b.mode(), Mode::ForcedOpen);
-    let r = succeed(&b).unwrap_err();
-    assert_eq!(r.rejected().unwrap().retry_after(), None);
+    assert_eq!(rejection(succeed(&b)).retry_after(), None);
     clock.advance(RECOVERY * 10);
     assert_eq!(
         b.state(),
@@ -421,7 +425,7 @@ fn manual_control() {
 
     b.set_mode(Mode::ForcedClosed);
     for _ in 0..10 {
-        assert!(fail(&b).unwrap_err().failed().is_some());
+        assert!(matches!(fail(&b), Err(Error::Failed(_))));
     }
     assert_eq!(b.state(), State::Closed, "forced closed never trips");
 
@@ -430,7 +434,7 @@ fn manual_control() {
     assert_eq!(b.state(), State::Open, "disabled: the rule still runs");
     let before = b.snapshot();
     assert!(
-        fail(&b).unwrap_err().failed().is_some(),
+        matches!(fail(&b), Err(Error::Failed(_))),
         "but calls still pass"
     );
     assert!(succeed(&b).is_ok());
@@ -466,7 +470,7 @@ fn manual_control() {
     assert_eq!(b.mode(), Mode::Normal);
     assert_eq!(b.state(), State::Closed);
     let _ = fail(&b);
-    assert!(succeed(&b).unwrap_err().rejected().is_some());
+    assert!(matches!(succeed(&b), Err(Error::Rejected(_))));
 }
 
 #[test]

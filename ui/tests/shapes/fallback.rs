@@ -36,7 +36,7 @@ async fn stock_unknown_async(
     error: Error<InventoryError>,
 ) -> Result<Stock, InventoryError> {
     tokio::task::yield_now().await;
-    let _ = error.rejected().is_some();
+    let _ = matches!(error, failfast::Error::Rejected(_));
     Ok(Stock::Unknown)
 }
 

@@ -47,7 +47,7 @@ async fn call_async(req: Request) -> Result<usize, Down> {
 
 // A `Copy` argument is still there for the fallback after the body moved
 // its copy; the closure's parameter can be annotated.
-#[circuit_breaker(threshold = 2, fallback = |error: Error<Down>| if error.rejected().is_some() { Ok(id as usize) } else { Err(Down::Unreachable) })]
+#[circuit_breaker(threshold = 2, fallback = |error: Error<Down>| if matches!(error, failfast::Error::Rejected(_)) { Ok(id as usize) } else { Err(Down::Unreachable) })]
 fn call_with_id(id: u32, req: Request) -> Result<usize, Down> {
     send(req)
 }

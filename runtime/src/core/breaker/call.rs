@@ -1,11 +1,26 @@
-//! Calling through a breaker: a closure or a future, with every error or a rule's errors counted.
+//! Calling through a breaker: a closure or a future, every error counted.
 
 use super::*;
 #[cfg(feature = "tokio")]
 use crate::core::timeout::Timeout;
 
 impl Breaker {
-    /// Runs `f` through the breaker; every `Err` counts as a failure.
+    /// Runs `f` through the breaker; every `Err` counts as a failure. To
+    /// count only some errors, take the permit and resolve it with a rule
+    /// ([`acquire`](Self::acquire), [`Permit::resolve`]), as the attribute's
+    /// `counts` does:
+    ///
+    /// ```
+    /// use failfast_runtime::Breaker;
+    ///
+    /// let breaker = Breaker::builder().threshold(1).build()?;
+    /// let permit = breaker.acquire()?;
+    /// let result = Err::<(), u16>(400);
+    /// // A 400 is the caller's fault: neutral.
+    /// permit.resolve(&result, |status| *status >= 500);
+    /// assert_eq!(breaker.snapshot().consecutive_failures, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     ///
@@ -16,34 +31,9 @@ impl Breaker {
     where
         F: FnOnce() -> Result<T, E>,
     {
-        self.call_with(|_| true, f)
-    }
-
-    /// Runs `f` through the breaker; an `Err` counts as a failure when `counts`
-    /// says so, and is neutral otherwise (it moves no counter).
-    ///
-    /// ```
-    /// use failfast_runtime::Breaker;
-    ///
-    /// let breaker = Breaker::builder().threshold(1).build()?;
-    /// // A 400 is the caller's fault: neutral.
-    /// let _ = breaker.call_with(|status: &u16| *status >= 500, || Err::<(), u16>(400));
-    /// assert_eq!(breaker.snapshot().consecutive_failures, 0);
-    /// # Ok::<(), failfast_runtime::ConfigError>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// As [`call`](Self::call).
-    #[inline]
-    pub fn call_with<T, E, C, F>(&self, counts: C, f: F) -> Result<T, Error<E>>
-    where
-        C: FnOnce(&E) -> bool,
-        F: FnOnce() -> Result<T, E>,
-    {
         let permit = self.acquire()?;
         let result = f();
-        permit.resolve(&result, counts);
+        permit.resolve(&result, |_| true);
         result.map_err(Error::Failed)
     }
 
@@ -62,25 +52,7 @@ impl Breaker {
     where
         Fut: Future<Output = Result<T, E>>,
     {
-        self.call_async_with(|_: &E| true, future)
-    }
-
-    /// Awaits `future` through the breaker, classifying errors with `counts` as
-    /// [`call_with`](Self::call_with) does.
-    ///
-    /// # Errors
-    ///
-    /// As [`call`](Self::call).
-    pub fn call_async_with<T, E, C, Fut>(
-        &self,
-        counts: C,
-        future: Fut,
-    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, C, Fut>
-    where
-        C: FnOnce(&E) -> bool,
-        Fut: Future<Output = Result<T, E>>,
-    {
-        crate::core::body::Call::new(self, counts, future)
+        crate::core::body::Call::new(self, |_: &E| true, future)
     }
 }
 
@@ -99,7 +71,7 @@ impl Breaker {
     /// let breaker = Breaker::builder().threshold(1).build()?;
     /// let hang = std::future::pending::<Result<u32, std::io::Error>>();
     /// let result = breaker.call_timeout(Duration::from_millis(10), hang).await;
-    /// assert!(result.unwrap_err().timed_out().is_some());
+    /// assert!(matches!(result, Err(failfast_runtime::Error::Timeout(_))));
     /// assert_eq!(breaker.state(), State::Open);
     /// # Ok(())
     /// # }
@@ -116,34 +88,10 @@ impl Breaker {
     where
         Fut: Future<Output = Result<T, E>>,
     {
-        self.call_timeout_with(|_| true, limit, future).await
-    }
-
-    /// [`call_timeout`](Self::call_timeout), classifying errors with `counts`
-    /// as [`call_with`](Self::call_with) does. A timeout is a failure whatever
-    /// `counts` says.
-    ///
-    /// # Errors
-    ///
-    /// As [`call_timeout`](Self::call_timeout).
-    ///
-    /// # Panics
-    ///
-    /// Outside a tokio runtime with its time driver enabled.
-    pub async fn call_timeout_with<T, E, C, Fut>(
-        &self,
-        counts: C,
-        limit: Duration,
-        future: Fut,
-    ) -> Result<T, Error<E>>
-    where
-        C: FnOnce(&E) -> bool,
-        Fut: Future<Output = Result<T, E>>,
-    {
         let permit = self.acquire()?;
         match Timeout::new(permit, self.carried_name(), limit, future).await {
             Ok((result, permit)) => {
-                permit.resolve(&result, counts);
+                permit.resolve(&result, |_| true);
                 result.map_err(Error::Failed)
             }
             Err(timed_out) => Err(Error::Timeout(timed_out)),

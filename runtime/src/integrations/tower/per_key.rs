@@ -12,7 +12,8 @@ use super::future::{Handle, Kind, MemberSlot, OwnedPermit, PanicGuard, ResponseF
 use super::layer::{CircuitBreaker, CircuitBreakerLayer, inner_ready};
 use super::refuse::{OnRejected, RefuseWithError};
 use crate::integrations::classify::{Classify, HttpClassifier};
-use crate::{Bulkhead, Family, Key, Member};
+use crate::policy::bulkhead::Bulkhead;
+use crate::{Family, Key, Member};
 
 /// Finds the breaker of a request in a [`Family`]: the key function of
 /// a [`CircuitBreakerLayer::per_key`] layer. Implemented by [`ByAuthority`]

@@ -38,27 +38,20 @@ use crate::core::breaker::{Breaker, Permit};
 use crate::core::error::{Rejected, State};
 use crate::sync::{AtomicU32, Ordering};
 
-/// At most `max` calls at once. `#[circuit_breaker(max_concurrent = N)]`
-/// declares one per function, in front of the breaker; on its own:
+/// At most `max` calls at once: what `#[circuit_breaker(max_concurrent =
+/// N)]` declares in a `static` of the function, in front of the breaker,
+/// and what a keyed family gives each key
+/// ([`FamilyBuilder::max_concurrent`](crate::FamilyBuilder::max_concurrent)).
+/// Reached by generated code through `__private`; a breaker built by hand
+/// has its limit from
+/// [`Builder::adaptive_concurrency`](crate::Builder::adaptive_concurrency)
+/// (`(n, n)` for a fixed one).
 ///
-/// ```
-/// use failfast_runtime::Bulkhead;
-///
-/// static UPLOADS: Bulkhead = Bulkhead::new(2);
-///
-/// let first = UPLOADS.try_enter().expect("room for two");
-/// let second = UPLOADS.try_enter().expect("room for two");
-/// assert!(UPLOADS.try_enter().is_none(), "the third call is refused at once");
-/// drop(first);
-/// assert!(UPLOADS.try_enter().is_some(), "a place was given back");
-/// # drop(second);
-/// ```
-///
-/// A refusal is not a failure of the dependency: behind `#[circuit_breaker]`
-/// it reaches the caller (or the `fallback`) as a
-/// [`Rejected`](crate::Rejected) whose [`reason`](crate::Rejected::reason) is
-/// [`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit), and it moves
-/// no counter of the breaker.
+/// A refusal is not a failure of the dependency: it reaches the caller (or
+/// the `fallback`) as a [`Rejected`](crate::Rejected) whose
+/// [`reason`](crate::Rejected::reason) is
+/// [`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit), and it
+/// moves no counter of the breaker.
 ///
 /// Threads that share a busy bulkhead keep their places on cache lines of
 /// their own (see the module docs), so it costs two threads about what it
@@ -156,14 +149,6 @@ macro_rules! constructors {
         /// [`enter`](Self::enter) waits on the thread;
         /// [`enter_async`](Self::enter_async) as a future. A bulkhead without it
         /// costs what it did.
-        ///
-        /// ```
-        /// use failfast_runtime::Bulkhead;
-        /// use std::time::Duration;
-        ///
-        /// static UPLOADS: Bulkhead = Bulkhead::new(4).max_wait(Duration::from_millis(50));
-        /// # assert!(UPLOADS.try_enter().is_some());
-        /// ```
         #[must_use]
         pub $($const)? fn max_wait(mut self, wait: Duration) -> Self {
             self.wait = crate::core::config::nanos(wait);
@@ -360,20 +345,6 @@ impl Bulkhead {
     /// trial returns its slot) and counts the call as rejected in the
     /// breaker's totals; the permit then records nothing more.
     ///
-    /// ```
-    /// use failfast_runtime::{Breaker, Bulkhead, Reason};
-    ///
-    /// let breaker = Breaker::builder().name("uploads").build()?;
-    /// let bulkhead = Bulkhead::new(1);
-    /// let mut first = breaker.acquire().unwrap();
-    /// let _place = bulkhead.enter(&breaker, &mut first).unwrap();
-    /// let mut second = breaker.acquire().unwrap();
-    /// let refused = bulkhead.enter(&breaker, &mut second).unwrap_err();
-    /// assert_eq!(refused.reason(), Reason::ConcurrencyLimit);
-    /// assert_eq!(breaker.snapshot().rejected, 1);
-    /// # Ok::<(), failfast_runtime::ConfigError>(())
-    /// ```
-    ///
     /// # Errors
     ///
     /// [`Rejected`] when `max` calls are running.
@@ -396,34 +367,12 @@ impl Bulkhead {
     /// the line; a place handed to it meanwhile goes to the next call in
     /// line.
     ///
-    /// ```
-    /// use failfast_runtime::{Breaker, Bulkhead, Reason};
-    /// use std::time::Duration;
-    ///
-    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-    /// # async fn main() -> Result<(), failfast_runtime::ConfigError> {
-    /// let breaker = Breaker::builder().name("uploads").build()?;
-    /// let bulkhead = Bulkhead::new(1).max_wait(Duration::from_millis(50));
-    /// let mut first = breaker.acquire().unwrap();
-    /// let place = bulkhead.enter_async(&breaker, &mut first).await.unwrap();
-    /// let mut second = breaker.acquire().unwrap();
-    /// // The second call waits 50 ms for the place, then is refused.
-    /// let refused = bulkhead.enter_async(&breaker, &mut second).await.unwrap_err();
-    /// assert_eq!(refused.reason(), Reason::ConcurrencyLimit);
-    /// drop(place);
-    /// let mut third = breaker.acquire().unwrap();
-    /// assert!(bulkhead.enter_async(&breaker, &mut third).await.is_ok());
-    /// # Ok(())
-    /// # }
-    /// ```
-    ///
     /// # Errors
     ///
     /// [`Rejected`] when `max` calls are still running once `max_wait` has
     /// passed.
     #[cfg(feature = "tokio")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
-    pub async fn enter_async(
+    pub(crate) async fn enter_async(
         &self,
         breaker: &Breaker,
         permit: &mut Permit<'_>,

@@ -152,11 +152,6 @@ impl Slot {
         fresh.mark_registered();
         fresh
     }
-
-    /// The breakers of the slot's first family.
-    pub(crate) fn members(&self) -> Vec<Arc<Member>> {
-        self.built.get().map(|b| b.members()).unwrap_or_default()
-    }
 }
 
 /// A declared family as the registry lists it: its first family once built,

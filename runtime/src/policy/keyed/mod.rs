@@ -369,7 +369,7 @@ impl Member {
     /// The key's concurrency limit, when the family was given
     /// [`max_concurrent`](FamilyBuilder::max_concurrent).
     #[must_use]
-    pub fn bulkhead(&self) -> Option<&Bulkhead> {
+    pub(crate) fn bulkhead(&self) -> Option<&Bulkhead> {
         self.bulkhead.as_ref()
     }
 
@@ -831,9 +831,26 @@ impl FamilyRef {
 
     /// The keys among `labels` (as a member's name writes them:
     /// `family[label]`) whose breaker would let a call through now, in
-    /// their order: see [`Family::callable`](crate::Family::callable), the
-    /// same for a family whose key type is not at hand (one declared by
-    /// `#[circuit_breaker(key = …)]`).
+    /// their order: a key with no breaker yet, or whose breaker is Closed,
+    /// Open past its open time (the call would be its trial), or HalfOpen
+    /// with a trial slot free. What a client failing over between
+    /// replicas asks before each call: take the first (or the next in
+    /// turn), and the sick ones are skipped without a call or a refusal.
+    ///
+    /// Reads each key's state; creates no breaker and takes no trial slot,
+    /// so a key listed may still be refused by the time it is called (two
+    /// callers racing for one trial).
+    ///
+    /// ```
+    /// use failfast_runtime::{Breaker, Family};
+    ///
+    /// let replicas: Family<String> =
+    ///     Family::builder(Breaker::builder().name("inventory").threshold(1)).build()?;
+    /// let _ = replicas.get("b:80").call(|| Err::<(), _>("connection refused"));
+    /// let up: Vec<_> = replicas.callable(["a:80", "b:80", "c:80"]).collect();
+    /// assert_eq!(up, ["a:80", "c:80"]);
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
     pub fn callable<'k>(
         &self,
         labels: impl IntoIterator<Item = &'k str>,
@@ -945,14 +962,17 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
         self
     }
 
-    /// Each key also gets a [`Bulkhead`] of `n` concurrent calls.
+    /// Each key may run at most `n` calls at once (the attribute's
+    /// `max_concurrent = n` beside `key`); a call past that is refused with
+    /// [`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit).
     pub fn max_concurrent(mut self, n: u32) -> Self {
         self.max_concurrent = Some(n);
         self
     }
 
-    /// Each key's bulkhead lets a call wait this long at most for a place
-    /// ([`Bulkhead::max_wait`]), with [`max_concurrent`](Self::max_concurrent)
+    /// A call that finds every place of its key taken waits this long at
+    /// most for one, in turn (the attribute's `max_wait`), with
+    /// [`max_concurrent`](Self::max_concurrent)
     /// and members without an adaptive limit (`build` refuses it beside
     /// [`Builder::adaptive_concurrency`]):
     /// the attribute's calls and the reqwest middleware's requests wait;
@@ -1023,7 +1043,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
         if !self.max_wait.is_zero() {
             // A wait is for a fixed number of places, as in the attribute.
             failfast_rules::max_wait_needs_fixed_limit(config.adaptive_range().is_some())
-                .map_err(|v| crate::core::config::broken(v).of(config.name()))?;
+                .map_err(|v| crate::core::config::broken(v).of(&config.name))?;
         }
         Ok(Family::with_parts(
             config,
@@ -1199,41 +1219,6 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
             inner.evicted(&evicted);
         }
         held
-    }
-
-    /// The keys among `keys` whose breaker would let a call through now, in
-    /// their order: a key with no breaker yet, or whose breaker is Closed,
-    /// Open past its open time (the call would be its trial), or HalfOpen
-    /// with a trial slot free. What a client failing over between
-    /// replicas asks before each call: take the first (or the next in
-    /// turn), and the sick ones are skipped without a call or a refusal.
-    ///
-    /// Reads each key's state; creates no breaker and takes no trial slot,
-    /// so a key listed may still be refused by the time it is called (two
-    /// callers racing for one trial).
-    ///
-    /// ```
-    /// use failfast_runtime::{Breaker, Family};
-    ///
-    /// let replicas: Family<String> =
-    ///     Family::builder(Breaker::builder().name("inventory").threshold(1)).build()?;
-    /// let _ = replicas.get("b:80").call(|| Err::<(), _>("connection refused"));
-    /// let up: Vec<_> = replicas.callable(["a:80", "b:80", "c:80"]).collect();
-    /// assert_eq!(up, ["a:80", "c:80"]);
-    /// # Ok::<(), failfast_runtime::ConfigError>(())
-    /// ```
-    pub fn callable<'k, Q: Key<Owned = K> + ?Sized + 'k>(
-        &self,
-        keys: impl IntoIterator<Item = &'k Q>,
-    ) -> impl Iterator<Item = &'k Q> {
-        let inner = Arc::clone(&self.inner);
-        keys.into_iter().filter(move |key| {
-            let guard = scc::Guard::new();
-            inner
-                .map
-                .peek(&Lookup(*key), &guard)
-                .is_none_or(|member| member.breaker.admits_now())
-        })
     }
 
     /// Makes the family findable through [`registry::families`](crate::ops::registry::families),
