@@ -82,7 +82,7 @@ async fn control(
     match action.as_str() {
         "force-open" => breaker.set_mode(Mode::ForcedOpen),
         "force-closed" => breaker.set_mode(Mode::ForcedClosed),
-        "reset" => breaker.reset(),
+        "reset" => breaker.set_mode(Mode::Normal),
         _ => {
             return Err((
                 StatusCode::NOT_FOUND,

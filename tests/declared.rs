@@ -61,7 +61,9 @@ fn force_open_before_any_traffic_refuses_the_first_call() {
         .set_mode(Mode::ForcedOpen);
     assert_eq!(forced(), Err(Down::Refused(State::Open)));
     assert_eq!(FORCED_RAN.load(Ordering::SeqCst), 0, "the body never ran");
-    registry::get("declared::forced").unwrap().reset();
+    registry::get("declared::forced")
+        .unwrap()
+        .set_mode(Mode::Normal);
     forced().unwrap();
     assert_eq!(FORCED_RAN.load(Ordering::SeqCst), 1);
 }

@@ -240,7 +240,9 @@ fn sync_two_finds_them_closed() {
     assert_eq!(replica("c", true), Err(Down::Failed));
     assert_eq!(state("isolate::replica[c]"), State::Open);
     for name in ["isolate::lookup", "isolate::replica[c]"] {
-        registry::get(name).unwrap().reset();
+        registry::get(name)
+            .unwrap()
+            .set_mode(failfast::Mode::Normal);
     }
     assert_eq!(state("isolate::lookup"), State::Closed);
     assert_eq!(state("isolate::replica[c]"), State::Closed);

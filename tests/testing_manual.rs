@@ -61,7 +61,7 @@ fn reset_by_name_closes_the_breaker_and_forgets_its_failures() {
     assert_eq!(state("kit::reset"), State::Open);
     failfast::registry::get("kit::reset")
         .expect("registered")
-        .reset();
+        .set_mode(failfast::Mode::Normal);
     assert_eq!(state("kit::reset"), State::Closed);
     // One failure after the reset does not trip a threshold of 2.
     let _ = resettable(true);

@@ -221,7 +221,7 @@ fn a_slow_listener_costs_a_call_a_bounded_number_of_listener_calls_and_the_backl
             drains <= BACKLOG,
             "{drains} resets did not deliver what waited"
         );
-        b.reset();
+        b.set_mode(failfast_runtime::Mode::Normal);
     }
     let delivered = delivered.lock().unwrap().clone();
     let transitions = b.snapshot().transitions;

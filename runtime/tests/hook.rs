@@ -89,7 +89,7 @@ fn every_transition_reaches_the_hook_in_order_per_breaker() {
                     let _ = b.call(|| Ok::<_, &str>(()));
                     if i % 10 == 0 {
                         b.set_mode(Mode::ForcedOpen);
-                        b.reset();
+                        b.set_mode(Mode::Normal);
                     }
                 }
                 name

@@ -221,7 +221,7 @@ fn reset_racing_a_failed_trial_never_wedges() {
         let b = eligible_on(&clock, 1, 1);
         let trial = b.acquire().expect("the trial");
         let b2 = b.clone();
-        let resetter = thread::spawn(move || b2.reset());
+        let resetter = thread::spawn(move || b2.set_mode(Mode::Normal));
         trial.record(failfast_runtime::Outcome::Failure);
         resetter.join().unwrap();
         match b.state() {
@@ -255,7 +255,7 @@ fn manual_control_racing_a_trial_never_wedges() {
             }
         });
         b.set_mode(Mode::ForcedOpen);
-        b.reset();
+        b.set_mode(Mode::Normal);
         caller.join().unwrap();
         let s = b.snapshot();
         assert_eq!(

@@ -1011,7 +1011,7 @@ fn count_window_totals_stay_in_range_while_reset_races_records() {
                 while Instant::now() < next {
                     std::hint::spin_loop();
                 }
-                b.reset();
+                b.set_mode(Mode::Normal);
                 resets.fetch_add(1, SeqCst);
             }
         });

@@ -49,7 +49,9 @@ fn reset_by_name_closes_that_breaker_and_says_whether_there_was_one() {
     registry::register(&b);
     let _ = b.call(|| Err::<(), _>("down"));
     assert_eq!(b.state(), State::Open);
-    registry::get("kit-reset").expect("registered").reset();
+    registry::get("kit-reset")
+        .expect("registered")
+        .set_mode(failfast_runtime::Mode::Normal);
     assert_eq!(b.state(), State::Closed);
     assert!(registry::get("kit-no-such-breaker").is_none());
 }

@@ -149,11 +149,11 @@ fn graded_shedding_says_when_it_starts_and_stops() {
         }
         // A reset while not shedding says nothing of shedding; a reset
         // while shedding says it stopped.
-        b.reset();
+        b.set_mode(Mode::Normal);
         for _ in 0..10 {
             b.acquire().unwrap().record(Outcome::Failure);
         }
-        b.reset();
+        b.set_mode(Mode::Normal);
     });
     let events: Vec<_> = capture
         .0
@@ -193,7 +193,7 @@ fn an_adaptive_limit_says_when_it_leaves_its_most_places_and_comes_back() {
     tracing::subscriber::with_default(subscriber, || {
         b.acquire().unwrap().record(Outcome::Failure);
         b.acquire().unwrap().record(Outcome::Failure);
-        b.reset();
+        b.set_mode(Mode::Normal);
     });
     let events = capture.0.lock().unwrap().clone();
     let summary: Vec<_> = events

@@ -398,7 +398,9 @@ fn an_open_breaker_refuses_before_the_bulkhead_and_says_so() {
         }
     }
     assert_eq!(RAN.load(SeqCst), 1);
-    registry::get("bulkhead::open").unwrap().reset();
+    registry::get("bulkhead::open")
+        .unwrap()
+        .set_mode(failfast::Mode::Normal);
     assert_eq!(call(false).unwrap(), 1, "no slot was kept by the refusals");
 }
 

@@ -134,7 +134,7 @@ fn a_shared_breaker_keeps_one_adaptive_limit_for_every_function_using_it() {
     // `audit`'s fixed `max_concurrent = 4` is a bulkhead of its own calls,
     // beside the breaker's limit.
     assert!(audit(true).is_ok() && post(true).is_ok());
-    LEDGER.reset();
+    LEDGER.set_mode(Mode::Normal);
     assert_eq!(limit(), Some(10), "a reset puts it back at its most");
 }
 

@@ -44,9 +44,9 @@ const _: () = assert!(
 pub enum Mode {
     /// The trip rules decide.
     Normal,
-    /// Every call is rejected until [`Breaker::reset`](crate::Breaker::reset).
+    /// Every call is rejected until another mode ([`Breaker::set_mode`](crate::Breaker::set_mode)).
     ForcedOpen,
-    /// Every call passes and no outcome is recorded until [`Breaker::reset`](crate::Breaker::reset).
+    /// Every call passes and no outcome is recorded until another mode ([`Breaker::set_mode`](crate::Breaker::set_mode)).
     ForcedClosed,
     /// Observe-only: every call passes; outcomes are still recorded and the
     /// state still moves, so events, [`Breaker::snapshot`](crate::Breaker::snapshot) and metrics show

@@ -54,7 +54,7 @@
 //!   lock-free structure and let another thread do the work.
 //! - **Order.** Transitions of one breaker made one after the other reach
 //!   the hook in that order. Two transitions of one breaker made at the same
-//!   instant on two threads (a trip racing a [`reset`](crate::Breaker::reset))
+//!   instant on two threads (a trip racing a [`set_mode`](crate::Breaker::set_mode))
 //!   reach it on their own threads, in either order; each [`Change`] says
 //!   where it started ([`from`](Change::from)), so a consumer sees when one
 //!   does not start where the previous one ended.

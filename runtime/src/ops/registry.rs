@@ -15,7 +15,7 @@
 //! let handle = registry::get("payments").expect("registered");
 //! handle.set_mode(failfast_runtime::Mode::ForcedOpen);
 //! assert_eq!(payments.state(), failfast_runtime::State::Open);
-//! handle.reset();
+//! handle.set_mode(failfast_runtime::Mode::Normal);
 //! # Ok::<(), failfast_runtime::ConfigError>(())
 //! ```
 //!

@@ -21,7 +21,7 @@
 //! clock.advance(Duration::from_secs(30));
 //! assert_eq!(breaker.state(), State::HalfOpen);
 //!
-//! registry::get("kit").expect("registered").reset();
+//! registry::get("kit").expect("registered").set_mode(failfast_runtime::Mode::Normal);
 //! assert_eq!(breaker.state(), State::Closed);
 //! # Ok::<(), failfast_runtime::ConfigError>(())
 //! ```
@@ -114,7 +114,7 @@
 //! Without scopes, give each test its own breakers (one function per
 //! test, or `name = "…"` per test) and reset them by name at the start of
 //! a test (`registry::get(name)` and
-//! [`Breaker::reset`](crate::Breaker::reset)). The running
+//! [`Breaker::set_mode`](crate::Breaker::set_mode)`(Mode::Normal)`). The running
 //! totals of a [`Snapshot`](crate::Snapshot) are never reset (they feed
 //! `_total` counters): compare them before and after, or read a scope's
 //! breaker, whose totals start at zero.

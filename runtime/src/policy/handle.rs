@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::core::breaker::Breaker;
 
 /// A handle to a registered breaker: derefs to [`Breaker`], so it has
-/// `name()`, `state()`, `snapshot()`, `reset()` and `set_mode(…)`.
+/// `name()`, `state()`, `snapshot()` and `set_mode(…)`.
 #[derive(Clone, Debug)]
 pub enum BreakerRef {
     /// A breaker in a `static`, as `#[circuit_breaker]` declares them.

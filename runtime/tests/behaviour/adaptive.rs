@@ -159,7 +159,7 @@ fn calls_an_observe_only_breaker_would_have_refused_give_back_no_place() {
         b.acquire().unwrap().record(Outcome::Success);
     }
     assert_eq!(b.snapshot().would_reject, 3);
-    b.reset();
+    b.set_mode(Mode::Normal);
     let held = b.acquire().expect("the one place is free");
     assert!(b.acquire().is_err(), "and there is only one");
     drop(held);

@@ -192,7 +192,7 @@ fn reset_restarts_the_growth() {
     for _ in 0..4 {
         failed_round(&b, &clock);
     }
-    b.reset();
+    b.set_mode(failfast_runtime::Mode::Normal);
     assert_eq!(b.state(), State::Closed);
     fail(&b);
     assert_eq!(wait_out(&b, &clock), SEC);
@@ -258,7 +258,7 @@ fn jitter_applies_to_the_grown_period() {
         .build()
         .unwrap();
     for _ in 0..20 {
-        b.reset();
+        b.set_mode(failfast_runtime::Mode::Normal);
         let periods = secs(&failed_periods(&b, &clock, 6));
         for (p, nominal) in periods.iter().zip([1.0, 2.0, 4.0, 8.0, 8.0, 8.0]) {
             assert!(

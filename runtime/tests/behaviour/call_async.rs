@@ -115,7 +115,7 @@ fn a_refused_call_polled_again_panics_and_is_not_admitted() {
         poll(call.as_mut()),
         Poll::Ready(Err(Error::Rejected(_)))
     ));
-    b.reset();
+    b.set_mode(Mode::Normal);
     assert!(catch_unwind(AssertUnwindSafe(|| poll(call.as_mut()))).is_err());
     let s = b.snapshot();
     assert_eq!(

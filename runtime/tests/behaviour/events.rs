@@ -325,7 +325,7 @@ fn each_manual_control_gives_one_event_with_its_mode() {
         (t.from, t.to, t.mode),
         (State::Closed, State::Closed, Mode::ObserveOnly)
     );
-    b.reset();
+    b.set_mode(Mode::Normal);
     let t = log.one();
     assert_eq!(
         (t.from, t.to, t.reason, t.mode),
@@ -379,7 +379,7 @@ fn a_listener_may_drive_the_breaker_it_listens_to() {
     let weak = Arc::downgrade(&b);
     let _resets = failfast_runtime::events::subscribe_to(&b, move |t| {
         if t.reason == TransitionReason::ThresholdReached {
-            weak.upgrade().unwrap().reset();
+            weak.upgrade().unwrap().set_mode(Mode::Normal);
         }
     });
     fail(&b);
@@ -426,8 +426,8 @@ fn subscriptions_by_name_and_for_all_see_only_what_they_asked_for_until_dropped(
     assert_eq!(names, ["payments@host-3", "events-other"]);
     drop(named);
     drop(everything);
-    payments.reset();
-    other.reset();
+    payments.set_mode(Mode::Normal);
+    other.set_mode(Mode::Normal);
     assert!(by_name.take().is_empty());
     assert!(all.take().is_empty());
 }
@@ -446,7 +446,7 @@ fn a_kept_subscription_keeps_listening() {
     std::mem::forget(log.listen(&b));
     fail(&b);
     assert_eq!(log.one().to, State::Open);
-    b.reset();
+    b.set_mode(Mode::Normal);
     assert_eq!(log.one().to, State::Closed);
 }
 
@@ -465,7 +465,7 @@ fn check_numbers(b: &Breaker, log: &Log, ordered: bool) -> (Vec<Transition>, u64
         if failfast_runtime::__private::backlog(b) == 0 {
             break;
         }
-        b.reset();
+        b.set_mode(Mode::Normal);
     }
     assert_eq!(
         failfast_runtime::__private::backlog(b),
@@ -564,7 +564,7 @@ fn a_blocked_listener_holds_up_only_the_thread_delivering_to_it() {
         wait_entered.recv().unwrap();
         // The tripping thread is stuck in the listener; this one is not.
         assert!(b.acquire().is_err(), "open");
-        b.reset();
+        b.set_mode(Mode::Normal);
         succeed(&b);
         assert_eq!(b.state(), State::Closed);
         assert!(
@@ -593,7 +593,7 @@ fn a_manual_control_reports_the_counts_it_cleared() {
     clock.advance(RECOVERY);
     succeed(&b);
     assert_eq!(log.take().len(), 2, "opened, then half-open");
-    b.reset();
+    b.set_mode(Mode::Normal);
     let t = log.one();
     assert_eq!(
         (t.from, t.to, t.reason),
@@ -708,7 +708,7 @@ fn graded_shedding_starting_and_stopping_are_events_between_the_transitions() {
     }
     assert!(log.take().is_empty());
     // A reset says it stopped, after its own transition.
-    b.reset();
+    b.set_mode(Mode::Normal);
     let events = log.take();
     let edges: Vec<_> = events.iter().map(edge).collect();
     assert_eq!(
@@ -844,7 +844,7 @@ fn an_adaptive_limit_leaving_and_regaining_its_most_places_are_events() {
     // A reset restores it too, after its own event.
     fail(&b);
     assert_eq!(log.one().reason, TransitionReason::LimitLowered);
-    b.reset();
+    b.set_mode(Mode::Normal);
     let events = log.take();
     let reasons: Vec<_> = events.iter().map(|t| t.reason).collect();
     assert_eq!(
@@ -855,7 +855,7 @@ fn an_adaptive_limit_leaving_and_regaining_its_most_places_are_events() {
     assert_eq!(events[1].counts.concurrency_limit, 10);
     assert_eq!(b.snapshot().concurrency_limit, Some(10));
     // A reset at the most places says nothing of the limit.
-    b.reset();
+    b.set_mode(Mode::Normal);
     assert_eq!(log.one().reason, TransitionReason::Manual);
 }
 
@@ -870,7 +870,7 @@ fn guard_events_made_while_nobody_listened_leave_a_gap_in_the_numbers() {
     fail(&b);
     let log = Log::default();
     let _s = log.listen(&b);
-    b.reset();
+    b.set_mode(Mode::Normal);
     assert_eq!(
         log.numbered(),
         [

@@ -175,7 +175,7 @@ fn every_series_exists_at_registration_and_follows_calls_and_transitions() {
         assert_eq!(r.counter("failfast_calls_total", &breaker("success")), 3);
         assert_eq!(r.gauge("failfast_state", &[("breaker", name)]), 1.0);
 
-        b.reset();
+        b.set_mode(Mode::Normal);
         let r = read(&s);
         let labels = [("breaker", name), ("from", "open"), ("to", "closed")];
         assert_eq!(r.counter("failfast_transitions_total", &labels), 1);

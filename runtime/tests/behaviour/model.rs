@@ -746,7 +746,7 @@ fn run(cfg: &Cfg, ops: &[Op]) -> Result<(), TestCaseError> {
                 m.control(Mode::ObserveOnly);
             }
             Op::Reset => {
-                b.reset();
+                b.set_mode(Mode::Normal);
                 m.control(Mode::Normal);
             }
             Op::State | Op::Snapshot => {}
@@ -927,7 +927,7 @@ fn jittered_open_periods_stay_in_range() {
         .unwrap();
     let mut seen = Vec::new();
     for _ in 0..50 {
-        b.reset();
+        b.set_mode(Mode::Normal);
         // The first open, then reopened by failed trials up to the cap.
         let _ = b.call(|| Err::<(), _>("down"));
         for level in 0..5 {

@@ -235,7 +235,7 @@ fn a_window_from_the_environment_reshapes_by_name() {
     assert_eq!(from_env(var("4")).unwrap(), 1);
     assert_eq!(b.snapshot().window_failures, 0);
     feed(&b, "SSSSFF", true);
-    b.reset();
+    b.set_mode(failfast_runtime::Mode::Normal);
     assert_eq!(from_env(var("1m")).unwrap(), 1);
     assert!(format!("{:?}", b.config()).contains("Time(60000000000)"));
 }

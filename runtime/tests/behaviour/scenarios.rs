@@ -404,7 +404,7 @@ fn outcomes_of_calls_admitted_under_an_earlier_state_are_ignored() {
     // And an old failure does not reopen a breaker that recovered meanwhile.
     clock.advance(RECOVERY);
     let stale_trial = b.acquire().unwrap();
-    b.reset();
+    b.set_mode(Mode::Normal);
     stale_trial.record(failfast_runtime::Outcome::Failure);
     assert_eq!(b.state(), State::Closed);
 }
@@ -466,7 +466,7 @@ fn manual_control() {
         "closed: nothing it would refuse"
     );
 
-    b.reset();
+    b.set_mode(Mode::Normal);
     assert_eq!(b.mode(), Mode::Normal);
     assert_eq!(b.state(), State::Closed);
     let _ = fail(&b);

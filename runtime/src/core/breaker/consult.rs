@@ -135,7 +135,7 @@ mod tests {
         assert!(!consults(&b), "settled at 4 calls");
         b.acquire().unwrap().record(crate::Outcome::Failure);
         assert!(!consults(&b), "an event in a settled window");
-        b.reset();
+        b.set_mode(crate::Mode::Normal);
         b.acquire().unwrap().record(crate::Outcome::Failure);
         assert!(consults(&b), "a clear unsettles the window");
     }
@@ -149,7 +149,7 @@ mod tests {
             .unwrap();
         assert!(consults(&b), "from the start");
         b.acquire().unwrap().record(crate::Outcome::Success);
-        b.reset();
+        b.set_mode(crate::Mode::Normal);
         assert!(consults(&b), "after a manual close");
         b.reconfigure(&crate::Breaker::builder().window_calls(10))
             .unwrap();
@@ -213,7 +213,7 @@ mod tests {
         let admitted = b.load();
         let window = b.window();
         b.set_mode(crate::Mode::ForcedOpen);
-        b.reset();
+        b.set_mode(crate::Mode::Normal);
         for _ in 0..4 {
             b.acquire().unwrap().record(crate::Outcome::Failure);
         }
@@ -224,7 +224,7 @@ mod tests {
         );
         b.consult_window(admitted, &window);
         assert_eq!(b.load(), open);
-        b.reset();
+        b.set_mode(crate::Mode::Normal);
         let closed = b.load();
         b.consult_window(admitted, &window);
         assert_eq!(b.load(), closed);

@@ -1,4 +1,4 @@
-//! Manual control: reset, forced states, observe only.
+//! Manual control: back to normal, forced states, observe only.
 
 use super::*;
 
@@ -25,18 +25,11 @@ impl Breaker {
         self.transitioned(w, new, Why::Manual, 0);
     }
 
-    /// Back to normal operation: closed, counters cleared, growing open time back
-    /// at its start, an adaptive concurrency limit back at its most places.
-    /// Calls in flight are not counted.
-    pub fn reset(&self) {
-        self.control(TAG_CLOSED, MODE_NORMAL);
-        self.level.store(0, Ordering::Relaxed);
-        self.restore_limit();
-    }
-
     /// Puts the breaker in `mode`, whatever its state:
     ///
-    /// - [`Mode::Normal`]: as [`reset`](Self::reset).
+    /// - [`Mode::Normal`]: back to normal operation (a reset): closed,
+    ///   counters cleared, growing open time back at its start, an adaptive
+    ///   concurrency limit back at its most places.
     /// - [`Mode::ForcedOpen`]: rejects every call, until another mode.
     /// - [`Mode::ForcedClosed`]: lets every call through and records nothing.
     /// - [`Mode::ObserveOnly`]: lets every call through while still recording
@@ -48,7 +41,11 @@ impl Breaker {
     /// when the state changes); calls in flight are not counted.
     pub fn set_mode(&self, mode: Mode) {
         match mode {
-            Mode::Normal => self.reset(),
+            Mode::Normal => {
+                self.control(TAG_CLOSED, MODE_NORMAL);
+                self.level.store(0, Ordering::Relaxed);
+                self.restore_limit();
+            }
             Mode::ObserveOnly => self.control(TAG_CLOSED, MODE_DISABLED),
             Mode::ForcedOpen => self.control(TAG_OPEN, MODE_FORCED_OPEN),
             Mode::ForcedClosed => self.control(TAG_CLOSED, MODE_FORCED_CLOSED),

@@ -1044,7 +1044,7 @@ mod tests {
         b.hot
             .generations
             .store(generation + (1 << 36) - 2, Ordering::Relaxed);
-        b.reset();
+        b.set_mode(crate::Mode::Normal);
         trip(&b);
         clock.advance(RECOVERY);
         let current = b.acquire().expect("the current trial");
@@ -1081,7 +1081,7 @@ mod tests {
             b.hot
                 .generations
                 .store(generation + (1 << 36) - 1, Ordering::Relaxed);
-            b.reset();
+            b.set_mode(crate::Mode::Normal);
             assert_eq!(b.load().generation(), Word(old.admitted).generation());
             old.record(crate::Outcome::Failure);
             assert_eq!(b.state(), State::Closed, "slow rule: {slow:?}");
@@ -1103,7 +1103,7 @@ mod tests {
             .build()
             .unwrap();
         b.hot.generations.store(GEN_MASK - 1, Ordering::Relaxed);
-        b.reset(); // the word's generation: 2^36 − 1
+        b.set_mode(crate::Mode::Normal); // the word's generation: 2^36 − 1
         b.next_generation(); // lost races: the counter moves on to 2^36 + 1
         b.next_generation();
         b.acquire().unwrap().record(crate::Outcome::Failure);

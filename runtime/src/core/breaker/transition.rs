@@ -94,7 +94,7 @@ pub enum Cause {
     /// The breaker's own calls: a trip rule, a trial's result, or a call
     /// finding the open time passed.
     Calls,
-    /// Manual control: [`reset`](crate::Breaker::reset) or
+    /// Manual control:
     /// [`set_mode`](crate::Breaker::set_mode).
     Manual,
     /// An open imposed from outside or its end moved
@@ -140,7 +140,7 @@ pub enum TransitionReason {
     TrialFailed,
     /// HalfOpen → Closed: `success_threshold` trials succeeded.
     TrialsSucceeded,
-    /// [`reset`](Breaker::reset) or [`set_mode`](Breaker::set_mode). Produces an event even when the state
+    /// [`set_mode`](Breaker::set_mode). Produces an event even when the state
     /// stays the same: the mode, or the counters, changed.
     Manual,
     /// Graded shedding (`shed`) started refusing calls, with the chance
@@ -172,7 +172,7 @@ pub enum TransitionReason {
     LimitLowered,
     /// The adaptive concurrency limit is back at its most places
     /// ([`Counts::concurrency_limit`]): successes raised it, or
-    /// [`reset`](Breaker::reset) did. Not a change of state.
+    /// `set_mode(Mode::Normal)` did. Not a change of state.
     LimitRestored,
     /// Closed → Open, or Open → Open with another deadline: an open imposed
     /// from outside ([`integration::open_remote`](crate::integration::open_remote), a fleet of instances sharing

@@ -147,7 +147,7 @@ macro_rules! constructors {
         /// moment a place is given back may take it first). A call still waiting when its time is up is
         /// refused as at once ([`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit)).
         /// [`enter`](Self::enter) waits on the thread;
-        /// [`enter_async`](Self::enter_async) as a future. A bulkhead without it
+        /// `enter_async` as a future. A bulkhead without it
         /// costs what it did.
         #[must_use]
         pub $($const)? fn max_wait(mut self, wait: Duration) -> Self {
