@@ -115,7 +115,15 @@ struct ConfigFile {
 /// Applies the file's overrides, then the environment's.
 pub fn configure_breakers(out: &mut impl Write) -> Result<(), Box<dyn std::error::Error>> {
     let file: ConfigFile = toml::from_str(CONFIG)?;
-    configure::apply_all(&file.failfast).map_err(listed)?;
+    // Each section on its own: one refused keeps no other from applying.
+    let refused: Vec<_> = file
+        .failfast
+        .into_iter()
+        .filter_map(|(name, settings)| configure::apply(&name, settings).err())
+        .collect();
+    if !refused.is_empty() {
+        return Err(listed(refused).into());
+    }
     let env = configure::from_env(std::env::vars_os()).map_err(listed)?;
     let stock = registry::family("checkout::inventory").unwrap().config();
     let pay = registry::get("checkout::payments").unwrap();

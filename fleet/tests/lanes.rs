@@ -91,7 +91,7 @@ fn a_transition_storm_never_waits_for_a_stalled_task_and_arrives_in_order() {
         fleet.attach_breaker(b.clone()).unwrap();
     }
     // Through the runtime's transition hook, not an events listener.
-    static OTHER: &failfast_runtime::integration::Hook = &|_| {};
+    static OTHER: &(dyn Fn(&failfast_runtime::integration::Change<'_>) + Send + Sync) = &|_| {};
     assert!(failfast_runtime::integration::install_hook(OTHER).is_err());
 
     // Fewer transitions per breaker than a lane holds: all of them are read,

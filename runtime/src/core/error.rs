@@ -429,9 +429,8 @@ impl<E: std::error::Error + 'static> std::error::Error for Error<E> {
 /// built), and by a change at run time
 /// ([`Breaker::reconfigure`](crate::Breaker::reconfigure),
 /// [`configure`](crate::configure)): nothing of that change was applied;
-/// what else was depends on the entry point
-/// ([`configure::apply_all`](crate::configure::apply_all) applies the other
-/// sections, [`configure::from_env`](crate::configure::from_env) nothing).
+/// nor, from [`configure::from_env`](crate::configure::from_env), anything
+/// else.
 ///
 /// Its message names what is at fault: `` breaker `search`: `threshold` … ``
 /// for a key, `` `inventory` matches no registered breaker or family `` for a

@@ -226,7 +226,7 @@ impl<'de> Deserialize<'de> for Config {
 
 /// The settings that can change at run time, with the attribute's key names
 /// and durations as strings: a configuration file's override for one breaker
-/// (see [`configure::apply_all`](crate::configure::apply_all)).
+/// (see [`configure::apply`](crate::configure::apply)).
 impl<'de> Deserialize<'de> for Builder {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         crate::core::config::Patch::deserialize(d).map(Builder::from_patch)

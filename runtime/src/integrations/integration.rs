@@ -107,8 +107,8 @@ use crate::ops::registry::{self, BreakerRef};
 pub use crate::core::breaker::remote::RemoteOpen;
 pub use crate::core::breaker::transition::{Cause, Change};
 
-/// The hook's type: a function of the [`Change`], for the life of the process.
-pub type Hook = dyn Fn(&Change<'_>) + Send + Sync;
+/// The hook: a function of the [`Change`], for the life of the process.
+type Hook = dyn Fn(&Change<'_>) + Send + Sync;
 
 static HOOK: OnceLock<&'static Hook> = OnceLock::new();
 
@@ -130,7 +130,9 @@ impl std::error::Error for AlreadyInstalled {}
 /// # Errors
 ///
 /// [`AlreadyInstalled`] when a hook was installed before (this one is not).
-pub fn install_hook(hook: &'static Hook) -> Result<(), AlreadyInstalled> {
+pub fn install_hook(
+    hook: &'static (dyn Fn(&Change<'_>) + Send + Sync),
+) -> Result<(), AlreadyInstalled> {
     HOOK.set(hook).map_err(|_| AlreadyInstalled)
 }
 

@@ -115,18 +115,18 @@
 //!
 //! Every variable is checked before any is applied: an unknown breaker or
 //! key, a value that does not parse or does not fit, and nothing changes.
-//! (A file's sections are applied each on its own: see [`apply_all`].)
+//! (A file's sections are applied each on its own: see [`apply`].)
 //!
 //! Different names can map to one name in variables (`pay.charge` and
 //! `pay-charge` are both `PAY_CHARGE`): a variable that matches more than
 //! one name of breakers or families is refused, with the names it matched
-//! (set them by name with [`apply`] or [`apply_all`]). A name with no ASCII
+//! (set them by name with [`apply`]). A name with no ASCII
 //! letter or digit (`платежи`, `支付`) maps to the empty name: such a
 //! breaker cannot be set from the environment, and a variable naming the
 //! empty breaker (`FAILFAST____THRESHOLD`) is refused. Breakers built at run
 //! time that share a name are all changed, as by [`apply`]. A key's
 //! breaker (`family[key]`) has no name in variables: set it with
-//! [`apply`] or [`apply_all`]. A variable
+//! [`apply`]. A variable
 //! under `FAILFAST__` whose name or value is not UTF-8 is refused (shown with
 //! `�` for the bytes that are not); every other variable is ignored, UTF-8
 //! or not.
@@ -180,37 +180,14 @@ use crate::ops::registry::{self, BreakerRef};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
-/// # Errors
-///
-/// [`ConfigError`]: no breaker or family of that name (key `name`), or a
-/// value that cannot work (for a breaker of that name; the first such
-/// refusal).
-pub fn apply(name: &str, settings: Builder) -> Result<(), ConfigError> {
-    if let Some(key) = settings.fixed {
-        return Err(ConfigError::refused(name, key, FIXED));
-    }
-    let patches = BTreeMap::from([(name.to_owned(), settings.patch)]);
-    match apply_counted(&patches, Sections::AllOrNothing) {
-        Ok(_) => Ok(()),
-        Err(errors) => Err(errors
-            .into_iter()
-            .next()
-            .expect("a refusal carries at least one error")),
-    }
-}
-
-/// Applies one patch per name, section by section: each section (a name and
-/// its patch) is checked whole against everything the name addresses and
-/// applied whole or not at all, as [`apply`] does; a section refused
-/// never keeps the others from being applied, and every refusal is
-/// returned at once. A name is a breaker's (every live breaker of a name
-/// several share), a keyed family's, or `family[key]`, as in
-/// [`apply`]. With the `serde` feature, read the map from a
-/// configuration file's section:
+/// A configuration file's section (with the `serde` feature, a
+/// `BTreeMap<String, Builder>`) is one `apply` per name: each section is
+/// applied whole or not at all, and a section refused keeps no other from
+/// being applied.
 ///
 /// ```
 /// # #[cfg(feature = "serde")] {
-/// use failfast_runtime::{configure, registry, Breaker, Builder};
+/// use failfast_runtime::{configure, registry, Breaker, Builder, ConfigError};
 /// use std::collections::BTreeMap;
 /// use std::sync::Arc;
 ///
@@ -222,7 +199,10 @@ pub fn apply(name: &str, settings: Builder) -> Result<(), ConfigError> {
 ///     r#"{ "inventory": { "threshold": 3, "recovery": "10s" },
 ///          "invetory": { "threshold": 4 } }"#,
 /// ).unwrap();
-/// let refused = configure::apply_all(&section).unwrap_err();
+/// let refused: Vec<ConfigError> = section
+///     .into_iter()
+///     .filter_map(|(name, settings)| configure::apply(&name, settings).err())
+///     .collect();
 /// assert_eq!(refused[0].to_string(), "`invetory` matches no registered breaker or family");
 /// assert_eq!(inventory.config().threshold(), 3, "the good section applied");
 /// # }
@@ -230,45 +210,26 @@ pub fn apply(name: &str, settings: Builder) -> Result<(), ConfigError> {
 ///
 /// # Errors
 ///
-/// Every section refused, each with its name, key and reason: nothing of
-/// those sections was applied, and every other section was.
-pub fn apply_all(sections: &BTreeMap<String, Builder>) -> Result<(), Vec<ConfigError>> {
-    let mut fixed = Vec::new();
-    let patches = sections
-        .iter()
-        .filter_map(|(name, settings)| match settings.fixed {
-            Some(key) => {
-                fixed.push(ConfigError::refused(name, key, FIXED));
-                None
-            }
-            None => Some((name.clone(), settings.patch.clone())),
-        })
-        .collect();
-    match apply_counted(&patches, Sections::EachAlone) {
-        Ok(_) if fixed.is_empty() => Ok(()),
-        Ok(_) => Err(fixed),
-        Err(mut errors) => {
-            errors.extend(fixed);
-            Err(errors)
-        }
+/// [`ConfigError`]: no breaker or family of that name (key `name`), or a
+/// value that cannot work (for a breaker of that name; the first such
+/// refusal).
+pub fn apply(name: &str, settings: Builder) -> Result<(), ConfigError> {
+    if let Some(key) = settings.fixed {
+        return Err(ConfigError::refused(name, key, FIXED));
+    }
+    let patches = BTreeMap::from([(name.to_owned(), settings.patch)]);
+    match apply_counted(&patches) {
+        Ok(_) => Ok(()),
+        Err(errors) => Err(errors
+            .into_iter()
+            .next()
+            .expect("a refusal carries at least one error")),
     }
 }
 
-/// Whether a refused section keeps the others from being applied.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Sections {
-    /// [`apply_all`]: each section applied if it fits, whatever the others do.
-    EachAlone,
-    /// [`apply`], [`from_env`]: every section fits, or none is applied.
-    AllOrNothing,
-}
-
-/// [`apply_all`], returning how many breakers and families it changed. An
-/// `Err` holds at least one error.
-fn apply_counted(
-    patches: &BTreeMap<String, Patch>,
-    sections: Sections,
-) -> Result<usize, Vec<ConfigError>> {
+/// Applies every patch, or none if any is refused: how many breakers and
+/// families it changed. An `Err` holds at least one error.
+fn apply_counted(patches: &BTreeMap<String, Patch>) -> Result<usize, Vec<ConfigError>> {
     let mut errors: Vec<ConfigError> = Vec::new();
     let mut fitting = Vec::new();
     for (name, patch) in patches {
@@ -277,7 +238,7 @@ fn apply_counted(
             Err(refused) => errors.extend(refused),
         }
     }
-    if sections == Sections::AllOrNothing && !errors.is_empty() {
+    if !errors.is_empty() {
         return Err(errors);
     }
     let mut changed = 0;
@@ -532,7 +493,7 @@ where
     if !errors.is_empty() {
         return Err(errors);
     }
-    apply_counted(&patches, Sections::AllOrNothing)
+    apply_counted(&patches)
 }
 
 /// A breaker's (or keyed family's) name as written in environment

@@ -371,7 +371,7 @@ impl Bulkhead {
     ///
     /// [`Rejected`] when `max` calls are still running once `max_wait` has
     /// passed.
-    #[cfg(feature = "tokio")]
+    #[cfg(feature = "reqwest-middleware")]
     pub(crate) async fn enter_async(
         &self,
         breaker: &Breaker,
