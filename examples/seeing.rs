@@ -31,7 +31,7 @@ fn main() {
     // Every transition of the breakers named "inventory", from now on: this
     // works before the breaker's first call. Keep the subscription alive for
     // as long as you want the events.
-    let _events = events::subscribe_to("inventory", |t| {
+    let _events = events::subscribe("inventory", |t| {
         println!(
             "#{} {}: {} -> {} ({}), open for {:?}",
             t.seq, t.name, t.from, t.to, t.reason, t.open_for

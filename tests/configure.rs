@@ -211,7 +211,7 @@ fn shadow() -> Result<(), Down> {
 fn observe_only_never_rejects_and_reports_what_it_would_have_done() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&seen);
-    let _subscription = events::subscribe_to("shadow::rollout", move |t| {
+    let _subscription = events::subscribe("shadow::rollout", move |t| {
         sink.lock().unwrap().push((t.to, t.mode));
     });
     configure::apply(

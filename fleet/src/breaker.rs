@@ -172,7 +172,7 @@ impl FleetMember for BreakerMember {
         } else {
             let to_fleet = notifier.clone();
             let listening =
-                events::subscribe_to(&*self.breaker, move |t| to_fleet.notify(transition(t)));
+                events::subscribe(&*self.breaker, move |t| to_fleet.notify(transition(t)));
             *self
                 .listening
                 .lock()

@@ -200,7 +200,7 @@ fn a_slow_listener_costs_a_call_a_bounded_number_of_listener_calls_and_the_backl
     let most_waiting = Arc::new(AtomicUsize::new(0));
     let sink = Arc::clone(&delivered);
     let (watched, most) = (Arc::downgrade(&b), Arc::clone(&most_waiting));
-    let _s = failfast_runtime::events::subscribe_to(&b, move |t| {
+    let _s = failfast_runtime::events::subscribe(&b, move |t| {
         LISTENER_CALLS.with(|n| n.set(n.get() + 1));
         if let Some(b) = watched.upgrade() {
             most.fetch_max(failfast_runtime::__private::backlog(&b), Ordering::Relaxed);
@@ -276,7 +276,7 @@ fn calls_that_make_no_transition_never_wait_for_their_turn() {
     let b = cycled("delivery-no-op-listener", &clock);
     let called = Arc::new(AtomicU64::new(0));
     let counter = Arc::clone(&called);
-    let subscription = failfast_runtime::events::subscribe_to(&b, move |_| {
+    let subscription = failfast_runtime::events::subscribe(&b, move |_| {
         LISTENER_CALLS.with(|n| n.set(n.get() + 1));
         counter.fetch_add(1, Ordering::Relaxed);
     });

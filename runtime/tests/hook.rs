@@ -156,7 +156,7 @@ fn a_limit_event_waits_for_the_transition_before_it_to_be_queued() {
     );
     let delivered = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&delivered);
-    let _listening = failfast_runtime::events::subscribe_to(&*b, move |t| {
+    let _listening = failfast_runtime::events::subscribe(&*b, move |t| {
         sink.lock().unwrap().push(t.reason);
     });
     HOLD.store(true, Ordering::SeqCst);

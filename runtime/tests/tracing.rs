@@ -284,7 +284,7 @@ fn a_panicking_subscriber_stops_neither_the_caller_nor_the_listeners() {
         .unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&seen);
-    let _s = failfast_runtime::events::subscribe_to(&b, move |t| {
+    let _s = failfast_runtime::events::subscribe(&b, move |t| {
         sink.lock().unwrap().push((t.from, t.to, t.seq))
     });
     tracing::subscriber::with_default(subscriber, || {

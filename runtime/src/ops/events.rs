@@ -12,7 +12,7 @@
 //! let breaker = Breaker::builder().name("payments").threshold(2).build()?;
 //! let seen = Arc::new(Mutex::new(Vec::new()));
 //! let sink = Arc::clone(&seen);
-//! let _listening = events::subscribe_to(&breaker, move |t: &events::Transition| {
+//! let _listening = events::subscribe(&breaker, move |t: &events::Transition| {
 //!     sink.lock().unwrap().push((t.from, t.to, t.reason));
 //! });
 //! for _ in 0..2 {
@@ -27,11 +27,12 @@
 //!
 //! # Listeners
 //!
-//! [`subscribe`] listens to every breaker, [`subscribe_to`] to the breakers of
-//! one name (registered or not, called yet or not: an attribute breaker can be
-//! listened to before its first call) and, by a keyed family's name, to its
-//! members, or to one breaker given itself (`subscribe_to(&breaker, …)`).
-//! Each returns a [`Subscription`]: dropping it stops the listener
+//! [`subscribe`] listens to every breaker (`subscribe(.., …)`), to the
+//! breakers of one name (registered or not, called yet or not: an attribute
+//! breaker can be listened to before its first call) and, by a keyed
+//! family's name, to its members, or to one breaker given itself
+//! (`subscribe(&breaker, …)`). It returns a [`Subscription`]: dropping it
+//! stops the listener
 //! (`std::mem::forget` keeps it for the rest of the program).
 //!
 //! # Delivery
@@ -128,7 +129,7 @@ enum Target {
 
 /// Whether a transition of the breaker named `name` reaches a subscription
 /// to `subscribed`: the same name, or a keyed family's member, `subscribed`
-/// followed by a label in brackets (see [`subscribe_to`]).
+/// followed by a label in brackets (see [`subscribe`]).
 fn named(subscribed: &str, name: &str) -> bool {
     match name.strip_prefix(subscribed) {
         Some("") => true,
@@ -182,32 +183,27 @@ fn add(target: Target, callback: Arc<Callback>) -> Subscription {
     }
 }
 
-/// Listens to every breaker's transitions until the returned
-/// [`Subscription`] is dropped. See the [module docs](self) for how events are
-/// delivered.
+/// Listens to the transitions of the breakers `source` names until the
+/// returned [`Subscription`] is dropped: every breaker's (`..`), those of
+/// a name (a `&str` or `String`, breakers not built or not registered yet
+/// included), or one breaker's (`&Breaker`, `&Arc<Breaker>`). See the
+/// [module docs](self) for how events are delivered.
 ///
 /// ```
-/// let _listening = failfast_runtime::events::subscribe(|t| {
+/// let _listening = failfast_runtime::events::subscribe(.., |t| {
 ///     eprintln!("{} went {} → {} ({})", t.name, t.from, t.to, t.reason);
 /// });
 /// ```
-pub fn subscribe(listener: impl Fn(&Transition) + Send + Sync + 'static) -> Subscription {
-    add(Target::All, Arc::new(listener))
-}
-
-/// Listens to the transitions of every breaker named `name`, including
-/// breakers not built or not registered yet, until the returned
-/// [`Subscription`] is dropped.
 ///
 /// By a keyed family's name, it listens to the family's members too, its
 /// overflow breaker `name[*]` included: to every breaker whose name is
 /// `name` followed by a label in brackets, `name[…]`, which is how a
 /// member is named (a family's members carry no other mark). So
-/// `subscribe_to("inventory")` gets `inventory[eu-1]`, not `inventory-v2`
+/// `subscribe("inventory")` gets `inventory[eu-1]`, not `inventory-v2`
 /// nor `inv[x]`; and, names being free text, also a breaker built by hand
 /// as `inventory[x]`, or the members of a family named `inventory[eu]`:
 /// keep brackets out of the names of breakers and families. A member's
-/// full name, `subscribe_to("inventory[eu-1]")`, listens to that key's
+/// full name, `subscribe("inventory[eu-1]")`, listens to that key's
 /// breakers only.
 ///
 /// ```
@@ -221,7 +217,7 @@ pub fn subscribe(listener: impl Fn(&Transition) + Send + Sync + 'static) -> Subs
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let sink = Arc::clone(&seen);
 /// let family = String::from("inventory"); // any `&str` or `String`
-/// let _listening = events::subscribe_to(&family, move |t| {
+/// let _listening = events::subscribe(&family, move |t| {
 ///     sink.lock().unwrap().push(t.name.to_string());
 /// });
 /// let _ = hosts.get("eu-1").call(|| Err::<(), _>("connection refused"));
@@ -234,16 +230,16 @@ pub fn subscribe(listener: impl Fn(&Transition) + Send + Sync + 'static) -> Subs
 ///
 /// Given a breaker (`&Breaker`, `&Arc<Breaker>`) instead of a name, it
 /// listens to that breaker alone, whatever its name.
-pub fn subscribe_to(
+pub fn subscribe(
     source: impl Into<Source>,
     listener: impl Fn(&Transition) + Send + Sync + 'static,
 ) -> Subscription {
     add(source.into().0, Arc::new(listener))
 }
 
-/// Whose transitions [`subscribe_to`] listens to: the breakers and keyed
-/// families of a name (from `&str` or `String`), or one breaker (from
-/// `&Breaker` or `&Arc<Breaker>`).
+/// Whose transitions [`subscribe`] listens to: every breaker's (from
+/// `..`), the breakers and keyed families of a name (from `&str` or
+/// `String`), or one breaker's (from `&Breaker` or `&Arc<Breaker>`).
 #[derive(Clone)]
 pub struct Source(Target);
 
@@ -251,8 +247,16 @@ impl fmt::Debug for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
             Target::Name(name) => f.debug_tuple("Source").field(name).finish(),
-            _ => f.write_str("Source(breaker)"),
+            Target::All => f.write_str("Source(..)"),
+            Target::Breaker(_) => f.write_str("Source(breaker)"),
         }
+    }
+}
+
+impl From<std::ops::RangeFull> for Source {
+    /// Every breaker: `subscribe(.., listener)`.
+    fn from(_: std::ops::RangeFull) -> Self {
+        Source(Target::All)
     }
 }
 
@@ -286,7 +290,7 @@ impl From<&Arc<Breaker>> for Source {
     }
 }
 
-/// A listener's registration ([`subscribe`], [`subscribe_to`], or
+/// A listener's registration ([`subscribe`], [`subscribe`], or
 /// [`integration::watch`](crate::integration::watch)'s): dropping it removes
 /// the listener (events being delivered at that moment may still reach it).
 /// To listen for the rest of the program, `std::mem::forget` it.

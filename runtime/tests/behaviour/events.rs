@@ -22,7 +22,7 @@ struct Log(Arc<Mutex<Vec<Transition>>>);
 impl Log {
     fn listen(&self, b: &Breaker) -> Subscription {
         let log = self.clone();
-        failfast_runtime::events::subscribe_to(b, move |t| log.0.lock().unwrap().push(t.clone()))
+        failfast_runtime::events::subscribe(b, move |t| log.0.lock().unwrap().push(t.clone()))
     }
 
     /// The events since the last call.
@@ -345,7 +345,7 @@ fn a_panicking_listener_leaves_the_breaker_and_other_listeners_working() {
     let b = builder(&clock).threshold(1).build().unwrap();
     let panics = Arc::new(AtomicU64::new(0));
     let counter = Arc::clone(&panics);
-    let _bad = failfast_runtime::events::subscribe_to(&b, move |_| {
+    let _bad = failfast_runtime::events::subscribe(&b, move |_| {
         counter.fetch_add(1, Ordering::Relaxed);
         panic!("a listener's bug");
     });
@@ -377,7 +377,7 @@ fn a_listener_may_drive_the_breaker_it_listens_to() {
     let log = Log::default();
     let _log = log.listen(&b);
     let weak = Arc::downgrade(&b);
-    let _resets = failfast_runtime::events::subscribe_to(&b, move |t| {
+    let _resets = failfast_runtime::events::subscribe(&b, move |t| {
         if t.reason == TransitionReason::ThresholdReached {
             weak.upgrade().unwrap().set_mode(Mode::Normal);
         }
@@ -408,12 +408,12 @@ fn subscriptions_by_name_and_for_all_see_only_what_they_asked_for_until_dropped(
         .unwrap();
     let by_name = Log::default();
     let sink = by_name.clone();
-    let named = events::subscribe_to("payments@host-3", move |t| {
+    let named = events::subscribe("payments@host-3", move |t| {
         sink.0.lock().unwrap().push(t.clone())
     });
     let all = Log::default();
     let sink = all.clone();
-    let everything = events::subscribe(move |t| {
+    let everything = events::subscribe(.., move |t| {
         // Other tests run in parallel: keep this test's breakers only.
         if t.name == "payments@host-3" || t.name == "events-other" {
             sink.0.lock().unwrap().push(t.clone());
@@ -430,6 +430,19 @@ fn subscriptions_by_name_and_for_all_see_only_what_they_asked_for_until_dropped(
     other.set_mode(Mode::Normal);
     assert!(by_name.take().is_empty());
     assert!(all.take().is_empty());
+}
+
+#[test]
+fn a_source_says_what_it_listens_to() {
+    use failfast_runtime::events::Source;
+
+    let b = Breaker::builder().name("events-source").build().unwrap();
+    assert_eq!(format!("{:?}", Source::from(..)), "Source(..)");
+    assert_eq!(
+        format!("{:?}", Source::from("inventory")),
+        "Source(\"inventory\")"
+    );
+    assert_eq!(format!("{:?}", Source::from(&b)), "Source(breaker)");
 }
 
 /// A kept subscription listens for the rest of the program: the handle is
@@ -552,7 +565,7 @@ fn a_blocked_listener_holds_up_only_the_thread_delivering_to_it() {
     let released = Mutex::new(released);
     let log = Log::default();
     let sink = log.clone();
-    let _s = failfast_runtime::events::subscribe_to(&b, move |t| {
+    let _s = failfast_runtime::events::subscribe(&b, move |t| {
         if t.reason == TransitionReason::ThresholdReached {
             entered.send(()).unwrap();
             released.lock().unwrap().recv().unwrap();
@@ -635,8 +648,7 @@ fn a_subscription_by_a_family_name_gets_its_members_and_its_overflow_breaker() {
     let listen = |name: &str| {
         let log = Log::default();
         let sink = log.clone();
-        let subscription =
-            events::subscribe_to(name, move |t| sink.0.lock().unwrap().push(t.clone()));
+        let subscription = events::subscribe(name, move |t| sink.0.lock().unwrap().push(t.clone()));
         (log, subscription)
     };
     let names =

@@ -486,7 +486,7 @@ fn a_late_success_of_a_lost_round_never_counts_however_many_rounds_passed() {
         let b = eligible_with_short_lease(&clock);
         // Listened to: a round past the 256th renumbers the period, and the
         // transition after it must find its turn at once.
-        let _listening = failfast_runtime::events::subscribe_to(&b, |_| {});
+        let _listening = failfast_runtime::events::subscribe(&b, |_| {});
         let (_, _, gave_up) = failfast_runtime::__private::thread_turns();
         let mut trials = lose_rounds(&b, &clock, rounds);
         let current = trials.pop().expect("the current trial");

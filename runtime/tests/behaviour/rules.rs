@@ -489,7 +489,7 @@ fn failures_within_a_window_trip_for_the_threshold_with_its_reason_and_counts() 
         .unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&seen);
-    let _subscription = events::subscribe_to(&b, move |t: &events::Transition| {
+    let _subscription = events::subscribe(&b, move |t: &events::Transition| {
         sink.lock()
             .unwrap()
             .push((t.reason, t.counts.window_failures));

@@ -185,7 +185,7 @@ mod tests {
         let b = breaker(&clock);
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
-        let _s = crate::events::subscribe_to(&b, move |t| {
+        let _s = crate::events::subscribe(&b, move |t| {
             sink.lock().unwrap().push((t.from, t.to, t.reason))
         });
         let open = b.open_remote(Duration::from_secs(5), None).unwrap();
