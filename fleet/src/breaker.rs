@@ -179,7 +179,8 @@ impl FleetMember for BreakerMember {
                 .unwrap_or_else(PoisonError::into_inner) = Some(listening);
         }
         // Already open on its own evidence when it joined: that is a vote.
-        if self.breaker.mode() == Mode::Normal && self.breaker.state() == State::Open {
+        let now = self.breaker.snapshot();
+        if now.mode == Mode::Normal && now.state == State::Open {
             notifier.notify(LocalTransition {
                 from: State::Closed,
                 to: State::Open,

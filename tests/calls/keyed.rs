@@ -385,7 +385,8 @@ fn a_declared_family_is_listed_and_forceable_before_its_first_call() {
     assert_eq!(
         registry::get("keyed.early-replicas[10.0.0.3]")
             .unwrap()
-            .mode(),
+            .snapshot()
+            .mode,
         failfast::Mode::ForcedOpen
     );
     assert_eq!(

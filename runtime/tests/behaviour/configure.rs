@@ -85,7 +85,7 @@ fn every_key_of_a_consecutive_breaker_sets_what_its_setter_sets() {
     twin.reconfigure(&Breaker::builder().mode(Mode::ObserveOnly))
         .unwrap();
     assert_eq!(
-        (b.mode(), twin.mode()),
+        (b.snapshot().mode, twin.snapshot().mode),
         (Mode::ObserveOnly, Mode::ObserveOnly)
     );
     assert_eq!(
@@ -95,7 +95,7 @@ fn every_key_of_a_consecutive_breaker_sets_what_its_setter_sets() {
         )]),
         Ok(1)
     );
-    assert_eq!(b.mode(), Mode::Normal);
+    assert_eq!(b.snapshot().mode, Mode::Normal);
     // Every mode has its word.
     for (word, mode) in [
         ("forced_open", Mode::ForcedOpen),
@@ -105,7 +105,7 @@ fn every_key_of_a_consecutive_breaker_sets_what_its_setter_sets() {
     ] {
         let var = "FAILFAST__ENV_CONSECUTIVE__MODE".to_owned();
         assert_eq!(from_env([(var, word.to_owned())]), Ok(1), "{word}");
-        assert_eq!(b.mode(), mode, "{word}");
+        assert_eq!(b.snapshot().mode, mode, "{word}");
     }
     let refused = from_env([(
         "FAILFAST__ENV_CONSECUTIVE__MODE".to_owned(),

@@ -674,7 +674,7 @@ fn a_key_can_be_forced_open_before_its_first_call() {
     );
     assert!(keys.lease("10.0.0.1").call(|| Ok::<_, ()>(())).is_ok());
     let adopted = keys.get("10.0.0.3");
-    assert_eq!(adopted.mode(), failfast_runtime::Mode::ForcedOpen);
+    assert_eq!(adopted.snapshot().mode, failfast_runtime::Mode::ForcedOpen);
     assert_eq!(adopted.name(), "keyed.early[10.0.0.3]");
     assert_eq!(keys.stats().stored, 2);
     // The overflow breaker's label is not a key's.

@@ -414,7 +414,7 @@ fn manual_control() {
     let clock = ManualClock::new();
     let b = breaker(1, &clock);
     b.set_mode(Mode::ForcedOpen);
-    assert_eq!(b.mode(), Mode::ForcedOpen);
+    assert_eq!(b.snapshot().mode, Mode::ForcedOpen);
     assert_eq!(rejection(succeed(&b)).retry_after(), None);
     clock.advance(RECOVERY * 10);
     assert_eq!(
@@ -467,7 +467,7 @@ fn manual_control() {
     );
 
     b.set_mode(Mode::Normal);
-    assert_eq!(b.mode(), Mode::Normal);
+    assert_eq!(b.snapshot().mode, Mode::Normal);
     assert_eq!(b.state(), State::Closed);
     let _ = fail(&b);
     assert!(matches!(succeed(&b), Err(Error::Rejected(_))));

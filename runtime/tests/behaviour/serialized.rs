@@ -253,12 +253,12 @@ fn a_file_section_sets_what_it_names_with_durations_as_strings() {
         format!("{config:?}").contains("max_recovery: 60000000000"),
         "{config:?}"
     );
-    assert_eq!(b.mode(), Mode::ObserveOnly);
+    assert_eq!(b.snapshot().mode, Mode::ObserveOnly);
 
     // Built from, a section is the settings it names over the defaults.
     let built = section.build().unwrap();
     assert_eq!(built.config().recovery(), Duration::from_secs(10));
-    assert_eq!(built.mode(), Mode::ObserveOnly);
+    assert_eq!(built.snapshot().mode, Mode::ObserveOnly);
 
     // A duration left out changes nothing; one that is not a duration is refused.
     let untouched: Builder = serde_json::from_str(r#"{ "recovery": null }"#).unwrap();

@@ -345,9 +345,9 @@ impl Breaker {
         }
     }
 
-    /// How the breaker is being controlled.
+    /// How the breaker is being controlled (read by its snapshot).
     #[must_use]
-    pub fn mode(&self) -> Mode {
+    pub(crate) fn mode(&self) -> Mode {
         match self.load().mode() {
             MODE_FORCED_OPEN => Mode::ForcedOpen,
             MODE_FORCED_CLOSED => Mode::ForcedClosed,

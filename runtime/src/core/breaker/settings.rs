@@ -35,7 +35,7 @@ impl Breaker {
     /// let breaker = Breaker::builder().name("payments").threshold(5).build()?;
     /// breaker.reconfigure(&Breaker::builder().threshold(10).mode(Mode::ObserveOnly))?;
     /// assert_eq!(breaker.config().threshold(), 10);
-    /// assert_eq!(breaker.mode(), Mode::ObserveOnly);
+    /// assert_eq!(breaker.snapshot().mode, Mode::ObserveOnly);
     ///
     /// // The name, `slow`, `trial_lease` and the clock are fixed once built.
     /// let error = breaker.reconfigure(&Breaker::builder().name("other")).unwrap_err();
