@@ -75,7 +75,7 @@
 //!   push or pop an event, never while a listener runs), unless the scheduler
 //!   interrupts that thread there. The wait is bounded: after 100 ms the event
 //!   is queued anyway (which can only happen should one period of the
-//!   breaker's state come back at once, `force_open` racing `reset` say, or
+//!   breaker's state come back at once, two `set_mode` calls racing say, or
 //!   that thread be kept off a processor that long). Only a call that made a
 //!   transition can wait (and, rarely, one that started a 257th round of
 //!   trials in one half-open period, which renumbers the period, or one
