@@ -420,6 +420,34 @@ mod panics {
         assert_eq!(state("shapes::panics"), State::Open);
         assert_eq!(explode(false), Err(ApiError::Rejected(State::Open)));
     }
+
+    #[circuit_breaker(
+        threshold = 1,
+        recovery = "60s",
+        counts = |_: &ApiError| -> bool { panic!("a bug in the predicate") },
+        name = "shapes::predicate_panics"
+    )]
+    async fn judged_by_a_panicking_predicate() -> Result<(), ApiError> {
+        tokio::task::yield_now().await;
+        Err(ApiError::Down)
+    }
+
+    /// The protected future finished; the `counts` predicate that then
+    /// judges its error panics. The dependency answered: the predicate's
+    /// bug is not its failure.
+    #[tokio::test]
+    async fn a_panic_in_an_async_fns_counts_predicate_is_not_a_failure() {
+        let task = tokio::spawn(judged_by_a_panicking_predicate());
+        assert!(task.await.unwrap_err().is_panic());
+        let s = registry::get("shapes::predicate_panics")
+            .unwrap()
+            .snapshot();
+        assert_eq!(
+            (s.state, s.consecutive_failures, s.failures),
+            (State::Closed, 0, 0),
+            "a predicate's panic was blamed on the dependency"
+        );
+    }
 }
 
 mod asynchronous {
