@@ -242,7 +242,7 @@ pub fn acquire(breaker: &'static Breaker) -> Result<Permit<'static>, Rejected> {
     if !breaker.is_registered() {
         crate::ops::registry::register_static(breaker);
     }
-    breaker.acquire()
+    breaker.acquire_refusing::<true>()
 }
 
 /// Polls `future` as the protected body, which owns `permit` while it runs

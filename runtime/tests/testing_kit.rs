@@ -28,6 +28,31 @@ fn an_installed_clock_decides_the_open_deadline_to_the_nanosecond() {
     assert_eq!(b.state(), State::HalfOpen, "at the deadline");
     assert!(b.acquire().is_ok(), "the trial");
 
+    // The attribute's entry point, which decides the common refusal inline,
+    // reads the installed clock alike.
+    let declared: &'static Breaker = Box::leak(Box::new(
+        Breaker::builder()
+            .name("kit-deadline-declared")
+            .threshold(1)
+            .recovery(recovery)
+            .build()
+            .unwrap(),
+    ));
+    let _ = declared.call(|| Err::<(), _>("down"));
+    clock.advance(recovery - Duration::from_nanos(1));
+    assert!(
+        failfast_runtime::__private::acquire(declared).is_err(),
+        "a nanosecond early"
+    );
+    clock.advance(Duration::from_nanos(1));
+    let trial = failfast_runtime::__private::acquire(declared).expect("the trial, at the deadline");
+    trial.record(failfast_runtime::Outcome::Failure);
+    clock.advance(recovery * 2);
+    assert!(
+        failfast_runtime::__private::acquire(declared).is_ok(),
+        "the trial, past the deadline"
+    );
+
     let other = ManualClock::new();
     assert!(
         catch_unwind(|| testing::install_clock(&other)).is_err(),

@@ -182,6 +182,23 @@ impl Clock {
         }
     }
 
+    /// Whether `deadline` is certainly still ahead: on the system clock, the
+    /// coarse clock shows it further away than the coarse time can trail
+    /// (a `false` is not a verdict: ask [`reached`](Self::reached)).
+    #[inline(always)]
+    pub(crate) fn short_of(&self, deadline: u64) -> bool {
+        match self {
+            Clock::System => {
+                #[cfg(feature = "testing")]
+                if let Some(now) = test_now() {
+                    return now < deadline;
+                }
+                coarse::short_of(deadline)
+            }
+            Clock::Manual(m) => m.nanos.load(Ordering::SeqCst) < deadline,
+        }
+    }
+
     /// When, in the caller's terms, `deadline` falls.
     pub(crate) fn retry_at(&self, deadline: u64) -> RetryAt {
         match self {

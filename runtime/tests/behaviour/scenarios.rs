@@ -616,3 +616,38 @@ fn observe_only_totals_add_up_to_the_calls_made_under_concurrency() {
         "some calls, not all, would have been refused: {s:?}"
     );
 }
+
+/// The attribute's entry point (`__private::acquire`, which decides an open
+/// breaker's common refusal inline) answers as `Breaker::acquire` does: a
+/// refusal to the nanosecond before the deadline, the trial at it and past
+/// it, a half-open breaker's busy trial slot and a forced open refused as
+/// such.
+#[test]
+fn the_attributes_entry_point_decides_as_acquire_does() {
+    use failfast_runtime::__private::acquire;
+    use failfast_runtime::{Outcome, Reason};
+
+    let clock = ManualClock::new();
+    let b: &'static Breaker = Box::leak(Box::new(breaker(1, &clock)));
+    let _ = fail(b);
+    clock.advance(RECOVERY - Duration::from_nanos(1));
+    let refused = acquire(b).unwrap_err();
+    assert_eq!(
+        (refused.reason(), refused.retry_after()),
+        (Reason::Open, Some(Duration::from_nanos(1)))
+    );
+    assert_eq!(b.snapshot().rejected, 1, "counted");
+    clock.advance(Duration::from_nanos(1));
+    let trial = acquire(b).expect("the trial, at the deadline");
+    assert!(trial.is_trial());
+    assert_eq!(acquire(b).unwrap_err().reason(), Reason::TrialsInFlight);
+    trial.record(Outcome::Failure);
+    // Open again: past its deadline, not only at it, the call is the trial.
+    clock.advance(RECOVERY * 2);
+    let trial = acquire(b).expect("the trial, past the deadline");
+    trial.record(Outcome::Success);
+    assert_eq!(b.state(), State::Closed);
+    b.set_mode(Mode::ForcedOpen);
+    assert_eq!(acquire(b).unwrap_err().reason(), Reason::ForcedOpen);
+    assert_eq!(b.snapshot().rejected, 3);
+}
