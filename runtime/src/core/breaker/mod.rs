@@ -386,7 +386,8 @@ impl Breaker {
             return self.admit_guarded(w);
         }
         if INLINE && self.clock.short_of(w.deadline()) && open_normally(w) {
-            return Err(self.refused_open(w));
+            let retry = self.refuse_open(w);
+            return Err(Rejected::new(self.carried_name(), State::Open, retry));
         }
         match self.acquire_slow(w) {
             Slow::Open(retry) => Err(Rejected::new(self.carried_name(), State::Open, retry)),
@@ -394,16 +395,12 @@ impl Breaker {
         }
     }
 
-    /// The refusal of an open breaker whose deadline `w` has not passed:
-    /// counted, and built with the time left.
+    /// Refuses a call to a breaker open on its own evidence whose deadline
+    /// `w` has not passed: counts the refusal, and gives the time left.
     #[inline(always)]
-    fn refused_open(&self, w: Word) -> Rejected {
+    fn refuse_open(&self, w: Word) -> RetryAt {
         self.totals.add(crate::core::totals::REJECTED);
-        Rejected::new(
-            self.carried_name(),
-            State::Open,
-            self.clock.retry_at(w.deadline()),
-        )
+        self.clock.retry_at(w.deadline())
     }
 
     #[inline(always)]
@@ -448,8 +445,7 @@ impl Breaker {
     #[cold]
     fn acquire_slow(&self, w: Word) -> Slow<'_> {
         if open_normally(w) && !self.clock.reached(w.deadline()) {
-            self.totals.add(crate::core::totals::REJECTED);
-            return Slow::Open(self.clock.retry_at(w.deadline()));
+            return Slow::Open(self.refuse_open(w));
         }
         Slow::Decided(self.admit(w))
     }
