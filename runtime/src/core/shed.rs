@@ -240,6 +240,20 @@ thread_local! {
     static DRAWS: Cell<u64> = const { Cell::new(0) };
 }
 
+/// Starts this thread's draws over from `seed`: the same seed, the same
+/// draws after it (`testing::seed_shedding`). Not on the call path: the
+/// state is the one [`draw`] reads anyway.
+#[cfg(feature = "testing")]
+pub(crate) fn seed(seed: u64) {
+    // splitmix64's finalizer: neighbouring seeds start far apart, and the
+    // state is never 0 (which would mean "not seeded yet").
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    DRAWS.with(|state| state.set(z | 1));
+}
+
 /// A uniform draw in 2^-32 units, from this thread's own generator.
 pub(crate) fn draw() -> u32 {
     DRAWS.with(|state| {
@@ -374,6 +388,22 @@ mod tests {
             .map(|&n| (f64::from(n) - expected).powi(2) / expected)
             .sum();
         assert!(chi2 < 114.0, "chi-square {chi2}");
+    }
+
+    #[cfg(feature = "testing")]
+    #[test]
+    fn the_same_seed_draws_the_same_sequence() {
+        let run = |s: u64| {
+            seed(s);
+            (0..1000).map(|_| draw()).collect::<Vec<_>>()
+        };
+        let first = run(7);
+        let _ = draw(); // the state moved on; seeding starts it over
+        assert_eq!(run(7), first);
+        assert_ne!(run(8), first, "another seed, other draws");
+        // On another thread too: the seed is all a sequence depends on.
+        let there = std::thread::spawn(move || run(7)).join().unwrap();
+        assert_eq!(there, first);
     }
 
     #[test]

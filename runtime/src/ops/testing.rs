@@ -215,6 +215,28 @@ pub fn follow_tokio_clock() {
     }
 }
 
+/// Seeds the calling thread's draws for graded shedding (`shed = …`),
+/// which decide which calls a shedding breaker refuses: from here on, the
+/// same seed gives the same refusals for the same calls on this thread.
+/// Each thread draws on its own generator, so seed the thread that makes
+/// the calls (each of them, in a simulation run on several threads), and
+/// seed it again at the start of each run.
+///
+/// ```
+/// use failfast_runtime::testing;
+///
+/// testing::seed_shedding(7);
+/// // … calls through a shedding breaker on this thread: the refusals of
+/// // seed 7, in every run.
+/// ```
+///
+/// Unseeded, a thread's draws start from the process's random keys.
+/// Seeding costs nothing on the call path: a draw reads the same
+/// per-thread state either way.
+pub fn seed_shedding(seed: u64) {
+    crate::core::shed::seed(seed);
+}
+
 /// Scopes entered now, on any thread: each [`Scope`] alive, and each
 /// future of [`Scope::bind`] or closure of [`Scope::wrap`] while it runs.
 /// While none is, a call reads this and nothing else. Relaxed is enough: a
