@@ -466,7 +466,7 @@ mod tests {
         }
         assert_eq!(
             shed(0.5).unwrap_err().problem(),
-            "0.5 is outside [1, 10]; 2 is the usual choice"
+            "is 0.5, outside [1, 10]; 2 is the usual choice"
         );
         assert_eq!(shed_over_time(None), Ok(()));
         let count = shed_over_time(Some(100)).unwrap_err();
@@ -569,9 +569,9 @@ mod tests {
         );
         assert_eq!(
             rate.problem(),
-            "1.5 is outside (0, 1]; write a share like 0.5 for 50%"
+            "is 1.5, outside (0, 1]; write a share like 0.5 for 50%"
         );
-        assert_eq!(jitter(1.5).unwrap_err().problem(), "1.5 is outside [0, 1)");
+        assert_eq!(jitter(1.5).unwrap_err().problem(), "is 1.5, outside [0, 1)");
         let slow = slow_under_timeout(2 * SECOND, SECOND).unwrap_err();
         assert!(
             slow.to_string()
@@ -612,7 +612,7 @@ mod tests {
         assert_eq!(window.brief(), window.to_string());
         assert_eq!(
             window.problem(),
-            "a window needs a rule to measure over it: set `threshold`, `failure_rate` or `slow`"
+            "needs a rule to measure over it: set `threshold`, `failure_rate` or `slow`"
         );
     }
 
@@ -631,7 +631,7 @@ mod tests {
         );
         assert_eq!(
             over.problem(),
-            "6 is more than the 5 calls the window holds, so failures within it could never \
+            "is 6, more than the 5 calls the window holds, so failures within it could never \
              reach it; use at most 5"
         );
         assert!(

@@ -190,9 +190,9 @@ impl Violation {
             (Rule::AtMost(max), Key::Window) => format!("must hold at most {max} calls"),
             (Rule::AtMost(max), _) => format!("must be at most {max}"),
             (Rule::Share(rate), _) => {
-                format!("{rate} is outside (0, 1]; write a share like 0.5 for 50%")
+                format!("is {rate}, outside (0, 1]; write a share like 0.5 for 50%")
             }
-            (Rule::Fraction(jitter), _) => format!("{jitter} is outside [0, 1)"),
+            (Rule::Fraction(jitter), _) => format!("is {jitter}, outside [0, 1)"),
             (Rule::LongerThanZero, _) => "must be longer than zero".to_owned(),
             (Rule::NotBelowRecovery, _) => "must be at least as long as `recovery`".to_owned(),
             (Rule::ShorterThanTimeout { timeout, .. }, _) => format!(
@@ -214,19 +214,18 @@ impl Violation {
                 },
                 _,
             ) => format!(
-                "{min_calls} is more than the {window} calls the window holds, so the rate rule \
+                "is {min_calls}, more than the {window} calls the window holds, so the rate rule \
                  could never trip; use at most {window}"
             ),
             (Rule::TwoTripRules, _) => "cannot be combined with `failure_rate`: choose \
                                        consecutive failures or a failure rate"
                 .to_owned(),
             (Rule::WithoutRate, Key::Window) => {
-                "a window needs a rule to measure over it: set `threshold`, `failure_rate` or \
-                 `slow`"
+                "needs a rule to measure over it: set `threshold`, `failure_rate` or `slow`"
                     .to_owned()
             }
             (Rule::ThresholdOverWindow { threshold, window }, _) => format!(
-                "{threshold} is more than the {window} calls the window holds, so failures \
+                "is {threshold}, more than the {window} calls the window holds, so failures \
                  within it could never reach it; use at most {window}"
             ),
             (Rule::WithoutRate, _) => {
@@ -239,7 +238,7 @@ impl Violation {
                 "needs `max_concurrent`: it is how long a call waits for one of its places"
                     .to_owned()
             }
-            (Rule::Multiplier(k), _) => format!("{k} is outside [1, 10]; 2 is the usual choice"),
+            (Rule::Multiplier(k), _) => format!("is {k}, outside [1, 10]; 2 is the usual choice"),
             (Rule::ShedOverCalls, _) => {
                 "must be a time under `shed`, not a count of calls".to_owned()
             }
@@ -247,7 +246,7 @@ impl Violation {
                 format!("must be at least as long as `timeout` ({timeout:?}) under `shed`")
             }
             (Rule::Range { min, max }, _) => {
-                format!("{min}..={max} is not a range with 1 <= min <= max <= 65535")
+                format!("is {min}..={max}, not a range with 1 <= min <= max <= 65535")
             }
             (Rule::WaitOnAdaptive, _) => {
                 "needs a fixed `max_concurrent`, not an adaptive one".to_owned()

@@ -115,8 +115,8 @@ impl Patch {
                 Err((
                     key,
                     format!(
-                        "the breaker does not use the {rule}; which rules a breaker uses is \
-                         set where it is declared"
+                        "cannot be changed: the breaker does not use {rule}; which rules a \
+                         breaker uses is set where it is declared"
                     ),
                 ))
             }
@@ -125,7 +125,7 @@ impl Patch {
             rule(
                 "threshold",
                 config.uses_threshold(),
-                "failure-count rule (`threshold`)",
+                "the failure-count rule (`threshold`)",
             )?;
             next.threshold = failfast_rules::threshold(n).map_err(broken)?;
         }
@@ -133,7 +133,7 @@ impl Patch {
             rule(
                 "failure_rate",
                 config.failure_rate > 0.0,
-                "failure-rate rule",
+                "the failure-rate rule",
             )?;
             // `validate` takes a zero rate as "no failure-rate rule".
             next.failure_rate = failfast_rules::failure_rate(r).map_err(broken)?;
@@ -151,7 +151,7 @@ impl Patch {
             next.window = shape;
         }
         if let Some(r) = self.slow_rate {
-            rule("slow_rate", config.slow != 0, "slow-call rule")?;
+            rule("slow_rate", config.slow != 0, "the slow-call rule")?;
             next.slow_rate = r;
         }
         if let Some(d) = self.recovery {
@@ -189,22 +189,33 @@ impl Patch {
     }
 }
 
-/// A duration as the attribute reads it (`failfast_rules::parse_duration`).
 /// Why a setting fixed at build time cannot be changed on a running breaker.
 pub(crate) const FIXED: &str =
     "is fixed once the breaker is built; it can change where the breaker is declared or built";
 
+/// A duration as the attribute reads it (`failfast_rules::parse_duration`),
+/// for a file's settings.
+#[cfg(feature = "serde")]
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     failfast_rules::parse_duration(text).map_err(|e| {
         format!("`{text}` is not a duration ({e}); write it like \"30s\", \"250ms\" or \"1m 30s\"")
     })
 }
 
+/// Sets `key` of `patch` from `text` (an environment variable's value), or
+/// says why not, after the key's name: ``is `soon`, not a duration …``.
 pub(crate) fn set_from_text(patch: &mut Patch, key: &str, text: &str) -> Result<(), String> {
     fn number<T: std::str::FromStr>(text: &str) -> Result<T, String> {
         text.parse()
-            .map_err(|_| format!("`{text}` is not a number of the expected kind"))
+            .map_err(|_| format!("is `{text}`, not a number of the expected kind"))
     }
+    let parse_duration = |text: &str| {
+        failfast_rules::parse_duration(text).map_err(|e| {
+            format!(
+                "is `{text}`, not a duration ({e}); write it like \"30s\", \"250ms\" or \"1m 30s\""
+            )
+        })
+    };
     match key {
         "threshold" => patch.threshold = Some(number(text)?),
         "failure_rate" => patch.failure_rate = Some(number(text)?),
@@ -232,7 +243,7 @@ pub(crate) fn set_from_text(patch: &mut Patch, key: &str, text: &str) -> Result<
                 "forced_closed" => Mode::ForcedClosed,
                 _ => {
                     return Err(format!(
-                        "`{text}` is not a mode; write `normal`, `observe_only`, `forced_open` or `forced_closed`"
+                        "is `{text}`, not a mode; write `normal`, `observe_only`, `forced_open` or `forced_closed`"
                     ));
                 }
             });

@@ -441,7 +441,7 @@ impl<E: std::error::Error + 'static> std::error::Error for Error<E> {
 ///
 /// let error = Breaker::builder().name("payments").jitter(1.5).build().unwrap_err();
 /// assert_eq!((error.name(), error.key()), ("payments", "jitter"));
-/// assert_eq!(error.to_string(), "breaker `payments`: `jitter` 1.5 is outside [0, 1)");
+/// assert_eq!(error.to_string(), "breaker `payments`: `jitter` is 1.5, outside [0, 1)");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
@@ -576,15 +576,15 @@ mod tests {
 
     #[test]
     fn a_config_error_says_what_is_wrong() {
-        let e = ConfigError::new("jitter", "1.5 is outside [0, 1)");
+        let e = ConfigError::new("jitter", "is 1.5, outside [0, 1)");
         assert_eq!((e.name(), e.key()), ("", "jitter"));
-        assert_eq!(e.reason(), "1.5 is outside [0, 1)");
-        assert_eq!(e.to_string(), "`jitter` 1.5 is outside [0, 1)");
+        assert_eq!(e.reason(), "is 1.5, outside [0, 1)");
+        assert_eq!(e.to_string(), "`jitter` is 1.5, outside [0, 1)");
         let e = e.of("payments");
         assert_eq!(e.name(), "payments");
         assert_eq!(
             e.to_string(),
-            "breaker `payments`: `jitter` 1.5 is outside [0, 1)"
+            "breaker `payments`: `jitter` is 1.5, outside [0, 1)"
         );
         let name = ConfigError::refused("invetory", "name", "matches nothing");
         assert_eq!(name.to_string(), "`invetory` matches nothing");

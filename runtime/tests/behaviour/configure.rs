@@ -342,7 +342,7 @@ fn a_patch_is_accepted_up_to_its_edges_and_refused_past_them() {
         (error.key(), error.reason()),
         (
             "failure_rate",
-            "0 is outside (0, 1]; write a share like 0.5 for 50%"
+            "is 0, outside (0, 1]; write a share like 0.5 for 50%"
         )
     );
 
@@ -489,5 +489,96 @@ fn an_unknown_name_is_reported_as_matching_no_breaker_or_family() {
         errors[0].to_string(),
         "`CFG_NOWHERE` (from `FAILFAST__CFG_NOWHERE__THRESHOLD`) matches no registered breaker \
          or family"
+    );
+}
+
+/// Every kind of refusal, as its message reads: the breaker, the key, then
+/// what is wrong with it, as one sentence.
+#[test]
+fn every_refusal_reads_as_a_sentence() {
+    let built = |b: Builder| b.name("sentences").build().unwrap_err().to_string();
+    assert_eq!(
+        built(Breaker::builder().threshold(0)),
+        "breaker `sentences`: `threshold` must be at least 1"
+    );
+    assert_eq!(
+        built(Breaker::builder().failure_rate(1.5)),
+        "breaker `sentences`: `failure_rate` is 1.5, outside (0, 1]; write a share like 0.5 for \
+         50%"
+    );
+    assert_eq!(
+        built(Breaker::builder().jitter(1.5)),
+        "breaker `sentences`: `jitter` is 1.5, outside [0, 1)"
+    );
+    assert_eq!(
+        built(Breaker::builder().shed(11.0)),
+        "breaker `sentences`: `shed` is 11, outside [1, 10]; 2 is the usual choice"
+    );
+    assert_eq!(
+        built(Breaker::builder().adaptive_concurrency(64, 4)),
+        "breaker `sentences`: `max_concurrent` is 64..=4, not a range with 1 <= min <= max <= \
+         65535"
+    );
+    assert_eq!(
+        built(
+            Breaker::builder()
+                .failure_rate(0.5)
+                .window_calls(5)
+                .min_calls(6)
+        ),
+        "breaker `sentences`: `min_calls` is 6, more than the 5 calls the window holds, so the \
+         rate rule could never trip; use at most 5"
+    );
+
+    // A change the breaker's rules cannot take.
+    let counting = Breaker::builder()
+        .name("sentences")
+        .threshold(3)
+        .build()
+        .unwrap();
+    let refused = |b: Builder| counting.reconfigure(&b).unwrap_err().to_string();
+    assert_eq!(
+        refused(Breaker::builder().failure_rate(0.5)),
+        "breaker `sentences`: `failure_rate` cannot be changed: the breaker does not use the \
+         failure-rate rule; which rules a breaker uses is set where it is declared"
+    );
+    assert_eq!(
+        refused(Breaker::builder().window_calls(10)),
+        "breaker `sentences`: `window` cannot be changed: the breaker does not use a rule \
+         measured over a window; which rules a breaker uses is set where it is declared"
+    );
+    assert_eq!(
+        refused(Breaker::builder().min_calls(10)),
+        "breaker `sentences`: `min_calls` cannot be changed: the breaker does not use a rate \
+         rule; which rules a breaker uses is set where it is declared"
+    );
+
+    // From the environment.
+    let b = Arc::new(Breaker::builder().name("env::sentences").build().unwrap());
+    registry::register(&b);
+    let env = |key: &str, value: &str| {
+        let errors =
+            from_env([(format!("FAILFAST__ENV_SENTENCES__{key}"), value.to_owned())]).unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        errors[0].to_string()
+    };
+    assert_eq!(
+        env("RECOVERY", "soon"),
+        "breaker `env::sentences`: `recovery` is `soon`, not a duration (expected number at 0); \
+         write it like \"30s\", \"250ms\" or \"1m 30s\""
+    );
+    assert_eq!(
+        env("THRESHOLD", "many"),
+        "breaker `env::sentences`: `threshold` is `many`, not a number of the expected kind"
+    );
+    assert_eq!(
+        env("MODE", "off"),
+        "breaker `env::sentences`: `mode` is `off`, not a mode; write `normal`, \
+         `observe_only`, `forced_open` or `forced_closed`"
+    );
+    let errors = from_env([("FAILFAST__NOWHERE__THRESHOLD", "3")]).unwrap_err();
+    assert_eq!(
+        errors[0].to_string(),
+        "`NOWHERE` (from `FAILFAST__NOWHERE__THRESHOLD`) matches no registered breaker or family"
     );
 }

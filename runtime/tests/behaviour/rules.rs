@@ -602,7 +602,7 @@ fn a_threshold_above_the_count_window_is_refused() {
     assert_eq!(err.key(), "threshold");
     assert_eq!(
         err.to_string(),
-        "breaker `rules-within-refused`: `threshold` 11 is more than the 10 calls the window \
+        "breaker `rules-within-refused`: `threshold` is 11, more than the 10 calls the window \
          holds, so failures within it could never reach it; use at most 10"
     );
     assert!(

@@ -145,7 +145,7 @@ fn graded_shedding_is_written_with_its_window_and_without_a_threshold_it_has_not
     let written = serde_json::to_value(adaptive.config()).unwrap();
     assert_eq!(written["max_concurrent"], json!("4..=64"));
     for (range, says) in [
-        ("64..=4", "64..=4 is not a range"),
+        ("64..=4", "is 64..=4, not a range"),
         ("4..64", "not an adaptive range"),
     ] {
         let refused =
