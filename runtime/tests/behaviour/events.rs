@@ -340,6 +340,53 @@ fn each_manual_control_gives_one_event_with_its_mode() {
 }
 
 #[test]
+fn setting_the_mode_a_breaker_already_has_is_no_transition() {
+    let clock = ManualClock::new();
+    let (b, log, _s) = listened(builder(&clock).threshold(3));
+    for mode in [Mode::ForcedOpen, Mode::ForcedClosed, Mode::ObserveOnly] {
+        b.set_mode(mode);
+        let t = log.one();
+        assert_eq!(t.mode, mode);
+        let transitions = b.snapshot().transitions;
+        b.set_mode(mode);
+        b.set_mode(mode);
+        assert_eq!(log.take().len(), 0, "{mode:?} again: no event");
+        assert_eq!(b.snapshot().transitions, transitions, "{mode:?} again");
+        assert_eq!(b.snapshot().mode, mode);
+    }
+    // Observe only keeps its running state when set again: two failures
+    // stay counted.
+    fail(&b);
+    fail(&b);
+    b.set_mode(Mode::ObserveOnly);
+    fail(&b);
+    assert_eq!(b.state(), State::Open, "three failures in a row observed");
+    let _ = log.take();
+
+    // Normal on a closed, normal breaker: counters start again, no event.
+    b.set_mode(Mode::Normal);
+    assert_eq!(log.one().mode, Mode::Normal);
+    let transitions = b.snapshot().transitions;
+    fail(&b);
+    fail(&b);
+    assert_eq!(b.snapshot().consecutive_failures, 2);
+    b.set_mode(Mode::Normal);
+    assert_eq!(log.take().len(), 0, "no event");
+    assert_eq!(b.snapshot().transitions, transitions);
+    assert_eq!(b.snapshot().consecutive_failures, 0, "counters start again");
+    fail(&b);
+    fail(&b);
+    assert_eq!(b.state(), State::Closed, "two failures of three");
+    // Normal on an open breaker is a reset: a transition.
+    fail(&b);
+    assert_eq!(b.state(), State::Open);
+    let _ = log.take();
+    b.set_mode(Mode::Normal);
+    let t = log.one();
+    assert_eq!((t.from, t.to), (State::Open, State::Closed));
+}
+
+#[test]
 fn a_panicking_listener_leaves_the_breaker_and_other_listeners_working() {
     let clock = ManualClock::new();
     let b = builder(&clock).threshold(1).build().unwrap();
@@ -719,24 +766,22 @@ fn graded_shedding_starting_and_stopping_are_events_between_the_transitions() {
         let _ = b.acquire().map(|p| p.record(Outcome::Failure));
     }
     assert!(log.take().is_empty());
-    // A reset says it stopped, after its own transition.
+    // A reset of a closed breaker is no transition: it says only that
+    // shedding stopped.
     b.set_mode(Mode::Normal);
     let events = log.take();
     let edges: Vec<_> = events.iter().map(edge).collect();
     assert_eq!(
         edges,
-        [
-            (State::Closed, State::Closed, TransitionReason::Manual),
-            (
-                State::Closed,
-                State::Closed,
-                TransitionReason::SheddingStopped
-            ),
-        ]
+        [(
+            State::Closed,
+            State::Closed,
+            TransitionReason::SheddingStopped
+        )]
     );
-    assert!(events[0].shedding == 0.0 && events[1].shedding == 0.0);
-    assert_eq!((events[0].seq, events[1].seq), (2, 3));
-    assert_eq!(b.snapshot().transitions, 1);
+    assert!(events[0].shedding == 0.0);
+    assert_eq!(events[0].seq, 2);
+    assert_eq!(b.snapshot().transitions, 0);
 }
 
 #[test]
@@ -853,20 +898,21 @@ fn an_adaptive_limit_leaving_and_regaining_its_most_places_are_events() {
         )
     );
     assert_eq!((t.counts.concurrency_limit, t.seq), (10, 2));
-    // A reset restores it too, after its own event.
+    // A reset restores it too; of a closed breaker, that is its only event.
     fail(&b);
     assert_eq!(log.one().reason, TransitionReason::LimitLowered);
     b.set_mode(Mode::Normal);
-    let events = log.take();
-    let reasons: Vec<_> = events.iter().map(|t| t.reason).collect();
-    assert_eq!(
-        reasons,
-        [TransitionReason::Manual, TransitionReason::LimitRestored]
-    );
-    assert_eq!(events[0].counts.concurrency_limit, 9);
-    assert_eq!(events[1].counts.concurrency_limit, 10);
+    let t = log.one();
+    assert_eq!(t.reason, TransitionReason::LimitRestored);
+    assert_eq!(t.counts.concurrency_limit, 10);
     assert_eq!(b.snapshot().concurrency_limit, Some(10));
-    // A reset at the most places says nothing of the limit.
+    // A reset at the most places of a closed breaker says nothing.
+    b.set_mode(Mode::Normal);
+    assert!(log.take().is_empty());
+    // Of an open one, it is a transition, and the limit's event follows.
+    b.set_mode(Mode::ForcedOpen);
+    assert!(b.acquire().is_err(), "forced open");
+    let _ = log.take();
     b.set_mode(Mode::Normal);
     assert_eq!(log.one().reason, TransitionReason::Manual);
 }
@@ -883,13 +929,7 @@ fn guard_events_made_while_nobody_listened_leave_a_gap_in_the_numbers() {
     let log = Log::default();
     let _s = log.listen(&b);
     b.set_mode(Mode::Normal);
-    assert_eq!(
-        log.numbered(),
-        [
-            (TransitionReason::Manual, 2),
-            (TransitionReason::LimitRestored, 3)
-        ]
-    );
+    assert_eq!(log.numbered(), [(TransitionReason::LimitRestored, 2)]);
 }
 
 /// Guard events (shedding, the adaptive limit) race with transitions on two

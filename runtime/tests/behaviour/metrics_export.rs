@@ -180,6 +180,23 @@ fn every_series_exists_at_registration_and_follows_calls_and_transitions() {
         let labels = [("breaker", name), ("from", "open"), ("to", "closed")];
         assert_eq!(r.counter("failfast_transitions_total", &labels), 1);
         assert_eq!(r.counter("failfast_calls_total", &breaker("rejected")), 4);
+
+        // Forcing open a breaker forced open already is no transition.
+        for _ in 0..3 {
+            b.set_mode(Mode::ForcedOpen);
+        }
+        let r = read(&s);
+        let opened = [("breaker", name), ("from", "closed"), ("to", "open")];
+        assert_eq!(
+            r.counter("failfast_transitions_total", &opened),
+            1,
+            "one more since the last read"
+        );
+        let again = [("breaker", name), ("from", "open"), ("to", "open")];
+        assert!(
+            r.value("failfast_transitions_total", &again).is_none(),
+            "no open → open series"
+        );
     });
 }
 

@@ -551,6 +551,18 @@ impl Model {
     }
 
     fn control(&mut self, mode: Mode) {
+        if self.mode == mode {
+            // The mode it has: nothing, but for a normal, closed breaker's
+            // counters, which start again in the same period.
+            if mode != Mode::Normal {
+                return;
+            }
+            if matches!(self.phase, Phase::Closed { .. }) {
+                self.phase = fresh_closed();
+                self.level = 0;
+                return;
+            }
+        }
         self.mode = mode;
         self.transition(fresh_closed());
         if mode == Mode::Normal {

@@ -1,11 +1,23 @@
 //! Manual control: back to normal, forced states, observe only.
 
+use super::transition::Counts as TransitionCounts;
 use super::*;
 
 impl Breaker {
+    /// Puts the word in `tag` and `mode`, a transition; or nothing at all
+    /// when the breaker already is in `mode` (a forced mode, observe only,
+    /// or normal and closed, where only the counters start again).
     fn control(&self, tag: u64, mode: u64) {
         let mut w = self.load();
         let new = loop {
+            if w.mode() == mode {
+                if mode != MODE_NORMAL {
+                    return;
+                }
+                if w.tag() == TAG_CLOSED {
+                    return self.restart_counts(w);
+                }
+            }
             let new = if tag == TAG_OPEN {
                 Word::open(mode, 0)
             } else {
@@ -25,6 +37,23 @@ impl Breaker {
         self.transitioned(w, new, Why::Manual, 0);
     }
 
+    /// A closed, normal breaker's counters start again, in the same state
+    /// period: no transition (calls in flight still count).
+    fn restart_counts(&self, mut w: Word) {
+        while let Err(actual) = self.cas(w, w.with_payload(0)) {
+            if actual.tag() != TAG_CLOSED || actual.mode() != MODE_NORMAL {
+                // Moved meanwhile (tripped, or another mode): a reset after all.
+                return self.control(TAG_CLOSED, MODE_NORMAL);
+            }
+            w = actual;
+        }
+        self.clear_window();
+        self.consult_time_window();
+        if self.clear_shedding() {
+            self.shedding_changed(0, TransitionCounts::default());
+        }
+    }
+
     /// Puts the breaker in `mode`, whatever its state:
     ///
     /// - [`Mode::Normal`]: back to normal operation (a reset): closed,
@@ -38,7 +67,13 @@ impl Breaker {
     ///   breaker would have done.
     ///
     /// A change of mode is a transition ([`TransitionReason::Manual`](crate::events::TransitionReason::Manual)
-    /// when the state changes); calls in flight are not counted.
+    /// when the state changes); calls in flight are not counted. Setting
+    /// the mode a breaker already has changes nothing and reports nothing:
+    /// no event, no transition counted. [`Mode::Normal`] on a breaker that
+    /// is normal and closed is not a transition either: its counters start
+    /// again (consecutive failures, the window, shedding), its growing open
+    /// time and adaptive limit go back to their start, and calls in flight
+    /// still count.
     pub fn set_mode(&self, mode: Mode) {
         match mode {
             Mode::Normal => {

@@ -1092,7 +1092,7 @@ mod tests {
         assert_eq!(b.snapshot().trial_successes, 1);
     }
 
-    /// A closed permit held while 2^36 − 1 generations pass, then a reset:
+    /// A closed permit held while 2^36 − 2 generations pass, then two more:
     /// the word's 36 bits match the permit's again, and its failure must still
     /// be ignored, whether the permit keeps the counter (no slow-call rule) or
     /// the generation's high bits (slow-call rule).
@@ -1109,7 +1109,9 @@ mod tests {
             let generation = b.hot.generations.load(Ordering::Relaxed);
             b.hot
                 .generations
-                .store(generation + (1 << 36) - 1, Ordering::Relaxed);
+                .store(generation + (1 << 36) - 2, Ordering::Relaxed);
+            // Two new periods (a reset of a closed breaker is none).
+            b.set_mode(crate::Mode::ForcedClosed);
             b.set_mode(crate::Mode::Normal);
             assert_eq!(b.load().generation(), Word(old.admitted).generation());
             old.record(crate::Outcome::Failure);
