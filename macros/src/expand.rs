@@ -1278,7 +1278,7 @@ impl Plan<'_> {
     /// `#[retry]`, the error handed to the loop, which calls the fallback
     /// after the last attempt. Without a fallback, `call` as it is.
     fn with_fallback(&self, call: TokenStream) -> TokenStream {
-        let allow = self.allow;
+        let (allow, private) = (self.allow, self.private);
         match &self.args.fallback {
             Some(_) if self.report == Report::HandOver => quote! {
                 #allow
@@ -1296,6 +1296,7 @@ impl Plan<'_> {
                     &self.shape.fallback_args,
                     self.is_async,
                     allow,
+                    private,
                 );
                 quote! {
                     #helper
@@ -1364,6 +1365,7 @@ pub(crate) fn fallback_call(
     arguments: &[TokenStream],
     is_async: bool,
     allow: &TokenStream,
+    private: &TokenStream,
 ) -> FallbackCall {
     // The local keeps its call-site resolution (see `rejected` in
     // `expand`), shown at the fallback: an error type that does not fit is
@@ -1371,13 +1373,29 @@ pub(crate) fn fallback_call(
     let error = |span: Span| located_at(quote!(__failfast_fallback_error), span);
     // A closure is called through a helper that takes the error first, so
     // the closure's parameter type is known when it is checked.
-    let helper = quote! {
-        #allow
-        fn __failfast_fallback<A, R>(
-            error: A,
-            fallback: impl ::core::ops::FnOnce(A) -> R,
-        ) -> R {
-            fallback(error)
+    let helper = if is_async {
+        // What the closure returns must be a future: a bound of the
+        // runtime's, whose message says so at the closure (the returned
+        // future repeats it at the same place, and rustc shows it once).
+        quote! {
+            #allow
+            fn __failfast_fallback<A, F: #private::FallbackFuture>(
+                error: A,
+                fallback: impl ::core::ops::FnOnce(A) -> F,
+            ) -> impl ::core::future::Future<Output = F::Output> {
+                let future = fallback(error);
+                async move { future.await }
+            }
+        }
+    } else {
+        quote! {
+            #allow
+            fn __failfast_fallback<A, R>(
+                error: A,
+                fallback: impl ::core::ops::FnOnce(A) -> R,
+            ) -> R {
+                fallback(error)
+            }
         }
     };
     let (call, span, helper, prepare) = match fallback {

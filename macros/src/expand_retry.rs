@@ -344,7 +344,13 @@ fn expand(
                 helper: fallback_helper,
                 prepare,
                 call,
-            } = fallback_call(&fallback.value, &shape.fallback_args, is_async, &allow);
+            } = fallback_call(
+                &fallback.value,
+                &shape.fallback_args,
+                is_async,
+                &allow,
+                &private,
+            );
             let kept = &shape.kept_for_fallback;
             quote! {
                 #uses_import

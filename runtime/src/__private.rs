@@ -2,7 +2,7 @@
 //! stability guarantees, names may change in any release.
 
 use std::error::Error as StdError;
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::time::Duration;
 
 pub use crate::core::body::Body;
@@ -430,6 +430,16 @@ impl SharedFamily for KeyedSlot {
         self
     }
 }
+
+/// What an async function's closure fallback returns: a future.
+#[diagnostic::on_unimplemented(
+    message = "an async function's fallback returns a future, not `{Self}`",
+    label = "this fallback returns `{Self}`",
+    note = "write the closure's body as a future: `|error| async move {{ … }}`"
+)]
+pub trait FallbackFuture: IntoFuture {}
+
+impl<F: IntoFuture> FallbackFuture for F {}
 
 /// `KeyedSlot`, once failfast's `keyed` feature is on.
 #[diagnostic::on_unimplemented(
