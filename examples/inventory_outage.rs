@@ -11,11 +11,12 @@
 //!
 //! Then the service goes silent (`POST /admin/silent/true`): it takes every
 //! request and never answers, not even with a 503, which is how a hung
-//! dependency looks. The naive client waits until its own timeout gives up
-//! (set to the hang, so the run ends); with no timeout it would wait forever.
-//! The protected client declares `timeout = "100ms"`: each call that gets no
-//! answer in time counts as a failure, the breaker opens after the 5th, and the
-//! rest are answered from the fallback.
+//! dependency looks. Both clients give up after the same 100 ms (with no
+//! timeout a call would wait forever): the naive client by its own timeout,
+//! the protected one by `timeout = "100ms"`, whose calls that get no answer in
+//! time count as failures. The protected breaker opens after the 5th, and the
+//! rest are answered from the fallback; the difference is the breaker's alone,
+//! not a shorter timeout's.
 //!
 //! ```text
 //! cargo run --example inventory_outage
@@ -23,8 +24,7 @@
 //! ```
 //!
 //! `--hang-ms` (default 300) is how long the sick service holds a request (up to
-//! the client's 10 s timeout), and how long the naive client waits for the
-//! silent one; `--calls` (default 20) is how many calls each client makes in
+//! the client's 10 s timeout); `--calls` (default 20) is how many calls each client makes in
 //! each run.
 
 pub mod common;
@@ -37,6 +37,10 @@ use common::service::InventoryService;
 use common::{flag, human, state_name};
 use failfast::circuit_breaker;
 use tokio::sync::mpsc;
+
+/// How long the naive client waits for the silent service: the protected
+/// client's `timeout`, so that both wait as long for each call.
+const SILENT_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// The protected client: the same HTTP call as the naive client, behind a breaker.
 /// 503s, refused connections and timeouts count (`InventoryError::Dependency`);
@@ -128,7 +132,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let hits = service.hits();
     side_by_side(
         calls,
-        client.clone(),
+        (client.clone(), client.clone()),
         "inventory",
         |client, sku| async move { check_inventory(&client, &sku).await },
     )
@@ -144,14 +148,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "\nPOST /admin/silent/true       -> silent: every request now hangs and is never answered"
     );
     println!(
-        "The naive client gives up after its own timeout ({}); the protected one declares \
-         `timeout = \"100ms\"`.\n",
-        human(hang)
+        "Both give up after 100 ms: the naive client by its own timeout, the protected one \
+         by `timeout = \"100ms\"`.\n"
     );
     let hits = service.hits();
     side_by_side(
         calls,
-        client.clone().with_timeout(hang),
+        (client.clone().with_timeout(SILENT_TIMEOUT), client.clone()),
         "inventory-with-timeout",
         |client, sku| async move { check_inventory_with_timeout(&client, &sku).await },
     )
@@ -167,10 +170,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Makes `calls` calls through the naive client and through `guarded` (whose
-/// breaker is `breaker`) at the same time, and prints them side by side.
+/// breaker is `breaker`, given the second client) at the same time, and
+/// prints them side by side.
 async fn side_by_side<G, F>(
     calls: usize,
-    client: InventoryClient,
+    (naive_client, client): (InventoryClient, InventoryClient),
     breaker: &'static str,
     guarded: G,
 ) -> Result<(), Box<dyn std::error::Error>>
@@ -181,7 +185,6 @@ where
     let (naive_tx, mut naive_rx) = mpsc::unbounded_channel();
     let (guarded_tx, mut guarded_rx) = mpsc::unbounded_channel();
 
-    let naive_client = client.clone();
     let naive = tokio::spawn(async move {
         let start = Instant::now();
         for i in 1..=calls {
