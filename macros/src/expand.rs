@@ -24,6 +24,9 @@
 //!     // Bulkhead = Bulkhead::new(N);` beside the breaker; an adaptive
 //!     // `max_concurrent = MIN..=MAX` is `.adaptive_concurrency(MIN, MAX)`
 //!     // in the breaker's config instead, taken by `acquire`):
+//!     // (with `max_wait`: `enter_waiting(&__FAILFAST_BULKHEAD, &mut permit)`,
+//!     // `.await`ed in an `async fn`; the permit's time starts once it has
+//!     // a place)
 //!     let __failfast_slot = match enter(&__FAILFAST_BULKHEAD) {
 //!         Some(slot) => slot,
 //!         None => { let rejected = concurrency_limit(__failfast_breaker, &permit); /* as above */ }

@@ -213,7 +213,9 @@ impl<'a> Source<'a> {
     /// The expression asking for a place in the bulkhead (`max_concurrent`).
     /// With `max_wait`, the call waits for one: on the thread, or, in an
     /// `async fn`, as a future on tokio's timer (the `WaitTimer` token, at
-    /// `max_wait`, is where a missing `tokio` feature is reported).
+    /// `max_wait`, is where a missing `tokio` feature is reported); the
+    /// permit goes with it, so that the call's time starts once it has a
+    /// place.
     pub(crate) fn enter(&self) -> TokenStream {
         let private = self.private;
         let (bulkhead, function) = if self.function_bulkhead() {
@@ -228,12 +230,12 @@ impl<'a> Source<'a> {
             }
             Some(_) if !self.is_async => {
                 let function = format_ident!("{function}_waiting");
-                quote!(#private::#function(#bulkhead))
+                quote!(#private::#function(#bulkhead, &mut __failfast_permit))
             }
             Some((_, span)) => {
                 let function = format_ident!("{function}_waiting_async");
                 let timer = respan(quote!(#private::WaitTimer), span);
-                quote!(#private::#function(#timer, #bulkhead).await)
+                quote!(#private::#function(#timer, #bulkhead, &mut __failfast_permit).await)
             }
         }
     }

@@ -273,10 +273,14 @@ fn scoped(bulkhead: &'static Bulkhead) -> &'static Bulkhead {
 }
 
 /// Takes a place in `bulkhead` (`max_concurrent` with `max_wait`), waiting
-/// on this thread up to its `max_wait`.
+/// on this thread up to its `max_wait`, for the call `permit` admitted:
+/// its time starts once the wait is over.
 #[inline]
-pub fn enter_waiting(bulkhead: &'static Bulkhead) -> Option<BulkheadPermit<'static>> {
-    scoped(bulkhead).enter_waiting()
+pub fn enter_waiting(
+    bulkhead: &'static Bulkhead,
+    permit: &mut Permit<'_>,
+) -> Option<BulkheadPermit<'static>> {
+    scoped(bulkhead).enter_waiting_with(Some(permit))
 }
 
 /// The timer `max_wait` on an `async fn` waits with: tokio's.
@@ -294,15 +298,22 @@ pub trait WaitTimerFeature {}
 impl WaitTimerFeature for WaitTimer {}
 
 /// Takes a place in `bulkhead` (`max_concurrent` with `max_wait`), waiting
-/// as a future up to its `max_wait`.
+/// as a future up to its `max_wait`, for the call `permit` admitted: its
+/// time starts once the wait is over.
 pub async fn enter_waiting_async<T: WaitTimerFeature>(
     _timer: T,
     bulkhead: &'static Bulkhead,
+    permit: &mut Permit<'_>,
 ) -> Option<BulkheadPermit<'static>> {
     #[cfg(feature = "tokio")]
-    return scoped(bulkhead).enter_waiting_async().await;
+    return scoped(bulkhead)
+        .enter_waiting_async_with(Some(permit))
+        .await;
     #[cfg(not(feature = "tokio"))]
-    scoped(bulkhead).try_enter()
+    {
+        let _ = permit;
+        scoped(bulkhead).try_enter()
+    }
 }
 
 /// The refusal of a call `breaker` admitted with `permit`, at the
@@ -389,25 +400,32 @@ pub fn enter_member(member: &Member) -> Option<BulkheadPermit<'_>> {
 }
 
 /// Takes a place in `member`'s own bulkhead, waiting on this thread up to
-/// its `max_wait`.
+/// its `max_wait`, for the call `permit` admitted (see [`enter_waiting`]).
 #[cfg(feature = "keyed")]
 #[inline]
-pub fn enter_member_waiting(member: &Member) -> Option<BulkheadPermit<'_>> {
-    member.bulkhead().and_then(Bulkhead::enter_waiting)
+pub fn enter_member_waiting<'m>(
+    member: &'m Member,
+    permit: &mut Permit<'_>,
+) -> Option<BulkheadPermit<'m>> {
+    member.bulkhead()?.enter_waiting_with(Some(permit))
 }
 
 /// Takes a place in `member`'s own bulkhead, waiting as a future up to its
-/// `max_wait`.
+/// `max_wait`, for the call `permit` admitted (see [`enter_waiting`]).
 #[cfg(feature = "keyed")]
-pub async fn enter_member_waiting_async<T: WaitTimerFeature>(
+pub async fn enter_member_waiting_async<'m, T: WaitTimerFeature>(
     _timer: T,
-    member: &Member,
-) -> Option<BulkheadPermit<'_>> {
+    member: &'m Member,
+    permit: &mut Permit<'_>,
+) -> Option<BulkheadPermit<'m>> {
     let bulkhead = member.bulkhead()?;
     #[cfg(feature = "tokio")]
-    return bulkhead.enter_waiting_async().await;
+    return bulkhead.enter_waiting_async_with(Some(permit)).await;
     #[cfg(not(feature = "tokio"))]
-    bulkhead.try_enter()
+    {
+        let _ = permit;
+        bulkhead.try_enter()
+    }
 }
 
 /// What `breaker = NAME` can name with `key`: a family declared with

@@ -40,7 +40,7 @@ pub struct Permit<'a> {
     pub(super) started: u64,
 }
 
-impl Permit<'_> {
+impl<'a> Permit<'a> {
     /// Records how the call ended.
     #[inline]
     pub fn record(self, outcome: Outcome) {
@@ -105,6 +105,14 @@ impl Permit<'_> {
             .finish_counted(admitted, self.started, Outcome::Neutral, false);
     }
 
+    /// The call waits in a bulkhead's line for a place (`max_wait`): its
+    /// time starts again when the returned guard is dropped, once the wait
+    /// is over, so that the time spent in line is not counted as the
+    /// dependency's (`slow`).
+    pub(crate) fn wait_for_place<'p>(&'p mut self) -> Waiting<'p, 'a> {
+        Waiting(self)
+    }
+
     /// The protected body was dropped before it finished: neutral, but a
     /// slow call when it ran longer than `slow` (a slow trial fails).
     #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
@@ -112,6 +120,21 @@ impl Permit<'_> {
         let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
         self.breaker
             .finish_timed(admitted, self.started, Outcome::Neutral, true);
+    }
+}
+
+/// A call waiting in a bulkhead's line (`Permit::wait_for_place`): the
+/// wait is over when this is dropped.
+pub(crate) struct Waiting<'p, 'a>(&'p mut Permit<'a>);
+
+impl Drop for Waiting<'_, '_> {
+    fn drop(&mut self) {
+        let permit = &mut *self.0;
+        // `started` holds the time only with the slow-call rule (see
+        // `Breaker::permit`).
+        if permit.admitted != PASSIVE && permit.breaker.config.slow != 0 {
+            permit.started = permit.breaker.clock.now();
+        }
     }
 }
 

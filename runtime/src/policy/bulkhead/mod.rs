@@ -230,12 +230,25 @@ impl Bulkhead {
     /// A place, waiting on this thread for one up to `max_wait` (in turn,
     /// see [`max_wait`](Self::max_wait)); `None` once that time is up.
     /// Without `max_wait`, [`try_enter`](Self::try_enter).
+    #[cfg(test)]
     pub(crate) fn enter_waiting(&self) -> Option<BulkheadPermit<'_>> {
+        self.enter_waiting_with(None)
+    }
+
+    /// [`enter_waiting`](Self::enter_waiting) for a call the breaker
+    /// admitted with `permit`: while it waits in line the call is not
+    /// running, and its time starts once the wait is over (see
+    /// `Permit::wait_for_place`).
+    pub(crate) fn enter_waiting_with(
+        &self,
+        permit: Option<&mut Permit<'_>>,
+    ) -> Option<BulkheadPermit<'_>> {
         let deadline = Instant::now().checked_add(Duration::from_nanos(self.wait));
         let ticket = match self.start_wait() {
             Ok(at_once) => return at_once,
             Err(ticket) => ticket,
         };
+        let _waiting = permit.map(Permit::wait_for_place);
         ticket.wake_thread();
         while !ticket.granted() {
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
@@ -354,7 +367,7 @@ impl Bulkhead {
         breaker: &Breaker,
         permit: &mut Permit<'_>,
     ) -> Result<BulkheadPermit<'_>, Rejected> {
-        match self.enter_waiting() {
+        match self.enter_waiting_with(Some(permit)) {
             Some(slot) => Ok(slot),
             None => Err(concurrency_limit(breaker, permit)),
         }
@@ -377,7 +390,7 @@ impl Bulkhead {
         breaker: &Breaker,
         permit: &mut Permit<'_>,
     ) -> Result<BulkheadPermit<'_>, Rejected> {
-        match self.enter_waiting_async().await {
+        match self.enter_waiting_async_with(Some(&mut *permit)).await {
             Some(slot) => Ok(slot),
             None => Err(concurrency_limit(breaker, permit)),
         }
@@ -385,12 +398,26 @@ impl Bulkhead {
 
     /// A place, waiting for one up to `max_wait` as a future; `None` once
     /// that time is up. Without `max_wait`, [`try_enter`](Self::try_enter).
-    #[cfg(feature = "tokio")]
+    #[cfg(all(test, feature = "tokio"))]
     pub(crate) async fn enter_waiting_async(&self) -> Option<BulkheadPermit<'_>> {
+        self.enter_waiting_async_with(None).await
+    }
+
+    /// [`enter_waiting_async`](Self::enter_waiting_async) for a call the
+    /// breaker admitted with `permit`, as
+    /// [`enter_waiting_with`](Self::enter_waiting_with).
+    #[cfg(feature = "tokio")]
+    pub(crate) async fn enter_waiting_async_with(
+        &self,
+        permit: Option<&mut Permit<'_>>,
+    ) -> Option<BulkheadPermit<'_>> {
         let ticket = match self.start_wait() {
             Ok(at_once) => return at_once,
             Err(ticket) => ticket,
         };
+        // Dropped with the future too: a call given up on while it waits
+        // is over waiting all the same.
+        let _waiting = permit.map(Permit::wait_for_place);
         let granted = std::future::poll_fn(|cx| {
             if ticket.granted() {
                 return std::task::Poll::Ready(());
