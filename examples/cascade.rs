@@ -1,88 +1,86 @@
-//! Cascade: how one hanging dependency empties a whole server pool, and how a
-//! breaker per server keeps it alive.
+//! Cascade: a payment gateway hangs, and what each way of calling it does to
+//! a pool of servers, over many seeds.
 //!
-//! A discrete-event simulation on a virtual clock (it runs in well under a second).
-//! 6 servers × 50 worker threads take 4 checkouts per second (Poisson arrivals,
-//! seeded) and 20 page views per second that never touch the payment gateway. A
-//! checkout holds its worker while it calls the gateway, which answers in 400 ms,
-//! hangs from t = 60 s to t = 240 s, then answers in 400 ms again.
+//! A discrete-event simulation of the real library on a virtual clock (the
+//! harness is `examples/common/sim.rs`). 6 servers × 50 worker threads take
+//! 4 checkouts per second and 20 page views per second (Poisson arrivals,
+//! round-robin over the servers); a page view holds a worker for 50 ms and
+//! never touches the gateway. A checkout holds its worker while it calls the
+//! gateway, up to 3 attempts, each ended by an answer (400 ms) or the
+//! timeout; a refusal by the breaker is never retried: the fallback answers
+//! at once ("payment pending, we'll email you") and the worker is free. The
+//! gateway hangs from t = 60 s to t = 240 s and answers again after.
 //!
-//! - Without a breaker: 30 s timeout, 3 attempts, so a checkout holds its worker
-//!   for 90 s while the gateway hangs. Little's law: busy workers = arrival rate ×
-//!   time held = 4/s × 90 s = 360 > 300, so the pool runs out, and the page views,
-//!   which never needed the gateway, are refused along with the checkouts.
-//! - With the real failfast breaker on each server (built with
-//!   `Breaker::builder().threshold(5).recovery(30s).clock(manual_clock)` and driven
-//!   through `acquire()` and `Permit::record(Outcome::Success | Failure)` on
-//!   the virtual clock): 3 s timeout, same 3 attempts, a rejection is never
-//!   retried. Each breaker opens after 5 consecutive failures, sends one
-//!   trial every 30 s, and closes on the first trial after the gateway
-//!   recovers.
-//! - The same breaker tuned to find the recovery within seconds:
-//!   `recovery = "1s..4s"` (open 1 s, doubling while trials fail, at most 4 s),
-//!   so a trial goes out at least every 4 s.
-//! - Graded shedding, `shed(3)` over a 3 s window from 3 calls ([`SHED_K`],
-//!   [`SHED_WINDOW`], [`SHED_MIN_CALLS`]): the breaker never opens; while
-//!   the gateway fails, it refuses up to 9 attempts in 10. And the same
-//!   beside the classic `threshold(5)`, `recovery = "1s..4s"`, which opens
-//!   it as before.
+//! Every row sees the same arrivals for a seed; each server has a breaker
+//! of its own, built with the row's settings on the simulation's clock and
+//! driven through `acquire()` and `Permit::record`. Rows:
 //!
-//! The summary compares them all ([`Guard::ALL`]) against the goals: peak
-//! busy workers at most 15% of the pool, at least as many checkouts paid
-//! within 10 s as without a breaker, no page view refused, and every breaker
-//! back to normal (closed, not shedding) within 3 s of the gateway's
-//! recovery. It prints busy workers every 10 s for the first two, and writes
-//! `docs/cascade.svg` (busy workers over time, the first two runs).
+//! - `no breaker, 30 s`: a 30 s timeout, no breaker. A checkout holds its
+//!   worker for 3 × 30 s while the gateway hangs; by Little's law 4/s × 90 s
+//!   = 360 busy workers, more than the 300 there are: the pool runs out and
+//!   page views are refused with the checkouts.
+//! - `timeout only, 3 s`: the same 3 s timeout as every breaker row, no
+//!   breaker. 4/s × 9 s = 36 workers on average: the pool never runs out.
+//!   This is the row a breaker has to beat: most of what the 30 s row loses
+//!   is lost to its timeout, not to the want of a breaker.
+//! - `classic`: the library's defaults, 5 failures in a row, open 30 s.
+//! - `classic, tuned`: `recovery = "1s..4s"`, tuned to find the heal within
+//!   seconds (the guide's "closing within seconds of healing").
+//! - `failure rate`: `failure_rate = 0.5` at its defaults (the last 100
+//!   calls, from 10 calls on, open 30 s). A server makes 0.67 checkouts a
+//!   second: the hundred calls before the hang must be outweighed first.
+//! - `graded`: `shed = 2` at its defaults (a 10 s window, from 10 calls). A
+//!   server's window holds about 7 calls while the gateway is healthy, so
+//!   shedding starts late, and after the heal the hang's failures stay in
+//!   the window (10 s), refusing checkouts the gateway would pay until
+//!   enough successes outweigh them.
+//! - `graded, tuned`: `shed = 3, window = "3s", min_calls = 3`, tuned for
+//!   this outage: to stop shedding within about 3 s of the heal at 0.67
+//!   calls a second per server (the shortest window allowed, the timeout;
+//!   so few calls in it that `min_calls` comes down to 3; and k = 3 so that
+//!   after the heal one success outweighs two failures).
+//! - `adaptive limit`: `max_concurrent = 1..=50`: each timeout cuts a
+//!   server's limit by a tenth, down to 1 call at once; each success with
+//!   half of it in use raises it by one. Beside `shed = 2`, which here
+//!   stands in for the default rule: `max_concurrent` alone keeps
+//!   `threshold = 5`, whose 5 timeouts in a row open the breaker before the
+//!   limit is ever reached, so that row is the classic row, figure for
+//!   figure.
 //!
-//! What limits graded shedding here is how few calls each breaker sees: each
-//! server has a breaker of its own (they share nothing), and a server takes
-//! 4/6 ≈ 0.67 checkouts per second. The default 10 s window holds about 7
-//! calls while the gateway is healthy, below the default `min_calls` of 10,
-//! and about 20 attempts (up to 3 per checkout) while it hangs. So:
+//! Columns (medians over the seeds; the least and the most under each):
 //!
-//! - The verdict rests on a handful of attempts, each known only at its 3 s
-//!   timeout. It starts late, and it flickers: every refusal is an attempt
-//!   not made, the window drains below `min_calls`, and the chance falls
-//!   back to 0 until the next failures. It is capped at 0.9, so one attempt
-//!   in ten still holds a worker for 3 s. What keeps the peak low is mostly
-//!   the 3 s timeout: 4/s × 9 s = 36 workers at most without any refusal.
-//! - `k` makes no difference while the gateway hangs: it accepts nothing, so
-//!   the chance is the cap as soon as `min_calls` attempts are in the window.
-//!   It matters only after the heal, when successes must outweigh the hang's
-//!   failures (k × accepted ≥ admitted): with 3 calls in the window, 2
-//!   failures and 1 success shed (3 − 2)/4 at the usual k = 2, and nothing
-//!   at k = 3.
-//! - After the heal the window still holds the hang's failures, the last of
-//!   them known 3 s later (attempts started just before the heal), and the
-//!   chance is worked out again only when a call comes or fails: at 0.67
-//!   calls per second a stale chance can last seconds. With the defaults
-//!   (10 s, 10 calls) shedding goes on 6 to 9 s after the heal, refusing
-//!   checkouts the gateway would pay. Hence the shortest window allowed, the
-//!   3 s timeout: the hang leaves it about when its last failure is known.
-//!   So few calls are in it that `min_calls` must come down, to 3. Tried
-//!   over many runs: k = 2 from 5 calls starts shedding later and passes
-//!   45 busy workers in one run in fifteen, from 4 calls in one run in two
-//!   thousand; k = 2 from 3 calls goes on shedding more than 3 s after the
-//!   heal (up to 6 s) in one run in four; k = 3 from 3 calls met every goal
-//!   in each of a thousand runs.
+//! - *peak busy*: the most workers busy at once, of 300.
+//! - *during the outage*, for the checkouts made while the gateway hangs:
+//!   *slow failures*, checkouts that got no payment after waiting for at
+//!   least one timeout (all attempts timed out, or the breaker refused a
+//!   later attempt), and the *seconds* those customers waited in all;
+//!   *instant fallbacks*, checkouts the breaker refused at the first
+//!   attempt, answered at once.
+//! - *after the heal*: attempts refused (breaker open, shedding, limit) once
+//!   the gateway answers again, each a checkout it would have paid, and how
+//!   long after the heal the *last* one was (0: none).
+//! - *paid ≤ 10 s*: checkouts paid within 10 s of arriving, of the whole run.
+//! - *page views refused*: page views that found no free worker.
+//!
+//! It writes `docs/cascade.svg`: busy workers over time, the median over
+//! the seeds at each instant.
 //!
 //! ```text
-//! cargo run --example cascade
-//! cargo run --example cascade -- --seed 7 --svg /tmp/cascade.svg
+//! cargo run --release --features testing --example cascade
+//! cargo run --release --features testing --example cascade -- --seeds 200 --svg /tmp/cascade.svg
 //! ```
 
-use std::ops::Index;
 use std::time::Duration;
 
-use failfast::{Breaker, Builder, ManualClock, Outcome, Permit, Reason, State};
+use failfast::{Breaker, Builder, ManualClock, Outcome, Permit};
 use plotters::prelude::*;
 
-// Both simulations include it, so the test binary that replays them
-// (`tests/calls`) loads it twice.
+// Every simulation includes it, so the test binary that replays them
+// (`tests/calls`) loads it more than once.
 #[allow(clippy::duplicate_mod)]
 #[path = "common/sim.rs"]
 mod sim;
-use sim::{Events, Rng, advance_to, flag};
+use sim::{Events, Next, Rng, Spread, Table, Unit, advance_to, flag};
 
 const SERVERS: usize = 6;
 const WORKERS_PER_SERVER: usize = 50;
@@ -91,102 +89,100 @@ const CHECKOUTS_PER_SEC: f64 = 4.0;
 const PAGE_VIEWS_PER_SEC: f64 = 20.0;
 const PAGE_VIEW_MS: u64 = 50;
 const GATEWAY_MS: u64 = 400;
-const HANG_FROM_MS: u64 = 60_000;
+pub(crate) const HANG_FROM_MS: u64 = 60_000;
 pub(crate) const HANG_UNTIL_MS: u64 = 240_000;
 const END_MS: u64 = 360_000;
 const ATTEMPTS: u32 = 3;
-const TABLE_EVERY_S: u64 = 10;
 const SAMPLE_MS: u64 = 100;
+/// Seeds run when the command line does not say.
+pub(crate) const SEEDS: u64 = 50;
 
-/// Graded shedding's settings (see the module's notes): a multiplier of 3,
-/// one more than the usual, so that a success outweighs two failures after
-/// the heal; the shortest window allowed, the 3 s timeout (an attempt must
-/// end in the window it started in), so that the hang leaves it soon after
-/// the heal; and 3 attempts in it before any refusal.
-pub(crate) const SHED_K: f64 = 3.0;
-pub(crate) const SHED_WINDOW: Duration = Duration::from_secs(3);
-pub(crate) const SHED_MIN_CALLS: u32 = 3;
-
-/// How each server calls the gateway: one row of the summary.
-///
-/// To add a row (an adaptive concurrency limit, say): add a variant, its
-/// label, timeout and what each server builds below, and list it in
-/// [`Guard::ALL`]. A guard that is not a `Breaker` is admitted in
-/// [`Sim::admit`] and told how the attempt ended in [`Sim::resolve`].
+/// How each server calls the gateway: one row of the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Guard {
-    /// No breaker: 30 s timeout × 3.
-    NoBreaker,
-    /// `threshold(5)`, `recovery = "30s"`.
-    Recovery30s,
-    /// `threshold(5)`, `recovery = "1s..4s"`.
-    Recovery1To4s,
-    /// `shed(3)` alone: the breaker never opens.
+    NoBreaker30s,
+    TimeoutOnly,
+    Classic,
+    ClassicTuned,
+    FailureRate,
     Graded,
-    /// `shed(3)` beside `threshold(5)`, `recovery = "1s..4s"`.
-    GradedThreshold,
-    /// `shed(3)` as in `Graded`, and an adaptive concurrency limit of
-    /// 1 to 50 calls at once per server.
-    GradedAdaptive,
+    GradedTuned,
+    Adaptive,
 }
 
 impl Guard {
     /// Every row, in the order printed.
-    pub(crate) const ALL: [Guard; 6] = [
-        Guard::NoBreaker,
-        Guard::Recovery30s,
-        Guard::Recovery1To4s,
+    pub(crate) const ALL: [Guard; 8] = [
+        Guard::NoBreaker30s,
+        Guard::TimeoutOnly,
+        Guard::Classic,
+        Guard::ClassicTuned,
+        Guard::FailureRate,
         Guard::Graded,
-        Guard::GradedThreshold,
-        Guard::GradedAdaptive,
+        Guard::GradedTuned,
+        Guard::Adaptive,
     ];
 
     pub(crate) fn label(self) -> &'static str {
         match self {
-            Guard::NoBreaker => "no breaker",
-            Guard::Recovery30s => "recovery \"30s\"",
-            Guard::Recovery1To4s => "recovery \"1s..4s\"",
-            Guard::Graded => "graded, shed 3",
-            Guard::GradedThreshold => "shed 3 + threshold 5",
-            Guard::GradedAdaptive => "shed 3 + adaptive",
+            Guard::NoBreaker30s => "no breaker, 30 s",
+            Guard::TimeoutOnly => "timeout only, 3 s",
+            Guard::Classic => "classic",
+            Guard::ClassicTuned => "classic, tuned",
+            Guard::FailureRate => "failure rate",
+            Guard::Graded => "graded",
+            Guard::GradedTuned => "graded, tuned",
+            Guard::Adaptive => "adaptive limit",
         }
     }
 
-    fn timeout_ms(self) -> u64 {
+    /// The row's settings, as the attribute writes them.
+    pub(crate) fn settings(self) -> &'static str {
         match self {
-            Guard::NoBreaker => 30_000,
+            Guard::NoBreaker30s => "timeout = \"30s\", no breaker",
+            Guard::TimeoutOnly => "timeout = \"3s\", no breaker",
+            Guard::Classic => "threshold = 5, recovery = \"30s\" (the defaults)",
+            Guard::ClassicTuned => {
+                "threshold = 5, recovery = \"1s..4s\" (TUNED: to find the heal within seconds)"
+            }
+            Guard::FailureRate => {
+                "failure_rate = 0.5 (window = 100 calls, min_calls = 10, recovery = \"30s\": defaults)"
+            }
+            Guard::Graded => "shed = 2 (window = \"10s\", min_calls = 10: the defaults)",
+            Guard::GradedTuned => {
+                "shed = 3, window = \"3s\", min_calls = 3 (TUNED: to stop shedding within 3 s \
+                 of the heal at 0.67 calls/s per server)"
+            }
+            Guard::Adaptive => {
+                "max_concurrent = 1..=50, shed = 2 (shed in place of the default rule, which \
+                 would open first)"
+            }
+        }
+    }
+
+    pub(crate) fn timeout_ms(self) -> u64 {
+        match self {
+            Guard::NoBreaker30s => 30_000,
             _ => 3_000,
         }
     }
 
     /// The breaker each server builds (on the simulation's clock), if any.
     fn breaker(self) -> Option<Builder> {
-        let classic = |recovery| Breaker::builder().threshold(5).recovery(recovery);
-        let graded = || {
-            Breaker::builder()
-                .shed(SHED_K)
-                .window_time(SHED_WINDOW)
-                .min_calls(SHED_MIN_CALLS)
-        };
         let seconds = Duration::from_secs;
+        let builder = Breaker::builder();
         match self {
-            Guard::NoBreaker => None,
-            Guard::Recovery30s => Some(classic(seconds(30))),
-            Guard::Recovery1To4s => Some(classic(seconds(1)).max_recovery(seconds(4))),
-            Guard::Graded => Some(graded()),
-            Guard::GradedAdaptive => Some(graded().adaptive_concurrency(1, 50)),
-            // No `window_time` here: beside a window, `threshold(5)` would count
-            // 5 failures within it; without, it stays the classic rule, 5 in a
-            // row. Shedding's window is then the default 10 s, started afresh
-            // each time the breaker closes.
-            Guard::GradedThreshold => Some(
-                Breaker::builder()
-                    .shed(SHED_K)
-                    .min_calls(SHED_MIN_CALLS)
-                    .threshold(5)
-                    .recovery(seconds(1))
-                    .max_recovery(seconds(4)),
-            ),
+            Guard::NoBreaker30s | Guard::TimeoutOnly => None,
+            Guard::Classic => Some(builder),
+            Guard::ClassicTuned => Some(builder.recovery(seconds(1)).max_recovery(seconds(4))),
+            Guard::FailureRate => Some(builder.failure_rate(0.5)),
+            Guard::Graded => Some(builder.shed(2.0)),
+            Guard::GradedTuned => Some(builder.shed(3.0).window_time(seconds(3)).min_calls(3)),
+            // `shed` for want of another way to leave the default rule out:
+            // beside `threshold = 5` (what `max_concurrent` alone declares) the
+            // breaker opens before the limit acts, and the row is the classic
+            // row, figure for figure.
+            Guard::Adaptive => Some(builder.adaptive_concurrency(1, 50).shed(2.0)),
         }
     }
 }
@@ -199,7 +195,6 @@ enum Request {
 
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
-    Arrival(Request),
     /// A gateway attempt of a checkout ends: answered (`true`) or timed out.
     AttemptEnds {
         job: usize,
@@ -214,69 +209,51 @@ enum Event {
 struct Job<'b> {
     server: usize,
     arrived_ms: u64,
-    attempt: u32,
+    /// Attempts made so far.
+    attempts: u32,
     permit: Option<Permit<'b>>,
 }
 
-/// What happened in one run.
-#[derive(Default)]
+/// What happened in one run (one row, one seed).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Run {
-    /// Busy workers (all servers), every `SAMPLE_MS`.
-    busy: Vec<usize>,
-    /// One row per `TABLE_EVERY_S` seconds.
-    rows: Vec<Row>,
+    /// Busy workers (all servers), every `SAMPLE_MS`, when asked for.
+    pub(crate) busy: Vec<u16>,
     pub(crate) peak: usize,
-    /// First time every worker was busy.
-    pub(crate) exhausted_at: Option<u64>,
-    /// Checkouts the gateway answered, and how many of those waited over 10 s.
-    pub(crate) completed: u64,
-    pub(crate) completed_slowly: u64,
-    /// Checkouts that failed after 3 attempts timed out.
-    pub(crate) failed_after_retries: u64,
-    /// Checkouts answered by the fallback because the breaker refused the call.
-    pub(crate) fast_failed: u64,
-    /// Of those, refused by graded shedding while the breaker was closed.
-    pub(crate) shed: u64,
-    /// Of those, refused after the gateway recovered.
-    pub(crate) fast_failed_after_heal: u64,
+    /// Checkouts made while the gateway hangs that got no payment after
+    /// waiting at least one timeout, what they waited in all (ms), and of
+    /// them, those whose every attempt timed out.
+    pub(crate) slow_failures: u64,
+    pub(crate) slow_wait_ms: u64,
+    pub(crate) failed_every_attempt: u64,
+    /// Checkouts made while the gateway hangs that the breaker refused at
+    /// the first attempt.
+    pub(crate) instant_fallbacks: u64,
+    /// Attempts refused once the gateway answers again, and the time of
+    /// the last, after the heal (ms; 0: none).
+    pub(crate) refused_after_heal: u64,
+    pub(crate) last_refused_after_heal_ms: u64,
+    pub(crate) paid: u64,
+    pub(crate) paid_within_10_s: u64,
+    /// Requests that found no free worker.
     pub(crate) refused_checkouts: u64,
     pub(crate) refused_page_views: u64,
-    /// The time after the gateway recovered from which every breaker stays
-    /// closed and not shedding (`snapshot().shedding == 0`) to the end;
-    /// `None` without breakers, or if some breaker is still refusing at the end.
-    pub(crate) normal_again_at: Option<u64>,
-    /// The last sample after the recovery at which some breaker was open or
-    /// shedding.
-    abnormal_after_heal: Option<u64>,
-}
-
-impl Run {
-    pub(crate) fn paid_within_10_s(&self) -> u64 {
-        self.completed - self.completed_slowly
-    }
-
-    /// How long after the gateway recovered every breaker was back to
-    /// normal, in ms.
-    pub(crate) fn normal_after_heal_ms(&self) -> Option<u64> {
-        self.normal_again_at.map(|t| t - HANG_UNTIL_MS)
-    }
-}
-
-/// One line of the table: what happened in `TABLE_EVERY_S` seconds.
-#[derive(Default, Clone)]
-struct Row {
-    peak_busy: usize,
-    /// The most breakers at once not back to normal: not closed, or shedding.
-    max_not_normal: usize,
-    refused: u64,
-    fast_failed: u64,
 }
 
 fn gateway_hangs(t_ms: u64) -> bool {
     (HANG_FROM_MS..HANG_UNTIL_MS).contains(&t_ms)
 }
 
-fn simulate(guard: Guard, arrivals: &[(u64, Request)]) -> Run {
+/// One seed's arrivals, in time order: when, and what.
+pub(crate) struct Arrivals {
+    times: Vec<u64>,
+    requests: Vec<Request>,
+}
+
+/// One row over one seed's arrivals; `samples`: keep busy workers over time.
+pub(crate) fn simulate(guard: Guard, seed: u64, arrivals: &Arrivals, samples: bool) -> Run {
+    let row = Guard::ALL.iter().position(|g| *g == guard).unwrap_or(0);
+    sim::seed_draws(seed, row);
     let clock = ManualClock::new();
     let breakers: Vec<Breaker> = match guard.breaker() {
         None => Vec::new(),
@@ -293,7 +270,6 @@ fn simulate(guard: Guard, arrivals: &[(u64, Request)]) -> Run {
     let mut sim = Sim {
         timeout_ms: guard.timeout_ms(),
         breakers: &breakers,
-        clock: &clock,
         events: Events::new(),
         jobs: Vec::new(),
         free_jobs: Vec::new(),
@@ -301,41 +277,31 @@ fn simulate(guard: Guard, arrivals: &[(u64, Request)]) -> Run {
         next_server: 0,
         run: Run::default(),
     };
-    sim.run.rows = vec![Row::default(); (END_MS / 1000 / TABLE_EVERY_S) as usize + 1];
-    for &(t, request) in arrivals {
-        sim.events.schedule(t, Event::Arrival(request));
-    }
-    let mut next_sample = 0u64;
-    while let Some((t, event)) = sim.events.pop() {
-        while next_sample < t.min(END_MS + 1) {
-            sim.sample(next_sample);
-            next_sample += SAMPLE_MS;
-        }
+    let (mut next, mut next_sample) = (0, 0u64);
+    while let Some((t, what)) = sim.events.next(&arrivals.times, &mut next) {
         if t > END_MS {
             break;
         }
-        advance_to(sim.clock, t);
-        sim.handle(t, event);
+        while samples && next_sample < t {
+            sim.run.busy.push(sim.total_busy() as u16);
+            next_sample += SAMPLE_MS;
+        }
+        advance_to(&clock, t);
+        match what {
+            Next::Arrival(i) => sim.arrival(t, arrivals.requests[i]),
+            Next::Event(event) => sim.handle(t, event),
+        }
     }
-    while next_sample <= END_MS {
-        sim.sample(next_sample);
+    while samples && next_sample <= END_MS {
+        sim.run.busy.push(sim.total_busy() as u16);
         next_sample += SAMPLE_MS;
     }
-    let mut run = sim.run;
-    if !breakers.is_empty() {
-        run.normal_again_at = match run.abnormal_after_heal {
-            None => Some(HANG_UNTIL_MS),
-            Some(t) if t + SAMPLE_MS > END_MS => None,
-            Some(t) => Some(t + SAMPLE_MS),
-        };
-    }
-    run
+    sim.run
 }
 
 struct Sim<'b> {
     timeout_ms: u64,
     breakers: &'b [Breaker],
-    clock: &'b ManualClock,
     events: Events<Event>,
     jobs: Vec<Option<Job<'b>>>,
     free_jobs: Vec<usize>,
@@ -349,98 +315,73 @@ impl<'b> Sim<'b> {
         self.busy.iter().sum()
     }
 
-    fn row(&mut self, t_ms: u64) -> &mut Row {
-        &mut self.run.rows[(t_ms / 1000 / TABLE_EVERY_S) as usize]
-    }
-
-    fn sample(&mut self, t_ms: u64) {
-        advance_to(self.clock, t_ms);
-        let busy = self.total_busy();
-        let not_normal = self
-            .breakers
-            .iter()
-            .filter(|b| {
-                let s = b.snapshot();
-                s.state != State::Closed || s.shedding > 0.0
-            })
-            .count();
-        self.run.busy.push(busy);
-        let row = self.row(t_ms);
-        row.peak_busy = row.peak_busy.max(busy);
-        row.max_not_normal = row.max_not_normal.max(not_normal);
-        if t_ms >= HANG_UNTIL_MS && not_normal > 0 {
-            self.run.abnormal_after_heal = Some(t_ms);
-        }
-    }
-
     /// Round-robin load balancing; `None` when that server has no free worker.
-    fn take_worker(&mut self, t_ms: u64) -> Option<usize> {
+    fn take_worker(&mut self) -> Option<usize> {
         let server = self.next_server;
         self.next_server = (self.next_server + 1) % SERVERS;
         if self.busy[server] == WORKERS_PER_SERVER {
             return None;
         }
         self.busy[server] += 1;
-        let busy = self.total_busy();
-        self.run.peak = self.run.peak.max(busy);
-        let row = self.row(t_ms);
-        row.peak_busy = row.peak_busy.max(busy);
-        if busy == POOL && self.run.exhausted_at.is_none() {
-            self.run.exhausted_at = Some(t_ms);
-        }
+        self.run.peak = self.run.peak.max(self.total_busy());
         Some(server)
+    }
+
+    fn arrival(&mut self, t: u64, request: Request) {
+        let Some(server) = self.take_worker() else {
+            match request {
+                Request::Checkout => self.run.refused_checkouts += 1,
+                Request::PageView => self.run.refused_page_views += 1,
+            }
+            return;
+        };
+        match request {
+            Request::PageView => self
+                .events
+                .schedule(t + PAGE_VIEW_MS, Event::PageViewDone { server }),
+            Request::Checkout => {
+                let job = Job {
+                    server,
+                    arrived_ms: t,
+                    attempts: 0,
+                    permit: None,
+                };
+                let id = match self.free_jobs.pop() {
+                    Some(id) => {
+                        self.jobs[id] = Some(job);
+                        id
+                    }
+                    None => {
+                        self.jobs.push(Some(job));
+                        self.jobs.len() - 1
+                    }
+                };
+                self.start_attempt(t, id);
+            }
+        }
     }
 
     fn handle(&mut self, t: u64, event: Event) {
         match event {
-            Event::Arrival(request) => {
-                let Some(server) = self.take_worker(t) else {
-                    match request {
-                        Request::Checkout => self.run.refused_checkouts += 1,
-                        Request::PageView => self.run.refused_page_views += 1,
-                    }
-                    self.row(t).refused += 1;
-                    return;
-                };
-                match request {
-                    Request::PageView => self
-                        .events
-                        .schedule(t + PAGE_VIEW_MS, Event::PageViewDone { server }),
-                    Request::Checkout => {
-                        let job = Job {
-                            server,
-                            arrived_ms: t,
-                            attempt: 0,
-                            permit: None,
-                        };
-                        let id = match self.free_jobs.pop() {
-                            Some(id) => {
-                                self.jobs[id] = Some(job);
-                                id
-                            }
-                            None => {
-                                self.jobs.push(Some(job));
-                                self.jobs.len() - 1
-                            }
-                        };
-                        self.start_attempt(t, id);
-                    }
-                }
-            }
             Event::PageViewDone { server } => self.busy[server] -= 1,
             Event::AttemptEnds { job: id, answered } => {
                 let job = self.jobs[id].as_mut().expect("job in flight");
                 if let Some(permit) = job.permit.take() {
-                    Self::resolve(permit, answered);
+                    permit.record(if answered {
+                        Outcome::Success
+                    } else {
+                        Outcome::Failure
+                    });
                 }
+                let (arrived, attempts) = (job.arrived_ms, job.attempts);
                 if answered {
-                    self.run.completed += 1;
-                    if t - job.arrived_ms > 10_000 {
-                        self.run.completed_slowly += 1;
+                    self.run.paid += 1;
+                    if t - arrived <= 10_000 {
+                        self.run.paid_within_10_s += 1;
                     }
                     self.finish(id);
-                } else if job.attempt == ATTEMPTS {
-                    self.run.failed_after_retries += 1;
+                } else if attempts == ATTEMPTS {
+                    self.unpaid(t, arrived, true);
                     self.finish(id);
                 } else {
                     self.start_attempt(t, id);
@@ -449,50 +390,41 @@ impl<'b> Sim<'b> {
         }
     }
 
-    /// Asks the server's guard to let an attempt through: `Ok` with what to
-    /// resolve when it ends (nothing without a guard), `Err` with whether
-    /// graded shedding refused it.
-    fn admit(&self, server: usize) -> Result<Option<Permit<'b>>, bool> {
-        let breakers = self.breakers;
-        match breakers.get(server) {
-            None => Ok(None),
-            Some(breaker) => match breaker.acquire() {
-                Ok(permit) => Ok(Some(permit)),
-                Err(rejected) => Err(rejected.reason() == Reason::Shed),
-            },
+    /// A checkout made at `arrived` got no payment at `t`, after waiting
+    /// for at least one timeout.
+    fn unpaid(&mut self, t: u64, arrived: u64, every_attempt: bool) {
+        if gateway_hangs(arrived) {
+            self.run.slow_failures += 1;
+            self.run.slow_wait_ms += t - arrived;
+            self.run.failed_every_attempt += u64::from(every_attempt);
         }
-    }
-
-    /// Tells the guard how an attempt it let through ended.
-    fn resolve(permit: Permit<'_>, answered: bool) {
-        permit.record(if answered {
-            Outcome::Success
-        } else {
-            Outcome::Failure
-        });
     }
 
     fn start_attempt(&mut self, t: u64, id: usize) {
-        let server = self.jobs[id].as_ref().expect("job in flight").server;
-        match self.admit(server) {
-            Ok(permit) => {
-                let job = self.jobs[id].as_mut().expect("job in flight");
-                job.attempt += 1;
-                job.permit = permit;
+        let job = self.jobs[id].as_ref().expect("job in flight");
+        let (server, arrived, attempts) = (job.server, job.arrived_ms, job.attempts);
+        let admitted = match self.breakers.get(server) {
+            None => Ok(None),
+            Some(breaker) => breaker.acquire().map(Some),
+        };
+        let Ok(permit) = admitted else {
+            // The fallback answers at once and a refusal is never retried:
+            // the worker is free.
+            if attempts == 0 {
+                self.run.instant_fallbacks += u64::from(gateway_hangs(arrived));
+            } else {
+                self.unpaid(t, arrived, false);
             }
-            Err(shed) => {
-                // The fallback answers at once ("payment pending, we'll email
-                // you") and a rejection is never retried: the worker is free.
-                self.run.fast_failed += 1;
-                self.run.shed += u64::from(shed);
-                if t >= HANG_UNTIL_MS {
-                    self.run.fast_failed_after_heal += 1;
-                }
-                self.row(t).fast_failed += 1;
-                self.finish(id);
-                return;
+            if t >= HANG_UNTIL_MS {
+                self.run.refused_after_heal += 1;
+                self.run.last_refused_after_heal_ms = t - HANG_UNTIL_MS;
             }
-        }
+            self.finish(id);
+            return;
+        };
+        let job = self.jobs[id].as_mut().expect("job in flight");
+        job.attempts += 1;
+        job.permit = permit;
         let (ends, answered) = if gateway_hangs(t) {
             // A hanging gateway never answers: the attempt ends at the timeout.
             (t + self.timeout_ms, false)
@@ -510,302 +442,266 @@ impl<'b> Sim<'b> {
     }
 }
 
-/// Every row of [`Guard::ALL`] over the same traffic (seeded by `seed`).
-pub(crate) struct Runs {
-    pub(crate) checkouts: usize,
-    pub(crate) page_views: usize,
-    pub(crate) runs: Vec<(Guard, Run)>,
-}
-
-impl Index<Guard> for Runs {
-    type Output = Run;
-
-    fn index(&self, guard: Guard) -> &Run {
-        sim::row(&self.runs, guard)
-    }
-}
-
-pub(crate) fn runs(seed: u64) -> Runs {
-    let mut rng = Rng(seed);
-    let mut arrivals: Vec<(u64, Request)> = rng
+/// One seed's arrivals: checkouts and page views, in time order.
+fn arrivals(seed: u64) -> Arrivals {
+    let mut arrivals: Vec<(u64, Request)> = Rng::stream(seed, 0)
         .poisson(CHECKOUTS_PER_SEC, END_MS)
         .into_iter()
         .map(|t| (t, Request::Checkout))
         .collect();
-    let checkouts = arrivals.len();
     arrivals.extend(
-        rng.poisson(PAGE_VIEWS_PER_SEC, END_MS)
+        Rng::stream(seed, 1)
+            .poisson(PAGE_VIEWS_PER_SEC, END_MS)
             .into_iter()
             .map(|t| (t, Request::PageView)),
     );
     arrivals.sort_by_key(|a| a.0);
-    let page_views = arrivals.len() - checkouts;
-    Runs {
-        checkouts,
-        page_views,
-        runs: Guard::ALL
-            .iter()
-            .map(|&guard| (guard, simulate(guard, &arrivals)))
-            .collect(),
+    Arrivals {
+        times: arrivals.iter().map(|a| a.0).collect(),
+        requests: arrivals.iter().map(|a| a.1).collect(),
     }
 }
 
+/// Each row of `guards` over each seed: `runs[row][seed]`.
+pub(crate) fn runs(guards: &[Guard], seeds: std::ops::Range<u64>, samples: bool) -> Vec<Vec<Run>> {
+    let by_seed = sim::over_seeds(seeds, |seed| {
+        let arrivals = arrivals(seed);
+        guards
+            .iter()
+            .map(|&guard| simulate(guard, seed, &arrivals, samples))
+            .collect::<Vec<_>>()
+    });
+    (0..guards.len())
+        .map(|row| by_seed.iter().map(|runs| runs[row].clone()).collect())
+        .collect()
+}
+
+/// `figure` of each run, over the runs.
+pub(crate) fn spread(runs: &[Run], figure: impl Fn(&Run) -> f64) -> Spread {
+    Spread::of(runs.iter().map(figure))
+}
+
+/// `figure` of each run of `a` less that of `b` on the same seed, over the
+/// seeds.
+pub(crate) fn paired(a: &[Run], b: &[Run], figure: impl Fn(&Run) -> f64) -> Spread {
+    Spread::of(a.iter().zip(b).map(|(a, b)| figure(a) - figure(b)))
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let seed: u64 = flag("seed", 7);
+    let seeds = sim::seeds_from_args(SEEDS);
     let svg: String = flag(
         "svg",
         concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cascade.svg").to_string(),
     );
-    let all = runs(seed);
-    let (checkouts, page_views) = (all.checkouts, all.page_views);
-    let naive = &all[Guard::NoBreaker];
-    let guarded = &all[Guard::Recovery30s];
+    let all = runs(&Guard::ALL, seeds.clone(), true);
 
     println!(
-        "{SERVERS} servers × {WORKERS_PER_SERVER} workers = {POOL} workers. Per second: \
-         {CHECKOUTS_PER_SEC} checkouts (they call the payment gateway), \
-         {PAGE_VIEWS_PER_SEC} page views (they don't)."
-    );
-    println!(
-        "The gateway answers in {GATEWAY_MS} ms, hangs from t = {} s to t = {} s, then recovers. \
-         Seed {seed}: {checkouts} checkouts, {page_views} page views in {} s.\n",
+        "{SERVERS} servers × {WORKERS_PER_SERVER} workers = {POOL}. Per second: {CHECKOUTS_PER_SEC} \
+         checkouts (3 attempts each at the payment gateway), {PAGE_VIEWS_PER_SEC} page views \
+         (no gateway).\nThe gateway answers in {GATEWAY_MS} ms, hangs from t = {} s to t = {} s, \
+         answers again until t = {} s. A breaker per server.\n",
         HANG_FROM_MS / 1000,
         HANG_UNTIL_MS / 1000,
         END_MS / 1000
     );
     println!(
-        "{:17} │{:<31}│ FAILFAST: 3 s timeout × 3, breaker per server",
-        "", " NO BREAKER: 30 s timeout × 3"
+        "Rows (3 attempts per checkout, 3 s timeout unless said; a refusal is never retried):"
     );
-    println!(
-        "{:<17} │ {:<19} {:>9} │ {:<19} {:>4} {:>8}",
-        " seconds  gateway",
-        "busy workers (peak)",
-        "refused",
-        "busy workers (peak)",
-        "open",
-        "fallback"
+    for guard in Guard::ALL {
+        println!("  {:<18} {}", guard.label(), guard.settings());
+    }
+    println!();
+    let table = Table::new(
+        18,
+        &[
+            ("peak", "busy", 8),
+            ("OUTAGE: slow", "failures", 12),
+            ("customers", "waited (s)", 11),
+            ("instant", "fallbacks", 9),
+            ("HEAL: payable", "refused", 13),
+            ("last (s", "after heal)", 11),
+            ("paid", "≤ 10 s", 10),
+            ("page views", "refused", 10),
+        ],
     );
-    println!("{}┼{}┼{}", "─".repeat(18), "─".repeat(31), "─".repeat(48));
-    for (i, (n, g)) in naive.rows.iter().zip(&guarded.rows).enumerate() {
-        let from = i as u64 * TABLE_EVERY_S;
-        if from * 1000 >= END_MS {
-            break;
-        }
-        let gateway = if gateway_hangs(from * 1000) {
-            "hangs"
-        } else {
-            "ok"
-        };
+    println!("{}", table.header());
+    for (guard, runs) in Guard::ALL.iter().zip(&all) {
+        let s = |f: fn(&Run) -> f64| spread(runs, f);
         println!(
-            "{:>4}–{:<4}  {:<6} │ {:>3} {:<15} {:>9} │ {:>3} {:<15} {:>4} {:>8}",
-            from,
-            from + TABLE_EVERY_S,
-            gateway,
-            n.peak_busy,
-            bar(n.peak_busy),
-            n.refused,
-            g.peak_busy,
-            bar(g.peak_busy),
-            format!("{}/{SERVERS}", g.max_not_normal),
-            g.fast_failed,
+            "{}",
+            table.row(
+                guard.label(),
+                &[
+                    (s(|r| r.peak as f64), Unit::Plain(0)),
+                    (s(|r| r.slow_failures as f64), Unit::Plain(0)),
+                    (s(|r| r.slow_wait_ms as f64 / 1000.0), Unit::Plain(0)),
+                    (s(|r| r.instant_fallbacks as f64), Unit::Plain(0)),
+                    (s(|r| r.refused_after_heal as f64), Unit::Plain(0)),
+                    (
+                        s(|r| r.last_refused_after_heal_ms as f64 / 1000.0),
+                        Unit::Secs(1)
+                    ),
+                    (s(|r| r.paid_within_10_s as f64), Unit::Plain(0)),
+                    (s(|r| r.refused_page_views as f64), Unit::Plain(0)),
+                ]
+            )
         );
     }
     println!(
-        "busy: the most workers busy at once in those {TABLE_EVERY_S} s (█ = 20); refused: requests (checkouts \
-         and page views) that found no free worker;\nopen: breakers not closed; fallback: checkouts \
-         answered at once because the breaker refused the call.\n"
+        "Medians over the seeds; under each, the least and the most. OUTAGE: checkouts made \
+         while the gateway hangs that\ngot no payment after waiting for a timeout (every \
+         attempt timed out, or the breaker refused a later one), the seconds\nthose customers \
+         waited in all, and checkouts answered at once by the fallback. HEAL: attempts refused \
+         after the\ngateway answers again (each a checkout it would have paid), and the last \
+         of them. paid ≤ 10 s: the whole run."
     );
-
-    println!("Peak busy workers (pool: {POOL})");
-    for (guard, run) in &all.runs {
-        let verdict = match run.exhausted_at {
-            Some(t) => format!("POOL EXHAUSTED at t = {:.1} s", t as f64 / 1000.0),
-            None => "pool never exhausted".to_string(),
-        };
+    let naive = &all[0];
+    println!(
+        "no breaker, 30 s: also {} checkouts refused for want of a worker (median); every other \
+         row: {}.",
+        spread(naive, |r| r.refused_checkouts as f64).median,
+        all[1..]
+            .iter()
+            .map(|runs| spread(runs, |r| r.refused_checkouts as f64).max)
+            .fold(0.0, f64::max)
+    );
+    let timeout = &all[1];
+    let against = Table::new(
+        18,
+        &[
+            ("peak", "busy", 8),
+            ("OUTAGE: slow", "failures", 12),
+            ("customers", "waited (s)", 11),
+            ("paid", "≤ 10 s", 10),
+        ],
+    );
+    println!(
+        "\nEach row less `timeout only, 3 s` on the same seed: what the breaker adds to the timeout.\n{}",
+        against.header()
+    );
+    for (guard, runs) in Guard::ALL.iter().zip(&all).skip(2) {
+        let d = |f: fn(&Run) -> f64| paired(runs, timeout, f);
         println!(
-            "  {:<22}  {:>3} / {POOL}   {verdict}",
-            guard.label(),
-            run.peak
+            "{}",
+            against.row(
+                guard.label(),
+                &[
+                    (d(|r| r.peak as f64), Unit::Plain(0)),
+                    (d(|r| r.slow_failures as f64), Unit::Plain(0)),
+                    (d(|r| r.slow_wait_ms as f64 / 1000.0), Unit::Plain(0)),
+                    (d(|r| r.paid_within_10_s as f64), Unit::Plain(0)),
+                ]
+            )
         );
     }
+    println!("\n{}", sim::provenance("cascade", &seeds));
 
-    println!(
-        "\nCheckouts ({checkouts}) and page views ({page_views}), graded rows: shed {SHED_K} over \
-         {} s from {SHED_MIN_CALLS} calls",
-        SHED_WINDOW.as_secs()
-    );
-    let line = |cells: [&str; 10]| {
-        println!(
-            "{:<22} {:>5} {:>5} {:>8} {:>7} {:>9} {:>7} {:>8} {:>8} {:>11}",
-            cells[0],
-            cells[1],
-            cells[2],
-            cells[3],
-            cells[4],
-            cells[5],
-            cells[6],
-            cells[7],
-            cells[8],
-            cells[9]
-        )
-    };
-    line([
-        "", "peak", "paid", "paid in", "failed", "fallback", "(shed)", "no free", "page v.",
-        "normal",
-    ]);
-    line([
-        "",
-        "busy",
-        "",
-        "≤ 10 s",
-        "3 times",
-        "",
-        "",
-        "worker",
-        "refused",
-        "after heal",
-    ]);
-    println!("{}", "─".repeat(100));
-    for (guard, run) in &all.runs {
-        let normal = match (guard.breaker().is_some(), run.normal_after_heal_ms()) {
-            (false, _) => "-".to_string(),
-            (true, None) => "never".to_string(),
-            (true, Some(ms)) => format!("{:.1} s", ms as f64 / 1000.0),
-        };
-        line([
-            guard.label(),
-            &run.peak.to_string(),
-            &run.completed.to_string(),
-            &run.paid_within_10_s().to_string(),
-            &run.failed_after_retries.to_string(),
-            &run.fast_failed.to_string(),
-            &run.shed.to_string(),
-            &run.refused_checkouts.to_string(),
-            &run.refused_page_views.to_string(),
-            &normal,
-        ]);
-    }
-    line([
-        "goal for a breaker",
-        &format!("≤ {}", POOL * 15 / 100),
-        "",
-        &format!("≥ {}", naive.paid_within_10_s()),
-        "",
-        "",
-        "",
-        "",
-        "0",
-        "≤ 3.0 s",
-    ]);
-    println!(
-        "fallback: checkouts answered at once because the breaker refused an attempt; (shed): \
-         of those, by graded shedding.\nnormal after heal: every breaker closed and not shedding \
-         (snapshot().shedding == 0) from then on. Graded shedding draws\nits refusals from the \
-         breaker's own generator, not from the seed: the graded rows vary a little between runs."
-    );
-
-    println!("\nLittle's law: busy workers = arrival rate × time a request holds a worker");
-    println!(
-        "  gateway healthy:            {CHECKOUTS_PER_SEC}/s × 0.4 s                   = {:>5.1}",
-        CHECKOUTS_PER_SEC * GATEWAY_MS as f64 / 1000.0
-    );
-    println!(
-        "  gateway hangs, no breaker:  {CHECKOUTS_PER_SEC}/s × (3 × 30 s = 90 s)       = {:>5.1} > {POOL}: \
-         exhausted after {:.0} s of hanging",
-        CHECKOUTS_PER_SEC * 90.0,
-        POOL as f64 / CHECKOUTS_PER_SEC
-    );
-    println!(
-        "  gateway hangs, failfast:    {CHECKOUTS_PER_SEC}/s × (3 × 3 s = 9 s) at most = {:>5.1}, \
-         until the breakers open; then about 0",
-        CHECKOUTS_PER_SEC * 9.0
-    );
-
-    plot(&svg, naive, guarded)?;
+    plot(&svg, &all)?;
     println!("\nPlot written to {svg}");
     Ok(())
 }
 
-/// `█` per 20 busy workers, so 300 workers is 15 blocks.
-fn bar(busy: usize) -> String {
-    "█".repeat(busy.div_ceil(20))
+/// The median over the runs of busy workers at each sample.
+fn median_busy(runs: &[Run]) -> Vec<(f64, f64)> {
+    let len = runs.iter().map(|r| r.busy.len()).min().unwrap_or(0);
+    (0..len)
+        .map(|i| {
+            let t = (i as u64 * SAMPLE_MS) as f64 / 1000.0;
+            (
+                t,
+                Spread::of(runs.iter().map(|r| f64::from(r.busy[i]))).median,
+            )
+        })
+        .collect()
 }
 
-fn plot(path: &str, naive: &Run, guarded: &Run) -> Result<(), Box<dyn std::error::Error>> {
+fn plot(path: &str, all: &[Vec<Run>]) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(dir) = std::path::Path::new(path).parent() {
         std::fs::create_dir_all(dir)?;
     }
     let end_s = (END_MS / 1000) as f64;
-    let top = (POOL + 100) as f64;
-    let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
+    let root = SVGBackend::new(path, (960, 720)).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "Busy workers: 6 servers × 50 workers, 4 checkouts/s, payment gateway hangs from 60 s to 240 s",
-            ("sans-serif", 18),
-        )
-        .margin(20)
-        .x_label_area_size(45)
-        .y_label_area_size(55)
-        .build_cartesian_2d(0f64..end_s, 0f64..top)?;
-    chart
-        .configure_mesh()
-        .x_desc("time (s)")
-        .y_desc("busy workers")
-        .x_labels(13)
-        .y_labels(9)
-        .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&|y| format!("{y:.0}"))
-        .light_line_style(WHITE)
-        .draw()?;
-
+    let (top, bottom) = root.split_vertically(400);
     let hang = RGBColor(255, 236, 204);
-    chart
-        .draw_series(std::iter::once(Rectangle::new(
-            [
-                (HANG_FROM_MS as f64 / 1000.0, 0.0),
-                (HANG_UNTIL_MS as f64 / 1000.0, top),
-            ],
-            hang.filled(),
-        )))?
-        .label("gateway hanging")
-        .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 20, y + 6)], hang.filled()));
-
-    let grey = RGBColor(120, 120, 120);
-    chart
-        .draw_series(LineSeries::new(
-            [(0.0, POOL as f64), (end_s, POOL as f64)],
-            grey.stroke_width(1),
-        ))?
-        .label("pool size: 300 workers")
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], grey.stroke_width(1)));
-
-    let red = RGBColor(200, 30, 30);
-    chart
-        .draw_series(LineSeries::new(series(&naive.busy), red.stroke_width(2)))?
-        .label("no breaker (30 s timeout × 3 attempts)")
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], red.stroke_width(2)));
-
-    let blue = RGBColor(20, 90, 200);
-    chart
-        .draw_series(LineSeries::new(series(&guarded.busy), blue.stroke_width(2)))?
-        .label("failfast breaker per server (3 s timeout × 3)")
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], blue.stroke_width(2)));
-
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()?;
+    let lines = [
+        (Guard::NoBreaker30s, RGBColor(200, 30, 30), 2),
+        (Guard::TimeoutOnly, RGBColor(230, 140, 0), 2),
+        (Guard::Classic, RGBColor(20, 90, 200), 2),
+        (Guard::GradedTuned, RGBColor(40, 150, 60), 1),
+    ];
+    let panels = [
+        (
+            &top,
+            (POOL + 60) as f64,
+            "Busy workers (median over the seeds): 6 servers × 50, gateway hangs 60–240 s",
+            &lines[..],
+        ),
+        (
+            &bottom,
+            70.0,
+            "The same, rows with the 3 s timeout, up to 70 workers",
+            &lines[1..],
+        ),
+    ];
+    for (area, y_top, caption, lines) in panels {
+        let mut chart = ChartBuilder::on(area)
+            .caption(caption, ("sans-serif", 17))
+            .margin(15)
+            .x_label_area_size(35)
+            .y_label_area_size(50)
+            .build_cartesian_2d(0f64..end_s, 0f64..y_top)?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc("busy workers")
+            .x_labels(13)
+            .y_labels(8)
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .light_line_style(WHITE)
+            .draw()?;
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [
+                    (HANG_FROM_MS as f64 / 1000.0, 0.0),
+                    (HANG_UNTIL_MS as f64 / 1000.0, y_top),
+                ],
+                hang.filled(),
+            )))?
+            .label("gateway hanging")
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 20, y + 6)], hang.filled()));
+        if y_top > POOL as f64 {
+            let grey = RGBColor(120, 120, 120);
+            chart
+                .draw_series(LineSeries::new(
+                    [(0.0, POOL as f64), (end_s, POOL as f64)],
+                    grey.stroke_width(1),
+                ))?
+                .label("pool: 300 workers")
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 20, y)], grey.stroke_width(1))
+                });
+        }
+        for &(guard, color, width) in lines {
+            let row = Guard::ALL.iter().position(|g| *g == guard).unwrap_or(0);
+            chart
+                .draw_series(LineSeries::new(
+                    median_busy(&all[row]),
+                    color.stroke_width(width),
+                ))?
+                .label(guard.label())
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 20, y)], color.stroke_width(width))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .draw()?;
+    }
     root.present()?;
     Ok(())
-}
-
-fn series(busy: &[usize]) -> Vec<(f64, f64)> {
-    busy.iter()
-        .enumerate()
-        .map(|(i, &b)| ((i as u64 * SAMPLE_MS) as f64 / 1000.0, b as f64))
-        .collect()
 }

@@ -12,12 +12,15 @@ mod support;
 #[path = "../../examples/common/mod.rs"]
 mod common;
 
-/// The cascade simulation of `examples/cascade.rs`.
+/// The cascade simulation of `examples/cascade.rs` (its shedding draws
+/// seeded with `failfast::testing`).
+#[cfg(feature = "testing")]
 #[allow(dead_code)]
 #[path = "../../examples/cascade.rs"]
 mod cascade_example;
 
 /// The capacity simulation of `examples/capacity.rs`.
+#[cfg(feature = "testing")]
 #[allow(dead_code)]
 #[path = "../../examples/capacity.rs"]
 mod capacity_example;
@@ -25,7 +28,9 @@ mod capacity_example;
 mod attribute_scenarios;
 #[cfg(feature = "tokio")]
 mod bulkhead;
+#[cfg(feature = "testing")]
 mod capacity;
+#[cfg(feature = "testing")]
 mod cascade;
 mod classify;
 mod const_values;
