@@ -25,6 +25,12 @@ mod cascade_example;
 #[path = "../../examples/capacity.rs"]
 mod capacity_example;
 
+/// The metastable-failure simulation of `examples/metastable.rs`.
+#[cfg(feature = "testing")]
+#[allow(dead_code)]
+#[path = "../../examples/metastable.rs"]
+mod metastable_example;
+
 mod attribute_scenarios;
 #[cfg(feature = "tokio")]
 mod bulkhead;
@@ -40,6 +46,8 @@ mod foreign_errors;
 mod hangs;
 #[cfg(feature = "keyed")]
 mod keyed;
+#[cfg(feature = "testing")]
+mod metastable;
 #[cfg(feature = "reqwest-middleware")]
 mod reqwest_client;
 mod retry;
