@@ -28,7 +28,10 @@
 //! clock on every 16th call it admits, and on every call while the breaker
 //! sheds. So a breaker called less than 16 times per thread and period
 //! keeps older marks, and its window reaches further back (which only
-//! counts more calls, and sheds less). The chance is worked out again at
+//! counts more calls, and sheds less). A mark is tagged with the time its
+//! period began, not with the period's number, so marks made before the
+//! window changed at run time still place themselves against the new
+//! width's periods, whatever the uptime. The chance is worked out again at
 //! each new mark and at each counted failure, and kept in one word that
 //! every call reads: while it is 0 a call reads it and nothing else.
 
@@ -112,33 +115,71 @@ pub(crate) fn share(chance: u32) -> f64 {
     (f64::from(chance) / SCALE * 1e9).round() / 1e9
 }
 
-/// The totals when one period began. `period` is the period's number plus
-/// one (0: none), written last, and cleared first while the counts change,
-/// so a reader that finds the same number before and after reading the
+/// A period of the window, `width` nanoseconds long (`window / 20`): when
+/// it starts on the breaker's clock. Marks are tagged with that time, not
+/// with the period's number, so that marks made with one width and read
+/// with another (the window changed at run time) still compare.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Period {
+    pub(crate) start: u64,
+    pub(crate) width: u64,
+}
+
+impl Period {
+    /// The period of `width` that `now` falls in.
+    pub(crate) fn at(now: u64, width: u64) -> Self {
+        let width = width.max(1);
+        Period {
+            start: now - now % width,
+            width,
+        }
+    }
+
+    /// Its tag in a mark: its start plus one (0: no mark).
+    fn tag(self) -> u64 {
+        self.start.saturating_add(1)
+    }
+
+    /// The tag of the window's first period: the one 19 periods before
+    /// this one (the window is this period and the 19 before it).
+    fn first_tag(self) -> u64 {
+        self.start
+            .saturating_sub((PERIODS as u64 - 1).saturating_mul(self.width))
+            .saturating_add(1)
+    }
+
+    #[allow(clippy::cast_possible_truncation)] // below PERIODS
+    fn index(self) -> usize {
+        (self.start / self.width % PERIODS as u64) as usize
+    }
+}
+
+/// The totals when one period began. `at` is the period's tag (its start
+/// plus one; 0: none), written last, and cleared first while the counts
+/// change, so a reader that finds the same tag before and after reading the
 /// counts read one mark's counts.
 #[derive(Debug, Default)]
 struct Mark {
-    period: AtomicU64,
+    at: AtomicU64,
     admitted: AtomicU64,
     succeeded: AtomicU64,
     neutral: AtomicU64,
 }
 
 impl Mark {
-    fn write(&self, period: u64, counts: Counts) {
-        self.period.store(0, Relaxed);
+    fn write(&self, period: Period, counts: Counts) {
+        self.at.store(0, Relaxed);
         std::sync::atomic::fence(Release);
         self.admitted.store(counts.admitted, Relaxed);
         self.succeeded.store(counts.succeeded, Relaxed);
         self.neutral.store(counts.neutral, Relaxed);
-        self.period.store(period + 1, Release);
+        self.at.store(period.tag(), Release);
     }
 
-    /// The period (plus one) and its counts, unless the mark was being
-    /// written meanwhile.
+    /// The tag and the counts, unless the mark was being written meanwhile.
     fn read(&self) -> Option<(u64, Counts)> {
-        let period = self.period.load(Acquire);
-        if period == 0 {
+        let at = self.at.load(Acquire);
+        if at == 0 {
             return None;
         }
         let counts = Counts {
@@ -147,13 +188,13 @@ impl Mark {
             neutral: self.neutral.load(Relaxed),
         };
         std::sync::atomic::fence(Acquire);
-        (self.period.load(Relaxed) == period).then_some((period, counts))
+        (self.at.load(Relaxed) == at).then_some((at, counts))
     }
 }
 
 #[derive(Debug, Default)]
 struct Marks {
-    /// The latest period marked, plus one.
+    /// The tag of the latest period marked.
     latest: AtomicU64,
     ring: [Mark; PERIODS],
 }
@@ -175,16 +216,17 @@ impl Shed {
         self.marks.get_or_init(Box::default)
     }
 
-    /// Marks the start of `period` with `counts` if no call did yet;
-    /// whether this call did. The first mark of all is of no calls: the
-    /// calls before it are the window's.
-    pub(crate) fn roll(&self, period: u64, counts: impl FnOnce() -> Counts) -> bool {
+    /// Marks the start of `period` with `counts` if no call did yet (nor
+    /// marked a period that starts later); whether this call did. The
+    /// first mark of all is of no calls: the calls before it are the
+    /// window's.
+    pub(crate) fn roll(&self, period: Period, counts: impl FnOnce() -> Counts) -> bool {
         let marks = self.marks();
         let latest = marks.latest.load(Relaxed);
-        if latest > period
+        if latest >= period.tag()
             || marks
                 .latest
-                .compare_exchange(latest, period + 1, Relaxed, Relaxed)
+                .compare_exchange(latest, period.tag(), Relaxed, Relaxed)
                 .is_err()
         {
             return false;
@@ -194,45 +236,40 @@ impl Shed {
         } else {
             counts()
         };
-        marks.ring[ring_index(period)].write(period, counts);
+        marks.ring[period.index()].write(period, counts);
         true
     }
 
     /// The totals the window of `period` starts from: the oldest mark of
-    /// the last 20 periods; failing that the latest older one (a breaker
-    /// called too seldom to mark each period); failing that none.
-    pub(crate) fn base(&self, period: u64) -> Counts {
-        let oldest = (period + 1).saturating_sub(PERIODS as u64 - 1);
+    /// its 20 periods; failing that the latest older one (a breaker called
+    /// too seldom to mark each period); failing that none.
+    pub(crate) fn base(&self, period: Period) -> Counts {
         // Marks of `period` and before (one being written now may be of a
-        // later one); each period has one slot, so no two are equal.
+        // later one); each slot holds one, so no two are of the same
+        // period.
         let marks = || {
             self.marks()
                 .ring
                 .iter()
                 .filter_map(Mark::read)
-                .filter(|&(marked, _)| marked <= period + 1)
+                .filter(|&(at, _)| at <= period.tag())
         };
         marks()
-            .filter(|&(marked, _)| marked >= oldest)
-            .min_by_key(|&(marked, _)| marked)
-            .or_else(|| marks().max_by_key(|&(marked, _)| marked))
+            .filter(|&(at, _)| at >= period.first_tag())
+            .min_by_key(|&(at, _)| at)
+            .or_else(|| marks().max_by_key(|&(at, _)| at))
             .map_or_else(Counts::default, |(_, counts)| counts)
     }
 
     /// Forgets every mark: the window starts at `period`, from `counts`.
-    pub(crate) fn clear(&self, period: u64, counts: Counts) {
+    pub(crate) fn clear(&self, period: Period, counts: Counts) {
         let marks = self.marks();
         for mark in &marks.ring {
-            mark.period.store(0, Release);
+            mark.at.store(0, Release);
         }
-        marks.ring[ring_index(period)].write(period, counts);
-        marks.latest.fetch_max(period + 1, Relaxed);
+        marks.ring[period.index()].write(period, counts);
+        marks.latest.fetch_max(period.tag(), Relaxed);
     }
-}
-
-#[allow(clippy::cast_possible_truncation)] // below PERIODS
-fn ring_index(period: u64) -> usize {
-    (period % PERIODS as u64) as usize
 }
 
 thread_local! {
@@ -328,42 +365,100 @@ mod tests {
     #[test]
     fn the_base_is_the_oldest_mark_of_the_last_twenty_periods() {
         let shed = Shed::new();
+        // Periods of 1 ns: period n starts at n.
+        let p = |n: u64| Period::at(n, 1);
         let at = |n: u64| Counts {
             admitted: n,
             succeeded: n,
             neutral: 0,
         };
-        assert_eq!(shed.base(5), Counts::default(), "no mark: since the start");
+        assert_eq!(
+            shed.base(p(5)),
+            Counts::default(),
+            "no mark: since the start"
+        );
         // A mark of a later period (being written as the base is read) is
         // not the window's.
         let later = Shed::new();
-        later.clear(0, at(5));
-        assert!(later.roll(30, || at(300)));
-        assert_eq!(later.base(25), at(5), "period 30 is after 25");
-        assert_eq!(later.base(30), at(300));
-        assert!(shed.roll(2, || at(20)));
-        assert_eq!(shed.base(2), Counts::default(), "the first mark is of none");
-        assert!(shed.roll(3, || at(30)));
-        assert!(!shed.roll(3, || at(31)), "marked once per period");
-        assert!(!shed.roll(2, || at(20)), "never an earlier period");
-        assert!(shed.roll(7, || at(70)));
-        assert_eq!(shed.base(7), Counts::default());
-        assert_eq!(shed.base(22), at(30), "period 3 is the oldest of 3..=22");
-        assert_eq!(shed.base(23), at(70), "period 3 has left the window");
-        // Nothing within the window: the latest older mark.
-        assert_eq!(shed.base(100), at(70));
-        assert!(shed.roll(30, || at(300)));
+        later.clear(p(0), at(5));
+        assert!(later.roll(p(30), || at(300)));
+        assert_eq!(later.base(p(25)), at(5), "period 30 is after 25");
+        assert_eq!(later.base(p(30)), at(300));
+        assert!(shed.roll(p(2), || at(20)));
         assert_eq!(
-            shed.base(30),
+            shed.base(p(2)),
+            Counts::default(),
+            "the first mark is of none"
+        );
+        assert!(shed.roll(p(3), || at(30)));
+        assert!(!shed.roll(p(3), || at(31)), "marked once per period");
+        assert!(!shed.roll(p(2), || at(20)), "never an earlier period");
+        assert!(shed.roll(p(7), || at(70)));
+        assert_eq!(shed.base(p(7)), Counts::default());
+        assert_eq!(shed.base(p(22)), at(30), "period 3 is the oldest of 3..=22");
+        assert_eq!(shed.base(p(23)), at(70), "period 3 has left the window");
+        // Nothing within the window: the latest older mark.
+        assert_eq!(shed.base(p(100)), at(70));
+        assert!(shed.roll(p(30), || at(300)));
+        assert_eq!(
+            shed.base(p(30)),
             at(300),
             "of 3, 7 and 30 only 30 is within 11..=30"
         );
-        shed.clear(31, at(310));
-        assert_eq!(shed.base(31), at(310));
-        assert_eq!(shed.base(45), at(310));
-        assert!(!shed.roll(31, || at(0)));
-        assert!(shed.roll(32, || at(320)));
-        assert_eq!(shed.base(32), at(310));
+        shed.clear(p(31), at(310));
+        assert_eq!(shed.base(p(31)), at(310));
+        assert_eq!(shed.base(p(45)), at(310));
+        assert!(!shed.roll(p(31), || at(0)));
+        assert!(shed.roll(p(32), || at(320)));
+        assert_eq!(shed.base(p(32)), at(310));
+    }
+
+    /// The window's width changed at run time, at a large uptime, longer
+    /// and shorter: marks compare by when their periods start, so a
+    /// period of the new width is marked as soon as it starts after the
+    /// latest one marked (at most one period of the new width later), and
+    /// the window reaches back over the marks of either width.
+    #[test]
+    fn marks_of_another_width_still_compare() {
+        let counts = |n: u64| Counts {
+            admitted: n,
+            succeeded: n,
+            neutral: 0,
+        };
+        let second = 1_000_000_000u64;
+        for uptime in [1_000, 4_000_000, 1 << 33] {
+            let now = uptime * second;
+            let (short, long) = (second / 20, 10 * second / 20);
+            let shed = Shed::new();
+            // 1 s windows: periods of 50 ms, marked up to `now`.
+            for k in (0..40).rev() {
+                assert!(shed.roll(Period::at(now - k * short, short), || counts(k)));
+            }
+            // Now 10 s windows: the period of 500 ms that `now` is in
+            // began before the latest mark; the next one is marked.
+            let long_now = Period::at(now + short / 2, long);
+            assert_eq!(shed.roll(long_now, || counts(100)), long_now.start > now);
+            let next = Period::at(long_now.start + long, long);
+            assert!(shed.roll(next, || counts(200)), "at {uptime} s");
+            // The oldest within 10 s: one of the 50 ms marks still in the
+            // ring (the latest 20, less one a 500 ms mark took the slot of).
+            let base = shed.base(next).admitted;
+            assert!((17..=19).contains(&base), "{base} at {uptime} s");
+            // And back to 1 s: the very next 50 ms period is marked, and
+            // after 1 s of them the window is theirs.
+            let back = Period::at(next.start + short, short);
+            assert!(shed.roll(back, || counts(300)), "at {uptime} s");
+            for k in 1..=20 {
+                let later = Period::at(back.start + k * short, short);
+                assert!(shed.roll(later, || counts(300 + k)));
+            }
+            let last = Period::at(back.start + 20 * short, short);
+            assert_eq!(shed.base(last), counts(301), "the oldest of the 1 s window");
+            shed.clear(Period::at(last.start + long, long), counts(400));
+            let after = Period::at(last.start + 2 * long, long);
+            assert!(shed.roll(after, || counts(500)));
+            assert_eq!(shed.base(after), counts(400));
+        }
     }
 
     /// A million draws: their mean within four standard errors of ½, and

@@ -332,3 +332,47 @@ fn the_share_shed_at_steady_state_is_the_formulas() {
         );
     }
 }
+
+/// 100 calls per second, from 1,000 s of uptime on: the shedding window
+/// set to 1 s, then 10 s, then back, each change followed by an outage of
+/// 30 s and a recovery. Shedding starts in each outage and stops within
+/// one window (and a period) of each heal, whatever the uptime.
+#[test]
+fn a_window_changed_at_run_time_at_any_uptime_sheds_and_heals_in_its_own_time() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .name("shed.reshaped")
+        .shed(2.0)
+        .window_time(Duration::from_secs(1))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let tick = Duration::from_millis(10);
+    let run = |fails: bool, d: Duration| {
+        for _ in 0..d.as_millis() / 10 {
+            call(&b, fails);
+            clock.advance(tick);
+        }
+    };
+    let mut uptime = Duration::from_secs(1_000);
+    for secs in [10, 1, 10, 60, 1, 2, 10] {
+        clock.advance(uptime.saturating_sub(clock.now()));
+        let window = Duration::from_secs(secs);
+        b.reconfigure(&Breaker::builder().window_time(window)).unwrap();
+        run(false, Duration::from_secs(5));
+        run(true, Duration::from_secs(30).max(window));
+        assert!(b.snapshot().shedding > 0.5, "{secs} s at {:?}", clock.now());
+        let mut healed_for = Duration::ZERO;
+        while b.snapshot().shedding > 0.0 {
+            call(&b, false);
+            clock.advance(tick);
+            healed_for += tick;
+            assert!(
+                healed_for <= window + window / 20 + tick,
+                "window {secs} s at {:?}: still shedding {healed_for:?} after the heal",
+                clock.now()
+            );
+        }
+        uptime = uptime * 3 + Duration::from_secs(1_000_000);
+    }
+}

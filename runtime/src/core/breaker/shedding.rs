@@ -5,7 +5,7 @@
 use super::transition::{Counts as TransitionCounts, Guard};
 use super::*;
 use crate::core::config::{TIME_BUCKETS, Window as Shape};
-use crate::core::shed::{self, Counts, LOOK_EVERY};
+use crate::core::shed::{self, Counts, LOOK_EVERY, Period};
 use crate::core::totals::{ADMITTED, NEUTRAL, SHED, SUCCESS, WOULD_REJECT};
 
 /// Told when graded shedding starts or stops refusing calls, with the
@@ -102,7 +102,7 @@ impl Breaker {
 
     /// The chance of refusal over the window of `period`, the totals being
     /// `now`.
-    fn reconsider_shedding(&self, period: u64, now: Counts) {
+    fn reconsider_shedding(&self, period: Period, now: Counts) {
         let settings = self.settings();
         let window = now.since(self.shed.base(period));
         let chance = window.chance(settings.shed(), settings.min_calls);
@@ -131,13 +131,13 @@ impl Breaker {
     }
 
     /// The period of the shedding window now: `window / 20` long.
-    fn shed_period(&self) -> u64 {
+    fn shed_period(&self) -> Period {
         let width = match self.settings().window {
             Shape::Time(t) => t / u64::from(TIME_BUCKETS),
             // Refused with `shed` when settings are checked.
             Shape::Calls(_) => u64::MAX,
         };
-        self.clock.coarse_now() / width.max(1)
+        Period::at(self.clock.coarse_now(), width)
     }
 
     fn shed_counts(&self) -> Counts {
