@@ -440,7 +440,7 @@ fn main() {
     );
     println!("Rows:");
     for guard in Guard::ALL {
-        println!("  {:<17} {}", guard.label(), guard.settings());
+        println!("  {:<19} {}", guard.label(), guard.settings());
     }
     let table = Table::new(
         17,

@@ -569,10 +569,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let against = Table::new(
         18,
         &[
-            ("peak", "busy", 8),
-            ("OUTAGE: slow", "failures", 12),
-            ("customers", "waited (s)", 11),
-            ("paid", "≤ 10 s", 10),
+            ("peak", "busy", 11),
+            ("OUTAGE: slow", "failures", 13),
+            ("customers", "waited (s)", 15),
+            ("paid", "≤ 10 s", 11),
         ],
     );
     println!(

@@ -60,7 +60,8 @@
 //! more to the end of the run ("never": it does not). 90% of what is
 //! asked, that is: the healthy server answers all of it, 70 a second, 70%
 //! of its capacity. Then the *answered* share of requests
-//! made after the trigger; the server's *load* after the trigger, in
+//! made after the trigger, and the share the breaker refused (*fallback*,
+//! answered at once or after a timeout); the server's *load* after the trigger, in
 //! attempts a second against its 100; the share of its work *wasted* on
 //! requests whose caller was gone, over the whole run; and what customers
 //! *waited* after the trigger, median and 99th percentile, until an
@@ -305,6 +306,13 @@ impl Run {
         let asked: u32 = self.requests[s.clone()].iter().sum();
         let answered: u32 = self.answered[s].iter().sum();
         f64::from(answered) / f64::from(asked.max(1))
+    }
+
+    /// The share of requests made after the trigger that the breaker
+    /// refused (answered by the fallback).
+    pub(crate) fn fallback_after(&self) -> f64 {
+        let asked: u32 = self.requests[self.seconds()].iter().sum();
+        self.refused_after as f64 / f64::from(asked.max(1))
     }
 
     /// Attempts a second at the server after the trigger.
@@ -635,9 +643,9 @@ fn main() {
     let all = runs(&Guard::ALL, phases, seeds.clone());
     println!(
         "Clients ask {DEMAND_PER_SEC} requests/s of a server with {WORKERS} workers ({} ms a \
-         request: {CAPACITY_PER_SEC} a second) and a queue\nwith no bound that serves requests \
-         whose caller gave up. An attempt times out after {TIMEOUT_MS} ms. From t = {} s to \
-         t = {} s\nthe server's capacity halves. Arrivals stop at t = {} s.\n",
+         request: {CAPACITY_PER_SEC} a second)\nand a queue with no bound, which serves requests \
+         whose caller gave up. An attempt times out after {TIMEOUT_MS} ms.\nFrom t = {} s to \
+         t = {} s the server's capacity halves. Arrivals stop at t = {} s.\n",
         SERVICE_MS,
         phases.trigger_from / 1000,
         phases.trigger_until / 1000,
@@ -672,6 +680,7 @@ fn main() {
         &[
             ("back to 90%", "after (s)", 11),
             ("answered", "after", 9),
+            ("fallback", "after", 9),
             ("server load", "(of 100/s)", 11),
             ("work", "wasted", 7),
             ("wait p50", "(ms)", 9),
@@ -688,6 +697,7 @@ fn main() {
                 &[
                     (s(Run::recovered_after), Unit::Secs(0)),
                     (s(Run::answered_after), Unit::Percent),
+                    (s(Run::fallback_after), Unit::Percent),
                     (s(Run::load_after), Unit::Plain(0)),
                     (s(Run::wasted), Unit::Percent),
                     (s(|r| r.wait_p50_ms), Unit::Plain(0)),
@@ -699,8 +709,9 @@ fn main() {
     println!(
         "Medians over the seeds; under each, the least and the most. back to 90%: from the end \
          of the trigger to the\nsecond from which 90% or more of the requests made in each \
-         second are answered, to the end (never: not by then).\nanswered, server load and waits: \
-         from the end of the trigger on; work wasted: of the whole run."
+         second are answered, to the end (never: not by then).\nanswered (by the server), \
+         fallback (refused by the breaker), server load and waits: from the end of the trigger \
+         on;\nwork wasted: of the whole run."
     );
     println!("\n{}", sim::provenance("metastable", &seeds));
 }
