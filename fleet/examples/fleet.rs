@@ -11,6 +11,7 @@
 //! cargo run --release -p failfast-fleet --example fleet
 //! cargo run --release -p failfast-fleet --example fleet -- --runs 3
 //! cargo run --release -p failfast-fleet --example fleet -- --processes --runs 3
+//! cargo run --release -p failfast-fleet --example fleet -- --cluster --runs 3
 //! ```
 //!
 //! By default all instances live in this one process, but share nothing but
@@ -26,6 +27,12 @@
 //! binary starts copies of itself (`std::env::current_exe`), each with its own
 //! runtime, fleet, connections and identity; they report their breaker's
 //! state changes and their counts to this one on their standard output.
+//! `--cluster` shares through a Redis Cluster of three primaries instead of
+//! one server (started here with `redis-server --cluster-enabled yes` and
+//! `redis-cli --cluster create`, so `redis-cli` must be on PATH too:
+//! `apt-get install redis-tools`): instance `i` is given
+//! `redis+cluster://` and node `i % 3` only, so most instances reach the
+//! breaker's slot through a node that does not hold it.
 //! `--runs N` runs each scenario N times and prints the median and the range
 //! of each figure.
 
@@ -169,6 +176,7 @@ struct Row {
     recovered_in: Option<Duration>,
     late_failures: u64,
     store_ops_per_s: f64,
+    store_ops_failed: u64,
 }
 
 fn label(quorum: Option<u32>) -> String {
@@ -217,10 +225,11 @@ impl Fleetwide for Vec<Instance> {
     }
 }
 
-async fn scenario(url: &str, dep: &Dependency, quorum: Option<u32>, run: usize) -> Row {
+async fn scenario(urls: &[String], dep: &Dependency, quorum: Option<u32>, run: usize) -> Row {
     let namespace = format!("fleet-example/k{}/r{run}", quorum.unwrap_or(0));
     let mut instances = Vec::new();
     for i in 0..INSTANCES {
+        let url = &urls[i % urls.len()];
         instances.push(instance(url, &namespace, quorum, format!("pod{i}")).await);
     }
     let counts = Arc::new(Counts::default());
@@ -239,7 +248,13 @@ async fn scenario(url: &str, dep: &Dependency, quorum: Option<u32>, run: usize) 
     dep.sick.store(true, Ordering::Relaxed);
     let spread = spread(start + HEALTHY, &instances).await;
     tokio::time::sleep_until((start + HEALTHY + LATE_AFTER).into()).await;
-    let late = instance(url, &namespace, quorum, "late".into()).await;
+    let late = instance(
+        &urls[INSTANCES % urls.len()],
+        &namespace,
+        quorum,
+        "late".into(),
+    )
+    .await;
     tasks.push(tokio::spawn(calls(
         late.breaker.clone(),
         dep.port,
@@ -262,6 +277,11 @@ async fn scenario(url: &str, dep: &Dependency, quorum: Option<u32>, run: usize) 
         .filter_map(|i| i.fleet.as_ref())
         .map(|f| f.stats().ops_ok + f.stats().ops_failed)
         .sum();
+    let failed: u64 = instances
+        .iter()
+        .filter_map(|i| i.fleet.as_ref())
+        .map(|f| f.stats().ops_failed)
+        .sum();
     Row {
         failing_until_stopped: counts.failing_until_stopped.load(Ordering::Relaxed),
         spread,
@@ -269,6 +289,7 @@ async fn scenario(url: &str, dep: &Dependency, quorum: Option<u32>, run: usize) 
         recovered_in,
         late_failures: counts.late_failures.load(Ordering::Relaxed),
         store_ops_per_s: ops as f64 / start.elapsed().as_secs_f64(),
+        store_ops_failed: failed,
     }
 }
 
@@ -277,7 +298,7 @@ async fn scenario(url: &str, dep: &Dependency, quorum: Option<u32>, run: usize) 
 /// long to call; it prints `ready` once its fleet is connected, starts calling
 /// on a line from its standard input, prints `state open|closed|half_open`
 /// on every change of its breaker's state and, at the end,
-/// `done <failing until stopped> <probes> <late failures> <store ops>`.
+/// `done <failing until stopped> <probes> <late failures> <store ops> <failed store ops>`.
 async fn child(args: &[String]) {
     let arg = |name: &str| {
         let at = args.iter().position(|a| a == name).expect(name);
@@ -311,12 +332,12 @@ async fn child(args: &[String]) {
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    let ops = me
-        .fleet
-        .as_ref()
-        .map_or(0, |f| f.stats().ops_ok + f.stats().ops_failed);
+    let (ops, failed) = me.fleet.as_ref().map_or((0, 0), |f| {
+        let s = f.stats();
+        (s.ops_ok + s.ops_failed, s.ops_failed)
+    });
     println!(
-        "done {} {} {} {ops}",
+        "done {} {} {} {ops} {failed}",
         counts.failing_until_stopped.load(Ordering::Relaxed),
         counts.probes.load(Ordering::Relaxed),
         counts.late_failures.load(Ordering::Relaxed),
@@ -344,7 +365,7 @@ async fn spawn(
     args: Vec<String>,
     index: usize,
     states: Arc<Vec<AtomicU8>>,
-) -> (ChildStdin, tokio::task::JoinHandle<[u64; 4]>) {
+) -> (ChildStdin, tokio::task::JoinHandle<[u64; 5]>) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .arg("--child")
         .args(args)
@@ -358,7 +379,7 @@ async fn spawn(
     let ready = lines.next_line().await.unwrap();
     assert_eq!(ready.as_deref(), Some("ready"), "instance {index}");
     let follow = tokio::spawn(async move {
-        let mut done = [0; 4];
+        let mut done = [0; 5];
         while let Ok(Some(line)) = lines.next_line().await {
             if let Some(state) = line.strip_prefix("state ") {
                 states[index].store(u8::from(state != "closed"), Ordering::Relaxed);
@@ -375,17 +396,22 @@ async fn spawn(
 }
 
 /// One scenario with every instance a process of its own.
-async fn scenario_processes(url: &str, dep: &Dependency, quorum: Option<u32>, run: usize) -> Row {
+async fn scenario_processes(
+    urls: &[String],
+    dep: &Dependency,
+    quorum: Option<u32>,
+    run: usize,
+) -> Row {
     let namespace = format!("fleet-example/p{}/r{run}", quorum.unwrap_or(0));
     let states = Arc::new(
         (0..=INSTANCES)
             .map(|_| AtomicU8::new(0))
             .collect::<Vec<_>>(),
     );
-    let args = |name: String, millis: Duration, late: bool| {
+    let args = |index: usize, name: String, millis: Duration, late: bool| {
         let mut a = vec![
             "--redis".to_owned(),
-            url.to_owned(),
+            urls[index % urls.len()].clone(),
             "--namespace".into(),
             namespace.clone(),
             "--quorum".into(),
@@ -406,7 +432,8 @@ async fn scenario_processes(url: &str, dep: &Dependency, quorum: Option<u32>, ru
     let mut inputs = Vec::new();
     let mut follows = Vec::new();
     for i in 0..INSTANCES {
-        let (stdin, follow) = spawn(args(format!("pod{i}"), total, false), i, states.clone()).await;
+        let (stdin, follow) =
+            spawn(args(i, format!("pod{i}"), total, false), i, states.clone()).await;
         inputs.push(stdin);
         follows.push(follow);
     }
@@ -425,6 +452,7 @@ async fn scenario_processes(url: &str, dep: &Dependency, quorum: Option<u32>, ru
     tokio::time::sleep_until((start + HEALTHY + LATE_AFTER).into()).await;
     let (mut stdin, follow) = spawn(
         args(
+            INSTANCES,
             "late".into(),
             end.saturating_duration_since(Instant::now()),
             true,
@@ -442,7 +470,7 @@ async fn scenario_processes(url: &str, dep: &Dependency, quorum: Option<u32>, ru
     tokio::time::sleep_until(healed.into()).await;
     dep.sick.store(false, Ordering::Relaxed);
     let recovered_in = recovery(healed, end, &fleet).await;
-    let mut totals = [0; 4];
+    let mut totals = [0; 5];
     for follow in follows {
         for (t, n) in totals.iter_mut().zip(follow.await.unwrap()) {
             *t += n;
@@ -455,6 +483,7 @@ async fn scenario_processes(url: &str, dep: &Dependency, quorum: Option<u32>, ru
         recovered_in,
         late_failures: totals[2],
         store_ops_per_s: totals[3] as f64 / start.elapsed().as_secs_f64(),
+        store_ops_failed: totals[4],
     }
 }
 
@@ -500,14 +529,37 @@ async fn main() {
         .iter()
         .position(|a| a == "--runs")
         .map_or(1, |at| args[at + 1].parse().expect("--runs N"));
-    let server = support::RedisServer::start();
-    let url = server.url();
+    let cluster = args.iter().any(|a| a == "--cluster");
+    println!(
+        "command: cargo run --release -p failfast-fleet --example fleet --{}",
+        args.iter().map(|a| format!(" {a}")).collect::<String>()
+    );
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map_or("unknown".into(), |out| {
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        });
+    println!("commit: {commit}");
+    // The store: one server, or three cluster primaries with each instance
+    // given one node of them.
+    let (_server, _cluster, urls) = if cluster {
+        let c = support::RedisCluster::start(3, 0);
+        let urls = (0..3).map(|i| c.url(i)).collect::<Vec<_>>();
+        (None, Some(c), urls)
+    } else {
+        let s = support::RedisServer::start();
+        let urls = vec![s.url()];
+        (Some(s), None, urls)
+    };
     let dep = Dependency::start().await;
     // Recovery periods that end while the dependency is still sick.
     let periods = (SICK.as_secs_f64() / RECOVERY.as_secs_f64()).floor();
     println!(
         "{INSTANCES} instances ({}) at {RATE} calls/s each, threshold 5, recovery {}s; \
-         dependency sick for {}s ({periods} recovery periods); {runs} run(s) per scenario{}\n",
+         dependency sick for {}s ({periods} recovery periods); {}; {runs} run(s) per scenario{}\n",
         if processes {
             "one process each"
         } else {
@@ -515,6 +567,11 @@ async fn main() {
         },
         RECOVERY.as_secs(),
         SICK.as_secs(),
+        if cluster {
+            "Redis Cluster of 3 primaries, instance i given node i % 3"
+        } else {
+            "one Redis server"
+        },
         if runs > 1 { ": median (min–max)" } else { "" },
     );
     let mut table = Vec::new();
@@ -522,9 +579,9 @@ async fn main() {
         let mut rows = Vec::new();
         for run in 0..runs {
             let row = if processes {
-                scenario_processes(&url, &dep, quorum, run).await
+                scenario_processes(&urls, &dep, quorum, run).await
             } else {
-                scenario(&url, &dep, quorum, run).await
+                scenario(&urls, &dep, quorum, run).await
             };
             eprintln!("{} run {} done", label(quorum), run + 1);
             rows.push(row);
@@ -534,22 +591,23 @@ async fn main() {
     println!(
         "| scenario | failing calls until the fleet stopped | first open → all open \
          | probes per recovery period while sick | recovery → every breaker closed \
-         | late pod's failing calls | store ops/s |"
+         | late pod's failing calls | store ops/s | failed store ops |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
     for (label, rows) in table {
         let col = |f: &dyn Fn(&Row) -> Option<f64>, unit: &str, decimals: usize| {
             summary(&rows.iter().map(f).collect::<Vec<_>>(), unit, decimals)
         };
         println!(
-            "| {label} | {} | {} | {} | {} | {} | {} |",
+            "| {label} | {} | {} | {} | {} | {} | {} | {} |",
             col(&|r| Some(r.failing_until_stopped as f64), "", 0),
             col(&|r| ms(r.spread), " ms", 0),
             col(&|r| Some(r.probes as f64 / periods), "", 1),
             col(&|r| ms(r.recovered_in), " ms", 0),
             col(&|r| Some(r.late_failures as f64), "", 0),
             col(&|r| Some(r.store_ops_per_s), "", 1),
+            col(&|r| Some(r.store_ops_failed as f64), "", 0),
         );
     }
 }

@@ -31,6 +31,17 @@ use std::time::Duration;
 pub struct FleetConfig {
     /// Where the store is, e.g. `redis://127.0.0.1:6379/0`.
     ///
+    /// - **Redis Cluster**: `redis+cluster://10.0.0.1:6379/` (or
+    ///   `rediss+cluster://`, and any user and password as below): any node
+    ///   of the cluster, or several comma-separated
+    ///   (`redis+cluster://10.0.0.1:6379,10.0.0.2:6379/`) so that the first
+    ///   connection does not depend on one node; the client learns the
+    ///   others, sends each breaker's scripts to the node that owns its
+    ///   slot, follows `MOVED`/`ASK` and keeps the subscription across
+    ///   failovers. A plain `redis://` URL pointed at a cluster node runs
+    ///   local-only ([`crate::LocalOnly::Refused`] with
+    ///   [`crate::Refusal::Redirected`], and a warning) as soon as a breaker's
+    ///   slot lives on another node.
     /// - **ACL user**: `redis://user:password@host:6379/0` logs in as `user`
     ///   on every connection and reconnection (`redis://:password@host/`:
     ///   the `default` user). Give the fleet a user limited to its

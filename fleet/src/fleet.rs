@@ -5,10 +5,14 @@
 //! behind, the oldest are dropped, counted, and the task catches up from the
 //! breaker's state), and the task applies remote effects through [`FleetMember`]'s
 //! non-blocking methods. Store operations run concurrently inside the task, each
-//! bounded by the command timeout. The first timeout or connection error puts the
-//! process in local-only mode: no store operation is attempted except a health
-//! check, retried with exponential backoff and jitter; when it succeeds the task
-//! resubscribes, reads every breaker back and votes again where needed.
+//! bounded by the command timeout. The first timeout, connection error or
+//! refusal (an error reply: a cluster redirection without the cluster client,
+//! an ACL denial, a read-only replica, ...) puts the process in local-only mode,
+//! with one warning and its reason in [`FleetStats::local_only`]: no store
+//! operation is attempted except a health check, retried with exponential
+//! backoff and jitter (after a refusal it repeats the refused step); when it
+//! succeeds the task resubscribes, reads every breaker back and votes again
+//! where needed.
 
 use crate::config::{FleetConfig, FleetConfigError};
 use crate::keys::valid_breaker_name;
@@ -16,7 +20,7 @@ use crate::lane::{DRAIN, Inbox, Lane};
 use crate::machine::{Command, Machine};
 use crate::member::{FleetMember, LocalTransition};
 use crate::transport::{
-    Incoming, LeaseOutcome, ReportOutcome, StoreSnapshot, Transport, TransportError,
+    Incoming, LeaseOutcome, Refusal, ReportOutcome, StoreSnapshot, Transport, TransportError,
     TransportResult, VoteOutcome,
 };
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -24,15 +28,16 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 /// How often the task looks at its clocks.
 const TICK: Duration = Duration::from_millis(25);
-/// Commands in a health check: `ping`, then `resume` (subscribe, load scripts).
-const HEALTH_COMMANDS: u32 = 3;
+/// Commands in a health check: `ping`, then `resume` (subscribe, load
+/// scripts), then after a refusal `check`.
+const HEALTH_COMMANDS: u32 = 4;
 /// Most store operations in flight at once; read-backs wait beyond it.
 const MAX_IN_FLIGHT: usize = 256;
 /// How often members are ticked ([`FleetMember::tick`]).
@@ -129,6 +134,8 @@ impl Notifier {
 #[derive(Debug, Default)]
 struct Counters {
     connected: AtomicBool,
+    /// [`LocalOnly::code`] of the current episode, 0 when none.
+    local_only: AtomicU8,
     resyncs: AtomicU64,
     ops_ok: AtomicU64,
     ops_failed: AtomicU64,
@@ -140,11 +147,82 @@ struct Counters {
     transitions_unordered: AtomicU64,
 }
 
+/// Why a process runs local-only (see [`FleetStats::local_only`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LocalOnly {
+    /// A store command timed out.
+    Timeout,
+    /// The store could not be reached: not connected, connection refused or
+    /// reset.
+    Unreachable,
+    /// The store answered, but refused what the fleet needs.
+    Refused(Refusal),
+}
+
+const REFUSALS: [Refusal; 8] = [
+    Refusal::Redirected,
+    Refusal::CrossSlot,
+    Refusal::Permission,
+    Refusal::NoScript,
+    Refusal::ReadOnly,
+    Refusal::NoWrites,
+    Refusal::NotServing,
+    Refusal::Other,
+];
+
+impl LocalOnly {
+    /// What `error` means for the link, or `None` for an error of one
+    /// operation only ([`TransportError::Protocol`]).
+    fn of(error: &TransportError) -> Option<LocalOnly> {
+        match error {
+            TransportError::Timeout => Some(LocalOnly::Timeout),
+            TransportError::Unavailable(_) => Some(LocalOnly::Unreachable),
+            TransportError::Refused(refusal, _) => Some(LocalOnly::Refused(*refusal)),
+            TransportError::Protocol(_) => None,
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            LocalOnly::Timeout => 1,
+            LocalOnly::Unreachable => 2,
+            LocalOnly::Refused(r) => 16 + REFUSALS.iter().position(|&x| x == r).unwrap_or(7) as u8,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<LocalOnly> {
+        match code {
+            1 => Some(LocalOnly::Timeout),
+            2 => Some(LocalOnly::Unreachable),
+            16.. => REFUSALS
+                .get(usize::from(code - 16))
+                .map(|&r| LocalOnly::Refused(r)),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for LocalOnly {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LocalOnly::Timeout => f.write_str("a store command timed out"),
+            LocalOnly::Unreachable => f.write_str("the store is unreachable"),
+            LocalOnly::Refused(refusal) => refusal.fmt(f),
+        }
+    }
+}
+
 /// A copy of the task's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FleetStats {
     /// Whether the store is currently considered reachable.
     pub connected: bool,
+    /// While not connected, why: the failure that started this episode of
+    /// local-only running, or the last health check's when it failed
+    /// otherwise. `None` while connected, and before the first health
+    /// check has failed.
+    pub local_only: Option<LocalOnly>,
     /// Times the task resynchronised after (re)connecting, the first connection included.
     pub resyncs: u64,
     /// Store operations that completed.
@@ -248,6 +326,8 @@ impl Fleet {
                 next_check: Instant::now(),
                 backoff: Duration::ZERO,
                 checking: false,
+                refused: None,
+                warned: false,
             },
             next_member_tick: Instant::now(),
         };
@@ -304,6 +384,7 @@ impl Fleet {
         let c = &self.counters;
         FleetStats {
             connected: c.connected.load(Ordering::Acquire),
+            local_only: LocalOnly::from_code(c.local_only.load(Ordering::Relaxed)),
             resyncs: c.resyncs.load(Ordering::Relaxed),
             ops_ok: c.ops_ok.load(Ordering::Relaxed),
             ops_failed: c.ops_failed.load(Ordering::Relaxed),
@@ -393,6 +474,11 @@ enum Link {
         next_check: Instant,
         backoff: Duration,
         checking: bool,
+        /// The breaker whose operation the store refused: the health check
+        /// repeats a write in its slot.
+        refused: Option<Arc<str>>,
+        /// Whether this episode's warning was logged.
+        warned: bool,
     },
 }
 
@@ -407,6 +493,17 @@ struct Task<T> {
     in_flight: FuturesUnordered<InFlight>,
     link: Link,
     next_member_tick: Instant,
+}
+
+/// The one warning of an episode of local-only running.
+fn warn(instance: &str, why: LocalOnly, breaker: Option<&str>, error: &TransportError) {
+    tracing::warn!(
+        target: "failfast_fleet",
+        instance,
+        reason = ?why,
+        breaker = breaker.unwrap_or("-"),
+        "the fleet runs local-only ({why}): {error}; retrying with backoff"
+    );
 }
 
 /// `base` randomised by ±20 %.
@@ -548,17 +645,28 @@ impl<T: Transport> Task<T> {
                     .events_rejected
                     .fetch_add(1, Ordering::Relaxed);
             }
-            Incoming::Disconnected => self.link_lost(),
+            Incoming::Disconnected => self.link_lost(
+                LocalOnly::Unreachable,
+                None,
+                &TransportError::Unavailable("the connection was lost".into()),
+            ),
         }
     }
 
-    fn link_lost(&mut self) {
+    /// The store cannot be used: local-only until a health check succeeds.
+    fn link_lost(&mut self, why: LocalOnly, breaker: Option<Arc<str>>, error: &TransportError) {
         if let Link::Up = self.link {
             self.counters.connected.store(false, Ordering::Release);
+            self.counters
+                .local_only
+                .store(why.code(), Ordering::Relaxed);
+            warn(&self.cfg.instance, why, breaker.as_deref(), error);
             self.link = Link::Down {
                 next_check: self.now + spread(self.cfg.reconnect_min),
                 backoff: self.cfg.reconnect_min,
                 checking: false,
+                refused: breaker.filter(|_| matches!(why, LocalOnly::Refused(_))),
+                warned: true,
             };
         }
     }
@@ -569,17 +677,23 @@ impl<T: Transport> Task<T> {
         if let Link::Down {
             next_check,
             checking: checking @ false,
+            refused,
             ..
         } = &mut self.link
             && now >= *next_check
         {
             *checking = true;
             let transport = self.transport.clone();
+            let refused = refused.clone();
             self.spawn(
                 None,
                 async move {
                     transport.ping().await?;
-                    transport.resume().await
+                    transport.resume().await?;
+                    match refused {
+                        Some(breaker) => transport.check(&breaker).await,
+                        None => Ok(()),
+                    }
                 },
                 Reply::Health,
             );
@@ -693,15 +807,15 @@ impl<T: Transport> Task<T> {
             None => self.counters.ops_ok.fetch_add(1, Ordering::Relaxed),
             Some(_) => self.counters.ops_failed.fetch_add(1, Ordering::Relaxed),
         };
-        let unreachable = matches!(
-            reply.error(),
-            Some(TransportError::Timeout | TransportError::Unavailable(_))
-        );
         match id {
             None => self.on_health(reply),
             Some(id) => {
-                if unreachable {
-                    self.link_lost();
+                if let Some(error) = reply.error()
+                    && let Some(why) = LocalOnly::of(error)
+                {
+                    let error = error.clone();
+                    let breaker = self.slots.get(&id).map(|s| s.name.clone());
+                    self.link_lost(why, breaker, &error);
                 }
                 self.deliver(id, reply);
             }
@@ -709,11 +823,25 @@ impl<T: Transport> Task<T> {
     }
 
     fn on_health(&mut self, reply: Reply) {
-        let Link::Down { backoff, .. } = self.link else {
+        let Link::Down {
+            backoff,
+            ref refused,
+            warned,
+            ..
+        } = self.link
+        else {
             return;
         };
         if reply.error().is_none() {
+            if warned {
+                tracing::info!(
+                    target: "failfast_fleet",
+                    instance = %self.cfg.instance,
+                    "the store answers again: the fleet shares breaker states again"
+                );
+            }
             self.link = Link::Up;
+            self.counters.local_only.store(0, Ordering::Relaxed);
             self.counters.connected.store(true, Ordering::Release);
             self.counters.resyncs.fetch_add(1, Ordering::Relaxed);
             let mut commands = Vec::new();
@@ -727,11 +855,24 @@ impl<T: Transport> Task<T> {
                 self.execute(id, command);
             }
         } else {
+            let error = reply.error().cloned().unwrap_or(TransportError::Timeout);
+            let why = LocalOnly::of(&error).unwrap_or(LocalOnly::Refused(Refusal::Other));
+            // The reason shown is the last health check's: the refused step
+            // again, or whatever stops the store meanwhile.
+            let refused = refused.clone();
+            if !warned {
+                warn(&self.cfg.instance, why, refused.as_deref(), &error);
+            }
+            self.counters
+                .local_only
+                .store(why.code(), Ordering::Relaxed);
             let backoff = (backoff * 2).clamp(self.cfg.reconnect_min, self.cfg.reconnect_max);
             self.link = Link::Down {
                 next_check: self.now + spread(backoff),
                 backoff,
                 checking: false,
+                refused,
+                warned: true,
             };
         }
     }
@@ -758,5 +899,21 @@ impl<T: Transport> Task<T> {
             Reply::Report(r) => slot.machine.on_report(cfg, member, r, now),
             Reply::Health(_) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_survives_the_counter() {
+        let reasons = [LocalOnly::Timeout, LocalOnly::Unreachable]
+            .into_iter()
+            .chain(REFUSALS.map(LocalOnly::Refused));
+        for reason in reasons {
+            assert_eq!(LocalOnly::from_code(reason.code()), Some(reason));
+        }
+        assert_eq!(LocalOnly::from_code(0), None);
     }
 }

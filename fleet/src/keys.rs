@@ -5,11 +5,13 @@
 //! failfast:{<namespace>/<breaker>}:open    string      generation of the current fleet open (TTL: the open)
 //! failfast:{<namespace>/<breaker>}:probe   string      `<instance>:<generation>` of the probe lease (TTL: the lease)
 //! failfast:{<namespace>/<breaker>}:gen     hash        `gen`, `level`, `closed` (TTL: state_ttl)
+//! failfast:{<namespace>/<breaker>}:check   (none)      deleted by the health check after a refusal: a write in the slot
 //! failfast:{<namespace>}:ev                channel     signed nudges: `open` / `close`
 //! ```
 //!
-//! The braces are a cluster hash tag: the four keys of one breaker live in one slot,
-//! so one Lua script can touch them all on Redis Cluster too. An ACL user limited to
+//! The braces are a cluster hash tag: the keys of one breaker live in one slot,
+//! so one Lua script can touch them all on Redis Cluster too, and is routed to
+//! the node that owns that slot. An ACL user limited to
 //! `~failfast:{<namespace>/*` keys and `&failfast:{<namespace>}:*` channels is enough.
 
 /// The four keys of one breaker, in the order the scripts take them.
@@ -23,6 +25,9 @@ pub struct BreakerKeys {
     pub probe: String,
     /// Generation counter, reopen level and last closed generation.
     pub generation: String,
+    /// Never holds a value: the health check deletes it, to see that the
+    /// store takes a write in this breaker's slot again.
+    pub check: String,
 }
 
 impl BreakerKeys {
@@ -34,6 +39,7 @@ impl BreakerKeys {
             open: format!("{base}:open"),
             probe: format!("{base}:probe"),
             generation: format!("{base}:gen"),
+            check: format!("{base}:check"),
         }
     }
 }
@@ -62,7 +68,7 @@ mod tests {
     #[test]
     fn the_four_keys_share_one_hash_tag() {
         let k = BreakerKeys::new("payments/prod", "inventory::check");
-        let tags = [&k.votes, &k.open, &k.probe, &k.generation].map(|key| hash_tag(key));
+        let tags = [&k.votes, &k.open, &k.probe, &k.generation, &k.check].map(|key| hash_tag(key));
         assert!(
             tags.iter().all(|t| *t == "payments/prod/inventory::check"),
             "{tags:?}"

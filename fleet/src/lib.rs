@@ -43,6 +43,16 @@
 //! - `tls`: `rediss://` URLs (rustls); see [`FleetConfig::url`] for TLS and
 //!   ACL users.
 //!
+//! Redis Cluster needs no feature: a `redis+cluster://` URL
+//! ([`FleetConfig::url`]) selects the cluster client.
+//!
+//! A store that times out, cannot be reached or refuses what the fleet
+//! needs (an error reply: a cluster redirection, an ACL denial, a read-only
+//! replica, lost scripts; see [`Refusal`]) puts the process in local-only
+//! mode: one `tracing` warning (target `failfast_fleet`) per episode, the
+//! reason in [`FleetStats::local_only`], and health checks with backoff
+//! until it can be used again.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut config = failfast_fleet::FleetConfig::new("redis://127.0.0.1:6379/", "payments/prod");
@@ -66,10 +76,10 @@ mod transport;
 
 pub use crate::breaker::BreakerMember;
 pub use crate::config::{Breakers, FleetConfig, FleetConfigError};
-pub use crate::fleet::{AttachError, Fleet, FleetError, FleetStats, Notifier, join};
+pub use crate::fleet::{AttachError, Fleet, FleetError, FleetStats, LocalOnly, Notifier, join};
 pub use crate::member::{FleetMember, LocalTransition, RecentOutcomes};
 pub use crate::redis::RedisTransport;
 pub use crate::transport::{
-    FleetOpen, Incoming, LeaseHolder, LeaseOutcome, ReportOutcome, StoreSnapshot, Transport,
-    TransportError, TransportResult, VoteOutcome,
+    FleetOpen, Incoming, LeaseHolder, LeaseOutcome, Refusal, ReportOutcome, StoreSnapshot,
+    Transport, TransportError, TransportResult, VoteOutcome,
 };

@@ -1,5 +1,5 @@
-//! The Redis transport: four Lua scripts, one multiplexed connection and RESP3
-//! push for events.
+//! The Redis transport: Lua scripts, one multiplexed connection (one per node
+//! on Redis Cluster) and RESP3 push for events.
 //!
 //! Client choice: the `redis` crate (pinned), because its `ConnectionManager` gives
 //! exactly the three things this transport needs from a client: a response timeout
@@ -9,6 +9,13 @@
 //! pool and runtime types); nothing here needs more, and scripts, `SET NX PX` and
 //! `PUBLISH` look the same in both.
 //!
+//! Redis Cluster (`redis+cluster://` URLs): the same crate's cluster client
+//! (`cluster-async`) routes each script by its first key (one breaker's keys
+//! share a hash tag, so one slot), follows `MOVED` and `ASK`, reconnects node
+//! by node and keeps the subscription across failovers (it resubscribes on
+//! the node that owns the channel's slot; a `PUBLISH` reaches every node's
+//! subscribers). `SCRIPT LOAD` goes to every node.
+//!
 //! Every script uses the store's own clock (`TIME`) and writes only keys with an
 //! expiry. Values found in the store are never trusted: wrong types are deleted or
 //! ignored, numbers are range-checked, and keys without expiry are repaired.
@@ -16,12 +23,18 @@
 use crate::config::FleetConfig;
 use crate::keys::{BreakerKeys, channel};
 use crate::payload::{self, Codec, Notice, NoticeKind, clamp_ttl, parse_generation, parse_lease};
+use crate::transport::Refusal;
 use crate::transport::{
     FleetOpen, Incoming, LeaseHolder, LeaseOutcome, ReportOutcome, StoreSnapshot, Transport,
     TransportError, TransportResult, VoteOutcome,
 };
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{IntoConnectionInfo, ProtocolVersion, PushInfo, PushKind, RedisError, Script, Value};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::{ClusterClientBuilder, ClusterConfig};
+use redis::cluster_async::ClusterConnection;
+use redis::{
+    Cmd, ErrorKind, IntoConnectionInfo, Pipeline, ProtocolVersion, PushInfo, PushKind, RedisError,
+    RedisFuture, Script, Value,
+};
 use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -133,16 +146,28 @@ local gs, ms = open_next(KEYS[2], KEYS[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], A
 return {2, gs, ms}
 ";
 
+/// KEYS: any key of the breaker's slot (`failfast:{<ns>/<breaker>}:check`,
+/// never holding a value). A write where the breaker's keys live, through a
+/// script: what the health check repeats after a refusal.
+const CHECK: &str = r"
+redis.call('DEL', KEYS[1])
+return 1
+";
+
 /// Capacity of the event queue between the connection and the background task.
 /// When it is full, events are dropped: the periodic read-back catches up.
 const EVENT_QUEUE: usize = 1024;
 
-/// [`Transport`] over a standalone Redis 6.2+ or Valkey (RESP3 push for events).
+/// [`Transport`] over Redis 6.2+ or Valkey (RESP3 push for events): a single
+/// server (`redis://`, `rediss://`) or a Redis Cluster (`redis+cluster://`,
+/// `rediss+cluster://`, one node or several, comma-separated: any node will
+/// do, the client learns the others).
 ///
-/// The key layout keeps each breaker in one cluster slot, but this transport speaks
-/// to a single server; Redis Cluster needs the cluster client, not built yet.
+/// Each breaker's keys share a hash tag, so each script touches one cluster
+/// slot and is routed to the node that owns it.
 pub struct RedisTransport {
-    conn: ConnectionManager,
+    conn: Conn,
+    cluster: bool,
     namespace: String,
     instance: String,
     channel: String,
@@ -157,6 +182,74 @@ pub struct RedisTransport {
     state_ttl: Duration,
     events: Mutex<Option<mpsc::Receiver<Incoming>>>,
     scripts: [Script; 4],
+    check: Script,
+}
+
+/// The connection: one server's, or a cluster's (one per node, routed by key).
+#[derive(Clone)]
+enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+impl Conn {
+    async fn subscribe(&mut self, channel: String) -> redis::RedisResult<()> {
+        match self {
+            Conn::Single(c) => c.subscribe(channel).await,
+            Conn::Cluster(c) => c.subscribe(channel).await,
+        }
+    }
+}
+
+/// The node URLs of a `redis+cluster://` or `rediss+cluster://` URL (one
+/// `redis://` / `rediss://` URL per comma-separated `host:port`, each with
+/// the user, password, path and query), or `None` for any other scheme.
+pub(crate) fn cluster_nodes(url: &str) -> Option<Vec<String>> {
+    let (scheme, rest) = url.split_once("://")?;
+    let plain = match scheme {
+        "redis+cluster" => "redis",
+        "rediss+cluster" => "rediss",
+        _ => return None,
+    };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    let (user, hosts) = match authority.rfind('@') {
+        Some(at) => authority.split_at(at + 1),
+        None => ("", authority),
+    };
+    Some(
+        hosts
+            .split(',')
+            .map(|host| format!("{plain}://{user}{host}{tail}"))
+            .collect(),
+    )
 }
 
 impl std::fmt::Debug for RedisTransport {
@@ -172,11 +265,22 @@ fn millis(d: Duration) -> u64 {
     d.as_millis().try_into().unwrap_or(u64::MAX)
 }
 
-fn map_err(e: RedisError) -> TransportError {
+/// What a client error means for the fleet: a timeout, an unreachable store,
+/// a refusal (an error reply: see [`Refusal`]), or a reply this crate does
+/// not accept.
+pub(crate) fn map_err(e: RedisError) -> TransportError {
     if e.is_timeout() {
         TransportError::Timeout
-    } else if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
+    } else if e.is_io_error()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.kind() == ErrorKind::ClusterConnectionNotFound
+    {
         TransportError::Unavailable(e.to_string())
+    } else if e.kind() == ErrorKind::AuthenticationFailed {
+        TransportError::Refused(Refusal::Permission, e.to_string())
+    } else if let (ErrorKind::Server(_) | ErrorKind::Extension, Some(code)) = (e.kind(), e.code()) {
+        TransportError::Refused(Refusal::from_code(code), e.to_string())
     } else {
         TransportError::Protocol(e.to_string())
     }
@@ -212,17 +316,6 @@ impl RedisTransport {
     /// A transport for `config`; connects lazily, so it never waits for the store.
     /// Must be called inside a Tokio runtime.
     pub fn new(config: &FleetConfig) -> TransportResult<Self> {
-        let info = config
-            .url
-            .as_str()
-            .into_connection_info()
-            .map_err(|e| TransportError::Protocol(e.to_string()))?;
-        let settings = info
-            .redis_settings()
-            .clone()
-            .set_protocol(ProtocolVersion::RESP3);
-        let client = redis::Client::open(info.set_redis_settings(settings)).map_err(map_err)?;
-
         let codec = Codec::new(&config.namespace, config.hmac_key.as_deref());
         let (tx, rx) = mpsc::channel(EVENT_QUEUE);
         let chan = channel(&config.namespace);
@@ -247,19 +340,51 @@ impl RedisTransport {
                 Ok(())
             }
         };
-        let manager = ConnectionManagerConfig::new()
-            .set_response_timeout(Some(config.command_timeout))
-            // Connecting happens in the background, never on a call: the handshake
-            // (TCP, HELLO, client info) gets more room than one command.
-            .set_connection_timeout(Some(config.command_timeout * 10))
-            .set_number_of_retries(1)
-            .set_min_delay(config.reconnect_min)
-            .set_max_delay(config.reconnect_max)
-            .set_push_sender(push)
-            .set_automatic_resubscription();
-        let conn = ConnectionManager::new_lazy_with_config(client, manager).map_err(map_err)?;
+        let invalid = |e: RedisError| TransportError::Protocol(e.to_string());
+        // Connecting happens in the background, never on a call: the handshake
+        // (TCP, HELLO, client info) gets more room than one command.
+        let connect_timeout = config.command_timeout * 10;
+        let nodes = cluster_nodes(&config.url);
+        let cluster = nodes.is_some();
+        let conn = if let Some(nodes) = nodes {
+            let client = ClusterClientBuilder::new(nodes)
+                .use_protocol(ProtocolVersion::RESP3)
+                // A redirection is retried at once; a node that does not
+                // answer is the fleet's to retry, with its own backoff.
+                .retries(3)
+                .min_retry_wait(1)
+                .max_retry_wait(millis(config.command_timeout).max(2))
+                .build()
+                .map_err(invalid)?;
+            let cluster = ClusterConfig::new()
+                .set_connection_timeout(connect_timeout)
+                .set_response_timeout(config.command_timeout)
+                .set_push_sender(push);
+            Conn::Cluster(client.get_pending_async_connection_with_config(cluster))
+        } else {
+            let info = config
+                .url
+                .as_str()
+                .into_connection_info()
+                .map_err(invalid)?;
+            let settings = info
+                .redis_settings()
+                .clone()
+                .set_protocol(ProtocolVersion::RESP3);
+            let client = redis::Client::open(info.set_redis_settings(settings)).map_err(map_err)?;
+            let manager = ConnectionManagerConfig::new()
+                .set_response_timeout(Some(config.command_timeout))
+                .set_connection_timeout(Some(connect_timeout))
+                .set_number_of_retries(1)
+                .set_min_delay(config.reconnect_min)
+                .set_max_delay(config.reconnect_max)
+                .set_push_sender(push)
+                .set_automatic_resubscription();
+            Conn::Single(ConnectionManager::new_lazy_with_config(client, manager).map_err(map_err)?)
+        };
         Ok(RedisTransport {
             conn,
+            cluster,
             namespace: config.namespace.clone(),
             instance: config.instance.clone(),
             channel: chan,
@@ -275,13 +400,14 @@ impl RedisTransport {
             events: Mutex::new(Some(rx)),
             scripts: [VOTE, SNAPSHOT, ACQUIRE, REPORT]
                 .map(|body| Script::new(&format!("{PRELUDE}{body}"))),
+            check: Script::new(CHECK),
         })
     }
 
     /// Runs `op` on a clone of the connection, bounded by the command timeout.
     async fn run<T, F, Fut>(&self, op: F) -> TransportResult<T>
     where
-        F: FnOnce(ConnectionManager) -> Fut,
+        F: FnOnce(Conn) -> Fut,
         Fut: Future<Output = redis::RedisResult<T>>,
     {
         match tokio::time::timeout(self.timeout, op(self.conn.clone())).await {
@@ -318,14 +444,48 @@ impl Transport for RedisTransport {
 
     async fn resume(&self) -> TransportResult<()> {
         let chan = self.channel.clone();
-        let mut load = redis::pipe();
-        for script in &self.scripts {
-            load.load_script(script).ignore();
-        }
         self.run(|mut c| async move { c.subscribe(chan).await })
             .await?;
-        self.run(|mut c| async move { load.exec_async(&mut c).await })
+        let scripts = || self.scripts.iter().chain([&self.check]);
+        let loaded: Vec<String> = if self.cluster {
+            // Each SCRIPT LOAD goes to every node (a pipeline would go to one).
+            let loads = scripts().map(|script| {
+                self.run(move |mut c| async move { script.load_async(&mut c).await })
+            });
+            futures_util::future::join_all(loads)
+                .await
+                .into_iter()
+                .collect::<TransportResult<_>>()?
+        } else {
+            let mut load = redis::pipe();
+            for script in scripts() {
+                load.load_script(script);
+            }
+            self.run(|mut c| async move { load.query_async(&mut c).await })
+                .await?
+        };
+        // A store (or a proxy in front of it) that keeps something else
+        // than what it was given would answer every call with NOSCRIPT.
+        if loaded
+            .iter()
+            .zip(scripts())
+            .any(|(sha, script)| sha != script.get_hash())
+        {
+            return Err(TransportError::Refused(
+                Refusal::NoScript,
+                "SCRIPT LOAD answered another script's SHA1".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn check(&self, breaker: &str) -> TransportResult<()> {
+        let k = BreakerKeys::new(&self.namespace, breaker);
+        let mut inv = self.check.prepare_invoke();
+        inv.key(k.check);
+        self.run(|mut c| async move { inv.invoke_async::<Value>(&mut c).await })
             .await
+            .map(drop)
     }
 
     fn take_events(&self) -> Option<mpsc::Receiver<Incoming>> {
@@ -444,5 +604,90 @@ impl Transport for RedisTransport {
                 .ok_or_else(|| protocol("reopen with an invalid generation or expiry")),
             _ => Err(protocol("unknown report outcome")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::ServerErrorKind;
+
+    fn server(kind: ServerErrorKind) -> RedisError {
+        RedisError::from((ErrorKind::Server(kind), "from the store"))
+    }
+
+    #[test]
+    fn a_cluster_url_gives_one_node_url_per_host() {
+        assert_eq!(cluster_nodes("redis://127.0.0.1:6379/"), None);
+        assert_eq!(
+            cluster_nodes("redis+cluster://127.0.0.1:7000/"),
+            Some(vec!["redis://127.0.0.1:7000/".to_owned()])
+        );
+        assert_eq!(
+            cluster_nodes("rediss+cluster://fleet:p@ss@a:7000,b:7001/0?protocol=resp3"),
+            Some(vec![
+                "rediss://fleet:p@ss@a:7000/0?protocol=resp3".to_owned(),
+                "rediss://fleet:p@ss@b:7001/0?protocol=resp3".to_owned(),
+            ])
+        );
+        assert_eq!(
+            cluster_nodes("redis+cluster://a:7000,b:7001"),
+            Some(vec![
+                "redis://a:7000".to_owned(),
+                "redis://b:7001".to_owned()
+            ])
+        );
+    }
+
+    /// CROSSSLOT cannot come from a real server here: every script touches
+    /// the keys of one breaker, under one hash tag, so one slot (see
+    /// `keys::tests::the_four_keys_share_one_hash_tag`). A store that hashed
+    /// keys otherwise would answer it; it is classified like the others.
+    #[test]
+    fn every_error_reply_is_a_refusal_of_its_kind() {
+        let cases = [
+            (server(ServerErrorKind::Moved), Refusal::Redirected),
+            (server(ServerErrorKind::Ask), Refusal::Redirected),
+            (server(ServerErrorKind::CrossSlot), Refusal::CrossSlot),
+            (server(ServerErrorKind::NoPerm), Refusal::Permission),
+            (server(ServerErrorKind::NoScript), Refusal::NoScript),
+            (server(ServerErrorKind::ReadOnly), Refusal::ReadOnly),
+            (server(ServerErrorKind::ClusterDown), Refusal::NotServing),
+            (server(ServerErrorKind::MasterDown), Refusal::NotServing),
+            (server(ServerErrorKind::TryAgain), Refusal::NotServing),
+            (server(ServerErrorKind::BusyLoading), Refusal::NotServing),
+            (server(ServerErrorKind::ResponseError), Refusal::Other),
+            (
+                RedisError::from((ErrorKind::AuthenticationFailed, "WRONGPASS")),
+                Refusal::Permission,
+            ),
+        ];
+        for (error, refusal) in cases {
+            assert!(
+                matches!(map_err(error.clone()), TransportError::Refused(r, _) if r == refusal),
+                "{error:?} → {:?}",
+                map_err(error.clone())
+            );
+        }
+        for (code, refusal) in [
+            ("OOM", Refusal::NoWrites),
+            ("MISCONF", Refusal::NoWrites),
+            ("WRONGPASS", Refusal::Permission),
+            ("NOAUTH", Refusal::Permission),
+            ("BUSY", Refusal::NotServing),
+            ("SOMETHINGNEW", Refusal::Other),
+        ] {
+            assert_eq!(Refusal::from_code(code), refusal, "{code}");
+        }
+    }
+
+    #[test]
+    fn timeouts_and_lost_connections_are_not_refusals_nor_a_bad_reply() {
+        let timeout = RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut));
+        assert_eq!(map_err(timeout), TransportError::Timeout);
+        let reset = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert!(matches!(map_err(reset), TransportError::Unavailable(_)));
+        let shape = RedisError::from((ErrorKind::UnexpectedReturnType, "not an array"));
+        assert!(matches!(map_err(shape), TransportError::Protocol(_)));
     }
 }

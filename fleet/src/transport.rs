@@ -96,13 +96,21 @@ pub enum Incoming {
     Disconnected,
 }
 
-/// Why a store operation did not complete. The fleet then runs local-only.
+/// Why a store operation did not complete.
+///
+/// [`Timeout`](Self::Timeout), [`Unavailable`](Self::Unavailable) and
+/// [`Refused`](Self::Refused) put the process in local-only mode until a
+/// health check succeeds; [`Protocol`](Self::Protocol) (a value this crate
+/// does not accept) fails that one operation only.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TransportError {
     /// No answer within the command timeout.
     Timeout,
     /// Not connected, connection refused or reset.
     Unavailable(String),
+    /// The store answered with an error: it is reachable but cannot do what
+    /// the fleet needs (the kind, and the store's own words).
+    Refused(Refusal, String),
     /// The store answered something this crate does not accept.
     Protocol(String),
 }
@@ -112,8 +120,84 @@ impl fmt::Display for TransportError {
         match self {
             TransportError::Timeout => f.write_str("store command timed out"),
             TransportError::Unavailable(why) => write!(f, "store unavailable: {why}"),
+            TransportError::Refused(refusal, why) => write!(f, "{refusal}: {why}"),
             TransportError::Protocol(why) => write!(f, "unexpected store reply: {why}"),
         }
+    }
+}
+
+/// What kind of "no" the store answered: an error reply that means it cannot
+/// do what the fleet needs, from where it is or as whom the fleet logs in.
+/// Each puts the process in local-only mode, like a timeout, until a health
+/// check that repeats the refused step (the same breaker's slot, a write,
+/// the scripts) succeeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// `MOVED` or `ASK`: the store is a Redis Cluster node that does not hold
+    /// the breaker's slot, and the URL is not a `redis+cluster://` one.
+    Redirected,
+    /// `CROSSSLOT`: keys of several cluster slots in one command. Every
+    /// script of this crate touches one breaker's keys under one hash tag,
+    /// so only a store that hashes keys differently answers it.
+    CrossSlot,
+    /// `NOPERM`, `NOAUTH`, `WRONGPASS` or a failed `AUTH`: the ACL user may
+    /// not run a command, or touch a key or channel, of the fleet's.
+    Permission,
+    /// `NOSCRIPT` after the script was loaded again: something between the
+    /// fleet and the store (a proxy spreading commands over servers) loses
+    /// the scripts.
+    NoScript,
+    /// `READONLY`: a replica.
+    ReadOnly,
+    /// `OOM` or `MISCONF`: the store refuses writes (memory full, or its
+    /// snapshots failing).
+    NoWrites,
+    /// `CLUSTERDOWN`, `MASTERDOWN`, `TRYAGAIN`, `LOADING` or `BUSY`: the store
+    /// cannot serve now (a failover, a restart, a long script).
+    NotServing,
+    /// Any other error reply (an unknown command, a script error).
+    Other,
+}
+
+impl Refusal {
+    /// The refusal an error reply means, from its code (the reply's first
+    /// word: `MOVED`, `NOPERM`, `READONLY`, ...).
+    pub fn from_code(code: &str) -> Refusal {
+        match code {
+            "MOVED" | "ASK" => Refusal::Redirected,
+            "CROSSSLOT" => Refusal::CrossSlot,
+            "NOPERM" | "NOAUTH" | "WRONGPASS" => Refusal::Permission,
+            "NOSCRIPT" => Refusal::NoScript,
+            "READONLY" => Refusal::ReadOnly,
+            "OOM" | "MISCONF" => Refusal::NoWrites,
+            "CLUSTERDOWN" | "MASTERDOWN" | "TRYAGAIN" | "LOADING" | "BUSY" => Refusal::NotServing,
+            _ => Refusal::Other,
+        }
+    }
+
+    /// What to do about it, in a few words.
+    fn advice(self) -> &'static str {
+        match self {
+            Refusal::Redirected => {
+                "the store is a Redis Cluster node: give the fleet a redis+cluster:// URL"
+            }
+            Refusal::CrossSlot => "the store spreads one breaker's keys over several slots",
+            Refusal::Permission => {
+                "the store's ACL user lacks a command, or the namespace's keys or channel"
+            }
+            Refusal::NoScript => "the store loses the fleet's scripts after loading them",
+            Refusal::ReadOnly => "the store is a read-only replica: point the fleet at a primary",
+            Refusal::NoWrites => "the store refuses writes (out of memory, or failing snapshots)",
+            Refusal::NotServing => "the store cannot serve now (failover, loading, busy)",
+            Refusal::Other => "the store answered with an error",
+        }
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.advice())
     }
 }
 
@@ -136,6 +220,15 @@ pub trait Transport: Send + Sync + 'static {
     /// transport loads its scripts, so the first command after a restart of the store
     /// is one round trip); idempotent, run after every (re)connection.
     fn resume(&self) -> impl Future<Output = TransportResult<()>> + Send;
+
+    /// Checks that the store can do for `breaker` what it refused to do a
+    /// moment ago (the health check after a [`TransportError::Refused`]
+    /// adds it to `ping` and `resume`): the Redis transport runs a script
+    /// that writes in the breaker's slot. Defaults to `Ok`.
+    fn check(&self, breaker: &str) -> impl Future<Output = TransportResult<()>> + Send {
+        let _ = breaker;
+        std::future::ready(Ok(()))
+    }
 
     /// Takes the receiving end of the event stream; `None` after the first call.
     fn take_events(&self) -> Option<tokio::sync::mpsc::Receiver<Incoming>>;

@@ -63,7 +63,15 @@ async fn a_wrong_password_leaves_the_process_local_only() {
         fleet.stats().ops_failed >= 2
     })
     .await;
-    assert!(!fleet.stats().connected, "{:?}", fleet.stats());
+    let stats = fleet.stats();
+    assert!(!stats.connected, "{stats:?}");
+    assert_eq!(
+        stats.local_only,
+        Some(failfast_fleet::LocalOnly::Refused(
+            failfast_fleet::Refusal::Permission
+        )),
+        "{stats:?}"
+    );
 }
 
 #[tokio::test]

@@ -36,8 +36,15 @@ impl RedisServer {
 
     /// A server with more command-line options (a TLS listener, say).
     pub fn start_with(extra: &[String]) -> Self {
+        Self::start_for_port(|_| extra.to_vec())
+    }
+
+    /// A server whose extra options depend on its port (a cluster node's
+    /// configuration file, say).
+    pub fn start_for_port(extra: impl Fn(u16) -> Vec<String>) -> Self {
         for _ in 0..5 {
-            if let Some(server) = Self::try_start(free_port(), extra) {
+            let port = free_port();
+            if let Some(server) = Self::try_start(port, &extra(port)) {
                 return server;
             }
         }
@@ -90,6 +97,11 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}/", self.port)
     }
 
+    /// Whether the process is running (not killed).
+    pub fn running(&self) -> bool {
+        self.child.is_some()
+    }
+
     fn pid(&self) -> i32 {
         self.child.as_ref().expect("server running").id() as i32
     }
@@ -133,6 +145,185 @@ impl Drop for RedisServer {
             unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
         }
         self.kill9();
+    }
+}
+
+const INSTALL_CLI: &str = "`redis-cli` is not on PATH: the cluster tests create their cluster \
+with `redis-cli --cluster create`. Install it with `apt-get update && apt-get install -y redis-tools`.";
+
+/// A Redis Cluster on loopback: `masters` primaries with `replicas`
+/// replicas each (`--cluster-node-timeout 1000`, so a failover takes a
+/// few seconds), created by `redis-cli --cluster create`; every node is
+/// killed on drop.
+pub struct RedisCluster {
+    pub nodes: Vec<RedisServer>,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        self.nodes.clear();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl RedisCluster {
+    pub fn start(masters: usize, replicas: usize) -> Self {
+        static CLUSTERS: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "failfast-cluster-{}-{}",
+            std::process::id(),
+            CLUSTERS.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let nodes: Vec<_> = (0..masters * (1 + replicas))
+            .map(|_| {
+                RedisServer::start_for_port(|port| {
+                    let conf = dir.join(format!("nodes-{port}.conf"));
+                    [
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-config-file",
+                        &conf.to_string_lossy(),
+                        "--cluster-node-timeout",
+                        "1000",
+                        // A replica takes over however long its primary was gone.
+                        "--cluster-replica-validity-factor",
+                        "0",
+                        "--dir",
+                        &dir.to_string_lossy(),
+                    ]
+                    .map(String::from)
+                    .to_vec()
+                })
+            })
+            .collect();
+        let created = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output();
+        let created = match created {
+            Ok(out) => out,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!("{INSTALL_CLI}"),
+            Err(e) => panic!("cannot run redis-cli: {e}"),
+        };
+        assert!(
+            created.status.success(),
+            "redis-cli --cluster create: {created:?}"
+        );
+        let cluster = RedisCluster { nodes, dir };
+        cluster.wait_ok(Duration::from_secs(30));
+        cluster
+    }
+
+    /// Waits until every running node reports `cluster_state:ok` with every
+    /// slot served, and every replica is in sync with its primary.
+    pub fn wait_ok(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            let ok = self.nodes.iter().filter(|n| n.running()).all(|n| {
+                let info = cluster_command(n.port, &["CLUSTER", "INFO"]);
+                let replication = cluster_command(n.port, &["INFO", "replication"]);
+                info.contains("cluster_state:ok")
+                    && info.contains("cluster_slots_ok:16384")
+                    && (replication.contains("role:master")
+                        || replication.contains("master_link_status:up"))
+            });
+            if ok {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the cluster never reached cluster_state:ok"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// `redis+cluster://` URL with node `i` as the only seed.
+    pub fn url(&self, i: usize) -> String {
+        format!("redis+cluster://127.0.0.1:{}/", self.nodes[i].port)
+    }
+
+    /// Index of the node that serves `key`'s slot now, asked of node `via`.
+    pub fn owner(&self, key: &str, via: usize) -> usize {
+        let port = self.nodes[via].port;
+        let slot: u16 = cluster_command(port, &["CLUSTER", "KEYSLOT", key])
+            .trim()
+            .parse()
+            .unwrap();
+        let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let ranges: Vec<(u16, u16, u16)> = redis::cmd("CLUSTER")
+            .arg("SLOTS")
+            .query::<Vec<redis::Value>>(&mut conn)
+            .unwrap()
+            .into_iter()
+            .map(|range| {
+                let redis::Value::Array(items) = range else {
+                    panic!("CLUSTER SLOTS: {range:?}")
+                };
+                let int = |v: &redis::Value| match v {
+                    redis::Value::Int(n) => *n as u16,
+                    other => panic!("CLUSTER SLOTS: {other:?}"),
+                };
+                let redis::Value::Array(primary) = &items[2] else {
+                    panic!("CLUSTER SLOTS: {items:?}")
+                };
+                (int(&items[0]), int(&items[1]), int(&primary[1]))
+            })
+            .collect();
+        let (_, _, owner) = ranges
+            .iter()
+            .find(|(lo, hi, _)| (*lo..=*hi).contains(&slot))
+            .expect("every slot served");
+        self.nodes.iter().position(|n| n.port == *owner).unwrap()
+    }
+
+    /// A breaker name of `namespace` whose keys live on node `node`.
+    pub fn breaker_on(&self, namespace: &str, node: usize) -> String {
+        (0..)
+            .map(|i| format!("dep{i}"))
+            .find(|name| self.owner(&format!("failfast:{{{namespace}/{name}}}:open"), 0) == node)
+            .unwrap()
+    }
+
+    /// The primaries' indexes.
+    pub fn primaries(&self) -> Vec<usize> {
+        (0..self.nodes.len())
+            .filter(|&i| {
+                self.nodes[i].running()
+                    && cluster_command(self.nodes[i].port, &["INFO", "replication"])
+                        .contains("role:master")
+            })
+            .collect()
+    }
+}
+
+/// A command to one node, answered as text (`INFO`, `CLUSTER INFO`, ...).
+fn cluster_command(port: u16, args: &[&str]) -> String {
+    let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{port}/")) else {
+        return String::new();
+    };
+    let Ok(mut conn) = client.get_connection_with_timeout(Duration::from_secs(1)) else {
+        return String::new();
+    };
+    let mut cmd = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        cmd.arg(*arg);
+    }
+    match cmd.query::<redis::Value>(&mut conn) {
+        Ok(redis::Value::Int(n)) => n.to_string(),
+        Ok(redis::Value::BulkString(b)) => String::from_utf8_lossy(&b).into_owned(),
+        Ok(redis::Value::VerbatimString { text, .. }) => text,
+        Ok(other) => format!("{other:?}"),
+        Err(e) => e.to_string(),
     }
 }
 
@@ -278,6 +469,10 @@ pub enum Mode {
     Delay(Duration),
     /// Accept and read, never forward (a partition that keeps sockets open).
     Blackhole,
+    /// Forward, but every script the client loads reaches the server
+    /// changed (as a proxy spreading commands over several servers would
+    /// load it on another): `EVALSHA` answers `NOSCRIPT` after every reload.
+    LoseScripts,
 }
 
 /// A loopback TCP proxy in front of a server, for latency, blackholes and resets.
@@ -313,8 +508,8 @@ impl Proxy {
                 }
                 let (cr, cw) = client.into_split();
                 let (sr, sw) = server.into_split();
-                tokio::spawn(pump(cr, sw, m.clone(), r.subscribe()));
-                tokio::spawn(pump(sr, cw, m.clone(), r.subscribe()));
+                tokio::spawn(pump(cr, sw, m.clone(), r.subscribe(), true));
+                tokio::spawn(pump(sr, cw, m.clone(), r.subscribe(), false));
             }
         });
         Proxy {
@@ -344,6 +539,7 @@ async fn pump(
     mut to: tokio::net::tcp::OwnedWriteHalf,
     mode: Arc<Mutex<Mode>>,
     mut reset: tokio::sync::watch::Receiver<u64>,
+    upstream: bool,
 ) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut buf = vec![0u8; 16 * 1024];
@@ -362,10 +558,84 @@ async fn pump(
                 _ = tokio::time::sleep(d) => {}
                 _ = reset.changed() => return,
             },
-            Mode::Pass => {}
+            Mode::LoseScripts if upstream => lose_scripts(&mut buf[..n]),
+            Mode::Pass | Mode::LoseScripts => {}
         }
         if to.write_all(&buf[..n]).await.is_err() {
             return;
         }
+    }
+}
+
+/// The fleet's `tracing` warnings, captured by a process-wide subscriber.
+pub mod warnings {
+    use std::fmt::Write;
+    use std::sync::{Mutex, Once};
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Level, Metadata, Subscriber};
+
+    static LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+    struct Capture;
+
+    struct Fields(String);
+
+    impl Visit for Fields {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            let _ = write!(self.0, "{}={value:?};", field.name());
+        }
+        fn record_str(&mut self, field: &Field, value: &str) {
+            let _ = write!(self.0, "{}={value};", field.name());
+        }
+    }
+
+    impl Subscriber for Capture {
+        fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+            metadata.target() == "failfast_fleet"
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &Event<'_>) {
+            if *event.metadata().level() == Level::WARN {
+                let mut fields = Fields(String::new());
+                event.record(&mut fields);
+                LOG.lock().unwrap().push(fields.0);
+            }
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    /// Starts capturing (once per process; before the fleets start).
+    pub fn capture() {
+        static ONCE: Once = Once::new();
+        ONCE.call_once(|| tracing::subscriber::set_global_default(Capture).unwrap());
+    }
+
+    /// The warnings logged for `instance`, each as `field=value;` pairs.
+    pub fn of(instance: &str) -> Vec<String> {
+        let tag = format!("instance={instance};");
+        LOG.lock()
+            .unwrap()
+            .iter()
+            .filter(|w| w.contains(&tag))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Turns every `redis.call(` of a chunk into `redis.calL(` (still Lua, the
+/// same length, so the RESP framing holds): a loaded script's SHA1 is not
+/// the client's.
+fn lose_scripts(chunk: &mut [u8]) {
+    let word = b"redis.call(";
+    let mut at = 0;
+    while let Some(i) = chunk[at..].windows(word.len()).position(|w| w == word) {
+        chunk[at + i + 9] = b'L';
+        at += i + word.len();
     }
 }
