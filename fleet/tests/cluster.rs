@@ -70,8 +70,11 @@ async fn opens_probes_and_closes_are_shared_for_breakers_on_every_primary() {
     let mut members = Vec::new();
     // Four instances, each pointed at one node: most scripts are redirected.
     for (i, instance_name) in ["a", "b", "c", "d"].into_iter().enumerate() {
-        let (fleet, ms) =
-            instance(support::config(&cluster.url(i % 3), instance_name), &names).await;
+        let mut cfg = support::config(&cluster.url(i % 3), instance_name);
+        // A loaded test machine must not send an instance local-only (what
+        // is checked is that no operation is redirected away or refused).
+        cfg.command_timeout = Duration::from_secs(1);
+        let (fleet, ms) = instance(cfg, &names).await;
         fleets.push(fleet);
         members.push(ms);
     }
@@ -81,12 +84,13 @@ async fn opens_probes_and_closes_are_shared_for_breakers_on_every_primary() {
         cycle(of_breaker, &observer)
     });
     futures_util::future::join_all(cycles).await;
-    for fleet in &fleets {
+    for (i, fleet) in fleets.iter().enumerate() {
         let stats = fleet.stats();
         assert!(stats.connected && stats.local_only.is_none(), "{stats:?}");
         assert_eq!(stats.ops_failed, 0, "{stats:?}");
+        // c and d voted nothing: each breaker's open reached them by an event.
         assert!(
-            stats.events >= 3,
+            i < 2 || stats.events >= 3,
             "events from every node's breakers: {stats:?}"
         );
     }

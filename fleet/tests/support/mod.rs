@@ -42,8 +42,13 @@ impl RedisServer {
     /// A server whose extra options depend on its port (a cluster node's
     /// configuration file, say).
     pub fn start_for_port(extra: impl Fn(u16) -> Vec<String>) -> Self {
+        // A cluster node also listens on its port + 10000: ports above
+        // 55535 are not tried for one.
+        let cluster = extra(0).iter().any(|a| a == "--cluster-enabled");
         for _ in 0..5 {
-            let port = free_port();
+            let port = std::iter::repeat_with(free_port)
+                .find(|&p| !cluster || p <= 55535)
+                .unwrap();
             if let Some(server) = Self::try_start(port, &extra(port)) {
                 return server;
             }

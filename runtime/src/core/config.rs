@@ -322,6 +322,9 @@ pub struct Config {
     /// Graded shedding or an adaptive limit: a closed call asks them
     /// before it is admitted.
     pub(crate) guarded: bool,
+    /// The slow-call rule or an adaptive limit: a permit holds the time
+    /// its call started.
+    pub(crate) timed: bool,
 }
 
 /// `d` in nanoseconds, as settings keep durations.
@@ -357,6 +360,7 @@ impl Config {
             shed: 0.0,
             adaptive: 0,
             guarded: false,
+            timed: false,
         }
     }
 
@@ -446,6 +450,7 @@ impl Config {
     pub(crate) const fn with_adaptive_concurrency(mut self, min: u32, max: u32) -> Self {
         self.adaptive = (min & 0xFFFF) << 16 | (max & 0xFFFF);
         self.guarded = true;
+        self.timed = true;
         self
     }
 
@@ -486,6 +491,7 @@ impl Config {
     #[must_use]
     pub(crate) const fn with_slow(mut self, d: Duration) -> Self {
         self.slow = nanos(d);
+        self.timed = self.slow != 0 || self.adaptive != 0;
         if self.slow_rate == 0.0 {
             self.slow_rate = 1.0;
         }
@@ -809,30 +815,53 @@ impl Builder {
         self
     }
 
-    /// An adaptive concurrency limit: at most that many calls at once, a
-    /// limit that moves between `min` and `max` (`1 ≤ min ≤ max ≤ 65535`)
-    /// by AIMD, as TCP's congestion window does. It starts at `max`; each
-    /// counted failure (a timeout included) cuts it by a tenth, down to
-    /// `min`; each success while at least half of it is in use raises it by
-    /// one, up to `max`. A call that finds every place taken is refused at
-    /// once with [`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit),
-    /// which moves no counter of the breaker but `rejected`; half-open
-    /// trials take no place. The limit in force is
-    /// [`Snapshot::concurrency_limit`](crate::Snapshot::concurrency_limit).
+    /// An adaptive concurrency limit: at most that many closed calls at
+    /// once, a limit between `min` and `max` (`1 ≤ min ≤ max ≤ 65535`)
+    /// moved by the latency of the calls it admits and cut by their
+    /// failures. It starts at `max`.
+    ///
+    /// - A *sample* is a closed call admitted with a place that ends in a
+    ///   success: its time from admission to outcome. Refusals, neutral
+    ///   outcomes (calls dropped unfinished included), failures and
+    ///   half-open trials are none.
+    /// - Samples are averaged over a *window*, closed by the first sample
+    ///   that finds it at least `2 × baseline` (and 10 ms) long with 8
+    ///   samples, or at least 1 s long with one.
+    /// - The *baseline* is the least window average of the last 10 to 20 s;
+    ///   8 windows in a row over `1.5 × baseline`, while the limit is at or
+    ///   under what the throughput needs, make the least of theirs the
+    ///   baseline (a dependency slower for good).
+    /// - A window at most `1.5 × baseline` raises the limit by `(max − min)
+    ///   × t / 20 s`, `t` the window's length (5 s at most): back from `min`
+    ///   to `max` within 20 s of healthy calls, at any rate, however few
+    ///   places are in use.
+    /// - A window over `1.5 × baseline` is a queue: the limit falls to what
+    ///   the window's throughput needs without one, `samples / t ×
+    ///   baseline` (Little's law), by half at most, never below `min`.
+    /// - A counted failure (a timeout included) cuts the limit by a tenth
+    ///   of its whole places at once, down to `min`.
+    ///
+    /// A call that finds every place taken is refused at once with
+    /// [`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit),
+    /// which moves no counter of the breaker but `rejected`. The limit in
+    /// force is [`Snapshot::concurrency_limit`](crate::Snapshot::concurrency_limit).
     ///
     /// Every call admitted writes the count of places taken, one line
-    /// shared by the threads calling the breaker: unlike the rest of a
-    /// closed call's path, it costs two threads more than one. Fixed once
-    /// the breaker is built. The attribute's form is
-    /// `max_concurrent = 10..=200`.
+    /// shared by the threads calling the breaker, and reads the clock at
+    /// its start and end: unlike the rest of a closed call's path, it costs
+    /// two threads more than one. Fixed once the breaker is built. The
+    /// attribute's form is `max_concurrent = 10..=200`.
     ///
     /// ```
-    /// use failfast_runtime::{Breaker, Outcome, Reason};
+    /// use failfast_runtime::{Breaker, ManualClock, Outcome, Reason};
+    /// use std::time::Duration;
     ///
+    /// let clock = ManualClock::new();
     /// let breaker = Breaker::builder()
     ///     .name("search")
     ///     .adaptive_concurrency(2, 4)
     ///     .threshold(20)
+    ///     .clock(clock.clone())
     ///     .build()?;
     /// assert_eq!(breaker.snapshot().concurrency_limit, Some(4));
     /// // Failures cut the limit down to 2 places …
@@ -842,10 +871,15 @@ impl Builder {
     /// assert_eq!(breaker.snapshot().concurrency_limit, Some(2));
     /// let (first, second) = (breaker.acquire().unwrap(), breaker.acquire().unwrap());
     /// assert_eq!(breaker.acquire().unwrap_err().reason(), Reason::ConcurrencyLimit);
-    /// // … and a success with the places in use raises it again.
-    /// first.record(Outcome::Success);
-    /// second.record(Outcome::Success);
-    /// assert_eq!(breaker.snapshot().concurrency_limit, Some(3));
+    /// drop((first, second));
+    /// // … and 20 s of calls at their usual latency bring it back.
+    /// for _ in 0..20 {
+    ///     clock.advance(Duration::from_secs(1));
+    ///     let permit = breaker.acquire().unwrap();
+    ///     clock.advance(Duration::from_millis(10));
+    ///     permit.record(Outcome::Success);
+    /// }
+    /// assert_eq!(breaker.snapshot().concurrency_limit, Some(4));
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
     pub fn adaptive_concurrency(mut self, min: u32, max: u32) -> Self {

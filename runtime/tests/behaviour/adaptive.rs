@@ -1,6 +1,7 @@
-//! The adaptive concurrency limit (`Builder::adaptive_concurrency`): AIMD on
-//! the calls' outcomes between its least and most places, never more calls
-//! at once than the limit, and every place given back on every path.
+//! The adaptive concurrency limit (`Builder::adaptive_concurrency`): moved
+//! by the latency of the calls it admits and cut by their failures, between
+//! its least and most places, never more calls at once than the limit, and
+//! every place given back on every path.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -40,23 +41,20 @@ fn failures_cut_the_limit_by_a_tenth_down_to_its_least() {
     assert_eq!(limit(&b), 5);
 }
 
+/// Windows whose latency is at the baseline raise the limit by
+/// `(most − least) × t / 20 s`: from its least to its most in 20 s, one call
+/// at a time. A call that finds every place taken is refused and counted.
 #[test]
-fn successes_raise_it_by_one_only_while_half_of_it_is_in_use() {
-    let b = adaptive("adaptive.increase", 4, 10);
+fn at_its_baseline_it_grows_back_evenly_in_20_s_one_call_at_a_time() {
+    let clock = ManualClock::new();
+    let b = adaptive_on(&clock, "adaptive.increase", 4, 10);
     for _ in 0..20 {
-        b.acquire().unwrap().record(Outcome::Failure);
+        timed(&b, &clock, TEN_MS, Outcome::Success);
+    }
+    for _ in 0..20 {
+        timed(&b, &clock, TEN_MS, Outcome::Failure);
     }
     assert_eq!(limit(&b), 4);
-    // One call at a time uses a quarter of it: no raise.
-    for _ in 0..100 {
-        b.acquire().unwrap().record(Outcome::Success);
-    }
-    assert_eq!(limit(&b), 4, "lightly used: no drift up");
-    // Two at once use half: each success raises it.
-    let first = b.acquire().unwrap();
-    b.acquire().unwrap().record(Outcome::Success);
-    assert_eq!(limit(&b), 5);
-    // The limit filled: the next call is refused, and counted as rejected.
     let held: Vec<_> = (0..4).map(|_| b.acquire().unwrap()).collect();
     let refused = b.acquire().unwrap_err();
     assert_eq!(
@@ -64,23 +62,56 @@ fn successes_raise_it_by_one_only_while_half_of_it_is_in_use() {
         (Reason::ConcurrencyLimit, State::Closed)
     );
     assert_eq!(b.snapshot().rejected, 1);
-    // Five running: each success raises it while they are half of it.
-    first.record(Outcome::Success);
-    assert_eq!(limit(&b), 6, "5 of 5 in use");
-    let mut held = held.into_iter();
-    held.next().unwrap().record(Outcome::Success);
-    assert_eq!(limit(&b), 7, "4 of 6 in use");
-    held.next().unwrap().record(Outcome::Success);
-    assert_eq!(limit(&b), 7, "3 of 7 in use: under half");
     drop(held);
-    // Used to the full, round after round: up to its most, no further.
-    for _ in 0..10 {
-        let all: Vec<_> = (0..limit(&b)).map(|_| b.acquire().unwrap()).collect();
-        for permit in all {
-            permit.record(Outcome::Success);
-        }
+    // A second between calls: 6 × 1 s / 20 s = 0.3 places a call.
+    let mut limits = Vec::new();
+    for _ in 0..20 {
+        clock.advance(Duration::from_secs(1) - TEN_MS);
+        timed(&b, &clock, TEN_MS, Outcome::Success);
+        limits.push(limit(&b));
+    }
+    assert!(limits.windows(2).all(|w| w[0] <= w[1]), "{limits:?}");
+    assert!((6..=8).contains(&limits[9]), "{limits:?}");
+    assert_eq!(limits[19], 10, "{limits:?}");
+    // Slower by half (15 ms) is still its baseline; no higher than the most.
+    for _ in 0..20 {
+        clock.advance(Duration::from_secs(1));
+        timed(&b, &clock, Duration::from_millis(15), Outcome::Success);
     }
     assert_eq!(limit(&b), 10);
+}
+
+/// A dependency that became slower for good, not for our calls (the same
+/// latency at one call as at many): the limit may fall at first, but the
+/// new latency becomes the baseline and the limit is back at its most
+/// within 30 s; it is not pinned low by the old, faster baseline.
+#[test]
+fn a_dependency_slower_for_good_becomes_the_new_baseline() {
+    let clock = ManualClock::new();
+    let b = adaptive_on(&clock, "adaptive.slower", 1, 16);
+    // 2 calls at once, 10 ms each, then 50 ms each.
+    let pair = |latency: Duration| {
+        let (first, second) = (b.acquire(), b.acquire());
+        clock.advance(latency);
+        for permit in [first, second].into_iter().flatten() {
+            permit.record(Outcome::Success);
+        }
+        clock.advance(latency);
+    };
+    for _ in 0..200 {
+        pair(TEN_MS);
+    }
+    assert_eq!(limit(&b), 16);
+    let mut lowest = 16;
+    let start = clock.now();
+    while clock.now() - start < Duration::from_secs(30) {
+        pair(5 * TEN_MS);
+        lowest = lowest.min(limit(&b));
+    }
+    println!("lowest {lowest}");
+    assert_eq!(limit(&b), 16, "30 s later");
+    let burst: Vec<_> = (0..16).map(|_| b.acquire()).collect();
+    assert!(burst.iter().all(Result::is_ok));
 }
 
 #[test]
@@ -207,4 +238,215 @@ fn threads_never_run_more_calls_than_the_most_places() {
     let held: Vec<_> = (0..n).map(|_| b.acquire().unwrap()).collect();
     assert!(b.acquire().is_err());
     drop(held);
+}
+
+fn adaptive_on(clock: &ManualClock, name: &'static str, least: u32, most: u32) -> Breaker {
+    Breaker::builder()
+        .name(name)
+        .adaptive_concurrency(least, most)
+        .threshold(1_000_000)
+        .clock(clock.clone())
+        .build()
+        .unwrap()
+}
+
+/// One call that takes `latency` on `clock` and ends with `outcome`.
+fn timed(b: &Breaker, clock: &ManualClock, latency: Duration, outcome: Outcome) {
+    let permit = b.acquire().expect("admitted");
+    clock.advance(latency);
+    permit.record(outcome);
+}
+
+const TEN_MS: Duration = Duration::from_millis(10);
+
+/// After an outage has cut the limit to its least places, one healthy call
+/// a second brings it back to its most within 30 s, however few of its
+/// places are in use; a burst of as many calls as the most places is then
+/// admitted whole.
+#[test]
+fn after_an_outage_one_call_a_second_brings_it_back_to_its_most_within_30_s() {
+    let clock = ManualClock::new();
+    let b = adaptive_on(&clock, "adaptive.regrow", 1, 64);
+    for _ in 0..20 {
+        timed(&b, &clock, TEN_MS, Outcome::Success);
+    }
+    for _ in 0..60 {
+        timed(&b, &clock, TEN_MS, Outcome::Failure);
+    }
+    assert_eq!(limit(&b), 1, "the outage cut it to its least");
+    let mut back_after = None;
+    for second in 1..=30 {
+        clock.advance(Duration::from_secs(1) - TEN_MS);
+        timed(&b, &clock, TEN_MS, Outcome::Success);
+        if back_after.is_none() && limit(&b) == 64 {
+            back_after = Some(second);
+        }
+    }
+    assert!(back_after.is_some(), "still at {} after 30 s", limit(&b));
+    println!("back at its most after {back_after:?} s");
+    let burst: Vec<_> = (0..64).map(|_| b.acquire()).collect();
+    assert!(
+        burst.iter().all(Result::is_ok),
+        "a burst of 64: {} refused",
+        burst.iter().filter(|p| p.is_err()).count()
+    );
+    assert!(b.acquire().is_err(), "and no more than 64");
+}
+
+/// A dependency of `workers` workers, each call `service` long once a
+/// worker is free, first come first served, called every `every` for
+/// `secs` seconds through `b` on `clock`: what came of it.
+#[derive(Debug, Default)]
+struct Run {
+    served: u64,
+    refused: u64,
+    /// The limit at the end of each second.
+    limits: Vec<u32>,
+    /// Latencies of the calls served in the last `tail` seconds, in ms.
+    tail: Vec<f64>,
+}
+
+fn serve(
+    b: &Breaker,
+    clock: &ManualClock,
+    workers: usize,
+    service: Duration,
+    every: Duration,
+    secs: u64,
+    tail: u64,
+) -> Run {
+    use std::cmp::Reverse;
+    use std::collections::{BTreeMap, BinaryHeap};
+    let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap();
+    let start = nanos(clock.now());
+    let end = start + secs * 1_000_000_000;
+    let mut free = vec![start; workers];
+    let mut done = BinaryHeap::new();
+    let mut held = BTreeMap::new();
+    let mut run = Run::default();
+    let mut next_call = start;
+    let mut next_second = start + 1_000_000_000;
+    let mut id = 0u64;
+    loop {
+        let next_done = done.peek().map_or(u64::MAX, |&Reverse((at, _, _))| at);
+        let at = next_call.min(next_done).min(next_second);
+        if at >= end {
+            break;
+        }
+        let now = nanos(clock.now());
+        clock.advance(Duration::from_nanos(at - now));
+        if at == next_done {
+            let Reverse((at, admitted, id)) = done.pop().unwrap();
+            let permit: failfast_runtime::Permit<'_> = held.remove(&id).unwrap();
+            permit.record(Outcome::Success);
+            run.served += 1;
+            if at >= end - tail * 1_000_000_000 {
+                run.tail.push((at - admitted) as f64 / 1e6);
+            }
+        } else if at == next_second {
+            run.limits.push(limit(b));
+            next_second += 1_000_000_000;
+        } else {
+            next_call += nanos(every);
+            match b.acquire() {
+                Ok(permit) => {
+                    let worker = (0..workers).min_by_key(|&w| free[w]).unwrap();
+                    let finish = free[worker].max(at) + nanos(service);
+                    free[worker] = finish;
+                    id += 1;
+                    held.insert(id, permit);
+                    done.push(Reverse((finish, at, id)));
+                }
+                Err(_) => run.refused += 1,
+            }
+        }
+    }
+    run.limits.push(limit(b));
+    drop(held);
+    run
+}
+
+fn quantile(values: &mut [f64], q: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[((values.len() - 1) as f64 * q) as usize]
+}
+
+/// Offered 2.5 times what 4 workers of 10 ms serve, latency rises with
+/// the calls in flight: the limit falls to about the workers' number and
+/// stays there for a minute (no drift upward), the workers stay busy, and
+/// the calls it admits wait little.
+#[test]
+fn overload_that_raises_latency_lowers_the_limit_and_it_stays_low() {
+    let clock = ManualClock::new();
+    let b = adaptive_on(&clock, "adaptive.overload", 1, 64);
+    // Light load first: 100 calls/s, a quarter of what the workers serve.
+    let light = serve(&b, &clock, 4, TEN_MS, TEN_MS, 5, 5);
+    assert_eq!(light.refused, 0);
+    let mut run = serve(&b, &clock, 4, TEN_MS, Duration::from_millis(1), 60, 50);
+    let settled = &run.limits[10..];
+    println!("limits {:?}", run.limits);
+    assert!(
+        settled.iter().all(|&l| l <= 8),
+        "the limit after 10 s of overload: {settled:?}"
+    );
+    let p99 = quantile(&mut run.tail, 0.99);
+    let p50 = quantile(&mut run.tail, 0.5);
+    println!(
+        "served {}, refused {}, p50 {p50} ms, p99 {p99} ms",
+        run.served, run.refused
+    );
+    assert!(p99 <= 25.0, "p99 {p99} ms");
+    // 400 calls/s is all the workers can serve.
+    assert!(
+        run.served as f64 >= 0.9 * 400.0 * 60.0,
+        "served {}",
+        run.served
+    );
+}
+
+/// Calls refused for want of a place, and calls dropped without an
+/// outcome, are no latency samples: only the admitted calls that end are.
+/// Taken at the ~0 ms a refusal lasts, they would drag the baseline down
+/// (and calls at the old latency would then look slow), or pull a window's
+/// average down (and a slow, overloaded dependency would keep its limit).
+#[test]
+fn refused_and_dropped_calls_are_no_latency_samples() {
+    let clock = ManualClock::new();
+    let b = adaptive_on(&clock, "adaptive.samples", 1, 8);
+    for _ in 0..200 {
+        timed(&b, &clock, TEN_MS, Outcome::Success);
+    }
+    assert_eq!(limit(&b), 8);
+    // Every place held for `latency`, while 100 calls are refused and 20
+    // are admitted and dropped at once.
+    let round = |latency: Duration| {
+        let held: Vec<_> = (0..limit(&b)).map(|_| b.acquire().unwrap()).collect();
+        for _ in 0..100 {
+            assert!(b.acquire().is_err());
+        }
+        clock.advance(latency);
+        for permit in held {
+            permit.record(Outcome::Success);
+        }
+        for _ in 0..20 {
+            drop(b.acquire().unwrap());
+        }
+    };
+    for _ in 0..100 {
+        round(TEN_MS);
+    }
+    assert_eq!(limit(&b), 8, "calls at their baseline amid refusals");
+    let mut fell_after = None;
+    for rounds in 1..=20 {
+        round(10 * TEN_MS);
+        if limit(&b) < 8 {
+            fell_after = Some(rounds);
+            break;
+        }
+    }
+    assert!(
+        fell_after.is_some(),
+        "ten times slower amid refusals: {}",
+        limit(&b)
+    );
 }

@@ -863,6 +863,12 @@ fn a_shedding_breaker_that_trips_and_closes_says_shedding_stopped_after_closing(
 fn an_adaptive_limit_leaving_and_regaining_its_most_places_are_events() {
     let clock = ManualClock::new();
     let (b, log, _s) = listened(builder(&clock).adaptive_concurrency(2, 10).threshold(1000));
+    // A success of 10 ms: the latency the limit takes as its baseline.
+    let succeed = |b: &Breaker| {
+        let permit = b.acquire().expect("admitted");
+        clock.advance(Duration::from_millis(10));
+        permit.record(Outcome::Success);
+    };
     succeed(&b);
     assert!(
         log.take().is_empty(),
@@ -880,14 +886,16 @@ fn an_adaptive_limit_leaving_and_regaining_its_most_places_are_events() {
     fail(&b);
     assert!(log.take().is_empty());
     assert_eq!(b.snapshot().concurrency_limit, Some(7));
-    // Successes with half the limit in use raise it back to its most.
-    let held: Vec<_> = (0..4).map(|_| b.acquire().unwrap()).collect();
-    for _ in 0..2 {
+    // Calls at their baseline raise it back to its most, by (10 − 2) ×
+    // 1 s / 20 s = 0.4 places a second, one call a second.
+    for _ in 0..7 {
+        clock.advance(Duration::from_secs(1));
         succeed(&b);
     }
     assert!(log.take().is_empty(), "at 9: not back yet");
+    assert_eq!(b.snapshot().concurrency_limit, Some(9));
+    clock.advance(Duration::from_secs(1));
     succeed(&b);
-    drop(held);
     let t = log.one();
     assert_eq!(
         edge(&t),
@@ -962,9 +970,11 @@ fn guard_events_and_transitions_arrive_in_one_order_under_two_threads() {
                             clock.advance(Duration::from_millis(50));
                         }
                         // Phases of health and sickness, so that shedding
-                        // and the limit come and go.
-                        let sick = (i / 2_000) % 2 == 1;
-                        let fails = if sick { x % 4 != 0 } else { x % 50 == 0 };
+                        // and the limit come and go: about 40 s each, the
+                        // limit being back at its most after 20 s of
+                        // health (no failure then, each cutting a tenth).
+                        let sick = (i / 6_000) % 2 == 1;
+                        let fails = sick && x % 4 != 0;
                         if let Ok(permit) = b.acquire() {
                             permit.record(if fails {
                                 Outcome::Failure

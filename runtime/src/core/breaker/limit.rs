@@ -1,33 +1,103 @@
 //! An adaptive concurrency limit (`Builder::adaptive_concurrency`): at most
-//! `limit` closed calls at once, the limit moved by AIMD on the calls'
-//! outcomes, between the configured least and most places.
+//! `limit` closed calls at once, the limit moved between the configured
+//! least and most places by the latency of the calls it admits, and cut by
+//! their counted failures.
 //!
-//! Additive increase, multiplicative decrease, as Netflix's
-//! `concurrency-limits` AIMD limit does: a counted failure (a timeout
-//! included) cuts the limit by a tenth; a success raises it by one, but only
-//! while at least half of the limit is in use, so that a lightly used
-//! breaker does not drift up to its most places and then let a burst
-//! through. Half-open trials take no place: the trial rules already hold
-//! them to `trial_calls`.
+//! A gradient on latency, of the Vegas family (Netflix's
+//! `concurrency-limits`, Envoy's adaptive concurrency), with the need read
+//! by Little's law:
 //!
-//! The places taken are one counter, written by every call admitted (a
-//! compare-and-swap in, a subtraction out), on a line of its own, made on
-//! the first call. Every permit of a closed call holds a place, and every
-//! path that resolves one (an outcome, a drop, a refusal by a bulkhead, a
-//! time limit) gives it back once.
+//! - **Samples.** A sample is a closed call that held a place and ended in
+//!   a success: its time from admission (from its place, after a
+//!   bulkhead's line) to its outcome. A refusal, a neutral outcome (a call
+//!   dropped unfinished included), a failure and a half-open trial are
+//!   none.
+//! - **Windows.** Samples are summed in a window, which the first sample
+//!   to find it over closes: once it is at least `2 × baseline` long (and
+//!   10 ms) and holds 8 samples, or at least 1 s long (and `2 ×
+//!   baseline`) and holds one, or holds 65536. Its average latency is
+//!   weighed against the baseline.
+//! - **Growth.** A window whose average is at most `1.5 × baseline` raises
+//!   the limit by `(most − least) × t / 20 s`, `t` the window's length (5 s
+//!   at most): 20 s of such windows bring it from its least to its most,
+//!   whatever the rate of calls and however few places are in use.
+//! - **Cut.** A window over `1.5 × baseline` is a queue: the limit falls to
+//!   what the window's throughput needs without one, by Little's law
+//!   `samples / t × baseline`, by half at most per window and never below
+//!   `least`. The queue drains, and the next windows see the latency
+//!   without it again.
+//! - **Baseline.** The least window average of the last 10 to 20 s (two
+//!   periods of 10 s, the older forgotten as a new one begins): it never
+//!   follows a queue up, since each cut shows the latency without one
+//!   again within a few windows, and it ages out. A dependency slower for
+//!   good (not queueing our calls) shows as 8 windows in a row over it
+//!   while the limit is at or under what the throughput needs and no call
+//!   admitted above the limit still runs: the least of their averages
+//!   becomes the baseline.
+//! - **Failures.** A counted failure (a timeout included) cuts the limit
+//!   by a tenth at once (of its whole places, rounded down), down to
+//!   `least`.
+//!
+//! The places taken, the limit, the window and the baseline are a few
+//! atomics on a line of their own, made on the first call: a call takes a
+//! place with a compare-and-swap and gives it back with a subtraction, a
+//! sample is one addition, and the sample that closes a window (one every
+//! 10 ms at most) works the limit out; no lock anywhere. Every permit of a
+//! closed call holds a place, and every path that resolves one (an outcome,
+//! a drop, a refusal by a bulkhead, a time limit) gives it back once.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::*;
 use crate::core::totals::{REJECTED, WOULD_REJECT};
 
-/// The places taken and the limit in force, on a line of their own.
+/// The limit is kept in 1/65536 places (65535 places fit a `u32`); its
+/// whole part is in force.
+const FRACTION: u32 = 16;
+/// A window at most `(1 + 1/2) × baseline` is at its baseline.
+const TOLERANCE_SHIFT: u32 = 1;
+/// From the least places to the most in this much time of windows at
+/// their baseline.
+const REGROWTH: u64 = 20_000_000_000;
+/// A window counts toward regrowth for this long at most.
+const STEP: u64 = 5_000_000_000;
+/// The shortest window.
+const SHORTEST: u64 = 10_000_000;
+/// A window this long closes with one sample.
+const LONGEST: u64 = 1_000_000_000;
+/// Samples a window shorter than `LONGEST` needs to close.
+const SAMPLES: u64 = 8;
+/// Windows over the baseline in a row that replace it.
+const STREAK: u64 = 8;
+/// The baseline is the least window average of this period and the one
+/// before it.
+const MEMORY: u64 = 10_000_000_000;
+/// A window's samples: their count above `COUNT_SHIFT`, the sum of their
+/// latencies below, in units of 64 ns, each at most `SAMPLE_CAP` units.
+const COUNT_SHIFT: u32 = 44;
+const UNIT_SHIFT: u32 = 6;
+const SAMPLE_CAP: u64 = (1 << 30) - 1;
+/// A window this full closes at once, whatever its length.
+const FULL: u64 = 1 << 16;
+
+/// The places taken, the limit in force and what moves it, on a line of
+/// their own.
 #[derive(Debug)]
 #[repr(align(128))]
 pub(crate) struct Places {
     taken: AtomicU32,
+    /// In 1/65536 places.
     limit: AtomicU32,
+    /// This window's samples (`COUNT_SHIFT`).
+    window: AtomicU64,
+    /// When this window opened, on the breaker's clock.
+    opened: AtomicU64,
+    /// `Memory`, written by the sample that closes a window.
+    current: AtomicU64,
+    previous: AtomicU64,
+    period: AtomicU64,
+    streak: AtomicU64,
 }
 
 /// A breaker's places, made on the first call that needs them.
@@ -40,12 +110,160 @@ impl Limit {
     }
 }
 
+const STREAK_SHIFT: u32 = 56;
+const STREAK_LEAST: u64 = (1 << STREAK_SHIFT) - 1;
+
+/// `places` in the fixed point the limit is kept in.
+fn fixed(places: u32) -> u32 {
+    places << FRACTION
+}
+
+/// The whole places of a limit kept in fixed point.
+fn whole(limit: u32) -> u32 {
+    limit >> FRACTION
+}
+
+/// What the limit is moved by, besides the window being filled: the
+/// least window averages of this period of `MEMORY` and of the one before
+/// it (0: none), the period's number, and the streak of windows over the
+/// baseline (`STREAK_SHIFT`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Memory {
+    current: u64,
+    previous: u64,
+    period: u64,
+    streak: u64,
+}
+
+impl Memory {
+    /// The latency without a queue: the least window average of the last
+    /// one to two `MEMORY`s; 0 before the first window.
+    fn baseline(self) -> u64 {
+        match (self.current, self.previous) {
+            (0, b) | (b, 0) => b,
+            (a, b) => a.min(b),
+        }
+    }
+
+    /// `average` of a window closed at `now` taken in.
+    fn with(mut self, now: u64, average: u64) -> Self {
+        let period = now / MEMORY;
+        let average = average.max(1);
+        if period != self.period {
+            self.previous = if period == self.period + 1 {
+                self.current
+            } else {
+                0
+            };
+            self.current = average;
+            self.period = period;
+        } else if self.current == 0 || average < self.current {
+            self.current = average;
+        }
+        self
+    }
+}
+
+/// A window of `samples` samples closed at `now`, `length` long, their
+/// average latency `average`: the new limit (fixed point) and memory, from
+/// `limit` and `memory`, `draining` telling whether more places are taken
+/// than the limit has (calls admitted above it are still running).
+#[allow(clippy::too_many_arguments)]
+fn adapt(
+    (least, most): (u32, u32),
+    limit: u32,
+    memory: Memory,
+    draining: bool,
+    now: u64,
+    samples: u64,
+    length: u64,
+    average: u64,
+) -> (u32, Memory) {
+    let grow = |limit: u32| {
+        let range = u64::from(most - least) << FRACTION;
+        let step = range.saturating_mul(length.min(STEP)) / REGROWTH;
+        let raised = u64::from(limit).saturating_add(step.max(1));
+        u32::try_from(raised.min(u64::from(fixed(most)))).unwrap_or(fixed(most))
+    };
+    let baseline = memory.baseline();
+    let tolerated = baseline.saturating_add(baseline >> TOLERANCE_SHIFT);
+    if baseline == 0 || average <= tolerated {
+        let memory = Memory {
+            streak: 0,
+            ..memory.with(now, average)
+        };
+        return (grow(limit), memory);
+    }
+    // A queue: the limit falls to what this window's throughput needs
+    // without one, `samples / length × baseline`.
+    let needed =
+        ((u128::from(samples) * u128::from(baseline)) << FRACTION) / u128::from(length.max(1));
+    let needed = u32::try_from(needed).unwrap_or(u32::MAX);
+    let cut = needed.max(limit / 2).max(fixed(least)).min(limit);
+    if draining {
+        return (cut, memory);
+    }
+    if limit > needed.max(fixed(least)) {
+        // Over the need: cutting it drains the queue.
+        return (
+            cut,
+            Memory {
+                streak: 0,
+                ..memory
+            },
+        );
+    }
+    // At or under the need, and not draining, yet over the baseline.
+    let (count, lowest) = (memory.streak >> STREAK_SHIFT, memory.streak & STREAK_LEAST);
+    let lowest = if count == 0 {
+        average
+    } else {
+        lowest.min(average)
+    };
+    if count + 1 >= STREAK {
+        // Slower for good: the least of these averages is the baseline.
+        let memory = Memory {
+            current: lowest.max(1),
+            previous: 0,
+            period: now / MEMORY,
+            streak: 0,
+        };
+        return (limit, memory);
+    }
+    let streak = ((count + 1) << STREAK_SHIFT) | lowest.min(STREAK_LEAST);
+    (limit, Memory { streak, ..memory })
+}
+
+impl Places {
+    fn memory(&self) -> Memory {
+        Memory {
+            current: self.current.load(Ordering::Relaxed),
+            previous: self.previous.load(Ordering::Relaxed),
+            period: self.period.load(Ordering::Relaxed),
+            streak: self.streak.load(Ordering::Relaxed),
+        }
+    }
+
+    fn remember(&self, memory: Memory) {
+        self.current.store(memory.current, Ordering::Relaxed);
+        self.previous.store(memory.previous, Ordering::Relaxed);
+        self.period.store(memory.period, Ordering::Relaxed);
+        self.streak.store(memory.streak, Ordering::Relaxed);
+    }
+}
+
 impl Breaker {
     fn places(&self, most: u32) -> &Places {
         self.limit.0.get_or_init(|| {
             Box::new(Places {
                 taken: AtomicU32::new(0),
-                limit: AtomicU32::new(most),
+                limit: AtomicU32::new(fixed(most)),
+                window: AtomicU64::new(0),
+                opened: AtomicU64::new(self.clock.now()),
+                current: AtomicU64::new(0),
+                previous: AtomicU64::new(0),
+                period: AtomicU64::new(0),
+                streak: AtomicU64::new(0),
             })
         })
     }
@@ -60,7 +278,7 @@ impl Breaker {
             return Ok(());
         };
         let places = self.places(most);
-        let limit = places.limit.load(Ordering::Relaxed);
+        let limit = whole(places.limit.load(Ordering::Relaxed));
         let mut taken = places.taken.load(Ordering::Relaxed);
         while taken < limit {
             match places.taken.compare_exchange_weak(
@@ -85,58 +303,110 @@ impl Breaker {
         ))
     }
 
-    /// A permit admitted under `admitted` ended with `outcome`: its place
-    /// (a closed call's) is given back, and the limit moves.
+    /// A permit admitted under `admitted` ended with `outcome` without
+    /// being timed (refused by a bulkhead): its place (a closed call's) is
+    /// given back, and a failure cuts the limit.
     #[inline]
     pub(super) fn give_place(&self, admitted: u64, outcome: Outcome) {
         if admitted & PLACED != 0 && Word(admitted).tag() == TAG_CLOSED {
-            self.place_given(outcome);
+            self.place_given(None, outcome);
+        }
+    }
+
+    /// A permit admitted under `admitted` at `started` (the breaker's
+    /// clock: a breaker with an adaptive limit times its calls) ended with
+    /// `outcome`: its place is given back, and the limit moves.
+    #[inline]
+    pub(super) fn give_timed_place(&self, admitted: u64, started: u64, outcome: Outcome) {
+        if admitted & PLACED != 0 && Word(admitted).tag() == TAG_CLOSED {
+            self.place_given(Some(started), outcome);
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn place_given(&self, outcome: Outcome) {
+    fn place_given(&self, started: Option<u64>, outcome: Outcome) {
         let Some((least, most)) = self.config.adaptive_range() else {
             return;
         };
         let places = self.places(most);
-        // Taken before this one was given back: this call's included.
-        let taken = places.taken.fetch_sub(1, Ordering::Release);
-        match outcome {
-            Outcome::Failure => {
-                let cut = |limit: u32| Some((limit * 9 / 10).max(least));
+        places.taken.fetch_sub(1, Ordering::Release);
+        match (outcome, started) {
+            (Outcome::Failure, _) => {
+                let cut = |limit: u32| Some(fixed((whole(limit) * 9 / 10).max(least)));
                 let before = places
                     .limit
                     .fetch_update(Ordering::Relaxed, Ordering::Relaxed, cut)
                     .unwrap_or_else(|limit| limit);
-                if before == most && least < most {
+                if whole(before) == most && least < most {
                     self.limit_changed();
                 }
             }
-            Outcome::Success => {
-                let limit = places.limit.load(Ordering::Relaxed);
-                if limit < most && taken.saturating_mul(2) >= limit {
-                    // A lost race is another call's raise: one is enough.
-                    let raised = places.limit.compare_exchange(
-                        limit,
-                        limit + 1,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    );
-                    if raised.is_ok() && limit + 1 == most {
-                        self.limit_changed();
-                    }
-                }
-            }
-            Outcome::Neutral => {}
+            (Outcome::Success, Some(started)) => self.sample(places, (least, most), started),
+            _ => {}
+        }
+    }
+
+    /// A success that took from `started` until now: one sample, and the
+    /// window closed if it is over.
+    fn sample(&self, places: &Places, range: (u32, u32), started: u64) {
+        let now = self.clock.now();
+        let units = (now.saturating_sub(started) >> UNIT_SHIFT).min(SAMPLE_CAP);
+        let before = places
+            .window
+            .fetch_add((1 << COUNT_SHIFT) | units, Ordering::Relaxed);
+        let samples = (before >> COUNT_SHIFT) + 1;
+        let opened = places.opened.load(Ordering::Relaxed);
+        let length = now.saturating_sub(opened);
+        let memory = places.memory();
+        let shortest = memory.baseline().saturating_mul(2).max(SHORTEST);
+        let over = (length >= shortest && samples >= SAMPLES)
+            || length >= shortest.max(LONGEST)
+            || samples >= FULL;
+        // One sample closes it: the one that moves its opening on.
+        if !over
+            || places
+                .opened
+                .compare_exchange(opened, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        let window = places.window.swap(0, Ordering::Relaxed);
+        let samples = window >> COUNT_SHIFT;
+        if samples == 0 {
+            return;
+        }
+        let average = ((window & ((1 << COUNT_SHIFT) - 1)) << UNIT_SHIFT) / samples;
+        let limit = places.limit.load(Ordering::Relaxed);
+        let draining = places.taken.load(Ordering::Relaxed) > whole(limit);
+        let (next, memory) = adapt(
+            range, limit, memory, draining, now, samples, length, average,
+        );
+        places.remember(memory);
+        // A failure may have cut it meanwhile: this window's word is not
+        // put over that cut.
+        let before = places
+            .limit
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
+                Some(if now == limit { next } else { now.min(next) })
+            })
+            .unwrap_or_else(|limit| limit);
+        let after = if before == limit {
+            next
+        } else {
+            before.min(next)
+        };
+        let most = range.1;
+        if range.0 < most && (whole(before) == most) != (whole(after) == most) {
+            self.limit_changed();
         }
     }
 
     /// The adaptive limit in force, if the breaker has one.
     pub(crate) fn concurrency_limit(&self) -> Option<u32> {
         let (_, most) = self.config.adaptive_range()?;
-        Some(self.places(most).limit.load(Ordering::Relaxed))
+        Some(whole(self.places(most).limit.load(Ordering::Relaxed)))
     }
 
     /// The adaptive limit in force, 0 without one (for events).
@@ -148,15 +418,19 @@ impl Breaker {
     pub(super) fn limit_lowered(&self) -> bool {
         self.config
             .adaptive_range()
-            .is_some_and(|(_, most)| self.places(most).limit.load(Ordering::Relaxed) < most)
+            .is_some_and(|(_, most)| whole(self.places(most).limit.load(Ordering::Relaxed)) < most)
     }
 
-    /// Back to the most places, on a reset.
+    /// Back to the most places, on a reset, measuring afresh.
     pub(super) fn restore_limit(&self) {
         let Some((_, most)) = self.config.adaptive_range() else {
             return;
         };
-        if self.places(most).limit.swap(most, Ordering::Relaxed) != most {
+        let places = self.places(most);
+        places.remember(Memory::default());
+        places.window.store(0, Ordering::Relaxed);
+        places.opened.store(self.clock.now(), Ordering::Relaxed);
+        if whole(places.limit.swap(fixed(most), Ordering::Relaxed)) != most {
             self.limit_changed();
         }
     }

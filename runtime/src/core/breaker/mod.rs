@@ -407,11 +407,12 @@ impl Breaker {
     fn permit(&self, admitted: Word) -> Permit<'_> {
         // The word holds the generation's low 36 bits; the permit also needs
         // the counter read now, to tell its generation from one 2^36 later.
-        // Without the slow-call rule `started` is free to hold the counter as
-        // read (the arithmetic waits for a write); with it, the generation's
-        // bits 36..52 go into the admitted word at once.
+        // Without the slow-call rule or an adaptive limit `started` is free
+        // to hold the counter as read (the arithmetic waits for a write);
+        // with either, the generation's bits 36..52 go into the admitted
+        // word at once.
         let counter = self.hot.generations.load(Ordering::Relaxed);
-        if self.config.slow == 0 {
+        if !self.config.timed {
             Permit {
                 breaker: self,
                 admitted: admitted.0 & !MODE_BITS,
@@ -572,7 +573,7 @@ impl Breaker {
     fn finish(&self, admitted: u64, started: u64, outcome: Outcome) {
         let word = Word(admitted);
         // Closed, and holding no place of an adaptive limit (bit 61).
-        if outcome == Outcome::Success && self.config.slow == 0 && admitted >> 61 == TAG_CLOSED {
+        if outcome == Outcome::Success && !self.config.timed && admitted >> 61 == TAG_CLOSED {
             self.totals.add(crate::core::totals::SUCCESS);
             // No slow-call rule, and nothing in the word's payload: no
             // failure count to clear (consecutive rule), no window to
@@ -718,7 +719,7 @@ impl Breaker {
         if admitted == PASSIVE {
             return;
         }
-        self.give_place(admitted, outcome);
+        self.give_timed_place(admitted, started, outcome);
         self.totals.outcome(outcome);
         self.finish_counted(admitted, started, outcome, timed);
     }
@@ -739,7 +740,7 @@ impl Breaker {
         if slow {
             self.totals.add(crate::core::totals::SLOW);
         }
-        let admitted = if self.config.slow == 0 {
+        let admitted = if !self.config.timed {
             Word(with_epoch(admitted & !MODE_BITS, started))
         } else {
             Word(admitted & !MODE_BITS)

@@ -31,12 +31,13 @@ use super::*;
 pub struct Permit<'a> {
     pub(super) breaker: &'a Breaker,
     /// The state word the call was admitted under, or `PASSIVE`. Its mode
-    /// bits hold `TRACKED`; with the slow-call rule, the low 16 bits of its
-    /// payload (trial counts or failures, which the permit does not need) hold
-    /// bits 36..52 of the admitted generation. See `Breaker::permit`.
+    /// bits hold `TRACKED`; with the slow-call rule or an adaptive limit,
+    /// the low 16 bits of its payload (trial counts or failures, which the
+    /// permit does not need) hold bits 36..52 of the admitted generation.
+    /// See `Breaker::permit`.
     pub(super) admitted: u64,
-    /// When the call started, with the slow-call rule; the generation counter
-    /// at admission without it.
+    /// When the call started, with the slow-call rule or an adaptive limit;
+    /// the generation counter at admission without either.
     pub(super) started: u64,
 }
 
@@ -130,9 +131,9 @@ pub(crate) struct Waiting<'p, 'a>(&'p mut Permit<'a>);
 impl Drop for Waiting<'_, '_> {
     fn drop(&mut self) {
         let permit = &mut *self.0;
-        // `started` holds the time only with the slow-call rule (see
-        // `Breaker::permit`).
-        if permit.admitted != PASSIVE && permit.breaker.config.slow != 0 {
+        // `started` holds the time only with the slow-call rule or an
+        // adaptive limit (see `Breaker::permit`).
+        if permit.admitted != PASSIVE && permit.breaker.config.timed {
             permit.started = permit.breaker.clock.now();
         }
     }

@@ -165,14 +165,15 @@ pub enum TransitionReason {
     /// got a new window). Not a change of state, as
     /// [`SheddingStarted`](Self::SheddingStarted).
     SheddingStopped,
-    /// A counted failure of a closed call lowered the adaptive concurrency
+    /// A counted failure of a closed call, or a window of calls slower
+    /// than the latency's baseline, lowered the adaptive concurrency
     /// limit (`max_concurrent = MIN..=MAX`) below its most places, to
     /// [`Counts::concurrency_limit`]. Told once per episode: the limit's
     /// further moves are in snapshots and metrics. Not a change of state.
     LimitLowered,
     /// The adaptive concurrency limit is back at its most places
-    /// ([`Counts::concurrency_limit`]): successes raised it, or
-    /// `set_mode(Mode::Normal)` did. Not a change of state.
+    /// ([`Counts::concurrency_limit`]): calls at their latency's baseline
+    /// raised it, or `set_mode(Mode::Normal)` did. Not a change of state.
     LimitRestored,
     /// Closed → Open, or Open → Open with another deadline: an open imposed
     /// from outside ([`integration::open_remote`](crate::integration::open_remote), a fleet of instances sharing
