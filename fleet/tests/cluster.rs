@@ -74,6 +74,8 @@ async fn opens_probes_and_closes_are_shared_for_breakers_on_every_primary() {
         // A loaded test machine must not send an instance local-only (what
         // is checked is that no operation is redirected away or refused).
         cfg.command_timeout = Duration::from_secs(1);
+        // Nor may the winner's lease run out before the test reports its probe.
+        cfg.probe_lease = Duration::from_secs(10);
         let (fleet, ms) = instance(cfg, &names).await;
         fleets.push(fleet);
         members.push(ms);
@@ -140,4 +142,36 @@ async fn after_a_failover_scripts_reach_the_promoted_replica_and_events_still_ar
         Some(1),
         "written on the promoted replica"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_started_before_its_cluster_is_made_shares_once_it_is() {
+    let cluster = RedisCluster::nodes(3);
+    let config = |instance: &str, node: usize| {
+        let mut cfg = support::config(&cluster.url(node), instance);
+        cfg.quorum = 1;
+        cfg
+    };
+    // Nodes without slots: the fleets run local-only meanwhile.
+    let a_fleet = failfast_fleet::join(config("a", 0)).unwrap();
+    let a = FakeMember::new("dep");
+    a_fleet.attach(a.clone()).unwrap();
+    let b_fleet = failfast_fleet::join(config("b", 1)).unwrap();
+    let b = FakeMember::new("dep");
+    b_fleet.attach(b.clone()).unwrap();
+    eventually(WAIT, "health checks fail", || {
+        a_fleet.stats().ops_failed >= 2 && b_fleet.stats().ops_failed >= 2
+    })
+    .await;
+    assert!(!a_fleet.stats().connected, "{:?}", a_fleet.stats());
+
+    cluster.create(0);
+    for fleet in [&a_fleet, &b_fleet] {
+        eventually(WAIT, "connected once the cluster is made", || {
+            fleet.stats().connected
+        })
+        .await;
+    }
+    a.transition(State::Open, Cause::Calls);
+    eventually(WAIT, "b applies a's open", || b.open_count() >= 1).await;
 }

@@ -174,6 +174,13 @@ impl Drop for RedisCluster {
 
 impl RedisCluster {
     pub fn start(masters: usize, replicas: usize) -> Self {
+        let cluster = Self::nodes(masters * (1 + replicas));
+        cluster.create(replicas);
+        cluster
+    }
+
+    /// `n` cluster-enabled servers that are not a cluster yet (no slots).
+    pub fn nodes(n: usize) -> Self {
         static CLUSTERS: AtomicU64 = AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
             "failfast-cluster-{}-{}",
@@ -181,7 +188,7 @@ impl RedisCluster {
             CLUSTERS.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir_all(&dir).unwrap();
-        let nodes: Vec<_> = (0..masters * (1 + replicas))
+        let nodes: Vec<_> = (0..n)
             .map(|_| {
                 RedisServer::start_for_port(|port| {
                     let conf = dir.join(format!("nodes-{port}.conf"));
@@ -203,10 +210,16 @@ impl RedisCluster {
                 })
             })
             .collect();
+        RedisCluster { nodes, dir }
+    }
+
+    /// `redis-cli --cluster create` over every node, then waits for
+    /// `cluster_state:ok`.
+    pub fn create(&self, replicas: usize) {
         let created = Command::new("redis-cli")
             .arg("--cluster")
             .arg("create")
-            .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
+            .args(self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
             .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -220,9 +233,7 @@ impl RedisCluster {
             created.status.success(),
             "redis-cli --cluster create: {created:?}"
         );
-        let cluster = RedisCluster { nodes, dir };
-        cluster.wait_ok(Duration::from_secs(30));
-        cluster
+        self.wait_ok(Duration::from_secs(30));
     }
 
     /// Waits until every running node reports `cluster_state:ok` with every
