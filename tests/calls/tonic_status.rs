@@ -222,3 +222,98 @@ mod tonic_time_limit {
         assert_eq!(state("tonic::time_limit"), State::Open);
     }
 }
+
+/// Stacked breakers: `stacked_outer` calls `stacked_inner` with `?`, both
+/// under the default rule. The inner one's refusal, passed up as its
+/// `UNAVAILABLE`, never reached the server: the outer breaker counts the
+/// server's answer once, and the refusals not at all.
+mod stacked {
+    use super::*;
+
+    use failfast::{Mode, Rejected};
+
+    #[circuit_breaker(threshold = 1, recovery = "60s", name = "tonic::stacked_inner")]
+    fn stacked_inner(code: Code) -> Result<u32, Status> {
+        Err(Status::new(code, "the server's answer"))
+    }
+
+    #[circuit_breaker(threshold = 3, recovery = "60s", name = "tonic::stacked_outer")]
+    fn stacked_outer(code: Code) -> Result<u32, Status> {
+        let balance = stacked_inner(code)?;
+        Ok(balance)
+    }
+
+    #[circuit_breaker(
+        threshold = 2,
+        recovery = "60s",
+        timeout = "20ms",
+        name = "tonic::stacked_slow_inner"
+    )]
+    async fn slow_inner() -> Result<u32, Status> {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        Ok(0)
+    }
+
+    #[circuit_breaker(threshold = 2, recovery = "60s", name = "tonic::stacked_slow_outer")]
+    async fn slow_outer() -> Result<u32, Status> {
+        let balance = slow_inner().await?;
+        Ok(balance)
+    }
+
+    fn counts(name: &str) -> (State, u64, u64, u64) {
+        let s = registry::get(name).expect("registered").snapshot();
+        (s.state, s.failures, s.neutral, s.rejected)
+    }
+
+    #[test]
+    fn an_inner_refusal_is_neutral_in_the_outer_breaker_and_a_real_unavailable_counts() {
+        for _ in 0..3 {
+            let status = stacked_outer(Code::Unavailable).unwrap_err();
+            assert_eq!(status.code(), Code::Unavailable);
+        }
+        assert_eq!(
+            counts("tonic::stacked_inner"),
+            (State::Open, 1, 0, 2),
+            "one real failure, two refusals"
+        );
+        assert_eq!(
+            counts("tonic::stacked_outer"),
+            (State::Closed, 1, 2, 0),
+            "the server's answer counted once"
+        );
+
+        // The refusal the caller gets is the inner breaker's, and says so.
+        let refused = stacked_outer(Code::Unavailable).unwrap_err();
+        assert_eq!(refused.code(), Code::Unavailable);
+        assert!(refused.metadata().get("grpc-retry-pushback-ms").is_some());
+        let rejected = std::error::Error::source(&refused)
+            .and_then(|source| source.downcast_ref::<Rejected>())
+            .expect("the refusal inside");
+        assert_eq!(rejected.name(), "tonic::stacked_inner");
+        assert!(!grpc_failure(&refused));
+        assert_eq!(consecutive_failures("tonic::stacked_outer"), 1);
+
+        // The server's own UNAVAILABLE, let through by a closed inner
+        // breaker, still counts: two more open the outer one.
+        let inner = registry::get("tonic::stacked_inner").expect("registered");
+        for _ in 0..2 {
+            inner.set_mode(Mode::Normal);
+            let status = stacked_outer(Code::Unavailable).unwrap_err();
+            assert!(std::error::Error::source(&status).is_none(), "{status:?}");
+        }
+        assert_eq!(counts("tonic::stacked_outer"), (State::Open, 3, 3, 0));
+    }
+
+    /// A timeout of the inner breaker (`DEADLINE_EXCEEDED`) is not a
+    /// refusal: the call waited on the dependency, and the outer breaker
+    /// counts it as the inner one does.
+    #[tokio::test]
+    async fn an_inner_timeout_counts_in_the_outer_breaker() {
+        for _ in 0..2 {
+            let status = slow_outer().await.unwrap_err();
+            assert_eq!(status.code(), Code::DeadlineExceeded);
+        }
+        assert_eq!(counts("tonic::stacked_slow_inner").0, State::Open);
+        assert_eq!(counts("tonic::stacked_slow_outer"), (State::Open, 2, 0, 0));
+    }
+}

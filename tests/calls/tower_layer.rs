@@ -748,3 +748,108 @@ fn names(family: &failfast::Family<String>) -> Vec<String> {
         .map(|m| m.name().to_owned())
         .collect()
 }
+
+/// The inner layer answers its refusals with a `503` (`RefuseWithResponse`),
+/// as a layer under axum does: the outer layer's classifier sees a response,
+/// not an error, and still tells the refusal (nothing reached the backend)
+/// from the backend's own `503`, which counts. So does a handler that
+/// passes on a refusal as its answer (`http::Response::from(rejected)`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_answered_with_a_503_is_neutral_in_an_outer_layer() {
+    let clock = ManualClock::new();
+    let outer = breaker("tower-stacked-503-outer", 3, &clock);
+    let inner = breaker("tower-stacked-503-inner", 1, &clock);
+    let backend = Backend::new(503);
+    let stacked = CircuitBreakerLayer::new(outer.clone())
+        .on_rejected(RefuseWithResponse)
+        .layer(app(&inner, &backend));
+    for _ in 0..3 {
+        let request = Request::get("/stock").body(Body::empty()).unwrap();
+        let response = stacked.clone().oneshot(request).await.expect("infallible");
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+    assert_eq!(
+        backend.hits.get(),
+        1,
+        "the inner layer refused the other two"
+    );
+    let (o, i) = (outer.snapshot(), inner.snapshot());
+    assert_eq!((i.state, i.failures, i.rejected), (State::Open, 1, 2));
+    assert_eq!(
+        (o.state, o.failures, o.neutral, o.rejected),
+        (State::Closed, 1, 2, 0),
+        "{o:?}"
+    );
+
+    // A handler passing on the refusal of a breaker it calls.
+    let passing_on = CircuitBreakerLayer::new(outer.clone()).layer(service_fn({
+        let inner = inner.clone();
+        move |_: ()| {
+            let refused = inner.acquire().unwrap_err();
+            async move { Ok::<_, Infallible>(Response::<String>::from(refused)) }
+        }
+    }));
+    let answer = passing_on.oneshot(()).await.unwrap();
+    assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let rejected = answer.extensions().get::<Rejected>().expect("the refusal");
+    assert_eq!(rejected.name(), "tower-stacked-503-inner");
+    assert_eq!(outer.snapshot().neutral, 3);
+
+    // The backend's own 503s count.
+    for _ in 0..2 {
+        inner.set_mode(Mode::Normal);
+        let request = Request::get("/stock").body(Body::empty()).unwrap();
+        let response = stacked.clone().oneshot(request).await.expect("infallible");
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(response.extensions().get::<Rejected>().is_none());
+    }
+    assert_eq!(backend.hits.get(), 3);
+    assert_eq!(outer.state(), State::Open);
+}
+
+/// Under a gRPC classifier, a refusal of an inner layer answered as a
+/// `tonic::Status` (`RefuseWithStatus`) or as a `503` is neutral too.
+#[cfg(feature = "tonic")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_as_a_status_or_a_503_is_neutral_to_an_outer_grpc_classifier() {
+    use failfast::classify::GrpcClassifier;
+    use failfast::tower::RefuseWithStatus;
+
+    let clock = ManualClock::new();
+    let outer = breaker("tower-stacked-grpc-outer", 3, &clock);
+    let inner = breaker("tower-stacked-grpc-inner", 1, &clock);
+    inner.set_mode(Mode::ForcedOpen);
+    let ok = || service_fn(|_: ()| async { Ok::<_, Infallible>(Response::new(String::new())) });
+    let as_status = CircuitBreakerLayer::new(outer.clone())
+        .classifier(GrpcClassifier)
+        .layer(
+            CircuitBreakerLayer::new(inner.clone())
+                .on_rejected(RefuseWithStatus)
+                .layer(ok()),
+        );
+    let refused = as_status.oneshot(()).await.unwrap_err();
+    let status = tonic::Status::from_error(refused);
+    assert_eq!(status.code(), tonic::Code::Unavailable);
+    let as_503 = CircuitBreakerLayer::new(outer.clone())
+        .classifier(GrpcClassifier)
+        .layer(
+            CircuitBreakerLayer::new(inner.clone())
+                .on_rejected(RefuseWithResponse)
+                .layer(ok()),
+        );
+    let answer = as_503.clone().oneshot(()).await.unwrap();
+    assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+    // Seen by the default HTTP classifier too.
+    let as_status_to_http = CircuitBreakerLayer::new(outer.clone()).layer(
+        CircuitBreakerLayer::new(inner.clone())
+            .on_rejected(RefuseWithStatus)
+            .layer(ok()),
+    );
+    as_status_to_http.oneshot(()).await.unwrap_err();
+    let s = outer.snapshot();
+    assert_eq!(
+        (s.state, s.failures, s.neutral),
+        (State::Closed, 0, 3),
+        "{s:?}"
+    );
+}

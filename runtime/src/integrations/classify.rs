@@ -13,6 +13,31 @@
 //! `grpc_failure` (with the `tonic` feature) for one returning
 //! `Result<T, tonic::Status>`, where it is also the default when `counts`
 //! is not given.
+//!
+//! # Refusals of breakers further down
+//!
+//! A call refused by another breaker below (a tower layer under this one, a
+//! middleware after this one, a `#[circuit_breaker]` function this one
+//! calls) never reached the dependency: the failures that opened that
+//! breaker were seen here as they happened, and counting its refusals too
+//! would open this breaker on one failure of the dependency. So every rule
+//! here takes a refusal as neutral, in each shape failfast gives one:
+//!
+//! - an error that is or carries a [`Rejected`] (tower's `RefuseWithError`,
+//!   reqwest-middleware's refusal, an `io::Error` made of one);
+//! - a `tonic::Status` made of one (the attribute's refusal as a status,
+//!   tower's `RefuseWithStatus`, or the `UNKNOWN` a tonic client makes of a
+//!   boxed `Rejected`): it has the `Rejected` in its `source` chain;
+//! - an `http::Response` made of one (tower's `RefuseWithResponse`, or a
+//!   handler answering `http::Response::from(rejected)`): it has the
+//!   `Rejected` in its extensions.
+//!
+//! The marks stay in the process: a server's answer never carries one, so a
+//! server that is unavailable, for whatever reason, counts. A timeout
+//! (`TimedOut`, `DEADLINE_EXCEEDED`, 504) is no refusal: the call waited on
+//! the dependency, and every breaker on the way counts it. An
+//! `http::StatusCode` has no room for a mark: a refusal converted to one
+//! is any 503 to [`http_failure`].
 
 use std::any::Any;
 
@@ -65,6 +90,7 @@ where
 /// |---|---|
 /// | `Err(_)` that is or carries a [`Rejected`]: a breaker further down refused, nothing was sent | neutral |
 /// | any other `Err(_)`: a transport error, a tower timeout, … | failure |
+/// | a response with a [`Rejected`] in its extensions: the `503` a breaker further down answered (`http::Response::from(rejected)`) | neutral |
 /// | 5xx | failure |
 /// | 429 and every other 4xx | neutral: the caller's fault, or a limit on the caller |
 /// | 1xx, 2xx, 3xx | success |
@@ -90,10 +116,19 @@ impl<B, E: 'static> Classify<http::Response<B>, E> for HttpClassifier {
     #[inline]
     fn classify(&self, result: &Result<http::Response<B>, E>) -> Outcome {
         match result {
+            Ok(response) if is_refusal(response) => Outcome::Neutral,
             Ok(response) => status_outcome(response.status()),
             Err(error) => error_outcome(error),
         }
     }
+}
+
+/// Whether `response` is a breaker's refusal made into an answer
+/// (`http::Response::from(rejected)`), which keeps the [`Rejected`] in its
+/// extensions.
+#[inline]
+fn is_refusal<B>(response: &http::Response<B>) -> bool {
+    response.extensions().get::<Rejected>().is_some()
 }
 
 /// An error is a failure, unless it is a refusal of a breaker further down
@@ -109,10 +144,14 @@ pub(crate) fn error_outcome<E: 'static>(error: &E) -> Outcome {
 }
 
 /// Whether `error` is a [`Rejected`], or carries one: a boxed error, an
-/// `io::Error` or a `reqwest_middleware::Error` holding it, or with it in
-/// its chain of sources.
+/// `io::Error`, a `reqwest_middleware::Error` or a `tonic::Status` holding
+/// it, or with it in its chain of sources.
 pub(crate) fn is_rejected<E: 'static>(error: &E) -> bool {
     let any: &dyn Any = error;
+    #[cfg(feature = "tonic")]
+    if let Some(status) = any.downcast_ref::<tonic::Status>() {
+        return chain_has_rejected(status);
+    }
     if let Some(error) = any.downcast_ref::<BoxError>() {
         chain_has_rejected(&**error)
     } else if let Some(error) = any.downcast_ref::<Box<dyn std::error::Error + Send>>() {
@@ -132,7 +171,8 @@ pub(crate) fn is_rejected<E: 'static>(error: &E) -> bool {
 
 /// Whether `error` or one of its sources is a [`Rejected`]. An `io::Error`
 /// and a `reqwest_middleware::Error` hide the error they wrap from the chain
-/// (their `source` is that error's source), so they are opened here.
+/// (their `source` is that error's source), so they are opened here; a
+/// `tonic::Status` made of a refusal has it as its source.
 fn chain_has_rejected(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut next = Some(error);
     while let Some(error) = next {
@@ -175,6 +215,13 @@ pub(crate) fn status_outcome(status: http::StatusCode) -> Outcome {
 /// failure: a 5xx. Any 4xx, 429 included, is the caller's fault or a limit
 /// on the caller, not a sign of a sick server.
 ///
+/// A status code has no room to say that it is a refusal of a breaker
+/// further down (a `Result<T, StatusCode>` function's own refusal, passed up
+/// with `?`): this counts that 503 as any other. Stacked breakers that
+/// should not count each other's refusals pass an `http::Response` (which
+/// [`HttpClassifier`] reads for the mark: see the [module docs](self)), a
+/// `tonic::Status`, or an error of their own with the [`Rejected`] in it.
+///
 /// A predicate for the attribute's `counts` on a function whose error is a
 /// status, `#[circuit_breaker(counts = failfast::classify::http_failure)]`
 /// (for another error type, call it in a closure: `counts = |e:
@@ -210,6 +257,7 @@ pub fn http_failure(status: &http::StatusCode) -> bool {
 /// | code | outcome |
 /// |---|---|
 /// | `OK` | success |
+/// | a refusal of a breaker further down: an error that is or carries a [`Rejected`], a `tonic::Status` made of one, a response with one in its extensions | neutral |
 /// | `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `RESOURCE_EXHAUSTED`, `INTERNAL`, `UNKNOWN` | failure |
 /// | `CANCELLED` with the message `Timeout expired`: tonic's own time limit | failure |
 /// | every other code (`INVALID_ARGUMENT`, `NOT_FOUND`, the caller's `CANCELLED`, …) | neutral |
@@ -224,8 +272,9 @@ pub fn http_failure(status: &http::StatusCode) -> bool {
 /// [`HttpClassifier`] does (a proxy's 502 is a failure). An error that is a
 /// `tonic::Status` (with the `tonic` feature; also inside a `Box<dyn Error + Send + Sync>`) is
 /// judged by its code; an error that is or carries a [`Rejected`] (a
-/// breaker further down refused) is neutral; any other error (transport,
-/// timeout) is a failure.
+/// breaker further down refused), a status made of one and a response that
+/// carries one are neutral (see the [module docs](self)); any other error
+/// (transport, timeout) is a failure.
 ///
 /// ```
 /// use failfast_runtime::classify::{Classify, GrpcClassifier};
@@ -245,6 +294,7 @@ pub struct GrpcClassifier;
 impl<B, E: 'static> Classify<http::Response<B>, E> for GrpcClassifier {
     fn classify(&self, result: &Result<http::Response<B>, E>) -> Outcome {
         match result {
+            Ok(response) if is_refusal(response) => Outcome::Neutral,
             Ok(response) => match response.headers().get("grpc-status") {
                 Some(code) => grpc_code_outcome(code, response.headers().get("grpc-message")),
                 None => status_outcome(response.status()),
@@ -291,6 +341,36 @@ fn grpc_number_outcome(code: i32, message: Option<&[u8]>) -> Outcome {
 /// `PERMISSION_DENIED`, `DATA_LOSS`, the caller's own `CANCELLED`, …) is
 /// not. With the `tonic` feature.
 ///
+/// Nor is a refusal of a breaker further down in this process, made into a
+/// status: the `UNAVAILABLE` of `tonic::Status::from(rejected)` (what a
+/// `#[circuit_breaker]` function answers when refused), or the `UNKNOWN` a
+/// tonic client makes of a tower layer's boxed [`Rejected`]. Such a status
+/// has the [`Rejected`] in its `source` chain, and never reached the
+/// dependency; the failures that opened that breaker were counted here as
+/// they happened. So an outer function calling an inner one with `?`
+/// counts a failure of the server once, not once more for each refusal
+/// that follows it:
+///
+/// ```
+/// use failfast_runtime::{classify::grpc_failure, Breaker, Rejected};
+/// use tonic::Status;
+///
+/// let inner = Breaker::builder().name("ledger").threshold(1).build()?;
+/// let _ = inner.call(|| Err::<(), _>("down"));
+/// let refused = Status::from(inner.acquire().unwrap_err());
+/// assert_eq!(refused.code(), tonic::Code::Unavailable);
+/// assert!(!grpc_failure(&refused), "a refusal further down");
+/// let source = std::error::Error::source(&refused).unwrap();
+/// assert_eq!(source.downcast_ref::<Rejected>().unwrap().name(), "ledger");
+/// assert!(grpc_failure(&Status::unavailable("down")), "the server's own");
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+///
+/// The mark is no part of what a server sends: a server's `UNAVAILABLE`
+/// counts, whatever made it answer so. A timeout (`DEADLINE_EXCEEDED`,
+/// the attribute's `timeout` included) is not a refusal: it counts at every
+/// level, each breaker once.
+///
 /// The attribute's default on a function returning
 /// `Result<T, tonic::Status>`: without `counts = …`, it counts what this
 /// counts. Also a predicate for `counts` where a `tonic::Status` is reached
@@ -325,6 +405,7 @@ fn grpc_number_outcome(code: i32, message: Option<&[u8]>) -> Outcome {
 #[must_use]
 pub fn grpc_failure(status: &tonic::Status) -> bool {
     grpc_code_fails(status.code() as i32, Some(status.message().as_bytes()))
+        && !chain_has_rejected(status)
 }
 
 fn grpc_code_outcome(code: &HeaderValue, message: Option<&HeaderValue>) -> Outcome {
@@ -520,5 +601,85 @@ mod tests {
         ] {
             assert_eq!(answer(status), outcome, "status {status}");
         }
+    }
+
+    /// A refusal of a breaker forced open, named `name`.
+    fn refusal(name: &'static str) -> Rejected {
+        let breaker = crate::Breaker::builder().name(name).build().unwrap();
+        breaker.set_mode(crate::Mode::ForcedOpen);
+        breaker.acquire().unwrap_err()
+    }
+
+    /// The `503` made of a refusal is neutral to both classifiers; a `503`
+    /// of the dependency's is a failure to both.
+    #[test]
+    fn a_response_made_of_a_refusal_is_neutral_and_another_503_a_failure() {
+        let refused = || http::Response::<String>::from(refusal("classify-503"));
+        let answered = || {
+            let response = http::Response::builder().status(503);
+            response.body(String::new()).unwrap()
+        };
+        let http = |r: http::Response<String>| HttpClassifier.classify(&Ok::<_, Infallible>(r));
+        let grpc = |r: http::Response<String>| GrpcClassifier.classify(&Ok::<_, Infallible>(r));
+        assert_eq!(http(refused()), Outcome::Neutral);
+        assert_eq!(grpc(refused()), Outcome::Neutral);
+        assert_eq!(http(answered()), Outcome::Failure);
+        assert_eq!(grpc(answered()), Outcome::Failure);
+        // A gRPC answer with the mark: the mark decides.
+        let mut unavailable = refused();
+        let headers = unavailable.headers_mut();
+        headers.insert("grpc-status", HeaderValue::from_static("14"));
+        assert_eq!(grpc(unavailable), Outcome::Neutral);
+    }
+
+    /// A status made of a refusal, whichever way, is neutral to
+    /// `grpc_failure` and to both classifiers, as an error or boxed; the
+    /// server's own `UNAVAILABLE` and a timeout made into a status count.
+    #[cfg(feature = "tonic")]
+    #[test]
+    fn a_status_made_of_a_refusal_is_neutral_everywhere() {
+        use tonic::{Code, Status};
+
+        let as_error = |status: Status| {
+            let http = HttpClassifier.classify(&Err::<http::Response<()>, _>(status.clone()));
+            let grpc = GrpcClassifier.classify(&Err::<http::Response<()>, _>(status.clone()));
+            let boxed: BoxError = Box::new(status.clone());
+            let boxed_http = HttpClassifier.classify(&Err::<http::Response<()>, _>(boxed));
+            let boxed: BoxError = Box::new(status);
+            let boxed_grpc = GrpcClassifier.classify(&Err::<http::Response<()>, _>(boxed));
+            [http, grpc, boxed_http, boxed_grpc]
+        };
+        let refusals = [
+            // The attribute's refusal, and `RefuseWithStatus`'s.
+            Status::from(refusal("classify-status")),
+            // What a tonic client makes of a boxed `Rejected`, and of one
+            // inside an `io::Error`.
+            Status::from_error(Box::new(refusal("classify-boxed"))),
+            Status::from_error(Box::new(std::io::Error::other(refusal("classify-io")))),
+        ];
+        for status in refusals {
+            assert!(matches!(status.code(), Code::Unavailable | Code::Unknown));
+            assert!(!grpc_failure(&status), "{status:?}");
+            assert_eq!(
+                as_error(status.clone()),
+                [Outcome::Neutral; 4],
+                "{status:?}"
+            );
+        }
+
+        let unavailable = Status::unavailable("down");
+        assert!(grpc_failure(&unavailable));
+        assert_eq!(as_error(unavailable), [Outcome::Failure; 4]);
+        let breaker = crate::Breaker::builder()
+            .name("classify-slow")
+            .build()
+            .unwrap();
+        let timed_out = Status::from(crate::TimedOut::new(
+            breaker.shared_name(),
+            std::time::Duration::from_secs(1),
+        ));
+        assert_eq!(timed_out.code(), Code::DeadlineExceeded);
+        assert!(grpc_failure(&timed_out), "a timeout is no refusal");
+        assert_eq!(as_error(timed_out), [Outcome::Failure; 4]);
     }
 }

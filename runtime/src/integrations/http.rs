@@ -5,6 +5,18 @@
 //! A handler or client function returning `Result<T, http::StatusCode>` or
 //! `Result<T, http::Response<B>>` can then be guarded without a `fallback`.
 //!
+//! The `Response` made of a refusal carries the [`Rejected`] as an extension
+//! (`response.extensions().get::<Rejected>()`), which `HttpClassifier` and
+//! `GrpcClassifier` take as neutral: a tower layer over another layer that
+//! answers its refusals with this response (`RefuseWithResponse`), or over a
+//! handler that passes on a refusal this way, does not count what never
+//! reached the dependency, and still counts the dependency's own 503.
+//! Extensions are not sent over the wire: a client of this server sees a
+//! plain 503 with `Retry-After`, and counts it. A `StatusCode` carries
+//! nothing but its number: a refusal converted to one is any 503, and
+//! `http_failure` counts it. A timeout (504) carries no mark: the call
+//! waited for the dependency in vain, which every breaker on the way counts.
+//!
 //! ```
 //! # use failfast_runtime::{Breaker, ManualClock};
 //! # use std::time::Duration;
@@ -35,7 +47,8 @@ pub(crate) fn retry_after_seconds(rejected: &Rejected) -> Option<u64> {
     })
 }
 
-/// `503 Service Unavailable`.
+/// `503 Service Unavailable`. A status code has no room for the refusal:
+/// an outer breaker counting with `http_failure` counts it as any 503.
 impl From<Rejected> for StatusCode {
     fn from(_: Rejected) -> Self {
         StatusCode::SERVICE_UNAVAILABLE
@@ -44,7 +57,10 @@ impl From<Rejected> for StatusCode {
 
 /// `503 Service Unavailable`, `Retry-After` in seconds when known, and the
 /// rejection's message as the body (for any body type built from a
-/// `String`).
+/// `String`). The rejection itself is an extension of the response
+/// (`response.extensions().get::<Rejected>()`, not sent over the wire),
+/// which makes it neutral to the classifiers of the tower layers above:
+/// see [`HttpClassifier`](crate::integrations::classify::HttpClassifier).
 impl<B: From<String>> From<Rejected> for Response<B> {
     fn from(rejected: Rejected) -> Self {
         let retry_after = retry_after_seconds(&rejected);
@@ -55,6 +71,7 @@ impl<B: From<String>> From<Rejected> for Response<B> {
                 .headers_mut()
                 .insert(RETRY_AFTER, HeaderValue::from(seconds));
         }
+        response.extensions_mut().insert(rejected);
         response
     }
 }
@@ -131,6 +148,25 @@ mod tests {
     fn a_status_code_is_service_unavailable() {
         let rejected = rejected_after(Duration::ZERO, Duration::from_secs(5));
         assert_eq!(StatusCode::from(rejected), StatusCode::SERVICE_UNAVAILABLE);
+    }
+
+    /// The response made of a refusal carries it; a timeout's carries
+    /// nothing.
+    #[test]
+    fn a_refusal_is_an_extension_of_its_response_and_a_timeout_has_none() {
+        let response =
+            Response::<String>::from(rejected_after(Duration::ZERO, Duration::from_secs(5)));
+        let rejected = response
+            .extensions()
+            .get::<Rejected>()
+            .expect("the refusal");
+        assert_eq!(rejected.name(), "http-test");
+        assert_eq!(rejected.retry_after(), Some(Duration::from_secs(5)));
+
+        let breaker = Breaker::builder().name("slow").build().unwrap();
+        let timed_out = crate::TimedOut::new(breaker.shared_name(), Duration::from_secs(3));
+        let response = Response::<String>::from(timed_out);
+        assert!(response.extensions().get::<Rejected>().is_none());
     }
 
     #[test]

@@ -8,6 +8,34 @@
 //! A service or client method returning `Result<T, tonic::Status>` can then be
 //! guarded without a `fallback`.
 //!
+//! # A refusal carries its `Rejected`
+//!
+//! The status made of a refusal has the [`Rejected`] as its `source`
+//! (`std::error::Error::source(&status)`, then `downcast_ref::<Rejected>()`):
+//! a caller finds the breaker, the reason and the time to the next trial,
+//! and every default rule of failfast takes a status that carries one as
+//! neutral (`grpc_failure`, so the attribute's default; `GrpcClassifier`
+//! and `HttpClassifier`, so the tower layer's). A breaker further up the
+//! same process then does not count the refusal of one further down:
+//! nothing was sent, and the failures that opened the lower breaker were
+//! counted by the upper one as they happened. Without it, an outer
+//! `#[circuit_breaker]` function calling an inner one with `?` would count
+//! each of the inner breaker's refusals as one more `UNAVAILABLE`, and open
+//! on one failure of the server. The same holds for a status tonic makes of
+//! a refusal in its own way (the `UNKNOWN` a tonic client makes of a tower
+//! layer's boxed `Rejected`, whose source it is too).
+//!
+//! The mark stays in the process: a source is not written into an answer
+//! sent over the wire. A server that answers a refusal of its own breaker
+//! answers its client a plain `UNAVAILABLE` (with the pushback), which the
+//! client's breaker counts: to the client, that server is unavailable.
+//! Neither can a server's answer pass for a refusal. A server's own
+//! `UNAVAILABLE` counts at every level, as before.
+//!
+//! A timeout (`DEADLINE_EXCEEDED`, below) carries no mark: the call reached
+//! the dependency and waited for it in vain, one sign of sickness that each
+//! breaker on the way counts once, as it does a server's `UNAVAILABLE`.
+//!
 //! # Which statuses count
 //!
 //! Without `counts = …`, the attribute counts a `tonic::Status` as a failure
@@ -44,6 +72,7 @@
 //! # Ok::<(), failfast_runtime::ConfigError>(())
 //! ```
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tonic::Status;
@@ -61,7 +90,12 @@ fn pushback_millis(after: Duration) -> u64 {
 
 /// `UNAVAILABLE`, the rejection's message, and `grpc-retry-pushback-ms`
 /// (rounded up to the next millisecond) when the time to the next trial is
-/// known.
+/// known. The rejection itself is the status's `source`
+/// (`std::error::Error::source(&status)`, then `downcast_ref::<Rejected>()`),
+/// which makes the status neutral to every breaker above it in the process:
+/// see [`grpc_failure`](crate::integrations::classify::grpc_failure).
+/// tonic's `Display` of the status names it too (`…, source: Rejected {
+/// breaker: …, reason: …, … }`).
 impl From<Rejected> for Status {
     fn from(rejected: Rejected) -> Self {
         let pushback = rejected.retry_after();
@@ -72,11 +106,13 @@ impl From<Rejected> for Status {
                 .metadata_mut()
                 .insert("grpc-retry-pushback-ms", MetadataValue::from(millis));
         }
+        status.set_source(Arc::new(rejected));
         status
     }
 }
 
 /// `DEADLINE_EXCEEDED`: the dependency did not answer within `timeout`.
+/// Not marked as a refusal is: the breakers above count it.
 impl From<TimedOut> for Status {
     fn from(timed_out: TimedOut) -> Self {
         Status::deadline_exceeded(timed_out.to_string())
@@ -128,5 +164,23 @@ mod tests {
             "{}",
             status.message()
         );
+    }
+
+    /// A refusal's status carries it as its source, found by a downcast
+    /// and kept by a clone; a timeout's carries nothing.
+    #[test]
+    fn a_refusal_is_the_source_of_its_status_and_a_timeout_has_none() {
+        let breaker = Breaker::builder().name("source-grpc").build().unwrap();
+        breaker.set_mode(crate::Mode::ForcedOpen);
+        let status = Status::from(breaker.acquire().unwrap_err()).clone();
+        let source = std::error::Error::source(&status).expect("the refusal");
+        let rejected = source.downcast_ref::<Rejected>().expect("a Rejected");
+        assert_eq!(rejected.name(), "source-grpc");
+        assert_eq!(rejected.reason(), crate::Reason::ForcedOpen);
+
+        let timed_out = TimedOut::new(breaker.shared_name(), Duration::from_secs(1));
+        let status = Status::from(timed_out);
+        assert_eq!(status.code(), tonic::Code::DeadlineExceeded);
+        assert!(std::error::Error::source(&status).is_none());
     }
 }

@@ -55,10 +55,14 @@
 //!
 //! - The response future's output is classified by the layer's [`Classify`]:
 //!   [`HttpClassifier`] by default, [`GrpcClassifier`], or a closure
-//!   `Fn(&Result<Response, Error>) -> Outcome`. Both classifiers take an
-//!   error that is or carries a [`Rejected`](crate::Rejected) (the refusal of another
-//!   breaker further down the stack, which never reached the dependency)
-//!   as neutral.
+//!   `Fn(&Result<Response, Error>) -> Outcome`. Both classifiers take the
+//!   refusal of another breaker further down the stack, which never
+//!   reached the dependency, as neutral, whichever way that layer answers
+//!   it: an error that is or carries a [`Rejected`](crate::Rejected)
+//!   ([`RefuseWithError`]), a `tonic::Status` made of one
+//!   (`RefuseWithStatus`), a `503` made of one ([`RefuseWithResponse`]).
+//!   The dependency's own `503` or `UNAVAILABLE` counts (see
+//!   [`classify`](crate::classify#refusals-of-breakers-further-down)).
 //! - The outcome is decided when the inner service's future finishes: for
 //!   HTTP, when the response's head is ready. A body streamed after it is
 //!   not watched: its errors are not failures, and the slow-call rule
@@ -116,7 +120,9 @@
 //! Around a server's handlers, the layer guards the handler, and
 //! [`HttpClassifier`] counts every 5xx the handler answers as a failure:
 //! also a `503` it answers on purpose (shedding load, or passing on the
-//! refusal of a breaker it calls). Leave those out with a closure:
+//! refusal of a breaker it calls as a status code). A refusal passed on as
+//! `http::Response::from(rejected)` keeps the [`Rejected`](crate::Rejected)
+//! in its extensions, and is neutral; leave the others out with a closure:
 //!
 //! ```
 //! use axum::{body::Body, http::StatusCode, routing::get, Router};

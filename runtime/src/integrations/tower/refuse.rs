@@ -98,6 +98,9 @@ impl<Res, E: Into<BoxError>> OnRejected<Res, E> for RefuseWithError {
 /// rejection's message as the body; the inner service's errors pass as they
 /// are: for an axum `Router`, whose services never fail. See
 /// [`CircuitBreakerLayer::on_rejected`](super::CircuitBreakerLayer::on_rejected).
+/// The response carries the [`Rejected`] in its extensions (not sent over
+/// the wire), so a layer further up takes it as neutral, and a `503` of the
+/// inner service as a failure.
 ///
 /// ```
 /// use failfast_runtime::tower::{OnRejected, RefuseWithResponse};
@@ -132,7 +135,10 @@ impl<B: From<String>, E> OnRejected<http::Response<B>, E> for RefuseWithResponse
 /// conversion of [`Rejected`]), which a tonic client finds in the error of
 /// its `Channel` and hands to the caller as that status; the inner service's
 /// errors are boxed as they are. For a layer on a tonic `Channel`: the
-/// client's caller gets that status rather than `UNKNOWN`. Feature `tonic`.
+/// client's caller gets that status rather than `UNKNOWN`. The status has
+/// the [`Rejected`] as its source, so a layer further up, and a
+/// `#[circuit_breaker]` function around the client, take it as neutral,
+/// and an `UNAVAILABLE` of the server as a failure. Feature `tonic`.
 ///
 /// ```
 /// use failfast_runtime::classify::GrpcClassifier;
