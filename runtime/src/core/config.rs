@@ -827,17 +827,21 @@ impl Builder {
     /// - Samples are averaged over a *window*, closed by the first sample
     ///   that finds it at least `2 × baseline` (and 10 ms) long with 8
     ///   samples, or at least 1 s long with one.
-    /// - The *baseline* is the least window average of the last 10 to 20 s;
-    ///   8 windows in a row over `1.5 × baseline`, while the limit is at or
-    ///   under what the throughput needs, make the least of theirs the
-    ///   baseline (a dependency slower for good).
+    /// - The *baseline* is the least window average of the last 10 to 20 s
+    ///   (two periods of 10 s); 8 windows in a row over `1.5 × baseline`,
+    ///   while the limit is at or under what the throughput needs, make the
+    ///   least of theirs the baseline (a dependency slower for good).
     /// - A window at most `1.5 × baseline` raises the limit by `(max − min)
     ///   × t / 20 s`, `t` the window's length (5 s at most): back from `min`
     ///   to `max` within 20 s of healthy calls, at any rate, however few
     ///   places are in use.
-    /// - A window over `1.5 × baseline` is a queue: the limit falls to what
-    ///   the window's throughput needs without one, `samples / t ×
-    ///   baseline` (Little's law), by half at most, never below `min`.
+    /// - A window over `1.5 × baseline` is a queue: the limit falls toward
+    ///   what the window's throughput needs without one, by Little's law
+    ///   `need = throughput × baseline`, the throughput being `samples / t`
+    ///   or `taken / latency` (places taken over the window's average
+    ///   latency), the higher: to `1.5 × need` once a window of this 10 s
+    ///   period was clean (at most `9/8 × baseline`), else to `need`
+    ///   itself, which drains the queue. By half at most, never below `min`.
     /// - A counted failure (a timeout included) cuts the limit by a tenth
     ///   of its whole places at once, down to `min`.
     ///

@@ -21,17 +21,20 @@
 //!   the limit by `(most − least) × t / 20 s`, `t` the window's length (5 s
 //!   at most): 20 s of such windows bring it from its least to its most,
 //!   whatever the rate of calls and however few places are in use.
-//! - **Cut.** A window over `1.5 × baseline` is a queue: the limit falls to
-//!   what the window's throughput needs without one, by Little's law
-//!   `samples / t × baseline`, by half at most per window and never below
-//!   `least`. The queue drains, and the next windows see the latency
-//!   without it again.
+//! - **Cut.** A window over `1.5 × baseline` is a queue: the limit falls
+//!   toward what the window's throughput needs without one, by Little's
+//!   law `need = throughput × baseline`, the throughput being `samples / t`
+//!   or `taken / latency` (places taken over the window's average), the
+//!   higher: to `1.5 × need` once a window of this 10 s period was clean
+//!   (at most `9/8 × baseline`), else to `need` itself, which drains the
+//!   queue so that the next windows show the latency without one again.
+//!   By half at most per window, never below `least`.
 //! - **Baseline.** The least window average of the last 10 to 20 s (two
 //!   periods of 10 s, the older forgotten as a new one begins): it never
-//!   follows a queue up, since each cut shows the latency without one
-//!   again within a few windows, and it ages out. A dependency slower for
-//!   good (not queueing our calls) shows as 8 windows in a row over it
-//!   while the limit is at or under what the throughput needs and no call
+//!   follows a queue up, since a period without a clean window cuts to the
+//!   need and drains it, and it ages out. A dependency slower for good
+//!   (not queueing our calls) shows as 8 windows in a row over `1.5 ×
+//!   baseline` while the limit is at or under the need and no call
 //!   admitted above the limit still runs: the least of their averages
 //!   becomes the baseline.
 //! - **Failures.** A counted failure (a timeout included) cuts the limit
@@ -57,6 +60,11 @@ use crate::core::totals::{REJECTED, WOULD_REJECT};
 const FRACTION: u32 = 16;
 /// A window at most `(1 + 1/2) × baseline` is at its baseline.
 const TOLERANCE_SHIFT: u32 = 1;
+/// A window at most `(1 + 1/8) × baseline` is clean: no queue.
+const CLEAN_SHIFT: u32 = 3;
+/// A cut leaves `1/2` of the need over it, once a window of the period
+/// was clean.
+const HEADROOM_SHIFT: u32 = 1;
 /// From the least places to the most in this much time of windows at
 /// their baseline.
 const REGROWTH: u64 = 20_000_000_000;
@@ -98,6 +106,7 @@ pub(crate) struct Places {
     previous: AtomicU64,
     period: AtomicU64,
     streak: AtomicU64,
+    clean: AtomicU64,
 }
 
 /// A breaker's places, made on the first call that needs them.
@@ -133,6 +142,9 @@ struct Memory {
     previous: u64,
     period: u64,
     streak: u64,
+    /// The period (plus one) in which a window was last seen clean: at
+    /// most `9/8 × baseline`, no queue; 0: none yet.
+    clean: u64,
 }
 
 impl Memory {
@@ -164,21 +176,32 @@ impl Memory {
     }
 }
 
-/// A window of `samples` samples closed at `now`, `length` long, their
-/// average latency `average`: the new limit (fixed point) and memory, from
-/// `limit` and `memory`, `draining` telling whether more places are taken
-/// than the limit has (calls admitted above it are still running).
-#[allow(clippy::too_many_arguments)]
-fn adapt(
-    (least, most): (u32, u32),
-    limit: u32,
-    memory: Memory,
-    draining: bool,
+/// A window as it closes.
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    /// When, on the breaker's clock.
     now: u64,
-    samples: u64,
+    /// How long it was open.
     length: u64,
+    samples: u64,
+    /// The samples' average latency.
     average: u64,
-) -> (u32, Memory) {
+    /// Places taken as it closes, the closing call's included.
+    taken: u32,
+}
+
+/// What `window` makes of `limit` (fixed point) and `memory`: the new
+/// limit and memory.
+fn adapt((least, most): (u32, u32), limit: u32, memory: Memory, window: Window) -> (u32, Memory) {
+    let Window {
+        now,
+        length,
+        samples,
+        average,
+        taken,
+    } = window;
+    // Calls admitted above the limit are still running.
+    let draining = taken > whole(limit);
     let grow = |limit: u32| {
         let range = u64::from(most - least) << FRACTION;
         let step = range.saturating_mul(length.min(STEP)) / REGROWTH;
@@ -187,19 +210,39 @@ fn adapt(
     };
     let baseline = memory.baseline();
     let tolerated = baseline.saturating_add(baseline >> TOLERANCE_SHIFT);
+    let period = now / MEMORY;
     if baseline == 0 || average <= tolerated {
+        let clean = if average <= baseline.saturating_add(baseline >> CLEAN_SHIFT) {
+            period + 1
+        } else {
+            memory.clean
+        };
         let memory = Memory {
             streak: 0,
+            clean,
             ..memory.with(now, average)
         };
         return (grow(limit), memory);
     }
     // A queue: the limit falls to what this window's throughput needs
-    // without one, `samples / length × baseline`.
-    let needed =
-        ((u128::from(samples) * u128::from(baseline)) << FRACTION) / u128::from(length.max(1));
-    let needed = u32::try_from(needed).unwrap_or(u32::MAX);
-    let cut = needed.max(limit / 2).max(fixed(least)).min(limit);
+    // without one, by Little's law: the throughput (`samples / length`, or
+    // `taken / average`, the higher) times `baseline`.
+    let by_samples =
+        (u128::from(samples) << FRACTION) * u128::from(baseline) / u128::from(length.max(1));
+    let by_taken = (u128::from(taken) << FRACTION) * u128::from(baseline) / u128::from(average);
+    let needed = u32::try_from(by_samples.max(by_taken)).unwrap_or(u32::MAX);
+    // With half as much again, for the noise of latency and throughput
+    // and to keep the workers busy, once a
+    // window of this period was clean; else to the need itself, which
+    // drains the queue, so that the next windows are clean again and keep
+    // the baseline true (a queue kept for a whole period would be taken
+    // for the latency without one).
+    let room = if memory.clean == period + 1 {
+        needed.saturating_add(needed >> HEADROOM_SHIFT)
+    } else {
+        needed
+    };
+    let cut = room.max(limit / 2).max(fixed(least)).min(limit);
     if draining {
         return (cut, memory);
     }
@@ -225,8 +268,9 @@ fn adapt(
         let memory = Memory {
             current: lowest.max(1),
             previous: 0,
-            period: now / MEMORY,
+            period,
             streak: 0,
+            clean: 0,
         };
         return (limit, memory);
     }
@@ -241,6 +285,7 @@ impl Places {
             previous: self.previous.load(Ordering::Relaxed),
             period: self.period.load(Ordering::Relaxed),
             streak: self.streak.load(Ordering::Relaxed),
+            clean: self.clean.load(Ordering::Relaxed),
         }
     }
 
@@ -249,6 +294,7 @@ impl Places {
         self.previous.store(memory.previous, Ordering::Relaxed);
         self.period.store(memory.period, Ordering::Relaxed);
         self.streak.store(memory.streak, Ordering::Relaxed);
+        self.clean.store(memory.clean, Ordering::Relaxed);
     }
 }
 
@@ -264,6 +310,7 @@ impl Breaker {
                 previous: AtomicU64::new(0),
                 period: AtomicU64::new(0),
                 streak: AtomicU64::new(0),
+                clean: AtomicU64::new(0),
             })
         })
     }
@@ -379,10 +426,14 @@ impl Breaker {
         }
         let average = ((window & ((1 << COUNT_SHIFT) - 1)) << UNIT_SHIFT) / samples;
         let limit = places.limit.load(Ordering::Relaxed);
-        let draining = places.taken.load(Ordering::Relaxed) > whole(limit);
-        let (next, memory) = adapt(
-            range, limit, memory, draining, now, samples, length, average,
-        );
+        let window = Window {
+            now,
+            length,
+            samples,
+            average,
+            taken: places.taken.load(Ordering::Relaxed) + 1,
+        };
+        let (next, memory) = adapt(range, limit, memory, window);
         places.remember(memory);
         // A failure may have cut it meanwhile: this window's word is not
         // put over that cut.
