@@ -9,12 +9,15 @@ pub use crate::core::body::Body;
 pub use crate::core::breaker::{Breaker, Outcome, Permit};
 pub use crate::core::config::Config;
 pub use crate::core::error::{Error, Rejected, TimedOut};
+pub use crate::core::listed::{DECLARED, Declared};
 pub use crate::core::timeout::Timeout;
 pub use crate::policy::bulkhead::{Bulkhead, BulkheadPermit};
 #[cfg(feature = "keyed")]
 pub use crate::policy::keyed::declared::Slot as KeyedSlot;
 #[cfg(feature = "keyed")]
 pub use crate::policy::keyed::{Family, Key, Member};
+#[cfg(feature = "keyed")]
+pub use crate::policy::listed::{DECLARED_FAMILIES, DeclaredFamily};
 pub use linkme;
 pub use linkme::distributed_slice;
 
@@ -266,7 +269,7 @@ pub fn enter(bulkhead: &'static Bulkhead) -> Option<BulkheadPermit<'static>> {
 #[inline]
 fn scoped(bulkhead: &'static Bulkhead) -> &'static Bulkhead {
     #[cfg(feature = "testing")]
-    if let Some(own) = crate::ops::testing::bulkhead(bulkhead) {
+    if let Some(own) = crate::core::scope::stand_in(bulkhead) {
         return own;
     }
     bulkhead
@@ -344,7 +347,7 @@ impl TokioFeature for Tokio {}
 #[inline]
 pub fn breaker<B: SharedBreaker>(breaker: &'static B) -> &'static Breaker {
     #[cfg(feature = "testing")]
-    if let Some(own) = crate::ops::testing::breaker(breaker.breaker()) {
+    if let Some(own) = crate::core::scope::stand_in(breaker.breaker()) {
         return own;
     }
     breaker.breaker()
@@ -386,7 +389,7 @@ pub fn member<S: SharedFamily, Q: Key + ?Sized>(
     key: &Q,
 ) -> crate::policy::keyed::Lease<'static> {
     #[cfg(feature = "testing")]
-    if let Some(own) = crate::ops::testing::slot(family.slot()) {
+    if let Some(own) = crate::core::scope::stand_in(family.slot()) {
         return own.family::<Q::Owned>().lease(key);
     }
     family.slot().family::<Q::Owned>().lease(key)
@@ -990,42 +993,6 @@ impl ConstConfig {
         std::mem::ManuallyDrop::into_inner(self.0)
     }
 }
-
-/// A breaker declared by `#[circuit_breaker]`, and where.
-#[doc(hidden)]
-#[derive(Debug)]
-pub struct Declared {
-    /// The function's breaker.
-    pub breaker: &'static Breaker,
-    /// `file:line` of the function.
-    pub at: &'static str,
-    /// `module_path!()` of the function: its first segment names the crate.
-    pub module: &'static str,
-}
-
-/// Every breaker declared by `#[circuit_breaker]` in the program, gathered
-/// by the linker.
-#[doc(hidden)]
-#[linkme::distributed_slice]
-pub static DECLARED: [Declared];
-
-/// A keyed family declared by `#[circuit_breaker(key = …)]` or
-/// `breaker!(… max_keys = …)`, and where.
-#[cfg(feature = "keyed")]
-#[doc(hidden)]
-#[derive(Debug)]
-pub struct DeclaredFamily {
-    /// The family's slot.
-    pub slot: &'static crate::policy::keyed::Slot,
-    /// `file:line` of the declaration.
-    pub at: &'static str,
-}
-
-/// Every keyed family declared in the program, gathered by the linker.
-#[cfg(feature = "keyed")]
-#[doc(hidden)]
-#[linkme::distributed_slice]
-pub static DECLARED_FAMILIES: [DeclaredFamily];
 
 /// For tests of event delivery: this thread's transitions so far, those of
 /// them that waited for the one before to be queued, and those that gave

@@ -8,8 +8,11 @@ pub(crate) mod clock;
 pub(crate) mod config;
 pub(crate) mod error;
 pub(crate) mod kept;
+pub(crate) mod listed;
 pub(crate) mod name;
 pub(crate) mod outcome;
+#[cfg(feature = "testing")]
+pub(crate) mod scope;
 #[cfg(feature = "serde")]
 pub(crate) mod serde;
 pub(crate) mod shed;

@@ -120,6 +120,7 @@ use crate::core::breaker::Breaker;
 use crate::core::breaker::shedding::SHEDDING;
 use crate::core::breaker::transition::{Change, RECONFIGURED, TRANSITIONED};
 use crate::core::error::State;
+use crate::core::listed::REGISTERED;
 use crate::core::name::Name;
 use crate::ops::registry;
 
@@ -458,7 +459,11 @@ fn caught(f: impl FnOnce()) {
 }
 
 /// A breaker was registered: every one of its series, at its current values.
-pub(crate) fn registered(b: &Breaker) {
+#[linkme::distributed_slice(REGISTERED)]
+#[allow(unsafe_code)] // linkme places the entry in a link section
+static REGISTER: fn(&Breaker) = registered;
+
+fn registered(b: &Breaker) {
     caught(|| {
         describe();
         series(b);

@@ -68,18 +68,18 @@
 //! (a family may hold thousands), but [`get`] finds a member by its name,
 //! `family[key]`.
 
-#[cfg(feature = "keyed")]
-use crate::__private::DECLARED_FAMILIES;
-use crate::__private::{DECLARED, Declared};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::core::breaker::Breaker;
+use crate::core::listed::{DECLARED, Declared};
 use crate::core::name::Name;
 pub use crate::policy::handle::BreakerRef;
 #[cfg(feature = "keyed")]
 pub use crate::policy::keyed::FamilyRef;
+#[cfg(feature = "keyed")]
+use crate::policy::listed::DECLARED_FAMILIES;
 
 enum Entry {
     Static(&'static Breaker),
@@ -258,16 +258,13 @@ fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
     let fresh = registry.is_none();
     let result = f(registry.get_or_insert_with(Registry::with_declared));
     drop(registry);
-    // The declared breakers' series, outside the lock: a recorder may look
-    // breakers up.
-    #[cfg(feature = "metrics")]
+    // The declared breakers announced, outside the lock: a watcher (the
+    // metrics' recorder) may look breakers up.
     if fresh {
         for declared in DECLARED.iter() {
-            crate::ops::metrics::registered(declared.breaker);
+            crate::core::listed::registered(declared.breaker);
         }
     }
-    #[cfg(not(feature = "metrics"))]
-    let _ = fresh;
     result
 }
 
@@ -304,8 +301,7 @@ fn register_shared(breaker: &Arc<Breaker>) {
     if breaker.mark_registered() {
         let weak = Arc::downgrade(breaker);
         let watchers = add(breaker.shared_name(), Entry::Shared(weak));
-        #[cfg(feature = "metrics")]
-        crate::ops::metrics::registered(breaker);
+        crate::core::listed::registered(breaker);
         tell(&watchers, &BreakerRef::Shared(breaker.clone()));
     }
 }
@@ -314,8 +310,7 @@ fn register_shared(breaker: &Arc<Breaker>) {
 pub(crate) fn register_static(breaker: &'static Breaker) {
     if breaker.mark_registered() {
         let watchers = add(breaker.shared_name(), Entry::Static(breaker));
-        #[cfg(feature = "metrics")]
-        crate::ops::metrics::registered(breaker);
+        crate::core::listed::registered(breaker);
         tell(&watchers, &BreakerRef::Static(breaker));
     }
 }
@@ -332,7 +327,7 @@ pub fn get(name: &str) -> Option<BreakerRef> {
         positions.iter().find_map(|&i| r.entries[i].upgrade())
     });
     #[cfg(feature = "testing")]
-    let found = found.map(crate::ops::testing::seen);
+    let found = found.map(seen);
     #[cfg(feature = "keyed")]
     let found = found.or_else(|| member(name));
     found
@@ -359,7 +354,7 @@ static LIST_FAMILIES: fn(crate::policy::keyed::Seen<'_>) = |seen| {
         Seen::SlotBuilt(slot) => register_slot(slot),
         // A scope's family (`testing::isolate`) is listed through its scope.
         #[cfg(feature = "testing")]
-        Seen::OtherFamily(slot, _) if crate::ops::testing::owns_slot(slot) => {}
+        Seen::OtherFamily(slot, _) if crate::core::scope::owns(slot) => {}
         Seen::OtherFamily(_, listing) => register_family(listing),
         Seen::Evicted(..) => {}
     }
@@ -408,7 +403,7 @@ impl FamilyRef {
     /// Inside a scope of `testing::isolate`, the scope's family in place of
     /// a declared one.
     fn seen(self) -> Self {
-        match self.0.slot().and_then(crate::ops::testing::slot) {
+        match self.0.slot().and_then(crate::core::scope::stand_in) {
             Some(own) => FamilyRef(Arc::new(crate::policy::keyed::SlotView(own))),
             None => self,
         }
@@ -430,8 +425,20 @@ pub fn all() -> Vec<BreakerRef> {
     // Inside a scope of `testing::isolate`, its breakers in place of the
     // declared ones.
     #[cfg(feature = "testing")]
-    let all = all.into_iter().map(crate::ops::testing::seen).collect();
+    let all = all.into_iter().map(seen).collect();
     all
+}
+
+/// What the registry shows for `found`: inside a scope of
+/// `testing::isolate`, the scope's breaker in place of a declared one.
+#[cfg(feature = "testing")]
+fn seen(found: BreakerRef) -> BreakerRef {
+    match found {
+        BreakerRef::Static(shared) => {
+            crate::core::scope::listed(shared).map_or(found, BreakerRef::Static)
+        }
+        found => found,
+    }
 }
 
 static NEXT_WATCH: AtomicU64 = AtomicU64::new(1);

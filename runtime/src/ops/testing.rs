@@ -134,26 +134,22 @@
 //! only: `[dev-dependencies] failfast = { version = "0.1", features =
 //! ["testing"] }`.
 
-use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 #[cfg(feature = "tokio")]
 use std::time::Duration;
 
 use crate::core::breaker::Breaker;
 use crate::core::clock::ManualClock;
-use crate::ops::registry::BreakerRef;
+use crate::core::clock::{SOURCE, Source};
+use crate::core::scope::{Own, StandIn, enter, leave};
 use crate::policy::bulkhead::Bulkhead;
 #[cfg(feature = "keyed")]
 use crate::policy::keyed::Slot as KeyedSlot;
-
-use crate::core::clock::{SOURCE, Source};
 
 const TWICE: &str = "a test clock is installed once per test binary, and this one already \
                      has another: give every test of the binary the same `ManualClock` (a \
@@ -237,170 +233,30 @@ pub fn seed_shedding(seed: u64) {
     crate::core::shed::seed(seed);
 }
 
-/// Scopes entered now, on any thread: each [`Scope`] alive, and each
-/// future of [`Scope::bind`] or closure of [`Scope::wrap`] while it runs.
-/// While none is, a call reads this and nothing else. Relaxed is enough: a
-/// thread in a scope entered it itself, and reads its own increment.
-static ENTERED: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    /// The scopes entered on this thread, the innermost last.
-    static ENTERED_HERE: RefCell<Vec<Arc<Own>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// A scope's breakers, families and bulkheads, each by the address of the
-/// `static` it stands for. They are leaked, never freed: a call the scope
-/// admitted may outlive it (on a thread the test left running), holding a
-/// `&'static` to its breaker.
-#[derive(Default)]
-struct Own {
-    breakers: Mutex<HashMap<usize, &'static Breaker>>,
-    bulkheads: Mutex<HashMap<usize, &'static Bulkhead>>,
-    #[cfg(feature = "keyed")]
-    slots: Mutex<HashMap<usize, &'static KeyedSlot>>,
-}
-
-fn address<T>(item: &T) -> usize {
-    std::ptr::from_ref(item).addr()
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Maps of references: a panic cannot leave one half-changed.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The scope's own from `statics`, made from `shared` with `fresh` on
-/// first use.
-fn own<T>(
-    statics: &Mutex<HashMap<usize, &'static T>>,
-    shared: &'static T,
-    fresh: impl FnOnce(&T) -> T,
-) -> &'static T {
-    lock(statics)
-        .entry(address(shared))
-        .or_insert_with(|| Box::leak(Box::new(fresh(shared))))
-}
-
-impl Own {
-    fn breaker(&self, shared: &'static Breaker) -> &'static Breaker {
-        own(&self.breakers, shared, |shared| {
-            let fresh = shared.fresh_copy();
-            // Marked so that its first call does not list it in the
-            // program's registry; the registry finds it through the scope.
-            fresh.mark_registered();
-            fresh
-        })
-    }
-
-    /// The scope's breaker for `shared`, if `shared` is one an attribute
-    /// declared (or one the scope already stands in for).
-    fn stand_in(&self, shared: &'static Breaker) -> Option<&'static Breaker> {
-        let known = lock(&self.breakers).contains_key(&address(shared));
-        (known || declared(shared)).then(|| self.breaker(shared))
-    }
-
-    fn bulkhead(&self, shared: &'static Bulkhead) -> &'static Bulkhead {
-        own(&self.bulkheads, shared, |shared| {
-            Bulkhead::new(shared.max()).max_wait(shared.wait())
-        })
-    }
-
-    #[cfg(feature = "keyed")]
-    fn slot(&self, shared: &'static KeyedSlot) -> &'static KeyedSlot {
-        own(&self.slots, shared, KeyedSlot::fresh)
+/// How a scope makes its own of each `static` it stands in for: a breaker
+/// fresh from its declared settings, a bulkhead of the same places and
+/// wait, a keyed family's slot with no family built yet.
+impl StandIn for Breaker {
+    fn fresh(shared: &Breaker) -> Breaker {
+        let fresh = shared.fresh_copy();
+        // Marked so that its first call does not list it in the program's
+        // registry; the registry finds it through the scope.
+        fresh.mark_registered();
+        fresh
     }
 }
 
-/// Whether `breaker` is one of the program's declared breakers
-/// (`#[circuit_breaker]`, `breaker!`).
-fn declared(breaker: &Breaker) -> bool {
-    static DECLARED: OnceLock<HashSet<usize>> = OnceLock::new();
-    DECLARED
-        .get_or_init(|| {
-            crate::__private::DECLARED
-                .iter()
-                .map(|d| address(d.breaker))
-                .collect()
-        })
-        .contains(&address(breaker))
-}
-
-/// `f` of the innermost scope entered on this thread, if there is one.
-#[cold]
-#[inline(never)]
-fn in_scope<R>(f: impl FnOnce(&Own) -> R) -> Option<R> {
-    if ENTERED.load(Ordering::Relaxed) == 0 {
-        return None;
+impl StandIn for Bulkhead {
+    fn fresh(shared: &Bulkhead) -> Bulkhead {
+        Bulkhead::new(shared.max()).max_wait(shared.wait())
     }
-    let own = ENTERED_HERE
-        .try_with(|entered| entered.borrow().last().cloned())
-        .ok()
-        .flatten()?;
-    Some(f(&own))
 }
 
-/// The breaker a call through the `static` breaker `shared` uses instead:
-/// the scope's, inside one.
-#[inline]
-pub(crate) fn breaker(shared: &'static Breaker) -> Option<&'static Breaker> {
-    if ENTERED.load(Ordering::Relaxed) == 0 {
-        return None;
-    }
-    in_scope(|own| own.breaker(shared))
-}
-
-/// The bulkhead a call through the `static` bulkhead `shared` uses instead.
-#[inline]
-pub(crate) fn bulkhead(shared: &'static Bulkhead) -> Option<&'static Bulkhead> {
-    if ENTERED.load(Ordering::Relaxed) == 0 {
-        return None;
-    }
-    in_scope(|own| own.bulkhead(shared))
-}
-
-/// The slot a call through the `static` keyed slot `shared` uses instead.
 #[cfg(feature = "keyed")]
-#[inline]
-pub(crate) fn slot(shared: &'static KeyedSlot) -> Option<&'static KeyedSlot> {
-    if ENTERED.load(Ordering::Relaxed) == 0 {
-        return None;
+impl StandIn for KeyedSlot {
+    fn fresh(shared: &KeyedSlot) -> KeyedSlot {
+        shared.fresh()
     }
-    in_scope(|own| own.slot(shared))
-}
-
-/// Whether `slot` is a scope's, on this thread.
-#[cfg(feature = "keyed")]
-pub(crate) fn owns_slot(slot: &KeyedSlot) -> bool {
-    in_scope(|own| lock(&own.slots).values().any(|s| std::ptr::eq(*s, slot))).unwrap_or(false)
-}
-
-/// What the registry shows for `found`: inside a scope, the scope's breaker
-/// in place of a declared one.
-pub(crate) fn seen(found: BreakerRef) -> BreakerRef {
-    match found {
-        BreakerRef::Static(shared) => in_scope(|own| own.stand_in(shared))
-            .flatten()
-            .map_or(found, BreakerRef::Static),
-        found => found,
-    }
-}
-
-/// Enters `own` on this thread.
-fn push(own: &Arc<Own>) {
-    ENTERED.fetch_add(1, Ordering::Relaxed);
-    ENTERED_HERE.with_borrow_mut(|entered| entered.push(Arc::clone(own)));
-}
-
-/// Leaves `own` on this thread: its latest entry, so that scopes ended out
-/// of order leave the others in force.
-fn pop(own: &Arc<Own>) {
-    let left = ENTERED_HERE.try_with(|entered| {
-        let mut entered = entered.borrow_mut();
-        let at = entered.iter().rposition(|o| Arc::ptr_eq(o, own))?;
-        Some(entered.remove(at))
-    });
-    drop(left);
-    ENTERED.fetch_sub(1, Ordering::Relaxed);
 }
 
 /// `own`, entered on this thread while this lives.
@@ -408,14 +264,14 @@ struct Entered<'a>(&'a Arc<Own>);
 
 impl<'a> Entered<'a> {
     fn new(own: &'a Arc<Own>) -> Self {
-        push(own);
+        enter(own);
         Entered(own)
     }
 }
 
 impl Drop for Entered<'_> {
     fn drop(&mut self) {
-        pop(self.0);
+        leave(self.0);
     }
 }
 
@@ -449,7 +305,7 @@ impl fmt::Debug for Scope {
 
 impl Drop for Scope {
     fn drop(&mut self) {
-        pop(&self.own);
+        leave(&self.own);
     }
 }
 
@@ -484,7 +340,7 @@ impl Drop for Scope {
 /// ```
 pub fn isolate() -> Scope {
     let own = Arc::new(Own::default());
-    push(&own);
+    enter(&own);
     Scope {
         own,
         _here: PhantomData,

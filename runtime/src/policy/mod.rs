@@ -7,4 +7,6 @@ pub(crate) mod bulkhead;
 pub(crate) mod handle;
 #[cfg(feature = "keyed")]
 pub mod keyed;
+#[cfg(feature = "keyed")]
+pub(crate) mod listed;
 pub(crate) mod retry;
