@@ -504,3 +504,128 @@ fn a_close_racing_a_reshape_to_a_time_window_leaves_successes_counted() {
         assert_eq!(b.snapshot().window_calls, 1);
     });
 }
+
+/// Four members of a keyed family's ejection budget of 25 %: room for one
+/// open member. (The family itself is not modelled: its map is scc's, which
+/// loom cannot see into. The members are real breakers sharing the budget a
+/// family gives its stored members, as `Family` does.)
+fn budgeted(clock: &ManualClock) -> Vec<Arc<Breaker>> {
+    let members: Vec<Arc<Breaker>> = (0..4)
+        .map(|_| {
+            Arc::new(
+                Breaker::builder()
+                    .threshold(1)
+                    .recovery(RECOVERY)
+                    .clock(clock.clone())
+                    .build()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    let each: Vec<&Breaker> = members.iter().map(|b| &**b).collect();
+    Breaker::share_ejection_budget(&each, 25);
+    members
+}
+
+/// Runs `a` and `b` on two threads at once.
+fn racing(a: impl FnOnce() + Send + 'static, b: impl FnOnce() + Send + 'static) {
+    let a = thread::spawn(a);
+    let b = thread::spawn(b);
+    a.join().unwrap();
+    b.join().unwrap();
+}
+
+/// How many of `members` are Open or HalfOpen.
+fn ejected(members: &[Arc<Breaker>]) -> usize {
+    members
+        .iter()
+        .filter(|b| b.state() != State::Closed)
+        .count()
+}
+
+/// The budget counts exactly the `open` members ejected: with none, a
+/// member trips and a second is held back; with one or more, none trips.
+fn assert_counted(members: &[Arc<Breaker>], open: usize) {
+    let closed: Vec<&Arc<Breaker>> = members
+        .iter()
+        .filter(|b| b.state() == State::Closed)
+        .collect();
+    call(closed[0], Outcome::Failure);
+    let tripped = usize::from(closed[0].state() == State::Open);
+    assert_eq!(tripped, usize::from(open == 0), "{open} open: room for one");
+    call(closed[1], Outcome::Failure);
+    assert_eq!(closed[1].state(), State::Closed, "never a second");
+}
+
+/// Two members failing at once with room for one: exactly one opens, and
+/// the budget counts it, whatever the interleaving (the budget read and the
+/// trip are one decision).
+#[test]
+fn two_members_tripping_at_once_never_both_open_with_room_for_one() {
+    model(|| {
+        let members = budgeted(&ManualClock::new());
+        let (a, b) = (members[0].clone(), members[1].clone());
+        racing(
+            move || call(&a, Outcome::Failure),
+            move || call(&b, Outcome::Failure),
+        );
+        assert_eq!(ejected(&members), 1);
+        assert_counted(&members, 1);
+        for b in &members {
+            b.set_mode(Mode::Normal);
+        }
+        assert_counted(&members, 0);
+    });
+}
+
+/// A member closing (its trial succeeds, or it is set back to normal)
+/// while another fails: the other opens if the close came first, is held
+/// back otherwise, and the room the close gives back is counted exactly.
+#[test]
+fn a_close_racing_a_trip_gives_back_its_room_exactly() {
+    for by_trial in [true, false] {
+        model(move || {
+            let clock = ManualClock::new();
+            let members = budgeted(&clock);
+            call(&members[0], Outcome::Failure);
+            clock.advance(RECOVERY);
+            let (a, b) = (members[0].clone(), members[1].clone());
+            racing(
+                move || {
+                    if by_trial {
+                        call(&a, Outcome::Success);
+                    } else {
+                        a.set_mode(Mode::Normal);
+                    }
+                },
+                move || call(&b, Outcome::Failure),
+            );
+            assert_eq!(members[0].state(), State::Closed);
+            let open = ejected(&members);
+            assert!(open <= 1);
+            assert_counted(&members, open);
+        });
+    }
+}
+
+/// A member forced open while another fails: a forced open is not held
+/// back (two may be open then), but it is counted, and given back when the
+/// member is set back to normal.
+#[test]
+fn a_forced_open_racing_a_trip_is_counted() {
+    model(|| {
+        let members = budgeted(&ManualClock::new());
+        let (a, b) = (members[0].clone(), members[1].clone());
+        racing(
+            move || a.set_mode(Mode::ForcedOpen),
+            move || call(&b, Outcome::Failure),
+        );
+        let open = ejected(&members);
+        assert!((1..=2).contains(&open));
+        assert_counted(&members, open);
+        for b in &members {
+            b.set_mode(Mode::Normal);
+        }
+        assert_counted(&members, 0);
+    });
+}

@@ -918,3 +918,166 @@ fn an_ejection_budget_lets_at_least_one_member_open_and_is_checked() {
         assert_eq!(error.key(), "max_ejection_percent", "{percent}");
     }
 }
+
+/// The budget counts what its stored members are, on every way in and
+/// out: an Open member evicted (left alone past its trial lease) gives its
+/// room to the rest, a member forced open by name before its first call
+/// takes room once stored, and a family forced open and back to normal by
+/// a reconfiguration gives back all it took.
+#[test]
+fn the_budget_counts_members_stored_evicted_and_reconfigured() {
+    let clock = ManualClock::new();
+    let keys: Family<String> = Family::builder(
+        Breaker::builder()
+            .name("keyed.budget.kept")
+            .threshold(1)
+            .recovery(Duration::from_secs(1))
+            .trial_lease(Duration::from_secs(60))
+            .clock(clock.clone()),
+    )
+    .max_keys(4)
+    .max_ejection_percent(25)
+    .build()
+    .unwrap();
+    let fail = |key: &str| {
+        let _ = keys.get(key).call(|| Err::<(), _>("down"));
+        keys.get(key).state()
+    };
+    // `a`, first in and open, is the least recently used once left alone.
+    assert_eq!(fail("a"), State::Open);
+    for key in ["b", "c", "d"] {
+        assert!(keys.get(key).call(|| Ok::<_, ()>(())).is_ok());
+    }
+    assert_eq!(fail("b"), State::Closed, "room for one of four");
+    clock.advance(Duration::from_secs(62));
+    let _ = keys.get("e");
+    assert_eq!(keys.stats().evicted, 1);
+    assert!(
+        keys.members()
+            .iter()
+            .all(|m| m.name() != "keyed.budget.kept[a]")
+    );
+    assert_eq!(fail("b"), State::Open, "the evicted one gave its room back");
+    keys.get("b").set_mode(Mode::Normal);
+
+    // Forced open by name before its key's first call: counted once stored.
+    let early = keys.member("f").expect("made on demand");
+    early.set_mode(Mode::ForcedOpen);
+    assert_eq!(fail("c"), State::Open, "not stored yet: not counted");
+    keys.get("c").set_mode(Mode::Normal);
+    let _ = keys.get("f");
+    assert_eq!(fail("c"), State::Closed, "stored, and counted");
+    keys.get("f").set_mode(Mode::Normal);
+
+    let all_forced = Breaker::builder().mode(Mode::ForcedOpen);
+    keys.reconfigure(&all_forced).unwrap();
+    let normal = Breaker::builder().mode(Mode::Normal);
+    keys.reconfigure(&normal).unwrap();
+    assert_eq!(fail("c"), State::Open, "all given back");
+    assert_eq!(fail("d"), State::Closed, "and only that");
+}
+
+/// Two members tripping at the same moment share one budget. Each of 16
+/// families of four has room for one open member (25 %); two threads, on
+/// two CPUs, go through the families side by side, meeting before each one
+/// and then failing their own member of it at once; after each pass every
+/// family has exactly one member open, and both are closed again for the
+/// next. Two open would be the budget overspent (read, then tripped on, by
+/// both); none, room lost (the closes give back exactly what the trips
+/// took).
+#[test]
+fn members_tripping_at_once_never_overspend_the_budget() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    const PASSES: usize = 500;
+    let families: Vec<Family<String>> =
+        (0..16).map(|_| budgeted("keyed.budget.race", 25)).collect();
+    let members: Vec<[Arc<Member>; 4]> = families
+        .iter()
+        .map(|keys| ["a", "b", "c", "d"].map(|key| keys.get(key)))
+        .collect();
+    let arrived = AtomicUsize::new(0);
+    let passed = Barrier::new(3);
+    let (mut overspent, mut lost) = (0, 0);
+    std::thread::scope(|s| {
+        for mine in 0..2 {
+            let (arrived, passed, members) = (&arrived, &passed, &members);
+            s.spawn(move || {
+                pin(mine);
+                let mut race = 0;
+                for _ in 0..PASSES {
+                    for family in members {
+                        race += 1;
+                        arrived.fetch_add(1, Ordering::AcqRel);
+                        let mut spins = 0_u32;
+                        while arrived.load(Ordering::Acquire) < 2 * race {
+                            spins += 1;
+                            if spins < 1 << 12 {
+                                std::hint::spin_loop();
+                            } else {
+                                std::thread::yield_now();
+                            }
+                        }
+                        let _ = family[mine].call(|| Err::<(), _>("down"));
+                    }
+                    // The families are checked and closed meanwhile.
+                    passed.wait();
+                    passed.wait();
+                }
+            });
+        }
+        for _ in 0..PASSES {
+            passed.wait();
+            for family in &members {
+                match family.iter().filter(|m| m.state() != State::Closed).count() {
+                    1 => {}
+                    0 => lost += 1,
+                    _ => overspent += 1,
+                }
+                for member in &family[..2] {
+                    member.set_mode(Mode::Normal);
+                }
+            }
+            passed.wait();
+        }
+    });
+    let races = PASSES * members.len();
+    assert_eq!(
+        (overspent, lost),
+        (0, 0),
+        "of {races} races, those that left two members open, and none"
+    );
+    let spared: u64 = families.iter().map(|keys| keys.stats().spared).sum();
+    assert_eq!(spared, races as u64, "one trip held back per race");
+}
+
+/// Keeps the calling thread on the `n`th CPU the process may run on
+/// (Linux), so that two threads racing each other run at the same time
+/// rather than by turns on one CPU. With fewer CPUs, the thread stays
+/// where it was.
+#[cfg(target_os = "linux")]
+fn pin(n: usize) {
+    // SAFETY: a zeroed `cpu_set_t` is an empty set; the calls read and write
+    // `size_of` bytes of the sets given, and `CPU_ISSET`/`CPU_SET` stay
+    // within `CPU_SETSIZE`.
+    #[allow(unsafe_code)]
+    unsafe {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, size, &mut allowed) != 0 {
+            return;
+        }
+        let Some(cpu) = (0..libc::CPU_SETSIZE as usize)
+            .filter(|&cpu| libc::CPU_ISSET(cpu, &allowed))
+            .nth(n)
+        else {
+            return;
+        };
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        let _ = libc::sched_setaffinity(0, size, &set);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pin(_n: usize) {}

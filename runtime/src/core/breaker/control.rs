@@ -9,6 +9,7 @@ impl Breaker {
     /// or normal and closed, where only the counters start again).
     fn control(&self, tag: u64, mode: u64) {
         let mut w = self.load();
+        let mut held = None;
         let new = loop {
             if w.mode() == mode {
                 if mode != MODE_NORMAL {
@@ -23,11 +24,12 @@ impl Breaker {
             } else {
                 Word::closed(mode, self.next_generation(), 0)
             };
-            match self.cas(w, new) {
+            match self.cas_counted(w, new, &mut held) {
                 Ok(()) => break new,
                 Err(actual) => w = actual,
             }
         };
+        drop(held);
         self.clear_window();
         if new.tag() == TAG_CLOSED {
             self.consult_time_window();

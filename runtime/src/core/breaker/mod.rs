@@ -23,6 +23,8 @@
 //! changes its shape, a new one is published and read through arc-swap's
 //! guard, and each one replaced later is freed once no call reads it).
 
+#[cfg_attr(not(feature = "keyed"), allow(dead_code))]
+mod budget;
 mod build;
 mod call;
 pub(crate) mod consult;
@@ -146,10 +148,10 @@ pub struct Breaker {
     /// Settings changed at run time (`configure` module), read only where
     /// the breaker decides something.
     tuning: Tuning,
-    /// Asked before a trip from Closed, when set: a keyed family's
-    /// ejection budget (`keyed` module). `false` keeps the breaker Closed.
-    #[cfg(all(feature = "keyed", not(loom)))]
-    may_open: std::sync::OnceLock<MayOpen>,
+    /// A keyed family's ejection budget, when it has one: asked before a
+    /// trip from Closed, and counting the members ejected (`budget`).
+    #[cfg(any(feature = "keyed", loom))]
+    ejection: std::sync::OnceLock<budget::Ejection>,
 }
 
 /// A breaker's settings as changed at run time: read only where the breaker
@@ -159,23 +161,8 @@ pub struct Breaker {
 /// (see `kept`).
 pub(crate) type Tuning = Kept<Config>;
 
-/// The question a breaker asks before a trip from Closed.
-#[cfg(all(feature = "keyed", not(loom)))]
-struct MayOpen(Box<dyn Fn() -> bool + Send + Sync>);
-
-// The question reads states and adds to a counter: a panic in it leaves
-// nothing half-changed for a caller that goes on after catching it.
-#[cfg(all(feature = "keyed", not(loom)))]
-impl std::panic::RefUnwindSafe for MayOpen {}
-#[cfg(all(feature = "keyed", not(loom)))]
-impl std::panic::UnwindSafe for MayOpen {}
-
-#[cfg(all(feature = "keyed", not(loom)))]
-impl std::fmt::Debug for MayOpen {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("MayOpen")
-    }
-}
+#[cfg(feature = "keyed")]
+pub(crate) use budget::Budget;
 
 /// What `Breaker::acquire_slow` decided.
 enum Slow<'a> {
@@ -239,8 +226,8 @@ macro_rules! constructors {
                 events: Events::new(),
                 totals: Totals::new(),
                 tuning: Tuning::new(),
-                #[cfg(all(feature = "keyed", not(loom)))]
-                may_open: std::sync::OnceLock::new(),
+                #[cfg(any(feature = "keyed", loom))]
+                ejection: std::sync::OnceLock::new(),
             }
         }
     };
@@ -833,6 +820,8 @@ impl Breaker {
 
     fn finish_trial(&self, admitted: Word, outcome: Outcome) {
         let mut w = self.load();
+        // A close is made holding the family's ejection budget, if any.
+        let mut held = None;
         loop {
             if !self.still_current(admitted, w) {
                 return;
@@ -854,8 +843,9 @@ impl Breaker {
             } else {
                 w.with_trials(w.round(), in_flight, w.successes() + 1)
             };
-            match self.cas(w, next) {
+            match self.cas_counted(w, next, &mut held) {
                 Ok(()) if next.tag() == TAG_CLOSED => {
+                    drop(held);
                     self.clear_window();
                     self.consult_time_window();
                     self.last_transition
@@ -872,8 +862,15 @@ impl Breaker {
     /// Closed or HalfOpen → Open, if the breaker is still in `admitted`'s state and
     /// generation (its payload may have moved meanwhile).
     fn trip(&self, admitted: Word, cause: Why) {
-        if cause != Why::Trial && admitted.tag() == TAG_CLOSED && !self.may_open() {
-            return;
+        // A trip from Closed asks the family's ejection budget, if any, and
+        // is made holding it: the question and the trip are one decision.
+        // (A failed trial reopens a breaker already ejected.)
+        let mut held = None;
+        if cause != Why::Trial && admitted.tag() == TAG_CLOSED {
+            match self.ask_budget() {
+                Ok(budget) => held = budget,
+                Err(()) => return,
+            }
         }
         let mut w = self.load();
         let now = self.clock.now();
@@ -883,34 +880,15 @@ impl Breaker {
             if !self.still_current(admitted, w) {
                 return;
             }
-            match self.cas(w, Word::open(w.mode(), deadline)) {
+            match self.cas_counted(w, Word::open(w.mode(), deadline), &mut held) {
                 Ok(()) => break,
                 Err(actual) => w = actual,
             }
         }
+        drop(held);
         self.level.store(level, Ordering::Relaxed);
         self.last_transition.store(now, Ordering::Relaxed);
         self.transitioned(w, Word::open(w.mode(), deadline), cause, period);
-    }
-
-    /// Whether a trip from Closed may go ahead: always, but in a keyed
-    /// family with an ejection budget that is spent. A trip held back
-    /// leaves the breaker Closed with its counts as they are, so the next
-    /// failure asks again.
-    #[inline]
-    fn may_open(&self) -> bool {
-        #[cfg(all(feature = "keyed", not(loom)))]
-        if let Some(may_open) = self.may_open.get() {
-            return (may_open.0)();
-        }
-        true
-    }
-
-    /// Gives the breaker the question [`may_open`](Self::may_open) asks
-    /// (once; a second is ignored).
-    #[cfg(all(feature = "keyed", not(loom)))]
-    pub(crate) fn ask_before_opening(&self, may_open: Box<dyn Fn() -> bool + Send + Sync>) {
-        let _ = self.may_open.set(MayOpen(may_open));
     }
 
     /// Empties the rate rules' window (made here if no call needed it

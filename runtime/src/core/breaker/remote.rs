@@ -44,6 +44,9 @@ impl Breaker {
             .saturating_add(duration_nanos(remaining))
             .min(MAX_DEADLINE);
         let mut w = self.load();
+        // An open from Closed is counted in a family's ejection budget (not
+        // held back by it: the verdict was reached elsewhere).
+        let mut held = None;
         loop {
             if w.mode() != MODE_NORMAL {
                 return None;
@@ -58,8 +61,9 @@ impl Breaker {
                 _ => 0,
             };
             let new = Word::open(MODE_NORMAL, deadline);
-            match self.cas(w, new) {
+            match self.cas_counted(w, new, &mut held) {
                 Ok(()) => {
+                    drop(held);
                     if w.tag() != TAG_OPEN {
                         self.clear_window();
                         self.last_transition.store(now, Ordering::Relaxed);

@@ -15,6 +15,9 @@ pub struct Slot {
     max_keys: usize,
     max_concurrent: Option<Limit>,
     max_ejection_percent: u8,
+    /// The ejection budget of the first family, made on first use: the
+    /// members asked for by name before it get it too.
+    budget: std::sync::OnceLock<Option<Arc<Budget>>>,
     /// The family of the key type the function was first called with.
     first: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
     /// That family, as the registry sees it; set under `early`'s lock.
@@ -57,6 +60,7 @@ impl Slot {
             max_keys,
             max_concurrent: Limit::of(max_concurrent, max_wait),
             max_ejection_percent,
+            budget: std::sync::OnceLock::new(),
             first: std::sync::OnceLock::new(),
             built: std::sync::OnceLock::new(),
             early: Mutex::new(Early {
@@ -72,6 +76,13 @@ impl Slot {
         self.early.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The first family's ejection budget, if it has one.
+    fn budget(&self) -> Option<&Arc<Budget>> {
+        self.budget
+            .get_or_init(|| budget_of(self.max_ejection_percent))
+            .as_ref()
+    }
+
     /// The first family: given what was asked before, listed through the
     /// slot.
     fn build_first<K: Clone + Hash + Eq + Send + Sync + 'static>(&'static self) -> Family<K> {
@@ -79,7 +90,7 @@ impl Slot {
             self.config.clone(),
             self.max_keys,
             self.max_concurrent,
-            self.max_ejection_percent,
+            self.budget().cloned(),
         );
         let mut early = self.early();
         let inner = &family.inner;
@@ -123,7 +134,7 @@ impl Slot {
             self.config.clone(),
             self.max_keys,
             self.max_concurrent,
-            self.max_ejection_percent,
+            budget_of(self.max_ejection_percent),
         )));
         // Listed unless the registry says it lists the slot's families
         // another way (a test scope's, `testing::isolate`).
@@ -195,6 +206,7 @@ impl Listing for SlotView {
                         &slot.config,
                         &Clock::System,
                         slot.max_concurrent,
+                        slot.budget(),
                         name.to_owned(),
                         0,
                     )
@@ -234,5 +246,48 @@ impl Listing for SlotView {
     #[cfg(feature = "testing")]
     fn slot(&self) -> Option<&'static Slot> {
         Some(self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Mode, State};
+
+    fn fail(member: &Member) -> State {
+        let _ = member.call(|| Err::<(), _>("down"));
+        member.state()
+    }
+
+    /// A declared family's members asked for by name before its first call
+    /// get its budget: forced open there, such a member is counted once
+    /// its key's first call adopts it. A family of another key type has a
+    /// budget of its own.
+    #[test]
+    fn members_named_before_the_first_call_share_the_familys_budget() {
+        let config = crate::Breaker::builder()
+            .name("declared.budget")
+            .threshold(1)
+            .checked()
+            .unwrap();
+        let slot: &'static Slot =
+            Box::leak(Box::new(Slot::new(config, 8, None, Duration::ZERO, 50)));
+        let early = SlotView(slot).named("declared.budget[a]", true).unwrap();
+        early.set_mode(Mode::ForcedOpen);
+        let family = slot.family::<String>();
+        for key in ["a", "b", "c", "d"] {
+            let _ = family.get(key).call(|| Ok::<_, ()>(()));
+        }
+        assert!(Arc::ptr_eq(&family.get("a"), &early));
+        // Room for two of four: `a`, forced open, takes one.
+        assert_eq!(fail(&family.get("b")), State::Open);
+        assert_eq!(fail(&family.get("c")), State::Closed);
+        assert_eq!(family.stats().spared, 1);
+        let other = slot.family::<u64>();
+        for key in 0..2_u64 {
+            let _ = other.get(&key).call(|| Ok::<_, ()>(()));
+        }
+        assert_eq!(fail(&other.get(&0_u64)), State::Open);
+        assert_eq!(other.stats().spared, 0);
     }
 }

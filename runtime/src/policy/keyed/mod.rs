@@ -134,10 +134,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::core::breaker::Breaker;
+use crate::core::breaker::{Breaker, Budget};
 use crate::core::clock::Clock;
 use crate::core::config::{Builder, Config};
-use crate::core::error::{ConfigError, State};
+use crate::core::error::ConfigError;
 use crate::core::name::Name;
 use crate::policy::bulkhead::{Bulkhead, Limit};
 use crate::policy::handle::BreakerRef;
@@ -150,6 +150,13 @@ pub(crate) const DEFAULT_MAX_KEYS: usize = failfast_rules::DEFAULT_MAX_KEYS as u
 
 /// How many members a full family samples to pick the one a new key evicts.
 pub(crate) const SAMPLE: usize = 8;
+
+/// The ejection budget of a family with `max_ejection_percent`: `None` at
+/// 100 % (or more), which sets none.
+fn budget_of(max_ejection_percent: u8) -> Option<Arc<Budget>> {
+    (u32::from(max_ejection_percent) < failfast_rules::MAX_EJECTION_PERCENT)
+        .then(|| Budget::new(max_ejection_percent))
+}
 
 /// A value a [`Family`] can be keyed by: hashed and compared as it is,
 /// turned into an owned key ([`Key::Owned`]) only when its breaker is
@@ -588,12 +595,14 @@ impl Tuned {
         Ok(())
     }
 
-    /// A member named `name`, with these settings.
+    /// A member named `name`, with these settings, asking `budget` before
+    /// it trips (counted once stored: see `Breaker::join_budget`).
     fn member(
         &self,
         declared: &Config,
         clock: &Clock,
         max_concurrent: Option<Limit>,
+        budget: Option<&Arc<Budget>>,
         name: String,
         stamp: u64,
     ) -> Member {
@@ -606,6 +615,9 @@ impl Tuned {
             leases: Default::default(),
             retired: AtomicBool::new(false),
         };
+        if let Some(budget) = budget {
+            member.breaker.ask_before_opening(Arc::clone(budget));
+        }
         if let Some(mode) = self.mode {
             member.breaker.set_mode(mode);
         }
@@ -668,14 +680,13 @@ const RECLAIM_FLOOR: usize = 16;
 /// a sweep found no member to evict.
 const FULL_PAUSE: u64 = 1_000_000_000;
 
-/// Counts kept by a family, read by [`Family::created`], [`Family::evicted`],
-/// [`Family::unstored`] and [`Family::spared`].
+/// Counts kept by a family, read through [`FamilyRef::stats`] (the trips
+/// its ejection budget held back are counted by the budget).
 #[derive(Debug, Default)]
 struct Counters {
     created: AtomicU64,
     evicted: AtomicU64,
     unstored: AtomicU64,
-    spared: AtomicU64,
 }
 
 /// The stored members in a dense array, the eviction sampler's state and
@@ -717,11 +728,10 @@ struct Inner<K> {
     clock: Clock,
     max_keys: usize,
     max_concurrent: Option<Limit>,
-    /// The most members, in percent of those stored, that may be Open or
-    /// HalfOpen at once before another trips; 100 for no budget.
-    max_ejection_percent: u8,
-    /// The family itself, for its members' question before they trip.
-    me: std::sync::Weak<Inner<K>>,
+    /// The ejection budget ([`max_ejection_percent`](FamilyBuilder::max_ejection_percent)):
+    /// every member asks it before a trip from Closed, and the stored ones
+    /// are counted in it. `None` at 100 %.
+    budget: Option<Arc<Budget>>,
     map: Map<K>,
     /// Advances on each insertion; a member used since holds the current
     /// value.
@@ -879,10 +889,9 @@ impl FamilyRef {
     ///
     /// # Errors
     ///
-    /// A [`ConfigError`](crate::core::error::ConfigError) naming the
-    /// family when the patch does not fit its settings (nothing changed),
-    /// or the first member whose own settings refused it (the others
-    /// changed).
+    /// A [`ConfigError`] naming the family when the patch does not fit its
+    /// settings (nothing changed), or the first member whose own settings
+    /// refused it (the others changed).
     pub fn reconfigure(&self, settings: &Builder) -> Result<(), ConfigError> {
         if let Some(key) = settings.fixed {
             let name = self.name();
@@ -984,11 +993,23 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     }
 
     /// An ejection budget, as Envoy's outlier detection has: a member
-    /// trips from Closed only while fewer than `percent` % of the stored
-    /// members (and at least one) are Open or HalfOpen. A failure that
-    /// would trip it beyond the budget leaves it Closed, still counting
-    /// (each further failure asks again), and is counted by
-    /// [`FamilyStats::spared`]. Trials that fail reopen as usual.
+    /// trips from Closed only if, after the trip, at most `percent` % of
+    /// the stored members (rounded down, and at least one) are Open or
+    /// HalfOpen. Of four replicas at 50 %, two may be open; of three at
+    /// 50 %, one (1.5, rounded down), not two. A failure that would trip a
+    /// member beyond the budget leaves it Closed, still counting (each
+    /// further failure asks again), and is counted by
+    /// [`FamilyStats::spared`]. The budget is read and the trip made as one
+    /// decision: members failing at the same moment never open more of the
+    /// family between them than it allows.
+    ///
+    /// Only a trip from Closed asks. A failed trial reopens as usual (its
+    /// member is ejected already); a member forced open
+    /// ([`Breaker::set_mode`]) or opened on a verdict reached elsewhere
+    /// ([`integration::open_remote`](crate::integration::open_remote)) is
+    /// not held back, and counts toward the budget while it is, as every
+    /// Open or HalfOpen stored member does. The overflow breaker asks too,
+    /// and is not counted.
     ///
     /// For a client failing over between replicas: when most of them
     /// fail at once, the fault is more likely the client's own (its
@@ -1003,7 +1024,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     /// let replicas: Family<String> = Family::builder(Breaker::builder().name("replicas").threshold(1))
     ///     .max_ejection_percent(50)
     ///     .build()?;
-    /// let all = ["a", "b", "c", "d"];
+    /// let all = ["a", "b", "c"];
     /// for replica in all {
     ///     let _ = replicas.get(replica).call(|| Ok::<_, ()>(()));
     /// }
@@ -1011,10 +1032,11 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     /// for replica in all {
     ///     let _ = replicas.get(replica).call(|| Err::<(), _>("connection refused"));
     /// }
-    /// // Two of four may be ejected: `c` and `d` stay Closed, still called.
-    /// assert_eq!(replicas.get("b").state(), State::Open);
-    /// assert_eq!(replicas.get("c").state(), State::Closed);
-    /// assert_eq!(replicas.callable(all).collect::<Vec<_>>(), ["c", "d"]);
+    /// // 50 % of three is 1.5: one may be ejected. `b` and `c` stay Closed,
+    /// // still called.
+    /// assert_eq!(replicas.get("a").state(), State::Open);
+    /// assert_eq!(replicas.get("b").state(), State::Closed);
+    /// assert_eq!(replicas.callable(all).collect::<Vec<_>>(), ["b", "c"]);
     /// assert_eq!(replicas.stats().spared, 2);
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
@@ -1050,7 +1072,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
             clock,
             self.max_keys,
             Limit::of(self.max_concurrent, self.max_wait),
-            self.max_ejection_percent,
+            budget_of(self.max_ejection_percent),
         ))
     }
 }
@@ -1071,22 +1093,22 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
     }
 
     /// A family of breakers with `config`, which was checked at compile time
-    /// by `#[circuit_breaker]`. `max_keys` must be at least 1, and
-    /// `max_ejection_percent` from 1 to 100.
+    /// by `#[circuit_breaker]`, and `budget` (see [`budget_of`]). `max_keys`
+    /// must be at least 1.
     #[doc(hidden)]
     #[must_use]
     pub(crate) fn from_config(
         config: Config,
         max_keys: usize,
         max_concurrent: Option<Limit>,
-        max_ejection_percent: u8,
+        budget: Option<Arc<Budget>>,
     ) -> Self {
         Self::with_parts(
             config,
             Clock::System,
             max_keys.max(1),
             max_concurrent,
-            max_ejection_percent.clamp(1, 100),
+            budget,
         )
     }
 
@@ -1095,16 +1117,15 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         clock: Clock,
         max_keys: usize,
         max_concurrent: Option<Limit>,
-        max_ejection_percent: u8,
+        budget: Option<Arc<Budget>>,
     ) -> Self {
         let map = scc::HashIndex::with_hasher(foldhash::fast::RandomState::default());
-        let inner = Arc::new_cyclic(|me| Inner {
+        let inner = Arc::new(Inner {
             config,
             clock,
             max_keys,
             max_concurrent,
-            max_ejection_percent,
-            me: me.clone(),
+            budget,
             map,
             stamp: AtomicU64::new(0),
             slots: Mutex::new(Slots {
@@ -1205,11 +1226,16 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
             Room::Evict(victim) => {
                 let (old_key, old) = std::mem::replace(&mut slots.stored[victim], entry);
                 inner.map.remove_sync(&old_key);
+                // Open or HalfOpen, it gives its place in the budget back.
+                old.leave_budget();
                 slots.retired.push(Arc::clone(&old));
                 inner.counters.evicted.fetch_add(1, Ordering::Relaxed);
                 Some(old)
             }
         };
+        // Counted in the budget from now on, as it is (an adopted member may
+        // have been forced open), before a call can find it.
+        member.join_budget();
         // The key is not there: insertions hold the lock.
         let _ = inner.map.insert_sync(key.to_key(), Arc::clone(&member));
         inner.counters.created.fetch_add(1, Ordering::Relaxed);
@@ -1273,8 +1299,6 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         if let Some(i) = pending.iter().position(|m| m.name() == name) {
             let member = pending.swap_remove(i);
             member.used.store(stamp, Ordering::Relaxed);
-            // Made before the family, in a slot: no budget yet.
-            self.budget(&member);
             return member;
         }
         drop(pending);
@@ -1284,38 +1308,16 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
     /// A member named `name`, with the family's settings in force.
     fn member(&self, name: String, stamp: u64) -> Member {
         let tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
-        let member = tuned.member(&self.config, &self.clock, self.max_concurrent, name, stamp);
+        let member = tuned.member(
+            &self.config,
+            &self.clock,
+            self.max_concurrent,
+            self.budget.as_ref(),
+            name,
+            stamp,
+        );
         drop(tuned);
-        self.budget(&member);
         member
-    }
-
-    /// Gives `member` the family's ejection budget, if it has one.
-    fn budget(&self, member: &Member) {
-        if self.max_ejection_percent < 100 {
-            let family = self.me.clone();
-            member.breaker.ask_before_opening(Box::new(move || {
-                family.upgrade().is_none_or(|family| family.may_eject())
-            }));
-        }
-    }
-
-    /// Whether one more stored member may open: fewer than the budget's
-    /// share of them (and at least one) are Open or HalfOpen. Reads every
-    /// stored member's state, lock-free: a trip is rare.
-    fn may_eject(&self) -> bool {
-        let guard = scc::Guard::new();
-        let (mut stored, mut ejected) = (0_usize, 0_usize);
-        for (_, member) in self.map.iter(&guard) {
-            stored += 1;
-            ejected += usize::from(member.breaker.state() != State::Closed);
-        }
-        let budget = (stored * usize::from(self.max_ejection_percent) / 100).max(1);
-        if ejected < budget {
-            return true;
-        }
-        self.counters.spared.fetch_add(1, Ordering::Relaxed);
-        false
     }
 
     /// The settings the family gives its members now (under its own name).
@@ -1575,7 +1577,10 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
     }
     fn counts(&self) -> [u64; 4] {
         let c = &self.counters;
-        [&c.created, &c.evicted, &c.unstored, &c.spared].map(|n| n.load(Ordering::Relaxed))
+        let [created, evicted, unstored] =
+            [&c.created, &c.evicted, &c.unstored].map(|n| n.load(Ordering::Relaxed));
+        let spared = self.budget.as_ref().map_or(0, |budget| budget.spared());
+        [created, evicted, unstored, spared]
     }
     fn mark_registered(&self) -> bool {
         !self.registered.swap(true, Ordering::Relaxed)
