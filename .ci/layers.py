@@ -37,10 +37,6 @@ ALLOWED = [
     # a `Builder` from a `Patch` of core::config.
     ({'runtime/src/core/config.rs', 'runtime/src/core/serde.rs'},
      'Config and its serde'),
-    # `BreakerRef::Member` holds a family's member; a family hands out
-    # `BreakerRef`s.
-    ({'runtime/src/policy/handle.rs', 'runtime/src/policy/keyed/mod.rs'},
-     'BreakerRef and the keyed family'),
     # The fleet holds its breakers' `Families`; a breaker reaches the fleet
     # through its `Door`.
     ({'fleet/src/breaker.rs', 'fleet/src/fleet.rs'},

@@ -1,9 +1,13 @@
-//! [`BreakerRef`]: a handle to one breaker, however it is held.
+//! [`BreakerRef`]: a handle to one breaker, however it is held, and the
+//! one a keyed family's handle hands out for a key
+//! ([`FamilyRef::member`]).
 
 use std::ops::Deref;
 use std::sync::Arc;
 
 use crate::core::breaker::Breaker;
+#[cfg(feature = "keyed")]
+use crate::policy::keyed::{FamilyRef, Member};
 
 /// A handle to a registered breaker: derefs to [`Breaker`], so it has
 /// `name()`, `state()`, `snapshot()` and `set_mode(…)`.
@@ -15,7 +19,7 @@ pub enum BreakerRef {
     Shared(Arc<Breaker>),
     /// One key's breaker in a keyed family.
     #[cfg(feature = "keyed")]
-    Member(Arc<super::keyed::Member>),
+    Member(Arc<Member>),
 }
 
 impl Deref for BreakerRef {
@@ -62,5 +66,19 @@ impl From<&'static Breaker> for BreakerRef {
     /// The breaker in a `static` (or leaked).
     fn from(breaker: &'static Breaker) -> Self {
         BreakerRef::Static(breaker)
+    }
+}
+
+#[cfg(feature = "keyed")]
+impl FamilyRef {
+    /// The breaker of the key labelled `label` (its name is
+    /// `family[label]`): the member if the key has one, else a breaker that
+    /// the key's first call adopts, so that a key can be forced open or
+    /// reconfigured before any traffic. `None` for `*` (the overflow
+    /// breaker's label) and once `max_keys` breakers wait so.
+    #[must_use]
+    pub fn member(&self, label: &str) -> Option<BreakerRef> {
+        let name = format!("{}[{label}]", self.0.name());
+        self.0.named(&name, true).map(BreakerRef::Member)
     }
 }

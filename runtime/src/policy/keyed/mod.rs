@@ -140,7 +140,6 @@ use crate::core::config::{Builder, Config};
 use crate::core::error::ConfigError;
 use crate::core::name::Name;
 use crate::policy::bulkhead::{Bulkhead, Limit};
-use crate::policy::handle::BreakerRef;
 
 pub(crate) mod declared;
 pub(crate) use declared::{Slot, SlotView};
@@ -826,17 +825,6 @@ impl FamilyRef {
     #[must_use]
     pub fn members(&self) -> Vec<Arc<Member>> {
         self.0.members()
-    }
-
-    /// The breaker of the key labelled `label` (its name is
-    /// `family[label]`): the member if the key has one, else a breaker that
-    /// the key's first call adopts, so that a key can be forced open or
-    /// reconfigured before any traffic. `None` for `*` (the overflow
-    /// breaker's label) and once `max_keys` breakers wait so.
-    #[must_use]
-    pub fn member(&self, label: &str) -> Option<BreakerRef> {
-        let name = format!("{}[{label}]", self.0.name());
-        self.0.named(&name, true).map(BreakerRef::Member)
     }
 
     /// The keys among `labels` (as a member's name writes them:
