@@ -67,3 +67,38 @@ async fn time_in_line_for_a_place_is_not_the_dependencys_time() {
     assert_eq!((s.successes, s.slow), (10, 0), "{s:?}");
     assert_eq!(s.state, State::Closed);
 }
+
+/// A fresh `shed = 2` breaker: bursts of 20, 50 and 100 calls at once to a
+/// dependency that answers each in 300 ms, then 100 again after 10 s of
+/// quiet. A call counts when it ends, and one still running is no evidence
+/// before it has outlived the calls the dependency answered: none is shed.
+#[tokio::test(start_paused = true)]
+async fn a_burst_to_a_healthy_dependency_is_never_shed() {
+    #[circuit_breaker(shed = 2, name = "kit::burst")]
+    async fn fetch() -> Result<(), Down> {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Ok(())
+    }
+
+    async fn burst(n: usize) -> usize {
+        let calls: Vec<_> = (0..n).map(|_| tokio::spawn(fetch())).collect();
+        let mut shed = 0;
+        for call in calls {
+            match call.await.unwrap() {
+                Ok(()) => {}
+                Err(Down::Refused(_)) => shed += 1,
+                Err(Down::Failed) => unreachable!(),
+            }
+        }
+        shed
+    }
+
+    testing::follow_tokio_clock();
+    for n in [20, 50, 100] {
+        assert_eq!(burst(n).await, 0, "{n} at once");
+    }
+    tokio::time::advance(Duration::from_secs(10)).await;
+    assert_eq!(burst(100).await, 0, "100 at once after 10 s of quiet");
+    let s = registry::get("kit::burst").unwrap().snapshot();
+    assert_eq!((s.successes, s.shed), (270, 0), "{s:?}");
+}

@@ -41,10 +41,13 @@ pub const DEFAULT_ATTEMPTS: u32 = 3;
 pub const MIN_SHED: f64 = 1.0;
 /// Largest `shed` multiplier.
 pub const MAX_SHED: f64 = 10.0;
-/// The largest share of calls graded shedding refuses: at least one call in
-/// ten still reaches a dependency that accepts nothing, so its recovery is
-/// seen.
-pub const MAX_SHED_SHARE: f64 = 0.9;
+/// The most calls graded shedding lets through at random to a dependency
+/// that accepts nothing, as a share of the calls asked for: one in twenty,
+/// at 400 requests a window, where it is one call per period
+/// (`window / 20`); fewer in proportion below, one per period above. (The
+/// dependency also gets the first call after its last failure has left the
+/// window.)
+pub const SHED_PROBE_SHARE: f64 = 0.05;
 /// The window graded shedding measures over unless `window` says otherwise.
 pub const DEFAULT_SHED_WINDOW: Duration = Duration::from_secs(10);
 /// Largest upper bound of an adaptive `max_concurrent = MIN..=MAX`.

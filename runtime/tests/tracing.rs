@@ -169,14 +169,15 @@ fn graded_shedding_says_when_it_starts_and_stops() {
         .collect();
     let started = (
         Level::WARN,
-        "circuit breaker `tracing-shed` sheds load: refuses 90% of calls",
+        "circuit breaker `tracing-shed` sheds load: refuses 99.8% of calls",
     );
     let stopped = (
         Level::INFO,
         "circuit breaker `tracing-shed` stopped shedding load",
     );
     assert_eq!(summary, [started, stopped, started, stopped]);
-    assert_eq!(events[0].2["shedding"], "0.9");
+    // Ten failures of ten requests: all but the probes, 0.05 × 10 / 400.
+    assert_eq!(events[0].2["shedding"], "0.99875");
     assert_eq!(events[1].2["shedding"], "0.0");
 }
 

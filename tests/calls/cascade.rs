@@ -71,10 +71,17 @@ fn what_a_breaker_adds_over_a_timeout_alone() {
     // checkouts that waited 9 s for nothing answered at once instead.
     let (timeout_peak, timeout_slow) = (median(timeout, peak), median(timeout, slow));
     let waited = |r: &Run| r.slow_wait_ms as f64;
-    for guard in [Guard::Classic, Guard::ClassicTuned, Guard::Adaptive] {
+    // (The adaptive row's `shed = 2` counts a hanging attempt as evidence
+    // once it has outlived the calls the server answered, or timed out,
+    // not as it starts: its peak is a little higher.)
+    for (guard, most) in [
+        (Guard::Classic, 0.65),
+        (Guard::ClassicTuned, 0.65),
+        (Guard::Adaptive, 0.7),
+    ] {
         let runs = rows.of(guard);
         assert!(
-            median(runs, peak) <= 0.65 * timeout_peak,
+            median(runs, peak) <= most * timeout_peak,
             "{guard:?}: {}",
             median(runs, peak)
         );
@@ -90,20 +97,19 @@ fn what_a_breaker_adds_over_a_timeout_alone() {
         let instant = median(runs, |r| r.instant_fallbacks as f64);
         assert!(instant >= 0.7 * timeout_slow, "{guard:?}: {instant}");
     }
-    // Graded shedding refuses at most nine attempts in ten, and only once a
-    // window holds enough failures: most slow failures stay.
+    // Graded shedding refuses all but its probes once a window holds
+    // enough failures (a server sees 0.67 checkouts a second: the probe is
+    // the attempt after the last failure has left the window): fewer slow
+    // failures than the timeout alone, though many stay.
     for guard in [Guard::Graded, Guard::GradedTuned] {
         let runs = rows.of(guard);
         assert!(
-            median(runs, peak) <= 0.7 * timeout_peak,
+            median(runs, peak) <= 0.75 * timeout_peak,
             "{guard:?}: {}",
             median(runs, peak)
         );
-        assert!(
-            median(runs, slow) >= 0.5 * timeout_slow,
-            "{guard:?}: {}",
-            median(runs, slow)
-        );
+        let slow = median(runs, slow) / timeout_slow;
+        assert!((0.2..0.7).contains(&slow), "{guard:?}: {slow}");
     }
     // The failure rate over the last 100 calls: 100 healthy calls to
     // outweigh first, so the peak is barely lower than the timeout's.
@@ -124,7 +130,10 @@ fn what_a_breaker_adds_over_a_timeout_alone() {
         );
     }
     // The default 30 s open time refuses for most of 30 s after the heal;
-    // "1s..4s" for seconds; tuned graded shedding stops within 3 s.
+    // "1s..4s" for seconds; graded shedding stops at its first probe once
+    // the hang's last timeout (3 s after the heal at most) has left the
+    // window, a probe that may itself time out before the heal: within
+    // 20 s at its defaults, 7 s tuned.
     let classic = median(rows.of(Guard::Classic), last_refused_s);
     assert!(classic >= 20.0, "{classic}");
     let tuned = rows.of(Guard::ClassicTuned);
@@ -136,13 +145,13 @@ fn what_a_breaker_adds_over_a_timeout_alone() {
     assert!(median(tuned, last_refused_s) <= classic / 3.0);
     let graded_tuned = rows.of(Guard::GradedTuned);
     assert!(
-        worst(graded_tuned, last_refused_s) <= 3.0,
+        worst(graded_tuned, last_refused_s) <= 7.0,
         "{}",
         worst(graded_tuned, last_refused_s)
     );
     let graded = rows.of(Guard::Graded);
     assert!(
-        worst(graded, last_refused_s) <= 10.0,
+        worst(graded, last_refused_s) <= 20.0,
         "{}",
         worst(graded, last_refused_s)
     );

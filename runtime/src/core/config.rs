@@ -770,19 +770,30 @@ impl Builder {
         self
     }
 
-    /// Graded shedding: refuse at random the share of calls beyond `k` times
-    /// those the dependency accepted within the window, `1 ≤ k ≤ 10`
-    /// (2 is the usual choice); see [`Reason::Shed`](crate::Reason::Shed).
+    /// Graded shedding: refuse at random the calls beyond `k` times those
+    /// the dependency accepts, `1 ≤ k ≤ 10` (2 is the usual choice); see
+    /// [`Reason::Shed`](crate::Reason::Shed).
     ///
     /// Over the window (a time, 10 s unless [`window_time`](Self::window_time)
     /// says otherwise) each call is refused with chance
-    /// `(admitted − k × accepted) / (admitted + 1)`: *admitted* counts the
-    /// calls let through, from the moment they start; *accepted* those that
-    /// ended other than as a counted failure. Neutral outcomes are left out
-    /// of both, refused calls are in neither. No call is refused before the
-    /// window holds [`min_calls`](Self::min_calls) admitted calls, and at most
-    /// nine in ten are (`failfast_rules::MAX_SHED_SHARE`), so a dependency
-    /// that accepts nothing is still tried and its recovery seen.
+    /// `max(0, (sent − k × accepted) / sent)`: *sent* counts the calls let
+    /// through that ended other than neutral, and those still running past
+    /// the patience (the longest successful call timed in the window);
+    /// *accepted* those of them that succeeded. A refused call is a request,
+    /// in neither figure. A dependency failing a share `f` of its calls has
+    /// `1 − k(1 − f)` of the calls refused; one that can serve a share `c`
+    /// of the load is sent `√(k·c)` of it (the SRE book's
+    /// `(requests − K × accepts) / (requests + 1)`, which counts refusals as
+    /// requests not accepted, sends `K·c`: `k = K²·c` sends as much; the
+    /// guide on outcomes has the table).
+    ///
+    /// No call is refused before the window holds
+    /// [`min_calls`](Self::min_calls) requests (a window holding a refusal
+    /// goes on below it), and a dependency that accepts nothing is still
+    /// probed, so its recovery is seen: the first call after its last
+    /// failure has left the window, and one call per period (`window / 20`)
+    /// at random from 400 requests a window on, in proportion fewer below
+    /// (at most one in twenty, `failfast_rules::SHED_PROBE_SHARE`).
     ///
     /// It works while the breaker is closed. Without a `threshold`,
     /// `failure_rate` or `slow`, it is the breaker's only rule and the
@@ -795,7 +806,7 @@ impl Builder {
     ///
     /// let breaker = Breaker::builder().name("pricing").shed(2.0).build()?;
     /// // The dependency fails every call: once the window holds `min_calls`
-    /// // calls, most calls are refused, and some still go through.
+    /// // requests, all but the probes are refused.
     /// let (mut shed, mut tried) = (0, 0);
     /// for _ in 0..1000 {
     ///     match breaker.call(|| Err::<(), _>("overloaded")) {
@@ -806,7 +817,7 @@ impl Builder {
     ///         _ => tried += 1,
     ///     }
     /// }
-    /// assert!(shed > 800 && tried > 50, "{shed} shed, {tried} tried");
+    /// assert!(shed > 900 && tried >= 10, "{shed} shed, {tried} tried");
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
     pub fn shed(mut self, k: f64) -> Self {

@@ -47,7 +47,11 @@ pub(crate) const WOULD_REJECT: usize = 6;
 pub(crate) const ADMITTED: usize = 7;
 /// Calls refused by graded shedding.
 pub(crate) const SHED: usize = 8;
-const COUNTERS: usize = 9;
+/// Admissions taken back (graded shedding only): a call waiting in a
+/// bulkhead's line (counted as admitted again when its wait is over), or
+/// refused by it.
+pub(crate) const WITHDRAWN: usize = 9;
+const COUNTERS: usize = 10;
 
 /// One slot's counters, on a line of its own (two lines: adjacent-line
 /// prefetchers pair them, as for the breaker's hot word), and the slot's own

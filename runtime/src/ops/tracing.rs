@@ -87,9 +87,11 @@ fn transition(t: &Transition) {
         TransitionReason::SheddingStarted => emit!(
             Level::WARN,
             t,
-            "circuit breaker `{}` sheds load: refuses {:.0}% of calls{observe_only}",
+            "circuit breaker `{}` sheds load: refuses {}% of calls{observe_only}",
             t.name,
-            t.shedding * 100.0
+            // To a tenth of a percent, never up: all but the probes is not
+            // all.
+            (t.shedding * 1000.0).floor() / 10.0
         ),
         TransitionReason::SheddingStopped => emit!(
             Level::INFO,

@@ -1,6 +1,7 @@
 //! Graded shedding (`shed`): the chance of refusal against its formula,
 //! what counts toward it, how it ends, and how it sits beside the other
-//! rules. Time is a `ManualClock`: a window of 10 s is 20 periods of 500 ms.
+//! rules. Time is a `ManualClock`: a window of 10 s is 20 periods of 500 ms
+//! (and the one under way).
 
 use std::time::Duration;
 
@@ -30,9 +31,12 @@ fn call(breaker: &Breaker, fails: bool) -> bool {
     }
 }
 
-/// `(admitted − k × accepted) / (admitted + 1)`, in [0, 0.9].
-fn formula(admitted: f64, accepted: f64, k: f64) -> f64 {
-    ((admitted - k * accepted) / (admitted + 1.0)).clamp(0.0, 0.9)
+/// `(sent − k × accepted) / sent`, at least 0, at most what leaves the
+/// probes: one call per period (20 a window) from 400 requests on, and
+/// in proportion fewer below.
+fn formula(requests: f64, sent: f64, accepted: f64, k: f64) -> f64 {
+    let probes = (20.0 / requests).min(0.05 * requests / 400.0);
+    ((sent - k * accepted) / sent).clamp(0.0, 1.0 - probes)
 }
 
 #[test]
@@ -50,20 +54,22 @@ fn the_chance_after_each_failure_is_the_formula_over_the_window() {
         failures += 1.0;
         assert!(failures < 100.0);
     }
-    // (30 + f − 2 × 30) / (30 + f + 1) > 0 first at f = 31.
+    // (30 + f − 2 × 30) / (30 + f) > 0 first at f = 31.
     assert_eq!(failures, 31.0);
-    let expected = formula(61.0, 30.0, 2.0);
+    let expected = formula(61.0, 61.0, 30.0, 2.0);
     assert!((b.snapshot().shedding - expected).abs() < 1e-6);
-    // Five more failures, admitted or not: the chance follows the calls
-    // admitted, and leaves out the refused ones.
+    // 200 more failures, sent or not, and one more sent: the chance it
+    // leaves reads the calls sent; the refused ones count only as
+    // requests.
     for _ in 0..200 {
         call(&b, true);
     }
+    while call(&b, true) {}
     let s = b.snapshot();
-    let admitted = (s.successes + s.failures) as f64;
     assert!(s.shed > 0 && s.shed == s.rejected, "{s:?}");
-    assert_eq!(s.calls, 30 + 31 + 200);
-    let expected = formula(admitted, 30.0, 2.0);
+    assert!(s.calls > 30 + 31 + 200);
+    let sent = (s.successes + s.failures) as f64;
+    let expected = formula(s.calls as f64, sent, 30.0, 2.0);
     assert!(
         (s.shedding - expected).abs() < 1e-6,
         "{} vs {expected}",
@@ -71,35 +77,119 @@ fn the_chance_after_each_failure_is_the_formula_over_the_window() {
     );
 }
 
+/// 32 calls of 200 ms each, then the dependency hangs: every call from
+/// then on, one each 10 ms, is still running. A running call is no
+/// evidence while it has run less than the longest call timed (200 ms),
+/// and is sent and not accepted after that (counted period by period):
+/// shedding starts once the hanging calls outnumber the 32 successes, well
+/// within 2 s. Healed (the hanging calls succeed), it stops at once.
 #[test]
-fn a_call_counts_as_admitted_from_its_start() {
+fn a_call_in_flight_counts_once_it_has_outlived_what_the_dependency_takes() {
     let clock = ManualClock::new();
     let b = graded("shed.in-flight", 2.0, &clock);
-    for _ in 0..20 {
-        call(&b, false);
+    for _ in 0..32 {
+        let permit = b.acquire().unwrap();
+        clock.advance(Duration::from_millis(200));
+        permit.record(Outcome::Success);
     }
-    // 40 calls hang; one failure brings a verdict on all of them.
-    let hanging: Vec<_> = (0..40).map(|_| b.acquire().unwrap()).collect();
-    call(&b, true);
-    let expected = formula(61.0, 20.0, 2.0);
-    assert!(expected > 0.3);
-    assert!(
-        (b.snapshot().shedding - expected).abs() < 1e-6,
-        "{:?}",
-        b.snapshot()
-    );
-    // They end neutral (the caller gave up): out of the window.
+    let tick = Duration::from_millis(10);
+    let mut hanging = Vec::new();
+    let mut hung_for = Duration::ZERO;
+    while b.snapshot().shedding == 0.0 {
+        if let Ok(permit) = b.acquire() {
+            hanging.push(permit);
+        }
+        clock.advance(tick);
+        hung_for += tick;
+        if hung_for <= Duration::from_millis(200) {
+            assert_eq!(b.snapshot().shedding, 0.0, "{hung_for:?}");
+        }
+        assert!(hung_for < Duration::from_secs(2), "{:?}", b.snapshot());
+    }
+    println!("shedding began {hung_for:?} into the hang");
+    // Healed: the hanging calls succeed, and so do the next ones.
     for permit in hanging {
-        permit.record(Outcome::Neutral);
+        permit.record(Outcome::Success);
     }
-    // The next failure let through brings a verdict (calls shed before it
-    // are in neither count).
-    while call(&b, true) {}
-    assert_eq!(b.snapshot().shedding, 0.0, "22 admitted, 20 accepted");
+    let mut healed_for = Duration::ZERO;
+    while b.snapshot().shedding > 0.0 {
+        call(&b, false);
+        clock.advance(tick);
+        healed_for += tick;
+        assert!(healed_for <= PERIOD, "{:?}", b.snapshot());
+    }
 }
 
+/// The same hang, and the hanging calls never end: once they are older
+/// than the window they are out of it, and shedding stops within a window
+/// of the heal all the same.
 #[test]
-fn nothing_is_shed_before_min_calls_and_at_most_nine_in_ten() {
+fn calls_that_never_end_leave_the_window() {
+    let clock = ManualClock::new();
+    let b = graded("shed.in-flight-forever", 2.0, &clock);
+    for _ in 0..32 {
+        let permit = b.acquire().unwrap();
+        clock.advance(Duration::from_millis(200));
+        permit.record(Outcome::Success);
+    }
+    let tick = Duration::from_millis(10);
+    let mut hanging = Vec::new();
+    for _ in 0..3_000 {
+        if let Ok(permit) = b.acquire() {
+            hanging.push(permit);
+        }
+        clock.advance(tick);
+    }
+    assert!(b.snapshot().shedding > 0.9, "{:?}", b.snapshot());
+    let mut healed_for = Duration::ZERO;
+    while b.snapshot().shedding > 0.0 {
+        call(&b, false);
+        clock.advance(tick);
+        healed_for += tick;
+        assert!(
+            healed_for <= Duration::from_millis(10_500) + PERIOD,
+            "{:?}",
+            b.snapshot()
+        );
+    }
+    println!("shedding stopped {healed_for:?} after the heal");
+    assert_eq!(b.snapshot().failures, 0);
+    drop(hanging);
+}
+
+/// A call that runs out of its time limit fails then: the evidence of a
+/// hang comes at the limit when that is sooner than the patience.
+#[test]
+fn a_time_limit_ends_a_hanging_call_as_a_failure() {
+    let clock = ManualClock::new();
+    let b = graded("shed.in-flight-timeout", 2.0, &clock);
+    // Nothing timed yet: the patience is the whole window.
+    let tick = Duration::from_millis(10);
+    let limit = Duration::from_millis(300);
+    let mut running = std::collections::VecDeque::new();
+    let mut hung_for = Duration::ZERO;
+    while b.snapshot().shedding == 0.0 {
+        if let Ok(permit) = b.acquire() {
+            running.push_back((hung_for, permit));
+        }
+        while running
+            .front()
+            .is_some_and(|(at, _)| hung_for - *at >= limit)
+        {
+            let (_, permit) = running.pop_front().unwrap();
+            permit.record(Outcome::Failure);
+        }
+        clock.advance(tick);
+        hung_for += tick;
+        assert!(hung_for < Duration::from_secs(1), "{:?}", b.snapshot());
+    }
+    assert!(hung_for >= limit, "{hung_for:?}");
+}
+
+/// A dependency that accepts nothing still gets one call per period once
+/// the window holds 400 requests: at 100 calls per second, 2 in 100.
+#[test]
+fn nothing_is_shed_before_min_calls_and_a_dead_dependency_still_gets_probes() {
     let clock = ManualClock::new();
     let b = Breaker::builder()
         .name("shed.min-calls")
@@ -111,24 +201,28 @@ fn nothing_is_shed_before_min_calls_and_at_most_nine_in_ten() {
     for _ in 0..24 {
         assert!(!call(&b, true));
     }
-    assert_eq!(b.snapshot().shedding, 0.0, "24 admitted, 25 needed");
+    assert_eq!(b.snapshot().shedding, 0.0, "24 requests, 25 needed");
     assert!(!call(&b, true));
-    assert!((b.snapshot().shedding - formula(25.0, 0.0, 2.0)).abs() < 1e-6);
-    let (mut shed, mut tried) = (0u32, 0u32);
-    for _ in 0..20_000 {
-        if call(&b, true) {
-            shed += 1;
-        } else {
-            tried += 1;
-        }
+    let expected = formula(25.0, 25.0, 0.0, 2.0);
+    assert!((b.snapshot().shedding - expected).abs() < 1e-6);
+    assert!((expected - (1.0 - 0.05 * 25.0 / 400.0)).abs() < 1e-9);
+    // 100 calls per second: 10 s to fill the window, then 60 s.
+    for _ in 0..1_000 {
+        call(&b, true);
+        clock.advance(Duration::from_millis(10));
     }
-    assert!((b.snapshot().shedding - 0.9).abs() < 1e-6, "capped");
-    let share = f64::from(shed) / 20_000.0;
+    let mut tried = 0u32;
+    for _ in 0..6_000 {
+        tried += u32::from(!call(&b, true));
+        clock.advance(Duration::from_millis(10));
+    }
+    let chance = b.snapshot().shedding;
     assert!(
-        (share - 0.9).abs() < 0.015,
-        "{share}: one in ten still tried"
+        (0.979..0.981).contains(&chance),
+        "{chance}: 20 in 1,000-1,050"
     );
-    assert!(tried > 1_500);
+    let share = f64::from(tried) / 6_000.0;
+    assert!((0.015..0.025).contains(&share), "{share} still tried");
 }
 
 #[test]
@@ -141,7 +235,7 @@ fn failures_leave_the_window_and_shedding_stops_within_it_after_healing() {
         call(&b, true);
         clock.advance(tick);
     }
-    assert!((b.snapshot().shedding - 0.9).abs() < 1e-6);
+    assert!(b.snapshot().shedding > 0.97, "{:?}", b.snapshot());
     // Healed: shedding stops within the 10 s window.
     let mut healed_for = Duration::ZERO;
     while b.snapshot().shedding > 0.0 {
@@ -187,7 +281,7 @@ fn successes_of_a_healthy_window_hold_shedding_back() {
 }
 
 #[test]
-fn neutral_outcomes_and_refusals_are_no_evidence() {
+fn neutral_outcomes_are_no_evidence() {
     let clock = ManualClock::new();
     let b = graded("shed.neutral", 2.0, &clock);
     for _ in 0..1_000 {
@@ -198,7 +292,7 @@ fn neutral_outcomes_and_refusals_are_no_evidence() {
         call(&b, false);
     }
     call(&b, true);
-    // 10 admitted, 9 accepted: (10 − 18) / 11 < 0.
+    // 10 sent, 9 accepted: (10 − 2 × 10 × 9 / 10) / 11 < 0.
     assert_eq!(b.snapshot().shedding, 0.0, "{:?}", b.snapshot());
 }
 
@@ -213,8 +307,9 @@ fn a_threshold_beside_it_still_opens_and_closing_starts_the_window_afresh() {
         .clock(clock.clone())
         .build()
         .unwrap();
-    // Shedding starts at the 10th failure (min_calls), refusing nine in
-    // ten; the threshold opens at the 30th admitted one all the same.
+    // Shedding starts at the 10th failure (min_calls), refusing ten in
+    // eleven, then more; the threshold opens at the 30th one sent all the
+    // same.
     let mut failures = 0;
     while b.state() == State::Closed {
         if !call(&b, true) {
@@ -232,7 +327,7 @@ fn a_threshold_beside_it_still_opens_and_closing_starts_the_window_afresh() {
     for _ in 0..9 {
         call(&b, true);
     }
-    assert_eq!(b.snapshot().shedding, 0.0, "9 admitted since closing");
+    assert_eq!(b.snapshot().shedding, 0.0, "9 requests since closing");
 }
 
 #[test]
@@ -246,7 +341,7 @@ fn without_a_trip_rule_it_never_opens() {
     }
     assert_eq!(b.state(), State::Closed);
     let s = b.snapshot();
-    assert!(s.shed > 8_000 && s.failures > 900, "{s:?}");
+    assert!(s.shed > 9_800 && s.failures >= 10, "{s:?}");
 }
 
 #[test]
@@ -259,7 +354,7 @@ fn observe_only_counts_what_it_would_shed_and_lets_it_through() {
     }
     let s = b.snapshot();
     assert_eq!((s.shed, s.failures), (0, 1_000));
-    assert!((800..=950).contains(&s.would_reject), "{s:?}");
+    assert!((900..=970).contains(&s.would_reject), "{s:?}");
 }
 
 #[test]
@@ -275,7 +370,7 @@ fn its_multiplier_changes_at_run_time_and_only_where_it_was_built() {
     assert_eq!(b.snapshot().shedding, 0.0, "100 − 2 × 50 = 0");
     b.reconfigure(&Breaker::builder().shed(1.0)).unwrap();
     call(&b, true);
-    let expected = formula(101.0, 50.0, 1.0);
+    let expected = formula(101.0, 101.0, 50.0, 1.0);
     assert!(
         (b.snapshot().shedding - expected).abs() < 1e-6,
         "{:?}",
@@ -291,10 +386,12 @@ fn its_multiplier_changes_at_run_time_and_only_where_it_was_built() {
     assert!(refused.to_string().contains("outside [1, 10]"), "{refused}");
 }
 
-/// The rejection share at steady state against the formula: every admitted
-/// call fails with probability `f`, so the window's accepted share is
-/// `1 − f` and the chance settles at `1 − k(1 − f)`, in [0, 0.9]. 100 calls
-/// per second for 620 s; the share shed over the last 600 s is compared.
+/// The rejection share at steady state against the formula: every call
+/// sent fails with probability `f`, so the share accepted is `1 − f` and
+/// the chance settles at `1 − k(1 − f)` (times `requests / (requests + 1)`),
+/// in [0, 0.98] (at 100 calls per second, the window holds 1,000 to 1,050
+/// requests: one call per period is 2 in 100). 100 calls per second for
+/// 620 s; the share shed over the last 600 s is compared.
 /// The chance moves with the window's own noise: a window of about 800
 /// admitted calls reads the accepted share with a standard deviation of at
 /// most 0.018, so the chance's is at most 0.036 (k = 2); 60 windows
@@ -324,13 +421,45 @@ fn the_share_shed_at_steady_state_is_the_formulas() {
             clock.advance(Duration::from_millis(10));
         }
         let measured = f64::from(shed) / f64::from(offered);
-        let expected = (1.0 - k * (1.0 - f)).clamp(0.0, 0.9);
+        let expected = (1.0 - k * (1.0 - f)).clamp(0.0, 0.98);
         println!("k = {k}, f = {f}: shed {measured:.4}, formula {expected:.4}");
         assert!(
             (measured - expected).abs() < 0.025,
             "k = {k}, f = {f}: shed {measured}, formula {expected}"
         );
     }
+}
+
+// ------------------------------------------------------------ new tests
+
+/// `n` calls at once that all succeed after `latency`: how many were shed.
+fn burst(b: &Breaker, clock: &ManualClock, n: usize, latency: Duration) -> usize {
+    let permits: Vec<_> = (0..n).map(|_| b.acquire()).collect();
+    let shed = permits.iter().filter(|p| p.is_err()).count();
+    clock.advance(latency);
+    for permit in permits.into_iter().flatten() {
+        permit.record(Outcome::Success);
+    }
+    shed
+}
+
+#[test]
+fn a_burst_to_a_healthy_dependency_is_never_shed() {
+    let clock = ManualClock::new();
+    let b = graded("shed.burst", 2.0, &clock);
+    let latency = Duration::from_millis(300);
+    assert_eq!(burst(&b, &clock, 100, latency), 0, "fresh");
+    clock.advance(Duration::from_secs(10));
+    assert_eq!(burst(&b, &clock, 100, latency), 0, "after 10 s of quiet");
+    // Back to back, and ten times larger than anything the window saw end.
+    for n in [20, 50, 100, 1_000] {
+        assert_eq!(burst(&b, &clock, n, latency), 0, "{n} at once");
+    }
+    // And for a dependency that takes 2 s, on a fresh breaker.
+    let slow = graded("shed.burst-slow", 2.0, &clock);
+    assert_eq!(burst(&slow, &clock, 100, Duration::from_secs(2)), 0);
+    assert_eq!(burst(&slow, &clock, 500, Duration::from_secs(2)), 0);
+    assert_eq!(slow.snapshot().shedding, 0.0);
 }
 
 /// 100 calls per second, from 1,000 s of uptime on: the shedding window
@@ -358,7 +487,8 @@ fn a_window_changed_at_run_time_at_any_uptime_sheds_and_heals_in_its_own_time() 
     for secs in [10, 1, 10, 60, 1, 2, 10] {
         clock.advance(uptime.saturating_sub(clock.now()));
         let window = Duration::from_secs(secs);
-        b.reconfigure(&Breaker::builder().window_time(window)).unwrap();
+        b.reconfigure(&Breaker::builder().window_time(window))
+            .unwrap();
         run(false, Duration::from_secs(5));
         run(true, Duration::from_secs(30).max(window));
         assert!(b.snapshot().shedding > 0.5, "{secs} s at {:?}", clock.now());
@@ -374,5 +504,42 @@ fn a_window_changed_at_run_time_at_any_uptime_sheds_and_heals_in_its_own_time() 
             );
         }
         uptime = uptime * 3 + Duration::from_secs(1_000_000);
+    }
+}
+
+/// The share of calls a dependency that accepts nothing still gets, once
+/// the window has seen the outage: the probe floor.
+#[cfg(feature = "testing")]
+fn share_let_through_an_outage(name: &'static str, per_second: u32, secs: u32) -> f64 {
+    failfast_runtime::testing::seed_shedding(u64::from(per_second));
+    let clock = ManualClock::new();
+    let b = graded(name, 2.0, &clock);
+    let tick = Duration::from_secs(1) / per_second;
+    for _ in 0..20 * per_second {
+        call(&b, true);
+        clock.advance(tick);
+    }
+    let offered = secs * per_second;
+    let mut through = 0;
+    for _ in 0..offered {
+        through += u32::from(!call(&b, true));
+        clock.advance(tick);
+    }
+    f64::from(through) / f64::from(offered)
+}
+
+#[cfg(feature = "testing")]
+#[test]
+fn a_dead_dependency_gets_only_the_probes() {
+    let fast = share_let_through_an_outage("shed.dead-100", 100, 600);
+    println!("100 calls/s: {fast:.4} let through");
+    assert!(fast <= 0.05, "{fast} of the calls at 100 calls/s");
+    for per_second in [1, 2, 5] {
+        let slow = share_let_through_an_outage("shed.dead-slow", per_second, 3_600);
+        println!("{per_second} calls/s: {slow:.4} let through");
+        assert!(
+            (0.02..=0.10).contains(&slow),
+            "{slow} of the calls at {per_second} calls/s"
+        );
     }
 }

@@ -189,6 +189,11 @@ const TRACKED: u64 = 1 << 60;
 const PLACED: u64 = 1 << 61;
 /// In a permit's `admitted`: bits 36..52 of the admitted generation.
 const EPOCH_MASK: u64 = 0xFFFF;
+/// In a permit's `started`: the call is timed for graded shedding's
+/// patience (`shedding`), and the rest of `started` is when it started;
+/// its admitted word holds its generation's bits 36..52 already. Neither a
+/// generation counter nor a clock reading reaches this bit.
+const TIMED: u64 = 1 << 63;
 
 /// The constructors are `const` (so `#[circuit_breaker]` can put a breaker in a
 /// `static` with no lazy initialisation), except under the loom model checker,
@@ -559,8 +564,13 @@ impl Breaker {
     #[inline]
     fn finish(&self, admitted: u64, started: u64, outcome: Outcome) {
         let word = Word(admitted);
-        // Closed, and holding no place of an adaptive limit (bit 61).
-        if outcome == Outcome::Success && !self.config.timed && admitted >> 61 == TAG_CLOSED {
+        // Closed, holding no place of an adaptive limit (bit 61), and not
+        // timed for graded shedding.
+        if outcome == Outcome::Success
+            && !self.config.timed
+            && admitted >> 61 == TAG_CLOSED
+            && started & TIMED == 0
+        {
             self.totals.add(crate::core::totals::SUCCESS);
             // No slow-call rule, and nothing in the word's payload: no
             // failure count to clear (consecutive rule), no window to
@@ -706,7 +716,7 @@ impl Breaker {
         if admitted == PASSIVE {
             return;
         }
-        self.give_timed_place(admitted, started, outcome);
+        self.give_timed_place(admitted, started & !TIMED, outcome);
         self.totals.outcome(outcome);
         self.finish_counted(admitted, started, outcome, timed);
     }
@@ -723,16 +733,19 @@ impl Breaker {
         }
         let slow = self.config.slow != 0
             && timed
-            && self.clock.now().saturating_sub(started) > self.config.slow;
+            && self.clock.now().saturating_sub(started & !TIMED) > self.config.slow;
         if slow {
             self.totals.add(crate::core::totals::SLOW);
         }
-        let admitted = if !self.config.timed {
+        let admitted = if !self.config.timed && started & TIMED == 0 {
             Word(with_epoch(admitted & !MODE_BITS, started))
         } else {
             Word(admitted & !MODE_BITS)
         };
         if admitted.tag() == TAG_CLOSED {
+            if started & TIMED != 0 && outcome == Outcome::Success {
+                self.timed_for_shedding(started);
+            }
             self.finish_closed(admitted, outcome, slow);
         } else {
             // Trials are not the window's: a closing one's count is in the

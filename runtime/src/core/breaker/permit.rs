@@ -101,6 +101,7 @@ impl<'a> Permit<'a> {
             return;
         }
         self.breaker.totals.add(crate::core::totals::REJECTED);
+        self.breaker.withdraw(admitted);
         self.breaker.give_place(admitted, Outcome::Neutral);
         self.breaker
             .finish_counted(admitted, self.started, Outcome::Neutral, false);
@@ -109,8 +110,12 @@ impl<'a> Permit<'a> {
     /// The call waits in a bulkhead's line for a place (`max_wait`): its
     /// time starts again when the returned guard is dropped, once the wait
     /// is over, so that the time spent in line is not counted as the
-    /// dependency's (`slow`).
+    /// dependency's (`slow`, graded shedding's patience); until then graded
+    /// shedding does not count it as started.
     pub(crate) fn wait_for_place<'p>(&'p mut self) -> Waiting<'p, 'a> {
+        if self.admitted != PASSIVE {
+            self.breaker.withdraw(self.admitted);
+        }
         Waiting(self)
     }
 
@@ -131,10 +136,19 @@ pub(crate) struct Waiting<'p, 'a>(&'p mut Permit<'a>);
 impl Drop for Waiting<'_, '_> {
     fn drop(&mut self) {
         let permit = &mut *self.0;
-        // `started` holds the time only with the slow-call rule or an
-        // adaptive limit (see `Breaker::permit`).
-        if permit.admitted != PASSIVE && permit.breaker.config.timed {
-            permit.started = permit.breaker.clock.now();
+        if permit.admitted == PASSIVE {
+            return;
+        }
+        let breaker = permit.breaker;
+        breaker.readmit(permit.admitted);
+        // `started` holds the time with the slow-call rule or an adaptive
+        // limit, and for a call timed for graded shedding (see
+        // `Breaker::permit`, `TIMED`); else the generation counter.
+        let timed = permit.started & TIMED;
+        if breaker.config.timed {
+            permit.started = timed | breaker.clock.now();
+        } else if timed != 0 {
+            permit.started = TIMED | breaker.clock.coarse_now();
         }
     }
 }

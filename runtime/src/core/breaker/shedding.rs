@@ -6,7 +6,11 @@ use super::transition::{Counts as TransitionCounts, Guard};
 use super::*;
 use crate::core::config::{TIME_BUCKETS, Window as Shape};
 use crate::core::shed::{self, Counts, LOOK_EVERY, Period};
-use crate::core::totals::{ADMITTED, NEUTRAL, SHED, SUCCESS, WOULD_REJECT};
+use crate::core::totals::{ADMITTED, FAILURE, NEUTRAL, SHED, SUCCESS, WITHDRAWN, WOULD_REJECT};
+
+/// In the chance word (`Hot::shed`): the next call is let through as a
+/// probe. The chance's lowest bit (2^-32 of a chance, nothing to a draw).
+const PROBE: u32 = 1;
 
 /// Told when graded shedding starts or stops refusing calls, with the
 /// chance of refusal now (0 when it stopped), on the thread that saw it:
@@ -34,10 +38,11 @@ impl Breaker {
         if placed {
             self.take_place(w.mode())?;
         }
-        if self.config.sheds() {
-            self.count_admitted();
-        }
+        let timed = self.config.sheds() && self.count_admitted();
         let mut permit = self.permit(w);
+        if timed {
+            self.time_for_shedding(&mut permit);
+        }
         if placed {
             permit.admitted |= PLACED;
         }
@@ -45,11 +50,62 @@ impl Breaker {
     }
 
     /// Counts a call admitted under graded shedding; every
-    /// [`LOOK_EVERY`]th one on a thread looks for a new period.
+    /// [`LOOK_EVERY`]th one on a thread looks for a new period, and is
+    /// timed (whether it is).
     #[inline(always)]
-    pub(super) fn count_admitted(&self) {
+    fn count_admitted(&self) -> bool {
         if self.totals.admit() % LOOK_EVERY == 0 {
             self.look();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Times `permit`'s call for graded shedding's patience (the `shed`
+    /// module): its start in `started`, marked [`TIMED`]. Without the
+    /// slow-call rule or an adaptive limit `started` held the generation
+    /// counter, whose part the admitted word takes now, and the start is
+    /// read on the coarse clock; with either, `started` is the start
+    /// already.
+    #[cold]
+    #[inline(never)]
+    fn time_for_shedding(&self, permit: &mut Permit<'_>) {
+        if !self.config.timed {
+            permit.admitted = with_epoch(permit.admitted, permit.started);
+            permit.started = TIMED | self.clock.coarse_now();
+        } else {
+            permit.started |= TIMED;
+        }
+    }
+
+    /// A timed call succeeded: how long it took goes into the window.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn timed_for_shedding(&self, started: u64) {
+        let now = if self.config.timed {
+            self.clock.now()
+        } else {
+            self.clock.coarse_now()
+        };
+        self.look();
+        self.shed
+            .timed(self.shed_period(), now.saturating_sub(started & !TIMED));
+    }
+
+    /// A call the breaker admitted under graded shedding is taken out of
+    /// the calls started: it waits in a bulkhead's line, or was refused by
+    /// it. `admitted` is its permit's admitted word.
+    pub(crate) fn withdraw(&self, admitted: u64) {
+        if self.config.sheds() && Word(admitted).tag() == TAG_CLOSED {
+            self.totals.add(WITHDRAWN);
+        }
+    }
+
+    /// A call withdrawn while it waited in a bulkhead's line starts now.
+    pub(crate) fn readmit(&self, admitted: u64) {
+        if self.config.sheds() && Word(admitted).tag() == TAG_CLOSED {
+            self.totals.add(ADMITTED);
         }
     }
 
@@ -64,7 +120,22 @@ impl Breaker {
         } else {
             chance
         };
-        chance != 0 && shed::draw() < chance
+        // A probe is due (`PROBE`): the one call that takes it goes.
+        if chance & PROBE != 0
+            && self
+                .hot
+                .shed
+                .compare_exchange(
+                    chance,
+                    chance & !PROBE,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+        {
+            return false;
+        }
+        chance & !PROBE != 0 && shed::draw() < chance
     }
 
     #[cold]
@@ -79,12 +150,12 @@ impl Breaker {
     #[cold]
     #[inline(never)]
     fn look(&self) -> bool {
-        let period = self.shed_period();
+        let (period, at) = self.shed_now();
         // The totals are summed over the threads' shards once, for the
         // mark and the chance alike (the first mark needs none).
         let mut now = None;
         if self.shed.roll(period, || *now.insert(self.shed_counts())) {
-            self.reconsider_shedding(period, now.unwrap_or_else(|| self.shed_counts()));
+            self.reconsider_shedding(period, at, now.unwrap_or_else(|| self.shed_counts()));
             true
         } else {
             false
@@ -94,24 +165,32 @@ impl Breaker {
     /// A counted failure in Closed: the chance is worked out again.
     #[cold]
     pub(super) fn shed_failure(&self) {
-        let period = self.shed_period();
+        let (period, at) = self.shed_now();
         let now = self.shed_counts();
         self.shed.roll(period, || now);
-        self.reconsider_shedding(period, now);
+        self.reconsider_shedding(period, at, now);
     }
 
-    /// The chance of refusal over the window of `period`, the totals being
-    /// `now`.
-    fn reconsider_shedding(&self, period: Period, now: Counts) {
+    /// The chance of refusal over the window of `period` at `at`, the
+    /// totals being `now`.
+    fn reconsider_shedding(&self, period: Period, at: u64, now: Counts) {
         let settings = self.settings();
-        let window = now.since(self.shed.base(period));
-        let chance = window.chance(settings.shed(), settings.min_calls);
+        let length = period.width.saturating_mul(u64::from(TIME_BUCKETS));
+        let window = self.shed.window(period, at, now, length);
+        if window.refusals_only() && self.hot.shed.load(Ordering::Relaxed) != 0 {
+            // No call was sent in the window, and none is running: the
+            // evidence has left it, and the chance stands until a probe,
+            // the next call, brings more.
+            self.hot.shed.fetch_or(PROBE, Ordering::Relaxed);
+            return;
+        }
+        let chance = window.chance(settings.shed(), settings.min_calls) & !PROBE;
         drop(settings);
         let before = self.hot.shed.swap(chance, Ordering::Relaxed);
         if (before == 0) != (chance == 0) {
             let counts = TransitionCounts {
-                window_calls: window.admitted,
-                window_failures: window.admitted.saturating_sub(window.accepted),
+                window_calls: window.requests,
+                window_failures: window.sent - window.accepted,
                 ..TransitionCounts::default()
             };
             self.shedding_changed(chance, counts);
@@ -130,22 +209,32 @@ impl Breaker {
         self.guard_changed(Guard::Shedding, counts);
     }
 
-    /// The period of the shedding window now: `window / 20` long.
-    fn shed_period(&self) -> Period {
+    /// The period of the shedding window now (`window / 20` long), and
+    /// now on the coarse clock.
+    fn shed_now(&self) -> (Period, u64) {
         let width = match self.settings().window {
             Shape::Time(t) => t / u64::from(TIME_BUCKETS),
             // Refused with `shed` when settings are checked.
             Shape::Calls(_) => u64::MAX,
         };
-        Period::at(self.clock.coarse_now(), width)
+        let now = self.clock.coarse_now();
+        (Period::at(now, width), now)
+    }
+
+    /// The period of the shedding window now.
+    fn shed_period(&self) -> Period {
+        self.shed_now().0
     }
 
     fn shed_counts(&self) -> Counts {
         let sums = self.totals.sums().counts;
         Counts {
             admitted: sums[ADMITTED],
+            withdrawn: sums[WITHDRAWN],
             succeeded: sums[SUCCESS],
+            failed: sums[FAILURE],
             neutral: sums[NEUTRAL],
+            shed: sums[SHED],
         }
     }
 

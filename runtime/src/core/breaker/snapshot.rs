@@ -167,6 +167,7 @@ impl Breaker {
             would_reject,
             _admitted,
             shed,
+            _withdrawn,
         ] = self.totals.sums().counts;
         let opened = self.events.opened_at.load(Ordering::Relaxed);
         Running {

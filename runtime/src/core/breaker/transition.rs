@@ -148,9 +148,10 @@ pub enum TransitionReason {
     /// are the state the breaker is in (Closed, unless the failure that
     /// started it also tripped the breaker), and
     /// [`Snapshot::transitions`](crate::Snapshot::transitions) does not
-    /// count it. [`Counts::window_calls`] holds the calls admitted in the
-    /// shedding window, [`Counts::window_failures`] those of them not
-    /// accepted (failed, or still running).
+    /// count it. [`Counts::window_calls`] holds the requests in the
+    /// shedding window (the calls sent and those refused),
+    /// [`Counts::window_failures`] the calls sent that were not accepted
+    /// (failed, or still running past the patience).
     ///
     /// These four events take their place among the transitions in
     /// [`Transition::seq`]. Each says what is true when it is queued:
@@ -160,9 +161,10 @@ pub enum TransitionReason {
     /// thread overtakes before it is queued (the two a few instructions
     /// apart) is told by the guard's next change, if it still holds then.
     SheddingStarted,
-    /// Graded shedding stopped refusing calls (the
-    /// window's successes caught up, or the breaker closed, was reset or
-    /// got a new window). Not a change of state, as
+    /// Graded shedding stopped refusing calls (the window's successes
+    /// caught up, or its last failure left it and a probe goes through, or
+    /// the breaker closed, was reset or got a new window). Not a change of
+    /// state, as
     /// [`SheddingStarted`](Self::SheddingStarted).
     SheddingStopped,
     /// A counted failure of a closed call, or a window of calls slower
