@@ -112,6 +112,7 @@ struct Paths {
     open_recloser: Protected,
     open_named: Protected,
     half_open: Protected,
+    shedding: Protected,
     bulkhead: Protected,
     retried: Protected,
     keyed: Protected,
@@ -173,6 +174,17 @@ fn paths() -> Paths {
     );
     assert_eq!(half_open.state(), State::HalfOpen);
 
+    // Shedding all but its probes, on the system clock: the dependency
+    // fails every call, those let through included, so the chance stays.
+    let shedding = Breaker::builder()
+        .shed(2.0)
+        .build()
+        .expect("valid settings");
+    for _ in 0..100 {
+        let _ = shedding.call(|| work(u64::MAX));
+    }
+    assert!(shedding.snapshot().shedding > 0.9);
+
     Paths {
         floor: protected(|| work(arg())),
         failsafe: protected(move || fs.call(|| work(arg())).map_err(|_| Fault::Unavailable)),
@@ -205,6 +217,11 @@ fn paths() -> Paths {
         half_open: protected(|| {
             half_open
                 .call(|| work(arg()))
+                .map_err(|_| Fault::Unavailable)
+        }),
+        shedding: protected(move || {
+            shedding
+                .call(|| work(black_box(u64::MAX)))
                 .map_err(|_| Fault::Unavailable)
         }),
         bulkhead: protected(|| bulkheaded(arg())),
@@ -304,7 +321,7 @@ fn main() {
         .build()
         .expect("a current-thread runtime");
     let p = paths();
-    let sync: [(&str, &Protected); 19] = [
+    let sync: [(&str, &Protected); 20] = [
         ("floor: bare call", &p.floor),
         ("failsafe", &p.failsafe),
         ("recloser", &p.recloser),
@@ -321,6 +338,7 @@ fn main() {
         ("open, recloser", &p.open_recloser),
         ("open, named at run time, Breaker::call", &p.open_named),
         ("half-open, Breaker::call", &p.half_open),
+        ("shedding, Breaker::call", &p.shedding),
         ("bulkhead, attribute", &p.bulkhead),
         ("keyed attribute, a hit", &p.keyed),
         (
@@ -482,6 +500,12 @@ fn report(cases: &[Case<'_>], rounds: u64, calls: u64, targets: bool) {
             0.25,
         );
     }
+    ratio(
+        "a call while shedding ≤ 2× the open rejection (Breaker::call), 1 thread".into(),
+        "1 thread/shedding, Breaker::call",
+        "1 thread/open, Breaker::call",
+        2.0,
+    );
     for path in [
         "floor: bare call",
         "consecutive, attribute",
@@ -493,6 +517,7 @@ fn report(cases: &[Case<'_>], rounds: u64, calls: u64, targets: bool) {
         "open, attribute",
         "open, named at run time, Breaker::call",
         "half-open, Breaker::call",
+        "shedding, Breaker::call",
         "bulkhead, attribute",
         "keyed attribute, a hit",
         "#[retry] #[circuit_breaker], first attempt succeeding",

@@ -34,10 +34,10 @@
 //! until it has run longer than the dependency normally takes, so a burst
 //! larger than anything the window saw end is not mistaken for a failing
 //! dependency. What it normally takes is the longest of the successful
-//! calls timed in the window (each thread times the calls it admits on
-//! every 16th, on the coarse clock, from the start of the body); with none
-//! timed in the window, the last such figure; before any, the window's
-//! length. From then on a call still running counts as sent and not
+//! calls timed in the window (the call that marks a period is timed, on
+//! the coarse clock, from the start of its body: one a period at most, so
+//! timing costs a healthy call nothing); with none timed in the window,
+//! the last such figure; before any, the window's length. From then on a call still running counts as sent and not
 //! accepted: a dependency that hangs is evidence after that long, or at its
 //! `timeout`, which ends the call as a failure, whichever comes first. The
 //! running calls are counted from the totals, never one by one: the calls
@@ -70,7 +70,7 @@
 use std::cell::Cell;
 use std::sync::OnceLock;
 use std::sync::atomic::{
-    AtomicU64,
+    AtomicU64, AtomicUsize,
     Ordering::{Acquire, Relaxed, Release},
 };
 
@@ -82,7 +82,7 @@ use crate::core::config::TIME_BUCKETS;
 pub(crate) const PROBE_SHARE: f64 = failfast_rules::SHED_PROBE_SHARE;
 
 /// How often, in calls it admits, a thread looks at the clock for a new
-/// period and times the call (a power of two).
+/// period (a power of two).
 pub(crate) const LOOK_EVERY: u64 = 16;
 
 /// The window's periods: `TIME_BUCKETS` of them, and the one under way.
@@ -315,6 +315,11 @@ impl Mark {
 struct Marks {
     /// The tag of the latest period marked.
     latest: AtomicU64,
+    /// When the latest period marked ends: until then a look at the clock
+    /// finds no period to mark, with no division and no settings read.
+    until: AtomicU64,
+    /// The ring slot of the latest period marked.
+    slot: AtomicUsize,
     /// The patience the latest window with a timed call gave (0: none yet).
     patience: AtomicU64,
     ring: [Mark; MARKS],
@@ -358,20 +363,34 @@ impl Shed {
             counts()
         };
         marks.ring[period.index()].write(period, counts);
+        marks.latest_is(period);
         true
     }
 
-    /// A successful call timed by its thread took `took` nanoseconds: kept
-    /// in `period`'s mark if it is the longest there (and if the period is
-    /// marked).
-    pub(crate) fn timed(&self, period: Period, took: u64) {
-        let mark = &self.marks().ring[period.index()];
+    /// Whether `now` is within the latest period marked: no period begun
+    /// since.
+    #[inline]
+    pub(crate) fn marked_at(&self, now: u64) -> bool {
+        now < self.marks().until.load(Relaxed)
+    }
+
+    /// A successful call timed by its thread ended at `now` and took
+    /// `took` nanoseconds: kept in the mark of the latest period if that
+    /// is the period of `now` and `took` is the longest there; whether it
+    /// was the period of `now` (else mark it first, and ask again).
+    pub(crate) fn timed(&self, now: u64, took: u64) -> bool {
+        if !self.marked_at(now) {
+            return false;
+        }
+        let marks = self.marks();
+        let mark = &marks.ring[marks.slot.load(Relaxed) % MARKS];
         // At least 1: a call timed at 0 (a coarse clock that did not move)
         // is a call timed all the same.
         let took = took.max(1);
-        if mark.at.load(Acquire) == period.tag() && mark.longest.load(Relaxed) < took {
+        if mark.longest.load(Relaxed) < took {
             mark.longest.fetch_max(took, Relaxed);
         }
+        true
     }
 
     /// The marks of `period` and before (one being written now may be of a
@@ -451,7 +470,18 @@ impl Shed {
             mark.at.store(0, Release);
         }
         marks.ring[period.index()].write(period, counts);
-        marks.latest.fetch_max(period.tag(), Relaxed);
+        if marks.latest.fetch_max(period.tag(), Relaxed) <= period.tag() {
+            marks.latest_is(period);
+        }
+    }
+}
+
+impl Marks {
+    /// `period` is the latest marked: where it is, and when it ends.
+    fn latest_is(&self, period: Period) {
+        self.slot.store(period.index(), Relaxed);
+        self.until
+            .store(period.start.saturating_add(period.width), Relaxed);
     }
 }
 

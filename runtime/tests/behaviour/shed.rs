@@ -354,7 +354,8 @@ fn observe_only_counts_what_it_would_shed_and_lets_it_through() {
     }
     let s = b.snapshot();
     assert_eq!((s.shed, s.failures), (0, 1_000));
-    assert!((900..=970).contains(&s.would_reject), "{s:?}");
+    // All but the probes, about 962 of 1,000 (σ ≈ 5).
+    assert!((930..=990).contains(&s.would_reject), "{s:?}");
 }
 
 #[test]

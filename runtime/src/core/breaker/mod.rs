@@ -184,8 +184,10 @@ const OBSERVED: u64 = u64::MAX - 1;
 /// else's.
 const TRACKED: u64 = 1 << 60;
 /// In a permit's `admitted`: the call holds a place of the adaptive limit
-/// (`limit` module), given back when the permit is resolved. (`PASSIVE`
-/// and `OBSERVED` have it set, and a tag no admitted call has.)
+/// (`limit` module), given back when the permit is resolved; or, without an
+/// adaptive limit, it is timed for graded shedding (`TIMED`), and giving
+/// back its place does nothing. (`PASSIVE` and `OBSERVED` have it set, and
+/// a tag no admitted call has.)
 const PLACED: u64 = 1 << 61;
 /// In a permit's `admitted`: bits 36..52 of the admitted generation.
 const EPOCH_MASK: u64 = 0xFFFF;
@@ -564,13 +566,9 @@ impl Breaker {
     #[inline]
     fn finish(&self, admitted: u64, started: u64, outcome: Outcome) {
         let word = Word(admitted);
-        // Closed, holding no place of an adaptive limit (bit 61), and not
-        // timed for graded shedding.
-        if outcome == Outcome::Success
-            && !self.config.timed
-            && admitted >> 61 == TAG_CLOSED
-            && started & TIMED == 0
-        {
+        // Closed, and holding no place of an adaptive limit (bit 61, also
+        // set on a call timed for graded shedding).
+        if outcome == Outcome::Success && !self.config.timed && admitted >> 61 == TAG_CLOSED {
             self.totals.add(crate::core::totals::SUCCESS);
             // No slow-call rule, and nothing in the word's payload: no
             // failure count to clear (consecutive rule), no window to

@@ -50,16 +50,11 @@ impl Breaker {
     }
 
     /// Counts a call admitted under graded shedding; every
-    /// [`LOOK_EVERY`]th one on a thread looks for a new period, and is
-    /// timed (whether it is).
+    /// [`LOOK_EVERY`]th one on a thread looks for a new period. The call
+    /// that marks one is timed (whether it is): one call a period at most.
     #[inline(always)]
     fn count_admitted(&self) -> bool {
-        if self.totals.admit() % LOOK_EVERY == 0 {
-            self.look();
-            true
-        } else {
-            false
-        }
+        self.totals.admit() % LOOK_EVERY == 0 && self.look()
     }
 
     /// Times `permit`'s call for graded shedding's patience (the `shed`
@@ -67,12 +62,15 @@ impl Breaker {
     /// slow-call rule or an adaptive limit `started` held the generation
     /// counter, whose part the admitted word takes now, and the start is
     /// read on the coarse clock; with either, `started` is the start
-    /// already.
+    /// already, and `finish` never takes its fast path.
     #[cold]
     #[inline(never)]
     fn time_for_shedding(&self, permit: &mut Permit<'_>) {
         if !self.config.timed {
-            permit.admitted = with_epoch(permit.admitted, permit.started);
+            // `PLACED` takes the call off `finish`'s fast path, as a place
+            // of an adaptive limit would: this breaker has none, so giving
+            // it back does nothing.
+            permit.admitted = with_epoch(permit.admitted, permit.started) | PLACED;
             permit.started = TIMED | self.clock.coarse_now();
         } else {
             permit.started |= TIMED;
@@ -88,9 +86,13 @@ impl Breaker {
         } else {
             self.clock.coarse_now()
         };
-        self.look();
-        self.shed
-            .timed(self.shed_period(), now.saturating_sub(started & !TIMED));
+        let took = now.saturating_sub(started & !TIMED);
+        // Marked by the coarse clock, which the precise one may be ahead of.
+        let at = self.clock.coarse_now();
+        if !self.shed.timed(at, took) {
+            self.look();
+            self.shed.timed(at, took);
+        }
     }
 
     /// A call the breaker admitted under graded shedding is taken out of
@@ -150,7 +152,11 @@ impl Breaker {
     #[cold]
     #[inline(never)]
     fn look(&self) -> bool {
-        let (period, at) = self.shed_now();
+        let at = self.clock.coarse_now();
+        if self.shed.marked_at(at) {
+            return false;
+        }
+        let period = self.shed_period_at(at);
         // The totals are summed over the threads' shards once, for the
         // mark and the chance alike (the first mark needs none).
         let mut now = None;
@@ -212,18 +218,18 @@ impl Breaker {
     /// The period of the shedding window now (`window / 20` long), and
     /// now on the coarse clock.
     fn shed_now(&self) -> (Period, u64) {
+        let now = self.clock.coarse_now();
+        (self.shed_period_at(now), now)
+    }
+
+    /// The period of the shedding window at `now`.
+    fn shed_period_at(&self, now: u64) -> Period {
         let width = match self.settings().window {
             Shape::Time(t) => t / u64::from(TIME_BUCKETS),
             // Refused with `shed` when settings are checked.
             Shape::Calls(_) => u64::MAX,
         };
-        let now = self.clock.coarse_now();
-        (Period::at(now, width), now)
-    }
-
-    /// The period of the shedding window now.
-    fn shed_period(&self) -> Period {
-        self.shed_now().0
+        Period::at(now, width)
     }
 
     fn shed_counts(&self) -> Counts {
@@ -248,7 +254,7 @@ impl Breaker {
             return false;
         }
         let before = self.hot.shed.swap(0, Ordering::Relaxed);
-        self.shed.clear(self.shed_period(), self.shed_counts());
+        self.shed.clear(self.shed_now().0, self.shed_counts());
         before != 0
     }
 
