@@ -852,7 +852,11 @@ impl Builder {
     ///   or `taken / latency` (places taken over the window's average
     ///   latency), the higher: to `1.5 × need` once a window of this 10 s
     ///   period was clean (at most `9/8 × baseline`), else to `need`
-    ///   itself, which drains the queue. By half at most, never below `min`.
+    ///   itself, which drains the queue. By half at most, never below `min`;
+    ///   not at all when at most half the limit was in use over the window
+    ///   (`samples × latency / t`) and its average is at most `2 ×
+    ///   baseline`: that latency is not our queue, and it counts toward the
+    ///   baseline.
     /// - A counted failure (a timeout included) cuts the limit by a tenth
     ///   of its whole places at once, down to `min`.
     ///

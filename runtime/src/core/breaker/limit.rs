@@ -28,7 +28,12 @@
 //!   higher: to `1.5 × need` once a window of this 10 s period was clean
 //!   (at most `9/8 × baseline`), else to `need` itself, which drains the
 //!   queue so that the next windows show the latency without one again.
-//!   By half at most per window, never below `least`.
+//!   By half at most per window, never below `least`. A window in which
+//!   at most half the limit was in use on average (`samples × latency / t`,
+//!   Little's law again) and whose average is at most `2 × baseline` cuts
+//!   nothing: that is a stall or a slow moment, not a queue of ours (and a
+//!   lightly used limit keeps its room for a burst); it counts toward the
+//!   baseline.
 //! - **Baseline.** The least window average of the last 10 to 20 s (two
 //!   periods of 10 s, the older forgotten as a new one begins): it never
 //!   follows a queue up, since a period without a clean window cuts to the
@@ -223,6 +228,20 @@ fn adapt((least, most): (u32, u32), limit: u32, memory: Memory, window: Window) 
             ..memory.with(now, average)
         };
         return (grow(limit), memory);
+    }
+    // Places in use over the window, on average (Little's law): at most
+    // half the limit, and a latency up to twice the baseline is not a
+    // queue of ours (a stall, a slow moment of the dependency's) but the
+    // onset of one. Nothing is cut, and the window counts toward the
+    // baseline.
+    let in_use =
+        (u128::from(samples) << FRACTION) * u128::from(average) / u128::from(length.max(1));
+    if in_use * 2 <= u128::from(limit) && average <= baseline.saturating_mul(2) {
+        let memory = Memory {
+            streak: 0,
+            ..memory.with(now, average)
+        };
+        return (limit, memory);
     }
     // A queue: the limit falls to what this window's throughput needs
     // without one, by Little's law: the throughput (`samples / length`, or
@@ -484,5 +503,220 @@ impl Breaker {
         if whole(places.limit.swap(fixed(most), Ordering::Relaxed)) != most {
             self.limit_changed();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const S: u64 = 1_000_000_000;
+
+    fn places(limit: u32) -> f64 {
+        f64::from(limit) / f64::from(fixed(1))
+    }
+
+    /// A memory whose baseline is `baseline`, made at `now`.
+    fn knowing(baseline: u64, now: u64) -> Memory {
+        Memory::default().with(now, baseline)
+    }
+
+    fn window(now: u64, length: u64, samples: u64, average: u64, taken: u32) -> Window {
+        Window {
+            now,
+            length,
+            samples,
+            average,
+            taken,
+        }
+    }
+
+    #[test]
+    fn places_are_kept_in_65536ths_and_the_whole_part_is_in_force() {
+        assert_eq!(fixed(3), 3 << 16);
+        assert_eq!(whole(fixed(3) + 65_535), 3);
+        assert_eq!(whole(fixed(65_535)), 65_535);
+    }
+
+    #[test]
+    fn the_baseline_is_the_least_average_of_this_period_and_the_one_before() {
+        let m = Memory::default();
+        assert_eq!(m.baseline(), 0);
+        let m = m.with(S, 20 * MS);
+        assert_eq!((m.current, m.previous, m.period), (20 * MS, 0, 0));
+        let m = m.with(2 * S, 30 * MS);
+        assert_eq!(m.baseline(), 20 * MS, "a higher average leaves it");
+        let m = m.with(3 * S, 15 * MS);
+        assert_eq!(m.baseline(), 15 * MS, "a lower one is the baseline");
+        // The next period: the least so far is the previous one's.
+        let m = m.with(MEMORY + S, 25 * MS);
+        assert_eq!((m.current, m.previous, m.period), (25 * MS, 15 * MS, 1));
+        assert_eq!(m.baseline(), 15 * MS);
+        // One more: the oldest is forgotten.
+        let m = m.with(2 * MEMORY, 27 * MS);
+        assert_eq!((m.current, m.previous), (27 * MS, 25 * MS));
+        assert_eq!(m.baseline(), 25 * MS);
+        // A period skipped: nothing before it is kept.
+        let m = m.with(4 * MEMORY, 40 * MS);
+        assert_eq!((m.current, m.previous, m.baseline()), (40 * MS, 0, 40 * MS));
+        assert_eq!(
+            Memory::default().with(0, 0).baseline(),
+            1,
+            "never 0 once seen"
+        );
+        let only_previous = Memory {
+            previous: 7,
+            ..Memory::default()
+        };
+        assert_eq!(only_previous.baseline(), 7);
+    }
+
+    #[test]
+    fn a_window_at_its_baseline_raises_the_limit_by_the_range_over_20_s() {
+        let m = knowing(10 * MS, 0);
+        // 1..=21: 20 places in 20 s, one a second of window.
+        let (limit, after) = adapt((1, 21), fixed(5), m, window(S, S, 8, 15 * MS, 1));
+        assert_eq!(limit, fixed(6), "{}", places(limit));
+        assert_eq!(after.streak, 0);
+        // A window counts for 5 s at most; never past the most places.
+        let (limit, _) = adapt((1, 21), fixed(5), m, window(S, 60 * S, 1, 10 * MS, 1));
+        assert_eq!(limit, fixed(10));
+        let (limit, _) = adapt((1, 21), fixed(20), m, window(S, 5 * S, 1, 10 * MS, 1));
+        assert_eq!(limit, fixed(21));
+        // The least step is one 65536th.
+        let (limit, _) = adapt((1, 21), fixed(5), m, window(S, 0, 8, 10 * MS, 1));
+        assert_eq!(limit, fixed(5) + 1);
+        // The first window is the baseline, and grows the limit.
+        let (limit, first) = adapt(
+            (1, 21),
+            fixed(5),
+            Memory::default(),
+            window(S, S, 8, 80 * MS, 1),
+        );
+        assert_eq!((limit, first.baseline()), (fixed(6), 80 * MS));
+    }
+
+    #[test]
+    fn one_and_a_half_times_the_baseline_is_still_at_it_and_a_nanosecond_more_is_a_queue() {
+        let m = knowing(10 * MS, 0);
+        let grows =
+            |average| adapt((1, 21), fixed(10), m, window(S, S, 100, average, 10)).0 > fixed(10);
+        assert!(grows(15 * MS));
+        assert!(!grows(15 * MS + 1));
+    }
+
+    #[test]
+    fn a_queue_cuts_to_the_need_or_half_as_much_again_once_the_period_was_clean() {
+        // Baseline 10 ms, 40 samples in 100 ms (400/s): a need of 4 places;
+        // 6 taken at 20 ms, a need of 3: the higher, 4.
+        let m = knowing(10 * MS, 0);
+        assert_eq!(m.clean, 0);
+        let queue = window(S, 100 * MS, 40, 20 * MS, 6);
+        let (limit, after) = adapt((1, 64), fixed(6), m, queue);
+        assert_eq!(limit, fixed(4), "{}", places(limit));
+        assert_eq!(after.baseline(), 10 * MS, "a queue leaves the baseline");
+        // By half at most (8 places in use, over half of 14); never below the
+        // least.
+        assert_eq!(adapt((1, 64), fixed(14), m, queue).0, fixed(7));
+        assert_eq!(adapt((5, 64), fixed(6), m, queue).0, fixed(5));
+        // The need from the places taken, when it is the higher: 12 at
+        // 20 ms, 6.
+        let crowded = window(S, 100 * MS, 40, 20 * MS, 12);
+        assert_eq!(adapt((1, 64), fixed(8), m, crowded).0, fixed(6));
+        // A clean window (at most 9/8 of the baseline) in this period.
+        let (_, clean) = adapt((1, 64), fixed(6), m, window(S, S, 8, 11_250_000, 1));
+        assert_eq!(clean.clean, 1);
+        let (_, not_clean) = adapt((1, 64), fixed(6), m, window(S, S, 8, 11_250_001, 1));
+        assert_eq!(not_clean.clean, 0);
+        let (limit, _) = adapt((1, 64), fixed(8), clean, queue);
+        assert_eq!(limit, fixed(6), "4 and half as much again");
+        // In the next period, the clean window is of the one before.
+        let later = window(MEMORY + S, 100 * MS, 40, 20 * MS, 6);
+        assert_eq!(adapt((1, 64), fixed(8), clean, later).0, fixed(4));
+    }
+
+    #[test]
+    fn calls_admitted_above_a_cut_limit_still_cut_it_and_count_toward_no_streak() {
+        let m = Memory {
+            streak: (3 << STREAK_SHIFT) | (30 * MS),
+            ..knowing(10 * MS, 0)
+        };
+        // 9 taken of a limit of 8: draining (a need of 9 × 10 / 20 = 4.5).
+        let (limit, after) = adapt((1, 64), fixed(8), m, window(S, 100 * MS, 40, 20 * MS, 9));
+        assert_eq!(limit, fixed(4) + fixed(1) / 2);
+        assert_eq!(after.streak, m.streak);
+        // Over the need: the streak starts again.
+        let (_, after) = adapt((1, 64), fixed(8), m, window(S, 100 * MS, 40, 20 * MS, 8));
+        assert_eq!(after.streak, 0);
+    }
+
+    #[test]
+    fn eight_windows_over_it_at_the_need_make_the_least_of_them_the_baseline() {
+        let mut m = knowing(10 * MS, 0);
+        // At the need (10 samples of 10 ms in 100 ms: 1 place, 1 taken), 40 ms:
+        // slower for good.
+        let mut limit = fixed(1);
+        for i in 0..7u64 {
+            let average = 40 * MS + (i % 3) * MS;
+            (limit, m) = adapt((1, 64), limit, m, window(S, 100 * MS, 10, average, 1));
+            assert_eq!(limit, fixed(1), "held, not cut, at the need");
+            assert_eq!(m.streak >> STREAK_SHIFT, i + 1);
+            assert_eq!(m.streak & STREAK_LEAST, 40 * MS);
+            assert_eq!(m.baseline(), 10 * MS);
+        }
+        (limit, m) = adapt(
+            (1, 64),
+            limit,
+            m,
+            window(3 * MEMORY, 100 * MS, 10, 42 * MS, 1),
+        );
+        assert_eq!(limit, fixed(1));
+        assert_eq!(
+            (m.baseline(), m.streak, m.previous, m.period),
+            (40 * MS, 0, 0, 3)
+        );
+        // And from it, a window at 40 ms is at the baseline again.
+        let (raised, _) = adapt((1, 64), limit, m, window(3 * MEMORY, S, 10, 40 * MS, 1));
+        assert!(raised > limit);
+        // At the least places, the same.
+        let mut m = knowing(10 * MS, 0);
+        for _ in 0..8 {
+            (_, m) = adapt((4, 64), fixed(4), m, window(S, 100 * MS, 10, 40 * MS, 1));
+        }
+        assert_eq!(m.baseline(), 40 * MS);
+    }
+
+    #[test]
+    fn a_slow_window_with_at_most_half_the_limit_in_use_cuts_nothing_and_is_remembered() {
+        let m = knowing(20 * MS, 0);
+        // 20 samples of 40 ms (twice the baseline) in 100 ms: 8 places in use,
+        // half of 16.
+        let light = window(S, 100 * MS, 20, 40 * MS, 2);
+        let (limit, after) = adapt((1, 64), fixed(16), m, light);
+        assert_eq!((limit, after.streak), (fixed(16), 0));
+        assert_eq!(after.baseline(), 20 * MS);
+        // One more in use: a queue, cut.
+        assert!(adapt((1, 64), fixed(15), m, light).0 < fixed(15));
+        // Over twice the baseline: a queue starting, cut.
+        let slower = window(S, 100 * MS, 20, 40 * MS, 2);
+        let fast = knowing(20 * MS, 0);
+        assert_eq!(adapt((1, 64), fixed(64), fast, slower).0, fixed(64));
+        let slower = window(S, 100 * MS, 20, 40 * MS + 1, 2);
+        assert!(adapt((1, 64), fixed(64), fast, slower).0 < fixed(64));
+        // Two periods later, such windows are the baseline.
+        let (_, after) = adapt(
+            (1, 64),
+            fixed(16),
+            after,
+            window(MEMORY, 100 * MS, 20, 40 * MS, 2),
+        );
+        let (_, after) = adapt(
+            (1, 64),
+            fixed(16),
+            after,
+            window(2 * MEMORY, 100 * MS, 20, 40 * MS, 2),
+        );
+        assert_eq!(after.baseline(), 40 * MS);
     }
 }
