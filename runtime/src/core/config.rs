@@ -61,45 +61,21 @@ pub enum Mode {
 
 /// The settings a [`Builder`](crate::Builder) was given, each `None` until
 /// set: what [`Breaker::reconfigure`](crate::Breaker::reconfigure) changes.
+/// A configuration file's section is read into one by `core::serde`.
 #[derive(Clone, Debug, Default, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub(crate) struct Patch {
     pub(crate) threshold: Option<u32>,
     pub(crate) failure_rate: Option<f64>,
     pub(crate) min_calls: Option<u32>,
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, deserialize_with = "crate::core::serde::window_option")
-    )]
     pub(crate) window: Option<Window>,
     pub(crate) slow_rate: Option<f64>,
-    #[cfg_attr(feature = "serde", serde(default, with = "humantime_option"))]
     pub(crate) recovery: Option<Duration>,
-    #[cfg_attr(feature = "serde", serde(default, with = "humantime_option"))]
     pub(crate) max_recovery: Option<Duration>,
     pub(crate) jitter: Option<f64>,
     pub(crate) trial_calls: Option<u32>,
     pub(crate) success_threshold: Option<u32>,
     pub(crate) shed: Option<f64>,
     pub(crate) mode: Option<Mode>,
-}
-
-#[cfg(feature = "serde")]
-mod humantime_option {
-    use serde::{Deserialize, Deserializer, de::Error as _};
-    use std::time::Duration;
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<Option<Duration>, D::Error> {
-        let Some(text) = Option::<String>::deserialize(d)? else {
-            return Ok(None);
-        };
-        super::parse_duration(&text)
-            .map(Some)
-            .map_err(D::Error::custom)
-    }
 }
 
 impl Patch {
@@ -192,15 +168,6 @@ impl Patch {
 /// Why a setting fixed at build time cannot be changed on a running breaker.
 pub(crate) const FIXED: &str =
     "is fixed once the breaker is built; it can change where the breaker is declared or built";
-
-/// A duration as the attribute reads it (`failfast_rules::parse_duration`),
-/// for a file's settings.
-#[cfg(feature = "serde")]
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    failfast_rules::parse_duration(text).map_err(|e| {
-        format!("`{text}` is not a duration ({e}); write it like \"30s\", \"250ms\" or \"1m 30s\"")
-    })
-}
 
 /// Sets `key` of `patch` from `text` (an environment variable's value), or
 /// says why not, after the key's name: ``is `soon`, not a duration …``.

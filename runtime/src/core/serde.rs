@@ -18,7 +18,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use ::serde::de::Error as _;
 use ::serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::core::config::{Builder, Config, DEFAULT_THRESHOLD, DEFAULT_WINDOW_CALLS, Window};
+use crate::core::config::{
+    Builder, Config, DEFAULT_THRESHOLD, DEFAULT_WINDOW_CALLS, Mode, Patch, Window,
+};
 
 /// A duration as a string.
 pub(crate) fn duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -92,11 +94,39 @@ enum WindowRepr {
 
 /// An optional window, as written in a `Builder`: a number of calls or
 /// a duration string.
-pub(crate) fn window_option<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Window>, D::Error> {
+fn window_option<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Window>, D::Error> {
     Ok(Option::<WindowRepr>::deserialize(d)?.map(|w| match w {
         WindowRepr::Calls(n) => Window::Calls(n),
         WindowRepr::Time(t) => Window::Time(u64::try_from(t.0.as_nanos()).unwrap_or(u64::MAX)),
     }))
+}
+
+/// An optional duration, as written in a `Builder`: a duration string.
+fn span_option<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    Ok(Option::<Span>::deserialize(d)?.map(|s| s.0))
+}
+
+/// The settings of a `Builder` read from a configuration file's section:
+/// the attribute's keys, durations as strings, read into a [`Patch`] (the
+/// fields are `Patch`'s, one for one, and so is the name its errors give).
+#[derive(Deserialize)]
+#[serde(remote = "Patch", rename = "Patch", deny_unknown_fields)]
+struct PatchRepr {
+    threshold: Option<u32>,
+    failure_rate: Option<f64>,
+    min_calls: Option<u32>,
+    #[serde(default, deserialize_with = "window_option")]
+    window: Option<Window>,
+    slow_rate: Option<f64>,
+    #[serde(default, deserialize_with = "span_option")]
+    recovery: Option<Duration>,
+    #[serde(default, deserialize_with = "span_option")]
+    max_recovery: Option<Duration>,
+    jitter: Option<f64>,
+    trial_calls: Option<u32>,
+    success_threshold: Option<u32>,
+    shed: Option<f64>,
+    mode: Option<Mode>,
 }
 
 /// The serialized form: the attribute's keys, only those of the rules in use.
@@ -229,7 +259,7 @@ impl<'de> Deserialize<'de> for Config {
 /// (see [`configure::apply`](crate::configure::apply)).
 impl<'de> Deserialize<'de> for Builder {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        crate::core::config::Patch::deserialize(d).map(Builder::from_patch)
+        PatchRepr::deserialize(d).map(Builder::from_patch)
     }
 }
 
