@@ -64,10 +64,10 @@ fn what_each_breaker_makes_of_half_the_capacity() {
     let sent = median(one_two, Run::load) / median(naive, Run::load);
     assert!((sent - 0.6f64.sqrt()).abs() < 0.05, "{sent}");
     assert!(median(one_two, |r| r.mean_wait_ms) < 0.7 * median(naive, |r| r.mean_wait_ms));
-    // The adaptive limit: timeouts cut it toward its least places, each
-    // held a whole second by a call that times out.
+    // The adaptive limit follows the latency: the calls that time out no
+    // longer hold most of its places, and it keeps most of the capacity.
     let adaptive = median(row(free, Guard::Adaptive), Run::goodput_share);
-    assert!((0.5..0.7).contains(&adaptive), "{adaptive}");
+    assert!(adaptive >= 0.85, "{adaptive}");
 
     // An unserved call costs a quarter of a served one: without a breaker
     // the dependency serves (50 − ¼ × 100) / ¾ ≈ 33 calls/s, two thirds of
@@ -86,7 +86,6 @@ fn what_each_breaker_makes_of_half_the_capacity() {
         Guard::Classic,
         Guard::FailureRate,
         Guard::FailureRate10s,
-        Guard::Adaptive,
     ] {
         assert!(beats_on_every_seed(naive, row(costly, guard)), "{guard:?}");
     }
