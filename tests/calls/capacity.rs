@@ -82,11 +82,7 @@ fn what_each_breaker_makes_of_half_the_capacity() {
     }
     let one_two = median(row(costly, Guard::Graded1_2), Run::goodput_share);
     assert!(one_two > share + 0.1, "{one_two}");
-    for guard in [
-        Guard::Classic,
-        Guard::FailureRate,
-        Guard::FailureRate10s,
-    ] {
+    for guard in [Guard::Classic, Guard::FailureRate, Guard::FailureRate10s] {
         assert!(beats_on_every_seed(naive, row(costly, guard)), "{guard:?}");
     }
 

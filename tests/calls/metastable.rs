@@ -64,7 +64,10 @@ fn retries_keep_the_server_down_and_failfast_brings_it_back() {
         assert!(worst <= bound, "{guard:?}: {worst} s");
     }
     let adaptive = spread(row(&rows, Guard::Adaptive), Run::answered_after);
-    assert!(adaptive.max < 0.5, "the limit's defect is gone: {adaptive:?}");
+    assert!(
+        adaptive.max < 0.5,
+        "the limit's defect is gone: {adaptive:?}"
+    );
     // The default breaker's open time is what it takes: never much sooner.
     let breaker = spread(row(&rows, Guard::Breaker), Run::recovered_after);
     assert!(breaker.min >= 15.0, "{breaker:?}");
