@@ -21,7 +21,7 @@
 use std::sync::Arc;
 
 use super::Breaker;
-use crate::core::word::{MODE_FORCED_CLOSED, MODE_FORCED_OPEN, TAG_CLOSED, Word};
+use crate::core::word::{TAG_CLOSED, Word};
 use crate::sync::{AtomicU32, AtomicU64, Mutex, MutexGuard, Ordering};
 
 /// A family's ejection budget: at most `percent` % of its counted members
@@ -116,15 +116,13 @@ impl Held<'_> {
 }
 
 /// Whether a breaker whose word is `w` is ejected: its state is not Closed
-/// (Open or HalfOpen, forced open included; forced closed is Closed). Open
-/// and HalfOpen both are, so which of the two the clock makes of an Open
-/// word does not matter.
+/// (Open or HalfOpen, forced open included). The tag says it whatever the
+/// mode: a forced open is an Open word, a forced close a Closed one, and
+/// neither leaves its tag until the mode changes. Open and HalfOpen both
+/// are ejected, so which of the two the clock makes of an Open word does
+/// not matter.
 pub(crate) fn ejected(w: Word) -> bool {
-    match w.mode() {
-        MODE_FORCED_OPEN => true,
-        MODE_FORCED_CLOSED => false,
-        _ => w.tag() != TAG_CLOSED,
-    }
+    w.tag() != TAG_CLOSED
 }
 
 impl Breaker {
@@ -242,10 +240,10 @@ impl Breaker {
     }
 }
 
-#[cfg(all(test, feature = "keyed", not(loom)))]
+#[cfg(test)]
+#[cfg(all(feature = "keyed", not(loom)))]
 mod tests {
     use super::*;
-    use crate::core::word::{MODE_DISABLED, MODE_NORMAL, TAG_OPEN};
     use crate::{ManualClock, Mode, State};
     use std::time::Duration;
 
@@ -281,18 +279,35 @@ mod tests {
         (counts.members, counts.ejected)
     }
 
+    /// A breaker's word is ejected exactly when its state is not Closed, in
+    /// every mode and state: closed, open, half-open, forced open, forced
+    /// closed over an open breaker, observe-only open.
     #[test]
     fn a_word_is_ejected_when_its_state_is_not_closed() {
-        for mode in [MODE_NORMAL, MODE_DISABLED] {
-            assert!(!ejected(Word::closed(mode, 1, 0)));
-            assert!(ejected(Word::open(mode, 1)));
-            assert!(ejected(Word::half_open(mode, 1, 0, 1, 0)));
-        }
-        assert!(ejected(Word::open(MODE_FORCED_OPEN, 0)));
-        assert!(!ejected(Word::closed(MODE_FORCED_CLOSED, 1, 0)));
-        assert!(!ejected(Word(
-            (TAG_OPEN << 62) | (MODE_FORCED_CLOSED << 60)
-        )));
+        let clock = ManualClock::new();
+        let (_, members) = family(&clock, 1, 50);
+        let b = &members[0];
+        let agrees = |what: &str| {
+            assert_eq!(ejected(b.load()), b.state() != State::Closed, "{what}");
+        };
+        agrees("closed");
+        fail(b);
+        agrees("open");
+        clock.advance(RECOVERY);
+        agrees("open past its open time");
+        let trial = b.acquire().unwrap();
+        agrees("half-open");
+        drop(trial);
+        b.set_mode(Mode::ForcedClosed);
+        agrees("forced closed");
+        b.set_mode(Mode::ForcedOpen);
+        agrees("forced open");
+        b.set_mode(Mode::ObserveOnly);
+        agrees("observe-only, closed");
+        fail(b);
+        agrees("observe-only, open");
+        b.set_mode(Mode::ForcedClosed);
+        agrees("forced closed over an open breaker");
     }
 
     /// At most `percent` % of the members open after a trip, rounded down:

@@ -877,7 +877,7 @@ impl Breaker {
         // is made holding it: the question and the trip are one decision.
         // (A failed trial reopens a breaker already ejected.)
         let mut held = None;
-        if cause != Why::Trial && admitted.tag() == TAG_CLOSED {
+        if admitted.tag() == TAG_CLOSED {
             match self.ask_budget() {
                 Ok(budget) => held = budget,
                 Err(()) => return,
