@@ -649,6 +649,11 @@ mod tests {
         // Over the need: the streak starts again.
         let (_, after) = adapt((1, 64), fixed(8), m, window(S, 100 * MS, 40, 20 * MS, 8));
         assert_eq!(after.streak, 0);
+        // So it does at the baseline, and lightly used.
+        let (_, after) = adapt((1, 64), fixed(8), m, window(S, 100 * MS, 8, 10 * MS, 1));
+        assert_eq!(after.streak, 0);
+        let (_, after) = adapt((1, 64), fixed(64), m, window(S, 100 * MS, 8, 20 * MS, 1));
+        assert_eq!(after.streak, 0);
     }
 
     #[test]
