@@ -34,7 +34,7 @@
 //!   shedding starts late, and after the heal the hang's failures stay in
 //!   the window (10 s), refusing checkouts the gateway would pay until
 //!   enough successes outweigh them.
-//! - `graded, tuned`: `shed = 3, window = "3s", min_calls = 3`, tuned for
+//! - `graded, tuned`: `shed = 3, shed_window = "3s", min_calls = 3`, tuned for
 //!   this outage: to stop shedding within about 3 s of the heal at 0.67
 //!   calls a second per server (the shortest window allowed, the timeout;
 //!   so few calls in it that `min_calls` comes down to 3; and k = 3 so that
@@ -148,9 +148,9 @@ impl Guard {
             Guard::FailureRate => {
                 "failure_rate = 0.5 (window = 100 calls, min_calls = 10, recovery = \"30s\": defaults)"
             }
-            Guard::Graded => "shed = 2 (window = \"10s\", min_calls = 10: the defaults)",
+            Guard::Graded => "shed = 2 (shed_window = \"10s\", min_calls = 10: the defaults)",
             Guard::GradedTuned => {
-                "shed = 3, window = \"3s\", min_calls = 3 (TUNED: to stop shedding within 3 s \
+                "shed = 3, shed_window = \"3s\", min_calls = 3 (TUNED: to stop shedding within 3 s \
                  of the heal at 0.67 calls/s per server)"
             }
             Guard::Adaptive => {
@@ -177,7 +177,7 @@ impl Guard {
             Guard::ClassicTuned => Some(builder.recovery(seconds(1)).max_recovery(seconds(4))),
             Guard::FailureRate => Some(builder.failure_rate(0.5)),
             Guard::Graded => Some(builder.shed(2.0)),
-            Guard::GradedTuned => Some(builder.shed(3.0).window_time(seconds(3)).min_calls(3)),
+            Guard::GradedTuned => Some(builder.shed(3.0).shed_window(seconds(3)).min_calls(3)),
             // `shed` for want of another way to leave the default rule out:
             // beside `threshold = 5` (what `max_concurrent` alone declares) the
             // breaker opens before the limit acts, and the row is the classic

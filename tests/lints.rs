@@ -236,7 +236,7 @@ fn graded_sync(n: u32) -> Result<u32, ApiError> {
     Ok(n)
 }
 
-#[circuit_breaker(shed = 1.5, threshold = 3, window = "5s")]
+#[circuit_breaker(shed = 1.5, threshold = 3, window = "5s", shed_window = "5s")]
 async fn graded_async(shard: u32) -> Result<u32, ApiError> {
     Ok(shard)
 }

@@ -422,8 +422,20 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
             ..Verdicts::default()
         };
         agreement.check(("window", n), window);
-        // Graded shedding's window is a time, longer than zero.
+        // Graded shedding's window is `shed_window`, a time longer than
+        // zero, …
         let shed_window = Verdicts {
+            literal: Some(literal(&format!("shed = 2, shed_window = \"{n}ns\""))),
+            builder: Some(builds(Breaker::builder().shed(2.0).shed_window(d))),
+            patch: Some(patched(
+                Breaker::builder().shed(2.0),
+                Breaker::builder().shed_window(d),
+            )),
+            ..Verdicts::default()
+        };
+        agreement.check(("shed, shed_window", n), shed_window);
+        // … and `window` is a trip rule's: beside `shed` alone, refused.
+        let window = Verdicts {
             literal: Some(literal(&format!("shed = 2, window = \"{n}ns\""))),
             builder: Some(builds(Breaker::builder().shed(2.0).window_time(d))),
             patch: Some(patched(
@@ -432,24 +444,33 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
             )),
             ..Verdicts::default()
         };
-        agreement.check(("shed, window", n), shed_window);
+        agreement.check(("shed, window", n), window);
+        // `shed_window` without `shed`.
+        let alone = Verdicts {
+            literal: Some(literal(&format!("shed_window = \"{n}ns\""))),
+            builder: Some(builds(Breaker::builder().shed_window(d))),
+            patch: Some(patched(
+                Breaker::builder(),
+                Breaker::builder().shed_window(d),
+            )),
+            ..Verdicts::default()
+        };
+        agreement.check(("shed_window alone", n), alone);
     }
-    // … and never a count of calls.
     for n in counts() {
-        let shed_window = Verdicts {
+        let window_calls = Verdicts {
             literal: Some(literal(&format!("shed = 2, window = {n}"))),
-            constant: Some(constant(move || {
-                let _ = consts::shed_over_calls(n);
-            })),
             builder: Some(builds(Breaker::builder().shed(2.0).window_calls(n))),
             patch: Some(patched(
                 Breaker::builder().shed(2.0),
                 Breaker::builder().window_calls(n),
             )),
+            ..Verdicts::default()
         };
-        agreement.check(("shed, window calls", n), shed_window);
-        // `min_calls` with `shed` alone, and beside a failure rate: the
-        // window is a time (10 s), which holds any number of calls.
+        agreement.check(("shed, window calls", n), window_calls);
+        // `min_calls` with `shed` alone: its window is a time (10 s), which
+        // holds any number of calls; beside a failure rate, the rate rule's
+        // window holds 100.
         let min_calls = Verdicts {
             literal: Some(literal(&format!("shed = 2, min_calls = {n}"))),
             constant: Some(constant(move || {
@@ -467,7 +488,7 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
                 "failure_rate = 0.5, shed = 2, min_calls = {n}"
             ))),
             constant: Some(constant(move || {
-                let _ = consts::min_calls(n);
+                let _ = consts::min_calls_within(consts::min_calls(n), 100);
             })),
             builder: Some(builds(rate_rule().shed(2.0).min_calls(n))),
             patch: Some(patched(
@@ -490,9 +511,13 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
         agreement.check(("shed, threshold", n), threshold);
     }
 
-    // `shed`'s edges beside each rule, window and `min_calls`.
+    // `shed`'s edges beside each rule, window and `min_calls`; a `window`
+    // that is no trip rule's, or that would make `threshold` count the
+    // failures within it without `shed_window`, is refused on every side
+    // but the constant's (which checks `shed` alone, and is given only
+    // where the window is a rule's).
     type Shape = (&'static str, fn(Builder) -> Builder);
-    let shapes: [Shape; 11] = [
+    let shapes: [Shape; 15] = [
         ("", |b| b),
         ("window = 100", |b| b.window_calls(100)),
         ("window = \"1m\"", |b| {
@@ -514,6 +539,20 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
             b.window_time(Duration::from_secs(60)).min_calls(20)
         }),
         ("slow = \"1s\"", |b| b.slow(Duration::from_secs(1))),
+        ("shed_window = \"1m\"", |b| {
+            b.shed_window(Duration::from_secs(60))
+        }),
+        ("threshold = 5, window = 100, shed_window = \"1m\"", |b| {
+            b.threshold(5)
+                .window_calls(100)
+                .shed_window(Duration::from_secs(60))
+        }),
+        ("failure_rate = 0.5, window = \"1m\"", |b| {
+            b.failure_rate(0.5).window_time(Duration::from_secs(60))
+        }),
+        ("slow = \"1s\", window = 100", |b| {
+            b.slow(Duration::from_secs(1)).window_calls(100)
+        }),
     ];
     for k in [0.99, 1.0, 10.0, 10.01] {
         for (written, set) in shapes {
@@ -522,15 +561,17 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
             } else {
                 format!("shed = {k:?}, {written}")
             };
-            let count_window = written.contains("window = 100");
+            let rule_window = !written.contains("window = ")
+                || written.contains("rate")
+                || written.contains("slow")
+                || written.contains("shed_window");
             let edge = Verdicts {
                 literal: Some(literal(&args)),
-                constant: Some(constant(move || {
-                    let _ = consts::shed(k);
-                    if count_window {
-                        let _ = consts::shed_over_calls(100);
-                    }
-                })),
+                constant: rule_window.then(|| {
+                    constant(move || {
+                        let _ = consts::shed(k);
+                    })
+                }),
                 builder: Some(builds(set(Breaker::builder().shed(k)))),
                 ..Verdicts::default()
             };
@@ -538,8 +579,8 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
         }
     }
 
-    // Under `shed`, a `timeout` no longer than the window, written or the
-    // default 10 s.
+    // Under `shed`, a `timeout` no longer than `shed_window`, written or
+    // the default 10 s.
     let around_ten_seconds = [
         1,
         1_000_000_000,
@@ -553,7 +594,8 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
         for timeout in around_ten_seconds {
             let timeout_d = nanos(timeout);
             for window in around_ten_seconds.map(Some).into_iter().chain([None]) {
-                let written = window.map_or_else(String::new, |w| format!(", window = \"{w}ns\""));
+                let written =
+                    window.map_or_else(String::new, |w| format!(", shed_window = \"{w}ns\""));
                 let window_d = window.map_or(failfast_rules::DEFAULT_SHED_WINDOW, nanos);
                 let covers = Verdicts {
                     literal: Some(literal(&format!(
@@ -565,7 +607,7 @@ fn the_attribute_and_the_runtime_accept_the_same_values() {
                     })),
                     ..Verdicts::default()
                 };
-                agreement.check(("shed, window, timeout", k, window, timeout), covers);
+                agreement.check(("shed, shed_window, timeout", k, window, timeout), covers);
             }
         }
     }

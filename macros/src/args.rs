@@ -25,6 +25,7 @@ pub(crate) const KEYS: &[&str] = &[
     "slow",
     "slow_rate",
     "shed",
+    "shed_window",
     "timeout",
     "max_concurrent",
     "max_wait",
@@ -58,6 +59,7 @@ pub(crate) const BREAKER_KEYS: &[&str] = &[
     "slow",
     "slow_rate",
     "shed",
+    "shed_window",
     "max_concurrent",
     "recovery",
     "jitter",
@@ -125,6 +127,8 @@ pub struct Args {
     pub slow_rate: Option<Arg<f64>>,
     /// `shed = 2`: graded shedding's multiplier.
     pub shed: Option<Arg<f64>>,
+    /// `shed_window = "10s"`: the time graded shedding measures over.
+    pub shed_window: Option<Arg<Duration>>,
     pub timeout: Option<Arg<Duration>>,
     /// `max_concurrent = 8` or `max_concurrent = 2..=8`.
     pub max_concurrent: Option<Arg<Concurrency>>,
@@ -290,6 +294,7 @@ impl Args {
             "slow" => set(&mut self.slow, &key, span, duration(input, &name)?),
             "slow_rate" => set(&mut self.slow_rate, &key, span, rate(input, &name)?),
             "shed" => set(&mut self.shed, &key, span, shed(input)?),
+            "shed_window" => set(&mut self.shed_window, &key, span, duration(input, &name)?),
             "timeout" => set(&mut self.timeout, &key, span, duration(input, &name)?),
             "max_concurrent" => set(&mut self.max_concurrent, &key, span, concurrency(input)?),
             "max_wait" => set(&mut self.max_wait, &key, span, duration(input, &name)?),
@@ -367,33 +372,30 @@ impl Args {
             .any(written);
         // `threshold` with `window`: that many failures within the window.
         let within = written("threshold") && !written("failure_rate");
-        // Graded shedding: measured over the window, from `min_calls` on.
+        // Graded shedding: measured over `shed_window`, from `min_calls` on.
         let sheds = written("shed");
+        // One key, one meaning: beside `shed`, a `window` that is no trip
+        // rule's, or that would turn `threshold` into failures within it
+        // unseen, is refused with the fix.
+        let window_rule = if sheds {
+            rules::window_beside_shed(within, has_rate_rule, written("shed_window"))
+        } else {
+            rules::needs_rate_rule(Key::Window, has_rate_rule || within)
+        };
         for (key, rule) in [
-            ("window", has_rate_rule || within || sheds),
-            ("min_calls", has_rate_rule || sheds),
+            ("window", window_rule),
+            (
+                "min_calls",
+                rules::needs_rate_rule(Key::MinCalls, has_rate_rule || sheds),
+            ),
+            ("shed_window", rules::shed_window_needs_shed(sheds)),
         ] {
-            if let (Some(written), Err(violation)) = (
-                self.written(key),
-                rules::needs_rate_rule(rule_key(key), rule),
-            ) {
+            if let (Some(written), Err(violation)) = (self.written(key), rule) {
                 errors.push(syn::Error::new(written.span(), violation));
             }
         }
-        // Under `shed` the window is a time; a count window is its one
-        // mistake (not also too small for `threshold` or `min_calls`).
-        if let (true, Some(key), Some(Window::Calls(size))) = (
-            sheds,
-            self.written("window"),
-            self.window.as_ref().map(|w| &w.value),
-        ) {
-            if let Err(violation) = rules::shed_over_time(Some(*size)) {
-                errors.push(syn::Error::new(key.span(), violation));
-            }
-        }
-        if let (true, false, Some(threshold), Some(Window::Calls(size))) = (
+        if let (true, Some(threshold), Some(Window::Calls(size))) = (
             within,
-            sheds,
             &self.threshold,
             self.window.as_ref().map(|w| &w.value),
         ) {
@@ -402,10 +404,12 @@ impl Args {
             }
         }
         if let (true, Some(min_calls)) = (has_rate_rule || sheds, &self.min_calls) {
+            // The rate rule's count window; graded shedding alone measures
+            // over a time, which holds any number of calls.
             let window = match self.window.as_ref().map(|w| &w.value) {
-                Some(Window::Calls(size)) if !sheds => Some(Some(*size)),
-                // The default window: a time under `shed`.
-                None if self.written("window").is_none() && !sheds => Some(None),
+                Some(Window::Calls(size)) if has_rate_rule => Some(Some(*size)),
+                // The default window, of calls.
+                None if self.written("window").is_none() && has_rate_rule => Some(None),
                 // A time window holds any number of calls; a bad `window`
                 // value is already reported.
                 _ => None,
@@ -455,26 +459,24 @@ impl Args {
 }
 
 impl Args {
-    /// Under `shed`, with a `timeout`: the window, written or the default
-    /// one, is at least as long as `timeout`. Reported at the window's
-    /// value, or at `timeout`'s when the window is the default.
+    /// Under `shed`, with a `timeout`: `shed_window`, written or the
+    /// default, is at least as long as `timeout`. Reported at its value, or
+    /// at `timeout`'s when it is the default.
     fn validate_shed_window(&self, timeout: &Arg<Duration>, errors: &mut Errors) {
-        let (window, span, default) = match &self.window {
-            Some(Arg {
-                value: Window::Time(window),
-                span,
-            }) => (*window, *span, false),
-            None if self.written("window").is_none() => {
+        let (window, span, default) = match &self.shed_window {
+            Some(Arg { value, span }) => (*value, *span, false),
+            None if self.written("shed_window").is_none() => {
                 (rules::DEFAULT_SHED_WINDOW, timeout.span, true)
             }
-            // A count window, or a bad `window` value: already reported.
-            _ => return,
+            // A bad `shed_window` value: already reported.
+            None => return,
         };
         if let Err(violation) = rules::shed_window_covers_timeout(window, timeout.value) {
             let message = if default {
                 format!(
-                    "{violation}; without `window`, `shed` measures over {window:?}: write a \
-                     `window` at least as long as `timeout`, e.g. `window = \"{:?}\"`",
+                    "{violation}; without `shed_window`, `shed` measures over {window:?}: \
+                     write a `shed_window` at least as long as `timeout`, e.g. \
+                     `shed_window = \"{:?}\"`",
                     timeout.value
                 )
             } else {
@@ -1192,66 +1194,96 @@ mod tests {
             "shed = K * 2.0",
             "shed = 2, threshold = 5",
             "shed = 2, failure_rate = 0.5",
-            "shed = 2, failure_rate = 0.5, min_calls = 500",
-            // `window` and `min_calls` with `shed` alone: it is their rule,
-            // and its window is a time, which holds any number of calls.
-            r#"shed = 2, window = "1m", min_calls = 5000"#,
+            "shed = 2, failure_rate = 0.5, min_calls = 100",
+            "shed = 2, failure_rate = 0.5, window = 20",
+            r#"shed = 2, failure_rate = 0.5, window = "1m", min_calls = 500"#,
+            r#"shed = 2, slow = "1s", window = "1m""#,
+            // `min_calls` with `shed` alone: its window is a time, which
+            // holds any number of calls.
             "shed = 2, min_calls = 500",
-            r#"shed = 2, window = "3s", timeout = "3s""#,
+            r#"shed = 2, shed_window = "1m", min_calls = 5000"#,
+            r#"shed = 2, shed_window = "3s", timeout = "3s""#,
             r#"shed = 2, timeout = "10s""#,
-            r#"timeout = "1m", window = "2m", shed = 2"#,
+            r#"timeout = "1m", shed_window = "2m", shed = 2"#,
+            // Failures within a window beside a shedding window of its own.
+            r#"shed = 2, threshold = 5, window = 100, shed_window = "5s""#,
+            r#"shed = 2, threshold = 5, window = "5s", shed_window = "5s""#,
         ] {
             assert!(errors_of(accepted).is_empty(), "{accepted}");
         }
+        let outside = |k: &str| {
+            format!(
+                "`shed = {k}` is outside [1, 10]: it is the `k` of `1 − k × accepted / sent`, the \
+                 chance a call is refused (2 is the usual choice)"
+            )
+        };
         for (refused, message) in [
+            ("shed = 0.5", outside("0.5")),
+            ("shed = 11", outside("11")),
+            ("shed = -2", outside("-2")),
+            ("shed = \"2\"", "expected a number, e.g. `shed = 2`".into()),
             (
-                "shed = 0.5",
-                "`shed = 0.5` is outside [1, 10]: it is how many times the calls the dependency \
-                 accepted a window may admit (2 is the usual choice)",
+                r#"shed = 2, window = "5s""#,
+                "`window` is the window of a trip rule (`threshold`, `failure_rate`, `slow`), and \
+                 there is none here: graded shedding's window is `shed_window`, e.g. \
+                 `shed_window = \"10s\"`"
+                    .into(),
             ),
             (
-                "shed = 11",
-                "`shed = 11` is outside [1, 10]: it is how many times the calls the dependency \
-                 accepted a window may admit (2 is the usual choice)",
+                r#"shed = 2, threshold = 10, window = "5s""#,
+                "beside `shed`, `window` would make `threshold` count the failures within it \
+                 instead of failures in a row: for the shedding window write \
+                 `shed_window = \"10s\"` instead; to count the failures within `window`, write \
+                 `shed_window` as well"
+                    .into(),
             ),
             (
-                "shed = -2",
-                "`shed = -2` is outside [1, 10]: it is how many times the calls the dependency \
-                 accepted a window may admit (2 is the usual choice)",
-            ),
-            ("shed = \"2\"", "expected a number, e.g. `shed = 2`"),
-            // One mistake, one error: not also a window too small for
-            // `threshold` or `min_calls`.
-            (
-                "shed = 2, threshold = 200, window = 100, min_calls = 150",
-                "`shed` measures over a time, not a count of calls: write `window` as a \
-                 duration, e.g. `window = \"10s\"`, or leave it out (10 seconds)",
+                r#"shed_window = "5s""#,
+                "`shed_window` needs `shed`: it is the time graded shedding measures over, e.g. \
+                 `shed = 2, shed_window = \"10s\"`"
+                    .into(),
             ),
             (
-                r#"shed = 2, window = "1s", timeout = "3s""#,
-                "`window` (1s) is shorter than `timeout` (3s): under `shed` the window must be \
-                 at least as long as the longest call, or a call still running when the window \
-                 has moved on is never counted as accepted",
+                "shed = 2, shed_window = 100",
+                "expected a duration string, e.g. `shed_window = \"30s\"` or \
+                 `shed_window = \"250ms\"`"
+                    .into(),
+            ),
+            (
+                r#"shed = 2, shed_window = "1s", timeout = "3s""#,
+                "`shed_window` (1s) is shorter than `timeout` (3s): graded shedding's window must \
+                 be at least as long as the longest call, or a call still running when the \
+                 window has moved on is counted in no window"
+                    .into(),
             ),
             (
                 r#"shed = 2, timeout = "30s""#,
-                "`window` (10s) is shorter than `timeout` (30s): under `shed` the window must be \
-                 at least as long as the longest call, or a call still running when the window \
-                 has moved on is never counted as accepted; without `window`, `shed` measures \
-                 over 10s: write a `window` at least as long as `timeout`, e.g. \
-                 `window = \"30s\"`",
+                "`shed_window` (10s) is shorter than `timeout` (30s): graded shedding's window \
+                 must be at least as long as the longest call, or a call still running when the \
+                 window has moved on is counted in no window; without `shed_window`, `shed` \
+                 measures over 10s: write a `shed_window` at least as long as `timeout`, e.g. \
+                 `shed_window = \"30s\"`"
+                    .into(),
             ),
-            ("shed = 2, shed = 3", "`shed` is set more than once"),
-            ("shed = K, shed = 3", "`shed` is set more than once"),
+            ("shed = 2, shed = 3", "`shed` is set more than once".into()),
+            ("shed = K, shed = 3", "`shed` is set more than once".into()),
+            (
+                r#"shed = 2, shed_window = "1s", shed_window = "2s""#,
+                "`shed_window` is set more than once".into(),
+            ),
         ] {
             assert_eq!(errors_of(refused), [message], "{refused}");
         }
-        // The count window is reported at `window`, a short window at its
-        // value, the default one at `timeout`'s.
-        assert_eq!(columns_of("shed = 2, window = 100"), [10]);
+        // A `window` is reported at `window`, a short shedding window at
+        // its value, the default one at `timeout`'s.
+        assert_eq!(columns_of(r#"shed = 2, window = "5s""#), [10]);
         assert_eq!(
-            columns_of(r#"shed = 2, window = "1s", timeout = "3s""#),
-            [19]
+            columns_of(r#"shed = 2, threshold = 10, window = "5s""#),
+            [26]
+        );
+        assert_eq!(
+            columns_of(r#"shed = 2, shed_window = "1s", timeout = "3s""#),
+            [24]
         );
         assert_eq!(columns_of(r#"shed = 2, timeout = "30s""#), [20]);
         assert_eq!(suggest("shd", KEYS), Some("shed"));

@@ -101,10 +101,14 @@ pub(crate) fn setters(args: &Args, private: &TokenStream) -> TokenStream {
                 }
             }
             if key == "min_calls" {
+                // The rate rule's count window, the default one included;
+                // graded shedding alone measures over a time.
+                let rate_rule = ["failure_rate", "slow", "slow_rate"]
+                    .into_iter()
+                    .any(|key| args.written(key).is_some());
                 let window = match args.window.as_ref().map(|w| &w.value) {
-                    Some(Window::Calls(n)) => Some(*n),
-                    // The default window: a time under `shed`.
-                    None if args.written("window").is_none() && args.written("shed").is_none() => {
+                    Some(Window::Calls(n)) if rate_rule => Some(*n),
+                    None if args.written("window").is_none() && rate_rule => {
                         Some(DEFAULT_WINDOW_CALLS)
                     }
                     _ => None,

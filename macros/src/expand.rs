@@ -858,11 +858,6 @@ fn trip_rules(args: &Args) -> TokenStream {
             let d = duration(*d);
             chain.extend(quote!(.window_time(#d)));
         }
-        // Graded shedding measures over a time, 10 s unless written.
-        None if sheds => {
-            let d = duration(failfast_rules::DEFAULT_SHED_WINDOW);
-            chain.extend(quote!(.window_time(#d)));
-        }
         None => {}
     }
     match (&args.min_calls, args.window.as_ref().map(|w| &w.value)) {
@@ -891,6 +886,11 @@ fn trip_rules(args: &Args) -> TokenStream {
     if let Some(shed) = &args.shed {
         let k = float(shed.value);
         chain.extend(quote!(.shed(#k)));
+    }
+    // Graded shedding measures over `shed_window`, 10 s unless written.
+    if let Some(window) = &args.shed_window {
+        let d = duration(window.value);
+        chain.extend(quote!(.shed_window(#d)));
     }
     // `threshold` with `window` (literal or constant): failures within it.
     if args.written("threshold").is_some()
@@ -1510,9 +1510,9 @@ mod tests {
     }
 
     #[test]
-    fn shed_alone_has_no_threshold_and_measures_over_ten_seconds() {
+    fn shed_alone_has_no_threshold_and_measures_over_its_own_window() {
         let item = "fn fetch () -> Result < u32 , E > { Ok (1) }";
-        let ten_seconds = ". window_time (:: core :: time :: Duration :: new (10 , 0))";
+        let minute = "(:: core :: time :: Duration :: new (60 , 0))";
         for args in [
             "shed = 2",
             "shed = 2.0, min_calls = 20",
@@ -1522,7 +1522,9 @@ mod tests {
             assert!(!out.contains("compile_error"), "{args}: {out}");
             assert!(out.contains(". without_threshold ()"), "{args}: {out}");
             assert!(!out.contains(". threshold ("), "{args}: {out}");
-            assert!(out.contains(ten_seconds), "{args}: {out}");
+            // The shedding window is 10 s unless written: the runtime's
+            // default, not a `window`.
+            assert!(!out.contains("window"), "{args}: {out}");
             assert!(out.contains(". shed (2.0)"), "{args}: {out}");
         }
         // With a trip rule of its own, the breaker keeps it.
@@ -1536,17 +1538,18 @@ mod tests {
             assert!(!out.contains("without_threshold"), "{args}: {out}");
             assert!(out.contains(rule), "{args}: {out}");
             assert!(out.contains(". shed (3.0)"), "{args}: {out}");
-            assert!(out.contains(ten_seconds), "{args}: {out}");
+            assert!(!out.contains("window"), "{args}: {out}");
             assert!(!out.contains("failures_within"), "{args}: {out}");
         }
-        // A written window is the one measured over; with `threshold`, it
-        // counts the failures within it too.
-        let out = expand(r#"shed = 2, window = "1m", threshold = 5"#, item);
-        assert!(
-            out.contains(". window_time (:: core :: time :: Duration :: new (60 , 0))"),
-            "{out}"
+        // `shed_window` is the window shedding measures over; `window`,
+        // with `threshold`, the one the failures are counted within.
+        let out = expand(
+            r#"shed = 2, shed_window = "1m", window = 20, threshold = 5"#,
+            item,
         );
-        assert!(!out.contains(ten_seconds), "{out}");
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains(&format!(". shed_window {minute}")), "{out}");
+        assert!(out.contains(". window_calls (20)"), "{out}");
         assert!(out.contains(". failures_within ()"), "{out}");
         // Without shed, no trace of it.
         let out = expand("threshold = 5", item);
@@ -1555,8 +1558,8 @@ mod tests {
             "{out}"
         );
         // A constant multiplier is checked by const evaluation; a constant
-        // `min_calls` is not held to the default count window, which under
-        // `shed` is a time.
+        // `min_calls` is not held to a count window: graded shedding's
+        // is a time.
         let out = expand("shed = K, min_calls = N", item);
         assert!(
             out.contains(". shed (:: failfast :: __private :: consts :: shed (K))"),
@@ -1567,6 +1570,9 @@ mod tests {
             "{out}"
         );
         assert!(out.contains(". without_threshold ()"), "{out}");
+        // Beside a failure rate, it is held to the rate rule's window.
+        let out = expand("failure_rate = 0.5, shed = 2, min_calls = N", item);
+        assert!(out.contains("min_calls_within"), "{out}");
     }
 
     #[test]

@@ -16,9 +16,11 @@ pub enum Key {
     Slow,
     /// `slow_rate`: the share of slow calls that trips the breaker.
     SlowRate,
-    /// `shed`: graded shedding, how many times the calls the dependency
-    /// accepted a window may admit.
+    /// `shed`: graded shedding's multiplier `k`: calls are refused with
+    /// chance `1 − k × accepted / sent`.
     Shed,
+    /// `shed_window`: the time graded shedding measures over.
+    ShedWindow,
     /// `timeout`: the time limit of an async call.
     Timeout,
     /// `max_concurrent`: calls admitted at once.
@@ -57,6 +59,7 @@ impl Key {
         Key::Slow,
         Key::SlowRate,
         Key::Shed,
+        Key::ShedWindow,
         Key::Timeout,
         Key::MaxConcurrent,
         Key::MaxWait,
@@ -83,6 +86,7 @@ impl Key {
             Key::Slow => "slow",
             Key::SlowRate => "slow_rate",
             Key::Shed => "shed",
+            Key::ShedWindow => "shed_window",
             Key::Timeout => "timeout",
             Key::MaxConcurrent => "max_concurrent",
             Key::MaxWait => "max_wait",
@@ -118,6 +122,7 @@ macro_rules! sentence {
             Key::Slow => concat!("`slow`", $rest),
             Key::SlowRate => concat!("`slow_rate`", $rest),
             Key::Shed => concat!("`shed`", $rest),
+            Key::ShedWindow => concat!("`shed_window`", $rest),
             Key::Timeout => concat!("`timeout`", $rest),
             Key::MaxConcurrent => concat!("`max_concurrent`", $rest),
             Key::MaxWait => concat!("`max_wait`", $rest),

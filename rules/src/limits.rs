@@ -44,11 +44,12 @@ pub const MAX_SHED: f64 = 10.0;
 /// The most calls graded shedding lets through at random to a dependency
 /// that accepts nothing, as a share of the calls asked for: one in twenty,
 /// at 400 requests a window, where it is one call per period
-/// (`window / 20`); fewer in proportion below, one per period above. (The
+/// (`shed_window / 20`); fewer in proportion below, one per period above. (The
 /// dependency also gets the first call after its last failure has left the
 /// window.)
 pub const SHED_PROBE_SHARE: f64 = 0.05;
-/// The window graded shedding measures over unless `window` says otherwise.
+/// The window graded shedding measures over unless `shed_window` says
+/// otherwise.
 pub const DEFAULT_SHED_WINDOW: Duration = Duration::from_secs(10);
 /// Largest upper bound of an adaptive `max_concurrent = MIN..=MAX`.
 pub const MAX_ADAPTIVE_CONCURRENCY: u32 = u16::MAX as u32;

@@ -173,6 +173,8 @@ durations! {
     max_wait => MaxWait;
     /// A time window, `window = "1m"`: longer than zero.
     window_time => Window;
+    /// Graded shedding's window, `shed_window = "10s"`: longer than zero.
+    shed_window => ShedWindow;
     /// `trial_lease`: longer than zero.
     trial_lease => TrialLease;
     /// `#[retry]`'s `backoff`: longer than zero.
@@ -344,33 +346,59 @@ pub const fn shed(k: f64) -> Result<f64, Violation> {
     }
 }
 
-/// `shed` measures over a time: a count `window` of `calls` (`Some`) is
-/// refused.
+/// `shed_window` needs `shed`: it is graded shedding's window. `shed` says
+/// whether the settings shed.
 ///
 /// # Errors
 ///
-/// A [`Violation`] of [`Key::Window`] for a count window.
-pub const fn shed_over_time(calls: Option<u32>) -> Result<(), Violation> {
-    match calls {
-        Some(_) => Err(Violation::new(Key::Window, Rule::ShedOverCalls)),
-        None => Ok(()),
+/// A [`Violation`] of [`Key::ShedWindow`] without `shed`.
+pub const fn shed_window_needs_shed(shed: bool) -> Result<(), Violation> {
+    if shed {
+        Ok(())
+    } else {
+        Err(Violation::new(Key::ShedWindow, Rule::WithoutShed))
     }
 }
 
-/// Under `shed`, the `window` must be at least as long as `timeout`: a
-/// call that is still running when the window has moved past its start
-/// would be admitted in one window and accepted in none.
+/// `window` written beside `shed`: one key, one meaning. `window` is the
+/// window of a trip rule, and graded shedding's is `shed_window`, so a
+/// `window` with no rule to measure over it is refused with the fix, and so
+/// is a `window` that would turn `threshold` from consecutive failures into
+/// failures within it (`threshold`: a `threshold` written without a
+/// `failure_rate`) unless `shed_window` is written too. `rule` says whether
+/// a rate rule (`failure_rate`, `slow`) measures over `window`.
 ///
 /// # Errors
 ///
-/// A [`Violation`] of [`Key::Window`] when the window is shorter.
+/// A [`Violation`] of [`Key::Window`] in either case.
+pub const fn window_beside_shed(
+    threshold: bool,
+    rule: bool,
+    shed_window: bool,
+) -> Result<(), Violation> {
+    if !threshold && !rule {
+        Err(Violation::new(Key::Window, Rule::ShedHasItsWindow))
+    } else if threshold && !shed_window {
+        Err(Violation::new(Key::Window, Rule::WindowTurnsThreshold))
+    } else {
+        Ok(())
+    }
+}
+
+/// `shed_window` must be at least as long as `timeout`: a call that is
+/// still running when the window has moved past its start would be counted
+/// in no window.
+///
+/// # Errors
+///
+/// A [`Violation`] of [`Key::ShedWindow`] when the window is shorter.
 pub const fn shed_window_covers_timeout(
     window: Duration,
     timeout: Duration,
 ) -> Result<Duration, Violation> {
     if window.as_nanos() < timeout.as_nanos() {
         Err(Violation::new(
-            Key::Window,
+            Key::ShedWindow,
             Rule::ShedWindowUnderTimeout { window, timeout },
         ))
     } else {
@@ -468,22 +496,61 @@ mod tests {
             shed(0.5).unwrap_err().problem(),
             "is 0.5, outside [1, 10]; 2 is the usual choice"
         );
-        assert_eq!(shed_over_time(None), Ok(()));
-        let count = shed_over_time(Some(100)).unwrap_err();
-        assert_eq!(count.key(), Key::Window);
-        assert_eq!(count.to_string(), count.brief());
+        assert_eq!(shed_window(SECOND), Ok(SECOND));
+        assert_eq!(
+            shed_window(Duration::ZERO).unwrap_err().key(),
+            Key::ShedWindow
+        );
         assert_eq!(shed_window_covers_timeout(SECOND, SECOND), Ok(SECOND));
         let short =
             shed_window_covers_timeout(SECOND - Duration::from_nanos(1), SECOND).unwrap_err();
-        assert_eq!(short.key(), Key::Window);
+        assert_eq!(short.key(), Key::ShedWindow);
         assert!(
             short.to_string().contains("shorter than `timeout` (1s)"),
             "{short}"
         );
         assert_eq!(
             short.problem(),
-            "must be at least as long as `timeout` (1s) under `shed`"
+            "must be at least as long as `timeout` (1s)"
         );
+    }
+
+    #[test]
+    fn shed_window_is_the_shedding_window_and_window_a_trip_rules() {
+        assert_eq!(shed_window_needs_shed(true), Ok(()));
+        let alone = shed_window_needs_shed(false).unwrap_err();
+        assert_eq!(alone.key(), Key::ShedWindow);
+        assert_eq!(alone.to_string(), alone.brief());
+        assert!(alone.problem().starts_with("needs `shed`"), "{alone}");
+        // (threshold, a rate rule, shed_window)
+        for fine in [
+            (false, true, false),
+            (false, true, true),
+            (true, true, true),
+            (true, false, true),
+        ] {
+            assert_eq!(
+                window_beside_shed(fine.0, fine.1, fine.2),
+                Ok(()),
+                "{fine:?}"
+            );
+        }
+        for (threshold, rule, shed_window) in [(false, false, false), (false, false, true)] {
+            let own = window_beside_shed(threshold, rule, shed_window).unwrap_err();
+            assert_eq!(own.key(), Key::Window);
+            assert!(own.to_string().contains("`shed_window = "), "{own}");
+            assert_eq!(own.to_string(), own.brief());
+        }
+        for rule in [false, true] {
+            let turned = window_beside_shed(true, rule, false).unwrap_err();
+            assert_eq!(turned.key(), Key::Window);
+            assert!(
+                turned.to_string().contains("in a row")
+                    && turned.to_string().contains("`shed_window = "),
+                "{turned}"
+            );
+            assert_eq!(turned.to_string(), turned.brief());
+        }
     }
 
     #[test]

@@ -60,9 +60,15 @@ pub(crate) enum Rule {
     /// A `shed` multiplier outside [`MIN_SHED`](crate::MIN_SHED),
     /// [`MAX_SHED`](crate::MAX_SHED).
     Multiplier(f64),
-    /// `shed` measured over a count window.
-    ShedOverCalls,
-    /// `shed`'s window shorter than `timeout`.
+    /// `shed_window` without `shed`.
+    WithoutShed,
+    /// `window` beside `shed` with no rule to measure over it: the
+    /// shedding window is `shed_window`.
+    ShedHasItsWindow,
+    /// `window` beside `shed` and `threshold`, without `shed_window`: it
+    /// would turn consecutive failures into failures within it.
+    WindowTurnsThreshold,
+    /// `shed_window` shorter than `timeout`.
     ShedWindowUnderTimeout { window: Duration, timeout: Duration },
     /// An adaptive `max_concurrent` range that is empty, starts at 0 or
     /// ends past [`MAX_ADAPTIVE_CONCURRENCY`](crate::MAX_ADAPTIVE_CONCURRENCY).
@@ -155,16 +161,27 @@ impl Violation {
                  places, e.g. `max_concurrent = 16, max_wait = \"50ms\"`"
             }
             Rule::Multiplier(_) => {
-                "`shed` is how many times the calls the dependency accepted a window may admit: \
+                "`shed` is the `k` of `1 − k × accepted / sent`, the chance a call is refused: \
                  at least 1 and at most 10 (2 is the usual choice)"
             }
-            Rule::ShedOverCalls => {
-                "`shed` measures over a time, not a count of calls: write `window` as a \
-                 duration, e.g. `window = \"10s\"`, or leave it out (10 seconds)"
+            Rule::WithoutShed => {
+                "`shed_window` needs `shed`: it is the time graded shedding measures over, e.g. \
+                 `shed = 2, shed_window = \"10s\"`"
+            }
+            Rule::ShedHasItsWindow => {
+                "`window` is the window of a trip rule (`threshold`, `failure_rate`, `slow`), \
+                 and there is none here: graded shedding's window is `shed_window`, e.g. \
+                 `shed_window = \"10s\"`"
+            }
+            Rule::WindowTurnsThreshold => {
+                "beside `shed`, `window` would make `threshold` count the failures within it \
+                 instead of failures in a row: for the shedding window write \
+                 `shed_window = \"10s\"` instead; to count the failures within `window`, \
+                 write `shed_window` as well"
             }
             Rule::ShedWindowUnderTimeout { .. } => {
-                "`window` must be at least as long as `timeout` under `shed`: a call still \
-                 running when the window has moved on would never be counted as accepted"
+                "`shed_window` must be at least as long as `timeout`: a call still running when \
+                 the window has moved on would be counted in no window"
             }
             Rule::Range { .. } => {
                 "an adaptive `max_concurrent` is a range `MIN..=MAX` with 1 <= MIN <= MAX <= \
@@ -239,11 +256,22 @@ impl Violation {
                     .to_owned()
             }
             (Rule::Multiplier(k), _) => format!("is {k}, outside [1, 10]; 2 is the usual choice"),
-            (Rule::ShedOverCalls, _) => {
-                "must be a time under `shed`, not a count of calls".to_owned()
+            (Rule::WithoutShed, _) => {
+                "needs `shed`: it is the time graded shedding measures over".to_owned()
+            }
+            (Rule::ShedHasItsWindow, _) => {
+                "is the window of a trip rule (`threshold`, `failure_rate`, `slow`), and there \
+                 is none; graded shedding's window is `shed_window`"
+                    .to_owned()
+            }
+            (Rule::WindowTurnsThreshold, _) => {
+                "beside `shed` would make `threshold` count the failures within it instead of \
+                 failures in a row: set `shed_window` for the shedding window, and `window` \
+                 only beside it"
+                    .to_owned()
             }
             (Rule::ShedWindowUnderTimeout { timeout, .. }, _) => {
-                format!("must be at least as long as `timeout` ({timeout:?}) under `shed`")
+                format!("must be at least as long as `timeout` ({timeout:?})")
             }
             (Rule::Range { min, max }, _) => {
                 format!("is {min}..={max}, not a range with 1 <= min <= max <= 65535")
@@ -303,14 +331,14 @@ impl fmt::Display for Violation {
             ),
             Rule::Multiplier(k) => write!(
                 f,
-                "`shed = {k}` is outside [1, 10]: it is how many times the calls the dependency \
-                 accepted a window may admit (2 is the usual choice)"
+                "`shed = {k}` is outside [1, 10]: it is the `k` of `1 − k × accepted / sent`, \
+                 the chance a call is refused (2 is the usual choice)"
             ),
             Rule::ShedWindowUnderTimeout { window, timeout } => write!(
                 f,
-                "`window` ({window:?}) is shorter than `timeout` ({timeout:?}): under `shed` \
-                 the window must be at least as long as the longest call, or a call still \
-                 running when the window has moved on is never counted as accepted"
+                "`shed_window` ({window:?}) is shorter than `timeout` ({timeout:?}): graded \
+                 shedding's window must be at least as long as the longest call, or a call \
+                 still running when the window has moved on is counted in no window"
             ),
             _ => f.write_str(self.brief()),
         }

@@ -85,18 +85,10 @@ pub mod consts {
         checked(rules::shed(value))
     }
 
-    /// `window = CONST` (a time) under `shed`, with a `timeout`: at least
-    /// as long as it.
+    /// `shed_window` with a `timeout`: at least as long as it.
     #[must_use]
     pub const fn shed_window_covers_timeout(window: Duration, timeout: Duration) -> Duration {
         checked(rules::shed_window_covers_timeout(window, timeout))
-    }
-
-    /// `window = CONST` (a count) under `shed`: refused.
-    #[must_use]
-    pub const fn shed_over_calls(window: u32) -> u32 {
-        checked(rules::shed_over_time(Some(window)));
-        window
     }
 
     /// `jitter = CONST`: at least 0, less than 1.
@@ -952,6 +944,7 @@ const_setters! {
     slow_rate: f64 => with_slow_rate;
     trial_lease: Duration => with_trial_lease;
     shed: f64 => with_shed;
+    shed_window: Duration => with_shed_window;
 }
 
 impl ConstConfig {

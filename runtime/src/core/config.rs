@@ -75,6 +75,7 @@ pub(crate) struct Patch {
     pub(crate) trial_calls: Option<u32>,
     pub(crate) success_threshold: Option<u32>,
     pub(crate) shed: Option<f64>,
+    pub(crate) shed_window: Option<Duration>,
     pub(crate) mode: Option<Mode>,
 }
 
@@ -121,8 +122,12 @@ impl Patch {
         if let Some(shape) = self.window {
             rule(
                 "window",
-                config.uses_window() || config.sheds(),
-                "a rule measured over a window",
+                config.uses_window(),
+                if config.sheds() {
+                    "a rule measured over a window (graded shedding's is `shed_window`)"
+                } else {
+                    "a rule measured over a window"
+                },
             )?;
             next.window = shape;
         }
@@ -151,10 +156,15 @@ impl Patch {
             rule("shed", config.sheds(), "graded shedding (`shed`)")?;
             next = next.with_shed(failfast_rules::shed(k).map_err(broken)?);
         }
+        if let Some(d) = self.shed_window {
+            rule("shed_window", config.sheds(), "graded shedding (`shed`)")?;
+            next = next.with_shed_window(failfast_rules::shed_window(d).map_err(broken)?);
+        }
         next.validate()
             .map_err(|e| (e.static_key(), e.reason().to_owned()))?;
-        // As when building: a count window never holds more than its size.
-        if let Window::Calls(size) = next.window {
+        // As when building: a count window never holds more than its size
+        // (the rate rules' window: graded shedding's is a time).
+        if let (true, Window::Calls(size)) = (next.rate_window(), next.window) {
             if self.min_calls.is_some() {
                 failfast_rules::min_calls_within(next.min_calls, Some(size)).map_err(broken)?;
             } else if self.window.is_some() {
@@ -202,6 +212,7 @@ pub(crate) fn set_from_text(patch: &mut Patch, key: &str, text: &str) -> Result<
         "trial_calls" => patch.trial_calls = Some(number(text)?),
         "success_threshold" => patch.success_threshold = Some(number(text)?),
         "shed" => patch.shed = Some(number(text)?),
+        "shed_window" => patch.shed_window = Some(parse_duration(text)?),
         "mode" => {
             patch.mode = Some(match text {
                 "normal" => Mode::Normal,
@@ -219,7 +230,7 @@ pub(crate) fn set_from_text(patch: &mut Patch, key: &str, text: &str) -> Result<
             return Err(
                 "is not a key that can change at run time; expected one of `threshold`, \
                  `failure_rate`, `min_calls`, `window`, `slow_rate`, `recovery`, `max_recovery`, \
-                 `jitter`, `trial_calls`, `success_threshold`, `shed`, `mode`"
+                 `jitter`, `trial_calls`, `success_threshold`, `shed`, `shed_window`, `mode`"
                     .to_owned(),
             );
         }
@@ -279,10 +290,13 @@ pub struct Config {
     /// `threshold` counts the failures within `window` (`threshold` and
     /// `window` set together), not consecutive ones.
     pub(crate) within: bool,
-    /// Graded shedding's multiplier (`shed`); 0 without it. Its window is
-    /// `window`, a time. An `f32`, so that a published `Config` stays
-    /// within 128 bytes.
+    /// Graded shedding's multiplier (`shed`); 0 without it. An `f32`, so
+    /// that a published `Config` stays within 128 bytes.
     pub(crate) shed: f32,
+    /// Graded shedding's window (`shed_window`), in milliseconds (a `u32`,
+    /// as `shed` is an `f32`: 49 days at most); 0 for the default,
+    /// [`DEFAULT_SHED_WINDOW`](rules::DEFAULT_SHED_WINDOW).
+    pub(crate) shed_window: u32,
     /// An adaptive concurrency limit: its least and most places, as
     /// `min << 16 | max`; 0 without one.
     pub(crate) adaptive: u32,
@@ -325,6 +339,7 @@ impl Config {
             lease: 0,
             within: false,
             shed: 0.0,
+            shed_window: 0,
             adaptive: 0,
             guarded: false,
             timed: false,
@@ -430,6 +445,32 @@ impl Config {
         }
     }
 
+    /// Graded shedding over a window of `d` (`shed_window`), kept to the
+    /// millisecond: a shorter one is 1 ms, a longer one than 49 days 49
+    /// days. (A zero `d` is refused where it is given.)
+    #[must_use]
+    #[allow(clippy::cast_possible_truncation)] // clamped to u32 first
+    pub(crate) const fn with_shed_window(mut self, d: Duration) -> Self {
+        let millis = d.as_nanos().div_ceil(1_000_000);
+        self.shed_window = if millis == 0 {
+            0
+        } else if millis > u32::MAX as u128 {
+            u32::MAX
+        } else {
+            millis as u32
+        };
+        self
+    }
+
+    /// Graded shedding's window, in nanoseconds: as set, or the default.
+    pub(crate) const fn shed_window(&self) -> u64 {
+        if self.shed_window == 0 {
+            nanos(rules::DEFAULT_SHED_WINDOW)
+        } else {
+            self.shed_window as u64 * 1_000_000
+        }
+    }
+
     /// Graded shedding's multiplier, 0 without it.
     pub(crate) fn shed(&self) -> f64 {
         // Through the shortest text that reads back as the same `f32`, so
@@ -506,6 +547,12 @@ impl Config {
         self.failure_rate > 0.0 || self.slow > 0 || self.within
     }
 
+    /// A rate rule measured over the window, which `min_calls` applies to:
+    /// a failure rate or a slow-call rate.
+    pub(crate) const fn rate_window(&self) -> bool {
+        self.failure_rate > 0.0 || self.slow > 0
+    }
+
     /// The failure-rate rule, whose successes can bring a verdict.
     pub(crate) const fn uses_failure_rate(&self) -> bool {
         self.failure_rate > 0.0
@@ -535,11 +582,7 @@ impl Config {
         }
         if self.sheds() {
             rules::shed(f64::from(self.shed)).map_err(broken)?;
-            let calls = match self.window {
-                Window::Calls(n) => Some(n),
-                Window::Time(_) => None,
-            };
-            rules::shed_over_time(calls).map_err(broken)?;
+            rules::shed_window(nanos(self.shed_window())).map_err(broken)?;
         }
         rules::trial_calls(self.trial_calls).map_err(broken)?;
         rules::success_threshold(self.success_threshold).map_err(broken)?;
@@ -741,8 +784,9 @@ impl Builder {
     /// the dependency accepts, `1 ≤ k ≤ 10` (2 is the usual choice); see
     /// [`Reason::Shed`](crate::Reason::Shed).
     ///
-    /// Over the window (a time, 10 s unless [`window_time`](Self::window_time)
-    /// says otherwise) each call is refused with chance
+    /// Over its window (a time, 10 s unless
+    /// [`shed_window`](Self::shed_window) says otherwise) each call is
+    /// refused with chance
     /// `max(0, (sent − k × accepted) / sent)`: *sent* counts the calls let
     /// through that ended other than neutral, and those still running past
     /// the patience (the longest successful call timed in the window);
@@ -758,7 +802,7 @@ impl Builder {
     /// [`min_calls`](Self::min_calls) requests (a window holding a refusal
     /// goes on below it), and a dependency that accepts nothing is still
     /// probed, so its recovery is seen: the first call after its last
-    /// failure has left the window, and one call per period (`window / 20`)
+    /// failure has left the window, and one call per period (`shed_window / 20`)
     /// at random from 400 requests a window on, in proportion fewer below
     /// (at most one in twenty, `failfast_rules::SHED_PROBE_SHARE`).
     ///
@@ -790,6 +834,45 @@ impl Builder {
     pub fn shed(mut self, k: f64) -> Self {
         self.config = self.config.with_shed(k);
         self.patch.shed = Some(k);
+        self
+    }
+
+    /// The time graded shedding ([`shed`](Self::shed)) measures over:
+    /// 10 s unless set. Its own key: [`window_time`](Self::window_time) and
+    /// [`window_calls`](Self::window_calls) are the window of a trip rule
+    /// (a `failure_rate`, a `slow` rate, or a `threshold` counting the
+    /// failures within it). So beside `shed`, a `window` with no such rule
+    /// is refused, and so is a `window` that would turn a `threshold` from
+    /// failures in a row into failures within it, unless `shed_window` is
+    /// set too: both say to set `shed_window` for the shedding window. It
+    /// can change at run time.
+    ///
+    /// ```
+    /// use failfast_runtime::Breaker;
+    /// use std::time::Duration;
+    ///
+    /// // Ten failures in a row open it; shedding measures over 5 s.
+    /// let breaker = Breaker::builder()
+    ///     .threshold(10)
+    ///     .shed(2.0)
+    ///     .shed_window(Duration::from_secs(5))
+    ///     .build()?;
+    /// # drop(breaker);
+    ///
+    /// // `window` here would make the ten failures any ten within it.
+    /// let refused = Breaker::builder()
+    ///     .threshold(10)
+    ///     .shed(2.0)
+    ///     .window_time(Duration::from_secs(5))
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(refused.key(), "window");
+    /// assert!(refused.to_string().contains("`shed_window`"), "{refused}");
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn shed_window(mut self, d: Duration) -> Self {
+        self.config = self.config.with_shed_window(d);
+        self.patch.shed_window = Some(d);
         self
     }
 
@@ -945,7 +1028,14 @@ impl Builder {
             recovery,
             max_recovery
         );
-        set!(jitter, trial_calls, success_threshold, shed, mode);
+        set!(
+            jitter,
+            trial_calls,
+            success_threshold,
+            shed,
+            shed_window,
+            mode
+        );
         match patch.window {
             Some(Window::Calls(n)) => b.window_calls(n),
             Some(Window::Time(t)) => b.window_time(Duration::from_nanos(t)),
@@ -1009,14 +1099,24 @@ impl Builder {
             rules::threshold(n).map_err(broken)?;
         }
         // Graded shedding alone: no trip rule but the ones written; its
-        // window is a time, 10 s unless written.
+        // window is `shed_window`, 10 s unless written.
+        if let Some(d) = self.patch.shed_window {
+            rules::shed_window_needs_shed(self.patch.shed.is_some()).map_err(broken)?;
+            rules::shed_window(d).map_err(broken)?;
+        }
         if self.patch.shed.is_some() {
             rules::shed(self.patch.shed.unwrap_or_default()).map_err(broken)?;
             if self.patch.threshold.is_none() && self.patch.failure_rate.is_none() {
                 self.config.threshold = 0;
             }
-            if self.patch.window.is_none() {
-                self.config.window = Window::Time(nanos(rules::DEFAULT_SHED_WINDOW));
+            // One key, one meaning: `window` is a trip rule's.
+            if self.patch.window.is_some() {
+                rules::window_beside_shed(
+                    self.patch.threshold.is_some() && self.patch.failure_rate.is_none(),
+                    self.patch.failure_rate.is_some() || self.config.slow != 0,
+                    self.patch.shed_window.is_some(),
+                )
+                .map_err(broken)?;
             }
         }
         // `threshold` with `window`: the failures within the window.
@@ -1028,17 +1128,19 @@ impl Builder {
         }
         let config = &self.config;
         if self.patch.window.is_some() {
-            rules::needs_rate_rule(Key::Window, config.uses_window() || config.sheds())
-                .map_err(broken)?;
+            rules::needs_rate_rule(Key::Window, config.uses_window()).map_err(broken)?;
         }
         if self.patch.min_calls.is_some() {
             rules::needs_rate_rule(Key::MinCalls, config.uses_rate()).map_err(broken)?;
         }
         // A count window never holds more than its size: an explicit `min_calls`
-        // above it could never be reached; the default waits for a full window.
+        // above it could never be reached by a rate rule; the default waits
+        // for a full window.
         if let Window::Calls(size @ 1..) = config.window {
             if self.patch.min_calls.is_some() {
-                rules::min_calls_within(config.min_calls, Some(size)).map_err(broken)?;
+                if config.rate_window() {
+                    rules::min_calls_within(config.min_calls, Some(size)).map_err(broken)?;
+                }
             } else {
                 self.config.min_calls = rules::default_min_calls(size);
             }
@@ -1097,6 +1199,7 @@ impl Config {
         // Added only when set, so that the other rules hash as they did.
         .chain(self.within.then_some(1))
         .chain(self.sheds().then_some(u64::from(self.shed.to_bits())))
+        .chain((self.sheds() && self.shed_window != 0).then_some(u64::from(self.shed_window)))
         .flat_map(u64::to_le_bytes)
         .fold(0xcbf2_9ce4_8422_2325, |hash: u64, byte| {
             (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)

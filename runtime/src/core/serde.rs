@@ -126,6 +126,8 @@ struct PatchRepr {
     trial_calls: Option<u32>,
     success_threshold: Option<u32>,
     shed: Option<f64>,
+    #[serde(default, deserialize_with = "span_option")]
+    shed_window: Option<Duration>,
     mode: Option<Mode>,
 }
 
@@ -148,6 +150,8 @@ struct Repr {
     slow_rate: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     shed: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shed_window: Option<Span>,
     /// An adaptive limit, as the attribute writes it: `"10..=200"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_concurrent: Option<String>,
@@ -175,11 +179,8 @@ impl Serialize for Config {
         // threshold (a threshold changed at run time on such a breaker
         // reads back as failures within the window).
         let default_window = matches!(self.window, Window::Calls(n) if n == DEFAULT_WINDOW_CALLS);
-        // Graded shedding beside the consecutive rule keeps its default
-        // window (a window written beside `threshold` would read as
-        // failures within it).
-        let write_window = (windowed && !(self.uses_consecutive() && default_window))
-            || (self.sheds() && !self.uses_consecutive());
+        // (Graded shedding's window is `shed_window`.)
+        let write_window = windowed && !(self.uses_consecutive() && default_window);
         let write_threshold = self.uses_threshold()
             && !(self.uses_consecutive() && write_window && self.threshold == DEFAULT_THRESHOLD);
         Repr {
@@ -194,6 +195,8 @@ impl Serialize for Config {
             slow: span(self.slow),
             slow_rate: (self.slow != 0).then_some(self.slow_rate),
             shed: self.sheds().then(|| self.shed()),
+            shed_window: (self.sheds() && self.shed_window != 0)
+                .then(|| Span(Duration::from_millis(u64::from(self.shed_window)))),
             max_concurrent: self
                 .adaptive_range()
                 .map(|(min, max)| format!("{min}..={max}")),
@@ -232,6 +235,7 @@ impl<'de> Deserialize<'de> for Config {
             slow => |b: Builder, s: Span| b.slow(s.0),
             slow_rate => Builder::slow_rate,
             shed => Builder::shed,
+            shed_window => |b: Builder, s: Span| b.shed_window(s.0),
             recovery => |b: Builder, s: Span| b.recovery(s.0),
             max_recovery => |b: Builder, s: Span| b.max_recovery(s.0),
             jitter => Builder::jitter,

@@ -6,7 +6,7 @@
 //! p = max(0, (sent − k × accepted) / sent)
 //! ```
 //!
-//! over a time window: *sent* counts the calls let through to the
+//! over a time window (`shed_window`): *sent* counts the calls let through to the
 //! dependency that ended other than neutral, and those still running past
 //! the patience (below); *accepted* those of them that succeeded. So the
 //! dependency is sent the calls of a share `1/k` of which it accepts: one
@@ -24,7 +24,7 @@
 //! refusals never drains at low rates). A dependency that accepts nothing
 //! is still *probed*: the window holds no call sent once the last failure
 //! has left it, and the next call goes through (one call a window); and a
-//! call goes through at random once per period (`window / 20`) while the
+//! call goes through at random once per period (`shed_window / 20`) while the
 //! window holds 400 requests or more, in proportion fewer below (at most
 //! one in twenty, [`PROBE_SHARE`]), so that a recovery is seen within a
 //! period at high rates and within a window at any rate, and no more calls
@@ -52,10 +52,10 @@
 //! a call that waits in a bulkhead's line is taken out of the calls started
 //! while it waits (`Permit::wait_for_place`), and one refused by it for
 //! good. The window is [`MARKS`] *marks*: the totals as they stood when a
-//! period of `window / 20` began. The calls in the window are the totals
-//! now less the latest mark of its first period or before: the window
-//! holds the calls of the last `window` at least, and of `window +
-//! window / 20` while each period is marked. A mark is written by the first
+//! period of `shed_window / 20` began. The calls in the window are the
+//! totals now less the latest mark of its first period or before: the
+//! window holds the calls of the last `shed_window` at least, and of a
+//! twentieth more while each period is marked. A mark is written by the first
 //! call that finds its period begun: each thread looks at the clock on
 //! every 16th call it admits, and on every call while the breaker sheds.
 //! So a breaker called less than 16 times per thread and period keeps
@@ -210,7 +210,7 @@ pub(crate) fn share(chance: u32) -> f64 {
     (f64::from(chance) / SCALE * 1e9).round() / 1e9
 }
 
-/// A period of the window, `width` nanoseconds long (`window / 20`): when
+/// A period of the window, `width` nanoseconds long (`shed_window / 20`): when
 /// it starts on the breaker's clock. Marks are tagged with that time, not
 /// with the period's number, so that marks made with one width and read
 /// with another (the window changed at run time) still compare.

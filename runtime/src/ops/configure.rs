@@ -31,7 +31,8 @@
 //!
 //! The values of the rules the breaker was declared with: `threshold`,
 //! `failure_rate`, `min_calls`, `slow_rate`, `recovery`, `max_recovery`,
-//! `jitter`, `trial_calls`, `success_threshold`, and the `mode`
+//! `jitter`, `trial_calls`, `success_threshold`, `shed` and `shed_window`
+//! (graded shedding's, for a breaker that sheds), and the `mode`
 //! (`observe_only`: calls always pass while the rules keep running, so
 //! events, `state()` and snapshots show what the breaker would have done;
 //! `normal`: back to normal operation, closed); and, for a breaker with a

@@ -43,6 +43,28 @@ fn the_shedding_multiplier_is_set_as_its_setter_sets_it() {
 }
 
 #[test]
+fn the_shedding_window_is_set_as_its_setter_sets_it() {
+    let (b, twin) = pair(|| Breaker::builder().name("env::shed-window").shed(2.0));
+    same_as_patch(
+        &b,
+        &twin,
+        "FAILFAST__ENV_SHED_WINDOW__SHED_WINDOW",
+        "30s",
+        &Breaker::builder().shed_window(Duration::from_secs(30)),
+    );
+    // Only where the breaker sheds.
+    let (plain, _) = pair(|| Breaker::builder().name("env::no-shed-window"));
+    let errors = from_env([(
+        "FAILFAST__ENV_NO_SHED_WINDOW__SHED_WINDOW".to_owned(),
+        "30s".to_owned(),
+    )])
+    .unwrap_err();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].key(), "shed_window", "{}", errors[0]);
+    assert_eq!(plain.config().threshold(), 5);
+}
+
+#[test]
 fn every_key_of_a_consecutive_breaker_sets_what_its_setter_sets() {
     let (b, twin) = pair(|| {
         Breaker::builder()

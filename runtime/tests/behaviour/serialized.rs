@@ -63,7 +63,7 @@ fn configs_of_every_rule_survive_a_round_trip() {
         Breaker::builder()
             .name("shed-window")
             .shed(2.0)
-            .window_time(Duration::from_secs(30))
+            .shed_window(Duration::from_secs(30))
             .min_calls(40),
         Breaker::builder()
             .name("shed-consecutive")
@@ -73,7 +73,13 @@ fn configs_of_every_rule_survive_a_round_trip() {
             .name("shed-within")
             .shed(3.5)
             .threshold(8)
-            .window_time(Duration::from_secs(20)),
+            .window_time(Duration::from_secs(20))
+            .shed_window(Duration::from_secs(5)),
+        Breaker::builder()
+            .name("shed-rate-window")
+            .shed(2.0)
+            .failure_rate(0.5)
+            .window_calls(50),
         Breaker::builder()
             .name("shed-rate")
             .shed(2.0)
@@ -103,7 +109,7 @@ fn configs_of_every_rule_survive_a_round_trip() {
 }
 
 #[test]
-fn graded_shedding_is_written_with_its_window_and_without_a_threshold_it_has_not() {
+fn graded_shedding_is_written_with_its_shed_window_and_without_a_threshold_it_has_not() {
     let alone = Breaker::builder()
         .name("pricing")
         .shed(1.1)
@@ -111,8 +117,21 @@ fn graded_shedding_is_written_with_its_window_and_without_a_threshold_it_has_not
         .unwrap();
     let written = serde_json::to_value(alone.config()).unwrap();
     assert_eq!(written["shed"], json!(1.1));
-    assert_eq!(written["window"], json!("10s"), "the default window");
+    assert_eq!(written.get("shed_window"), None, "the default, 10 s");
+    assert_eq!(
+        written.get("window"),
+        None,
+        "no trip rule to measure over it"
+    );
     assert_eq!(written["min_calls"], json!(10));
+    let longer = Breaker::builder()
+        .name("pricing")
+        .shed(1.1)
+        .shed_window(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let written = serde_json::to_value(longer.config()).unwrap();
+    assert_eq!(written["shed_window"], json!("30s"));
     assert_eq!(written.get("threshold"), None, "no trip rule of its own");
     let beside = Breaker::builder()
         .name("pricing")
@@ -154,12 +173,14 @@ fn graded_shedding_is_written_with_its_window_and_without_a_threshold_it_has_not
                 .to_string();
         assert!(refused.contains(says), "{refused}");
     }
+    // `window` is a trip rule's: with none, refused, pointing at
+    // `shed_window`.
     let refused =
-        serde_json::from_value::<Config>(json!({"name": "x", "shed": 2.0, "window": 100}))
+        serde_json::from_value::<Config>(json!({"name": "x", "shed": 2.0, "window": "5s"}))
             .unwrap_err()
             .to_string();
     assert!(
-        refused.contains("`window`") && refused.contains("a time"),
+        refused.contains("`window`") && refused.contains("`shed_window`"),
         "{refused}"
     );
 }
@@ -267,6 +288,20 @@ fn a_file_section_sets_what_it_names_with_durations_as_strings() {
     let error = serde_json::from_str::<Builder>(r#"{ "recovery": "soon" }"#).unwrap_err();
     assert!(error.to_string().contains("is not a duration"), "{error}");
     assert!(serde_json::from_str::<Builder>(r#"{ "slow": "1s" }"#).is_err());
+
+    // Graded shedding's window, as a file's section writes it.
+    let shedding = Breaker::builder()
+        .name("file-shed")
+        .shed(2.0)
+        .build()
+        .unwrap();
+    let section: Builder = serde_json::from_str(r#"{ "shed_window": "30s" }"#).unwrap();
+    shedding.reconfigure(&section).unwrap();
+    assert!(
+        format!("{:?}", shedding.config()).contains("shed_window: 30000,"),
+        "{:?}",
+        shedding.config()
+    );
 }
 
 fn opened(name: &'static str, clock: &ManualClock) -> Breaker {

@@ -473,7 +473,7 @@ fn a_window_changed_at_run_time_at_any_uptime_sheds_and_heals_in_its_own_time() 
     let b = Breaker::builder()
         .name("shed.reshaped")
         .shed(2.0)
-        .window_time(Duration::from_secs(1))
+        .shed_window(Duration::from_secs(1))
         .clock(clock.clone())
         .build()
         .unwrap();
@@ -488,7 +488,7 @@ fn a_window_changed_at_run_time_at_any_uptime_sheds_and_heals_in_its_own_time() 
     for secs in [10, 1, 10, 60, 1, 2, 10] {
         clock.advance(uptime.saturating_sub(clock.now()));
         let window = Duration::from_secs(secs);
-        b.reconfigure(&Breaker::builder().window_time(window))
+        b.reconfigure(&Breaker::builder().shed_window(window))
             .unwrap();
         run(false, Duration::from_secs(5));
         run(true, Duration::from_secs(30).max(window));

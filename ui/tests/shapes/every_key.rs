@@ -58,7 +58,7 @@ fn _use() {
     let _ = time_window("a");
 }
 
-#[circuit_breaker(shed = 2, window = "30s", min_calls = 20, threshold = 5)]
+#[circuit_breaker(shed = 2, shed_window = "30s", min_calls = 20, threshold = 5)]
 fn graded_shedding(sku: &str) -> Result<u32, InventoryError> {
     let _ = sku;
     Ok(1)
@@ -70,9 +70,17 @@ fn graded_shedding_alone(sku: &str) -> Result<u32, InventoryError> {
     Ok(1)
 }
 
+// Ten failures within 5 s open it; shedding measures over 30 s.
+#[circuit_breaker(threshold = 10, window = "5s", shed = 2, shed_window = "30s")]
+fn graded_shedding_beside_failures_within(sku: &str) -> Result<u32, InventoryError> {
+    let _ = sku;
+    Ok(1)
+}
+
 fn _use_shedding() {
     let _ = graded_shedding("a");
     let _ = graded_shedding_alone("a");
+    let _ = graded_shedding_beside_failures_within("a");
 }
 
 #[circuit_breaker(max_concurrent = 2..=8, threshold = 100)]

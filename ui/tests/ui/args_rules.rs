@@ -57,9 +57,34 @@ fn min_calls_above_default_window_slow(id: u32) -> Result<u32, DependencyError> 
     Ok(id)
 }
 
-// Graded shedding measures over a time, not a count of calls.
-#[circuit_breaker(shed = 2, window = 100)]
-fn shed_over_count_window(id: u32) -> Result<u32, DependencyError> {
+// `window` is a trip rule's: graded shedding's window is `shed_window`.
+#[circuit_breaker(shed = 2, window = "5s")]
+fn window_for_shedding(id: u32) -> Result<u32, DependencyError> {
+    Ok(id)
+}
+
+// Beside `shed`, `window` would silently turn "10 in a row" into "10
+// within 5 s": refused, with both fixes.
+#[circuit_breaker(threshold = 10, shed = 2, window = "5s")]
+fn window_turning_the_threshold(id: u32) -> Result<u32, DependencyError> {
+    Ok(id)
+}
+
+// `shed_window` without `shed`.
+#[circuit_breaker(threshold = 10, shed_window = "5s")]
+fn shed_window_without_shed(id: u32) -> Result<u32, DependencyError> {
+    Ok(id)
+}
+
+// `shed_window` is a duration, not a count of calls.
+#[circuit_breaker(shed = 2, shed_window = 100)]
+fn shed_window_of_calls(id: u32) -> Result<u32, DependencyError> {
+    Ok(id)
+}
+
+// Nor zero.
+#[circuit_breaker(shed = 2, shed_window = "0s")]
+fn shed_window_zero(id: u32) -> Result<u32, DependencyError> {
     Ok(id)
 }
 

@@ -28,7 +28,7 @@ async fn slow_not_shorter_than_timeout(id: u32) -> std::io::Result<u32> {
 }
 
 // Under `shed`, a call may run longer than the window it was admitted in.
-#[circuit_breaker(shed = 2, window = "1s", timeout = "3s")]
+#[circuit_breaker(shed = 2, shed_window = "1s", timeout = "3s")]
 async fn shed_window_shorter_than_timeout(id: u32) -> std::io::Result<u32> {
     Ok(id)
 }

@@ -12,7 +12,7 @@ impl From<failfast::Rejected> for DependencyError {
 
 const SHED: f64 = 2.0 * 6.0;
 
-#[circuit_breaker(shed = SHED, window = "30s")]
+#[circuit_breaker(shed = SHED, shed_window = "30s")]
 fn fetch(id: u32) -> Result<u32, DependencyError> {
     let _ = Duration::ZERO;
     Ok(id)

@@ -70,9 +70,6 @@ impl Breaker {
         }
         tuning.publish(next);
         drop(tuning);
-        if reshaped && self.clear_shedding() {
-            self.shedding_changed(0, super::transition::Counts::default());
-        }
         for observe in super::transition::RECONFIGURED {
             observe(self);
         }

@@ -4,7 +4,7 @@
 
 use super::transition::{Counts as TransitionCounts, Guard};
 use super::*;
-use crate::core::config::{TIME_BUCKETS, Window as Shape};
+use crate::core::config::TIME_BUCKETS;
 use crate::core::shed::{self, Counts, LOOK_EVERY, Period};
 use crate::core::totals::{ADMITTED, FAILURE, NEUTRAL, SHED, SUCCESS, WITHDRAWN, WOULD_REJECT};
 
@@ -224,12 +224,7 @@ impl Breaker {
 
     /// The period of the shedding window at `now`.
     fn shed_period_at(&self, now: u64) -> Period {
-        let width = match self.settings().window {
-            Shape::Time(t) => t / u64::from(TIME_BUCKETS),
-            // Refused with `shed` when settings are checked.
-            Shape::Calls(_) => u64::MAX,
-        };
-        Period::at(now, width)
+        Period::at(now, self.settings().shed_window() / u64::from(TIME_BUCKETS))
     }
 
     fn shed_counts(&self) -> Counts {
@@ -245,7 +240,7 @@ impl Breaker {
     }
 
     /// Starts the shedding window afresh, refusing nothing: on closing,
-    /// on a reset, on a new window shape. Whether it was shedding: the
+    /// on a reset. Whether it was shedding: the
     /// caller announces that it stopped (`shedding_changed`) once its own
     /// transition, if any, is queued.
     #[must_use]
