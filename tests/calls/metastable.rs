@@ -46,11 +46,7 @@ fn retries_keep_the_server_down_and_failfast_brings_it_back() {
 
     // Each protection brings it back in every run: the budget and graded
     // shedding within tens of seconds, the default breaker after its 30 s
-    // open, the breaker with "1s..4s" within seconds. (The latency-following
-    // adaptive limit is a known defect here: on this virtual clock it holds
-    // to its least places from the start and refuses most requests, healthy
-    // or not; its row is printed, and asserted below as what it is now, so
-    // that a fix shows.)
+    // open, the breaker with "1s..4s" within seconds.
     let bounds = [
         (Guard::RetriesBudget, 40.0),
         (Guard::Breaker, 35.0),
@@ -63,10 +59,19 @@ fn retries_keep_the_server_down_and_failfast_brings_it_back() {
         let worst = worst_recovery(row(&rows, guard));
         assert!(worst <= bound, "{guard:?}: {worst} s");
     }
-    let adaptive = spread(row(&rows, Guard::Adaptive), Run::answered_after);
+    // The adaptive limit, which follows latency, brings it back within
+    // seconds too, and then answers nearly everything: the noise of a
+    // dependency whose latency varies as much as its mean (exponential
+    // service) is not taken for a queue. (A Poisson burst that queues the
+    // server for a moment still cuts it, as it should: a late dip below
+    // 90% in a second can happen, so the bound is on the median.)
+    let adaptive = row(&rows, Guard::Adaptive);
+    let back = spread(adaptive, Run::recovered_after);
+    assert!(back.median <= 10.0, "{back:?}");
+    let answered = spread(adaptive, Run::answered_after);
     assert!(
-        adaptive.max < 0.5,
-        "the limit's defect is gone: {adaptive:?}"
+        answered.min >= 0.9 && answered.median >= 0.96,
+        "{answered:?}"
     );
     // The default breaker's open time is what it takes: never much sooner.
     let breaker = spread(row(&rows, Guard::Breaker), Run::recovered_after);

@@ -315,6 +315,19 @@ fn serve(
     secs: u64,
     tail: u64,
 ) -> Run {
+    serve_with(b, clock, workers, || service, every, secs, tail)
+}
+
+/// `serve`, each call's service time drawn from `service`.
+fn serve_with(
+    b: &Breaker,
+    clock: &ManualClock,
+    workers: usize,
+    mut service: impl FnMut() -> Duration,
+    every: Duration,
+    secs: u64,
+    tail: u64,
+) -> Run {
     use std::cmp::Reverse;
     use std::collections::{BTreeMap, BinaryHeap};
     let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap();
@@ -351,7 +364,7 @@ fn serve(
             match b.acquire() {
                 Ok(permit) => {
                     let worker = (0..workers).min_by_key(|&w| free[w]).unwrap();
-                    let finish = free[worker].max(at) + nanos(service);
+                    let finish = free[worker].max(at) + nanos(service());
                     free[worker] = finish;
                     id += 1;
                     held.insert(id, permit);
@@ -401,6 +414,44 @@ fn overload_that_raises_latency_lowers_the_limit_and_it_stays_low() {
         run.served as f64 >= 0.9 * 400.0 * 60.0,
         "served {}",
         run.served
+    );
+}
+
+/// A dependency whose latency varies as much as its mean (exponential
+/// service times, 100 ms on average, 10 workers) asked for 70% of what it
+/// serves: no queue of ours, and the limit refuses nothing. Noise is not a
+/// queue: the least of many windows' averages, taken for the latency
+/// without a queue, sat at half the mean, every window then looked like
+/// one, and the limit fell to its least and refused most calls.
+#[test]
+fn a_noisy_dependency_with_room_to_spare_is_not_taken_for_a_queue() {
+    let clock = ManualClock::new();
+    let b = adaptive_on(&clock, "adaptive.noise", 1, 50);
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let exponential = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let u = (x >> 11) as f64 / (1u64 << 53) as f64;
+        Duration::from_secs_f64(-0.1 * (1.0 - u).ln())
+    };
+    // One call every 1/70 s.
+    let run = serve_with(
+        &b,
+        &clock,
+        10,
+        exponential,
+        Duration::from_micros(14_286),
+        120,
+        1,
+    );
+    println!("limits {:?}", run.limits);
+    assert!(
+        run.refused as f64 <= 0.01 * run.served as f64,
+        "{} refused, {} served, limits {:?}",
+        run.refused,
+        run.served,
+        run.limits
     );
 }
 

@@ -17,31 +17,40 @@
 //!   10 ms) and holds 8 samples, or at least 1 s long (and `2 ×
 //!   baseline`) and holds one, or holds 65536. Its average latency is
 //!   weighed against the baseline.
-//! - **Growth.** A window whose average is at most `1.5 × baseline` raises
-//!   the limit by `(most − least) × t / 20 s`, `t` the window's length (5 s
-//!   at most): 20 s of such windows bring it from its least to its most,
-//!   whatever the rate of calls and however few places are in use.
-//! - **Cut.** A window over `1.5 × baseline` is a queue: the limit falls
-//!   toward what the window's throughput needs without one, by Little's
-//!   law `need = throughput × baseline`, the throughput being `samples / t`
-//!   or `taken / latency` (places taken over the window's average), the
-//!   higher: to `1.5 × need` once a window of this 10 s period was clean
-//!   (at most `9/8 × baseline`), else to `need` itself, which drains the
-//!   queue so that the next windows show the latency without one again.
-//!   By half at most per window, never below `least`. A window in which
-//!   at most half the limit was in use on average (`samples × latency / t`,
-//!   Little's law again) and whose average is at most `2 × baseline` cuts
-//!   nothing: that is a stall or a slow moment, not a queue of ours (and a
-//!   lightly used limit keeps its room for a burst); it counts toward the
-//!   baseline.
-//! - **Baseline.** The least window average of the last 10 to 20 s (two
-//!   periods of 10 s, the older forgotten as a new one begins): it never
-//!   follows a queue up, since a period without a clean window cuts to the
-//!   need and drains it, and it ages out. A dependency slower for good
-//!   (not queueing our calls) shows as 8 windows in a row over `1.5 ×
-//!   baseline` while the limit is at or under the need and no call
-//!   admitted above the limit still runs: the least of their averages
-//!   becomes the baseline.
+//! - **Growth.** A window whose average is at most `1.5 × baseline`, or at
+//!   most `2 ×` when it does not look like a queue, raises the limit by
+//!   `(most − least) × t / 20 s`, `t` the window's length (5 s at most): 20 s of
+//!   such windows bring it from its least to its most, at any rate of calls (one a
+//!   second is enough) and however few places are in use, so that a burst
+//!   after an outage is not refused.
+//! - **Cut.** A window looks like a queue when its average is over `1.5 ×
+//!   baseline` with more than half the limit in use on average (`samples ×
+//!   latency / t`, Little's law), or over `2 × baseline` with a call or more
+//!   in flight; never with less than one (the calls waited for none of ours),
+//!   nor before 4 windows are learnt. The second such window in a row is a
+//!   queue (one may be noise: 8 samples of a latency that varies as much as
+//!   its mean are over `1.5 ×` it about one time in twelve). The limit then
+//!   falls toward what the window's throughput needs without a queue, by
+//!   Little's law `need = throughput × baseline`, the throughput being
+//!   `samples / t` or `taken / latency` (the places taken over the window's
+//!   average), the higher: to `1.5 × need` once a window of the current 10 s
+//!   period was clean (at most `9/8 × baseline`), which keeps the
+//!   dependency's workers busy through the noise; else to `need`, which
+//!   drains the queue. By half at most per window, never below `least`.
+//! - **Baseline.** The latency without a queue of ours: the mean of the first
+//!   16 windows learnt, then moved by `1/16` of the distance to each window
+//!   learnt (an average over twice the baseline counts as twice it). A window
+//!   is learnt unless it looks like a queue or the limit refused a call while
+//!   it was open (a queue kept at the limit would become the baseline, and the
+//!   limit would drift upward under overload); one with less than a call in
+//!   flight always is, so that a baseline learnt too low comes back even at a
+//!   limit of one place. A moving mean, not a least: the least of many
+//!   windows' averages sits far under the mean of a dependency whose latency
+//!   varies (at half of it, with exponential service times), and every window
+//!   would then look like a queue. A dependency slower for good shows as 8
+//!   windows in a row over `1.5 × baseline` while the limit is at or under the
+//!   need (or over `2 ×` with less than a call in flight): the least of their
+//!   averages becomes the baseline.
 //! - **Failures.** A counted failure (a timeout included) cuts the limit
 //!   by a tenth at once (of its whole places, rounded down), down to
 //!   `least`.
@@ -83,14 +92,24 @@ const LONGEST: u64 = 1_000_000_000;
 const SAMPLES: u64 = 8;
 /// Windows over the baseline in a row that replace it.
 const STREAK: u64 = 8;
-/// The baseline is the least window average of this period and the one
-/// before it.
-const MEMORY: u64 = 10_000_000_000;
+/// A window of this period clean leaves headroom over the need in a cut.
+const PERIOD: u64 = 10_000_000_000;
+/// The baseline is the mean of this many windows' averages at first, then
+/// moved by this fraction of its distance to each.
+const LEARNING: u64 = 16;
+/// Windows learnt before one can look like a queue.
+const WARM: u64 = 4;
 /// A window's samples: their count above `COUNT_SHIFT`, the sum of their
 /// latencies below, in units of 64 ns, each at most `SAMPLE_CAP` units.
 const COUNT_SHIFT: u32 = 44;
 const UNIT_SHIFT: u32 = 6;
 const SAMPLE_CAP: u64 = (1 << 30) - 1;
+/// The count's bits (a few more than `FULL` needs, for samples added
+/// while the window closes).
+const COUNT_MASK: u64 = (1 << 19) - 1;
+/// Set in a window in which a call was refused (or, observe-only, would
+/// have been) for want of a place: the limit held calls back.
+const REFUSED: u64 = 1 << 63;
 /// A window this full closes at once, whatever its length.
 const FULL: u64 = 1 << 16;
 
@@ -107,11 +126,11 @@ pub(crate) struct Places {
     /// When this window opened, on the breaker's clock.
     opened: AtomicU64,
     /// `Memory`, written by the sample that closes a window.
-    current: AtomicU64,
-    previous: AtomicU64,
-    period: AtomicU64,
+    baseline: AtomicU64,
     streak: AtomicU64,
     clean: AtomicU64,
+    over: AtomicU64,
+    learnt: AtomicU64,
 }
 
 /// A breaker's places, made on the first call that needs them.
@@ -138,46 +157,42 @@ fn whole(limit: u32) -> u32 {
 }
 
 /// What the limit is moved by, besides the window being filled: the
-/// least window averages of this period of `MEMORY` and of the one before
-/// it (0: none), the period's number, and the streak of windows over the
-/// baseline (`STREAK_SHIFT`).
+/// baseline, the streak of windows over it (`STREAK_SHIFT`), and the
+/// period in which a window was last clean.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Memory {
-    current: u64,
-    previous: u64,
-    period: u64,
+    /// The latency without a queue of ours: a moving average of the
+    /// lightly used windows' averages; 0 before the first window.
+    baseline: u64,
     streak: u64,
-    /// The period (plus one) in which a window was last seen clean: at
-    /// most `9/8 × baseline`, no queue; 0: none yet.
+    /// The period of `PERIOD` (plus one) in which a window was last seen
+    /// clean: at most `9/8 × baseline`, no queue; 0: none yet.
     clean: u64,
+    /// 1 if the last window looked like a queue: a second in a row cuts.
+    over: u64,
+    /// Windows learnt, up to `LEARNING`.
+    learnt: u64,
 }
 
 impl Memory {
-    /// The latency without a queue: the least window average of the last
-    /// one to two `MEMORY`s; 0 before the first window.
-    fn baseline(self) -> u64 {
-        match (self.current, self.previous) {
-            (0, b) | (b, 0) => b,
-            (a, b) => a.min(b),
+    /// `average` taken into the baseline: the mean of the first
+    /// `LEARNING` windows learnt, then moved by `1/LEARNING` of its
+    /// distance by each, an average over twice the baseline counting as
+    /// twice it.
+    fn learn(self, average: u64) -> Self {
+        let learnt = (self.learnt + 1).min(LEARNING);
+        let baseline = match self.baseline {
+            0 => average,
+            b => {
+                let average = average.min(b.saturating_mul(2));
+                (b * (learnt - 1) + average) / learnt
+            }
+        };
+        Self {
+            baseline: baseline.max(1),
+            learnt,
+            ..self
         }
-    }
-
-    /// `average` of a window closed at `now` taken in.
-    fn with(mut self, now: u64, average: u64) -> Self {
-        let period = now / MEMORY;
-        let average = average.max(1);
-        if period != self.period {
-            self.previous = if period == self.period + 1 {
-                self.current
-            } else {
-                0
-            };
-            self.current = average;
-            self.period = period;
-        } else if self.current == 0 || average < self.current {
-            self.current = average;
-        }
-        self
     }
 }
 
@@ -193,6 +208,8 @@ struct Window {
     average: u64,
     /// Places taken as it closes, the closing call's included.
     taken: u32,
+    /// A call was refused for want of a place while it was open.
+    refused: bool,
 }
 
 /// What `window` makes of `limit` (fixed point) and `memory`: the new
@@ -204,6 +221,7 @@ fn adapt((least, most): (u32, u32), limit: u32, memory: Memory, window: Window) 
         samples,
         average,
         taken,
+        refused,
     } = window;
     // Calls admitted above the limit are still running.
     let draining = taken > whole(limit);
@@ -213,10 +231,44 @@ fn adapt((least, most): (u32, u32), limit: u32, memory: Memory, window: Window) 
         let raised = u64::from(limit).saturating_add(step.max(1));
         u32::try_from(raised.min(u64::from(fixed(most)))).unwrap_or(fixed(most))
     };
-    let baseline = memory.baseline();
+    let period = now / PERIOD;
+    let baseline = memory.baseline;
+    if baseline == 0 {
+        let memory = Memory {
+            streak: 0,
+            clean: period + 1,
+            over: 0,
+            ..memory.learn(average)
+        };
+        return (grow(limit), memory);
+    }
+    // Places in use over the window, on average (Little's law).
+    let in_use =
+        (u128::from(samples) << FRACTION) * u128::from(average) / u128::from(length.max(1));
+    // At most half the limit in use: the limit is not what holds the calls
+    // back, and a window up to twice the baseline is a slow moment of the
+    // dependency's (or a queue's onset, cut once the places are in use).
+    let light = in_use * 2 <= u128::from(limit);
+    // Less than a call in flight on average: the calls wait for none of
+    // ours, however slow.
+    let alone = in_use <= u128::from(fixed(1));
     let tolerated = baseline.saturating_add(baseline >> TOLERANCE_SHIFT);
-    let period = now / MEMORY;
-    if baseline == 0 || average <= tolerated {
+    let twice = baseline.saturating_mul(2);
+    let queue =
+        memory.learnt >= WARM && average > tolerated && !alone && (!light || average > twice);
+    // The baseline learns from the windows the limit did not hold back
+    // and that show no queue of ours, not from those in which it refused
+    // calls (a queue kept at the limit would be learnt as the latency
+    // without one, and the limit would drift upward); but always from a
+    // window with less than a call in flight, which waited for none of
+    // ours (so that a baseline learnt too low comes back up even at a
+    // limit of one place).
+    let learnt = if alone || !(refused || queue) {
+        memory.learn(average)
+    } else {
+        memory
+    };
+    if average <= tolerated {
         let clean = if average <= baseline.saturating_add(baseline >> CLEAN_SHIFT) {
             period + 1
         } else {
@@ -225,23 +277,25 @@ fn adapt((least, most): (u32, u32), limit: u32, memory: Memory, window: Window) 
         let memory = Memory {
             streak: 0,
             clean,
-            ..memory.with(now, average)
+            over: 0,
+            ..learnt
         };
         return (grow(limit), memory);
     }
-    // Places in use over the window, on average (Little's law): at most
-    // half the limit, and a latency up to twice the baseline is not a
-    // queue of ours (a stall, a slow moment of the dependency's) but the
-    // onset of one. Nothing is cut, and the window counts toward the
-    // baseline.
-    let in_use =
-        (u128::from(samples) << FRACTION) * u128::from(average) / u128::from(length.max(1));
-    if in_use * 2 <= u128::from(limit) && average <= baseline.saturating_mul(2) {
+    if !queue && average <= twice {
+        // Lightly used and up to twice the baseline: the room stays for a
+        // burst, and grows.
         let memory = Memory {
             streak: 0,
-            ..memory.with(now, average)
+            over: 0,
+            ..learnt
         };
-        return (limit, memory);
+        return (grow(limit), memory);
+    }
+    if queue && memory.over == 0 {
+        // One window over the baseline may be noise: a second in a row is
+        // a queue.
+        return (limit, Memory { over: 1, ..learnt });
     }
     // A queue: the limit falls to what this window's throughput needs
     // without one, by Little's law: the throughput (`samples / length`, or
@@ -251,31 +305,35 @@ fn adapt((least, most): (u32, u32), limit: u32, memory: Memory, window: Window) 
     let by_taken = (u128::from(taken) << FRACTION) * u128::from(baseline) / u128::from(average);
     let needed = u32::try_from(by_samples.max(by_taken)).unwrap_or(u32::MAX);
     // With half as much again, for the noise of latency and throughput
-    // and to keep the workers busy, once a
-    // window of this period was clean; else to the need itself, which
-    // drains the queue, so that the next windows are clean again and keep
-    // the baseline true (a queue kept for a whole period would be taken
-    // for the latency without one).
+    // and to keep the workers busy, once a window of this period was
+    // clean; else to the need itself, which drains the queue, so that the
+    // next windows are clean again.
     let room = if memory.clean == period + 1 {
         needed.saturating_add(needed >> HEADROOM_SHIFT)
     } else {
         needed
     };
-    let cut = room.max(limit / 2).max(fixed(least)).min(limit);
+    let cut = if queue {
+        room.max(limit / 2).max(fixed(least)).min(limit)
+    } else {
+        // Alone, and over twice the baseline: not ours to cut.
+        limit
+    };
     if draining {
-        return (cut, memory);
+        return (cut, learnt);
     }
-    if limit > needed.max(fixed(least)) {
+    if queue && limit > needed.max(fixed(least)) {
         // Over the need: cutting it drains the queue.
         return (
             cut,
             Memory {
                 streak: 0,
-                ..memory
+                ..learnt
             },
         );
     }
-    // At or under the need, and not draining, yet over the baseline.
+    // Alone, or at or under the need, and not draining, yet over the
+    // baseline.
     let (count, lowest) = (memory.streak >> STREAK_SHIFT, memory.streak & STREAK_LEAST);
     let lowest = if count == 0 {
         average
@@ -285,35 +343,35 @@ fn adapt((least, most): (u32, u32), limit: u32, memory: Memory, window: Window) 
     if count + 1 >= STREAK {
         // Slower for good: the least of these averages is the baseline.
         let memory = Memory {
-            current: lowest.max(1),
-            previous: 0,
-            period,
+            baseline: lowest.max(1),
             streak: 0,
             clean: 0,
+            over: 0,
+            learnt: LEARNING,
         };
-        return (limit, memory);
+        return (cut, memory);
     }
     let streak = ((count + 1) << STREAK_SHIFT) | lowest.min(STREAK_LEAST);
-    (limit, Memory { streak, ..memory })
+    (cut, Memory { streak, ..learnt })
 }
 
 impl Places {
     fn memory(&self) -> Memory {
         Memory {
-            current: self.current.load(Ordering::Relaxed),
-            previous: self.previous.load(Ordering::Relaxed),
-            period: self.period.load(Ordering::Relaxed),
+            baseline: self.baseline.load(Ordering::Relaxed),
             streak: self.streak.load(Ordering::Relaxed),
             clean: self.clean.load(Ordering::Relaxed),
+            over: self.over.load(Ordering::Relaxed),
+            learnt: self.learnt.load(Ordering::Relaxed),
         }
     }
 
     fn remember(&self, memory: Memory) {
-        self.current.store(memory.current, Ordering::Relaxed);
-        self.previous.store(memory.previous, Ordering::Relaxed);
-        self.period.store(memory.period, Ordering::Relaxed);
+        self.baseline.store(memory.baseline, Ordering::Relaxed);
         self.streak.store(memory.streak, Ordering::Relaxed);
         self.clean.store(memory.clean, Ordering::Relaxed);
+        self.over.store(memory.over, Ordering::Relaxed);
+        self.learnt.store(memory.learnt, Ordering::Relaxed);
     }
 }
 
@@ -325,11 +383,11 @@ impl Breaker {
                 limit: AtomicU32::new(fixed(most)),
                 window: AtomicU64::new(0),
                 opened: AtomicU64::new(self.clock.now()),
-                current: AtomicU64::new(0),
-                previous: AtomicU64::new(0),
-                period: AtomicU64::new(0),
+                baseline: AtomicU64::new(0),
                 streak: AtomicU64::new(0),
                 clean: AtomicU64::new(0),
+                over: AtomicU64::new(0),
+                learnt: AtomicU64::new(0),
             })
         })
     }
@@ -357,6 +415,7 @@ impl Breaker {
                 Err(now) => taken = now,
             }
         }
+        places.window.fetch_or(REFUSED, Ordering::Relaxed);
         if mode == MODE_DISABLED {
             self.totals.add(WOULD_REJECT);
             places.taken.fetch_add(1, Ordering::Acquire);
@@ -421,11 +480,11 @@ impl Breaker {
         let before = places
             .window
             .fetch_add((1 << COUNT_SHIFT) | units, Ordering::Relaxed);
-        let samples = (before >> COUNT_SHIFT) + 1;
+        let samples = ((before >> COUNT_SHIFT) & COUNT_MASK) + 1;
         let opened = places.opened.load(Ordering::Relaxed);
         let length = now.saturating_sub(opened);
         let memory = places.memory();
-        let shortest = memory.baseline().saturating_mul(2).max(SHORTEST);
+        let shortest = memory.baseline.saturating_mul(2).max(SHORTEST);
         let over = (length >= shortest && samples >= SAMPLES)
             || length >= shortest.max(LONGEST)
             || samples >= FULL;
@@ -439,7 +498,7 @@ impl Breaker {
             return;
         }
         let window = places.window.swap(0, Ordering::Relaxed);
-        let samples = window >> COUNT_SHIFT;
+        let samples = (window >> COUNT_SHIFT) & COUNT_MASK;
         if samples == 0 {
             return;
         }
@@ -451,6 +510,7 @@ impl Breaker {
             samples,
             average,
             taken: places.taken.load(Ordering::Relaxed) + 1,
+            refused: window & REFUSED != 0,
         };
         let (next, memory) = adapt(range, limit, memory, window);
         places.remember(memory);
@@ -517,9 +577,15 @@ mod tests {
         f64::from(limit) / f64::from(fixed(1))
     }
 
-    /// A memory whose baseline is `baseline`, made at `now`.
-    fn knowing(baseline: u64, now: u64) -> Memory {
-        Memory::default().with(now, baseline)
+    /// A memory whose baseline is `baseline`, after a window that looked
+    /// like a queue (so that one more is a second in a row).
+    fn knowing(baseline: u64, _now: u64) -> Memory {
+        Memory {
+            baseline,
+            over: 1,
+            learnt: LEARNING,
+            ..Memory::default()
+        }
     }
 
     fn window(now: u64, length: u64, samples: u64, average: u64, taken: u32) -> Window {
@@ -529,6 +595,7 @@ mod tests {
             samples,
             average,
             taken,
+            refused: false,
         }
     }
 
@@ -540,36 +607,49 @@ mod tests {
     }
 
     #[test]
-    fn the_baseline_is_the_least_average_of_this_period_and_the_one_before() {
+    fn the_baseline_is_the_mean_of_the_first_16_windows_then_moves_a_sixteenth_toward_each() {
         let m = Memory::default();
-        assert_eq!(m.baseline(), 0);
-        let m = m.with(S, 20 * MS);
-        assert_eq!((m.current, m.previous, m.period), (20 * MS, 0, 0));
-        let m = m.with(2 * S, 30 * MS);
-        assert_eq!(m.baseline(), 20 * MS, "a higher average leaves it");
-        let m = m.with(3 * S, 15 * MS);
-        assert_eq!(m.baseline(), 15 * MS, "a lower one is the baseline");
-        // The next period: the least so far is the previous one's.
-        let m = m.with(MEMORY + S, 25 * MS);
-        assert_eq!((m.current, m.previous, m.period), (25 * MS, 15 * MS, 1));
-        assert_eq!(m.baseline(), 15 * MS);
-        // One more: the oldest is forgotten.
-        let m = m.with(2 * MEMORY, 27 * MS);
-        assert_eq!((m.current, m.previous), (27 * MS, 25 * MS));
-        assert_eq!(m.baseline(), 25 * MS);
-        // A period skipped: nothing before it is kept.
-        let m = m.with(4 * MEMORY, 40 * MS);
-        assert_eq!((m.current, m.previous, m.baseline()), (40 * MS, 0, 40 * MS));
+        assert_eq!(m.baseline, 0);
+        let m = m.learn(32 * MS);
         assert_eq!(
-            Memory::default().with(0, 0).baseline(),
-            1,
-            "never 0 once seen"
+            (m.baseline, m.learnt),
+            (32 * MS, 1),
+            "the first is the baseline"
         );
-        let only_previous = Memory {
-            previous: 7,
-            ..Memory::default()
-        };
-        assert_eq!(only_previous.baseline(), 7);
+        let m = m.learn(16 * MS);
+        assert_eq!((m.baseline, m.learnt), (24 * MS, 2), "the mean of two");
+        let m = m.learn(36 * MS);
+        assert_eq!(m.baseline, 28 * MS, "of three");
+        // An average over twice the baseline counts as twice it.
+        assert_eq!(m.learn(56 * MS).baseline, m.learn(u64::MAX / 2).baseline);
+        assert_eq!(m.learn(56 * MS).baseline, 35 * MS);
+        // After 16, a sixteenth of the distance each.
+        let m = knowing(32 * MS, 0);
+        assert_eq!(m.learn(16 * MS).baseline, 31 * MS, "down by a sixteenth");
+        assert_eq!(m.learn(48 * MS).baseline, 33 * MS, "up by a sixteenth");
+        assert_eq!(m.learn(48 * MS).learnt, LEARNING);
+        assert_eq!(Memory::default().learn(0).baseline, 1, "never 0 once seen");
+        assert_eq!(knowing(1, 0).learn(0).baseline, 1);
+        // Noise around a mean is learnt as the mean, not its least.
+        let mut m = knowing(10 * MS, 0);
+        for i in 0..1_000u64 {
+            m = m.learn(if i % 2 == 0 { 70 * MS } else { 130 * MS });
+        }
+        assert!((95 * MS..=105 * MS).contains(&m.baseline), "{}", m.baseline);
+    }
+
+    #[test]
+    fn no_window_looks_like_a_queue_before_four_are_learnt() {
+        let queue = window(S, 100 * MS, 40, 20 * MS, 6);
+        let mut m = Memory::default().learn(10 * MS);
+        for learnt in 1..WARM {
+            assert_eq!(m.learnt, learnt);
+            let (limit, _) = adapt((1, 64), fixed(6), Memory { over: 1, ..m }, queue);
+            assert!(limit >= fixed(6), "not cut");
+            m = m.learn(10 * MS);
+        }
+        let (limit, _) = adapt((1, 64), fixed(6), Memory { over: 1, ..m }, queue);
+        assert_eq!(limit, fixed(4), "cut");
     }
 
     #[test]
@@ -594,16 +674,57 @@ mod tests {
             Memory::default(),
             window(S, S, 8, 80 * MS, 1),
         );
-        assert_eq!((limit, first.baseline()), (fixed(6), 80 * MS));
+        assert_eq!((limit, first.baseline), (fixed(6), 80 * MS));
     }
 
     #[test]
     fn one_and_a_half_times_the_baseline_is_still_at_it_and_a_nanosecond_more_is_a_queue() {
         let m = knowing(10 * MS, 0);
-        let grows =
-            |average| adapt((1, 21), fixed(10), m, window(S, S, 100, average, 10)).0 > fixed(10);
+        let grows = |average| {
+            adapt((1, 21), fixed(10), m, window(S, 100 * MS, 100, average, 10)).0 > fixed(10)
+        };
         assert!(grows(15 * MS));
         assert!(!grows(15 * MS + 1));
+    }
+
+    #[test]
+    fn one_window_like_a_queue_holds_the_limit_and_a_second_in_a_row_cuts_it() {
+        let fresh = Memory {
+            over: 0,
+            ..knowing(10 * MS, 0)
+        };
+        let queue = window(S, 100 * MS, 40, 20 * MS, 6);
+        let (limit, first) = adapt((1, 64), fixed(6), fresh, queue);
+        assert_eq!((limit, first.over), (fixed(6), 1));
+        assert_eq!(first.baseline, 10 * MS, "nor learnt");
+        let (limit, second) = adapt((1, 64), fixed(6), first, queue);
+        assert_eq!((limit, second.over), (fixed(4), 1));
+        // A window at the baseline in between: the next is a first again.
+        let (_, between) = adapt(
+            (1, 64),
+            fixed(6),
+            first,
+            window(S, 100 * MS, 10, 10 * MS, 1),
+        );
+        assert_eq!(between.over, 0);
+        // A lightly used one too.
+        let (_, light) = adapt((1, 64), fixed(64), first, queue);
+        assert_eq!(light.over, 0);
+    }
+
+    #[test]
+    fn a_window_in_which_the_limit_refused_calls_is_not_learnt() {
+        let m = knowing(10 * MS, 0);
+        let at = |refused| Window {
+            refused,
+            ..window(S, 100 * MS, 8, 14 * MS, 1)
+        };
+        let (grown, learnt) = adapt((1, 64), fixed(8), m, at(false));
+        assert_eq!(learnt.baseline, 10_250_000);
+        let (same, held) = adapt((1, 64), fixed(8), m, at(true));
+        assert_eq!(held.baseline, 10 * MS);
+        assert_eq!(grown, same, "it grows all the same");
+        assert!(grown > fixed(8));
     }
 
     #[test]
@@ -615,7 +736,7 @@ mod tests {
         let queue = window(S, 100 * MS, 40, 20 * MS, 6);
         let (limit, after) = adapt((1, 64), fixed(6), m, queue);
         assert_eq!(limit, fixed(4), "{}", places(limit));
-        assert_eq!(after.baseline(), 10 * MS, "a queue leaves the baseline");
+        assert_eq!(after.baseline, 10 * MS, "a queue leaves the baseline");
         // By half at most (8 places in use, over half of 14); never below the
         // least.
         assert_eq!(adapt((1, 64), fixed(14), m, queue).0, fixed(7));
@@ -627,12 +748,19 @@ mod tests {
         // A clean window (at most 9/8 of the baseline) in this period.
         let (_, clean) = adapt((1, 64), fixed(6), m, window(S, S, 8, 11_250_000, 1));
         assert_eq!(clean.clean, 1);
+        // (It was lightly used, and learnt: the same baseline, for the sums,
+        // and a window like a queue after it.)
+        let clean = Memory {
+            baseline: 10 * MS,
+            over: 1,
+            ..clean
+        };
         let (_, not_clean) = adapt((1, 64), fixed(6), m, window(S, S, 8, 11_250_001, 1));
         assert_eq!(not_clean.clean, 0);
         let (limit, _) = adapt((1, 64), fixed(8), clean, queue);
         assert_eq!(limit, fixed(6), "4 and half as much again");
         // In the next period, the clean window is of the one before.
-        let later = window(MEMORY + S, 100 * MS, 40, 20 * MS, 6);
+        let later = window(PERIOD + S, 100 * MS, 40, 20 * MS, 6);
         assert_eq!(adapt((1, 64), fixed(8), clean, later).0, fixed(4));
     }
 
@@ -668,60 +796,61 @@ mod tests {
             assert_eq!(limit, fixed(1), "held, not cut, at the need");
             assert_eq!(m.streak >> STREAK_SHIFT, i + 1);
             assert_eq!(m.streak & STREAK_LEAST, 40 * MS);
-            assert_eq!(m.baseline(), 10 * MS);
+            assert_eq!(m.baseline, 10 * MS);
         }
         (limit, m) = adapt(
             (1, 64),
             limit,
             m,
-            window(3 * MEMORY, 100 * MS, 10, 42 * MS, 1),
+            window(3 * PERIOD, 100 * MS, 10, 42 * MS, 1),
         );
         assert_eq!(limit, fixed(1));
-        assert_eq!(
-            (m.baseline(), m.streak, m.previous, m.period),
-            (40 * MS, 0, 0, 3)
-        );
+        assert_eq!((m.baseline, m.streak, m.clean), (40 * MS, 0, 0));
         // And from it, a window at 40 ms is at the baseline again.
-        let (raised, _) = adapt((1, 64), limit, m, window(3 * MEMORY, S, 10, 40 * MS, 1));
+        let (raised, _) = adapt((1, 64), limit, m, window(3 * PERIOD, S, 10, 40 * MS, 1));
         assert!(raised > limit);
         // At the least places, the same.
         let mut m = knowing(10 * MS, 0);
         for _ in 0..8 {
             (_, m) = adapt((4, 64), fixed(4), m, window(S, 100 * MS, 10, 40 * MS, 1));
         }
-        assert_eq!(m.baseline(), 40 * MS);
+        assert_eq!(m.baseline, 40 * MS);
     }
 
     #[test]
-    fn a_slow_window_with_at_most_half_the_limit_in_use_cuts_nothing_and_is_remembered() {
+    fn a_slow_window_with_at_most_half_the_limit_in_use_grows_it_up_to_twice_the_baseline() {
         let m = knowing(20 * MS, 0);
         // 20 samples of 40 ms (twice the baseline) in 100 ms: 8 places in use,
-        // half of 16.
+        // half of 16. Not a queue of ours: it grows, and is learnt.
         let light = window(S, 100 * MS, 20, 40 * MS, 2);
         let (limit, after) = adapt((1, 64), fixed(16), m, light);
-        assert_eq!((limit, after.streak), (fixed(16), 0));
-        assert_eq!(after.baseline(), 20 * MS);
-        // One more in use: a queue, cut.
-        assert!(adapt((1, 64), fixed(15), m, light).0 < fixed(15));
-        // Over twice the baseline: a queue starting, cut.
-        let slower = window(S, 100 * MS, 20, 40 * MS, 2);
-        let fast = knowing(20 * MS, 0);
-        assert_eq!(adapt((1, 64), fixed(64), fast, slower).0, fixed(64));
+        assert!(limit > fixed(16), "{}", places(limit));
+        assert_eq!((after.streak, after.baseline), (0, 21_250_000));
+        // One more in use: a queue, cut, and not learnt.
+        let (limit, after) = adapt((1, 64), fixed(15), m, light);
+        assert!(limit < fixed(15), "{}", places(limit));
+        assert_eq!(after.baseline, 20 * MS);
+        // Lightly used but over twice the baseline: a queue's onset, cut (by
+        // half at most: the need is 4).
         let slower = window(S, 100 * MS, 20, 40 * MS + 1, 2);
-        assert!(adapt((1, 64), fixed(64), fast, slower).0 < fixed(64));
-        // Two periods later, such windows are the baseline.
-        let (_, after) = adapt(
-            (1, 64),
-            fixed(16),
-            after,
-            window(MEMORY, 100 * MS, 20, 40 * MS, 2),
-        );
-        let (_, after) = adapt(
-            (1, 64),
-            fixed(16),
-            after,
-            window(2 * MEMORY, 100 * MS, 20, 40 * MS, 2),
-        );
-        assert_eq!(after.baseline(), 40 * MS);
+        let (limit, after) = adapt((1, 64), fixed(64), m, slower);
+        assert_eq!((limit, after.baseline), (fixed(32), 20 * MS));
+        // With less than a call in flight (2 of 45 ms in 100 ms): none of
+        // ours to wait for. Held, a streak begun, and learnt, refused
+        // calls or not.
+        let alone = Window {
+            refused: true,
+            ..window(S, 100 * MS, 2, 45 * MS, 1)
+        };
+        let (limit, after) = adapt((1, 64), fixed(1), m, alone);
+        assert_eq!(limit, fixed(1));
+        assert_eq!(after.streak >> STREAK_SHIFT, 1);
+        assert_eq!(after.baseline, 21_250_000, "45 ms counted as twice 20");
+        // Such windows, one after another, are learnt as the baseline.
+        let mut m = m;
+        for _ in 0..200 {
+            (_, m) = adapt((1, 64), fixed(16), m, light);
+        }
+        assert!(m.baseline > 39 * MS, "{}", m.baseline);
     }
 }
