@@ -147,8 +147,8 @@ impl Guard {
                 "failure_rate = 0.5, recovery = \"5s\" (window = 100 calls, min_calls = 10: defaults)"
             }
             Guard::FailureRate10s => "failure_rate = 0.5, recovery = \"5s\", window = \"10s\"",
-            Guard::Graded2 => "shed = 2 (window = \"10s\", min_calls = 10: the defaults)",
-            Guard::Graded1_2 => "shed = 1.2 (window = \"10s\", min_calls = 10)",
+            Guard::Graded2 => "shed = 2 (shed_window = \"10s\", min_calls = 10: the defaults)",
+            Guard::Graded1_2 => "shed = 1.2 (shed_window = \"10s\", min_calls = 10)",
             Guard::Adaptive => "max_concurrent = 5..=100, shed = 2 (in place of the default rule)",
         }
     }

@@ -40,8 +40,9 @@
 //!   so few calls in it that `min_calls` comes down to 3; and k = 3 so that
 //!   after the heal one success outweighs two failures).
 //! - `adaptive limit`: `max_concurrent = 1..=50`: each timeout cuts a
-//!   server's limit by a tenth, down to 1 call at once; each success with
-//!   half of it in use raises it by one. Beside `shed = 2`, which here
+//!   server's limit by a tenth, down to 1 call at once, and it follows the
+//!   calls' latency (a queue cuts it, 20 s at the baseline bring it back
+//!   from 1 to 50; `docs/guide/outcomes.md`). Beside `shed = 2`, which here
 //!   stands in for the default rule: `max_concurrent` alone keeps
 //!   `threshold = 5`, whose 5 timeouts in a row open the breaker before the
 //!   limit is ever reached, so that row is the classic row, figure for

@@ -180,7 +180,7 @@ impl Guard {
                 "retries, no budget; #[circuit_breaker] (threshold = 5, recovery = \"30s\": defaults)"
             }
             Guard::Graded => {
-                "retries, no budget; shed = 2 (window = \"10s\", min_calls = 10: defaults)"
+                "retries, no budget; shed = 2 (shed_window = \"10s\", min_calls = 10: defaults)"
             }
             Guard::Adaptive => "retries, no budget; max_concurrent = 1..=50, shed = 2",
             Guard::BreakerBudget => "#[retry] over #[circuit_breaker], both at their defaults",
