@@ -37,20 +37,21 @@
 //!   period was clean (at most `9/8 × baseline`), which keeps the
 //!   dependency's workers busy through the noise; else to `need`, which
 //!   drains the queue. By half at most per window, never below `least`.
-//! - **Baseline.** The latency without a queue of ours: the mean of the first
-//!   16 windows learnt, then moved by `1/16` of the distance to each window
-//!   learnt (an average over twice the baseline counts as twice it). A window
-//!   is learnt unless it looks like a queue or the limit refused a call while
-//!   it was open (a queue kept at the limit would become the baseline, and the
-//!   limit would drift upward under overload); one with less than a call in
-//!   flight always is, so that a baseline learnt too low comes back even at a
-//!   limit of one place. A moving mean, not a least: the least of many
-//!   windows' averages sits far under the mean of a dependency whose latency
-//!   varies (at half of it, with exponential service times), and every window
-//!   would then look like a queue. A dependency slower for good shows as 8
-//!   windows in a row over `1.5 × baseline` while the limit is at or under the
-//!   need (or over `2 ×` with less than a call in flight): the least of their
-//!   averages becomes the baseline.
+//! - **Baseline.** The latency without a queue of ours: the mean of the first 16
+//!   windows learnt, then moved by `1/16` of the distance to each window learnt
+//!   (an average over twice the baseline counts as twice it). A window is learnt
+//!   unless it looks like a queue or the limit refused a call while it was open
+//!   (a queue kept at the limit would become the baseline, and the limit would
+//!   drift upward under overload), and after the first 16 unless it is over `1.5
+//!   × baseline` (the onset of a queue, before it fills half the limit, would
+//!   carry the baseline up with it); one with less than a call in flight always
+//!   is, so that a baseline learnt too low comes back even at a limit of one
+//!   place. A mean, not a least: the least of many windows' averages sits far
+//!   under the mean of a dependency whose latency varies (at half of it, with
+//!   exponential service times), and every window would then look like a queue. A
+//!   dependency slower for good shows as 8 windows in a row over `1.5 × baseline`
+//!   while the limit is at or under the need (or over `2 ×` with less than a call
+//!   in flight): the least of their averages becomes the baseline.
 //! - **Failures.** A counted failure (a timeout included) cuts the limit
 //!   by a tenth at once (of its whole places, rounded down), down to
 //!   `least`.
@@ -259,11 +260,13 @@ fn adapt((least, most): (u32, u32), limit: u32, memory: Memory, window: Window) 
     // The baseline learns from the windows the limit did not hold back
     // and that show no queue of ours, not from those in which it refused
     // calls (a queue kept at the limit would be learnt as the latency
-    // without one, and the limit would drift upward); but always from a
-    // window with less than a call in flight, which waited for none of
-    // ours (so that a baseline learnt too low comes back up even at a
-    // limit of one place).
-    let learnt = if alone || !(refused || queue) {
+    // without one, and the limit would drift upward), and once settled not
+    // from one over the tolerance (a queue's onset, before it fills half
+    // the limit, would carry it up); but always from a window with less
+    // than a call in flight, which waited for none of ours (so that a
+    // baseline learnt too low comes back up even at a limit of one place).
+    let settled = memory.learnt >= LEARNING;
+    let learnt = if alone || !(refused || queue || settled && average > tolerated) {
         memory.learn(average)
     } else {
         memory
@@ -821,11 +824,17 @@ mod tests {
     fn a_slow_window_with_at_most_half_the_limit_in_use_grows_it_up_to_twice_the_baseline() {
         let m = knowing(20 * MS, 0);
         // 20 samples of 40 ms (twice the baseline) in 100 ms: 8 places in use,
-        // half of 16. Not a queue of ours: it grows, and is learnt.
+        // half of 16. Not a queue of ours: it grows. Over 1.5 times the
+        // baseline, it is learnt while the baseline is the first windows'
+        // mean, not after (a queue's onset, before it uses half the limit,
+        // would carry the baseline up with it).
         let light = window(S, 100 * MS, 20, 40 * MS, 2);
         let (limit, after) = adapt((1, 64), fixed(16), m, light);
         assert!(limit > fixed(16), "{}", places(limit));
-        assert_eq!((after.streak, after.baseline), (0, 21_250_000));
+        assert_eq!((after.streak, after.baseline), (0, 20 * MS));
+        let early = Memory { learnt: 3, ..m };
+        let (_, after) = adapt((1, 64), fixed(16), early, light);
+        assert_eq!(after.baseline, 25 * MS, "(3 × 20 + 40) / 4");
         // One more in use: a queue, cut, and not learnt.
         let (limit, after) = adapt((1, 64), fixed(15), m, light);
         assert!(limit < fixed(15), "{}", places(limit));
@@ -846,11 +855,11 @@ mod tests {
         assert_eq!(limit, fixed(1));
         assert_eq!(after.streak >> STREAK_SHIFT, 1);
         assert_eq!(after.baseline, 21_250_000, "45 ms counted as twice 20");
-        // Such windows, one after another, are learnt as the baseline.
+        // Such windows, one after another, become the baseline.
         let mut m = m;
         for _ in 0..200 {
-            (_, m) = adapt((1, 64), fixed(16), m, light);
+            (_, m) = adapt((1, 64), fixed(1), m, alone);
         }
-        assert!(m.baseline > 39 * MS, "{}", m.baseline);
+        assert!(m.baseline > 44 * MS, "{}", m.baseline);
     }
 }
