@@ -81,7 +81,7 @@ impl Matcher {
                 let span = predicate.span();
                 quote_spanned!(span=> __failfast_check(#error, #predicate))
             }
-            Matcher::Type(ty) if anyhow => crate::expand::respan(
+            Matcher::Type(ty) if anyhow => crate::tokens::respan(
                 quote!(#krate::__private::AnyhowProbe(#error).chain_has::<#ty>()),
                 ty.span(),
             ),
@@ -89,7 +89,7 @@ impl Matcher {
                 let span = ty.span();
                 // The whole call carries the type's span, so a type that can't
                 // be searched is reported at the type.
-                let probe = crate::expand::respan(
+                let probe = crate::tokens::respan(
                     quote!((&&&#krate::__private::Probe(#error)).chain_has::<#ty>()),
                     span,
                 );

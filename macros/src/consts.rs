@@ -84,13 +84,13 @@ pub(crate) fn setters(args: &Args, private: &TokenStream) -> TokenStream {
             let expr = &c.expr;
             let span = expr.span();
             // The whole call at the value: a failed evaluation points there.
-            let consts = crate::expand::respan(quote!(#private::consts), span);
+            let consts = crate::tokens::respan(quote!(#private::consts), span);
             let check = format_ident!("{}", key, span = span);
             let mut value = quote_spanned!(span=> #consts::#check(#expr));
             if key == "slow" {
                 if let Some(timeout) = &args.timeout {
                     let timeout =
-                        crate::expand::respan(crate::expand::duration(timeout.value), span);
+                        crate::tokens::respan(crate::tokens::duration(timeout.value), span);
                     value = quote_spanned!(span=> #consts::slow_under_timeout(#value, #timeout));
                 }
             }

@@ -82,7 +82,7 @@
 //! runtime records as neutral, as slow once it ran past `slow`, or as a
 //! failure once past `timeout`.
 
-use proc_macro2::{Group, Span, TokenStream, TokenTree};
+use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
@@ -94,6 +94,7 @@ use syn::{
 use crate::args::{Args, Errors, Fallback, Window};
 use crate::classify::Matcher;
 use crate::source::Source;
+use crate::tokens::{allow, at_type, duration, located_at, nested, respan, runtime};
 
 pub fn circuit_breaker(args: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
@@ -581,95 +582,6 @@ impl VisitMut for InferImplTrait {
     }
 }
 
-/// Gives every token `span`, so that a type error in generated code is
-/// reported once, at the user's token it is about.
-pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|tree| match tree {
-            TokenTree::Group(group) => {
-                let mut new = Group::new(group.delimiter(), respan(group.stream(), span));
-                new.set_span(span);
-                TokenTree::Group(new)
-            }
-            mut other => {
-                other.set_span(span);
-                other
-            }
-        })
-        .collect()
-}
-
-/// The user's block, nested as the tail of a generated block. Its braces keep
-/// their place but are marked as the macro's: rustc's `unused_braces` would
-/// otherwise see `{ { Ok(x) } }` in the user's one-line body and suggest
-/// removing braces the user must keep. The statements inside are the user's
-/// tokens, linted as usual.
-pub(crate) fn nested(block: &Block) -> TokenStream {
-    let mut stmts = TokenStream::new();
-    for stmt in &block.stmts {
-        stmt.to_tokens(&mut stmts);
-    }
-    let mut group = Group::new(proc_macro2::Delimiter::Brace, stmts);
-    group.set_span(block.brace_token.span.join().resolved_at(Span::call_site()));
-    TokenTree::Group(group).into()
-}
-
-/// The same tokens, resolved as before, shown at `span`.
-fn located_at(tokens: TokenStream, span: Span) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|mut tree| {
-            tree.set_span(tree.span().located_at(span));
-            tree
-        })
-        .collect()
-}
-
-/// `prefix ty suffix`, with the prefix at the type's first token and the
-/// suffix at its last, so the whole expression covers the type as written.
-fn at_type(prefix: TokenStream, ty: &Type, suffix: TokenStream) -> TokenStream {
-    let tokens = ty.to_token_stream();
-    let mut trees = tokens.clone().into_iter();
-    let first = trees
-        .next()
-        .map_or_else(Span::call_site, |tree| tree.span());
-    let last = trees.last().map_or(first, |tree| tree.span());
-    let mut out = respan(prefix, first);
-    out.extend(tokens);
-    out.extend(respan(suffix, last));
-    out
-}
-
-/// The lints that generated code could trip in the user's crate. Put on each
-/// generated statement, never around the user's body, so the user's own code
-/// is linted as usual.
-pub(crate) fn allow() -> TokenStream {
-    quote! {
-        #[allow(
-            unknown_lints,
-            // The fake return edge of an async body: `if false { return loop {} }`.
-            unreachable_code,
-            clippy::diverging_sub_expression,
-            clippy::empty_loop,
-            // The last statement returns from every arm, so a sync and an
-            // async body share one shape.
-            clippy::needless_return,
-            // `__failfast_` names keep generated locals out of the user's way.
-            clippy::used_underscore_binding,
-            clippy::used_underscore_items,
-            // Durations are emitted as whole seconds and nanoseconds.
-            clippy::unreadable_literal,
-            // `fallback = |error| cached(error)` is the error-only form;
-            // `fallback = cached` would mean the form with the arguments.
-            clippy::redundant_closure,
-            // A constant given as a block (`slow_rate = { RATE * 2.0 }`) is
-            // passed on as written, braces and all.
-            unused_braces,
-        )]
-    }
-}
-
 /// `<Ret as ResultParts<_, _>>::into_result` and `::from_result`, spanned
 /// at the return type: a type that is not a `Result` is reported there once,
 /// and nowhere else.
@@ -766,13 +678,6 @@ impl Report {
             quote!(return #join(#result))
         }
     }
-}
-
-/// A `Duration` constant, as whole seconds and nanoseconds.
-pub(crate) fn duration(d: std::time::Duration) -> TokenStream {
-    let secs = proc_macro2::Literal::u64_unsuffixed(d.as_secs());
-    let nanos = proc_macro2::Literal::u32_unsuffixed(d.subsec_nanos());
-    quote!(::core::time::Duration::new(#secs, #nanos))
 }
 
 /// The breaker's settings as a `const` `Config` expression, named `name`
@@ -910,7 +815,7 @@ fn trip_rules(args: &Args) -> TokenStream {
 /// arguments and the shape were checked before (`Args::parse`,
 /// `Shape::of`).
 pub(crate) fn expand(func: &ItemFn, args: &Args, shape: &Shape) -> TokenStream {
-    let krate = runtime(args.krate.as_ref());
+    let krate = runtime(args.krate.as_ref().map(|k| &k.value));
     let private = quote!(#krate::__private);
     let allow = allow();
     let plan = Plan::new(func, args, shape, &krate, &private, &allow);
@@ -1433,14 +1338,6 @@ pub(crate) fn fallback_call(
         helper,
         prepare,
         call: quote!(#call #await_),
-    }
-}
-
-/// Where the runtime lives: `crate = path`, or `::failfast`.
-pub(crate) fn runtime(krate: Option<&crate::args::Arg<syn::Path>>) -> TokenStream {
-    match krate {
-        Some(krate) => krate.value.to_token_stream(),
-        None => quote!(::failfast),
     }
 }
 

@@ -98,10 +98,11 @@ use syn::{Attribute, Block, Expr, ExprAsync, FnArg, ItemFn, Meta, Pat, Stmt, Typ
 use crate::args::{Args, Errors};
 use crate::classify::Matcher;
 use crate::expand::{
-    Body, FallbackCall, Shape, allow, async_block, duration, fallback_call, is_anyhow,
-    not_a_function, respan, result_parts, runtime, with_body,
+    Body, FallbackCall, Shape, async_block, fallback_call, is_anyhow, not_a_function, result_parts,
+    with_body,
 };
 use crate::retry_args::RetryArgs;
+use crate::tokens::{allow, duration, respan, runtime};
 
 /// `#[name]` or `#[failfast::name]` (any path to failfast's attribute).
 pub(crate) fn is_failfast_attribute(attr: &Attribute, name: &str) -> bool {
@@ -202,7 +203,7 @@ fn expand(
     shape: &Shape,
 ) -> TokenStream {
     let sig = &func.sig;
-    let krate = runtime(args.krate.as_ref());
+    let krate = runtime(args.krate.as_ref().map(|k| &k.value));
     let private = quote!(#krate::__private);
     let allow = allow();
     let output = &shape.output;

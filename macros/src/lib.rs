@@ -19,6 +19,7 @@ mod moves;
 mod retry_args;
 mod shared;
 mod source;
+mod tokens;
 
 use proc_macro::TokenStream;
 

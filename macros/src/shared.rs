@@ -17,7 +17,8 @@ use syn::parse::{Parse, ParseStream};
 use syn::{Attribute, Ident, Token, Visibility};
 
 use crate::args::{Args, Errors};
-use crate::expand::{allow, config, runtime};
+use crate::expand::config;
+use crate::tokens::{allow, runtime};
 
 /// `#[attrs] vis static NAME = settings`, an optional `;` after.
 struct Declaration {
@@ -69,7 +70,7 @@ pub fn breaker(input: TokenStream) -> TokenStream {
     let Declaration {
         attrs, vis, ident, ..
     } = &declaration;
-    let krate = runtime(args.krate.as_ref());
+    let krate = runtime(args.krate.as_ref().map(|k| &k.value));
     let private = quote!(#krate::__private);
     let allow = allow();
     match errors.into_result() {

@@ -33,7 +33,8 @@ use syn::{Expr, Ident, Path};
 use failfast_rules::{DEFAULT_MAX_KEYS, MAX_EJECTION_PERCENT};
 
 use crate::args::Args;
-use crate::expand::{config, duration, respan};
+use crate::expand::config;
+use crate::tokens::{duration, respan};
 
 enum Breaker<'a> {
     /// The function's own `static` breaker, with these settings.
