@@ -37,14 +37,6 @@ ALLOWED = [
     # through its `Door`.
     ({'fleet/src/breaker.rs', 'fleet/src/fleet.rs'},
      'the fleet and its breakers'),
-    # The attribute's grammar and its value parsers: `args` parses `counts`
-    # with `classify` and constants with `consts`, which name its types.
-    ({'macros/src/args.rs', 'macros/src/classify.rs', 'macros/src/consts.rs'},
-     "the macros' grammar"),
-    # The expansions: `expand` builds the breaker's config for `source`, and
-    # `expand_retry` expands the breaker below it through `expand`.
-    ({'macros/src/expand.rs', 'macros/src/expand_retry.rs', 'macros/src/source.rs'},
-     "the macros' expansions"),
 ]
 
 TEST_CFG = re.compile(r'#\[cfg\((?:test|all\(test\b.*)\)\]\s*$')

@@ -5,7 +5,7 @@
 //! durations, and a spread in between), each side that has the setting
 //! must agree on whether the value is accepted:
 //!
-//! - the attribute, given a literal (`Args::parse`, the checks of the
+//! - the attribute, given a literal (`Args::parse`, `check::breaker`, the checks of the
 //!   expansion);
 //! - the attribute, given a constant (`__private::consts`, what const
 //!   evaluation of the breaker's `static` runs);
@@ -25,7 +25,7 @@ use std::time::Duration;
 use failfast_runtime::__private::consts;
 use failfast_runtime::{Breaker, Builder, Family};
 
-use crate::args::{Args, Errors};
+use crate::attr::{Args, Errors};
 
 /// What each side said of one case: `None` for a side without it.
 #[derive(Default)]
@@ -65,7 +65,8 @@ impl Agreement {
 /// Does the attribute accept `args`, written as literals?
 fn literal(args: &str) -> bool {
     let mut errors = Errors::default();
-    Args::parse(args.parse().expect("tokens"), &mut errors);
+    let args = Args::parse(args.parse().expect("tokens"), &mut errors);
+    crate::check::breaker(args, &mut errors);
     errors.into_result().is_none()
 }
 

@@ -13,7 +13,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use quote::ToTokens;
 
-use crate::args::KEYS;
+use crate::attr::KEYS;
 
 /// Keys as users mistype them, and words that are not keys at all.
 const NOT_KEYS: &[&str] = &[
@@ -242,7 +242,7 @@ const BREAKER: Grammar = Grammar {
 
 /// `#[retry]`'s keys and values.
 const RETRY: Grammar = Grammar {
-    keys: crate::retry_args::KEYS,
+    keys: crate::attr::retry::KEYS,
     valid: &[
         ("attempts", &["1", "3", "4294967295"]),
         ("backoff", &["\"100ms..2s\"", "\"1ns\"", "\"1s..=1s\""]),
@@ -522,7 +522,7 @@ fn retry_over_generated_breakers_never_panics() {
 
 /// `Ok(true)` for a retry loop, `Ok(false)` for errors and the item.
 fn check_retry(args: &TokenStream, item: &str) -> Result<bool, String> {
-    let out = crate::expand_retry::retry(args.clone(), item.parse().unwrap());
+    let out = crate::expand::retry::retry(args.clone(), item.parse().unwrap());
     let text = out.to_string();
     let file: syn::File =
         syn::parse2(out).map_err(|e| format!("the expansion is not items: {e}: {text}"))?;

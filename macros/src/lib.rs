@@ -5,20 +5,26 @@
 //! keys lives in the facade's `docs/attribute.md`, shown on the facade's re-export, where every
 //! example runs as a doctest against the real runtime.
 
+//! The crate is three stages, as thiserror-impl and serde_derive are built,
+//! each importing only the ones before it:
+//!
+//! - `attr`: the arguments parsed into a model (`attr::Args`), each value
+//!   held to its own rule as it is read;
+//! - `check`: the checks between keys and of the function, on the model,
+//!   and what the keys mean together (`check::Breaker`);
+//! - `expand`: the generated code, from the checked model only.
+//!
+//! `tokens` (span and literal helpers) and `moves` (what a body consumes)
+//! sit below all three.
+
 #[cfg(test)]
 mod agreement;
-mod args;
-mod classify;
-mod consts;
-mod declare;
+mod attr;
+mod check;
 mod expand;
-mod expand_retry;
 #[cfg(test)]
 mod fuzz;
 mod moves;
-mod retry_args;
-mod shared;
-mod source;
 mod tokens;
 
 use proc_macro::TokenStream;
@@ -40,7 +46,7 @@ pub fn circuit_breaker(args: TokenStream, item: TokenStream) -> TokenStream {
 /// reference lives in the facade's `docs/retry.md`.
 #[proc_macro_attribute]
 pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand_retry::retry(args.into(), item.into()).into()
+    expand::retry::retry(args.into(), item.into()).into()
 }
 
 /// Declares a breaker once, for several functions to share with
@@ -51,5 +57,5 @@ pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
 /// The full reference lives in the facade's `docs/attribute.md`.
 #[proc_macro]
 pub fn breaker(input: TokenStream) -> TokenStream {
-    shared::breaker(input.into()).into()
+    expand::declaration::breaker(input.into()).into()
 }

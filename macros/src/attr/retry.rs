@@ -1,13 +1,13 @@
 //! The grammar of `#[retry(key = value, ...)]`. Parsing, duplicates, typo
-//! suggestions, durations and error collection are the helpers of
-//! `args.rs`; `retry_on` takes the forms of `counts` (`classify.rs`).
+//! suggestions, durations and error collection are the breaker's
+//! (`grammar`, `value`); `retry_on` takes the forms of `counts` (`matcher`).
 
 use syn::Path;
 use syn::parse::ParseStream;
 
-use crate::args::{Arg, Errors, Recovery};
-use crate::args::{count, crate_path, growing, number, parse_arguments, parse_key, set};
-use crate::classify::Matcher;
+use super::grammar::{parse_arguments, parse_key, set};
+use super::value::{count, crate_path, growing, number};
+use super::{Arg, Errors, Matcher, Recovery};
 
 /// Every key the attribute understands, in the order the docs list them.
 pub(crate) const KEYS: &[&str] = &[

@@ -61,7 +61,7 @@
 //! Attributes expand from the top, so `#[retry]` sees the
 //! `#[circuit_breaker(..)]` written below it still on the function. It takes
 //! that attribute off and expands the breaker itself, around the body of one
-//! attempt, with `Args::report_to_retry` set: each attempt is one breaker
+//! attempt, with `check::Breaker::report_to_retry` set: each attempt is one breaker
 //! call, and the breaker's code leaves its verdict (rejected, counted
 //! failure, neutral) in a thread-local of `__private` right before it
 //! returns. The loop takes it right after the attempt returns, in the same
@@ -93,23 +93,15 @@
 use proc_macro2::{Delimiter, Group, TokenStream};
 use quote::quote;
 use syn::spanned::Spanned;
-use syn::{Attribute, Block, Expr, ExprAsync, FnArg, ItemFn, Meta, Pat, Stmt, Type, Visibility};
+use syn::{Block, Expr, ExprAsync, FnArg, ItemFn, Meta, Pat, Stmt, Type, Visibility};
 
-use crate::args::{Args, Errors};
-use crate::classify::Matcher;
-use crate::expand::{
-    Body, FallbackCall, Shape, async_block, fallback_call, is_anyhow, not_a_function, result_parts,
-    with_body,
-};
-use crate::retry_args::RetryArgs;
+use super::fallback::{FallbackCall, fallback_call, kept_for_fallback};
+use super::{async_block, result_parts, with_body};
+use crate::attr::retry::RetryArgs;
+use crate::attr::{Args, Errors, Matcher};
+use crate::check::shape::{Body, Shape, is_anyhow, is_failfast_attribute, not_a_function};
+use crate::check::{self, Breaker as Checked};
 use crate::tokens::{allow, duration, respan, runtime};
-
-/// `#[name]` or `#[failfast::name]` (any path to failfast's attribute).
-pub(crate) fn is_failfast_attribute(attr: &Attribute, name: &str) -> bool {
-    let segments = &attr.path().segments;
-    segments.last().is_some_and(|last| last.ident == name)
-        && (segments.len() == 1 || segments.first().is_some_and(|s| s.ident == "failfast"))
-}
 
 pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
@@ -134,7 +126,7 @@ pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
     let no_breaker = Args::default();
     let shape = Shape::of(
         &func,
-        breaker.as_ref().map_or(&no_breaker, |b| &b.args),
+        breaker.as_ref().map_or(&no_breaker, |b| &b.checked.args),
         "retry",
         &mut errors,
     );
@@ -155,7 +147,7 @@ pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// The `#[circuit_breaker(..)]` below, expanded around each attempt.
 struct Breaker {
-    args: Args,
+    checked: Checked,
     /// The attribute's path as written: the user imported it, and expects
     /// the import to count as used.
     path: syn::Path,
@@ -191,9 +183,9 @@ fn take_breaker(func: &mut ItemFn, errors: &mut Errors) -> Option<Breaker> {
             TokenStream::new()
         }
     };
-    let mut args = Args::parse(tokens, errors);
-    args.report_to_retry = true;
-    Some(Breaker { args, path })
+    let mut checked = check::breaker(Args::parse(tokens, errors), errors);
+    checked.report_to_retry = true;
+    Some(Breaker { checked, path })
 }
 
 fn expand(
@@ -224,10 +216,10 @@ fn expand(
     // With a fallback, the breaker's code hands the loop what the fallback
     // would be given as `Err(failfast::Error<E>)`, and everything else as
     // `Ok(ret)`.
-    let fallback = breaker.and_then(|breaker| breaker.args.fallback.as_ref());
+    let fallback = breaker.and_then(|breaker| breaker.checked.args.fallback.as_ref());
     let attempt = match breaker {
         Some(breaker) => {
-            let guarded = guarded(func, shape, block, is_async, &breaker.args);
+            let guarded = guarded(func, shape, block, is_async, &breaker.checked);
             if is_async {
                 quote!(async #guarded.await)
             } else if fallback.is_some() {
@@ -352,7 +344,7 @@ fn expand(
                 &allow,
                 &private,
             );
-            let kept = &shape.kept_for_fallback;
+            let kept = kept_for_fallback(&func.sig, &shape.body, &fallback.value);
             quote! {
                 #uses_import
                 #helper
@@ -404,7 +396,13 @@ fn policy(args: &RetryArgs, private: &TokenStream, attempts: u32) -> TokenStream
 
 /// The breaker's code around one attempt: the breaker's expansion of a
 /// function with this body, in its reporting form, whose block is taken.
-fn guarded(func: &ItemFn, shape: &Shape, block: &Block, is_async: bool, args: &Args) -> Block {
+fn guarded(
+    func: &ItemFn,
+    shape: &Shape,
+    block: &Block,
+    is_async: bool,
+    breaker: &Checked,
+) -> Block {
     let attempt = ItemFn {
         attrs: Vec::new(),
         vis: Visibility::Inherited,
@@ -421,9 +419,8 @@ fn guarded(func: &ItemFn, shape: &Shape, block: &Block, is_async: bool, args: &A
         output: shape.output.clone(),
         error_span: shape.error_span,
         fallback_args: Vec::new(),
-        kept_for_fallback: TokenStream::new(),
     };
-    let expanded = crate::expand::expand(&attempt, args, &attempt_shape);
+    let expanded = super::expand(&attempt, breaker, &attempt_shape);
     *syn::parse2::<ItemFn>(expanded)
         .expect("the breaker's expansion is a function")
         .block

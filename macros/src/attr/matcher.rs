@@ -10,13 +10,8 @@
 //! - anything else (`MyError::Timeout`, `MyError::Http(503)`,
 //!   `MyError::Io { .. } | MyError::Timeout`) is a pattern over the error.
 
-use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
 use syn::parse::ParseStream;
-use syn::spanned::Spanned;
 use syn::{Expr, ExprPath, Pat, Path, Token};
-
-use crate::args::Arg;
 
 pub enum Matcher {
     /// A closure or the path of a function, called with `&E`.
@@ -47,76 +42,6 @@ impl Matcher {
     pub fn is_predicate(&self) -> bool {
         matches!(self, Matcher::Predicate(_))
     }
-
-    /// The local `__failfast_check` helper, if one of `matchers` is a
-    /// predicate: calling a closure through it gives the closure's parameter
-    /// its type before the closure is checked.
-    pub fn helper<'m>(
-        matchers: impl IntoIterator<Item = &'m Option<Arg<Matcher>>>,
-        allow: &TokenStream,
-    ) -> Option<TokenStream> {
-        let uses_helper = matchers
-            .into_iter()
-            .flatten()
-            .any(|m| m.value.is_predicate());
-        uses_helper.then(|| {
-            quote! {
-                #allow
-                fn __failfast_check<E: ?::core::marker::Sized, F: ::core::ops::FnOnce(&E) -> bool>(
-                    error: &E,
-                    predicate: F,
-                ) -> bool {
-                    predicate(error)
-                }
-            }
-        })
-    }
-
-    /// A `bool` expression: does the error behind `error` (a `&E`) match?
-    /// `anyhow` says the function's error type is written as `anyhow::Error`,
-    /// which a type is looked for in only with the runtime's `anyhow` feature.
-    pub fn check(&self, krate: &TokenStream, error: &TokenStream, anyhow: bool) -> TokenStream {
-        match self {
-            Matcher::Predicate(predicate) => {
-                let span = predicate.span();
-                quote_spanned!(span=> __failfast_check(#error, #predicate))
-            }
-            Matcher::Type(ty) if anyhow => crate::tokens::respan(
-                quote!(#krate::__private::AnyhowProbe(#error).chain_has::<#ty>()),
-                ty.span(),
-            ),
-            Matcher::Type(ty) => {
-                let span = ty.span();
-                // The whole call carries the type's span, so a type that can't
-                // be searched is reported at the type.
-                let probe = crate::tokens::respan(
-                    quote!((&&&#krate::__private::Probe(#error)).chain_has::<#ty>()),
-                    span,
-                );
-                quote! {{
-                    use #krate::__private::{ViaErased as _, ViaError as _, ViaNothing as _};
-                    #probe
-                }}
-            }
-            Matcher::Pattern(pattern) => quote!(::core::matches!(#error, #pattern)),
-        }
-    }
-}
-
-/// Without `counts`: a `bool` expression, the rule the runtime has for the
-/// function's return type (`Result<T, tonic::Status>`, with the `tonic`
-/// feature), else `true`, chosen by the compiler from the type (see
-/// `DefaultCounts` in the runtime's `__private`), not from how it is spelled.
-/// `returned` is a `PhantomData` of the return type.
-pub fn default_check(
-    krate: &TokenStream,
-    error: &TokenStream,
-    returned: &TokenStream,
-) -> TokenStream {
-    quote! {{
-        use #krate::__private::{ViaEvery as _, ViaRule as _};
-        (&&#krate::__private::DefaultCounts(#error, #returned)).counts()
-    }}
 }
 
 fn classify_path(path: Path) -> Matcher {
@@ -223,16 +148,5 @@ mod tests {
         assert!(parse("is_transient").is_predicate());
         assert!(!parse("DependencyError").is_predicate());
         assert!(!parse("E::Timeout").is_predicate());
-    }
-
-    #[test]
-    fn a_type_in_an_anyhow_error_is_looked_for_through_the_anyhow_probe() {
-        let matcher = Matcher::parse.parse_str("std::io::Error").unwrap();
-        let (krate, error) = (quote!(::failfast), quote!(&e));
-        let anyhow = matcher.check(&krate, &error, true).to_string();
-        let other = matcher.check(&krate, &error, false).to_string();
-        assert!(anyhow.contains("AnyhowProbe"), "{anyhow}");
-        assert!(!other.contains("AnyhowProbe"), "{other}");
-        assert!(other.contains("ViaErased"), "{other}");
     }
 }

@@ -1,7 +1,7 @@
 //! `failfast::breaker!(static NAME = key = value, ...);`: a breaker declared
 //! once, for several functions to use with `breaker = NAME`. Its settings
 //! have the attribute's grammar and checks, restricted to the keys that
-//! configure a breaker (`args::BREAKER_KEYS`); with `max_keys` it is a keyed
+//! configure a breaker (`attr::BREAKER_KEYS`); with `max_keys` it is a keyed
 //! family, each function giving its own `key = …`.
 //!
 //! ```text
@@ -13,52 +13,12 @@
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
 use syn::ext::IdentExt;
-use syn::parse::{Parse, ParseStream};
-use syn::{Attribute, Ident, Token, Visibility};
 
-use crate::args::{Args, Errors};
-use crate::expand::config;
+use super::config::config;
+use crate::attr::declaration::Declaration;
+use crate::attr::{Args, Errors};
+use crate::check;
 use crate::tokens::{allow, runtime};
-
-/// `#[attrs] vis static NAME = settings`, an optional `;` after.
-struct Declaration {
-    attrs: Vec<Attribute>,
-    vis: Visibility,
-    ident: Ident,
-    settings: TokenStream,
-}
-
-impl Parse for Declaration {
-    fn parse(input: ParseStream) -> syn::Result<Self> {
-        let attrs = input.call(Attribute::parse_outer)?;
-        let vis = input.parse()?;
-        if !input.peek(Token![static]) {
-            return Err(input.error(
-                "expected `static NAME = settings`, e.g. \
-                 `failfast::breaker!(static PAYMENTS = threshold = 5, recovery = \"30s\");`",
-            ));
-        }
-        input.parse::<Token![static]>()?;
-        let ident = input.parse()?;
-        input.parse::<Token![=]>()?;
-        let mut settings = TokenStream::new();
-        while !input.is_empty() && !input.peek(Token![;]) {
-            settings.extend([input.parse::<proc_macro2::TokenTree>()?]);
-        }
-        if input.peek(Token![;]) {
-            input.parse::<Token![;]>()?;
-        }
-        if !input.is_empty() {
-            return Err(input.error("one breaker per `failfast::breaker!`"));
-        }
-        Ok(Declaration {
-            attrs,
-            vis,
-            ident,
-            settings,
-        })
-    }
-}
 
 pub fn breaker(input: TokenStream) -> TokenStream {
     let declaration = match syn::parse2::<Declaration>(input) {
@@ -67,6 +27,8 @@ pub fn breaker(input: TokenStream) -> TokenStream {
     };
     let mut errors = Errors::default();
     let args = Args::parse_declaration(declaration.settings.clone(), &mut errors);
+    let checked = check::declaration(args, &mut errors);
+    let args = &checked.args;
     let Declaration {
         attrs, vis, ident, ..
     } = &declaration;
@@ -77,7 +39,7 @@ pub fn breaker(input: TokenStream) -> TokenStream {
         None => {
             let name = ident.unraw().to_string();
             let default_name = quote!(::core::concat!(::core::module_path!(), "::", #name));
-            let config = config(&args, default_name, &private);
+            let config = config(&checked, default_name, &private);
             match &args.max_keys {
                 Some(max_keys) => {
                     let max_keys = proc_macro2::Literal::usize_unsuffixed(max_keys.value as usize);
@@ -86,7 +48,7 @@ pub fn breaker(input: TokenStream) -> TokenStream {
                             .as_ref()
                             .map_or(failfast_rules::MAX_EJECTION_PERCENT, |n| n.value),
                     );
-                    let declared = crate::declare::family_registration(
+                    let declared = super::declare::family_registration(
                         &ident.to_token_stream(),
                         ident.span(),
                         &private,
@@ -102,7 +64,7 @@ pub fn breaker(input: TokenStream) -> TokenStream {
                     }
                 }
                 None => {
-                    let declared = crate::declare::registration(
+                    let declared = super::declare::registration(
                         &ident.to_token_stream(),
                         ident.span(),
                         &private,
@@ -137,36 +99,6 @@ pub fn breaker(input: TokenStream) -> TokenStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn parsed(tokens: &str) -> Result<Declaration, String> {
-        syn::parse_str::<Declaration>(tokens).map_err(|e| e.to_string())
-    }
-
-    #[test]
-    fn a_declaration_is_one_static_with_its_settings() {
-        for tokens in [
-            r#"static PAYMENTS = threshold = 5, recovery = "30s";"#,
-            r#"pub static PAYMENTS = threshold = 5"#,
-            r#"/// Docs. 
-               pub(crate) static PAYMENTS = threshold = 5;"#,
-        ] {
-            let declaration = parsed(tokens).unwrap_or_else(|e| panic!("{tokens}: {e}"));
-            assert_eq!(declaration.ident, "PAYMENTS");
-            assert!(
-                declaration
-                    .settings
-                    .to_string()
-                    .starts_with("threshold = 5")
-            );
-        }
-        let missing = parsed("PAYMENTS = threshold = 5").err().unwrap();
-        assert!(
-            missing.starts_with("expected `static NAME = settings`"),
-            "{missing}"
-        );
-        let two = parsed("static A = threshold = 5; static B = threshold = 3;").err();
-        assert_eq!(two.as_deref(), Some("one breaker per `failfast::breaker!`"));
-    }
 
     #[test]
     fn the_expansion_declares_the_static() {

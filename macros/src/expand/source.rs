@@ -32,8 +32,8 @@ use syn::{Expr, Ident, Path};
 
 use failfast_rules::{DEFAULT_MAX_KEYS, MAX_EJECTION_PERCENT};
 
-use crate::args::Args;
-use crate::expand::config;
+use super::config::config;
+use crate::check::Breaker as Checked;
 use crate::tokens::{duration, respan};
 
 enum Breaker<'a> {
@@ -65,18 +65,19 @@ pub(crate) struct Source<'a> {
 
 impl<'a> Source<'a> {
     pub(crate) fn new(
-        args: &'a Args,
+        checked: &'a Checked,
         is_async: bool,
         default_name: TokenStream,
         private: &'a TokenStream,
         allow: &'a TokenStream,
     ) -> Self {
+        let args = &checked.args;
         let key = args.key.as_ref().map(|key| &key.value);
         let breaker = match (&args.breaker, key) {
             (Some(shared), None) => Breaker::Shared(&shared.value),
             (Some(shared), Some(key)) => Breaker::SharedFamily(&shared.value, key),
-            (None, None) => Breaker::Own(config(args, default_name, private)),
-            (None, Some(key)) => Breaker::OwnFamily(config(args, default_name, private), key),
+            (None, None) => Breaker::Own(config(checked, default_name, private)),
+            (None, Some(key)) => Breaker::OwnFamily(config(checked, default_name, private), key),
         };
         Source {
             breaker,
@@ -89,14 +90,12 @@ impl<'a> Source<'a> {
                 .map_or(MAX_EJECTION_PERCENT, |n| n.value),
             // An adaptive limit is the breaker's own: no bulkhead.
             max_concurrent: args.bulkhead(),
-            max_wait: args.max_wait.as_ref().map(|d| {
-                let key = args.written("max_wait").map_or(d.span, Ident::span);
-                (d.value, key)
-            }),
+            max_wait: args.max_wait.as_ref().map(|d| (d.value, d.key)),
             is_async,
             key_span: args
-                .written("key")
-                .map_or_else(proc_macro2::Span::call_site, Ident::span),
+                .key
+                .as_ref()
+                .map_or_else(proc_macro2::Span::call_site, |key| key.key),
         }
     }
 

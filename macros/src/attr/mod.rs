@@ -1,0 +1,309 @@
+//! The first stage: the arguments of `#[circuit_breaker(key = value, ...)]`
+//! (and of `failfast::breaker!`, and of `#[retry]` in `retry`) parsed into a
+//! model, [`Args`]: each key's value as a Rust value, held to its own rule
+//! as it is read (`value`), with where it was written. Checks between keys
+//! are the next stage's (`crate::check`); nothing here generates code.
+
+pub(crate) mod constant;
+pub(crate) mod declaration;
+pub(crate) mod grammar;
+pub(crate) mod matcher;
+pub(crate) mod retry;
+pub(crate) mod value;
+
+use std::time::Duration;
+
+use proc_macro2::Span;
+use syn::ext::IdentExt;
+use syn::parse::ParseStream;
+use syn::{Expr, ExprBlock, ExprClosure, ExprPath, Ident, LitStr, Path};
+
+pub use constant::Const;
+pub use grammar::Errors;
+use grammar::{parse_arguments, parse_key, set};
+pub use matcher::Matcher;
+use value::{
+    concurrency, count, crate_path, duration, fallback, jitter, rate, recovery, registry_name,
+    reject_with, shared_breaker, shed,
+};
+
+/// Every key the attribute understands, in the order the docs list them.
+pub(crate) const KEYS: &[&str] = &[
+    "threshold",
+    "failure_rate",
+    "window",
+    "min_calls",
+    "slow",
+    "slow_rate",
+    "shed",
+    "shed_window",
+    "timeout",
+    "max_concurrent",
+    "max_wait",
+    "recovery",
+    "jitter",
+    "trial_calls",
+    "success_threshold",
+    "key",
+    "max_keys",
+    "max_ejection_percent",
+    "breaker",
+    "counts",
+    "ignores",
+    "fallback",
+    "reject_with",
+    "name",
+    "crate",
+];
+
+/// The keys that configure a breaker itself: what `failfast::breaker!`
+/// declares, and what a function using a shared breaker (`breaker = NAME`)
+/// may not set. `max_concurrent` is one as an adaptive limit `MIN..=MAX`,
+/// which the breaker keeps; a fixed `max_concurrent = N` is a bulkhead of
+/// one function's calls, which a declaration refuses and a function using
+/// the breaker may set.
+pub(crate) const BREAKER_KEYS: &[&str] = &[
+    "threshold",
+    "failure_rate",
+    "window",
+    "min_calls",
+    "slow",
+    "slow_rate",
+    "shed",
+    "shed_window",
+    "max_concurrent",
+    "recovery",
+    "jitter",
+    "trial_calls",
+    "success_threshold",
+    "max_keys",
+    "max_ejection_percent",
+    "name",
+    "crate",
+];
+
+/// A key's value and where it was written, so that checks between keys can
+/// point at the value.
+pub struct Arg<T> {
+    pub value: T,
+    /// The value's first token, where a mistake in the value is reported.
+    pub span: Span,
+    /// The key as written, where a mistake in using the key is reported.
+    pub key: Span,
+}
+
+/// `fallback = path` is called with the function's arguments and the error;
+/// `fallback = |error| ..` with the error only, so the body can take its
+/// arguments by move; `fallback = { ..; move |error| .. }` is a block run
+/// before the body, whose closure keeps what it captured.
+pub enum Fallback {
+    Path(ExprPath),
+    Closure(ExprClosure),
+    Prepared(ExprBlock),
+}
+
+impl Fallback {
+    /// Does the fallback take the function's arguments?
+    pub fn takes_arguments(&self) -> bool {
+        matches!(self, Fallback::Path(_))
+    }
+}
+
+pub enum Window {
+    Calls(u32),
+    Time(Duration),
+}
+
+/// `max_concurrent = N`: a bulkhead of `N` places beside the breaker; or
+/// `max_concurrent = MIN..=MAX`: an adaptive limit the breaker itself keeps,
+/// moving between `MIN` and `MAX` places.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Concurrency {
+    Fixed(u32),
+    Adaptive { min: u32, max: u32 },
+}
+
+/// `recovery = "30s"` or the growing form `recovery = "30s..10m"`; also
+/// `#[retry]`'s `backoff`.
+pub struct Recovery {
+    pub start: Duration,
+    pub max: Option<Duration>,
+}
+
+#[derive(Default)]
+pub struct Args {
+    pub threshold: Option<Arg<u32>>,
+    pub failure_rate: Option<Arg<f64>>,
+    pub window: Option<Arg<Window>>,
+    pub min_calls: Option<Arg<u32>>,
+    pub slow: Option<Arg<Duration>>,
+    pub slow_rate: Option<Arg<f64>>,
+    /// `shed = 2`: graded shedding's multiplier.
+    pub shed: Option<Arg<f64>>,
+    /// `shed_window = "10s"`: the time graded shedding measures over.
+    pub shed_window: Option<Arg<Duration>>,
+    pub timeout: Option<Arg<Duration>>,
+    /// `max_concurrent = 8` or `max_concurrent = 2..=8`.
+    pub max_concurrent: Option<Arg<Concurrency>>,
+    /// `max_wait = "50ms"`: how long a call waits for a place.
+    pub max_wait: Option<Arg<Duration>>,
+    pub recovery: Option<Arg<Recovery>>,
+    pub jitter: Option<Arg<f64>>,
+    pub trial_calls: Option<Arg<u32>>,
+    pub success_threshold: Option<Arg<u32>>,
+    pub counts: Option<Arg<Matcher>>,
+    pub ignores: Option<Arg<Matcher>>,
+    pub fallback: Option<Arg<Fallback>>,
+    pub reject_with: Option<Arg<ExprPath>>,
+    /// `key = expr`: one breaker per value of `expr`.
+    pub key: Option<Arg<Expr>>,
+    pub max_keys: Option<Arg<u32>>,
+    /// `max_ejection_percent = N`: a keyed family's ejection budget.
+    pub max_ejection_percent: Option<Arg<u32>>,
+    /// `breaker = PATH`: a breaker declared with `failfast::breaker!`.
+    pub breaker: Option<Arg<Path>>,
+    pub name: Option<Arg<LitStr>>,
+    pub krate: Option<Arg<Path>>,
+    /// Keys given a constant expression instead of a literal (see
+    /// `constant`), in the order they were written.
+    pub consts: Vec<Const>,
+    /// Every known key as written, valid value or not: checks between keys
+    /// look at what was written, so a bad value is not reported a second time
+    /// as a missing key.
+    written: Vec<Ident>,
+}
+
+impl Args {
+    /// Parses the attribute's arguments. Never fails as a whole: a mistake is
+    /// recorded in `errors` and parsing goes on with the next `key = value`.
+    pub fn parse(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Args {
+        let mut args = Args::default();
+        parse_arguments(tokens, errors, |input| args.parse_one(input, KEYS));
+        args
+    }
+
+    /// Parses the settings of `failfast::breaker!`: the keys of
+    /// [`BREAKER_KEYS`] only.
+    pub fn parse_declaration(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Args {
+        let mut args = Args::default();
+        parse_arguments(tokens, errors, |input| {
+            if let Ok(key) = input.fork().call(Ident::parse_any) {
+                let name = key.unraw().to_string();
+                if KEYS.contains(&name.as_str()) && !BREAKER_KEYS.contains(&name.as_str()) {
+                    input.call(Ident::parse_any)?;
+                    return Err(syn::Error::new(
+                        key.span(),
+                        format!(
+                            "`{name}` is set by each function that uses the breaker, not where \
+                             it is declared: write it in `#[circuit_breaker(breaker = NAME, \
+                             {name} = …)]`"
+                        ),
+                    ));
+                }
+            }
+            args.parse_one(input, BREAKER_KEYS)
+        });
+        args
+    }
+
+    fn parse_one(&mut self, input: ParseStream, keys: &[&str]) -> syn::Result<()> {
+        let (key, name) = parse_key(input, keys)?;
+        self.written.push(key.clone());
+        let span = input.span();
+        if constant::kind(&name).is_some()
+            && self.written.iter().filter(|k| k.unraw() == name).count() > 1
+        {
+            return Err(syn::Error::new(
+                key.span(),
+                format!("`{name}` is set more than once"),
+            ));
+        }
+        if constant::is_const(input, &name) {
+            let expr: Expr = input.parse()?;
+            let setting = value::rule_key(&name);
+            self.consts.push(Const { key, setting, expr });
+            return Ok(());
+        }
+        match name.as_str() {
+            "threshold" => set(&mut self.threshold, &key, span, count(input, &name)?),
+            "failure_rate" => set(&mut self.failure_rate, &key, span, rate(input, &name)?),
+            "window" => {
+                let window = if input.peek(LitStr) {
+                    Window::Time(duration(input, &name)?)
+                } else {
+                    Window::Calls(count(input, &name)?)
+                };
+                set(&mut self.window, &key, span, window)
+            }
+            "min_calls" => set(&mut self.min_calls, &key, span, count(input, &name)?),
+            "slow" => set(&mut self.slow, &key, span, duration(input, &name)?),
+            "slow_rate" => set(&mut self.slow_rate, &key, span, rate(input, &name)?),
+            "shed" => set(&mut self.shed, &key, span, shed(input)?),
+            "shed_window" => set(&mut self.shed_window, &key, span, duration(input, &name)?),
+            "timeout" => set(&mut self.timeout, &key, span, duration(input, &name)?),
+            "max_concurrent" => set(&mut self.max_concurrent, &key, span, concurrency(input)?),
+            "max_wait" => set(&mut self.max_wait, &key, span, duration(input, &name)?),
+            "recovery" => set(&mut self.recovery, &key, span, recovery(input)?),
+            "jitter" => set(&mut self.jitter, &key, span, jitter(input)?),
+            "trial_calls" => set(&mut self.trial_calls, &key, span, count(input, &name)?),
+            "success_threshold" => set(
+                &mut self.success_threshold,
+                &key,
+                span,
+                count(input, &name)?,
+            ),
+            "counts" => set(&mut self.counts, &key, span, input.call(Matcher::parse)?),
+            "ignores" => set(&mut self.ignores, &key, span, input.call(Matcher::parse)?),
+            "fallback" => set(&mut self.fallback, &key, span, fallback(input)?),
+            "reject_with" => set(&mut self.reject_with, &key, span, reject_with(input)?),
+            "key" => set(&mut self.key, &key, span, input.parse()?),
+            "max_keys" => set(&mut self.max_keys, &key, span, count(input, &name)?),
+            "max_ejection_percent" => set(
+                &mut self.max_ejection_percent,
+                &key,
+                span,
+                count(input, &name)?,
+            ),
+            "breaker" => set(&mut self.breaker, &key, span, shared_breaker(input)?),
+            "name" => set(&mut self.name, &key, span, registry_name(input)?),
+            "crate" => set(&mut self.krate, &key, span, crate_path(input)?),
+            _ => unreachable!("every entry of KEYS has a parser"),
+        }
+    }
+
+    /// `max_concurrent = N`: the places of the function's bulkhead (or of
+    /// each key's, in a family of its own).
+    pub(crate) fn bulkhead(&self) -> Option<u32> {
+        match self.max_concurrent.as_ref()?.value {
+            Concurrency::Fixed(n) => Some(n),
+            Concurrency::Adaptive { .. } => None,
+        }
+    }
+
+    /// `max_concurrent = MIN..=MAX`: the adaptive limit's least and most
+    /// places, kept by the breaker (no bulkhead).
+    pub(crate) fn adaptive_concurrency(&self) -> Option<(u32, u32)> {
+        match self.max_concurrent.as_ref()?.value {
+            Concurrency::Adaptive { min, max } => Some((min, max)),
+            Concurrency::Fixed(_) => None,
+        }
+    }
+
+    /// The key as written, if it was, valid value or not.
+    pub(crate) fn written(&self, name: &str) -> Option<&Ident> {
+        self.written.iter().find(|key| key.unraw() == name)
+    }
+
+    /// When both keys are written, the one written last: where a
+    /// contradiction between them is reported.
+    pub(crate) fn later_of(&self, a: &str, b: &str) -> Option<&Ident> {
+        let (a, b) = (self.written(a)?, self.written(b)?);
+        let position = |key: &Ident| self.written.iter().position(|k| k == key);
+        Some(if position(a) > position(b) { a } else { b })
+    }
+
+    /// Every key as written, in order, valid value or not.
+    pub(crate) fn written_keys(&self) -> impl Iterator<Item = &Ident> {
+        self.written.iter()
+    }
+}

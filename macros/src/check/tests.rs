@@ -1,0 +1,659 @@
+//! The checks' messages and spans, and the values parsed, through both
+//! stages as the attribute runs them.
+
+use std::time::Duration;
+
+use crate::attr::grammar::suggest;
+use crate::attr::{Args, Concurrency, Errors, Fallback, KEYS, Window};
+
+/// The arguments of `#[circuit_breaker]`, parsed and checked.
+fn parse_checked(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Args {
+    super::breaker(Args::parse(tokens, errors), errors).args
+}
+
+/// The settings of `failfast::breaker!`, parsed and checked.
+fn declaration_checked(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Args {
+    super::declaration(Args::parse_declaration(tokens, errors), errors).args
+}
+
+fn errors_of(tokens: &str) -> Vec<String> {
+    let mut errors = Errors::default();
+    parse_checked(tokens.parse().unwrap(), &mut errors);
+    errors.messages()
+}
+
+#[test]
+fn every_key_parses() {
+    let mut errors = Errors::default();
+    let args = parse_checked(
+        r#"failure_rate = 0.5, window = "1m", min_calls = 20, slow = "2s", slow_rate = 1,
+           timeout = "3s", max_concurrent = 8, recovery = "30s..10m", jitter = 0.2, trial_calls = 3, success_threshold = 2,
+           counts = |e: &E| e.is_transient(), ignores = E::BadRequest(_), fallback = Self::cached,
+           name = "inventory", crate = ::failfast"#
+            .parse()
+            .unwrap(),
+        &mut errors,
+    );
+    assert!(errors.into_result().is_none());
+    assert_eq!(args.failure_rate.unwrap().value, 0.5);
+    assert!(matches!(args.window.unwrap().value, Window::Time(d) if d == Duration::from_secs(60)));
+    assert_eq!(args.slow_rate.unwrap().value, 1.0);
+    let recovery = args.recovery.unwrap().value;
+    assert_eq!(recovery.start, Duration::from_secs(30));
+    assert_eq!(recovery.max, Some(Duration::from_secs(600)));
+    assert_eq!(args.trial_calls.unwrap().value, 3);
+    assert_eq!(args.timeout.unwrap().value, Duration::from_secs(3));
+    assert_eq!(args.max_concurrent.unwrap().value, Concurrency::Fixed(8));
+}
+
+#[test]
+fn keyed_and_shared_keys_are_checked_once_each() {
+    assert!(errors_of("key = self.host.as_str(), max_keys = 8, threshold = 2").is_empty());
+    let errors = errors_of("max_keys = 8");
+    assert_eq!(errors.len(), 1);
+    assert!(
+        errors[0].starts_with("`max_keys` bounds a family"),
+        "{errors:?}"
+    );
+    assert_eq!(
+        errors_of("key = id, max_keys = 0"),
+        ["`max_keys` must be at least 1"]
+    );
+    // Next to `breaker`, each key of the breaker is one error, `max_keys`
+    // included (not also "without `key`"); the function's own keys pass.
+    let errors = errors_of("breaker = PAYMENTS, threshold = 2, max_keys = 8, name = \"x\"");
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    assert!(
+        errors
+            .iter()
+            .all(|e| e.contains("configure the shared breaker where it is declared"))
+    );
+    assert!(
+        errors_of(
+            "breaker = PAYMENTS, key = host, counts = E::A, timeout = \"1s\", max_concurrent = 2, \
+         crate = ::failfast"
+        )
+        .is_empty()
+    );
+    assert_eq!(errors_of("breaker = \"PAYMENTS\"").len(), 1);
+    let declared = |tokens: &str| {
+        let mut errors = Errors::default();
+        declaration_checked(tokens.parse().unwrap(), &mut errors);
+        errors.messages()
+    };
+    assert!(declared("threshold = 5, max_keys = 64, name = \"gateway\"").is_empty());
+    let errors = declared("counts = E::A, key = id, threshold = 0");
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    assert!(errors[0].starts_with("`counts` is set by each function"));
+    assert!(errors[1].starts_with("`key` is set by each function"));
+    // An adaptive limit is the breaker's: declared with it, for one
+    // breaker or each member of a family; a fixed one is a function's.
+    assert!(declared("max_concurrent = 5..=50, threshold = 5").is_empty());
+    assert!(declared("max_concurrent = 5..=50, max_keys = 8").is_empty());
+    let errors = declared("max_concurrent = 8");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].starts_with("a fixed `max_concurrent = N` is a bulkhead"));
+    assert_eq!(declared("max_concurrent = 50..=5").len(), 1);
+    let errors = errors_of("breaker = PAYMENTS, max_concurrent = 5..=50");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("write it where the breaker is declared"));
+}
+
+#[test]
+fn slow_is_shorter_than_timeout() {
+    for (slow, timeout) in [("3s", "3s"), ("5s", "3s")] {
+        let errors = errors_of(&format!("slow = \"{slow}\", timeout = \"{timeout}\""));
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].starts_with("`slow` must be shorter than `timeout`"));
+    }
+    assert!(errors_of(r#"slow = "2s", timeout = "3s""#).is_empty());
+    assert_eq!(errors_of("max_concurrent = 0").len(), 1);
+}
+
+#[test]
+fn one_error_per_mistake_and_parsing_goes_on() {
+    let errors =
+        errors_of(r#"treshold = 5, counts = |a, b| a == b, recovery = "30x", threshold = 0"#);
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    assert!(errors[0].starts_with("unknown argument `treshold` (did you mean `threshold`?)"));
+    assert!(errors[1].starts_with("invalid duration \"30x\""));
+    assert_eq!(errors[2], "`threshold` must be at least 1");
+}
+
+#[test]
+fn a_bad_value_is_not_also_a_missing_key() {
+    assert_eq!(errors_of("failure_rate = 1.5, window = 20").len(), 1);
+    assert_eq!(errors_of(r#"slow = "0s", slow_rate = 0.5"#).len(), 1);
+}
+
+#[test]
+fn contradictions_point_at_the_later_key() {
+    let errors = errors_of("threshold = 5, failure_rate = 0.5");
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].starts_with("`threshold` and `failure_rate`"));
+    assert_eq!(errors_of("window = 10").len(), 1);
+    assert_eq!(errors_of("slow_rate = 0.5").len(), 1);
+    assert_eq!(
+        errors_of("failure_rate = 0.5, window = 10, min_calls = 11").len(),
+        1
+    );
+    assert!(errors_of(r#"slow = "1s", window = 10"#).is_empty());
+}
+
+#[test]
+fn shed_is_a_multiplier_over_a_time_no_shorter_than_timeout() {
+    for accepted in [
+        "shed = 1",
+        "shed = 1.0",
+        "shed = 2",
+        "shed = 10",
+        "shed = 10.0",
+        "shed = K",
+        "shed = K * 2.0",
+        "shed = 2, threshold = 5",
+        "shed = 2, failure_rate = 0.5",
+        "shed = 2, failure_rate = 0.5, min_calls = 100",
+        "shed = 2, failure_rate = 0.5, window = 20",
+        r#"shed = 2, failure_rate = 0.5, window = "1m", min_calls = 500"#,
+        r#"shed = 2, slow = "1s", window = "1m""#,
+        // `min_calls` with `shed` alone: its window is a time, which
+        // holds any number of calls.
+        "shed = 2, min_calls = 500",
+        r#"shed = 2, shed_window = "1m", min_calls = 5000"#,
+        r#"shed = 2, shed_window = "3s", timeout = "3s""#,
+        r#"shed = 2, timeout = "10s""#,
+        r#"timeout = "1m", shed_window = "2m", shed = 2"#,
+        // Failures within a window beside a shedding window of its own.
+        r#"shed = 2, threshold = 5, window = 100, shed_window = "5s""#,
+        r#"shed = 2, threshold = 5, window = "5s", shed_window = "5s""#,
+    ] {
+        assert!(errors_of(accepted).is_empty(), "{accepted}");
+    }
+    let outside = |k: &str| {
+        format!(
+            "`shed = {k}` is outside [1, 10]: it is the `k` of `1 − k × accepted / sent`, the \
+             chance a call is refused (2 is the usual choice)"
+        )
+    };
+    for (refused, message) in [
+        ("shed = 0.5", outside("0.5")),
+        ("shed = 11", outside("11")),
+        ("shed = -2", outside("-2")),
+        ("shed = \"2\"", "expected a number, e.g. `shed = 2`".into()),
+        (
+            r#"shed = 2, window = "5s""#,
+            "`window` is the window of a trip rule (`threshold`, `failure_rate`, `slow`), and \
+             there is none here: graded shedding's window is `shed_window`, e.g. \
+             `shed_window = \"10s\"`"
+                .into(),
+        ),
+        (
+            r#"shed = 2, threshold = 10, window = "5s""#,
+            "beside `shed`, `window` would make `threshold` count the failures within it \
+             instead of failures in a row: for the shedding window write \
+             `shed_window = \"10s\"` instead; to count the failures within `window`, write \
+             `shed_window` as well"
+                .into(),
+        ),
+        (
+            r#"shed_window = "5s""#,
+            "`shed_window` needs `shed`: it is the time graded shedding measures over, e.g. \
+             `shed = 2, shed_window = \"10s\"`"
+                .into(),
+        ),
+        (
+            "shed = 2, shed_window = 100",
+            "expected a duration string, e.g. `shed_window = \"30s\"` or \
+             `shed_window = \"250ms\"`"
+                .into(),
+        ),
+        (
+            r#"shed = 2, shed_window = "1s", timeout = "3s""#,
+            "`shed_window` (1s) is shorter than `timeout` (3s): graded shedding's window must \
+             be at least as long as the longest call, or a call still running when the \
+             window has moved on is counted in no window"
+                .into(),
+        ),
+        (
+            r#"shed = 2, timeout = "30s""#,
+            "`shed_window` (10s) is shorter than `timeout` (30s): graded shedding's window \
+             must be at least as long as the longest call, or a call still running when the \
+             window has moved on is counted in no window; without `shed_window`, `shed` \
+             measures over 10s: write a `shed_window` at least as long as `timeout`, e.g. \
+             `shed_window = \"30s\"`"
+                .into(),
+        ),
+        ("shed = 2, shed = 3", "`shed` is set more than once".into()),
+        ("shed = K, shed = 3", "`shed` is set more than once".into()),
+        (
+            r#"shed = 2, shed_window = "1s", shed_window = "2s""#,
+            "`shed_window` is set more than once".into(),
+        ),
+    ] {
+        assert_eq!(errors_of(refused), [message], "{refused}");
+    }
+    // A `window` is reported at `window`, a short shedding window at
+    // its value, the default one at `timeout`'s.
+    assert_eq!(columns_of(r#"shed = 2, window = "5s""#), [10]);
+    assert_eq!(
+        columns_of(r#"shed = 2, threshold = 10, window = "5s""#),
+        [26]
+    );
+    assert_eq!(
+        columns_of(r#"shed = 2, shed_window = "1s", timeout = "3s""#),
+        [24]
+    );
+    assert_eq!(columns_of(r#"shed = 2, timeout = "30s""#), [20]);
+    assert_eq!(suggest("shd", KEYS), Some("shed"));
+    assert_eq!(suggest("sheds", KEYS), Some("shed"));
+    // A breaker's setting: declared with it, not beside `breaker = …`.
+    assert_eq!(errors_of("breaker = PAYMENTS, shed = 2").len(), 1);
+}
+
+#[test]
+fn min_calls_fits_in_the_count_window_explicit_or_default() {
+    let default = errors_of("failure_rate = 0.5, min_calls = 200");
+    assert_eq!(default.len(), 1, "{default:?}");
+    assert!(
+        default[0].starts_with("`min_calls = 200` is more than the 100 calls the default"),
+        "{default:?}"
+    );
+    assert_eq!(errors_of(r#"slow = "1ns", min_calls = 101"#).len(), 1);
+    assert!(errors_of(r#"slow = "1ns", min_calls = 100"#).is_empty());
+    assert!(errors_of("failure_rate = 0.5, window = 500, min_calls = 200").is_empty());
+    // A time window holds any number of calls.
+    assert!(errors_of(r#"failure_rate = 0.5, window = "1m", min_calls = 5000"#).is_empty());
+    // One mistake, one error: no rate rule at all, or a bad window value.
+    assert_eq!(errors_of("min_calls = 200").len(), 1);
+    assert_eq!(
+        errors_of("failure_rate = 0.5, window = 0, min_calls = 200").len(),
+        1
+    );
+}
+
+#[test]
+fn duplicates_are_reported_for_every_key() {
+    for key in [
+        "threshold = 1",
+        "recovery = \"1s\"",
+        "counts = E::A",
+        "name = \"a\"",
+    ] {
+        let errors = errors_of(&format!("{key}, {key}"));
+        assert_eq!(errors.len(), 1, "{key}");
+        assert!(errors[0].ends_with("is set more than once"), "{errors:?}");
+    }
+}
+
+#[test]
+fn suggestions_only_for_near_misses() {
+    assert_eq!(suggest("treshold", KEYS), Some("threshold"));
+    assert_eq!(suggest("ignore", KEYS), Some("ignores"));
+    assert_eq!(suggest("retries", KEYS), None);
+    // Edits at the start, in the middle and at the end, up to two.
+    assert_eq!(suggest("hreshold", KEYS), Some("threshold"));
+    assert_eq!(suggest("xxthreshold", KEYS), Some("threshold"));
+    assert_eq!(suggest("xxxthreshold", KEYS), None);
+    assert_eq!(suggest("thresholdxx", KEYS), Some("threshold"));
+    assert_eq!(suggest("fallbak", KEYS), Some("fallback"));
+}
+
+#[test]
+fn an_unknown_key_lists_every_key() {
+    let errors = errors_of("retries = 3");
+    assert_eq!(errors.len(), 1);
+    let list = KEYS
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    assert_eq!(
+        errors[0],
+        format!("unknown argument `retries`; expected one of {list}")
+    );
+}
+
+/// The column of each error's first token.
+fn columns_of(tokens: &str) -> Vec<usize> {
+    let mut errors = Errors::default();
+    parse_checked(tokens.parse().unwrap(), &mut errors);
+    errors
+        .into_result()
+        .map(|e| e.into_iter().map(|e| e.span().start().column).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_later_of_two_contradicting_keys_is_the_one_reported() {
+    // "threshold = 5, failure_rate = 0.5": `failure_rate` starts at 15.
+    assert_eq!(columns_of("threshold = 5, failure_rate = 0.5"), [15]);
+    // "failure_rate = 0.5, threshold = 5": `threshold` starts at 20.
+    assert_eq!(columns_of("failure_rate = 0.5, threshold = 5"), [20]);
+    // "reject_with = f, fallback = g": `fallback` starts at 17.
+    assert_eq!(columns_of("reject_with = f, fallback = g"), [17]);
+    assert_eq!(columns_of("fallback = g, reject_with = f"), [14]);
+    assert_eq!(
+        errors_of("reject_with = \"f\"")[0],
+        "expected the path of a function from `failfast::Rejected` to the function's \
+         error type, e.g. `reject_with = unavailable`"
+    );
+}
+
+#[test]
+fn after_a_bad_value_parsing_resumes_at_the_next_key_only() {
+    // Commas and `==` inside a bad value are not the start of a key.
+    for value in ["|a, b| a == b", "|a, b| a, b = c", "x, b== c", "x, b ==c"] {
+        let errors = errors_of(&format!("counts = {value}, threshold = 0"));
+        assert_eq!(
+            errors.last().map(String::as_str),
+            Some("`threshold` must be at least 1"),
+            "{value}: {errors:?}"
+        );
+    }
+    // After a stray token, only `, key =` starts the next argument: not
+    // `, x y`, `, x == y` or `, x= =y`.
+    for rest in ["x y", "x == y", "x ==y", "x | y"] {
+        let errors = errors_of(&format!("jitter = 0.5 0.5, {rest}, threshold = 0"));
+        assert_eq!(
+            errors,
+            [
+                "expected `,` before the next argument",
+                "`threshold` must be at least 1"
+            ],
+            "{rest}"
+        );
+    }
+    // A key right after the bad value is found, with or without spaces.
+    assert_eq!(errors_of("recovery = \"30x\", threshold=0").len(), 2);
+    assert_eq!(errors_of("threshold = 0, name = \"x\"").len(), 1);
+}
+
+#[test]
+fn settings_take_constants_and_a_key_is_still_set_once() {
+    let mut errors = Errors::default();
+    let args = parse_checked(
+        "threshold = limits::T, recovery = RECOVERY, jitter = J / 2.0"
+            .parse()
+            .unwrap(),
+        &mut errors,
+    );
+    assert!(errors.messages().is_empty());
+    let keys: Vec<String> = args.consts.iter().map(|c| c.key.to_string()).collect();
+    assert_eq!(keys, ["threshold", "recovery", "jitter"]);
+    for twice in [
+        "threshold = 5, threshold = T",
+        "threshold = T, threshold = 5",
+    ] {
+        assert_eq!(
+            errors_of(twice),
+            ["`threshold` is set more than once"],
+            "{twice}"
+        );
+    }
+    // Keys that shape the generated code take literals only.
+    for literal_only in [
+        "timeout = LIMIT",
+        "max_concurrent = MAX",
+        "failure_rate = 0.5, window = W",
+    ] {
+        let errors = errors_of(literal_only);
+        assert_eq!(errors.len(), 1, "{literal_only}");
+        assert!(errors[0].contains("is written as a literal"), "{errors:?}");
+    }
+}
+
+#[test]
+fn numbers_are_checked_with_their_sign_and_bounds() {
+    for refused in [
+        "failure_rate = -0.5",
+        "failure_rate = 0",
+        "failure_rate = 0.0",
+        "failure_rate = 1.0001",
+        "slow = \"1s\", slow_rate = -1",
+        "jitter = -0.1",
+        "jitter = 1",
+    ] {
+        assert_eq!(errors_of(refused).len(), 1, "{refused}");
+    }
+    for accepted in [
+        "failure_rate = 1",
+        "failure_rate = 0.001",
+        "jitter = 0",
+        "jitter = 0.99",
+    ] {
+        assert!(errors_of(accepted).is_empty(), "{accepted}");
+    }
+    assert_eq!(
+        errors_of("failure_rate = -1")[0],
+        "`failure_rate` is a share of calls: greater than 0 and at most 1 \
+         (0.5 means half of the calls)"
+    );
+}
+
+#[test]
+fn a_growing_recovery_needs_both_ends_in_order() {
+    for refused in ["\"..10m\"", "\"30s..\"", "\"30s..10s\"", "\"1m..59s\""] {
+        assert_eq!(
+            errors_of(&format!("recovery = {refused}")).len(),
+            1,
+            "{refused}"
+        );
+    }
+    let mut errors = Errors::default();
+    let args = parse_checked("recovery = \"30s..30s\"".parse().unwrap(), &mut errors);
+    assert!(errors.into_result().is_none());
+    let recovery = args.recovery.unwrap().value;
+    assert_eq!(
+        (recovery.start, recovery.max),
+        (Duration::from_secs(30), Some(Duration::from_secs(30)))
+    );
+}
+
+#[test]
+fn fallback_closures_of_every_spelling_are_closures() {
+    let fallback = |tokens: &str| {
+        let mut errors = Errors::default();
+        let args = parse_checked(tokens.parse().unwrap(), &mut errors);
+        (
+            errors.into_result().map(|e| e.to_string()),
+            args.fallback.map(|f| f.value),
+        )
+    };
+    assert!(matches!(
+        fallback("fallback = move |e| x(e)"),
+        (None, Some(Fallback::Closure(_)))
+    ));
+    assert!(matches!(
+        fallback("fallback = |e| x(e)"),
+        (None, Some(Fallback::Closure(_)))
+    ));
+    let (error, _) = fallback("fallback = || x()");
+    assert!(
+        error
+            .unwrap()
+            .starts_with("a `fallback` closure takes the error alone")
+    );
+}
+
+#[test]
+fn counts_are_bounded_by_what_the_runtime_accepts() {
+    for (key, max) in [
+        ("trial_calls", 255u64),
+        ("success_threshold", 255),
+        ("threshold", (1 << 24) - 1),
+    ] {
+        assert!(errors_of(&format!("{key} = {max}")).is_empty(), "{key}");
+        let errors = errors_of(&format!("{key} = {}", max + 1));
+        assert_eq!(
+            errors,
+            [format!("`{key}` is too large; the largest value is {max}")]
+        );
+    }
+    let window = 1u64 << 20;
+    assert!(errors_of(&format!("failure_rate = 0.5, window = {window}")).is_empty());
+    assert_eq!(
+        errors_of(&format!("failure_rate = 0.5, window = {}", window + 1)),
+        [format!(
+            "`window` is too large; the largest value is {window}"
+        )]
+    );
+    assert!(errors_of("failure_rate = 0.5, min_calls = 4294967295, window = \"1m\"").is_empty());
+}
+
+#[test]
+fn each_mistake_has_its_own_message() {
+    assert_eq!(
+        errors_of("threshold = -3"),
+        ["`threshold` must be a whole number of at least 1, not a negative number"]
+    );
+    for recovery in [r#""30s..""#, r#""..5m""#, r#"" .. ""#] {
+        let errors = errors_of(&format!("recovery = {recovery}"));
+        assert_eq!(errors.len(), 1, "{recovery}: {errors:?}");
+        assert!(
+            errors[0].starts_with("a growing `recovery` needs both ends"),
+            "{recovery}: {errors:?}"
+        );
+    }
+    // A qualified path is not a breaker declared with `failfast::breaker!`.
+    let errors = errors_of("breaker = <T>::PAYMENTS");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].starts_with("expected the path of a breaker declared with"),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn max_concurrent_takes_an_adaptive_range_of_literals() {
+    let adaptive = |tokens: &str| {
+        let mut errors = Errors::default();
+        let args = parse_checked(tokens.parse().unwrap(), &mut errors);
+        assert!(errors.messages().is_empty(), "{tokens}");
+        (args.adaptive_concurrency(), args.bulkhead())
+    };
+    assert_eq!(
+        adaptive("max_concurrent = 10..=200"),
+        (Some((10, 200)), None)
+    );
+    assert_eq!(adaptive("max_concurrent = 1..=1"), (Some((1, 1)), None));
+    assert_eq!(
+        adaptive("max_concurrent = 65535..=65535"),
+        (Some((65535, 65535)), None)
+    );
+    assert_eq!(
+        adaptive("max_concurrent = 1u32..=0x10"),
+        (Some((1, 16)), None)
+    );
+    assert_eq!(adaptive("max_concurrent = 8"), (None, Some(8)));
+    for accepted in [
+        "key = id, max_concurrent = 2..=8",
+        "max_concurrent = 2..=8, shed = 2",
+        "max_concurrent = 2..=8, threshold = 100, timeout = \"1s\"",
+    ] {
+        assert!(errors_of(accepted).is_empty(), "{accepted}");
+    }
+    const RANGE: &str = "is not an adaptive range: write `MIN..=MAX` with 1 <= MIN <= MAX \
+                         <= 65535, e.g. `max_concurrent = 10..=200`";
+    const BOTH_ENDS: &str = "an adaptive `max_concurrent` needs both ends, its least and \
+                             most places: `MIN..=MAX`, e.g. `max_concurrent = 10..=200`";
+    for (refused, message) in [
+        (
+            "max_concurrent = 0..=10",
+            format!("`max_concurrent = 0..=10` {RANGE}"),
+        ),
+        (
+            "max_concurrent = 20..=10",
+            format!("`max_concurrent = 20..=10` {RANGE}"),
+        ),
+        (
+            "max_concurrent = 1..=70000",
+            format!("`max_concurrent = 1..=70000` {RANGE}"),
+        ),
+        (
+            "max_concurrent = 1..=4294967296",
+            "an adaptive `max_concurrent` is a range `MIN..=MAX` with 1 <= MIN <= MAX <= \
+             65535, e.g. `max_concurrent = 10..=200`"
+                .to_owned(),
+        ),
+        (
+            "max_concurrent = 10..200",
+            "an adaptive `max_concurrent` is written with `..=`, both ends included: \
+             `max_concurrent = 10..=200` (from 10 to 200 places), not `10..200`"
+                .to_owned(),
+        ),
+        ("max_concurrent = ..=8", BOTH_ENDS.to_owned()),
+        ("max_concurrent = 8..", BOTH_ENDS.to_owned()),
+        ("max_concurrent = ..", BOTH_ENDS.to_owned()),
+        (
+            "max_concurrent = MIN..=200",
+            "the ends of an adaptive `max_concurrent` are integer literals, e.g. \
+             `max_concurrent = 10..=200`; `max_concurrent` takes no constant"
+                .to_owned(),
+        ),
+        (
+            "max_concurrent = -1..=8",
+            "the ends of an adaptive `max_concurrent` are whole numbers of at least 1, not \
+             negative numbers"
+                .to_owned(),
+        ),
+        (
+            "max_concurrent = 1..=8, max_wait = \"10ms\"",
+            "`max_wait` needs a fixed `max_concurrent = N`: an adaptive limit refuses at \
+             once, so that the calls it sheds never wait"
+                .to_owned(),
+        ),
+        (
+            "breaker = PAYMENTS, max_concurrent = 2..=8",
+            "an adaptive `max_concurrent = MIN..=MAX` is a limit the breaker itself keeps, \
+             and this function uses a shared breaker (`breaker = …`); write it where the \
+             breaker is declared (`failfast::breaker!(static NAME = max_concurrent = \
+             MIN..=MAX, …)`), or here a fixed `max_concurrent = N` (a bulkhead of this \
+             function's calls)"
+                .to_owned(),
+        ),
+        (
+            "max_concurrent = \"10..=200\"",
+            "an adaptive `max_concurrent` is a range written without quotes, `MIN..=MAX`: \
+             `max_concurrent = 10..=200`"
+                .to_owned(),
+        ),
+        (
+            "max_concurrent = 2..=8, max_concurrent = 4",
+            "`max_concurrent` is set more than once".to_owned(),
+        ),
+    ] {
+        assert_eq!(errors_of(refused), [message], "{refused}");
+    }
+    // A bad range is one mistake: not also `max_wait` beside it.
+    assert_eq!(
+        errors_of("max_concurrent = 0..=8, max_wait = \"10ms\"").len(),
+        1
+    );
+    // `max_wait` is reported at its key; the half-open range at `..`;
+    // bad bounds at the range.
+    assert_eq!(
+        columns_of("max_concurrent = 1..=8, max_wait = \"10ms\""),
+        [24]
+    );
+    assert_eq!(columns_of("max_concurrent = 10..200"), [19]);
+    assert_eq!(columns_of("max_concurrent = 20..=10"), [17]);
+    // Fixed or adaptive, a `max_concurrent` beside `breaker` is refused
+    // only for the adaptive form.
+    assert!(errors_of("breaker = PAYMENTS, max_concurrent = 2").is_empty());
+}
+
+/// Generated code imports from the crate's path, where `Self` cannot be
+/// written: found by the grammar fuzz once the default `counts` did.
+#[test]
+fn the_crate_path_is_a_module_path() {
+    for value in ["Self::cached", "\"Self::failfast\"", "a::Self"] {
+        let errors = errors_of(&format!("crate = {value}"));
+        assert_eq!(
+            errors,
+            ["expected the path of the failfast crate, e.g. `crate = ::failfast`"],
+            "{value}"
+        );
+    }
+    assert!(errors_of("crate = crate::reexport").is_empty());
+    assert!(errors_of("crate = \"::failfast\"").is_empty());
+}

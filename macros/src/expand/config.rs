@@ -1,0 +1,188 @@
+//! The breaker's settings as a `const` `Config` expression, from the checked
+//! model: literal values as literals, constants checked by const evaluation.
+//!
+//! ```text
+//! ConstConfig::new(NAME)<literal settings>
+//!     .threshold(CRATE::__private::consts::threshold(limits::PAYMENTS_THRESHOLD))
+//!     .recovery(CRATE::__private::consts::recovery(RECOVERY))
+//!     .into_config()
+//! ```
+//!
+//! Constants come last, in the order they were written, after any default
+//! they replace; a constant held to another key's value is wrapped in the
+//! rule's check (`slow_under_timeout`, `threshold_within`,
+//! `min_calls_within`).
+
+use proc_macro2::TokenStream;
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use failfast_rules::Key;
+
+use crate::attr::Window;
+use crate::check::Breaker;
+use crate::tokens::{duration, respan};
+
+/// The breaker's settings as a `const` `Config` expression, named `name`
+/// or, by default, `default_name` (see `declare::default_name`).
+pub(crate) fn config(
+    breaker: &Breaker,
+    default_name: TokenStream,
+    private: &TokenStream,
+) -> TokenStream {
+    let args = &breaker.args;
+    let int = proc_macro2::Literal::u32_unsuffixed;
+    let float = proc_macro2::Literal::f64_unsuffixed;
+
+    let name = match &args.name {
+        Some(name) => name.value.to_token_stream(),
+        None => default_name,
+    };
+    let mut chain = quote!(#private::ConstConfig::new(#name));
+    chain.extend(trip_rules(breaker));
+    if let Some(recovery) = &args.recovery {
+        let start = duration(recovery.value.start);
+        chain.extend(quote!(.recovery(#start)));
+        if let Some(max) = recovery.value.max {
+            let max = duration(max);
+            chain.extend(quote!(.max_recovery(#max)));
+        }
+    }
+    if let Some(jitter) = &args.jitter {
+        let jitter = float(jitter.value);
+        chain.extend(quote!(.jitter(#jitter)));
+    }
+    if let Some(trials) = &args.trial_calls {
+        let n = int(trials.value);
+        chain.extend(quote!(.trial_calls(#n)));
+    }
+    if let Some(successes) = &args.success_threshold {
+        let n = int(successes.value);
+        chain.extend(quote!(.success_threshold(#n)));
+    }
+    // `max_concurrent = MIN..=MAX`: the breaker keeps the limit itself.
+    if let Some((min, max)) = args.adaptive_concurrency() {
+        let (min, max) = (int(min), int(max));
+        chain.extend(quote!(.adaptive_concurrency(#min, #max)));
+    }
+    chain.extend(setters(breaker, private));
+    quote!(#chain.into_config())
+}
+
+/// The setters of the rules that trip the breaker (the consecutive rule, or
+/// a failure or slow-call rate over a window) and of graded shedding,
+/// literal values only.
+fn trip_rules(breaker: &Breaker) -> TokenStream {
+    let int = proc_macro2::Literal::u32_unsuffixed;
+    let float = proc_macro2::Literal::f64_unsuffixed;
+    let (args, rules) = (&breaker.args, &breaker.rules);
+    let mut chain = TokenStream::new();
+    match (&args.threshold, &args.failure_rate) {
+        (Some(threshold), _) => {
+            let n = int(threshold.value);
+            chain.extend(quote!(.threshold(#n)));
+        }
+        // Graded shedding alone has no trip rule of its own (a constant
+        // `threshold` or `failure_rate` is set after, by `setters`).
+        (None, None) if rules.no_trip_rule => {
+            chain.extend(quote!(.without_threshold()));
+        }
+        // The consecutive-failure rule is the default rule.
+        (None, None) => {
+            let n = int(failfast_rules::DEFAULT_THRESHOLD);
+            chain.extend(quote!(.threshold(#n)));
+        }
+        (None, Some(_)) => {}
+    }
+    if let Some(rate) = &args.failure_rate {
+        let rate = float(rate.value);
+        chain.extend(quote!(.failure_rate(#rate)));
+    }
+    match args.window.as_ref().map(|w| &w.value) {
+        Some(Window::Calls(n)) => {
+            let n = int(*n);
+            chain.extend(quote!(.window_calls(#n)));
+        }
+        Some(Window::Time(d)) => {
+            let d = duration(*d);
+            chain.extend(quote!(.window_time(#d)));
+        }
+        None => {}
+    }
+    match (&args.min_calls, args.window.as_ref().map(|w| &w.value)) {
+        (Some(min_calls), _) => {
+            let n = int(min_calls.value);
+            chain.extend(quote!(.min_calls(#n)));
+        }
+        // A count window smaller than the default `min_calls` could never
+        // reach a verdict: wait for a full window instead.
+        (None, Some(Window::Calls(n)))
+            if failfast_rules::default_min_calls(*n) != failfast_rules::DEFAULT_MIN_CALLS =>
+        {
+            let n = int(failfast_rules::default_min_calls(*n));
+            chain.extend(quote!(.min_calls(#n)));
+        }
+        _ => {}
+    }
+    if let Some(slow) = &args.slow {
+        let d = duration(slow.value);
+        chain.extend(quote!(.slow(#d)));
+    }
+    if let Some(rate) = &args.slow_rate {
+        let rate = float(rate.value);
+        chain.extend(quote!(.slow_rate(#rate)));
+    }
+    if let Some(shed) = &args.shed {
+        let k = float(shed.value);
+        chain.extend(quote!(.shed(#k)));
+    }
+    // Graded shedding measures over `shed_window`, 10 s unless written.
+    if let Some(window) = &args.shed_window {
+        let d = duration(window.value);
+        chain.extend(quote!(.shed_window(#d)));
+    }
+    // `threshold` with `window` (literal or constant): failures within it.
+    if rules.failures_within {
+        chain.extend(quote!(.failures_within()));
+    }
+    chain
+}
+/// The setter calls of every constant value, checked by const evaluation;
+/// they come last in the `Config` chain, after any default they replace.
+fn setters(breaker: &Breaker, private: &TokenStream) -> TokenStream {
+    let (args, rules) = (&breaker.args, &breaker.rules);
+    args.consts
+        .iter()
+        .map(|c| {
+            let key = &c.key;
+            let expr = &c.expr;
+            let span = expr.span();
+            // The whole call at the value: a failed evaluation points there.
+            let consts = respan(quote!(#private::consts), span);
+            let check = format_ident!("{}", key, span = span);
+            let mut value = quote_spanned!(span=> #consts::#check(#expr));
+            if c.setting == Key::Slow {
+                if let Some(timeout) = &args.timeout {
+                    let timeout = respan(duration(timeout.value), span);
+                    value = quote_spanned!(span=> #consts::slow_under_timeout(#value, #timeout));
+                }
+            }
+            if c.setting == Key::Threshold && rules.failures_within {
+                if let Some(Window::Calls(n)) = args.window.as_ref().map(|w| &w.value) {
+                    let window = proc_macro2::Literal::u32_unsuffixed(*n);
+                    value = quote_spanned!(span=> #consts::threshold_within(#value, #window));
+                }
+            }
+            if c.setting == Key::MinCalls {
+                // The rate rule's count window, the default one included;
+                // graded shedding alone measures over a time.
+                if let Some(window) = rules.min_calls_window {
+                    let window = proc_macro2::Literal::u32_unsuffixed(window);
+                    value = quote_spanned!(span=> #consts::min_calls_within(#value, #window));
+                }
+            }
+            let setter = format_ident!("{}", key);
+            quote!(.#setter(#value))
+        })
+        .collect()
+}

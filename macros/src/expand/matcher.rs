@@ -1,0 +1,99 @@
+//! `counts`, `ignores` and `retry_on` in generated code: the `bool`
+//! expression that says whether an error matches (see `attr::matcher` for
+//! how each form is recognised).
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use crate::attr::{Arg, Matcher};
+use crate::tokens::respan;
+
+impl Matcher {
+    /// The local `__failfast_check` helper, if one of `matchers` is a
+    /// predicate: calling a closure through it gives the closure's parameter
+    /// its type before the closure is checked.
+    pub fn helper<'m>(
+        matchers: impl IntoIterator<Item = &'m Option<Arg<Matcher>>>,
+        allow: &TokenStream,
+    ) -> Option<TokenStream> {
+        let uses_helper = matchers
+            .into_iter()
+            .flatten()
+            .any(|m| m.value.is_predicate());
+        uses_helper.then(|| {
+            quote! {
+                #allow
+                fn __failfast_check<E: ?::core::marker::Sized, F: ::core::ops::FnOnce(&E) -> bool>(
+                    error: &E,
+                    predicate: F,
+                ) -> bool {
+                    predicate(error)
+                }
+            }
+        })
+    }
+
+    /// A `bool` expression: does the error behind `error` (a `&E`) match?
+    /// `anyhow` says the function's error type is written as `anyhow::Error`,
+    /// which a type is looked for in only with the runtime's `anyhow` feature.
+    pub fn check(&self, krate: &TokenStream, error: &TokenStream, anyhow: bool) -> TokenStream {
+        match self {
+            Matcher::Predicate(predicate) => {
+                let span = predicate.span();
+                quote_spanned!(span=> __failfast_check(#error, #predicate))
+            }
+            Matcher::Type(ty) if anyhow => respan(
+                quote!(#krate::__private::AnyhowProbe(#error).chain_has::<#ty>()),
+                ty.span(),
+            ),
+            Matcher::Type(ty) => {
+                let span = ty.span();
+                // The whole call carries the type's span, so a type that can't
+                // be searched is reported at the type.
+                let probe = respan(
+                    quote!((&&&#krate::__private::Probe(#error)).chain_has::<#ty>()),
+                    span,
+                );
+                quote! {{
+                    use #krate::__private::{ViaErased as _, ViaError as _, ViaNothing as _};
+                    #probe
+                }}
+            }
+            Matcher::Pattern(pattern) => quote!(::core::matches!(#error, #pattern)),
+        }
+    }
+}
+
+/// Without `counts`: a `bool` expression, the rule the runtime has for the
+/// function's return type (`Result<T, tonic::Status>`, with the `tonic`
+/// feature), else `true`, chosen by the compiler from the type (see
+/// `DefaultCounts` in the runtime's `__private`), not from how it is spelled.
+/// `returned` is a `PhantomData` of the return type.
+pub fn default_check(
+    krate: &TokenStream,
+    error: &TokenStream,
+    returned: &TokenStream,
+) -> TokenStream {
+    quote! {{
+        use #krate::__private::{ViaEvery as _, ViaRule as _};
+        (&&#krate::__private::DefaultCounts(#error, #returned)).counts()
+    }}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::parse::Parser;
+
+    #[test]
+    fn a_type_in_an_anyhow_error_is_looked_for_through_the_anyhow_probe() {
+        let matcher = Matcher::parse.parse_str("std::io::Error").unwrap();
+        let (krate, error) = (quote!(::failfast), quote!(&e));
+        let anyhow = matcher.check(&krate, &error, true).to_string();
+        let other = matcher.check(&krate, &error, false).to_string();
+        assert!(anyhow.contains("AnyhowProbe"), "{anyhow}");
+        assert!(!other.contains("AnyhowProbe"), "{other}");
+        assert!(other.contains("ViaErased"), "{other}");
+    }
+}
