@@ -366,6 +366,37 @@ mod fallback_after_the_retries {
         }
     }
 
+    mod a_fallback_block {
+        use super::*;
+
+        static CALLS: AtomicU32 = AtomicU32::new(0);
+        static PREPARED: AtomicU32 = AtomicU32::new(0);
+        static GIVEN: Mutex<Vec<(u32, u32)>> = Mutex::new(Vec::new());
+
+        #[retry(attempts = 3, backoff = "1ms")]
+        #[circuit_breaker(threshold = 10, name = "retry::fallback_block", fallback = {
+            // Run before the first attempt, once for the whole call.
+            let prepared = PREPARED.fetch_add(1, Ordering::SeqCst) + 1;
+            let calls_before = CALLS.load(Ordering::SeqCst);
+            move |_error| {
+                GIVEN.lock().unwrap().push((prepared, calls_before));
+                Ok(0)
+            }
+        })]
+        fn stock(sku: u32) -> Result<u32, StockError> {
+            let _ = sku;
+            Err(StockError::Down(CALLS.fetch_add(1, Ordering::SeqCst) + 1))
+        }
+
+        #[test]
+        fn runs_once_before_the_first_attempt() {
+            assert_eq!(stock(7), Ok(0));
+            assert_eq!(CALLS.load(Ordering::SeqCst), 3, "three attempts");
+            assert_eq!(PREPARED.load(Ordering::SeqCst), 1, "one block per call");
+            assert_eq!(*GIVEN.lock().unwrap(), [(1, 0)], "before any attempt");
+        }
+    }
+
     mod ok_on_the_second_attempt {
         use super::*;
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use syn::ext::IdentExt;
 
-use failfast_rules::{self as rules, DEFAULT_WINDOW_CALLS, Key};
+use failfast_rules::{self as rules, DEFAULT_MIN_CALLS, DEFAULT_WINDOW_CALLS, Key};
 
 use crate::attr::{Arg, Args, BREAKER_KEYS, Errors, Window};
 
@@ -37,6 +37,10 @@ pub struct Rules {
     /// default one included); `None` without a rate rule or with a time
     /// window.
     pub min_calls_window: Option<u32>,
+    /// Without a literal `min_calls`, a count window smaller than the
+    /// default `min_calls`, which could never reach a verdict: a verdict
+    /// waits for a full window instead.
+    pub window_min_calls: Option<u32>,
 }
 
 impl Rules {
@@ -53,6 +57,14 @@ impl Rules {
             min_calls_window: match window {
                 Some(Window::Calls(n)) if rate_rule => Some(*n),
                 None if !written("window") && rate_rule => Some(DEFAULT_WINDOW_CALLS),
+                _ => None,
+            },
+            window_min_calls: match (&args.min_calls, window) {
+                (None, Some(Window::Calls(n)))
+                    if rules::default_min_calls(*n) != DEFAULT_MIN_CALLS =>
+                {
+                    Some(rules::default_min_calls(*n))
+                }
                 _ => None,
             },
         }

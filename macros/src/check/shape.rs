@@ -384,3 +384,170 @@ pub(crate) fn is_failfast_attribute(attr: &Attribute, name: &str) -> bool {
     segments.last().is_some_and(|last| last.ident == name)
         && (segments.len() == 1 || segments.first().is_some_and(|s| s.ident == "failfast"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The function's shape under `#[circuit_breaker(args)]`, or the
+    /// messages of what cannot be guarded.
+    fn shape_of(args: &str, item: &str, test: impl FnOnce(&Shape)) -> Vec<String> {
+        let mut errors = Errors::default();
+        let args = Args::parse(args.parse().unwrap(), &mut errors);
+        let func: ItemFn = syn::parse_str(item).unwrap();
+        if let Some(shape) = Shape::of(&func, &args, "circuit_breaker", &mut errors) {
+            test(&shape);
+        }
+        errors.messages()
+    }
+
+    fn text(tokens: impl ToTokens) -> String {
+        tokens.to_token_stream().to_string()
+    }
+
+    #[test]
+    fn any_type_path_may_be_a_result_and_the_compiler_checks_it() {
+        for ret in ["ApiResult<u32>", "Res<u32>", "io::Result<()>", "u32"] {
+            let item = format!("fn f() -> {ret} {{ todo!() }}");
+            let mut seen = None;
+            let errors = shape_of("", &item, |shape| seen = Some(text(&shape.output)));
+            assert!(errors.is_empty(), "{ret}: {errors:?}");
+            assert_eq!(seen, Some(text(syn::parse_str::<Type>(ret).unwrap())));
+        }
+        for ret in [
+            "()",
+            "(u32, E)",
+            "&'static str",
+            "impl Future<Output = u32>",
+            "[u8; 4]",
+        ] {
+            let errors = shape_of("", &format!("fn f() -> {ret} {{ todo!() }}"), |_| {});
+            assert_eq!(errors.len(), 1, "{ret}: {errors:?}");
+            assert!(errors[0].contains("guards functions that return `Result<T, E>`"));
+        }
+        let nothing = shape_of("", "fn f() {}", |_| {});
+        assert!(nothing[0].ends_with("this one returns nothing: add `-> Result<(), E>`"));
+    }
+
+    #[test]
+    fn impl_trait_becomes_inferred_in_the_output() {
+        let item = "fn f(v: &[u8]) -> Result<impl Iterator<Item = &u8>, E> { Ok(v.iter()) }";
+        let mut output = None;
+        shape_of("", item, |shape| output = Some(text(&shape.output)));
+        assert_eq!(output.as_deref(), Some("Result < _ , E >"));
+    }
+
+    #[test]
+    fn how_the_body_runs() {
+        let body = |item: &str| {
+            let mut kind = "";
+            shape_of("", item, |shape| {
+                kind = match shape.body {
+                    Body::Sync(_) => "sync",
+                    Body::Async(_) => "async",
+                    Body::AsyncTrait { .. } => "async_trait",
+                }
+            });
+            kind
+        };
+        assert_eq!(body("fn f() -> Result<u32, E> { Ok(1) }"), "sync");
+        assert_eq!(body("async fn f() -> Result<u32, E> { Ok(1) }"), "async");
+        // What `#[async_trait]` makes of `async fn stock(&self) -> Result<u32, E>`.
+        let async_trait = "fn stock<'life0, 'async_trait>(&'life0 self) -> ::core::pin::Pin<Box<\
+            dyn ::core::future::Future<Output = Result<u32, E>> + ::core::marker::Send + 'async_trait\
+            >> where 'life0: 'async_trait, Self: 'async_trait {
+                Box::pin(async move {
+                    let __self = self;
+                    let __ret: Result<u32, E> = { Ok(1) };
+                    #[allow(unreachable_code)]
+                    __ret
+                })
+            }";
+        assert_eq!(body(async_trait), "async_trait");
+        let func: ItemFn = syn::parse_str(async_trait).unwrap();
+        let (_, _, output) = async_trait_body(&func).expect("recognised");
+        assert_eq!(text(output), "Result < u32 , E >");
+    }
+
+    #[test]
+    fn the_fallback_is_given_every_argument_by_its_name() {
+        let mut arguments = Vec::new();
+        let errors = shape_of(
+            "fallback = cached",
+            "fn f(&self, id: u32, name: &str) -> Result<u32, E> { Ok(id) }",
+            |shape| arguments = shape.fallback_args.iter().map(text).collect(),
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(arguments, ["self", "id", "name"]);
+        // A closure is given the error alone.
+        shape_of(
+            "fallback = |error| cached(error)",
+            "fn f(id: u32) -> Result<u32, E> { Ok(id) }",
+            |shape| assert!(shape.fallback_args.is_empty()),
+        );
+        let pattern = shape_of(
+            "fallback = cached",
+            "fn f((a, b): (u32, u32)) -> Result<u32, E> { Ok(a + b) }",
+            |_| {},
+        );
+        assert_eq!(pattern.len(), 1);
+        assert!(pattern[0].contains("it needs a plain name"), "{pattern:?}");
+    }
+
+    #[test]
+    fn what_cannot_be_guarded_is_one_error_each() {
+        let errors = shape_of("", "const fn f() -> Result<u32, E> { Ok(1) }", |_| {});
+        assert_eq!(
+            errors,
+            ["`#[circuit_breaker]` cannot guard a `const fn`: a breaker decides at run time"]
+        );
+        let errors = shape_of(
+            r#"timeout = "1s""#,
+            "fn f() -> Result<u32, E> { Ok(1) }",
+            |_| {},
+        );
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0].starts_with("`timeout` needs an `async fn`"),
+            "{errors:?}"
+        );
+        // A bad value is reported once, and the key is still not for a sync fn.
+        let errors = shape_of(
+            r#"timeout = "1x""#,
+            "fn f() -> Result<u32, E> { Ok(1) }",
+            |_| {},
+        );
+        assert_eq!(errors.len(), 2, "{errors:?}");
+    }
+
+    #[test]
+    fn anyhow_is_recognised_as_written() {
+        for ret in [
+            "anyhow::Result<u32>",
+            "::anyhow::Result<()>",
+            "Result<u32, anyhow::Error>",
+        ] {
+            assert!(is_anyhow(&syn::parse_str(ret).unwrap()), "{ret}");
+        }
+        for ret in ["Result<u32>", "Result<u32, E>", "io::Result<u32>", "u32"] {
+            assert!(!is_anyhow(&syn::parse_str(ret).unwrap()), "{ret}");
+        }
+    }
+
+    #[test]
+    fn failfast_attributes_are_known_by_their_last_segment() {
+        for (written, is_retry) in [
+            ("#[retry]", true),
+            ("#[failfast::retry(attempts = 2)]", true),
+            ("#[other::retry]", false),
+            ("#[circuit_breaker]", false),
+        ] {
+            let func: ItemFn = syn::parse_str(&format!("{written} fn f() {{}}")).unwrap();
+            assert_eq!(
+                is_failfast_attribute(&func.attrs[0], "retry"),
+                is_retry,
+                "{written}"
+            );
+        }
+    }
+}

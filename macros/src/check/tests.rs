@@ -4,6 +4,9 @@
 use std::time::Duration;
 
 use crate::attr::grammar::suggest;
+use failfast_rules::{DEFAULT_WINDOW_CALLS, Key};
+
+use super::Rules;
 use crate::attr::{Args, Concurrency, Errors, Fallback, KEYS, Window};
 
 /// The arguments of `#[circuit_breaker]`, parsed and checked.
@@ -656,4 +659,179 @@ fn the_crate_path_is_a_module_path() {
     }
     assert!(errors_of("crate = crate::reexport").is_empty());
     assert!(errors_of("crate = \"::failfast\"").is_empty());
+}
+
+/// What valid arguments mean together.
+fn rules_of(tokens: &str) -> Rules {
+    let mut errors = Errors::default();
+    let checked = super::breaker(
+        Args::parse(tokens.parse().unwrap(), &mut errors),
+        &mut errors,
+    );
+    assert_eq!(errors.messages(), Vec::<String>::new(), "{tokens}");
+    checked.rules
+}
+
+#[test]
+fn a_threshold_with_a_window_counts_the_failures_within_it() {
+    for args in [
+        r#"threshold = 5, window = "10s""#,
+        "window = 20, threshold = 5",
+        "threshold = LIMIT, window = 20",
+        r#"shed = 2, shed_window = "1m", window = 20, threshold = 5"#,
+    ] {
+        assert!(rules_of(args).failures_within, "{args}");
+    }
+    for args in [
+        "threshold = 5",
+        r#"failure_rate = 0.5, window = "10s""#,
+        "failure_rate = RATE, window = 20",
+        "shed = 3, threshold = 7",
+    ] {
+        assert!(!rules_of(args).failures_within, "{args}");
+    }
+}
+
+#[test]
+fn graded_shedding_alone_has_no_trip_rule() {
+    for args in [
+        "shed = 2",
+        "shed = 2.0, min_calls = 20",
+        r#"shed = 2, slow = "1s""#,
+        "shed = K",
+    ] {
+        assert!(rules_of(args).no_trip_rule, "{args}");
+    }
+    // With a trip rule of its own, literal or constant, the breaker keeps it;
+    // without `shed`, the default rule is the consecutive one.
+    for args in [
+        "shed = 3, threshold = 7",
+        "failure_rate = 0.5, shed = 3",
+        "threshold = LIMIT, shed = 3",
+        "failure_rate = RATE, shed = 3",
+        "",
+        r#"recovery = "30s""#,
+    ] {
+        assert!(!rules_of(args).no_trip_rule, "{args}");
+    }
+}
+
+#[test]
+fn min_calls_is_held_to_the_rate_rules_count_window() {
+    let window = |args| rules_of(args).min_calls_window;
+    assert_eq!(window("failure_rate = 0.5"), Some(DEFAULT_WINDOW_CALLS));
+    assert_eq!(
+        window(r#"slow = "1s", slow_rate = 0.5"#),
+        Some(DEFAULT_WINDOW_CALLS)
+    );
+    assert_eq!(window("failure_rate = 0.5, window = 20"), Some(20));
+    assert_eq!(
+        window("failure_rate = RATE, window = 20, min_calls = N"),
+        Some(20)
+    );
+    // Beside a failure rate, graded shedding's `min_calls` is the rate rule's.
+    assert_eq!(
+        window("failure_rate = 0.5, shed = 2, min_calls = N"),
+        Some(DEFAULT_WINDOW_CALLS)
+    );
+    // A time window holds any number of calls; graded shedding alone
+    // measures over a time; the consecutive rule has no rate.
+    assert_eq!(window(r#"failure_rate = 0.5, window = "10s""#), None);
+    assert_eq!(window("shed = K, min_calls = N"), None);
+    assert_eq!(window("threshold = 5"), None);
+}
+
+#[test]
+fn a_count_window_smaller_than_the_default_min_calls_waits_for_a_full_window() {
+    let min_calls = |args| rules_of(args).window_min_calls;
+    assert_eq!(min_calls("window = 5, failure_rate = 0.5"), Some(5));
+    assert_eq!(min_calls("window = 2, threshold = 2"), Some(2));
+    // A window at least as large as the default, a time window, or
+    // `min_calls` written: nothing is implied.
+    assert_eq!(min_calls("window = 50, failure_rate = 0.5"), None);
+    assert_eq!(min_calls(r#"window = "10s", failure_rate = 0.5"#), None);
+    assert_eq!(
+        min_calls("window = 5, failure_rate = 0.5, min_calls = 3"),
+        None
+    );
+    assert_eq!(min_calls("failure_rate = 0.5"), None);
+}
+
+#[test]
+fn constants_keep_their_setting_and_the_order_they_were_written_in() {
+    let mut errors = Errors::default();
+    let args = parse_checked(
+        "recovery = RECOVERY, threshold = limits::T, failure_rate = { RATE * 2.0 }, window = 20"
+            .parse()
+            .unwrap(),
+        &mut errors,
+    );
+    let settings: Vec<Key> = args.consts.iter().map(|c| c.setting).collect();
+    assert_eq!(settings, [Key::Recovery, Key::Threshold, Key::FailureRate]);
+    assert!(args.recovery.is_none() && args.threshold.is_none());
+    assert!(matches!(
+        args.window.map(|w| w.value),
+        Some(Window::Calls(20))
+    ));
+    // The contradiction of two trip rules is found whatever the form.
+    assert_eq!(errors.messages().len(), 1);
+}
+
+#[test]
+fn max_concurrent_is_a_bulkhead_or_an_adaptive_limit() {
+    let mut errors = Errors::default();
+    let fixed = parse_checked("max_concurrent = 8".parse().unwrap(), &mut errors);
+    assert_eq!(
+        (fixed.bulkhead(), fixed.adaptive_concurrency()),
+        (Some(8), None)
+    );
+    let adaptive = parse_checked("max_concurrent = 2..=8".parse().unwrap(), &mut errors);
+    assert_eq!(
+        (adaptive.bulkhead(), adaptive.adaptive_concurrency()),
+        (None, Some((2, 8)))
+    );
+    assert!(errors.into_result().is_none());
+}
+
+#[test]
+fn a_value_is_reported_at_the_value_and_a_key_is_known_by_where_it_was_written() {
+    let mut errors = Errors::default();
+    let args = parse_checked(
+        r#"timeout = "3s", max_concurrent = 2, max_wait = "50ms", key = id"#
+            .parse()
+            .unwrap(),
+        &mut errors,
+    );
+    assert!(errors.into_result().is_none());
+    let timeout = args.timeout.unwrap();
+    assert_eq!(
+        (timeout.key.start().column, timeout.span.start().column),
+        (0, 10)
+    );
+    let max_wait = args.max_wait.unwrap();
+    assert_eq!(max_wait.key.start().column, 36);
+    assert_eq!(args.key.unwrap().key.start().column, 55);
+}
+
+#[test]
+fn a_declaration_checks_what_only_a_declaration_cannot_hold() {
+    let errors = |tokens: &str| {
+        let mut errors = Errors::default();
+        declaration_checked(tokens.parse().unwrap(), &mut errors);
+        errors.messages()
+    };
+    assert!(errors("threshold = 5, max_concurrent = 2..=8").is_empty());
+    assert!(errors("max_keys = 8, max_ejection_percent = 50").is_empty());
+    let fixed = errors("max_concurrent = 8");
+    assert_eq!(fixed.len(), 1);
+    assert!(
+        fixed[0].starts_with("a fixed `max_concurrent = N` is a bulkhead"),
+        "{fixed:?}"
+    );
+    let budget = errors("max_ejection_percent = 50");
+    assert_eq!(budget.len(), 1);
+    assert!(
+        budget[0].contains("this declares a single breaker"),
+        "{budget:?}"
+    );
 }

@@ -109,20 +109,16 @@ fn trip_rules(breaker: &Breaker) -> TokenStream {
         }
         None => {}
     }
-    match (&args.min_calls, args.window.as_ref().map(|w| &w.value)) {
+    match (&args.min_calls, rules.window_min_calls) {
         (Some(min_calls), _) => {
             let n = int(min_calls.value);
             chain.extend(quote!(.min_calls(#n)));
         }
-        // A count window smaller than the default `min_calls` could never
-        // reach a verdict: wait for a full window instead.
-        (None, Some(Window::Calls(n)))
-            if failfast_rules::default_min_calls(*n) != failfast_rules::DEFAULT_MIN_CALLS =>
-        {
-            let n = int(failfast_rules::default_min_calls(*n));
+        (None, Some(n)) => {
+            let n = int(n);
             chain.extend(quote!(.min_calls(#n)));
         }
-        _ => {}
+        (None, None) => {}
     }
     if let Some(slow) = &args.slow {
         let d = duration(slow.value);

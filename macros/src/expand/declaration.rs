@@ -99,12 +99,46 @@ pub fn breaker(input: TokenStream) -> TokenStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use syn::Item;
+
+    /// The items of the expansion, and whether errors come first.
+    fn expanded(input: &str) -> (usize, Vec<Item>) {
+        let file: syn::File = syn::parse2(breaker(input.parse().unwrap())).unwrap();
+        let errors = file
+            .items
+            .iter()
+            .take_while(|item| matches!(item, Item::Macro(m) if m.mac.path.segments.last().unwrap().ident == "compile_error"))
+            .count();
+        (errors, file.items[errors..].to_vec())
+    }
+
+    fn statics(items: &[Item]) -> Vec<String> {
+        items
+            .iter()
+            .filter_map(|item| match item {
+                Item::Static(s) => Some(s.ident.to_string()),
+                _ => None,
+            })
+            .collect()
+    }
 
     #[test]
     fn the_expansion_declares_the_static() {
-        let tokens = breaker(r#"static PAYMENTS = threshold = 5;"#.parse().unwrap()).to_string();
-        assert!(tokens.contains("static PAYMENTS"), "{tokens}");
-        let error = breaker("PAYMENTS".parse().unwrap()).to_string();
-        assert!(error.contains("compile_error"), "{error}");
+        for input in [
+            "static PAYMENTS = threshold = 5;",
+            "pub static PAYMENTS = max_keys = 8, max_ejection_percent = 50",
+        ] {
+            let (errors, items) = expanded(input);
+            assert_eq!(errors, 0, "{input}");
+            assert_eq!(statics(&items), ["PAYMENTS"], "{input}");
+        }
+        // A mistake in the settings: the errors, and the breaker still
+        // declared, so that the functions using it keep type-checking.
+        let (errors, items) = expanded("static PAYMENTS = treshold = 5");
+        assert_eq!(errors, 1);
+        assert_eq!(statics(&items), ["PAYMENTS"]);
+        // Not a declaration: the error alone.
+        let (errors, items) = expanded("PAYMENTS");
+        assert_eq!((errors, items.len()), (1, 0));
     }
 }

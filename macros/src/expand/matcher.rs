@@ -80,20 +80,3 @@ pub fn default_check(
         (&&#krate::__private::DefaultCounts(#error, #returned)).counts()
     }}
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use syn::parse::Parser;
-
-    #[test]
-    fn a_type_in_an_anyhow_error_is_looked_for_through_the_anyhow_probe() {
-        let matcher = Matcher::parse.parse_str("std::io::Error").unwrap();
-        let (krate, error) = (quote!(::failfast), quote!(&e));
-        let anyhow = matcher.check(&krate, &error, true).to_string();
-        let other = matcher.check(&krate, &error, false).to_string();
-        assert!(anyhow.contains("AnyhowProbe"), "{anyhow}");
-        assert!(!other.contains("AnyhowProbe"), "{other}");
-        assert!(other.contains("ViaErased"), "{other}");
-    }
-}

@@ -494,157 +494,96 @@ fn argument_kind(func: &ItemFn, name: &syn::Ident) -> Option<Kind> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use syn::Item;
 
-    fn expand(args: &str, item: &str) -> String {
-        retry(args.parse().unwrap(), item.parse().unwrap()).to_string()
+    /// The messages of the `compile_error!`s, and the function after them.
+    fn expanded(args: &str, item: &str) -> (Vec<String>, ItemFn) {
+        let file: syn::File =
+            syn::parse2(retry(args.parse().unwrap(), item.parse().unwrap())).unwrap();
+        let (last, errors) = file.items.split_last().expect("an item");
+        let messages = errors
+            .iter()
+            .map(|item| match item {
+                Item::Macro(mac) => mac.mac.parse_body::<syn::LitStr>().unwrap().value(),
+                other => panic!("not a compile_error!: {}", quote!(#other)),
+            })
+            .collect();
+        let Item::Fn(func) = last else {
+            panic!("not a function: {}", quote!(#last));
+        };
+        (messages, func.clone())
     }
 
     #[test]
-    fn the_breaker_below_is_expanded_around_each_attempt() {
-        let out = expand(
+    fn the_breaker_below_is_taken_off_and_checked_once() {
+        let item =
+            "#[circuit_breaker(threshold = 2)] fn fetch(id: &str) -> Result<u32, E> { Ok(1) }";
+        let (errors, func) = expanded("attempts = 3", item);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(func.attrs.is_empty());
+        // Its mistakes are reported once, and the function is emitted
+        // without it (it would report them a second time).
+        let (errors, func) = expanded(
             "attempts = 3",
-            "#[circuit_breaker(threshold = 2)] fn fetch(id: &str) -> Result<u32, E> { Ok(1) }",
+            "#[circuit_breaker(threshold = 0)] fn fetch() -> Result<u32, E> { Ok(1) }",
         );
-        assert!(!out.contains("# [circuit_breaker"), "{out}");
-        assert!(
-            out.contains("use circuit_breaker as _ ;"),
-            "the import is used: {out}"
-        );
-        let looped = out.find("loop {").expect("a loop");
-        let breaker = out.find("static __FAILFAST_BREAKER").expect("a breaker");
-        assert!(looped < breaker, "{out}");
-        assert!(out.contains("rejected_reported"), "{out}");
-        assert!(
-            out.contains("report (:: failfast :: __private :: failure (__failfast_breaker))"),
-            "{out}"
-        );
-        assert!(out.contains("take_verdict ()"), "{out}");
-        assert!(
-            !out.contains("move"),
-            "attempts borrow the arguments: {out}"
-        );
+        assert_eq!(errors, ["`threshold` must be at least 1"]);
+        assert!(func.attrs.is_empty());
     }
 
     #[test]
-    fn the_verdict_is_taken_on_every_error_retried_or_not() {
-        let out = expand(
-            "retry_on = E::Busy",
-            "#[circuit_breaker] fn fetch() -> Result<u32, E> { Ok(1) }",
-        );
-        let taken = out.find("take_verdict ()").expect("taken");
-        let retry_on = out.find("E :: Busy").expect("retry_on");
-        assert!(taken < retry_on, "{out}");
+    fn the_breaker_below_reports_to_the_loop() {
+        let mut func: ItemFn = syn::parse_str(
+            "#[failfast::circuit_breaker(threshold = 2, fallback = cached)] fn f() -> Result<u32, E> { Ok(1) }",
+        )
+        .unwrap();
+        let mut errors = Errors::default();
+        let breaker = take_breaker(&mut func, &mut errors).expect("a breaker below");
+        assert!(errors.into_result().is_none());
+        assert!(func.attrs.is_empty());
+        assert!(breaker.checked.report_to_retry);
+        assert_eq!(breaker.checked.args.threshold.map(|t| t.value), Some(2));
+        assert!(breaker.checked.args.fallback.is_some());
+        let path = &breaker.path;
+        assert_eq!(quote!(#path).to_string(), "failfast :: circuit_breaker");
+        let mut plain: ItemFn = syn::parse_str("fn f() -> Result<u32, E> { Ok(1) }").unwrap();
+        assert!(take_breaker(&mut plain, &mut Errors::default()).is_none());
     }
 
     #[test]
     fn twice_is_one_error() {
-        let out = expand(
+        let (errors, _) = expanded(
             "",
             "#[retry(attempts = 2)] fn fetch() -> Result<u32, E> { Ok(1) }",
         );
-        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
-        assert!(out.contains("is given twice"), "{out}");
-    }
-
-    #[test]
-    fn without_a_breaker_nothing_is_reported() {
-        let out = expand("", "async fn fetch() -> Result<u32, E> { Ok(1) }");
-        assert!(!out.contains("take_verdict"), "{out}");
-        assert!(out.contains("__failfast_attempts . next_delay ()"), "{out}");
-        assert!(out.contains("sleep_async"), "{out}");
-        // One attempt: nothing to wait for, no timer needed.
-        let out = expand(
-            "attempts = 1",
-            "async fn fetch() -> Result<u32, E> { Ok(1) }",
-        );
-        assert!(!out.contains("sleep"), "{out}");
-    }
-
-    #[test]
-    fn a_fallback_below_is_called_once_after_the_loop() {
-        let out = expand(
-            "retry_on = E::Busy",
-            "#[circuit_breaker(fallback = cached)] fn fetch(id: u32) -> Result<u32, E> { Ok(id) }",
-        );
-        assert!(!out.contains("compile_error"), "{out}");
-        // One call, after the loop, given the arguments and the error.
-        assert_eq!(out.matches("cached (").count(), 1, "{out}");
-        let looped = out.find("loop {").expect("a loop");
-        let call = out
-            .find("return cached (id , __failfast_fallback_error) ;")
-            .expect("the call");
-        assert!(looped < call, "{out}");
-        // The attempt hands the fallback's error over; `Ok` and neutral
-        // errors come back as the breaker's code returned them.
+        assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(
-            out.contains(
-                "run (|| -> :: core :: result :: Result < Result < u32 , E > , \
-                 :: failfast :: __private :: Error < _ >>"
-            ),
-            "{out}"
-        );
-        assert!(
-            out.contains("return :: core :: result :: Result :: Err (__failfast_fallback_error)"),
-            "{out}"
-        );
-        assert!(out.contains("break __failfast_fallback_error ;"), "{out}");
-        // A rejection is reported, a neutral error is not (never retried).
-        assert!(out.contains("Verdict :: Rejected"), "{out}");
-        assert!(!out.contains("Verdict :: Neutral"), "{out}");
-        // `retry_on` looks at the error of a counted failure.
-        assert!(
-            out.contains("Error :: Failed (__failfast_error) =>"),
-            "{out}"
+            errors[0].starts_with("`#[retry]` is given twice"),
+            "{errors:?}"
         );
     }
 
     #[test]
-    fn a_fallback_block_runs_once_before_the_first_attempt() {
-        let out = expand(
-            "",
-            "#[circuit_breaker(fallback = { let kept = id; move |error| cached(kept, error) })] \
-             async fn fetch(id: u32) -> Result<u32, E> { Ok(id) }",
-        );
-        let prepared = out.find("let __failfast_fallback_fn =").expect("prepared");
-        let looped = out.find("loop {").expect("a loop");
-        assert!(prepared < looped, "{out}");
-        assert_eq!(
-            out.matches("let __failfast_fallback_fn =").count(),
-            1,
-            "{out}"
-        );
-        assert!(
-            out.contains(
-                "return __failfast_fallback (__failfast_fallback_error , __failfast_fallback_fn) . await ;"
-            ),
-            "{out}"
-        );
-    }
-
-    #[test]
-    fn async_trait_moves_become_repeatable() {
+    fn async_trait_arguments_are_copied_reborrowed_or_cloned_per_attempt() {
         let func: ItemFn = syn::parse_quote! {
             fn stock<'life0, 'async_trait>(&'life0 mut self, sku: String, n: &'life0 mut u32, k: &'life0 u8)
                 -> ::core::pin::Pin<Box<dyn ::core::future::Future<Output = Result<u32, E>> + ::core::marker::Send + 'async_trait>>
             where 'life0: 'async_trait, Self: 'async_trait {
-                Box::pin(async move {
-                    let __self = self;
-                    let sku = sku;
-                    let n = n;
-                    let k = k;
-                    let __ret: Result<u32, E> = { Ok(1) };
-                    #[allow(unreachable_code)]
-                    __ret
-                })
+                Box::pin(async move { let __self = self; Ok(1) })
             }
         };
-        let out = expand("", &quote!(#func).to_string());
-        assert!(out.contains("let __self = & mut * self ;"), "{out}");
-        assert!(
-            out.contains("let sku = :: failfast :: __private :: again (& sku) ;"),
-            "{out}"
+        let kind = |name: &str| match argument_kind(
+            &func,
+            &syn::Ident::new(name, proc_macro2::Span::call_site()),
+        ) {
+            Some(Kind::Shared) => "shared",
+            Some(Kind::Unique) => "unique",
+            Some(Kind::Owned) => "owned",
+            None => "none",
+        };
+        assert_eq!(
+            ["self", "sku", "n", "k", "other"].map(kind),
+            ["unique", "owned", "unique", "shared", "none"]
         );
-        assert!(out.contains("let n = & mut * n ;"), "{out}");
-        assert!(out.contains("let k = k ;"), "{out}");
     }
 }
