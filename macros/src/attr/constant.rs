@@ -12,7 +12,7 @@
 //!     .recovery(CRATE::__private::consts::recovery(RECOVERY))
 //! ```
 
-use proc_macro2::Ident;
+use proc_macro2::Span;
 use syn::parse::ParseStream;
 use syn::{Expr, Lit, Token};
 
@@ -35,8 +35,8 @@ const KEYS: &[(&str, &str)] = &[
 
 /// A key's value given as an expression other than a literal.
 pub struct Const {
-    /// The key as written.
-    pub key: Ident,
+    /// Where the key was written.
+    pub key: Span,
     /// The setting it is.
     pub setting: Key,
     pub expr: Expr,

@@ -221,7 +221,11 @@ impl Args {
         if constant::is_const(input, &name) {
             let expr: Expr = input.parse()?;
             let setting = value::rule_key(&name);
-            self.consts.push(Const { key, setting, expr });
+            self.consts.push(Const {
+                key: key.span(),
+                setting,
+                expr,
+            });
             return Ok(());
         }
         match name.as_str() {

@@ -381,8 +381,8 @@ fn settings_take_constants_and_a_key_is_still_set_once() {
         &mut errors,
     );
     assert!(errors.messages().is_empty());
-    let keys: Vec<String> = args.consts.iter().map(|c| c.key.to_string()).collect();
-    assert_eq!(keys, ["threshold", "recovery", "jitter"]);
+    let settings: Vec<Key> = args.consts.iter().map(|c| c.setting).collect();
+    assert_eq!(settings, [Key::Threshold, Key::Recovery, Key::Jitter]);
     for twice in [
         "threshold = 5, threshold = T",
         "threshold = T, threshold = 5",

@@ -150,12 +150,12 @@ fn setters(breaker: &Breaker, private: &TokenStream) -> TokenStream {
     args.consts
         .iter()
         .map(|c| {
-            let key = &c.key;
+            let name = c.setting.name();
             let expr = &c.expr;
             let span = expr.span();
             // The whole call at the value: a failed evaluation points there.
             let consts = respan(quote!(#private::consts), span);
-            let check = format_ident!("{}", key, span = span);
+            let check = format_ident!("{}", name, span = span);
             let mut value = quote_spanned!(span=> #consts::#check(#expr));
             if c.setting == Key::Slow {
                 if let Some(timeout) = &args.timeout {
@@ -177,7 +177,7 @@ fn setters(breaker: &Breaker, private: &TokenStream) -> TokenStream {
                     value = quote_spanned!(span=> #consts::min_calls_within(#value, #window));
                 }
             }
-            let setter = format_ident!("{}", key);
+            let setter = format_ident!("{}", name, span = c.key);
             quote!(.#setter(#value))
         })
         .collect()
