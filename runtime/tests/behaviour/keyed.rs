@@ -1081,3 +1081,64 @@ fn pin(n: usize) {
 
 #[cfg(not(target_os = "linux"))]
 fn pin(_n: usize) {}
+
+/// A family's reconfiguration racing insertions of new keys, and members
+/// asked for by name before their key's first call, always finishes: the
+/// family takes its locks in one order (its insertion lock, then the
+/// members asked for by name, then its settings). A reconfiguration once
+/// held the settings and then took the insertion lock while an insertion
+/// held the insertion lock and then took the settings: each waited for
+/// the other for good.
+///
+/// Three threads race for `ROUNDS` rounds; a deadlock never ends, so the
+/// test waits 60 s at most (far longer than the race takes) and then
+/// fails, leaving the stuck threads behind. A deadlock detector, not a
+/// timing assertion.
+#[test]
+fn a_reconfiguration_racing_new_keys_never_deadlocks() {
+    const ROUNDS: usize = 3_000;
+    let keys: Family<String> =
+        Family::builder(Breaker::builder().name("keyed.lock-order").threshold(5))
+            .max_keys(16)
+            .build()
+            .unwrap();
+    let (done, finished) = std::sync::mpsc::channel();
+    let start = Arc::new(Barrier::new(3));
+    let racers: [fn(&Family<String>, usize); 3] = [
+        |keys, round| {
+            let threshold = 2 + (round % 5) as u32;
+            keys.reconfigure(&Breaker::builder().threshold(threshold))
+                .unwrap();
+        },
+        // New keys, evicting idle ones once 16 are stored.
+        |keys, round| {
+            let _ = keys.lease(&format!("new-{round}")).call(|| Ok::<_, ()>(()));
+        },
+        // A key asked for by name, then adopted by its first call.
+        |keys, round| {
+            let label = format!("named-{round}");
+            let _ = keys.member(&label);
+            let _ = keys.lease(&label).call(|| Ok::<_, ()>(()));
+        },
+    ];
+    for race in racers {
+        let (keys, done, start) = (keys.clone(), done.clone(), Arc::clone(&start));
+        std::thread::spawn(move || {
+            start.wait();
+            for round in 0..ROUNDS {
+                race(&keys, round);
+            }
+            let _ = done.send(());
+        });
+    }
+    let limit = std::time::Instant::now() + Duration::from_secs(60);
+    for _ in 0..3 {
+        let left = limit.saturating_duration_since(std::time::Instant::now());
+        assert!(
+            finished.recv_timeout(left).is_ok(),
+            "a reconfiguration and insertions still waiting for each other after 60 s: a lock-order deadlock"
+        );
+    }
+    assert_eq!(keys.config().threshold(), 2 + ((ROUNDS - 1) % 5) as u32);
+    assert!(keys.stats().evicted > 0);
+}

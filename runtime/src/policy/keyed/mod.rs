@@ -737,16 +737,27 @@ struct Inner<K> {
     stamp: AtomicU64,
     /// Held while a key is added: each key's breaker is built once, and the
     /// stored keys (listed here) never pass `max_keys`.
+    ///
+    /// The family's three locks are taken in one order: `slots`, then
+    /// `pending`, then `tuned` (a thread holding one takes only those after
+    /// it). An insertion holds `slots` and asks `pending` for a member
+    /// asked for by name, then `tuned` for the settings of a new member or
+    /// of a victim; a member asked for by name is made under `pending` with
+    /// `tuned`'s settings; a reconfiguration takes all three. Taken the
+    /// other way round by a reconfiguration (`tuned`, then `slots`), an
+    /// insertion racing it deadlocked.
     slots: Mutex<Slots<K>>,
     /// The breaker (and bulkhead) of every key that finds the family full
     /// of members it may not evict, named `family[*]`; made on first use.
     overflow: std::sync::OnceLock<Arc<Member>>,
     /// The settings new members get once the family was reconfigured
     /// ([`FamilyRef::reconfigure`](crate::ops::registry::FamilyRef::reconfigure)),
-    /// and the run mode it set.
+    /// and the run mode it set. The last of the family's locks: neither
+    /// of the others is taken while it is held.
     tuned: Mutex<Tuned>,
     /// Members asked for by name before their key's first call (see
     /// [`registry::get`](crate::ops::registry::get)), adopted by that call.
+    /// Taken after `slots` and before `tuned`.
     pending: Mutex<Vec<Arc<Member>>>,
     counters: Counters,
     registered: AtomicBool,
@@ -1324,17 +1335,23 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         &self,
         patch: &crate::core::config::Patch,
     ) -> Result<(), crate::core::error::ConfigError> {
+        // In the family's lock order (see `Inner::slots`): the members are
+        // listed under all three locks, so a member made before the change
+        // is listed (an insertion holds the insertion lock until its member
+        // is stored) and one made after it gets the new settings.
+        let slots = self.lock();
+        let pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         let mut tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
         tuned.change(&self.config, patch)?;
-        // Held while the members change: a member made meanwhile waits, and
-        // then gets the new settings.
-        let pending = self
-            .pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let members = self.members();
-        let result = reconfigure_each(members.iter().chain(&pending), patch);
+        let members: Vec<Arc<Member>> = listed(&slots, self.overflow.get())
+            .chain(pending.iter().cloned())
+            .collect();
+        drop(pending);
+        drop(slots);
+        // The settings stay held while the members change: a member made
+        // meanwhile waits, and then gets the new settings; insertions of
+        // keys already stored and lookups go on.
+        let result = reconfigure_each(&members, patch);
         drop(tuned);
         result
     }
@@ -1480,14 +1497,21 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
     }
 
     fn members(&self) -> Vec<Arc<Member>> {
-        self.lock()
-            .stored
-            .iter()
-            .map(|(_, m)| m)
-            .chain(self.overflow.get())
-            .map(Arc::clone)
-            .collect()
+        listed(&self.lock(), self.overflow.get()).collect()
     }
+}
+
+/// The stored members, then the overflow member once made.
+fn listed<'s, K>(
+    slots: &'s Slots<K>,
+    overflow: Option<&'s Arc<Member>>,
+) -> impl Iterator<Item = Arc<Member>> + 's {
+    slots
+        .stored
+        .iter()
+        .map(|(_, m)| m)
+        .chain(overflow)
+        .map(Arc::clone)
 }
 
 /// What a family tells the layers above it (the registry, metrics), which
