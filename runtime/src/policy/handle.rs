@@ -78,7 +78,6 @@ impl FamilyRef {
     /// breaker's label) and once `max_keys` breakers wait so.
     #[must_use]
     pub fn member(&self, label: &str) -> Option<BreakerRef> {
-        let name = format!("{}[{label}]", self.0.name());
-        self.0.named(&name, true).map(BreakerRef::Member)
+        self.0.labelled(label, true).map(BreakerRef::Member)
     }
 }

@@ -1142,3 +1142,37 @@ fn a_reconfiguration_racing_new_keys_never_deadlocks() {
     assert_eq!(keys.config().threshold(), 2 + ((ROUNDS - 1) % 5) as u32);
     assert!(keys.stats().evicted > 0);
 }
+
+/// A member is found by its label (the registry's `family[label]`,
+/// `member`, `callable`) exactly while it is stored, through the family's
+/// index of labels: the same breaker as its key's, none once it is
+/// evicted, and a key whose label is `*` under its escaped name.
+#[test]
+fn a_member_is_found_by_its_label_while_it_is_stored() {
+    let keys = family("keyed.labels", 2);
+    keys.register();
+    let a = keys.get("a");
+    let star = keys.get("*");
+    let found = |name: &str| match registry::get(name) {
+        Some(registry::BreakerRef::Member(member)) => Some(member),
+        _ => None,
+    };
+    assert!(Arc::ptr_eq(&found("keyed.labels[a]").unwrap(), &a));
+    assert!(Arc::ptr_eq(&found(r"keyed.labels[\*]").unwrap(), &star));
+    assert!(
+        found("keyed.labels[*]").is_none(),
+        "no overflow breaker yet"
+    );
+    assert!(found("keyed.labels[b]").is_none(), "no breaker for b yet");
+    drop((a, star));
+    for i in 0..10 {
+        let _ = keys.get(&format!("churn-{i}"));
+    }
+    assert!(found("keyed.labels[a]").is_none(), "evicted");
+    assert!(found("keyed.labels[churn-9]").is_some());
+    let _ = keys.get("a");
+    assert!(Arc::ptr_eq(
+        &found("keyed.labels[a]").unwrap(),
+        &keys.get("a")
+    ));
+}

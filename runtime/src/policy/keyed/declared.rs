@@ -42,7 +42,7 @@ impl fmt::Debug for Slot {
 /// A slot's family before its first call.
 struct Early {
     tuned: Tuned,
-    pending: Vec<Arc<Member>>,
+    pending: Pending,
 }
 
 impl Slot {
@@ -65,7 +65,7 @@ impl Slot {
             built: std::sync::OnceLock::new(),
             early: Mutex::new(Early {
                 tuned: Tuned::new(),
-                pending: Vec::new(),
+                pending: no_pending(),
             }),
             registered: AtomicBool::new(false),
             others: Mutex::new(Vec::new()),
@@ -187,32 +187,26 @@ impl Listing for SlotView {
     fn members(&self) -> Vec<Arc<Member>> {
         self.0.built.get().map(|b| b.members()).unwrap_or_default()
     }
-    fn named(&self, name: &str, make: bool) -> Option<Arc<Member>> {
+    fn labelled(&self, label: &str, make: bool) -> Option<Arc<Member>> {
         let slot = self.0;
         let mut early = match self.early() {
             Ok(early) => early,
-            Err(built) => return built.named(name, make),
+            Err(built) => return built.labelled(label, make),
         };
         let early = &mut *early;
         let tuned = &early.tuned;
-        pending_member(
-            &mut early.pending,
-            name,
-            &slot.config.name,
-            slot.max_keys,
-            || {
-                make.then(|| {
-                    tuned.member(
-                        &slot.config,
-                        &Clock::System,
-                        slot.max_concurrent,
-                        slot.budget(),
-                        name.to_owned(),
-                        0,
-                    )
-                })
-            },
-        )
+        pending_member(&mut early.pending, label, slot.max_keys, || {
+            make.then(|| {
+                tuned.member(
+                    &slot.config,
+                    &Clock::System,
+                    slot.max_concurrent,
+                    slot.budget(),
+                    name_with(&slot.config.name, label),
+                    0,
+                )
+            })
+        })
     }
     fn reconfigure(
         &self,
@@ -223,7 +217,7 @@ impl Listing for SlotView {
             Err(built) => return built.reconfigure(patch),
         };
         early.tuned.change(&self.0.config, patch)?;
-        reconfigure_each(&early.pending, patch)
+        reconfigure_each(early.pending.values(), patch)
     }
     fn config(&self) -> Config {
         match self.early() {

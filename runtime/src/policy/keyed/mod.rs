@@ -26,6 +26,14 @@
 //! A new key takes the family's insertion lock, so that each key's breaker is
 //! built exactly once however many threads ask for it at the same moment.
 //!
+//! Looking a member up by its label, where the key's type is not at hand
+//! ([`registry::get`](crate::ops::registry::get) with `family[label]`,
+//! [`FamilyRef::member`](crate::ops::registry::FamilyRef::member),
+//! [`FamilyRef::callable`]), is one probe of a second index of the stored
+//! members, by label, as lock-free as the first: O(1) whatever the
+//! family's size. Only a label with no stored member goes on to the
+//! members asked for by name before their key's first call, under a lock.
+//!
 //! # Bounded
 //!
 //! A family holds at most `max_keys` breakers (default 1024).
@@ -85,8 +93,8 @@
 //! when their number has doubled since the last look, so insertions stay
 //! O(1) amortised however many of them are still leased, and at most
 //! `max(16, 2 × those still leased)` wait at once. A key's memory is about
-//! 1.7 KiB (its breaker, its lease stripes, its name, its entry in the
-//! map), measured in `benches/keyed.rs`: a family holds at most
+//! 1.7 KiB (its breaker, its lease stripes, its name, its entries in the
+//! map and the index of labels), measured in `benches/keyed.rs`: a family holds at most
 //! `max_keys + 1` members (the overflow breaker included), plus the evicted
 //! ones still leased.
 //!
@@ -556,6 +564,9 @@ impl fmt::Debug for Lease<'_> {
 
 type Map<K> = scc::HashIndex<K, Arc<Member>, foldhash::fast::RandomState>;
 
+/// The stored members by label, read without a lock as `Map` is.
+type Labels = scc::HashIndex<Box<str>, Arc<Member>, foldhash::fast::RandomState>;
+
 /// A family's settings as changed at run time.
 #[derive(Default)]
 struct Tuned {
@@ -639,29 +650,47 @@ fn reconfigure_each<'m>(
     first
 }
 
+/// Members asked for by name before their key's first call, by label.
+pub(crate) type Pending =
+    std::collections::HashMap<Box<str>, Arc<Member>, foldhash::fast::FixedState>;
+
+/// No member asked for yet.
+pub(crate) const fn no_pending() -> Pending {
+    // A fixed seed: the labels are the operator's, not a caller's.
+    std::collections::HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0x6b65_7965_6400))
+}
+
 /// A member asked for by name before its key's first call: found among
-/// `pending`, or made there when `make`, the label is a key's and fewer than
-/// `max_keys` wait.
+/// `pending` by its label, or made there when `make`, the label is a key's
+/// and fewer than `max_keys` wait.
 fn pending_member(
-    pending: &mut Vec<Arc<Member>>,
-    name: &str,
-    family: &str,
+    pending: &mut Pending,
+    label: &str,
     max_keys: usize,
     make: impl FnOnce() -> Option<Member>,
 ) -> Option<Arc<Member>> {
-    if let Some(found) = pending.iter().find(|m| m.name() == name) {
+    if let Some(found) = pending.get(label) {
         return Some(Arc::clone(found));
     }
-    let label = name
-        .strip_prefix(family)?
-        .strip_prefix('[')?
-        .strip_suffix(']')?;
     if label == OVERFLOW || pending.len() >= max_keys {
         return None;
     }
     let member = Arc::new(make()?);
-    pending.push(Arc::clone(&member));
+    pending.insert(label.into(), Arc::clone(&member));
     Some(member)
+}
+
+/// The label of a member named `name` in the family `family`: what stands
+/// between the brackets of `family[label]`.
+fn label_in<'n>(name: &'n str, family: &str) -> Option<&'n str> {
+    name.strip_prefix(family)?
+        .strip_prefix('[')?
+        .strip_suffix(']')
+}
+
+/// `family[label]`.
+fn name_with(family: &str, label: &str) -> String {
+    format!("{family}[{label}]")
 }
 
 /// Where a new key goes in the family.
@@ -732,7 +761,12 @@ struct Inner<K> {
     /// are counted in it. `None` at 100 %.
     budget: Option<Arc<Budget>>,
     map: Map<K>,
-    /// Advances on each insertion; a member used since holds the current
+    /// The same members by label (`family[label]`), for the lookups that
+    /// have a name and no key: the registry's, [`FamilyRef::callable`],
+    /// [`FamilyRef::member`](crate::ops::registry::FamilyRef::member).
+    /// Changed with `map`, under the insertion lock.
+    labels: Labels,
+    // Advances on each insertion; a member used since holds the current
     /// value.
     stamp: AtomicU64,
     /// Held while a key is added: each key's breaker is built once, and the
@@ -758,7 +792,7 @@ struct Inner<K> {
     /// Members asked for by name before their key's first call (see
     /// [`registry::get`](crate::ops::registry::get)), adopted by that call.
     /// Taken after `slots` and before `tuned`.
-    pending: Mutex<Vec<Arc<Member>>>,
+    pending: Mutex<Pending>,
     counters: Counters,
     registered: AtomicBool,
 }
@@ -865,11 +899,9 @@ impl FamilyRef {
         labels: impl IntoIterator<Item = &'k str>,
     ) -> impl Iterator<Item = &'k str> {
         let family = Arc::clone(&self.0);
-        let prefix = format!("{}[", family.name());
         labels.into_iter().filter(move |label| {
-            let name = format!("{prefix}{label}]");
             family
-                .named(&name, false)
+                .labelled(label, false)
                 .is_none_or(|member| member.breaker().admits_now())
         })
     }
@@ -1119,6 +1151,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         budget: Option<Arc<Budget>>,
     ) -> Self {
         let map = scc::HashIndex::with_hasher(foldhash::fast::RandomState::default());
+        let labels = scc::HashIndex::with_hasher(foldhash::fast::RandomState::default());
         let inner = Arc::new(Inner {
             config,
             clock,
@@ -1126,6 +1159,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
             max_concurrent,
             budget,
             map,
+            labels,
             stamp: AtomicU64::new(0),
             slots: Mutex::new(Slots {
                 stored: Vec::new(),
@@ -1138,7 +1172,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
             }),
             overflow: std::sync::OnceLock::new(),
             tuned: Mutex::new(Tuned::default()),
-            pending: Mutex::new(Vec::new()),
+            pending: Mutex::new(no_pending()),
             counters: Counters::default(),
             registered: AtomicBool::new(false),
         });
@@ -1225,6 +1259,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
             Room::Evict(victim) => {
                 let (old_key, old) = std::mem::replace(&mut slots.stored[victim], entry);
                 inner.map.remove_sync(&old_key);
+                inner.labels.remove_sync(inner.label_of(&old));
                 // Open or HalfOpen, it gives its place in the budget back.
                 old.leave_budget();
                 slots.retired.push(Arc::clone(&old));
@@ -1237,6 +1272,9 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         member.join_budget();
         // The key is not there: insertions hold the lock.
         let _ = inner.map.insert_sync(key.to_key(), Arc::clone(&member));
+        let _ = inner
+            .labels
+            .insert_sync(inner.label_of(&member).into(), Arc::clone(&member));
         inner.counters.created.fetch_add(1, Ordering::Relaxed);
         let held = stored(&member);
         drop(slots);
@@ -1295,10 +1333,11 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
     fn adopt_or_make<Q: Key + ?Sized>(&self, key: &Q, stamp: u64) -> Arc<Member> {
         let name = self.name_of(key);
         let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(i) = pending.iter().position(|m| m.name() == name) {
-            let member = pending.swap_remove(i);
-            member.used.store(stamp, Ordering::Relaxed);
-            return member;
+        if !pending.is_empty() {
+            if let Some(member) = pending.remove(self.label_in(&name)) {
+                member.used.store(stamp, Ordering::Relaxed);
+                return member;
+            }
         }
         drop(pending);
         Arc::new(self.member(name, stamp))
@@ -1344,7 +1383,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         let mut tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
         tuned.change(&self.config, patch)?;
         let members: Vec<Arc<Member>> = listed(&slots, self.overflow.get())
-            .chain(pending.iter().cloned())
+            .chain(pending.values().cloned())
             .collect();
         drop(pending);
         drop(slots);
@@ -1356,17 +1395,31 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         result
     }
 
-    /// The member named `name` (`family[label]`): stored, the overflow
-    /// breaker, or asked for before; else, when `make`, a new one that the
-    /// key's first call adopts, while fewer than `max_keys` wait so.
-    fn named(&self, name: &str, make: bool) -> Option<Arc<Member>> {
-        if let Some(found) = self.members().into_iter().find(|m| m.name() == name) {
+    /// The member labelled `label` (named `family[label]`): stored (found
+    /// in `labels` without a lock), the overflow breaker, or asked for
+    /// before (under the `pending` lock); else, when `make`, a new one that
+    /// the key's first call adopts, while fewer than `max_keys` wait so.
+    fn labelled(&self, label: &str, make: bool) -> Option<Arc<Member>> {
+        if let Some(found) = self.labels.peek_with(label, |_, member| Arc::clone(member)) {
             return Some(found);
         }
+        if label == OVERFLOW {
+            return self.overflow.get().cloned();
+        }
         let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        pending_member(&mut pending, name, &self.config.name, self.max_keys, || {
-            make.then(|| self.member(name.to_owned(), 0))
+        pending_member(&mut pending, label, self.max_keys, || {
+            make.then(|| self.member(name_with(&self.config.name, label), 0))
         })
+    }
+
+    /// The label of `member`, one of this family's.
+    fn label_of<'m>(&self, member: &'m Member) -> &'m str {
+        self.label_in(member.name())
+    }
+
+    /// The label in `name`, a member's name in this family.
+    fn label_in<'n>(&self, name: &'n str) -> &'n str {
+        label_in(name, &self.config.name).unwrap_or(name)
     }
 
     /// The member every key the family has no room for runs through.
@@ -1539,8 +1592,13 @@ pub(crate) static OBSERVERS: [fn(Seen<'_>)];
 pub(crate) trait Listing: Send + Sync {
     fn name(&self) -> Name;
     fn members(&self) -> Vec<Arc<Member>>;
-    /// See `Inner::named`.
-    fn named(&self, name: &str, make: bool) -> Option<Arc<Member>>;
+    /// See `Inner::labelled`.
+    fn labelled(&self, label: &str, make: bool) -> Option<Arc<Member>>;
+    /// The member named `name` (`family[label]`): [`labelled`](Self::labelled)
+    /// with its label, `None` for another family's name.
+    fn named(&self, name: &str, make: bool) -> Option<Arc<Member>> {
+        self.labelled(label_in(name, &self.name())?, make)
+    }
     /// See `Inner::reconfigure`.
     fn reconfigure(
         &self,
@@ -1569,8 +1627,8 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
     fn members(&self) -> Vec<Arc<Member>> {
         Inner::members(self)
     }
-    fn named(&self, name: &str, make: bool) -> Option<Arc<Member>> {
-        Inner::named(self, name, make)
+    fn labelled(&self, label: &str, make: bool) -> Option<Arc<Member>> {
+        Inner::labelled(self, label, make)
     }
     fn reconfigure(
         &self,
