@@ -3,7 +3,22 @@
 //! first call, and how the registry lists it before then ([`SlotView`]).
 //! Only `__private` hands a `Slot` out, to the macros' expansions.
 
-use super::*;
+use std::fmt;
+use std::hash::Hash;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use crate::core::breaker::Budget;
+use crate::core::clock::Clock;
+use crate::core::config::Config;
+use crate::core::name::Name;
+use crate::policy::bulkhead::Limit;
+
+use super::key::name_with;
+use super::members::Member;
+use super::settings::{Pending, Tuned, budget_of, no_pending, pending_member, reconfigure_each};
+use super::{Family, Listing, OBSERVERS, Seen};
 
 /// The family of a function with `key = …`, in a `static` in the function's
 /// body: built on the first call, when the key's type is known. Listed by

@@ -1,0 +1,204 @@
+//! Room in a full family: the stored members and the sampler that picks
+//! the one a new key evicts, the members retired until their last lease
+//! is dropped, and the overflow member of the keys without room.
+
+use std::hash::Hash;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::key::OVERFLOW;
+use super::members::Member;
+use super::{Inner, OBSERVERS, Seen};
+
+/// How many members a full family samples to pick the one a new key evicts.
+pub(crate) const SAMPLE: usize = 8;
+
+/// Where a new key goes in the family.
+pub(super) enum Room {
+    /// Below `max_keys`.
+    Free,
+    /// In place of the member in this slot.
+    Evict(usize),
+}
+
+/// The fewest retired members worth a look for ones to free.
+pub(super) const RECLAIM_FLOOR: usize = 16;
+
+/// How long new keys go to the overflow member without another sweep after
+/// a sweep found no member to evict.
+pub(super) const FULL_PAUSE: u64 = 1_000_000_000;
+
+/// The stored members in a dense array, the eviction sampler's state and
+/// the evicted members not yet freed; guarded by the insertion lock.
+pub(super) struct Slots<K> {
+    /// Every stored key and its member (the map holds the same ones).
+    pub(super) stored: Vec<(K, Arc<Member>)>,
+    /// Evicted members a lease or the map may still reach.
+    pub(super) retired: Vec<Arc<Member>>,
+    /// Where the sweep for an evictable member resumes when no sampled
+    /// member can be evicted.
+    pub(super) hand: usize,
+    /// xorshift64 state picking the sampled slots.
+    pub(super) random: u64,
+    /// Until this time (on the family's clock) after a sweep found no
+    /// member to evict, new keys go to the overflow member without another
+    /// sweep; 0 when the last search found a victim.
+    pub(super) full_until: u64,
+    /// `retired`'s length at which the next insertion looks for members to
+    /// free: twice what the last look left, so each insertion costs O(1)
+    /// amortised however many retired members are still leased.
+    pub(super) reclaim_at: usize,
+}
+
+impl<K> Slots<K> {
+    fn next_random(&mut self) -> u64 {
+        let mut x = self.random;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.random = x;
+        x
+    }
+}
+
+impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
+    /// The member every key the family has no room for runs through.
+    pub(super) fn overflow(&self) -> &Arc<Member> {
+        self.overflow
+            .get_or_init(|| Arc::new(self.member(format!("{}[{OVERFLOW}]", self.config.name), 0)))
+    }
+
+    /// Whether the member in `slot` may be evicted: no call runs through
+    /// it (no lease out: the attribute's, a tower layer's, the reqwest
+    /// middleware's), and its breaker may be forgotten (see
+    /// `Breaker::forgettable`).
+    pub(super) fn evictable(&self, slot: &(K, Arc<Member>)) -> bool {
+        let member = &slot.1;
+        member.unleased()
+            && member.breaker.forgettable(self.config.lease())
+            && !self.tuned_alone(member)
+    }
+
+    /// Whether `member`'s settings were changed by its own name: it is
+    /// kept, so the change is not lost with it.
+    pub(super) fn tuned_alone(&self, member: &Member) -> bool {
+        member.breaker.config().fingerprint() != self.current_config().fingerprint()
+    }
+
+    /// The slot of the member to evict from a full family: the least
+    /// recently used evictable member among [`SAMPLE`] slots picked at
+    /// random (all of them in a family of at most `SAMPLE`); when none of
+    /// those is, the first evictable member the sweeping hand reaches;
+    /// `None` when no member may be evicted, and then, for
+    /// [`FULL_PAUSE`], without sweeping again.
+    pub(super) fn victim(&self, slots: &mut Slots<K>) -> Option<usize> {
+        let len = slots.stored.len();
+        if slots.full_until != 0 && !self.clock.reached(slots.full_until) {
+            return None;
+        }
+        let used = |slots: &Slots<K>, i: usize| slots.stored[i].1.used.load(Ordering::Relaxed);
+        let mut victim: Option<(usize, u64)> = None;
+        for n in 0..SAMPLE.min(len) {
+            let i = if len <= SAMPLE {
+                n
+            } else {
+                // The modulo's bias is below one in 2^40 for any `max_keys`
+                // a family can hold.
+                (slots.next_random() % len as u64) as usize
+            };
+            // A member's state is read only when it would be the oldest so
+            // far: its breaker's cache line is left alone otherwise.
+            let stamp = used(slots, i);
+            if victim.is_none_or(|(_, oldest)| stamp < oldest) && self.evictable(&slots.stored[i]) {
+                victim = Some((i, stamp));
+            }
+        }
+        let found = victim.map(|(i, _)| i).or_else(|| {
+            let start = slots.hand;
+            let found = (0..len)
+                .map(|n| (start + n) % len)
+                .find(|&i| self.evictable(&slots.stored[i]));
+            if let Some(i) = found {
+                slots.hand = (i + 1) % len;
+            }
+            found
+        });
+        if found.is_some() {
+            slots.full_until = 0;
+        } else {
+            if slots.full_until == 0 {
+                self.report_full();
+            }
+            slots.full_until = self.clock.now().saturating_add(FULL_PAUSE).max(1);
+        }
+        found
+    }
+
+    /// The slot of a member to evict (see [`victim`](Self::victim)), marked
+    /// retired, so that no lease of it is taken from now on. A member a
+    /// call took a lease of since it was picked is kept, and another one
+    /// picked, once.
+    pub(super) fn retire_victim(&self, slots: &mut Slots<K>) -> Option<usize> {
+        for _ in 0..2 {
+            let victim = self.victim(slots)?;
+            if slots.stored[victim].1.retire() {
+                return Some(victim);
+            }
+        }
+        None
+    }
+
+    /// A member just evicted: with the `metrics` feature, its calls since
+    /// its last report reach the counters of its name (see
+    /// [`metrics`](crate::ops::metrics#keyed-families)), when the family is
+    /// registered or the member was reported before. No lease of it is
+    /// out, so its totals are final.
+    pub(super) fn evicted(&self, member: &Member) {
+        let registered = self.registered.load(Ordering::Relaxed);
+        for observe in OBSERVERS {
+            observe(Seen::Evicted(&member.breaker, registered));
+        }
+    }
+
+    /// The family has just become full of members it may not evict: said
+    /// once until a victim is found again, not once per call.
+    pub(super) fn report_full(&self) {
+        #[cfg(feature = "tracing")]
+        ::tracing::warn!(
+            target: "failfast",
+            family = %self.config.name,
+            max_keys = self.max_keys,
+            "family `{}` is full of breakers it may not evict (open, half-open or in use): \
+             new keys share its overflow breaker `{}[{OVERFLOW}]` until room frees up",
+            self.config.name,
+            self.config.name,
+        );
+    }
+
+    /// Lets go of the evicted members whose every lease was dropped: no
+    /// lease can be taken of a retired member (see [`Lease::take`]). The
+    /// map may still hold a copy for a while (until the epoch guards that
+    /// could have found it end); the member is freed with the last. Looks
+    /// only once the list has doubled since the last look, so an insertion
+    /// costs O(1) amortised.
+    pub(super) fn reclaim(&self, slots: &mut Slots<K>) {
+        if slots.retired.len() < slots.reclaim_at {
+            return;
+        }
+        slots.retired.retain(|member| !member.unleased());
+        slots.reclaim_at = (slots.retired.len() * 2).max(RECLAIM_FLOOR);
+    }
+}
+
+/// The stored members, then the overflow member once made.
+pub(super) fn listed<'s, K>(
+    slots: &'s Slots<K>,
+    overflow: Option<&'s Arc<Member>>,
+) -> impl Iterator<Item = Arc<Member>> + 's {
+    slots
+        .stored
+        .iter()
+        .map(|(_, m)| m)
+        .chain(overflow)
+        .map(Arc::clone)
+}

@@ -1,0 +1,208 @@
+//! A family's settings: those its members are made with, changed at run
+//! time ([`FamilyRef::reconfigure`](super::FamilyRef::reconfigure)) for
+//! the members now and later; the members asked for by name before their
+//! key's first call; and the ejection budget each member is made to ask.
+
+use std::hash::Hash;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError};
+
+use crate::core::breaker::{Breaker, Budget};
+use crate::core::clock::Clock;
+use crate::core::config::Config;
+use crate::core::name::Name;
+use crate::policy::bulkhead::Limit;
+
+use super::Inner;
+use super::evict::listed;
+use super::key::{Key, OVERFLOW};
+use super::members::Member;
+
+/// The ejection budget of a family with `max_ejection_percent`: `None` at
+/// 100 % (or more), which sets none.
+pub(super) fn budget_of(max_ejection_percent: u8) -> Option<Arc<Budget>> {
+    (u32::from(max_ejection_percent) < failfast_rules::MAX_EJECTION_PERCENT)
+        .then(|| Budget::new(max_ejection_percent))
+}
+
+/// A family's settings as changed at run time.
+#[derive(Default)]
+pub(super) struct Tuned {
+    config: Option<Config>,
+    mode: Option<crate::core::breaker::Mode>,
+}
+
+impl Tuned {
+    pub(super) const fn new() -> Self {
+        Self {
+            config: None,
+            mode: None,
+        }
+    }
+
+    /// `declared` with the changes made since.
+    pub(super) fn config(&self, declared: &Config) -> Config {
+        self.config.clone().unwrap_or_else(|| declared.clone())
+    }
+
+    /// Records `patch`, checked against the settings in force.
+    pub(super) fn change(
+        &mut self,
+        declared: &Config,
+        patch: &crate::core::config::Patch,
+    ) -> Result<(), crate::core::error::ConfigError> {
+        let next = patch
+            .applied_to(&self.config(declared))
+            .map_err(|(key, reason)| {
+                crate::core::error::ConfigError::refused(&declared.name, key, reason)
+            })?;
+        self.config = Some(next);
+        if let Some(mode) = patch.mode {
+            self.mode = Some(mode);
+        }
+        Ok(())
+    }
+
+    /// A member named `name`, with these settings, asking `budget` before
+    /// it trips (counted once stored: see `Breaker::join_budget`).
+    pub(super) fn member(
+        &self,
+        declared: &Config,
+        clock: &Clock,
+        max_concurrent: Option<Limit>,
+        budget: Option<&Arc<Budget>>,
+        name: String,
+        stamp: u64,
+    ) -> Member {
+        let mut config = self.config(declared);
+        config.name = Name::from(name);
+        let member = Member {
+            breaker: Breaker::with_clock(config, clock.clone()),
+            bulkhead: max_concurrent.map(Limit::bulkhead),
+            used: AtomicU64::new(stamp),
+            leases: Default::default(),
+            retired: AtomicBool::new(false),
+        };
+        if let Some(budget) = budget {
+            member.breaker.ask_before_opening(Arc::clone(budget));
+        }
+        if let Some(mode) = self.mode {
+            member.breaker.set_mode(mode);
+        }
+        member
+    }
+}
+
+/// Applies `patch` to each of `members`; the first refusal, after the
+/// others changed.
+pub(super) fn reconfigure_each<'m>(
+    members: impl IntoIterator<Item = &'m Arc<Member>>,
+    patch: &crate::core::config::Patch,
+) -> Result<(), crate::core::error::ConfigError> {
+    let mut first = Ok(());
+    for member in members {
+        if let Err(refused) = member.breaker.apply(patch) {
+            first = first.and(Err(refused));
+        }
+    }
+    first
+}
+
+/// Members asked for by name before their key's first call, by label.
+pub(super) type Pending =
+    std::collections::HashMap<Box<str>, Arc<Member>, foldhash::fast::FixedState>;
+
+/// No member asked for yet.
+pub(super) const fn no_pending() -> Pending {
+    // A fixed seed: the labels are the operator's, not a caller's.
+    std::collections::HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0x6b65_7965_6400))
+}
+
+/// A member asked for by name before its key's first call: found among
+/// `pending` by its label, or made there when `make`, the label is a key's
+/// and fewer than `max_keys` wait.
+pub(super) fn pending_member(
+    pending: &mut Pending,
+    label: &str,
+    max_keys: usize,
+    make: impl FnOnce() -> Option<Member>,
+) -> Option<Arc<Member>> {
+    if let Some(found) = pending.get(label) {
+        return Some(Arc::clone(found));
+    }
+    if label == OVERFLOW || pending.len() >= max_keys {
+        return None;
+    }
+    let member = Arc::new(make()?);
+    pending.insert(label.into(), Arc::clone(&member));
+    Some(member)
+}
+
+impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
+    /// The member named `name` asked for before its key's first call, if
+    /// any, else a new one.
+    pub(super) fn adopt_or_make<Q: Key + ?Sized>(&self, key: &Q, stamp: u64) -> Arc<Member> {
+        let name = self.name_of(key);
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if !pending.is_empty() {
+            if let Some(member) = pending.remove(self.label_in(&name)) {
+                member.used.store(stamp, Ordering::Relaxed);
+                return member;
+            }
+        }
+        drop(pending);
+        Arc::new(self.member(name, stamp))
+    }
+
+    /// A member named `name`, with the family's settings in force.
+    pub(super) fn member(&self, name: String, stamp: u64) -> Member {
+        let tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
+        let member = tuned.member(
+            &self.config,
+            &self.clock,
+            self.max_concurrent,
+            self.budget.as_ref(),
+            name,
+            stamp,
+        );
+        drop(tuned);
+        member
+    }
+
+    /// The settings the family gives its members now (under its own name).
+    pub(super) fn current_config(&self) -> Config {
+        let tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
+        tuned.config(&self.config)
+    }
+
+    /// Changes the settings of every member, the overflow breaker's and
+    /// those asked for by name included, and of every member made from now
+    /// on. Checked against the family's settings first: nothing changes
+    /// when they refuse it. A member whose own settings (changed by name)
+    /// refuse it keeps them; the first such refusal is returned, after the
+    /// rest were changed.
+    pub(super) fn reconfigure(
+        &self,
+        patch: &crate::core::config::Patch,
+    ) -> Result<(), crate::core::error::ConfigError> {
+        // In the family's lock order (see `Inner::slots`): the members are
+        // listed under all three locks, so a member made before the change
+        // is listed (an insertion holds the insertion lock until its member
+        // is stored) and one made after it gets the new settings.
+        let slots = self.lock();
+        let pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
+        tuned.change(&self.config, patch)?;
+        let members: Vec<Arc<Member>> = listed(&slots, self.overflow.get())
+            .chain(pending.values().cloned())
+            .collect();
+        drop(pending);
+        drop(slots);
+        // The settings stay held while the members change: a member made
+        // meanwhile waits, and then gets the new settings; insertions of
+        // keys already stored and lookups go on.
+        let result = reconfigure_each(&members, patch);
+        drop(tuned);
+        result
+    }
+}
