@@ -74,6 +74,9 @@ pub use policy::keyed;
 /// Atomics of the state machine: std's, or loom's when model checking
 /// (`RUSTFLAGS="--cfg loom"`).
 mod sync {
+    /// A keyed family member's lease counts (`policy::keyed::members`).
+    #[cfg(all(loom, feature = "keyed"))]
+    pub(crate) use loom::sync::atomic::AtomicUsize;
     #[cfg(loom)]
     pub(crate) use loom::sync::atomic::{
         AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering, fence,
@@ -83,6 +86,8 @@ mod sync {
     /// Parking a thread that waits for a bulkhead's place.
     #[cfg(loom)]
     pub(crate) use loom::thread::{Thread, current as current_thread};
+    #[cfg(all(not(loom), feature = "keyed"))]
+    pub(crate) use std::sync::atomic::AtomicUsize;
     #[cfg(not(loom))]
     pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
     #[cfg(not(loom))]
@@ -99,5 +104,9 @@ pub use crate::core::clock::ManualClock;
 pub use crate::core::config::{Builder, Config};
 pub use crate::core::error::{ConfigError, Error, Reason, Rejected, State, TimedOut};
 pub use crate::core::name::Name;
+/// Under the model checker: a member's lease handshake, for its model.
+#[cfg(all(loom, feature = "keyed"))]
+#[doc(hidden)]
+pub use policy::keyed::Leases;
 #[cfg(feature = "keyed")]
 pub use policy::keyed::{Family, FamilyBuilder, FamilyStats, Key, Lease, Member};

@@ -2,7 +2,7 @@
 //! the threads below is explored, not just the ones a real run happens to hit.
 //!
 //! ```text
-//! RUSTFLAGS="--cfg loom" cargo test -p failfast-runtime --test loom --release
+//! RUSTFLAGS="--cfg loom" cargo test -p failfast-runtime --test loom --release --features keyed
 //! ```
 #![cfg(loom)]
 
@@ -628,4 +628,69 @@ fn a_forced_open_racing_a_trip_is_counted() {
         }
         assert_counted(&members, 0);
     });
+}
+
+/// A keyed family's lease handshake (`policy/keyed/members.rs`, `Leases`):
+/// callers taking leases of a member, each on its thread's stripe, while
+/// the family retires it to evict it. Whatever the interleaving and the
+/// values each load may read, a lease is never held of a retired member:
+/// either the lease lets go (and counts nothing), or the family keeps the
+/// member. Built with the `keyed` feature:
+///
+/// ```text
+/// RUSTFLAGS="--cfg loom" cargo test -p failfast-runtime --test loom --release --features keyed lease
+/// ```
+#[cfg(feature = "keyed")]
+mod lease {
+    use super::*;
+    use failfast_runtime::Leases;
+
+    /// `takers` threads, on stripes 0, 1, …, each take a lease (and, with
+    /// `give_back`, drop it) while the model's thread retires the member.
+    fn retire_racing(takers: usize, give_back: bool) {
+        let leases = Arc::new(Leases::new());
+        let handles: Vec<_> = (0..takers)
+            .map(|stripe| {
+                let leases = leases.clone();
+                thread::spawn(move || {
+                    let took = leases.take(stripe);
+                    if took && give_back {
+                        leases.release(stripe);
+                        return false;
+                    }
+                    took
+                })
+            })
+            .collect();
+        let retired = leases.retire();
+        let held = handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .filter(|&held| held)
+            .count();
+        assert!(!(retired && held > 0), "a lease held of a retired member");
+        // Counts are exact: nothing counted but the leases still held.
+        assert_eq!(leases.unleased(), held == 0);
+        if retired {
+            assert!(!leases.take(0), "a retired member lets every lease go");
+        }
+    }
+
+    #[test]
+    fn a_lease_taken_while_its_member_is_retired_either_keeps_it_or_lets_go() {
+        model(|| retire_racing(1, false));
+    }
+
+    #[test]
+    fn leases_on_two_stripes_racing_a_retirement_never_hold_a_retired_member() {
+        model(|| retire_racing(2, false));
+    }
+
+    /// A lease dropped before the retirement reads its stripe is no
+    /// longer counted: the member may be retired, and the family that then
+    /// frees it has acquired everything the lease did.
+    #[test]
+    fn a_lease_given_back_racing_a_retirement_is_not_counted() {
+        model(|| retire_racing(1, true));
+    }
 }

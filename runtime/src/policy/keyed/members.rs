@@ -8,10 +8,12 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize as StdAtomicUsize};
 
 use crate::core::breaker::Breaker;
 use crate::policy::bulkhead::Bulkhead;
+// loom's under `--cfg loom`, for the model of the handshake below.
+use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 
 /// Threads spread their leases over this many counters per member, each
 /// on its own cache line, so that two threads calling through one key do
@@ -22,7 +24,112 @@ pub(crate) const STRIPES: usize = 4;
 /// One of a member's lease counters, alone on its cache line.
 #[derive(Debug, Default)]
 #[repr(align(64))]
-pub(super) struct Stripe(pub(super) AtomicUsize);
+struct Stripe(AtomicUsize);
+
+/// A member's lease counts, one per stripe of threads, and its retired
+/// mark: the handshake between a lease being taken ([`take`](Self::take))
+/// and the family retiring the member to evict it
+/// ([`retire`](Self::retire)). Whatever their interleaving, a lease is
+/// never held of a retired member: either the lease lets go, or the
+/// family keeps the member (and picks another).
+///
+/// Why, in the C++/Rust memory model, with no sequentially consistent
+/// operation: `take` counts itself on its stripe with a read-modify-write
+/// (acquire-release) and then loads the mark; `retire` stores the mark and
+/// then reads every stripe with a read-modify-write (`fetch_add(0)`,
+/// acquire-release), not a load. Read-modify-writes of one stripe are
+/// totally ordered, and each reads the value the one before it wrote.
+/// So on the lease's stripe either
+///
+/// - the lease's count comes first: `retire`'s read of that stripe sees
+///   it (or a later value that still includes it, the lease being held),
+///   and the member is not retired (the mark is taken back); or
+/// - `retire`'s read comes first: it is a release, and the lease's count
+///   an acquire that reads its value or a later one in its release
+///   sequence (every later change of a stripe is a read-modify-write), so
+///   the mark's store, made before `retire`'s read, happens before the
+///   lease loads the mark, which reads it: the lease lets go.
+///
+/// A plain load in `retire` would need both sides sequentially consistent
+/// (a store-buffering handshake), which loom cannot check (it treats
+/// `SeqCst` accesses as acquire-release); written this way the argument
+/// needs acquire and release only, and `runtime/tests/loom.rs` checks it
+/// on this very type (`a_lease_taken_while_its_member_is_retired_…`),
+/// under `RUSTFLAGS="--cfg loom"` with the `keyed` feature. The churn tests
+/// of `runtime/tests/behaviour/keyed.rs`
+/// (`a_lease_never_holds_an_evicted_member`,
+/// `leases_on_two_threads_sharing_keys_while_a_third_evicts`) run it on
+/// real threads. The cost: `take` is what it was (a read-modify-write on
+/// the thread's own stripe and a load); `retire`, on the eviction path
+/// only, writes each stripe's line once.
+///
+/// Public only under loom, for its model.
+#[derive(Debug, Default)]
+pub struct Leases {
+    stripes: [Stripe; STRIPES],
+    /// Set (for good) before the member leaves the map, or for a moment
+    /// while the family checks that no lease of it is out: a lease that
+    /// reads it set lets go and looks the key up again.
+    retired: AtomicBool,
+}
+
+impl Leases {
+    /// No lease out, not retired.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Counts a lease on `stripe` (below [`STRIPES`]) whatever the mark:
+    /// for a member that cannot be retired meanwhile (found under the
+    /// insertion lock, or the overflow member). Give it back with
+    /// [`release`](Self::release).
+    #[inline]
+    pub fn count(&self, stripe: usize) {
+        self.stripes[stripe].0.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Counts a lease on `stripe` unless the member is retired: `false`
+    /// (and nothing counted) when it is.
+    #[inline]
+    pub fn take(&self, stripe: usize) -> bool {
+        self.count(stripe);
+        if self.retired.load(Ordering::Acquire) {
+            self.release(stripe);
+            return false;
+        }
+        true
+    }
+
+    /// Gives back a lease counted on `stripe`.
+    #[inline]
+    pub fn release(&self, stripe: usize) {
+        self.stripes[stripe].0.fetch_sub(1, Ordering::Release);
+    }
+
+    /// Marks the member retired if no lease of it is out: `false` (the
+    /// mark taken back) when one is.
+    pub fn retire(&self) -> bool {
+        self.retired.store(true, Ordering::Relaxed);
+        // Read-modify-writes, not loads: see the type's docs.
+        let unleased = self
+            .stripes
+            .iter()
+            .all(|stripe| stripe.0.fetch_add(0, Ordering::AcqRel) == 0);
+        if !unleased {
+            self.retired.store(false, Ordering::Relaxed);
+        }
+        unleased
+    }
+
+    /// Whether no lease is out. Meaningful once no new lease can be taken
+    /// (the member is retired); acquires what the last lease did.
+    pub fn unleased(&self) -> bool {
+        self.stripes
+            .iter()
+            .all(|stripe| stripe.0.load(Ordering::Acquire) == 0)
+    }
+}
 
 /// One key's breaker in a [`Family`](super::Family), with its concurrency limit when the
 /// family has one. Derefs to its [`Breaker`].
@@ -33,13 +140,9 @@ pub struct Member {
     /// The family's insertion stamp when this key was last used.
     pub(super) used: AtomicU64,
     /// [`Lease`]s of this member not yet dropped, counted on the stripe of
-    /// the thread that took each one: an evicted member is freed once every
-    /// stripe reads zero.
-    pub(super) leases: [Stripe; STRIPES],
-    /// Set (for good) before the member leaves the map, or for a moment
-    /// while the family checks that no lease of it is out: a lease that
-    /// reads it set lets go and looks the key up again.
-    pub(super) retired: AtomicBool,
+    /// the thread that took each one (an evicted member is freed once every
+    /// stripe reads zero), and its retired mark.
+    pub(super) leases: Leases,
 }
 
 impl Member {
@@ -63,36 +166,28 @@ impl Member {
     #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
     pub(crate) fn hold(&self) -> usize {
         let stripe = stripe();
-        // Sequentially consistent, as a lease's count (see `Lease::take`).
-        self.leases[stripe].0.fetch_add(1, Ordering::SeqCst);
+        self.leases.count(stripe);
         stripe
     }
 
     /// Ends a [`hold`](Self::hold).
     #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
     pub(crate) fn release(&self, stripe: usize) {
-        self.leases[stripe].0.fetch_sub(1, Ordering::Release);
+        self.leases.release(stripe);
     }
 
     /// Whether no lease of this member is out. Only meaningful once no new
     /// lease can be taken (the member is out of the map for good).
     pub(super) fn unleased(&self) -> bool {
-        self.leases
-            .iter()
-            .all(|stripe| stripe.0.load(Ordering::SeqCst) == 0)
+        self.leases.unleased()
     }
 
     /// Marks the member retired if no lease of it is out, atomically with
     /// respect to leases being taken: either a lease counted itself first
     /// and this returns `false` (the mark is taken back), or every lease
-    /// taken from now on reads the mark and lets go (see [`Lease::take`]).
+    /// taken from now on reads the mark and lets go (see [`Leases`]).
     pub(super) fn retire(&self) -> bool {
-        self.retired.store(true, Ordering::SeqCst);
-        if self.unleased() {
-            return true;
-        }
-        self.retired.store(false, Ordering::SeqCst);
-        false
+        self.leases.retire()
     }
 }
 
@@ -110,14 +205,14 @@ thread_local! {
 }
 
 /// Hands out stripes to threads in turn.
-static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+static NEXT_STRIPE: StdAtomicUsize = StdAtomicUsize::new(0);
 
 /// The calling thread's lease stripe.
 #[inline]
 pub(super) fn stripe() -> usize {
     STRIPE.with(|stripe| match stripe.get() {
         usize::MAX => {
-            let mine = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES;
+            let mine = NEXT_STRIPE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % STRIPES;
             stripe.set(mine);
             mine
         }
@@ -138,7 +233,7 @@ pub(super) fn stripe() -> usize {
 pub struct Lease<'f> {
     member: NonNull<Member>,
     /// The stripe of `member` this lease counted itself on.
-    stripe: NonNull<AtomicUsize>,
+    stripe: usize,
     _family: PhantomData<&'f ()>,
 }
 
@@ -148,11 +243,17 @@ impl Lease<'_> {
     /// member, which lives as long as the family.
     #[inline]
     pub(super) fn new(member: &Arc<Member>) -> Self {
-        let stripe = &member.leases[stripe()].0;
-        stripe.fetch_add(1, Ordering::SeqCst);
+        let stripe = stripe();
+        member.leases.count(stripe);
+        Self::counted(member, stripe)
+    }
+
+    /// The lease of `member` counted on `stripe`.
+    #[inline]
+    fn counted(member: &Arc<Member>, stripe: usize) -> Self {
         Lease {
             member: NonNull::from(&**member),
-            stripe: NonNull::from(stripe),
+            stripe,
             _family: PhantomData,
         }
     }
@@ -162,25 +263,21 @@ impl Lease<'_> {
     ///
     /// Sound by two guarantees: scc's, that a value [`peek`]ed in a
     /// `HashIndex` stays allocated while the guard lives (so the count and
-    /// the mark can be touched here whatever happens), and the single total
-    /// order of sequentially consistent operations. The family marks a
-    /// member retired and then reads its counts ([`Member::retire`]); this
-    /// counts and then reads the mark. In the total order either the count
-    /// comes before the family's reads, which then see it (the member is
-    /// not evicted, or not freed while the lease lives), or the mark comes
-    /// before this read, which sees it: the lease is taken back and never
-    /// used.
+    /// the mark can be touched here whatever happens), and the handshake
+    /// of [`Leases`]: the lease is counted and then reads the mark, the
+    /// family marks the member retired and then reads its counts, and
+    /// either the family sees the count (the member is not evicted, or not
+    /// freed while the lease lives) or the lease sees the mark (it is
+    /// taken back and never used).
     ///
     /// [`peek`]: scc::HashIndex::peek
     #[inline]
     pub(super) fn take(member: &Arc<Member>) -> Option<Self> {
-        let lease = Self::new(member);
-        if member.retired.load(Ordering::SeqCst) {
-            // Dropping it gives the count back.
-            drop(lease);
-            return None;
-        }
-        Some(lease)
+        let stripe = stripe();
+        member
+            .leases
+            .take(stripe)
+            .then(|| Self::counted(member, stripe))
     }
 }
 
@@ -218,8 +315,8 @@ impl Drop for Lease<'_> {
         // SAFETY: as in `deref`: still counted, so still allocated. After
         // this decrement the member is not touched again.
         #[allow(unsafe_code)]
-        let stripe = unsafe { self.stripe.as_ref() };
-        stripe.fetch_sub(1, Ordering::Release);
+        let member = unsafe { self.member.as_ref() };
+        member.leases.release(self.stripe);
     }
 }
 

@@ -158,6 +158,8 @@ use evict::{RECLAIM_FLOOR, Room, Slots};
 pub use key::Key;
 use key::{Lookup, OVERFLOW, label_in};
 pub use listing::{FamilyRef, FamilyStats};
+#[cfg(loom)]
+pub use members::Leases;
 pub use members::{Lease, Member};
 use settings::{Pending, Tuned, no_pending};
 

@@ -4,7 +4,7 @@
 //! key's first call; and the ejection budget each member is made to ask.
 
 use std::hash::Hash;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 
 use crate::core::breaker::{Breaker, Budget};
@@ -16,7 +16,7 @@ use crate::policy::bulkhead::Limit;
 use super::Inner;
 use super::evict::listed;
 use super::key::{Key, OVERFLOW};
-use super::members::Member;
+use super::members::{Leases, Member};
 
 /// The ejection budget of a family with `max_ejection_percent`: `None` at
 /// 100 % (or more), which sets none.
@@ -80,8 +80,7 @@ impl Tuned {
             breaker: Breaker::with_clock(config, clock.clone()),
             bulkhead: max_concurrent.map(Limit::bulkhead),
             used: AtomicU64::new(stamp),
-            leases: Default::default(),
-            retired: AtomicBool::new(false),
+            leases: Leases::new(),
         };
         if let Some(budget) = budget {
             member.breaker.ask_before_opening(Arc::clone(budget));
