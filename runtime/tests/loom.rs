@@ -644,25 +644,39 @@ fn a_forced_open_racing_a_trip_is_counted() {
 mod lease {
     use super::*;
     use failfast_runtime::Leases;
+    use loom::sync::atomic::AtomicBool;
+
+    /// A member's lease counts and its retired mark.
+    #[derive(Default)]
+    struct Member {
+        leases: Leases,
+        retired: AtomicBool,
+    }
+
+    impl Member {
+        fn take(&self, stripe: usize) -> bool {
+            self.leases.take(&self.retired, stripe)
+        }
+    }
 
     /// `takers` threads, on stripes 0, 1, …, each take a lease (and, with
     /// `give_back`, drop it) while the model's thread retires the member.
     fn retire_racing(takers: usize, give_back: bool) {
-        let leases = Arc::new(Leases::new());
+        let member = Arc::new(Member::default());
         let handles: Vec<_> = (0..takers)
             .map(|stripe| {
-                let leases = leases.clone();
+                let member = member.clone();
                 thread::spawn(move || {
-                    let took = leases.take(stripe);
+                    let took = member.take(stripe);
                     if took && give_back {
-                        leases.release(stripe);
+                        member.leases.release(stripe);
                         return false;
                     }
                     took
                 })
             })
             .collect();
-        let retired = leases.retire();
+        let retired = member.leases.retire(&member.retired);
         let held = handles
             .into_iter()
             .map(|h| h.join().unwrap())
@@ -670,9 +684,9 @@ mod lease {
             .count();
         assert!(!(retired && held > 0), "a lease held of a retired member");
         // Counts are exact: nothing counted but the leases still held.
-        assert_eq!(leases.unleased(), held == 0);
+        assert_eq!(member.leases.unleased(), held == 0);
         if retired {
-            assert!(!leases.take(0), "a retired member lets every lease go");
+            assert!(!member.take(0), "a retired member lets every lease go");
         }
     }
 

@@ -26,8 +26,10 @@ pub(crate) const STRIPES: usize = 4;
 #[repr(align(64))]
 struct Stripe(AtomicUsize);
 
-/// A member's lease counts, one per stripe of threads, and its retired
-/// mark: the handshake between a lease being taken ([`take`](Self::take))
+/// A member's lease counts, one per stripe of threads, and with its
+/// retired mark (kept beside them in the member, off the stripes' cache
+/// lines, which would pad this type by a line) the handshake between a
+/// lease being taken ([`take`](Self::take))
 /// and the family retiring the member to evict it
 /// ([`retire`](Self::retire)). Whatever their interleaving, a lease is
 /// never held of a retired member: either the lease lets go, or the
@@ -67,14 +69,10 @@ struct Stripe(AtomicUsize);
 #[derive(Debug, Default)]
 pub struct Leases {
     stripes: [Stripe; STRIPES],
-    /// Set (for good) before the member leaves the map, or for a moment
-    /// while the family checks that no lease of it is out: a lease that
-    /// reads it set lets go and looks the key up again.
-    retired: AtomicBool,
 }
 
 impl Leases {
-    /// No lease out, not retired.
+    /// No lease out.
     #[must_use]
     pub fn new() -> Self {
         Self::default()
@@ -89,12 +87,12 @@ impl Leases {
         self.stripes[stripe].0.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Counts a lease on `stripe` unless the member is retired: `false`
+    /// Counts a lease on `stripe` unless the member is `retired`: `false`
     /// (and nothing counted) when it is.
     #[inline]
-    pub fn take(&self, stripe: usize) -> bool {
+    pub fn take(&self, retired: &AtomicBool, stripe: usize) -> bool {
         self.count(stripe);
-        if self.retired.load(Ordering::Acquire) {
+        if retired.load(Ordering::Acquire) {
             self.release(stripe);
             return false;
         }
@@ -107,17 +105,17 @@ impl Leases {
         self.stripes[stripe].0.fetch_sub(1, Ordering::Release);
     }
 
-    /// Marks the member retired if no lease of it is out: `false` (the
+    /// Marks the member `retired` if no lease of it is out: `false` (the
     /// mark taken back) when one is.
-    pub fn retire(&self) -> bool {
-        self.retired.store(true, Ordering::Relaxed);
+    pub fn retire(&self, retired: &AtomicBool) -> bool {
+        retired.store(true, Ordering::Relaxed);
         // Read-modify-writes, not loads: see the type's docs.
         let unleased = self
             .stripes
             .iter()
             .all(|stripe| stripe.0.fetch_add(0, Ordering::AcqRel) == 0);
         if !unleased {
-            self.retired.store(false, Ordering::Relaxed);
+            retired.store(false, Ordering::Relaxed);
         }
         unleased
     }
@@ -141,8 +139,12 @@ pub struct Member {
     pub(super) used: AtomicU64,
     /// [`Lease`]s of this member not yet dropped, counted on the stripe of
     /// the thread that took each one (an evicted member is freed once every
-    /// stripe reads zero), and its retired mark.
+    /// stripe reads zero).
     pub(super) leases: Leases,
+    /// Set (for good) before the member leaves the map, or for a moment
+    /// while the family checks that no lease of it is out: a lease that
+    /// reads it set lets go and looks the key up again (see [`Leases`]).
+    pub(super) retired: AtomicBool,
 }
 
 impl Member {
@@ -187,7 +189,7 @@ impl Member {
     /// and this returns `false` (the mark is taken back), or every lease
     /// taken from now on reads the mark and lets go (see [`Leases`]).
     pub(super) fn retire(&self) -> bool {
-        self.leases.retire()
+        self.leases.retire(&self.retired)
     }
 }
 
@@ -276,7 +278,7 @@ impl Lease<'_> {
         let stripe = stripe();
         member
             .leases
-            .take(stripe)
+            .take(&member.retired, stripe)
             .then(|| Self::counted(member, stripe))
     }
 }

@@ -93,7 +93,7 @@
 //! when their number has doubled since the last look, so insertions stay
 //! O(1) amortised however many of them are still leased, and at most
 //! `max(16, 2 × those still leased)` wait at once. A key's memory is about
-//! 1.7 KiB (its breaker, its lease stripes, its name, its entries in the
+//! 1.8 KiB (its breaker, its lease stripes, its name, its entries in the
 //! map and the index of labels), measured in `benches/keyed.rs`: a family holds at most
 //! `max_keys + 1` members (the overflow breaker included), plus the evicted
 //! ones still leased.

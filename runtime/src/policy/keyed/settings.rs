@@ -12,6 +12,7 @@ use crate::core::clock::Clock;
 use crate::core::config::Config;
 use crate::core::name::Name;
 use crate::policy::bulkhead::Limit;
+use crate::sync::AtomicBool;
 
 use super::Inner;
 use super::evict::listed;
@@ -81,6 +82,7 @@ impl Tuned {
             bulkhead: max_concurrent.map(Limit::bulkhead),
             used: AtomicU64::new(stamp),
             leases: Leases::new(),
+            retired: AtomicBool::new(false),
         };
         if let Some(budget) = budget {
             member.breaker.ask_before_opening(Arc::clone(budget));
