@@ -235,10 +235,9 @@ fn adapt((least, most): (u32, u32), limit: u32, memory: Memory, window: Window) 
     let period = now / PERIOD;
     let baseline = memory.baseline;
     if baseline == 0 {
+        // The first window (a memory without a baseline is a fresh one).
         let memory = Memory {
-            streak: 0,
             clean: period + 1,
-            over: 0,
             ..memory.learn(average)
         };
         return (grow(limit), memory);
@@ -678,6 +677,7 @@ mod tests {
             window(S, S, 8, 80 * MS, 1),
         );
         assert_eq!((limit, first.baseline), (fixed(6), 80 * MS));
+        assert_eq!((first.clean, first.learnt), (1, 1), "clean, in period 0");
     }
 
     #[test]
@@ -688,6 +688,9 @@ mod tests {
         };
         assert!(grows(15 * MS));
         assert!(!grows(15 * MS + 1));
+        // At it, and more than half the limit in use: learnt.
+        let (_, at) = adapt((1, 21), fixed(10), m, window(S, 100 * MS, 100, 15 * MS, 10));
+        assert_eq!(at.baseline, 10_312_500);
     }
 
     #[test]
