@@ -8,7 +8,10 @@
 //! - the rule of each setting, as a `const fn` returning the value or the
 //!   [`Violation`] ([`threshold`], [`failure_rate`], [`recovery`], …), and
 //!   the rules between settings ([`min_calls_within`],
-//!   [`slow_under_timeout`], [`one_trip_rule`], …).
+//!   [`slow_under_timeout`], [`one_trip_rule`], …);
+//! - what the settings written mean together ([`resolution`]: from
+//!   [`Written`] to the rules in force, [`Resolved`], or the
+//!   [`Violations`]), resolved once for the attribute and the builder.
 //!
 //! A `Violation` says what is wrong in the words of each side: its
 //! [`Display`](core::fmt::Display) is the attribute's compile error,
@@ -34,11 +37,13 @@
 mod duration;
 mod key;
 mod limits;
+mod resolve;
 mod settings;
 mod violation;
 
 pub use duration::{DurationError, parse_duration};
 pub use key::Key;
 pub use limits::*;
+pub use resolve::*;
 pub use settings::*;
 pub use violation::Violation;

@@ -88,6 +88,37 @@ impl Violation {
         self.key
     }
 
+    /// Whether the value written is at fault (a count, a rate or a
+    /// duration, alone or measured against another setting's), rather than
+    /// the key being written beside the others (two trip rules, a `window`
+    /// with no rule over it, `max_wait` without `max_concurrent`, …): the
+    /// attribute reports the first at the value, the second at the key.
+    #[must_use]
+    pub const fn at_value(&self) -> bool {
+        match self.rule {
+            Rule::AtLeastOne
+            | Rule::AtMost(_)
+            | Rule::Share(_)
+            | Rule::Fraction(_)
+            | Rule::LongerThanZero
+            | Rule::NotBelowRecovery
+            | Rule::ShorterThanTimeout { .. }
+            | Rule::WithinWindow { .. }
+            | Rule::ThresholdOverWindow { .. }
+            | Rule::Multiplier(_)
+            | Rule::ShedWindowUnderTimeout { .. }
+            | Rule::Range { .. } => true,
+            Rule::TwoTripRules
+            | Rule::WithoutRate
+            | Rule::WithoutSlow
+            | Rule::WithoutMaxConcurrent
+            | Rule::WithoutShed
+            | Rule::ShedHasItsWindow
+            | Rule::WindowTurnsThreshold
+            | Rule::WaitOnAdaptive => false,
+        }
+    }
+
     /// The attribute's message without the values it would show: what a
     /// constant that breaks the rule makes const evaluation panic with.
     #[must_use]
