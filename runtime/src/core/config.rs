@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use failfast_rules::{self as rules, Key, Violation};
+use failfast_rules::{self as rules, Concurrency, FailureRule, Setting, Violation, Written};
 
 use crate::core::clock::{Clock, ManualClock};
 use crate::core::error::ConfigError;
@@ -636,9 +636,9 @@ pub struct Builder {
     pub(crate) patch: Patch,
     /// The first setting given that is fixed once the breaker is built.
     pub(crate) fixed: Option<&'static str>,
-    lease_set: bool,
-    /// The adaptive limit's range as given (checked when building).
-    adaptive: Option<(u32, u32)>,
+    /// Every setting given, as given: what `failfast_rules::resolution`
+    /// reads when building, as the attribute's check does.
+    written: Written,
     clock: Clock,
 }
 
@@ -648,8 +648,7 @@ impl Default for Builder {
             config: Config::new("unnamed"),
             patch: Patch::default(),
             fixed: None,
-            lease_set: false,
-            adaptive: None,
+            written: Written::NOTHING,
             clock: Clock::System,
         }
     }
@@ -695,6 +694,7 @@ impl Builder {
     pub fn threshold(mut self, n: u32) -> Self {
         self.config = self.config.with_threshold(n);
         self.patch.threshold = Some(n);
+        self.written.threshold = Setting::Set(n);
         self
     }
 
@@ -702,6 +702,7 @@ impl Builder {
     pub fn recovery(mut self, d: Duration) -> Self {
         self.config = self.config.with_recovery(d);
         self.patch.recovery = Some(d);
+        self.written.recovery = Setting::Set(d);
         self
     }
 
@@ -712,6 +713,7 @@ impl Builder {
         // given, zero included.
         self.config = self.config.with_max_recovery(max);
         self.patch.max_recovery = Some(max);
+        self.written.max_recovery = Setting::Set(max);
         self
     }
 
@@ -745,6 +747,7 @@ impl Builder {
     pub fn failure_rate(mut self, rate: f64) -> Self {
         self.config = self.config.with_failure_rate(rate);
         self.patch.failure_rate = Some(rate);
+        self.written.failure_rate = Setting::Set(rate);
         self
     }
 
@@ -760,6 +763,7 @@ impl Builder {
     pub fn window_calls(mut self, n: u32) -> Self {
         self.config = self.config.with_window_calls(n);
         self.patch.window = Some(self.config.window);
+        self.written.window = Setting::Set(rules::Window::Calls(n));
         self
     }
 
@@ -777,6 +781,7 @@ impl Builder {
     pub fn window_time(mut self, d: Duration) -> Self {
         self.config = self.config.with_window_time(d);
         self.patch.window = Some(self.config.window);
+        self.written.window = Setting::Set(rules::Window::Time(d));
         self
     }
 
@@ -834,6 +839,7 @@ impl Builder {
     pub fn shed(mut self, k: f64) -> Self {
         self.config = self.config.with_shed(k);
         self.patch.shed = Some(k);
+        self.written.shed = Setting::Set(k);
         self
     }
 
@@ -873,6 +879,7 @@ impl Builder {
     pub fn shed_window(mut self, d: Duration) -> Self {
         self.config = self.config.with_shed_window(d);
         self.patch.shed_window = Some(d);
+        self.written.shed_window = Setting::Set(d);
         self
     }
 
@@ -952,7 +959,7 @@ impl Builder {
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
     pub fn adaptive_concurrency(mut self, min: u32, max: u32) -> Self {
-        self.adaptive = Some((min, max));
+        self.written.max_concurrent = Setting::Set(Concurrency::Adaptive { min, max });
         self.config = self
             .config
             .with_adaptive_concurrency(min.min(0xFFFF), max.min(0xFFFF));
@@ -965,6 +972,7 @@ impl Builder {
     pub fn min_calls(mut self, n: u32) -> Self {
         self.config = self.config.with_min_calls(n);
         self.patch.min_calls = Some(n);
+        self.written.min_calls = Setting::Set(n);
         self
     }
 
@@ -976,6 +984,7 @@ impl Builder {
         if self.patch.slow_rate.is_some() {
             self.config.slow_rate = rate;
         }
+        self.written.slow = Setting::Set(d);
         self.fixed.get_or_insert("slow");
         self
     }
@@ -985,6 +994,7 @@ impl Builder {
     pub fn slow_rate(mut self, rate: f64) -> Self {
         self.config = self.config.with_slow_rate(rate);
         self.patch.slow_rate = Some(rate);
+        self.written.slow_rate = Setting::Set(rate);
         self
     }
 
@@ -997,7 +1007,7 @@ impl Builder {
     /// longest a call can take (its timeout, if it has one).
     pub fn trial_lease(mut self, lease: Duration) -> Self {
         self.config = self.config.with_trial_lease(lease);
-        self.lease_set = true;
+        self.written.trial_lease = Setting::Set(lease);
         self.fixed.get_or_insert("trial_lease");
         self
     }
@@ -1072,81 +1082,16 @@ impl Builder {
     }
 
     fn checked_unnamed(mut self) -> Result<Config, ConfigError> {
-        let config = &self.config;
-        rules::one_trip_rule(
-            self.patch.threshold.is_some(),
-            self.patch.failure_rate.is_some(),
-        )
-        .map_err(broken)?;
-        if self.patch.failure_rate.is_some() {
-            // `validate` takes a zero rate as "no failure-rate rule".
-            rules::failure_rate(config.failure_rate).map_err(broken)?;
+        // What the settings mean together, resolved as the attribute
+        // resolves its keys.
+        let rules = rules::resolve(&self.written).map_err(broken)?;
+        match rules.failures {
+            FailureRule::Off => self.config.threshold = 0,
+            FailureRule::WithinWindow => self.config.within = true,
+            FailureRule::Consecutive | FailureRule::Rate => {}
         }
-        if self.patch.slow_rate.is_some() {
-            rules::slow_rate_needs_slow(config.slow != 0).map_err(broken)?;
-        }
-        if self.patch.max_recovery.is_some() {
-            let (start, max) = (config.recovery, config.max_recovery);
-            rules::max_recovery(Duration::from_nanos(start), Duration::from_nanos(max))
-                .map_err(broken)?;
-        }
-        if let Some((min, max)) = self.adaptive {
-            rules::adaptive_concurrency(min, max).map_err(broken)?;
-        }
-        // A `threshold` written is checked as written (no threshold is
-        // only ever the absence of one, beside `shed`).
-        if let Some(n) = self.patch.threshold {
-            rules::threshold(n).map_err(broken)?;
-        }
-        // Graded shedding alone: no trip rule but the ones written; its
-        // window is `shed_window`, 10 s unless written.
-        if let Some(d) = self.patch.shed_window {
-            rules::shed_window_needs_shed(self.patch.shed.is_some()).map_err(broken)?;
-            rules::shed_window(d).map_err(broken)?;
-        }
-        if self.patch.shed.is_some() {
-            rules::shed(self.patch.shed.unwrap_or_default()).map_err(broken)?;
-            if self.patch.threshold.is_none() && self.patch.failure_rate.is_none() {
-                self.config.threshold = 0;
-            }
-            // One key, one meaning: `window` is a trip rule's.
-            if self.patch.window.is_some() {
-                rules::window_beside_shed(
-                    self.patch.threshold.is_some() && self.patch.failure_rate.is_none(),
-                    self.patch.failure_rate.is_some() || self.config.slow != 0,
-                    self.patch.shed_window.is_some(),
-                )
-                .map_err(broken)?;
-            }
-        }
-        // `threshold` with `window`: the failures within the window.
-        if self.patch.threshold.is_some()
-            && self.patch.window.is_some()
-            && self.patch.failure_rate.is_none()
-        {
-            self.config.within = true;
-        }
-        let config = &self.config;
-        if self.patch.window.is_some() {
-            rules::needs_rate_rule(Key::Window, config.uses_window()).map_err(broken)?;
-        }
-        if self.patch.min_calls.is_some() {
-            rules::needs_rate_rule(Key::MinCalls, config.uses_rate()).map_err(broken)?;
-        }
-        // A count window never holds more than its size: an explicit `min_calls`
-        // above it could never be reached by a rate rule; the default waits
-        // for a full window.
-        if let Window::Calls(size @ 1..) = config.window {
-            if self.patch.min_calls.is_some() {
-                if config.rate_window() {
-                    rules::min_calls_within(config.min_calls, Some(size)).map_err(broken)?;
-                }
-            } else {
-                self.config.min_calls = rules::default_min_calls(size);
-            }
-        }
-        if self.lease_set {
-            rules::trial_lease(Duration::from_nanos(self.config.lease)).map_err(broken)?;
+        if let Some(n) = rules.implied_min_calls {
+            self.config.min_calls = n;
         }
         self.config.validate()?;
         Ok(self.config)
@@ -1233,6 +1178,222 @@ mod tests {
             .checked()
             .unwrap();
         assert!(!rate.within && !rate.uses_threshold());
+    }
+
+    /// The builder gives `failfast_rules::resolution` every setting as it
+    /// was given, and refuses with the resolution's first violation: over
+    /// every combination of the trip rules' settings, as the attribute
+    /// refuses the same keys (`macros/src/check/tests.rs`).
+    #[test]
+    fn the_builder_refuses_what_the_rules_resolution_refuses() {
+        use failfast_rules::{Setting, Window};
+        type Set = fn(Builder) -> Builder;
+        let second = Duration::from_secs(1);
+        let settings: [Set; 10] = [
+            |b| b.threshold(5),
+            |b| b.failure_rate(0.5),
+            |b| b.window_calls(100),
+            |b| b.window_calls(5),
+            |b| b.min_calls(10),
+            |b| b.slow(Duration::from_secs(1)),
+            |b| b.slow_rate(0.5),
+            |b| b.shed(2.0),
+            |b| b.window_time(Duration::from_secs(10)),
+            |b| b.shed_window(Duration::from_secs(60)),
+        ];
+        for mask in 0u32..(1 << settings.len()) {
+            if (mask & 0b01_0000_1100).count_ones() > 1 {
+                continue;
+            }
+            let builder = (0..settings.len())
+                .filter(|i| mask & (1 << i) != 0)
+                .fold(Breaker::builder(), |b, i| settings[i](b));
+            let expected = rules::resolve(&builder.written)
+                .err()
+                .map(|v| (v.key().name(), v.problem()));
+            let built = builder
+                .checked()
+                .err()
+                .map(|e| (e.static_key(), e.reason().to_owned()));
+            assert_eq!(built, expected, "{mask:#b}");
+        }
+        // Each setter writes down its setting as given.
+        let all = settings[..9]
+            .iter()
+            .fold(Breaker::builder(), |b, set| set(b))
+            .recovery(second)
+            .max_recovery(second)
+            .adaptive_concurrency(1, 8)
+            .trial_lease(second);
+        let w = all.written;
+        assert_eq!(
+            (
+                w.threshold,
+                w.failure_rate,
+                w.min_calls,
+                w.slow,
+                w.slow_rate
+            ),
+            (
+                Setting::Set(5),
+                Setting::Set(0.5),
+                Setting::Set(10),
+                Setting::Set(second),
+                Setting::Set(0.5)
+            )
+        );
+        assert_eq!(w.window, Setting::Set(Window::Time(10 * second)));
+        assert_eq!((w.shed, w.shed_window), (Setting::Set(2.0), Setting::Unset));
+        assert_eq!(
+            (w.recovery, w.max_recovery, w.trial_lease),
+            (
+                Setting::Set(second),
+                Setting::Set(second),
+                Setting::Set(second)
+            )
+        );
+        assert!(w.max_concurrent.is_written());
+        // A growing recovery, an adaptive limit and a lease: as given.
+        for (builder, key) in [
+            (
+                Breaker::builder().max_recovery(second),
+                Some("max_recovery"),
+            ),
+            (
+                Breaker::builder().recovery(second).max_recovery(second),
+                None,
+            ),
+            (
+                Breaker::builder().adaptive_concurrency(0, 8),
+                Some("max_concurrent"),
+            ),
+            (
+                Breaker::builder().trial_lease(Duration::ZERO),
+                Some("trial_lease"),
+            ),
+            (Breaker::builder().threshold(0).shed(2.0), Some("threshold")),
+        ] {
+            assert_eq!(builder.checked().err().map(|e| e.static_key()), key);
+        }
+    }
+
+    /// The builder and a run-time patch hold each value to its rule in
+    /// `failfast_rules`, as the attribute does with a literal and const
+    /// evaluation with a constant: at every edge, a value is accepted
+    /// exactly when the rule accepts it.
+    #[test]
+    fn the_builder_and_a_patch_accept_exactly_what_each_rule_accepts() {
+        let built = |b: Builder| b.checked().is_ok();
+        let patched = |base: Builder, patch: Builder| {
+            let breaker = base.build().expect("a valid base");
+            breaker.reconfigure(&patch).is_ok()
+        };
+        let rate = || Breaker::builder().failure_rate(0.5);
+        let counts = [
+            0,
+            1,
+            2,
+            100,
+            255,
+            256,
+            MAX_WINDOW_CALLS,
+            MAX_WINDOW_CALLS + 1,
+            MAX_THRESHOLD,
+            MAX_THRESHOLD + 1,
+            u32::MAX,
+        ];
+        for n in counts {
+            let threshold = rules::threshold(n).is_ok();
+            assert_eq!(built(Breaker::builder().threshold(n)), threshold, "{n}");
+            let patch = Breaker::builder().threshold(n);
+            assert_eq!(patched(Breaker::builder(), patch), threshold, "{n}");
+            let trials = rules::trial_calls(n).is_ok();
+            assert_eq!(built(Breaker::builder().trial_calls(n)), trials, "{n}");
+            assert_eq!(
+                built(Breaker::builder().success_threshold(n)),
+                trials,
+                "{n}"
+            );
+            let patch = Breaker::builder().trial_calls(n);
+            assert_eq!(patched(Breaker::builder(), patch), trials, "{n}");
+            let window = rules::window_calls(n).is_ok();
+            assert_eq!(built(rate().min_calls(1).window_calls(n)), window, "{n}");
+            let patch = Breaker::builder().window_calls(n);
+            assert_eq!(patched(rate().min_calls(1), patch), window, "{n}");
+            let over_time = rate().window_time(Duration::from_secs(60));
+            let min_calls = rules::min_calls(n).is_ok();
+            assert_eq!(built(over_time.clone().min_calls(n)), min_calls, "{n}");
+            let patch = Breaker::builder().min_calls(n);
+            assert_eq!(patched(over_time, patch), min_calls, "{n}");
+        }
+        for value in [
+            0.0,
+            -0.0,
+            f64::MIN_POSITIVE,
+            0.5,
+            0.999,
+            1.0,
+            1.000_000_1,
+            2.0,
+            10.0,
+            10.01,
+            -1.0,
+            f64::NAN,
+            f64::INFINITY,
+        ] {
+            let share = rules::failure_rate(value).is_ok();
+            assert_eq!(built(Breaker::builder().failure_rate(value)), share);
+            let patch = Breaker::builder().failure_rate(value);
+            assert_eq!(patched(rate(), patch), share, "{value}");
+            let slow = Breaker::builder().slow(Duration::from_secs(1));
+            assert_eq!(built(slow.clone().slow_rate(value)), share, "{value}");
+            assert_eq!(patched(slow, Breaker::builder().slow_rate(value)), share);
+            let jitter = rules::jitter(value).is_ok();
+            assert_eq!(built(Breaker::builder().jitter(value)), jitter, "{value}");
+            let patch = Breaker::builder().jitter(value);
+            assert_eq!(patched(Breaker::builder(), patch), jitter, "{value}");
+            let shed = rules::shed(value).is_ok();
+            assert_eq!(built(Breaker::builder().shed(value)), shed, "{value}");
+            let patch = Breaker::builder().shed(value);
+            assert_eq!(patched(Breaker::builder().shed(2.0), patch), shed);
+        }
+        for nanos in [0, 1, 1_000_000_000, u64::MAX] {
+            let d = Duration::from_nanos(nanos);
+            let positive = rules::recovery(d).is_ok();
+            assert_eq!(built(Breaker::builder().recovery(d)), positive, "{nanos}");
+            let patch = Breaker::builder().recovery(d);
+            assert_eq!(patched(Breaker::builder(), patch), positive, "{nanos}");
+            assert_eq!(built(Breaker::builder().slow(d)), positive, "{nanos}");
+            assert_eq!(built(rate().window_time(d)), positive, "{nanos}");
+            let shed = Breaker::builder().shed(2.0);
+            assert_eq!(built(shed.clone().shed_window(d)), positive, "{nanos}");
+            let patch = Breaker::builder().shed_window(d);
+            assert_eq!(patched(shed, patch), positive, "{nanos}");
+            assert_eq!(built(Breaker::builder().trial_lease(d)), positive);
+        }
+        // Between values: a growing recovery, `min_calls` within a count
+        // window (the default one included), `threshold` within one.
+        let second = Duration::from_secs(1);
+        for (start, max) in [(second, second), (second, second / 2), (second, 2 * second)] {
+            let growing = Breaker::builder().recovery(start).max_recovery(max);
+            let fits = rules::max_recovery(start, max).is_ok();
+            assert_eq!(built(growing.clone()), fits);
+            assert_eq!(patched(Breaker::builder(), growing), fits);
+        }
+        for (min_calls, window) in [(5, Some(5)), (6, Some(5)), (100, None), (101, None)] {
+            let base = window.map_or_else(rate, |n| rate().window_calls(n));
+            let fits = rules::min_calls_within(min_calls, window).is_ok();
+            assert_eq!(built(base.clone().min_calls(min_calls)), fits);
+            let patch = Breaker::builder().min_calls(min_calls);
+            assert_eq!(patched(base, patch), fits, "{min_calls}");
+        }
+        for (threshold, window) in [(5, 5), (6, 5), (1, 1)] {
+            let within = Breaker::builder().window_calls(window);
+            let fits = rules::threshold_within(threshold, Some(window)).is_ok();
+            assert_eq!(built(within.clone().threshold(threshold)), fits);
+            let patch = Breaker::builder().threshold(threshold);
+            assert_eq!(patched(within.threshold(1), patch), fits);
+        }
     }
 
     #[test]
