@@ -109,19 +109,11 @@ impl Fallback {
     }
 }
 
-pub enum Window {
-    Calls(u32),
-    Time(Duration),
-}
-
-/// `max_concurrent = N`: a bulkhead of `N` places beside the breaker; or
-/// `max_concurrent = MIN..=MAX`: an adaptive limit the breaker itself keeps,
-/// moving between `MIN` and `MAX` places.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Concurrency {
-    Fixed(u32),
-    Adaptive { min: u32, max: u32 },
-}
+/// `window = N` (calls) or `window = "1m"` (a time), and `max_concurrent
+/// = N` (a bulkhead of `N` places beside the breaker) or `max_concurrent =
+/// MIN..=MAX` (an adaptive limit the breaker itself keeps): the rules'
+/// own types, as the resolution of what the keys mean reads them.
+pub use failfast_rules::{Concurrency, Window};
 
 /// `recovery = "30s"` or the growing form `recovery = "30s..10m"`; also
 /// `#[retry]`'s `backoff`.

@@ -2,72 +2,67 @@
 //! ([`Args`]). Each contradiction is reported once, at the key that cannot
 //! work with what was already said, looking at what was written (so a bad
 //! value, already reported, is not reported again as a missing key). What
-//! the keys mean together is resolved here once ([`Rules`]), so that the
-//! expansion reads values, never key names. `shape` checks the function.
+//! the keys mean together is resolved by `failfast_rules::resolution`, the
+//! builder's resolution too ([`Breaker::rules`]), so that the expansion
+//! reads values, never key names. `shape` checks the function.
 
 pub(crate) mod shape;
 
-use std::time::Duration;
-
+use proc_macro2::Span;
+use syn::Ident;
 use syn::ext::IdentExt;
 
-use failfast_rules::{self as rules, DEFAULT_MIN_CALLS, DEFAULT_WINDOW_CALLS, Key};
+use failfast_rules::{self as rules, Key, Resolution, Resolved, Setting, Violation, Written};
 
-use crate::attr::{Arg, Args, BREAKER_KEYS, Errors, Window};
+use crate::attr::{Arg, Args, BREAKER_KEYS, Errors};
 
 /// A breaker's arguments, checked, and what they mean together: what the
 /// expansion is generated from.
 pub struct Breaker {
     pub args: Args,
-    pub rules: Rules,
+    /// What the keys mean together, resolved by `failfast_rules` as the
+    /// builder resolves its settings: which rule failures trip on, the
+    /// count window `min_calls` is held to, the `min_calls` a small count
+    /// window implies.
+    pub rules: Resolved,
     /// Set by `#[retry]` above this breaker, never by a key: the generated
     /// code reports each call's verdict to the retry loop.
     pub report_to_retry: bool,
 }
 
-/// What the keys mean together, where one key's meaning depends on another.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Rules {
-    /// Graded shedding alone: no trip rule, not even the default one.
-    pub no_trip_rule: bool,
-    /// `threshold` with `window`: that many failures within the window,
-    /// rather than in a row.
-    pub failures_within: bool,
-    /// The count window `min_calls` is held to, the rate rule's (the
-    /// default one included); `None` without a rate rule or with a time
-    /// window.
-    pub min_calls_window: Option<u32>,
-    /// Without a literal `min_calls`, a count window smaller than the
-    /// default `min_calls`, which could never reach a verdict: a verdict
-    /// waits for a full window instead.
-    pub window_min_calls: Option<u32>,
-}
-
-impl Rules {
-    /// Resolves what the keys written mean together.
-    fn of(args: &Args) -> Rules {
-        let written = |key| args.written(key).is_some();
-        let rate_rule = ["failure_rate", "slow", "slow_rate"]
-            .into_iter()
-            .any(written);
-        let window = args.window.as_ref().map(|w| &w.value);
-        Rules {
-            no_trip_rule: written("shed") && !written("threshold") && !written("failure_rate"),
-            failures_within: written("threshold") && written("window") && !written("failure_rate"),
-            min_calls_window: match window {
-                Some(Window::Calls(n)) if rate_rule => Some(*n),
-                None if !written("window") && rate_rule => Some(DEFAULT_WINDOW_CALLS),
-                _ => None,
-            },
-            window_min_calls: match (&args.min_calls, window) {
-                (None, Some(Window::Calls(n)))
-                    if rules::default_min_calls(*n) != DEFAULT_MIN_CALLS =>
-                {
-                    Some(rules::default_min_calls(*n))
-                }
-                _ => None,
-            },
+/// The keys written, as the rules' resolution reads them: a literal's
+/// value, or a key written whose value is known later (a constant, checked
+/// by const evaluation, or a value already refused).
+fn written(args: &Args) -> Written {
+    fn setting<T: Copy>(args: &Args, key: &str, arg: Option<&Arg<T>>) -> Setting<T> {
+        match (arg, args.written(key)) {
+            (Some(arg), _) => Setting::Set(arg.value),
+            (None, Some(_)) => Setting::Later,
+            (None, None) => Setting::Unset,
         }
+    }
+    let recovery = args.recovery.as_ref();
+    Written {
+        threshold: setting(args, "threshold", args.threshold.as_ref()),
+        failure_rate: setting(args, "failure_rate", args.failure_rate.as_ref()),
+        window: setting(args, "window", args.window.as_ref()),
+        min_calls: setting(args, "min_calls", args.min_calls.as_ref()),
+        slow: setting(args, "slow", args.slow.as_ref()),
+        slow_rate: setting(args, "slow_rate", args.slow_rate.as_ref()),
+        shed: setting(args, "shed", args.shed.as_ref()),
+        shed_window: setting(args, "shed_window", args.shed_window.as_ref()),
+        timeout: setting(args, "timeout", args.timeout.as_ref()),
+        max_concurrent: setting(args, "max_concurrent", args.max_concurrent.as_ref()),
+        max_wait: setting(args, "max_wait", args.max_wait.as_ref()),
+        recovery: match recovery {
+            Some(recovery) => Setting::Set(recovery.value.start),
+            None => setting::<std::time::Duration>(args, "recovery", None),
+        },
+        max_recovery: match recovery.and_then(|r| r.value.max) {
+            Some(max) => Setting::Set(max),
+            None => Setting::Unset,
+        },
+        trial_lease: Setting::Unset,
     }
 }
 
@@ -107,95 +102,20 @@ pub fn declaration(args: Args, errors: &mut Errors) -> Breaker {
 
 fn resolved(args: Args) -> Breaker {
     Breaker {
-        rules: Rules::of(&args),
+        rules: rules::resolution(&written(&args)).rules,
         args,
         report_to_retry: false,
     }
 }
 
-/// Checks between keys: each contradiction is reported once, at the key
-/// that cannot work with what was already said.
+/// Checks between keys: what the keys written mean together is resolved
+/// by `failfast_rules` (as the builder resolves its settings), and each
+/// setting that cannot work with the others is reported once, at its key
+/// or at the value at fault.
 fn validate(args: &Args, errors: &mut Errors) {
-    let written = |key| args.written(key).is_some();
-    if let (Some(later), Err(violation)) = (
-        args.later_of("threshold", "failure_rate"),
-        rules::one_trip_rule(written("threshold"), written("failure_rate")),
-    ) {
-        errors.push(syn::Error::new(later.span(), violation));
-    }
-    let has_rate_rule = ["failure_rate", "slow", "slow_rate"]
-        .into_iter()
-        .any(written);
-    // `threshold` with `window`: that many failures within the window.
-    let within = written("threshold") && !written("failure_rate");
-    // Graded shedding: measured over `shed_window`, from `min_calls` on.
-    let sheds = written("shed");
-    // One key, one meaning: beside `shed`, a `window` that is no trip
-    // rule's, or that would turn `threshold` into failures within it
-    // unseen, is refused with the fix.
-    let window_rule = if sheds {
-        rules::window_beside_shed(within, has_rate_rule, written("shed_window"))
-    } else {
-        rules::needs_rate_rule(Key::Window, has_rate_rule || within)
-    };
-    for (key, rule) in [
-        ("window", window_rule),
-        (
-            "min_calls",
-            rules::needs_rate_rule(Key::MinCalls, has_rate_rule || sheds),
-        ),
-        ("shed_window", rules::shed_window_needs_shed(sheds)),
-    ] {
-        if let (Some(written), Err(violation)) = (args.written(key), rule) {
-            errors.push(syn::Error::new(written.span(), violation));
-        }
-    }
-    if let (true, Some(threshold), Some(Window::Calls(size))) = (
-        within,
-        &args.threshold,
-        args.window.as_ref().map(|w| &w.value),
-    ) {
-        if let Err(violation) = rules::threshold_within(threshold.value, Some(*size)) {
-            errors.push(syn::Error::new(threshold.span, violation));
-        }
-    }
-    if let (true, Some(min_calls)) = (has_rate_rule || sheds, &args.min_calls) {
-        // The rate rule's count window; graded shedding alone measures
-        // over a time, which holds any number of calls.
-        let window = match args.window.as_ref().map(|w| &w.value) {
-            Some(Window::Calls(size)) if has_rate_rule => Some(Some(*size)),
-            // The default window, of calls.
-            None if args.written("window").is_none() && has_rate_rule => Some(None),
-            // A time window holds any number of calls; a bad `window`
-            // value is already reported.
-            _ => None,
-        };
-        if let Some(Err(violation)) =
-            window.map(|window| rules::min_calls_within(min_calls.value, window))
-        {
-            errors.push(syn::Error::new(min_calls.span, violation));
-        }
-    }
-    if let (Some(max_wait), Err(violation)) = (
-        args.written("max_wait"),
-        rules::max_wait_needs_max_concurrent(args.written("max_concurrent").is_some()),
-    ) {
-        errors.push(syn::Error::new(max_wait.span(), violation));
-    }
-    // An adaptive limit refuses at once: nothing waits for its places.
-    if let (Some(max_wait), Err(violation)) = (
-        args.written("max_wait"),
-        rules::max_wait_needs_fixed_limit(args.adaptive_concurrency().is_some()),
-    ) {
-        errors.push(syn::Error::new(max_wait.span(), violation));
-    }
-    if let (Some(slow), Some(timeout)) = (&args.slow, &args.timeout) {
-        if let Err(violation) = rules::slow_under_timeout(slow.value, timeout.value) {
-            errors.push(syn::Error::new(slow.span, violation));
-        }
-    }
-    if let (true, Some(timeout)) = (sheds, &args.timeout) {
-        validate_shed_window(args, timeout, errors);
+    let Resolution { violations, .. } = rules::resolution(&written(args));
+    for violation in violations.iter() {
+        errors.push(reported(args, violation));
     }
     if let Some(later) = args.later_of("fallback", "reject_with") {
         errors.push(syn::Error::new(
@@ -205,39 +125,49 @@ fn validate(args: &Args, errors: &mut Errors) {
              answers with a value of its own",
         ));
     }
-    if let (Some(rate), Err(violation)) = (
-        args.written("slow_rate"),
-        rules::slow_rate_needs_slow(written("slow")),
-    ) {
-        errors.push(syn::Error::new(rate.span(), violation));
-    }
 }
 
-/// Under `shed`, with a `timeout`: `shed_window`, written or the
-/// default, is at least as long as `timeout`. Reported at its value, or
-/// at `timeout`'s when it is the default.
-fn validate_shed_window(args: &Args, timeout: &Arg<Duration>, errors: &mut Errors) {
-    let (window, span, default) = match &args.shed_window {
-        Some(Arg { value, span, .. }) => (*value, *span, false),
-        None if args.written("shed_window").is_none() => {
-            (rules::DEFAULT_SHED_WINDOW, timeout.span, true)
-        }
-        // A bad `shed_window` value: already reported.
-        None => return,
+/// A violation where it is reported: at the value at fault (a `threshold`
+/// over its window, `slow` not under `timeout`, …), at the later of two
+/// trip rules, or at the key that cannot work with what else was written.
+fn reported(args: &Args, violation: Violation) -> syn::Error {
+    let key = violation.key();
+    let at_key = || {
+        args.written(key.name())
+            .map_or_else(Span::call_site, Ident::span)
     };
-    if let Err(violation) = rules::shed_window_covers_timeout(window, timeout.value) {
-        let message = if default {
-            format!(
-                "{violation}; without `shed_window`, `shed` measures over {window:?}: \
-                 write a `shed_window` at least as long as `timeout`, e.g. \
-                 `shed_window = \"{:?}\"`",
-                timeout.value
-            )
-        } else {
-            violation.to_string()
-        };
-        errors.push(syn::Error::new(span, message));
-    }
+    let span = match key {
+        _ if !violation.at_value() => match key {
+            // Two trip rules: at the one written last.
+            Key::Threshold => args
+                .later_of("threshold", "failure_rate")
+                .map_or_else(Span::call_site, Ident::span),
+            _ => at_key(),
+        },
+        Key::Threshold => args.threshold.as_ref().map_or_else(at_key, |a| a.span),
+        Key::MinCalls => args.min_calls.as_ref().map_or_else(at_key, |a| a.span),
+        Key::Slow => args.slow.as_ref().map_or_else(at_key, |a| a.span),
+        Key::ShedWindow => match (&args.shed_window, &args.timeout) {
+            (Some(window), _) => window.span,
+            // The default window, shorter than `timeout`: at `timeout`'s
+            // value, with the default and the fix.
+            (None, Some(timeout)) => {
+                return syn::Error::new(
+                    timeout.span,
+                    format!(
+                        "{violation}; without `shed_window`, `shed` measures over {:?}: \
+                         write a `shed_window` at least as long as `timeout`, e.g. \
+                         `shed_window = \"{:?}\"`",
+                        rules::DEFAULT_SHED_WINDOW,
+                        timeout.value
+                    ),
+                );
+            }
+            (None, None) => at_key(),
+        },
+        _ => at_key(),
+    };
+    syn::Error::new(span, violation)
 }
 
 /// Checks of `key`, `max_keys` and `breaker`: a family's bound needs a

@@ -6,8 +6,8 @@ use std::time::Duration;
 use crate::attr::grammar::suggest;
 use failfast_rules::{DEFAULT_WINDOW_CALLS, Key};
 
-use super::Rules;
 use crate::attr::{Args, Concurrency, Errors, Fallback, KEYS, Window};
+use failfast_rules::{FailureRule, Resolved};
 
 /// The arguments of `#[circuit_breaker]`, parsed and checked.
 fn parse_checked(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Args {
@@ -662,7 +662,7 @@ fn the_crate_path_is_a_module_path() {
 }
 
 /// What valid arguments mean together.
-fn rules_of(tokens: &str) -> Rules {
+fn rules_of(tokens: &str) -> Resolved {
     let mut errors = Errors::default();
     let checked = super::breaker(
         Args::parse(tokens.parse().unwrap(), &mut errors),
@@ -680,7 +680,7 @@ fn a_threshold_with_a_window_counts_the_failures_within_it() {
         "threshold = LIMIT, window = 20",
         r#"shed = 2, shed_window = "1m", window = 20, threshold = 5"#,
     ] {
-        assert!(rules_of(args).failures_within, "{args}");
+        assert_eq!(rules_of(args).failures, FailureRule::WithinWindow, "{args}");
     }
     for args in [
         "threshold = 5",
@@ -688,7 +688,7 @@ fn a_threshold_with_a_window_counts_the_failures_within_it() {
         "failure_rate = RATE, window = 20",
         "shed = 3, threshold = 7",
     ] {
-        assert!(!rules_of(args).failures_within, "{args}");
+        assert_ne!(rules_of(args).failures, FailureRule::WithinWindow, "{args}");
     }
 }
 
@@ -700,7 +700,7 @@ fn graded_shedding_alone_has_no_trip_rule() {
         r#"shed = 2, slow = "1s""#,
         "shed = K",
     ] {
-        assert!(rules_of(args).no_trip_rule, "{args}");
+        assert_eq!(rules_of(args).failures, FailureRule::Off, "{args}");
     }
     // With a trip rule of its own, literal or constant, the breaker keeps it;
     // without `shed`, the default rule is the consecutive one.
@@ -712,7 +712,7 @@ fn graded_shedding_alone_has_no_trip_rule() {
         "",
         r#"recovery = "30s""#,
     ] {
-        assert!(!rules_of(args).no_trip_rule, "{args}");
+        assert_ne!(rules_of(args).failures, FailureRule::Off, "{args}");
     }
 }
 
@@ -743,7 +743,7 @@ fn min_calls_is_held_to_the_rate_rules_count_window() {
 
 #[test]
 fn a_count_window_smaller_than_the_default_min_calls_waits_for_a_full_window() {
-    let min_calls = |args| rules_of(args).window_min_calls;
+    let min_calls = |args| rules_of(args).implied_min_calls;
     assert_eq!(min_calls("window = 5, failure_rate = 0.5"), Some(5));
     assert_eq!(min_calls("window = 2, threshold = 2"), Some(2));
     // A window at least as large as the default, a time window, or
@@ -834,4 +834,79 @@ fn a_declaration_checks_what_only_a_declaration_cannot_hold() {
         budget[0].contains("this declares a single breaker"),
         "{budget:?}"
     );
+}
+
+/// The keys written reach the rules' resolution as written: over every
+/// combination of the trip rules' keys, literal or constant, the attribute
+/// refuses exactly what the resolution refuses, with its messages (what the
+/// builder refuses too, as it resolves its settings with the same function).
+#[test]
+fn every_combination_is_refused_as_the_rules_resolution_refuses_it() {
+    use failfast_rules::{Setting, Written};
+    /// A setting: its value, or `Setting::Later` for a constant.
+    fn given<T>(value: T, constant: bool) -> Setting<T> {
+        if constant {
+            Setting::Later
+        } else {
+            Setting::Set(value)
+        }
+    }
+    type Write = fn(&mut Written, bool);
+    let keys: [(&str, &str, Write); 10] = [
+        ("threshold = 5", "threshold = T", |w, c| {
+            w.threshold = given(5, c)
+        }),
+        ("failure_rate = 0.5", "failure_rate = R", |w, c| {
+            w.failure_rate = given(0.5, c);
+        }),
+        ("window = 100", "", |w, _| {
+            w.window = given(Window::Calls(100), false)
+        }),
+        ("window = 5", "", |w, _| {
+            w.window = given(Window::Calls(5), false)
+        }),
+        ("min_calls = 10", "min_calls = N", |w, c| {
+            w.min_calls = given(10, c)
+        }),
+        ("slow = \"1s\"", "slow = S", |w, c| {
+            w.slow = given(Duration::from_secs(1), c);
+        }),
+        ("slow_rate = 0.5", "slow_rate = R", |w, c| {
+            w.slow_rate = given(0.5, c)
+        }),
+        ("shed = 2", "shed = K", |w, c| w.shed = given(2.0, c)),
+        ("window = \"10s\"", "", |w, _| {
+            w.window = given(Window::Time(Duration::from_secs(10)), false);
+        }),
+        ("shed_window = \"1m\"", "", |w, _| {
+            w.shed_window = given(Duration::from_secs(60), false);
+        }),
+    ];
+    let windows = 0b01_0000_1100u32;
+    let mut cases = 0;
+    for constants in [false, true] {
+        for mask in 0u32..(1 << keys.len()) {
+            if (mask & windows).count_ones() > 1 {
+                continue;
+            }
+            let mut written = Written::NOTHING;
+            let mut args = Vec::new();
+            for (i, (literal, constant, write)) in keys.iter().enumerate() {
+                if mask & (1 << i) != 0 {
+                    let as_constant = constants && !constant.is_empty();
+                    write(&mut written, as_constant);
+                    args.push(if as_constant { *constant } else { *literal });
+                }
+            }
+            let args = args.join(", ");
+            let refused: Vec<String> = failfast_rules::resolution(&written)
+                .violations
+                .iter()
+                .map(|v| v.to_string())
+                .collect();
+            assert_eq!(errors_of(&args), refused, "{args}");
+            cases += 1;
+        }
+    }
+    assert!(cases > 1000, "{cases}");
 }

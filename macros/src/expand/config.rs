@@ -17,7 +17,7 @@ use proc_macro2::TokenStream;
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use failfast_rules::Key;
+use failfast_rules::{FailureRule, Key};
 
 use crate::attr::Window;
 use crate::check::Breaker;
@@ -84,7 +84,7 @@ fn trip_rules(breaker: &Breaker) -> TokenStream {
         }
         // Graded shedding alone has no trip rule of its own (a constant
         // `threshold` or `failure_rate` is set after, by `setters`).
-        (None, None) if rules.no_trip_rule => {
+        (None, None) if rules.failures == FailureRule::Off => {
             chain.extend(quote!(.without_threshold()));
         }
         // The consecutive-failure rule is the default rule.
@@ -109,7 +109,7 @@ fn trip_rules(breaker: &Breaker) -> TokenStream {
         }
         None => {}
     }
-    match (&args.min_calls, rules.window_min_calls) {
+    match (&args.min_calls, rules.implied_min_calls) {
         (Some(min_calls), _) => {
             let n = int(min_calls.value);
             chain.extend(quote!(.min_calls(#n)));
@@ -138,7 +138,7 @@ fn trip_rules(breaker: &Breaker) -> TokenStream {
         chain.extend(quote!(.shed_window(#d)));
     }
     // `threshold` with `window` (literal or constant): failures within it.
-    if rules.failures_within {
+    if rules.failures == FailureRule::WithinWindow {
         chain.extend(quote!(.failures_within()));
     }
     chain
@@ -163,7 +163,7 @@ fn setters(breaker: &Breaker, private: &TokenStream) -> TokenStream {
                     value = quote_spanned!(span=> #consts::slow_under_timeout(#value, #timeout));
                 }
             }
-            if c.setting == Key::Threshold && rules.failures_within {
+            if c.setting == Key::Threshold && rules.failures == FailureRule::WithinWindow {
                 if let Some(Window::Calls(n)) = args.window.as_ref().map(|w| &w.value) {
                     let window = proc_macro2::Literal::u32_unsuffixed(*n);
                     value = quote_spanned!(span=> #consts::threshold_within(#value, #window));
