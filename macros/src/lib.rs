@@ -17,8 +17,6 @@
 //! `tokens` (span and literal helpers) and `moves` (what a body consumes)
 //! sit below all three.
 
-#[cfg(test)]
-mod agreement;
 mod attr;
 mod check;
 mod expand;

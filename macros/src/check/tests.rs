@@ -910,3 +910,102 @@ fn every_combination_is_refused_as_the_rules_resolution_refuses_it() {
     }
     assert!(cases > 1000, "{cases}");
 }
+
+/// A literal is accepted exactly when its rule in `failfast_rules`
+/// accepts it, at every edge: the rule the builder, a run-time patch and
+/// const evaluation hold the same setting to.
+#[test]
+fn a_literal_is_accepted_exactly_when_its_rule_accepts_it() {
+    use failfast_rules as rules;
+    let accepted = |args: &str| errors_of(args).is_empty();
+    for n in [
+        0u64,
+        1,
+        100,
+        255,
+        256,
+        1 << 20,
+        (1 << 20) + 1,
+        (1 << 24) - 1,
+        1 << 24,
+        u64::from(u32::MAX),
+        u64::from(u32::MAX) + 1,
+    ] {
+        for key in [
+            Key::Threshold,
+            Key::TrialCalls,
+            Key::SuccessThreshold,
+            Key::MaxEjectionPercent,
+            Key::MaxKeys,
+        ] {
+            let keyed = if key == Key::MaxEjectionPercent || key == Key::MaxKeys {
+                "key = id, "
+            } else {
+                ""
+            };
+            let args = format!("{keyed}{} = {n}", key.name());
+            assert_eq!(accepted(&args), rules::count(key, n).is_ok(), "{args}");
+        }
+        let window = format!("failure_rate = 0.5, min_calls = 1, window = {n}");
+        let fits = rules::count(Key::Window, n).is_ok();
+        assert_eq!(accepted(&window), fits, "{window}");
+        let min_calls = format!("failure_rate = 0.5, window = \"1m\", min_calls = {n}");
+        let fits = rules::count(Key::MinCalls, n).is_ok();
+        assert_eq!(accepted(&min_calls), fits, "{min_calls}");
+    }
+    for value in [
+        0.0,
+        -0.0,
+        1e-300,
+        0.5,
+        0.999,
+        1.0,
+        1.000_000_1,
+        2.0,
+        10.0,
+        10.01,
+        -1.0,
+    ] {
+        let share = rules::failure_rate(value).is_ok();
+        assert_eq!(accepted(&format!("failure_rate = {value:?}")), share);
+        let slow_rate = format!("slow = \"1s\", slow_rate = {value:?}");
+        assert_eq!(accepted(&slow_rate), share, "{slow_rate}");
+        let jitter = rules::jitter(value).is_ok();
+        assert_eq!(accepted(&format!("jitter = {value:?}")), jitter, "{value}");
+        let shed = rules::shed(value).is_ok();
+        assert_eq!(accepted(&format!("shed = {value:?}")), shed, "{value}");
+    }
+    // The duration grammar, as a run-time override reads it too.
+    for text in [
+        "30s",
+        "250ms",
+        "1m 30s",
+        " 2m ",
+        "1.5s",
+        "1ns",
+        "0s",
+        "18446744073709551615ns",
+        "18446744073709551616ns",
+        "30x",
+        "30",
+        "-1s",
+        "",
+        "s",
+    ] {
+        let duration = rules::parse_duration(text).map(rules::recovery);
+        let args = format!("recovery = {text:?}");
+        assert_eq!(accepted(&args), matches!(duration, Ok(Ok(_))), "{args}");
+        let within = format!("failure_rate = 0.5, window = {text:?}");
+        let window = rules::parse_duration(text).map(rules::window_time);
+        assert_eq!(accepted(&within), matches!(window, Ok(Ok(_))), "{within}");
+    }
+    for (start, max) in [("1s", "1s"), ("1s", "500ms"), ("0s", "1s"), ("1s", "0s")] {
+        let args = format!("recovery = \"{start}..{max}\"");
+        let (start, max) = (
+            rules::parse_duration(start).unwrap(),
+            rules::parse_duration(max).unwrap(),
+        );
+        let fits = rules::recovery(start).is_ok() && rules::max_recovery(start, max).is_ok();
+        assert_eq!(accepted(&args), fits, "{args}");
+    }
+}
