@@ -412,6 +412,10 @@ fn the_share_shed_at_steady_state_is_the_formulas() {
         let clock = ManualClock::new();
         let b = graded("shed.steady", k, &clock);
         let mut rng = StdRng::seed_from_u64(0x5eed ^ (f * 1000.0) as u64);
+        // The shedding draw seeded too, so that a run is the same in every
+        // run of the suite (unseeded, the share moved by ±0.01 between runs,
+        // near the tolerance's edge for k = 2, f = 0.9).
+        failfast_runtime::testing::seed_shedding(0x5eed ^ (f * 1000.0) as u64);
         let (mut shed, mut offered) = (0u32, 0u32);
         for i in 0..62_000 {
             let was_shed = call(&b, rng.gen_bool(f));
