@@ -23,18 +23,13 @@ pub(crate) const DEFAULT_WINDOW_CALLS: u32 = rules::DEFAULT_WINDOW_CALLS;
 pub(crate) const DEFAULT_MIN_CALLS: u32 = rules::DEFAULT_MIN_CALLS;
 /// Largest `trial_calls` and `success_threshold` a breaker accepts.
 pub(crate) const MAX_TRIALS: u32 = rules::MAX_TRIALS;
-/// Largest consecutive-failure `threshold` a breaker accepts.
+/// Largest consecutive-failure `threshold` a breaker accepts (the state
+/// word holds them: `core::word` checks it).
 pub(crate) const MAX_THRESHOLD: u32 = rules::MAX_THRESHOLD;
 /// Shortest default trial lease; see [`Builder::trial_lease`].
 pub(crate) const MIN_DEFAULT_LEASE: Duration = rules::MIN_DEFAULT_LEASE;
 /// Number of buckets a time window is divided into.
 pub(crate) const TIME_BUCKETS: u32 = rules::TIME_BUCKETS;
-
-// The state word holds the largest counts the rules allow.
-const _: () = assert!(
-    MAX_THRESHOLD == crate::core::word::MAX_THRESHOLD
-        && MAX_TRIALS == crate::core::word::MAX_TRIALS
-);
 
 /// How a breaker runs: by its trip rules, or controlled by hand (see
 /// [`Breaker::set_mode`](crate::Breaker::set_mode)).

@@ -21,7 +21,7 @@
 use std::sync::Arc;
 
 use super::Breaker;
-use crate::core::word::{TAG_CLOSED, Word};
+use crate::core::word::{Tag, Word};
 use crate::sync::{AtomicU32, AtomicU64, Mutex, MutexGuard, Ordering};
 
 /// A family's ejection budget: at most `percent` % of its counted members
@@ -122,7 +122,7 @@ impl Held<'_> {
 /// are ejected, so which of the two the clock makes of an Open word does
 /// not matter.
 pub(crate) fn ejected(w: Word) -> bool {
-    w.tag() != TAG_CLOSED
+    w.tag() != Tag::Closed
 }
 
 impl Breaker {

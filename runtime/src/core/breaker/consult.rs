@@ -34,7 +34,7 @@
 use crate::core::breaker::Breaker;
 use crate::core::config::Config;
 use crate::core::window::Window;
-use crate::core::word::{TAG_CLOSED, Word};
+use crate::core::word::{Tag, Word};
 use crate::sync::Ordering;
 
 impl Breaker {
@@ -60,7 +60,7 @@ impl Breaker {
             return;
         }
         let mut w = self.load();
-        while w.tag() == TAG_CLOSED && (w.payload() != 0) != on {
+        while w.tag() == Tag::Closed && (w.payload() != 0) != on {
             match self.cas(w, w.with_payload(u32::from(on))) {
                 Ok(()) => return,
                 Err(actual) => w = actual,
@@ -175,7 +175,7 @@ mod tests {
             .unwrap();
         b.acquire().unwrap().record(crate::Outcome::Failure);
         let open = b.load();
-        assert_eq!(open.tag(), crate::core::word::TAG_OPEN);
+        assert_eq!(open.tag(), crate::core::word::Tag::Open);
         b.reconfigure(&crate::Breaker::builder().window_time(Duration::from_secs(5)))
             .unwrap();
         b.reconfigure(&crate::Breaker::builder().window_calls(20))
@@ -220,7 +220,7 @@ mod tests {
         let open = b.load();
         assert_eq!(
             (open.tag(), open.payload()),
-            (crate::core::word::TAG_OPEN, 0)
+            (crate::core::word::Tag::Open, 0)
         );
         b.consult_window(admitted, &window);
         assert_eq!(b.load(), open);

@@ -4,22 +4,23 @@ use super::transition::Counts as TransitionCounts;
 use super::*;
 
 impl Breaker {
-    /// Puts the word in `tag` and `mode`, a transition; or nothing at all
-    /// when the breaker already is in `mode` (a forced mode, observe only,
-    /// or normal and closed, where only the counters start again).
-    fn control(&self, tag: u64, mode: u64) {
+    /// Puts the word in `mode`, Open when forced open and Closed otherwise,
+    /// a transition; or nothing at all when the breaker already is in
+    /// `mode` (a forced mode, observe only, or normal and closed, where
+    /// only the counters start again).
+    fn control(&self, mode: Mode) {
         let mut w = self.load();
         let mut held = None;
         let new = loop {
             if w.mode() == mode {
-                if mode != MODE_NORMAL {
+                if mode != Mode::Normal {
                     return;
                 }
-                if w.tag() == TAG_CLOSED {
+                if w.tag() == Tag::Closed {
                     return self.restart_counts(w);
                 }
             }
-            let new = if tag == TAG_OPEN {
+            let new = if mode == Mode::ForcedOpen {
                 Word::open(mode, 0)
             } else {
                 Word::closed(mode, self.next_generation(), 0)
@@ -31,7 +32,7 @@ impl Breaker {
         };
         drop(held);
         self.clear_window();
-        if new.tag() == TAG_CLOSED {
+        if new.tag() == Tag::Closed {
             self.consult_time_window();
         }
         self.last_transition
@@ -43,9 +44,9 @@ impl Breaker {
     /// period: no transition (calls in flight still count).
     fn restart_counts(&self, mut w: Word) {
         while let Err(actual) = self.cas(w, w.with_payload(0)) {
-            if actual.tag() != TAG_CLOSED || actual.mode() != MODE_NORMAL {
+            if actual.tag() != Tag::Closed || actual.mode() != Mode::Normal {
                 // Moved meanwhile (tripped, or another mode): a reset after all.
-                return self.control(TAG_CLOSED, MODE_NORMAL);
+                return self.control(Mode::Normal);
             }
             w = actual;
         }
@@ -79,13 +80,11 @@ impl Breaker {
     pub fn set_mode(&self, mode: Mode) {
         match mode {
             Mode::Normal => {
-                self.control(TAG_CLOSED, MODE_NORMAL);
+                self.control(Mode::Normal);
                 self.level.store(0, Ordering::Relaxed);
                 self.restore_limit();
             }
-            Mode::ObserveOnly => self.control(TAG_CLOSED, MODE_DISABLED),
-            Mode::ForcedOpen => self.control(TAG_OPEN, MODE_FORCED_OPEN),
-            Mode::ForcedClosed => self.control(TAG_CLOSED, MODE_FORCED_CLOSED),
+            Mode::ObserveOnly | Mode::ForcedOpen | Mode::ForcedClosed => self.control(mode),
         }
     }
 }

@@ -399,7 +399,7 @@ impl Breaker {
     /// `would_reject`.
     #[cold]
     #[inline(never)]
-    pub(super) fn take_place(&self, mode: u64) -> Result<(), Rejected> {
+    pub(super) fn take_place(&self, mode: Mode) -> Result<(), Rejected> {
         let Some((_, most)) = self.config.adaptive_range() else {
             return Ok(());
         };
@@ -418,7 +418,7 @@ impl Breaker {
             }
         }
         places.window.fetch_or(REFUSED, Ordering::Relaxed);
-        if mode == MODE_DISABLED {
+        if mode == Mode::ObserveOnly {
             self.totals.add(WOULD_REJECT);
             places.taken.fetch_add(1, Ordering::Acquire);
             return Ok(());
@@ -434,8 +434,8 @@ impl Breaker {
     /// being timed (refused by a bulkhead): its place (a closed call's) is
     /// given back, and a failure cuts the limit.
     #[inline]
-    pub(super) fn give_place(&self, admitted: u64, outcome: Outcome) {
-        if admitted & PLACED != 0 && Word(admitted).tag() == TAG_CLOSED {
+    pub(super) fn give_place(&self, admitted: Admitted, outcome: Outcome) {
+        if admitted.placed() && admitted.closed() {
             self.place_given(None, outcome);
         }
     }
@@ -444,8 +444,8 @@ impl Breaker {
     /// clock: a breaker with an adaptive limit times its calls) ended with
     /// `outcome`: its place is given back, and the limit moves.
     #[inline]
-    pub(super) fn give_timed_place(&self, admitted: u64, started: u64, outcome: Outcome) {
-        if admitted & PLACED != 0 && Word(admitted).tag() == TAG_CLOSED {
+    pub(super) fn give_timed_place(&self, admitted: Admitted, started: u64, outcome: Outcome) {
+        if admitted.placed() && admitted.closed() {
             self.place_given(Some(started), outcome);
         }
     }

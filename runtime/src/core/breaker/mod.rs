@@ -56,10 +56,7 @@ use crate::core::kept::{Kept, Read};
 use crate::core::name::Name;
 use crate::core::totals::Totals;
 use crate::core::window::{Tally, Window};
-use crate::core::word::{
-    CONTROL_BITS, GEN_BITS, GEN_MASK, MAX_ROUND, MODE_BITS, MODE_DISABLED, MODE_FORCED_CLOSED,
-    MODE_FORCED_OPEN, MODE_NORMAL, TAG_CLOSED, TAG_HALF_OPEN, TAG_OPEN, Word,
-};
+use crate::core::word::{Admitted, MAX_ROUND, Started, Tag, Word};
 use transition::{Events, Why};
 
 /// The part every call reads, on a cache line of its own.
@@ -172,31 +169,6 @@ enum Slow<'a> {
     Decided(Result<Permit<'a>, Rejected>),
 }
 
-/// A permit whose outcome is not recorded (forced closed), or already
-/// recorded.
-const PASSIVE: u64 = u64::MAX;
-/// A permit an observe-only breaker gave a call it would have refused: its
-/// outcome is counted in the totals, and moves nothing. Like `PASSIVE`, it
-/// has the `TRACKED` bit set and no tag a recorded permit can have.
-const OBSERVED: u64 = u64::MAX - 1;
-/// In a permit's `admitted`: the protected body's polls are watched for panics
-/// (see `__private::body`), so a panic while dropping the permit is someone
-/// else's.
-const TRACKED: u64 = 1 << 60;
-/// In a permit's `admitted`: the call holds a place of the adaptive limit
-/// (`limit` module), given back when the permit is resolved; or, without an
-/// adaptive limit, it is timed for graded shedding (`TIMED`), and giving
-/// back its place does nothing. (`PASSIVE` and `OBSERVED` have it set, and
-/// a tag no admitted call has.)
-const PLACED: u64 = 1 << 61;
-/// In a permit's `admitted`: bits 36..52 of the admitted generation.
-const EPOCH_MASK: u64 = 0xFFFF;
-/// In a permit's `started`: the call is timed for graded shedding's
-/// patience (`shedding`), and the rest of `started` is when it started;
-/// its admitted word holds its generation's bits 36..52 already. Neither a
-/// generation counter nor a clock reading reaches this bit.
-const TIMED: u64 = 1 << 63;
-
 /// The constructors are `const` (so `#[circuit_breaker]` can put a breaker in a
 /// `static` with no lazy initialisation), except under the loom model checker,
 /// whose atomics have no const constructor.
@@ -211,10 +183,10 @@ macro_rules! constructors {
         }
 
         pub(crate) $($const)? fn with_clock(config: Config, clock: Clock) -> Self {
-            let word = Word::closed(MODE_NORMAL, 0, crate::core::breaker::consult::fresh_payload(&config));
+            let word = Word::closed(Mode::Normal, 0, crate::core::breaker::consult::fresh_payload(&config));
             Self {
                 hot: Hot {
-                    word: AtomicU64::new(word.0),
+                    word: AtomicU64::new(word.bits()),
                     generations: AtomicU64::new(0),
                     registered: AtomicBool::new(false),
                     shed: AtomicU32::new(0),
@@ -287,15 +259,20 @@ impl Breaker {
 
     #[inline]
     pub(crate) fn load(&self) -> Word {
-        Word(self.hot.word.load(Ordering::Acquire))
+        Word::from_bits(self.hot.word.load(Ordering::Acquire))
     }
 
     pub(crate) fn cas(&self, current: Word, new: Word) -> Result<(), Word> {
         self.hot
             .word
-            .compare_exchange(current.0, new.0, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(
+                current.bits(),
+                new.bits(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
             .map(|_| ())
-            .map_err(Word)
+            .map_err(Word::from_bits)
     }
 
     /// A fresh generation for a new Closed or HalfOpen period. Taken after the
@@ -311,15 +288,8 @@ impl Breaker {
             return false;
         }
         // `current` has the same low 36 bits; it is the same generation unless
-        // 2^36 more were handed out since (counted modulo 2^52, the bits the
-        // permit keeps: 2^52 transitions take months of nothing else).
-        let admitted = (admitted.0 & EPOCH_MASK) << GEN_BITS | admitted.generation();
-        let since = self
-            .hot
-            .generations
-            .load(Ordering::Relaxed)
-            .wrapping_sub(admitted);
-        since & ((1 << (GEN_BITS + 16)) - 1) <= GEN_MASK
+        // 2^36 more were handed out since.
+        admitted.within_reach(self.hot.generations.load(Ordering::Relaxed))
     }
 
     /// The current state. Reports [`State::HalfOpen`] once `recovery` has elapsed,
@@ -331,10 +301,10 @@ impl Breaker {
 
     fn state_of(&self, w: Word) -> State {
         match (w.mode(), w.tag()) {
-            (MODE_FORCED_OPEN, _) => State::Open,
-            (MODE_FORCED_CLOSED, _) | (_, TAG_CLOSED) => State::Closed,
-            (_, TAG_OPEN) if self.clock.reached(w.deadline()) => State::HalfOpen,
-            (_, TAG_OPEN) => State::Open,
+            (Mode::ForcedOpen, _) => State::Open,
+            (Mode::ForcedClosed, _) | (_, Tag::Closed) => State::Closed,
+            (_, Tag::Open) if self.clock.reached(w.deadline()) => State::HalfOpen,
+            (_, Tag::Open) => State::Open,
             _ => State::HalfOpen,
         }
     }
@@ -342,12 +312,7 @@ impl Breaker {
     /// How the breaker is being controlled (read by its snapshot).
     #[must_use]
     pub(crate) fn mode(&self) -> Mode {
-        match self.load().mode() {
-            MODE_FORCED_OPEN => Mode::ForcedOpen,
-            MODE_FORCED_CLOSED => Mode::ForcedClosed,
-            MODE_DISABLED => Mode::ObserveOnly,
-            _ => Mode::Normal,
-        }
+        self.load().mode()
     }
 
     /// Asks to make a call. `Ok(permit)`: make it, then resolve the permit with its
@@ -373,7 +338,7 @@ impl Breaker {
     #[inline(always)]
     pub(crate) fn acquire_refusing<const INLINE: bool>(&self) -> Result<Permit<'_>, Rejected> {
         let w = self.load();
-        if w.0 & CONTROL_BITS == 0 {
+        if w.closed_normally() {
             if !self.config.guarded {
                 return Ok(self.permit(w));
             }
@@ -409,14 +374,14 @@ impl Breaker {
         if !self.config.timed {
             Permit {
                 breaker: self,
-                admitted: admitted.0 & !MODE_BITS,
-                started: counter,
+                admitted: Admitted::new(admitted),
+                started: Started::new(counter),
             }
         } else {
             Permit {
                 breaker: self,
-                admitted: with_epoch(admitted.0 & !MODE_BITS, counter),
-                started: self.clock.now(),
+                admitted: Admitted::new(admitted).with_epoch(counter),
+                started: Started::new(self.clock.now()),
             }
         }
     }
@@ -424,8 +389,8 @@ impl Breaker {
     fn passive(&self) -> Permit<'_> {
         Permit {
             breaker: self,
-            admitted: PASSIVE,
-            started: 0,
+            admitted: Admitted::PASSIVE,
+            started: Started::new(0),
         }
     }
 
@@ -451,11 +416,11 @@ impl Breaker {
     fn admit(&self, mut w: Word) -> Result<Permit<'_>, Rejected> {
         loop {
             match (w.mode(), w.tag()) {
-                (MODE_FORCED_OPEN, _) => return Err(self.rejection(State::Open, RetryAt::UNKNOWN)),
-                (MODE_FORCED_CLOSED, _) => return Ok(self.passive()),
-                (_, TAG_CLOSED) if self.config.guarded => return self.admit_guarded(w),
-                (_, TAG_CLOSED) => return Ok(self.permit(w)),
-                (mode, TAG_OPEN) => {
+                (Mode::ForcedOpen, _) => return Err(self.rejection(State::Open, RetryAt::UNKNOWN)),
+                (Mode::ForcedClosed, _) => return Ok(self.passive()),
+                (_, Tag::Closed) if self.config.guarded => return self.admit_guarded(w),
+                (_, Tag::Closed) => return Ok(self.permit(w)),
+                (mode, Tag::Open) => {
                     if !self.clock.reached(w.deadline()) {
                         let retry = self.clock.retry_at(w.deadline());
                         return self.refuse(mode, State::Open, retry);
@@ -508,9 +473,9 @@ impl Breaker {
     pub(crate) fn admits_now(&self) -> bool {
         let w = self.load();
         match (w.mode(), w.tag()) {
-            (MODE_FORCED_OPEN, _) => false,
-            (MODE_FORCED_CLOSED | MODE_DISABLED, _) | (_, TAG_CLOSED) => true,
-            (_, TAG_OPEN) => self.clock.reached(w.deadline()),
+            (Mode::ForcedOpen, _) => false,
+            (Mode::ForcedClosed | Mode::ObserveOnly, _) | (_, Tag::Closed) => true,
+            (_, Tag::Open) => self.clock.reached(w.deadline()),
             _ => {
                 w.in_flight() < self.settings().trial_calls
                     || self.clock.reached(self.lease_until.load(Ordering::Acquire))
@@ -525,12 +490,12 @@ impl Breaker {
     #[cfg(feature = "keyed")]
     pub(crate) fn forgettable(&self, idle: u64) -> bool {
         let w = self.load();
-        if w.mode() != MODE_NORMAL {
+        if w.mode() != Mode::Normal {
             return false;
         }
         let since = match w.tag() {
-            TAG_CLOSED => return true,
-            TAG_OPEN => w.deadline(),
+            Tag::Closed => return true,
+            Tag::Open => w.deadline(),
             _ => self.lease_until.load(Ordering::Acquire),
         };
         self.clock.reached(since.saturating_add(idle))
@@ -546,13 +511,13 @@ impl Breaker {
         now
     }
 
-    fn refuse(&self, mode: u64, state: State, retry: RetryAt) -> Result<Permit<'_>, Rejected> {
-        if mode == MODE_DISABLED {
+    fn refuse(&self, mode: Mode, state: State, retry: RetryAt) -> Result<Permit<'_>, Rejected> {
+        if mode == Mode::ObserveOnly {
             self.totals.add(crate::core::totals::WOULD_REJECT);
             Ok(Permit {
                 breaker: self,
-                admitted: OBSERVED,
-                started: 0,
+                admitted: Admitted::OBSERVED,
+                started: Started::new(0),
             })
         } else {
             Err(self.rejection(state, retry))
@@ -564,20 +529,19 @@ impl Breaker {
     /// inlined into the caller: one read of the state word, no shared write
     /// (the call is counted on this thread's own line, see `totals`).
     #[inline]
-    fn finish(&self, admitted: u64, started: u64, outcome: Outcome) {
-        let word = Word(admitted);
-        // Closed, and holding no place of an adaptive limit (bit 61, also
+    fn finish(&self, admitted: Admitted, started: Started, outcome: Outcome) {
+        // Closed, and holding no place of an adaptive limit (`PLACED`, also
         // set on a call timed for graded shedding).
-        if outcome == Outcome::Success && !self.config.timed && admitted >> 61 == TAG_CLOSED {
+        if outcome == Outcome::Success && !self.config.timed && admitted.closed_unplaced() {
             self.totals.add(crate::core::totals::SUCCESS);
             // No slow-call rule, and nothing in the word's payload: no
             // failure count to clear (consecutive rule), no window to
             // consult (failure-rate rule, see the `consult` module).
             let w = self.load();
-            if w.payload() == 0 && w.same_period(word) {
+            if w.payload() == 0 && w.same_period(admitted.word()) {
                 return;
             }
-            return self.closed_success(word, w, started);
+            return self.closed_success(admitted, w, started);
         }
         self.finish_slow(admitted, started, outcome);
     }
@@ -586,14 +550,14 @@ impl Breaker {
     /// alone could not settle: a failure count to clear, a window to
     /// consult, or a permit of an earlier period.
     #[inline(never)]
-    fn closed_success(&self, admitted: Word, w: Word, counter: u64) {
+    fn closed_success(&self, admitted: Admitted, w: Word, started: Started) {
         if self.config.failure_rate != 0.0 {
-            return self.closed_success_rate(admitted, w, counter);
+            return self.closed_success_rate(admitted, w, started);
         }
         // A permit of an earlier period is ignored; a window's call positions
         // leave it out (failures within a window).
-        if w.same_period(admitted) {
-            self.finish_counted(admitted.0, counter, Outcome::Success, true);
+        if w.same_period(admitted.word()) {
+            self.finish_counted(admitted, started, Outcome::Success, true);
         } else {
             self.not_recorded();
         }
@@ -604,15 +568,15 @@ impl Breaker {
     /// `finish_closed` does for it.
     #[cold]
     #[inline(never)]
-    fn closed_success_rate(&self, admitted: Word, w: Word, counter: u64) {
+    fn closed_success_rate(&self, admitted: Admitted, w: Word, started: Started) {
         // Recording a success of a permit that is stale by 2^36 generations
         // only records a real outcome; the trip below checks in full.
-        if !w.same_period(admitted) {
+        if !w.same_period(admitted.word()) {
             return self.not_recorded();
         }
         let window = self.window();
         if window.record(false, false, self.rule()) {
-            return self.trip(Word(with_epoch(admitted.0, counter)), Why::Rate);
+            return self.trip(admitted.with_epoch(started.value()).word(), Why::Rate);
         }
         self.consulted(w, &window);
     }
@@ -703,24 +667,24 @@ impl Breaker {
     }
 
     /// Counts and records every outcome but the common success.
-    fn finish_slow(&self, admitted: u64, started: u64, outcome: Outcome) {
+    fn finish_slow(&self, admitted: Admitted, started: Started, outcome: Outcome) {
         self.finish_timed(admitted, started, outcome, outcome != Outcome::Neutral);
     }
 
     /// Records `outcome`; when `timed`, a call that took longer than `slow`
     /// is also a slow call (a neutral one only when it was abandoned: see
     /// `Permit::abandoned`).
-    fn finish_timed(&self, admitted: u64, started: u64, outcome: Outcome, timed: bool) {
-        if admitted == PASSIVE {
+    fn finish_timed(&self, admitted: Admitted, started: Started, outcome: Outcome, timed: bool) {
+        if admitted.is_passive() {
             return;
         }
-        self.give_timed_place(admitted, started & !TIMED, outcome);
+        self.give_timed_place(admitted, started.value(), outcome);
         self.totals.outcome(outcome);
         self.finish_counted(admitted, started, outcome, timed);
     }
 
-    fn finish_counted(&self, admitted: u64, started: u64, outcome: Outcome, timed: bool) {
-        if admitted == OBSERVED {
+    fn finish_counted(&self, admitted: Admitted, started: Started, outcome: Outcome, timed: bool) {
+        if admitted.is_observed() {
             // Counted by its outcome (above) and as `would_reject` (at
             // admission); the state machine did not admit it, and the
             // window's call positions leave it out.
@@ -731,17 +695,20 @@ impl Breaker {
         }
         let slow = self.config.slow != 0
             && timed
-            && self.clock.now().saturating_sub(started & !TIMED) > self.config.slow;
+            && self.clock.now().saturating_sub(started.value()) > self.config.slow;
         if slow {
             self.totals.add(crate::core::totals::SLOW);
         }
-        let admitted = if !self.config.timed && started & TIMED == 0 {
-            Word(with_epoch(admitted & !MODE_BITS, started))
+        // Without the slow-call rule or an adaptive limit, and not timed
+        // for graded shedding, `started` is the generation counter at
+        // admission, and the epoch is stamped now.
+        let admitted = if !self.config.timed && !started.timed() {
+            admitted.with_epoch(started.value()).word()
         } else {
-            Word(admitted & !MODE_BITS)
+            admitted.word()
         };
-        if admitted.tag() == TAG_CLOSED {
-            if started & TIMED != 0 && outcome == Outcome::Success {
+        if admitted.tag() == Tag::Closed {
+            if started.timed() && outcome == Outcome::Success {
                 self.timed_for_shedding(started);
             }
             self.finish_closed(admitted, outcome, slow);
@@ -855,7 +822,7 @@ impl Breaker {
                 w.with_trials(w.round(), in_flight, w.successes() + 1)
             };
             match self.cas_counted(w, next, &mut held) {
-                Ok(()) if next.tag() == TAG_CLOSED => {
+                Ok(()) if next.tag() == Tag::Closed => {
                     drop(held);
                     self.clear_window();
                     self.consult_time_window();
@@ -877,7 +844,7 @@ impl Breaker {
         // is made holding it: the question and the trip are one decision.
         // (A failed trial reopens a breaker already ejected.)
         let mut held = None;
-        if admitted.tag() == TAG_CLOSED {
+        if admitted.tag() == Tag::Closed {
             match self.ask_budget() {
                 Ok(budget) => held = budget,
                 Err(()) => return,
@@ -963,16 +930,6 @@ impl Breaker {
     }
 }
 
-/// `admitted` (a state word) with bits 36..52 of its generation in the low
-/// 16 bits, worked out from the generation counter read at admission: the
-/// admitted generation is the latest number at or below it with the word's
-/// low bits.
-#[inline]
-fn with_epoch(admitted: u64, counter: u64) -> u64 {
-    let generation = counter - (counter.wrapping_sub(Word(admitted).generation()) & GEN_MASK);
-    (admitted & !EPOCH_MASK) | (generation >> GEN_BITS & EPOCH_MASK)
-}
-
 pub(crate) fn splitmix64(state: u64) -> (u64, u64) {
     let next = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = next;
@@ -996,7 +953,7 @@ impl Breaker {
 /// Open on its own evidence (not forced): refused until its deadline.
 #[inline(always)]
 fn open_normally(w: Word) -> bool {
-    w.tag() == TAG_OPEN && w.mode() == MODE_NORMAL
+    w.tag() == Tag::Open && w.mode() == Mode::Normal
 }
 
 #[cfg(test)]
@@ -1068,8 +1025,8 @@ mod tests {
         clock.advance(RECOVERY);
         let current = b.acquire().expect("the current trial");
         assert_eq!(
-            Word(current.admitted).generation(),
-            Word(old.admitted).generation()
+            current.admitted.word().generation(),
+            old.admitted.word().generation()
         );
         // The old trial's success must not count in the current round.
         old.record(crate::Outcome::Success);
@@ -1103,7 +1060,7 @@ mod tests {
             // Two new periods (a reset of a closed breaker is none).
             b.set_mode(crate::Mode::ForcedClosed);
             b.set_mode(crate::Mode::Normal);
-            assert_eq!(b.load().generation(), Word(old.admitted).generation());
+            assert_eq!(b.load().generation(), old.admitted.word().generation());
             old.record(crate::Outcome::Failure);
             assert_eq!(b.state(), State::Closed, "slow rule: {slow:?}");
             // A permit of the current generation still counts.
@@ -1123,7 +1080,7 @@ mod tests {
             .clock(clock.clone())
             .build()
             .unwrap();
-        b.hot.generations.store(GEN_MASK - 1, Ordering::Relaxed);
+        b.hot.generations.store((1 << 36) - 2, Ordering::Relaxed);
         b.set_mode(crate::Mode::Normal); // the word's generation: 2^36 − 1
         b.next_generation(); // lost races: the counter moves on to 2^36 + 1
         b.next_generation();

@@ -30,15 +30,13 @@ use super::*;
 #[must_use = "a permit records its call's outcome; dropping it at once records a neutral call"]
 pub struct Permit<'a> {
     pub(super) breaker: &'a Breaker,
-    /// The state word the call was admitted under, or `PASSIVE`. Its mode
-    /// bits hold `TRACKED`; with the slow-call rule or an adaptive limit,
-    /// the low 16 bits of its payload (trial counts or failures, which the
-    /// permit does not need) hold bits 36..52 of the admitted generation.
-    /// See `Breaker::permit`.
-    pub(super) admitted: u64,
+    /// The state word the call was admitted under, with the permit's flags
+    /// and epoch, or a sentinel (`core::word` has the layout). See
+    /// `Breaker::permit`.
+    pub(super) admitted: Admitted,
     /// When the call started, with the slow-call rule or an adaptive limit;
     /// the generation counter at admission without either.
-    pub(super) started: u64,
+    pub(super) started: Started,
 }
 
 impl<'a> Permit<'a> {
@@ -65,28 +63,28 @@ impl<'a> Permit<'a> {
     /// to probe whether the dependency has recovered.
     #[must_use]
     pub fn is_trial(&self) -> bool {
-        self.admitted != PASSIVE && Word(self.admitted).tag() == TAG_HALF_OPEN
+        self.admitted.trial()
     }
 
     /// From now on the protected body's polls are watched: a panic while this
     /// permit is dropped is not the body's, and a drop without an outcome is
-    /// an abandoned call. (`PASSIVE` has every bit set, `TRACKED` included.)
+    /// an abandoned call. (The sentinels are tracked already.)
     #[inline]
     pub(crate) fn track_body(&mut self) {
-        self.admitted |= TRACKED;
+        self.admitted = self.admitted.tracking();
     }
 
     /// The protected body panicked or ran out of time: a failure, recorded now.
     /// Cut off at its time limit: a failure, also counted as a timeout.
     pub(crate) fn timed_out(&mut self) {
-        if self.admitted != PASSIVE {
+        if !self.admitted.is_passive() {
             self.breaker.totals.add(crate::core::totals::TIMEOUT);
         }
         self.failed_now();
     }
 
     pub(crate) fn failed_now(&mut self) {
-        let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
+        let admitted = std::mem::replace(&mut self.admitted, Admitted::PASSIVE);
         self.breaker
             .finish_slow(admitted, self.started, Outcome::Failure);
     }
@@ -96,8 +94,8 @@ impl<'a> Permit<'a> {
     /// half-open trial returns its slot), and the call is counted as
     /// rejected, not as neutral.
     pub(crate) fn refused(&mut self) {
-        let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
-        if admitted == PASSIVE {
+        let admitted = std::mem::replace(&mut self.admitted, Admitted::PASSIVE);
+        if admitted.is_passive() {
             return;
         }
         self.breaker.totals.add(crate::core::totals::REJECTED);
@@ -113,7 +111,7 @@ impl<'a> Permit<'a> {
     /// dependency's (`slow`, graded shedding's patience); until then graded
     /// shedding does not count it as started.
     pub(crate) fn wait_for_place<'p>(&'p mut self) -> Waiting<'p, 'a> {
-        if self.admitted != PASSIVE {
+        if !self.admitted.is_passive() {
             self.breaker.withdraw(self.admitted);
         }
         Waiting(self)
@@ -123,7 +121,7 @@ impl<'a> Permit<'a> {
     /// slow call when it ran longer than `slow` (a slow trial fails).
     #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
     pub(crate) fn abandoned(&mut self) {
-        let admitted = std::mem::replace(&mut self.admitted, PASSIVE);
+        let admitted = std::mem::replace(&mut self.admitted, Admitted::PASSIVE);
         self.breaker
             .finish_timed(admitted, self.started, Outcome::Neutral, true);
     }
@@ -136,7 +134,7 @@ pub(crate) struct Waiting<'p, 'a>(&'p mut Permit<'a>);
 impl Drop for Waiting<'_, '_> {
     fn drop(&mut self) {
         let permit = &mut *self.0;
-        if permit.admitted == PASSIVE {
+        if permit.admitted.is_passive() {
             return;
         }
         let breaker = permit.breaker;
@@ -144,11 +142,12 @@ impl Drop for Waiting<'_, '_> {
         // `started` holds the time with the slow-call rule or an adaptive
         // limit, and for a call timed for graded shedding (see
         // `Breaker::permit`, `TIMED`); else the generation counter.
-        let timed = permit.started & TIMED;
+        let timed = permit.started.timed();
         if breaker.config.timed {
-            permit.started = timed | breaker.clock.now();
-        } else if timed != 0 {
-            permit.started = TIMED | breaker.clock.coarse_now();
+            let now = Started::new(breaker.clock.now());
+            permit.started = if timed { now.timing() } else { now };
+        } else if timed {
+            permit.started = Started::timed_from(breaker.clock.coarse_now());
         }
     }
 }
@@ -160,8 +159,8 @@ impl Drop for Waiting<'_, '_> {
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 #[derive(Debug)]
 pub(crate) struct Detached {
-    admitted: u64,
-    started: u64,
+    admitted: Admitted,
+    started: Started,
 }
 
 impl<'b> Permit<'b> {
@@ -203,7 +202,7 @@ impl Drop for Permit<'_> {
     /// raised). Any other permit is a failure while the thread panics
     /// (the protected code unwound through it), neutral otherwise.
     fn drop(&mut self) {
-        let tracked = self.admitted & TRACKED != 0;
+        let tracked = self.admitted.tracked();
         let outcome = if !tracked && std::thread::panicking() {
             Outcome::Failure
         } else {

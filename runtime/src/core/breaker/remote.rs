@@ -4,10 +4,10 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::Breaker;
 use super::transition::Why;
+use super::{Breaker, Mode};
 use crate::core::clock::duration_nanos;
-use crate::core::word::{MAX_DEADLINE, MODE_NORMAL, TAG_HALF_OPEN, TAG_OPEN, Word};
+use crate::core::word::{MAX_DEADLINE, Tag, Word};
 
 /// An open imposed by [`open_remote`](crate::integration::open_remote): what
 /// [`release_remote`](crate::integration::release_remote) needs to end it, and the next
@@ -48,23 +48,23 @@ impl Breaker {
         // held back by it: the verdict was reached elsewhere).
         let mut held = None;
         loop {
-            if w.mode() != MODE_NORMAL {
+            if w.mode() != Mode::Normal {
                 return None;
             }
             let floor = match w.tag() {
-                TAG_OPEN if w.deadline() >= deadline => return None,
-                TAG_OPEN => match previous {
+                Tag::Open if w.deadline() >= deadline => return None,
+                Tag::Open => match previous {
                     Some(p) if p.deadline == w.deadline() => p.floor,
                     _ => w.deadline(),
                 },
-                TAG_HALF_OPEN if w.in_flight() > 0 => return None,
+                Tag::HalfOpen if w.in_flight() > 0 => return None,
                 _ => 0,
             };
-            let new = Word::open(MODE_NORMAL, deadline);
+            let new = Word::open(Mode::Normal, deadline);
             match self.cas_counted(w, new, &mut held) {
                 Ok(()) => {
                     drop(held);
-                    if w.tag() != TAG_OPEN {
+                    if w.tag() != Tag::Open {
                         self.clear_window();
                         self.last_transition.store(now, Ordering::Relaxed);
                     }
@@ -87,7 +87,7 @@ impl Breaker {
     /// still runs to its own deadline.
     pub(crate) fn release_remote(&self, open: RemoteOpen, within: Duration) -> Option<RemoteOpen> {
         let w = self.load();
-        if w.mode() != MODE_NORMAL || w.tag() != TAG_OPEN || w.deadline() != open.deadline {
+        if w.mode() != Mode::Normal || w.tag() != Tag::Open || w.deadline() != open.deadline {
             return None;
         }
         let at = self.clock.now().saturating_add(duration_nanos(within));
@@ -95,7 +95,7 @@ impl Breaker {
         if deadline >= open.deadline {
             return None;
         }
-        let new = Word::open(MODE_NORMAL, deadline);
+        let new = Word::open(Mode::Normal, deadline);
         self.cas(w, new).ok()?;
         self.transitioned(w, new, Why::Remote, 0);
         Some(RemoteOpen { deadline, ..open })

@@ -28,7 +28,7 @@ impl Breaker {
     pub(super) fn admit_guarded(&self, w: Word) -> Result<Permit<'_>, Rejected> {
         let chance = self.hot.shed.load(Ordering::Relaxed);
         if chance != 0 && self.sheds_now(chance) {
-            if w.mode() == MODE_DISABLED {
+            if w.mode() == Mode::ObserveOnly {
                 self.totals.add(WOULD_REJECT);
             } else {
                 return Err(self.shed_rejection());
@@ -44,7 +44,7 @@ impl Breaker {
             self.time_for_shedding(&mut permit);
         }
         if placed {
-            permit.admitted |= PLACED;
+            permit.admitted = permit.admitted.placing();
         }
         Ok(permit)
     }
@@ -58,7 +58,7 @@ impl Breaker {
     }
 
     /// Times `permit`'s call for graded shedding's patience (the `shed`
-    /// module): its start in `started`, marked [`TIMED`]. Without the
+    /// module): its start in `started`, marked `TIMED` (`core::word`). Without the
     /// slow-call rule or an adaptive limit `started` held the generation
     /// counter, whose part the admitted word takes now, and the start is
     /// read on the coarse clock; with either, `started` is the start
@@ -70,23 +70,23 @@ impl Breaker {
             // `PLACED` takes the call off `finish`'s fast path, as a place
             // of an adaptive limit would: this breaker has none, so giving
             // it back does nothing.
-            permit.admitted = with_epoch(permit.admitted, permit.started) | PLACED;
-            permit.started = TIMED | self.clock.coarse_now();
+            permit.admitted = permit.admitted.with_epoch(permit.started.value()).placing();
+            permit.started = Started::timed_from(self.clock.coarse_now());
         } else {
-            permit.started |= TIMED;
+            permit.started = permit.started.timing();
         }
     }
 
     /// A timed call succeeded: how long it took goes into the window.
     #[cold]
     #[inline(never)]
-    pub(super) fn timed_for_shedding(&self, started: u64) {
+    pub(super) fn timed_for_shedding(&self, started: Started) {
         let now = if self.config.timed {
             self.clock.now()
         } else {
             self.clock.coarse_now()
         };
-        let took = now.saturating_sub(started & !TIMED);
+        let took = now.saturating_sub(started.value());
         // Marked by the coarse clock, which the precise one may be ahead of.
         let at = self.clock.coarse_now();
         if !self.shed.timed(at, took) {
@@ -98,15 +98,15 @@ impl Breaker {
     /// A call the breaker admitted under graded shedding is taken out of
     /// the calls started: it waits in a bulkhead's line, or was refused by
     /// it. `admitted` is its permit's admitted word.
-    pub(crate) fn withdraw(&self, admitted: u64) {
-        if self.config.sheds() && Word(admitted).tag() == TAG_CLOSED {
+    pub(crate) fn withdraw(&self, admitted: Admitted) {
+        if self.config.sheds() && admitted.closed() {
             self.totals.add(WITHDRAWN);
         }
     }
 
     /// A call withdrawn while it waited in a bulkhead's line starts now.
-    pub(crate) fn readmit(&self, admitted: u64) {
-        if self.config.sheds() && Word(admitted).tag() == TAG_CLOSED {
+    pub(crate) fn readmit(&self, admitted: Admitted) {
+        if self.config.sheds() && admitted.closed() {
             self.totals.add(ADMITTED);
         }
     }

@@ -13,12 +13,12 @@ impl Breaker {
         let state = self.state_of(w);
         let tally = self.window_tally(now);
         let (consecutive_failures, trials_in_flight, trial_successes) = match w.tag() {
-            TAG_CLOSED => (self.consecutive_failures(w), 0, 0),
-            TAG_HALF_OPEN => (0, w.in_flight(), w.successes()),
+            Tag::Closed => (self.consecutive_failures(w), 0, 0),
+            Tag::HalfOpen => (0, w.in_flight(), w.successes()),
             _ => (0, 0, 0),
         };
         let retry_after = match (w.mode(), w.tag()) {
-            (MODE_NORMAL | MODE_DISABLED, TAG_OPEN) => {
+            (Mode::Normal | Mode::ObserveOnly, Tag::Open) => {
                 Some(Duration::from_nanos(w.deadline().saturating_sub(now)))
             }
             _ => None,

@@ -24,9 +24,7 @@ use std::time::Duration;
 use super::{Breaker, Mode};
 use crate::core::error::State;
 use crate::core::name::Name;
-use crate::core::word::{
-    MODE_DISABLED, MODE_FORCED_CLOSED, MODE_FORCED_OPEN, TAG_CLOSED, TAG_HALF_OPEN, TAG_OPEN, Word,
-};
+use crate::core::word::{Tag, Word};
 
 /// What an exporter keeps for a breaker (the `metrics` module's keys),
 /// made once, of a type the state machine does not name.
@@ -363,30 +361,11 @@ const BUDGET: usize = 4;
 /// "Bounded backlog").
 const BACKLOG: usize = 32;
 
-/// A word's period: what a transition changes and a call's bookkeeping
-/// (failure counts, trials in flight) does not.
-fn period(w: Word) -> u64 {
-    if w.tag() == TAG_OPEN {
-        w.0
-    } else {
-        w.with_payload(0).0
-    }
-}
-
 fn state(w: Word) -> State {
     match (w.mode(), w.tag()) {
-        (MODE_FORCED_OPEN, _) | (_, TAG_OPEN) => State::Open,
-        (_, TAG_CLOSED) => State::Closed,
+        (Mode::ForcedOpen, _) | (_, Tag::Open) => State::Open,
+        (_, Tag::Closed) => State::Closed,
         _ => State::HalfOpen,
-    }
-}
-
-fn mode(w: Word) -> Mode {
-    match w.mode() {
-        MODE_FORCED_OPEN => Mode::ForcedOpen,
-        MODE_FORCED_CLOSED => Mode::ForcedClosed,
-        MODE_DISABLED => Mode::ObserveOnly,
-        _ => Mode::Normal,
     }
 }
 
@@ -498,8 +477,8 @@ impl Events {
     /// in `from`'s period: once the breaker has left it, the event is stale
     /// and `false` is returned.
     fn wait_turn(&self, from: Word, current: impl Fn() -> Option<Word>) -> bool {
-        let from = period(from);
-        let left = || current().is_some_and(|w| period(w) != from);
+        let from = from.period();
+        let left = || current().is_some_and(|w| w.period() != from);
         if self.published.load(Ordering::Acquire) == from {
             return true;
         }
@@ -557,8 +536,8 @@ impl Events {
     ) -> Option<Turn<'_>> {
         let mut queue = self.queue();
         if let Some(at) = ordered {
-            let now = period(at);
-            if period(current()) != now || self.published.load(Ordering::Acquire) != now {
+            let now = at.period();
+            if current().period() != now || self.published.load(Ordering::Acquire) != now {
                 return None;
             }
         }
@@ -584,7 +563,7 @@ impl Events {
             queue.dropped += 1;
         }
         queue.pending.push_back(transition);
-        self.published.store(period(to), Ordering::Release);
+        self.published.store(to.period(), Ordering::Release);
         if queue.delivering {
             return None;
         }
@@ -643,8 +622,8 @@ impl Breaker {
     pub(crate) fn transitioned(&self, from: Word, to: Word, cause: Why, open_for: u64) {
         let hook = &self.events;
         let now = self.clock.now();
-        let was_shedding = to.tag() == TAG_CLOSED && self.clear_shedding();
-        if to.tag() == TAG_OPEN && open_for != 0 {
+        let was_shedding = to.tag() == Tag::Closed && self.clear_shedding();
+        if to.tag() == Tag::Open && open_for != 0 {
             hook.opened_at.store(now.max(1), Ordering::Relaxed);
         }
         // Before anything that may wait: the hook never does, nor do the
@@ -653,7 +632,7 @@ impl Breaker {
             breaker: self,
             from: state(from),
             to: state(to),
-            mode: mode(to),
+            mode: to.mode(),
             cause: match cause {
                 Why::Manual => Cause::Manual,
                 Why::Remote => Cause::Remote,
@@ -672,7 +651,7 @@ impl Breaker {
                 name: self.shared_name(),
                 from: state(from),
                 to: state(to),
-                mode: mode(to),
+                mode: to.mode(),
                 reason: self.reason(cause, now),
                 counts: self.counts(from, cause, now),
                 open_for: (open_for != 0).then(|| Duration::from_nanos(open_for)),
@@ -685,7 +664,7 @@ impl Breaker {
         } else {
             hook.transitions.fetch_add(1, Ordering::Relaxed);
             hook.seq.fetch_add(1, Ordering::Relaxed);
-            hook.published.store(period(to), Ordering::Release);
+            hook.published.store(to.period(), Ordering::Release);
             None
         };
         if let Some(turn) = turn {
@@ -734,7 +713,7 @@ impl Breaker {
                 name: self.shared_name(),
                 from: state(at),
                 to: state(at),
-                mode: mode(at),
+                mode: at.mode(),
                 reason,
                 counts,
                 open_for: None,
@@ -786,8 +765,8 @@ impl Breaker {
                 counts.window_slow = tally.slow;
             }
             (Why::Closed, _) => counts.trial_successes = from.successes() + 1,
-            (_, TAG_HALF_OPEN) => counts.trial_successes = from.successes(),
-            (Why::Manual, TAG_CLOSED) => {
+            (_, Tag::HalfOpen) => counts.trial_successes = from.successes(),
+            (Why::Manual, Tag::Closed) => {
                 counts.consecutive_failures = self.consecutive_failures(from)
             }
             _ => {}
@@ -806,6 +785,6 @@ impl Breaker {
         if wanted() {
             self.events.wait_turn(from, || None);
         }
-        self.events.published.store(period(to), Ordering::Release);
+        self.events.published.store(to.period(), Ordering::Release);
     }
 }
