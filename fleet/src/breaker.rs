@@ -20,7 +20,7 @@
 
 use crate::Notifier;
 use crate::config::Breakers;
-use crate::fleet::Door;
+use crate::door::Door;
 use crate::lane::{self, Lane};
 use crate::member::{FleetMember, LocalTransition, RecentOutcomes};
 use failfast_runtime::events::Subscription;

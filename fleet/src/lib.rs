@@ -65,6 +65,7 @@
 
 mod breaker;
 mod config;
+mod door;
 mod fleet;
 pub mod keys;
 mod lane;
@@ -76,7 +77,8 @@ mod transport;
 
 pub use crate::breaker::BreakerMember;
 pub use crate::config::{Breakers, FleetConfig, FleetConfigError};
-pub use crate::fleet::{AttachError, Fleet, FleetError, FleetStats, LocalOnly, Notifier, join};
+pub use crate::door::{AttachError, Notifier};
+pub use crate::fleet::{Fleet, FleetError, FleetStats, LocalOnly, join};
 pub use crate::member::{FleetMember, LocalTransition, RecentOutcomes};
 pub use crate::redis::RedisTransport;
 pub use crate::transport::{
