@@ -306,8 +306,16 @@ impl Word {
 
 /// A permit's word: the word its call was admitted under, with the
 /// permit's flags and epoch, or a sentinel (layout in the module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Admitted(u64);
+
+/// Its bits, as a [`Permit`](crate::Permit)'s `Debug` showed them before
+/// they had a type.
+impl std::fmt::Debug for Admitted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.0, f)
+    }
+}
 
 impl Admitted {
     /// A permit whose outcome is not recorded (forced closed), or already
@@ -396,8 +404,15 @@ impl Admitted {
 /// A permit's other word: when its call started, or the generation counter
 /// at admission; marked `TIMED` when the call is timed for graded shedding
 /// (layout in the module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Started(u64);
+
+/// Its bits, as for [`Admitted`].
+impl std::fmt::Debug for Started {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.0, f)
+    }
+}
 
 impl Started {
     /// `value` (a clock reading or the generation counter), not timed for
@@ -517,6 +532,13 @@ mod tests {
         assert!(admitted.word().within_reach(counter));
         assert!(admitted.word().within_reach(counter + GEN_MASK));
         assert!(!admitted.word().within_reach(counter + GEN_MASK + 1));
+    }
+
+    /// A permit's `Debug` shows its two words as the `u64`s they were.
+    #[test]
+    fn a_permit_word_debugs_as_its_bits() {
+        assert_eq!(format!("{:?}", Admitted::PASSIVE), u64::MAX.to_string());
+        assert_eq!(format!("{:?}", Started::new(42)), "42");
     }
 
     #[test]
