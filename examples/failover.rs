@@ -1,7 +1,7 @@
 //! Failing over between replicas: a client of three inventory replicas on
-//! loopback asks, before each call, which replicas its per-host breakers
-//! would let a call through to, and calls the next of those in turn. One
-//! replica is made sick (it hangs 200 ms, then answers 503).
+//! loopback picks, before each call, the next replica in turn among those
+//! its per-host breakers would let a call through to (`FamilyRef::failover`,
+//! one call). One replica is made sick (it hangs 200 ms, then answers 503).
 //!
 //! Without failover (plain round robin), every third call goes to the sick
 //! replica: three of them wait 200 ms and fail before its breaker opens,
@@ -27,6 +27,13 @@ use failfast::{circuit_breaker, registry};
 struct Upstream {
     host: String,
     http: InventoryClient,
+}
+
+/// The replica's key in the family: what `failover` reads.
+impl AsRef<str> for Upstream {
+    fn as_ref(&self) -> &str {
+        &self.host
+    }
 }
 
 impl Upstream {
@@ -77,21 +84,21 @@ async fn scenario(failover: bool, calls: usize) -> Result<Outcome, Box<dyn std::
         })
         .collect();
     upstreams[1].http.set_healthy(false).await?;
-    let hosts: Vec<&str> = upstreams.iter().map(|u| u.host.as_str()).collect();
     let family = registry::family("failover::stock").expect("declared");
     let (mut served, mut unknown, mut wasted) = (0, 0, Duration::ZERO);
     for call in 0..calls {
-        let host = if failover {
+        let upstream = if failover {
             // The next replica in turn among those that would take a call.
-            let up: Vec<&str> = family.callable(hosts.iter().copied()).collect();
-            up[call % up.len()]
+            family
+                .failover(&upstreams)
+                .next()
+                .expect("no budget: one is up")
         } else {
-            hosts[call % hosts.len()]
+            &upstreams[call % upstreams.len()]
         };
-        let upstream = upstreams.iter().find(|u| u.host == host).unwrap();
         let started = Instant::now();
         let stock = upstream.stock("SKU-1").await;
-        if host == hosts[1] {
+        if upstream.host == upstreams[1].host {
             wasted += started.elapsed();
         }
         match stock {

@@ -2,12 +2,14 @@
 //! on one of three inventory replicas, then charges the payment gateway:
 //!
 //! - each replica has its own breaker (`key = self.name`), and checkout
-//!   fails over to the next replica whose breaker takes calls;
+//!   fails over to the next replica whose breaker takes calls, in turn
+//!   (`FamilyRef::failover`);
 //! - `charge` and `refund` share one breaker for the gateway (`breaker!`);
 //! - the service's TOML file (and `FAILFAST__…` variables) override the
 //!   declared settings at start-up;
-//! - an admin listing shows every breaker, each replica's included, and a
-//!   Prometheus scrape shows the same as metrics.
+//! - an admin listing shows every breaker, each replica's included, with
+//!   its settings (`registry::all()`), and a Prometheus scrape shows the
+//!   same as metrics, the replicas' thresholds from the file included.
 //!
 //! The replicas and the gateway are simulated in-process: a sick one hangs
 //! 200 ms, then fails. `tests/examples_service.rs` runs this story on
@@ -23,7 +25,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use failfast::{Builder, Rejected, Snapshot, circuit_breaker, configure, registry};
+use failfast::{Builder, Rejected, circuit_breaker, configure, registry};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 #[derive(Debug)]
@@ -66,6 +68,14 @@ impl Server {
 pub struct Replica {
     pub name: &'static str,
     pub server: Server,
+}
+
+/// The replica's key in the family (`key = self.name`): what
+/// `failover` reads.
+impl AsRef<str> for Replica {
+    fn as_ref(&self) -> &str {
+        self.name
+    }
 }
 
 impl Replica {
@@ -146,25 +156,26 @@ fn listed(refused: Vec<failfast::ConfigError>) -> String {
     lines.join("\n")
 }
 
-/// One order: stock from the first replica whose breaker takes calls (in
-/// turn from `order`), failing over on error; then the charge.
+/// One order: stock from the next replica in turn whose breaker takes
+/// calls, failing over to the others on error; then the charge.
 pub async fn checkout(order: usize, replicas: &[Replica], gateway: &Gateway) -> String {
     let family = registry::family("checkout::inventory").unwrap();
-    let up: Vec<&str> = family.callable(replicas.iter().map(|r| r.name)).collect();
+    let up: Vec<&Replica> = family.failover(replicas).collect();
     let mut line = format!("order {order:>2}  stock:");
-    for skipped in replicas.iter().filter(|r| !up.contains(&r.name)) {
+    for skipped in replicas
+        .iter()
+        .filter(|r| !up.iter().any(|u| u.name == r.name))
+    {
         line += &format!(" ({} skipped)", skipped.name);
     }
     let mut reserved = None;
-    for i in 0..up.len() {
-        let name = up[(order + i) % up.len()];
-        let replica = replicas.iter().find(|r| r.name == name).unwrap();
+    for replica in up {
         match replica.reserve().await {
             Ok(_) => {
-                reserved = Some(name);
+                reserved = Some(replica.name);
                 break;
             }
-            Err(error) => line += &format!(" {name} {} →", describe(&error)),
+            Err(error) => line += &format!(" {} {} →", replica.name, describe(&error)),
         }
     }
     let Some(name) = reserved else {
@@ -188,19 +199,20 @@ fn describe(error: &CheckoutError) -> String {
     }
 }
 
-/// What an admin page would show: every breaker, each key's of a family.
+/// What an admin page would show: every breaker, each key's of a family,
+/// with the settings it runs with.
 pub fn admin_listing(out: &mut impl Write) -> std::io::Result<()> {
-    let mut rows: Vec<Snapshot> = registry::all().iter().map(|b| b.snapshot()).collect();
-    for family in registry::families() {
-        rows.extend(family.members().iter().map(|m| m.snapshot()));
-    }
-    rows.sort_by(|a, b| a.name.cmp(&b.name));
-    writeln!(out, "{:<32} state  calls failures refused", "breaker")?;
-    for s in rows {
+    writeln!(
+        out,
+        "{:<32} state  calls failures refused threshold",
+        "breaker"
+    )?;
+    for b in registry::all() {
+        let (s, threshold) = (b.snapshot(), b.config().threshold());
         let (name, state) = (&*s.name, s.state);
         let (calls, failures, refused) = (s.calls, s.failures, s.rejected);
         let row = format!("{name:<32} {state:<6} {calls:>5} {failures:>8} {refused:>7}");
-        writeln!(out, "{row}")?;
+        writeln!(out, "{row} {threshold:>9}")?;
     }
     Ok(())
 }
@@ -260,9 +272,14 @@ pub async fn run(
     Ok(())
 }
 
-/// The states, the transitions and the refusals, where not zero.
+/// The states, the transitions, the refusals and the thresholds, where
+/// not zero.
 fn shown(line: &str) -> bool {
-    let series = ["failfast_state{", "failfast_transitions_total{"];
+    let series = [
+        "failfast_state{",
+        "failfast_transitions_total{",
+        "failfast_threshold{",
+    ];
     (series.iter().any(|s| line.starts_with(s)) || line.contains("outcome=\"rejected\""))
         && !line.ends_with(" 0")
 }

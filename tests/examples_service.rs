@@ -29,37 +29,41 @@ const STORY: &str = r#"settings from service.toml (0 FAILFAST__ variables):
   checkout::payments  threshold 2, recovery 3s
 
 == replica-b stops answering
-order  1  stock: replica-b failed (timed out after 200 ms) → replica-c  payment: charged
-order  2  stock: replica-c  payment: charged
-order  3  stock: replica-a  payment: charged
-order  4  stock: replica-b failed (timed out after 200 ms) → replica-c  payment: charged
-order  5  stock: (replica-b skipped) replica-c  payment: charged
-order  6  stock: (replica-b skipped) replica-a  payment: charged
+order  1  stock: replica-a  payment: charged
+order  2  stock: replica-b failed (timed out after 200 ms) → replica-c  payment: charged
+order  3  stock: replica-c  payment: charged
+order  4  stock: replica-a  payment: charged
+order  5  stock: replica-b failed (timed out after 200 ms) → replica-c  payment: charged
+order  6  stock: (replica-b skipped) replica-c  payment: charged
 replica-b was called 2 times in 6 orders
 
 == the payment gateway goes down
-order  7  stock: (replica-b skipped) replica-c  payment: failed (timed out after 200 ms), order held
-order  8  stock: (replica-b skipped) replica-a  payment: failed (timed out after 200 ms), order held
-order  9  stock: (replica-b skipped) replica-c  payment: refused by checkout::payments (open, retry in 3s), order held
+order  7  stock: (replica-b skipped) replica-a  payment: failed (timed out after 200 ms), order held
+order  8  stock: (replica-b skipped) replica-c  payment: failed (timed out after 200 ms), order held
+order  9  stock: (replica-b skipped) replica-a  payment: refused by checkout::payments (open, retry in 3s), order held
 refund of order 1: refused by checkout::payments (open, retry in 3s)
 the gateway was called 2 times for 4 requests
 
 == the gateway is back; 3s later:
-order 10  stock: (replica-b skipped) replica-a  payment: charged
+order 10  stock: (replica-b skipped) replica-c  payment: charged
 checkout::payments is closed now: that charge was its trial
 
 == GET /admin/breakers
-breaker                          state  calls failures refused
-checkout::inventory[replica-a]   closed     4        0       0
-checkout::inventory[replica-b]   open       2        2       0
-checkout::inventory[replica-c]   closed     6        0       0
-checkout::payments               closed    11        2       2
+breaker                          state  calls failures refused threshold
+checkout::payments               closed    11        2       2         2
+checkout::inventory[replica-a]   closed     4        0       0         2
+checkout::inventory[replica-b]   open       2        2       0         2
+checkout::inventory[replica-c]   closed     6        0       0         2
 
 "#;
 
-const METRICS: [&str; 6] = [
+const METRICS: [&str; 10] = [
     r#"failfast_calls_total{breaker="checkout::payments",outcome="rejected"} 2"#,
     r#"failfast_state{breaker="checkout::inventory[replica-b]"} 1"#,
+    r#"failfast_threshold{breaker="checkout::inventory[replica-a]"} 2"#,
+    r#"failfast_threshold{breaker="checkout::inventory[replica-b]"} 2"#,
+    r#"failfast_threshold{breaker="checkout::inventory[replica-c]"} 2"#,
+    r#"failfast_threshold{breaker="checkout::payments"} 2"#,
     r#"failfast_transitions_total{breaker="checkout::inventory[replica-b]",from="closed",to="open"} 1"#,
     r#"failfast_transitions_total{breaker="checkout::payments",from="closed",to="open"} 1"#,
     r#"failfast_transitions_total{breaker="checkout::payments",from="half_open",to="closed"} 1"#,

@@ -293,7 +293,10 @@ fn targets(name: &str, patch: &Patch) -> Result<Vec<Target>, Vec<ConfigError>> {
         }
     };
     let mut found: Vec<Target> = Vec::new();
-    for breaker in registry::all().into_iter().filter(|b| b.name() == name) {
+    for breaker in registry::registered()
+        .into_iter()
+        .filter(|b| b.name() == name)
+    {
         check(&breaker.config());
         found.push(Target::Breaker(breaker));
     }
@@ -400,7 +403,7 @@ where
     // it: more than one, and a variable cannot say which it means. A name
     // that maps to the empty name is left out: nothing can address it.
     let mut by_env: BTreeMap<String, Vec<Name>> = BTreeMap::new();
-    let registered = registry::all().into_iter().map(|b| b.shared_name());
+    let registered = registry::registered().into_iter().map(|b| b.shared_name());
     #[cfg(feature = "keyed")]
     let registered = registered.chain(registry::families().into_iter().map(|f| f.name()));
     for name in registered {

@@ -28,9 +28,12 @@
 //! being registered one by one: [`export`] reports every member of every
 //! registered family (`registry::families()`), the overflow breaker
 //! `family[*]` included, and a member's transitions report themselves. A
-//! member has the call counters, the state gauge and the transition
-//! counters (at zero from the first export that finds it); the settings
-//! gauges are written for registered breakers only, not per member.
+//! member has every series a registered breaker has: the call counters,
+//! the state gauge, the transition counters (at zero from the first export
+//! that finds it) and the settings gauges (`failfast_threshold`, …), with
+//! the settings it runs with: its family's, as declared or changed since
+//! (a configuration file's section for the family, [`FamilyRef::reconfigure`](crate::registry::FamilyRef::reconfigure)),
+//! or its own once changed by its name `family[key]`.
 //!
 //! A family gives `breaker` at most `max_keys + 1` values at once (its
 //! members and its overflow breaker), plus one for each key it evicted:
@@ -71,8 +74,8 @@
 //!   [`events`](crate::ops::events) queue, so a transition whose event was dropped
 //!   is counted too): the transition counter, the state gauge and the
 //!   breaker's call totals.
-//! - On [`export`]: the call totals and state of every registered breaker
-//!   and of every member of a registered keyed family. Call it before each
+//! - On [`export`]: the call totals, state and settings of every registered
+//!   breaker and of every member of a registered keyed family. Call it before each
 //!   scrape (in the `/metrics` handler) for up-to-date call counts; and once
 //!   after installing a recorder, if breakers were registered before it was.
 //!
@@ -92,6 +95,11 @@
 //! it (the panic hook reports it as usual): the call, transition,
 //! registration or export at hand goes on, and so does the delivery of
 //! [`events`](crate::ops::events#delivery).
+//!
+//! - On a change of settings ([`Breaker::reconfigure`](crate::Breaker::reconfigure),
+//!   [`configure::apply`](crate::configure::apply), a family's
+//!   reconfiguration): the settings gauges of a registered breaker, and of
+//!   a family's member reported before.
 //!
 //! Calls are *not* reported to the recorder one by one: they are counted in
 //! the breaker's per-thread totals (no shared write per call, see
@@ -384,13 +392,16 @@ fn export_breaker(b: &Breaker) {
     });
 }
 
-/// Reports the call totals and state of every registered breaker, and of
-/// every member of a registered keyed family, to the installed recorder;
-/// see the [module docs](self) for when to call it.
+/// Reports the call totals, state and settings of every registered
+/// breaker, and of every member of a registered keyed family, to the
+/// installed recorder; see the [module docs](self) for when to call it.
 pub fn export() {
     caught(describe);
-    for b in registry::all() {
-        caught(|| export_breaker(&b));
+    for b in registry::registered() {
+        caught(|| {
+            export_breaker(&b);
+            settings(&b);
+        });
     }
     #[cfg(feature = "keyed")]
     for family in registry::families() {
@@ -403,8 +414,9 @@ pub fn export() {
     }
 }
 
-/// A family's member: its call totals and state, and its transition
-/// counters at zero the first time, as registration does for a breaker.
+/// A family's member: its call totals, state and settings, and its
+/// transition counters at zero the first time, as registration does for a
+/// breaker.
 #[cfg(feature = "keyed")]
 fn export_member(b: &Breaker) {
     let first = !b.exported().is_set();
@@ -412,6 +424,7 @@ fn export_member(b: &Breaker) {
     if first {
         zero_transitions(keys(b));
     }
+    settings(b);
 }
 
 /// A keyed family's member was evicted: what it counted since its last
@@ -473,6 +486,11 @@ fn registered(b: &Breaker) {
 fn series(b: &Breaker) {
     export_breaker(b);
     zero_transitions(keys(b));
+    settings(b);
+}
+
+/// The settings gauges of `b`, with the settings in force.
+fn settings(b: &Breaker) {
     let name = label(&b.shared_name());
     let c = b.settings();
     #[allow(clippy::cast_precision_loss)] // nanoseconds below 2^53 (104 days) are exact
@@ -509,12 +527,15 @@ static TRANSITION: fn(&Change<'_>) = |c| transition(c.breaker, c.from, c.to);
 #[allow(unsafe_code)] // linkme places the entry in a link section
 static SHEDDING_CHANGED: fn(&Breaker, f64) = |b, _| caught(|| export_breaker(b));
 
-/// The settings' gauges of a registered breaker show its new settings.
+/// The settings' gauges of a registered breaker, or of a family's member
+/// reported before, show its new settings.
 #[linkme::distributed_slice(RECONFIGURED)]
 #[allow(unsafe_code)] // linkme places the entry in a link section
 static RECONFIGURE: fn(&Breaker) = |b| {
     if b.is_registered() {
         registered(b);
+    } else if b.exported().is_set() {
+        caught(|| settings(b));
     }
 };
 

@@ -63,10 +63,10 @@
 //! [`get`], [`all`] and `families` show the scope's breakers and families
 //! in place of the declared ones they stand for.
 //!
-//! A keyed family (`Family`, feature `keyed`) is one entry, listed by
-//! [`families`] with its members; [`all`] does not list members one by one
-//! (a family may hold thousands), but [`get`] finds a member by its name,
-//! `family[key]`.
+//! A keyed family (`Family`, feature `keyed`) is listed by [`families`];
+//! [`all`] lists its members too, after the registered breakers, so one
+//! call gives an admin page every breaker with its state, snapshot and
+//! settings, and [`get`] finds a member by its name, `family[key]`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -417,9 +417,52 @@ pub fn family(name: &str) -> Option<FamilyRef> {
     families().into_iter().find(|f| f.name() == name)
 }
 
-/// Every registered breaker, in order of registration.
+/// Every breaker of the process: those registered (declared by the
+/// attribute, or [`register`]ed), in order of registration, then the
+/// members each registered keyed family holds now (as [`families`] lists
+/// the families; each family's members by name, its overflow breaker
+/// `family[*]` once used). What an admin page lists: each handle has the
+/// breaker's [`state`](crate::Breaker::state),
+/// [`snapshot`](crate::Breaker::snapshot) and the settings in force,
+/// [`config`](crate::Breaker::config) (a member's are its family's, with
+/// any change made to the family or to the member by name).
+///
+/// ```
+/// # #[cfg(feature = "keyed")] {
+/// use failfast_runtime::{registry, Breaker, Family};
+///
+/// let replicas: Family<String> =
+///     Family::builder(Breaker::builder().name("listing::replica").threshold(3)).build()?;
+/// replicas.register();
+/// let _ = replicas.get("a:80").call(|| Ok::<_, ()>(()));
+///
+/// let row = registry::all()
+///     .into_iter()
+///     .find(|b| b.name() == "listing::replica[a:80]")
+///     .expect("a member is listed");
+/// assert_eq!((row.snapshot().calls, row.config().threshold()), (1, 3));
+/// # }
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+///
+/// Takes the registry's lock, then each family's insertion lock in turn,
+/// once; calls through the breakers never wait for it.
 #[must_use]
 pub fn all() -> Vec<BreakerRef> {
+    #[allow(unused_mut)]
+    let mut all = registered();
+    #[cfg(feature = "keyed")]
+    for family in families() {
+        let mut members = family.members();
+        members.sort_by(|a, b| a.name().cmp(b.name()));
+        all.extend(members.into_iter().map(BreakerRef::Member));
+    }
+    all
+}
+
+/// The registered breakers, in order of registration: [`all`] without
+/// the families' members (what `configure` addresses by name).
+pub(crate) fn registered() -> Vec<BreakerRef> {
     let all: Vec<BreakerRef> =
         with_registry(|r| r.entries.iter().filter_map(Entry::upgrade).collect());
     // Inside a scope of `testing::isolate`, its breakers in place of the

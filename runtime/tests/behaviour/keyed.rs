@@ -211,10 +211,16 @@ fn a_registered_family_is_one_entry_with_its_members() {
     );
     let member = registry::get("keyed.registered[db-1]").expect("member by name");
     assert_eq!(member.state(), State::Open);
-    assert!(
-        registry::all()
-            .iter()
-            .all(|b| !b.name().starts_with("keyed.registered"))
+    let mut listed: Vec<String> = registry::all()
+        .iter()
+        .map(|b| b.name().to_owned())
+        .filter(|n| n.starts_with("keyed.registered["))
+        .collect();
+    listed.sort();
+    assert_eq!(
+        listed,
+        ["keyed.registered[db-1]", "keyed.registered[db-2]"],
+        "the listing holds each member once"
     );
     assert!(registry::get("keyed.registered[db-9]").is_none());
 }
@@ -734,10 +740,18 @@ fn a_member_tuned_by_name_is_not_evicted() {
     assert_eq!(keys.get("special").config().threshold(), 9);
 }
 
-/// Failing over: the callable keys are those whose breaker would let a call
-/// through now, in the order given; asking creates nothing.
+/// The replicas `failover` offers, in the order a full run gives them,
+/// sorted: which ones, whatever the rotation.
+fn offered(family: &FamilyRef, labels: &[&str]) -> Vec<String> {
+    let mut up: Vec<String> = family.failover(labels).map(|l| (*l).to_owned()).collect();
+    up.sort();
+    up
+}
+
+/// Failing over: the replicas offered are those whose breaker would let a
+/// call through now; asking creates nothing.
 #[test]
-fn callable_keys_skip_the_ones_that_would_refuse() {
+fn failover_skips_the_replicas_that_would_refuse() {
     let clock = ManualClock::new();
     let replicas: Family<String> = Family::builder(
         Breaker::builder()
@@ -754,36 +768,209 @@ fn callable_keys_skip_the_ones_that_would_refuse() {
     }
     let _ = replicas.get("b").call(|| Err::<(), _>("down"));
     replicas.get("d").set_mode(Mode::ForcedOpen);
-    assert_eq!(
-        replicas.callable(all).collect::<Vec<_>>(),
-        ["a", "c", "new"]
-    );
+    for _ in 0..all.len() {
+        let first = *replicas.failover(&all).next().unwrap();
+        assert!(!["b", "d"].contains(&first), "{first}");
+    }
+    assert_eq!(offered(&replicas, &all), ["a", "c", "new"]);
     assert_eq!(replicas.stats().stored, 4, "asking made no breaker");
     // The family's handle asks by label, as for a family whose key type is
     // not at hand.
     let handle: &FamilyRef = &replicas;
-    assert_eq!(handle.callable(all).collect::<Vec<_>>(), ["a", "c", "new"]);
+    assert_eq!(offered(handle, &all), ["a", "c", "new"]);
     assert_eq!(
         handle.stats().stored,
         4,
         "asking by label made no breaker either"
     );
-    // Past b's open time, a call would be its trial: callable again, until
+    // Past b's open time, a call would be its trial: offered again, until
     // the trial is taken.
     clock.advance(Duration::from_secs(10));
-    assert_eq!(
-        replicas.callable(all).collect::<Vec<_>>(),
-        ["a", "b", "c", "new"]
-    );
+    assert_eq!(offered(&replicas, &all), ["a", "b", "c", "new"]);
     let b = replicas.get("b");
     let trial = b.acquire().expect("the trial");
     assert!(trial.is_trial());
-    assert_eq!(
-        replicas.callable(all).collect::<Vec<_>>(),
-        ["a", "c", "new"]
-    );
+    assert_eq!(offered(&replicas, &all), ["a", "c", "new"]);
     trial.record(failfast_runtime::Outcome::Success);
-    assert_eq!(replicas.callable(all).count(), 4, "b closed again");
+    assert_eq!(replicas.failover(&all).count(), 4, "b closed again");
+    // A replica forced open by name before its first call is skipped too.
+    handle.member("later").unwrap().set_mode(Mode::ForcedOpen);
+    assert_eq!(offered(&replicas, &["later", "new"]), ["new"]);
+}
+
+/// Each pick takes the next turn, and one more for each sick replica it
+/// lands on: the replicas that take calls are each first in turn, equally
+/// often, the one after a sick replica no more often than the others.
+#[test]
+fn failover_rotates_among_the_replicas_that_take_calls() {
+    let replicas = family("keyed.failover-turns", 8);
+    let all = ["a", "b", "c", "d"];
+    let firsts = |n: usize| -> Vec<&str> {
+        (0..n)
+            .map(|_| *replicas.failover(&all).next().unwrap())
+            .collect()
+    };
+    let start = firsts(1)[0];
+    let at = all.iter().position(|l| *l == start).unwrap();
+    let expected: Vec<&str> = (1..=8).map(|i| all[(at + i) % 4]).collect();
+    assert_eq!(firsts(8), expected, "round robin");
+    // The rest of a pick is every other replica, each once, in turn.
+    let whole: Vec<&str> = replicas.failover(&all).copied().collect();
+    let at = all.iter().position(|l| *l == whole[0]).unwrap();
+    let expected: Vec<&str> = (0..4).map(|i| all[(at + i) % 4]).collect();
+    assert_eq!(whole, expected);
+
+    trip(&replicas, "b");
+    trip(&replicas, "c");
+    let picks = firsts(60);
+    for sick in ["b", "c"] {
+        assert!(!picks.contains(&sick), "{sick} offered first: {picks:?}");
+    }
+    let a = picks.iter().filter(|p| **p == "a").count();
+    assert_eq!(a, 30, "a and d alternate: {picks:?}");
+    for pair in picks.windows(2) {
+        assert_ne!(pair[0], pair[1], "{picks:?}");
+    }
+}
+
+/// Picks made on several threads at once share the family's rotation:
+/// with every replica taking calls each is first exactly as often (each
+/// pick takes its own turn), and with one sick it is never first while
+/// the others stay within 10 % of even (the one after it is not favoured).
+#[test]
+fn failover_picks_on_many_threads_share_one_rotation() {
+    const THREADS: usize = 4;
+    const PICKS: usize = 3_000;
+    let replicas = family("keyed.failover-threads", 8);
+    let count = |all: &'static [&'static str]| -> std::collections::HashMap<&'static str, usize> {
+        let start = Arc::new(Barrier::new(THREADS));
+        let threads: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let (replicas, start) = (replicas.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    (0..PICKS)
+                        .map(|_| *replicas.failover(all).next().unwrap())
+                        .collect::<Vec<&'static str>>()
+                })
+            })
+            .collect();
+        let mut counts = std::collections::HashMap::new();
+        for thread in threads {
+            for pick in thread.join().unwrap() {
+                *counts.entry(pick).or_default() += 1;
+            }
+        }
+        counts
+    };
+    let all: &'static [&'static str] = &["a", "b", "c"];
+    let counts = count(all);
+    for replica in all {
+        assert_eq!(counts[replica], THREADS * PICKS / 3, "{counts:?}");
+    }
+
+    let four: &'static [&'static str] = &["a", "b", "c", "d"];
+    trip(&replicas, "b");
+    let counts = count(four);
+    assert!(!counts.contains_key("b"), "{counts:?}");
+    let even = THREADS * PICKS / 3;
+    for replica in ["a", "c", "d"] {
+        let n = counts[replica];
+        assert!(n.abs_diff(even) < even / 10, "{replica}: {counts:?}");
+    }
+}
+
+/// With an ejection budget, no more than its share of the replicas given
+/// is left out: those refusing beyond it are still offered, after the
+/// ones that take calls; without one, every refusing replica is left out.
+#[test]
+fn failover_offers_the_replicas_beyond_the_ejection_budget() {
+    let budgeted: Family<String> = Family::builder(
+        Breaker::builder()
+            .name("keyed.failover-budget")
+            .threshold(1),
+    )
+    .max_ejection_percent(50)
+    .build()
+    .unwrap();
+    let all = ["a", "b", "c", "d"];
+    for replica in ["a", "b", "c"] {
+        // Forced opens are not held back by the family's budget.
+        budgeted.get(replica).set_mode(Mode::ForcedOpen);
+    }
+    // 50 % of four: two may be left out, the first two refusing (a, b).
+    for _ in 0..4 {
+        assert_eq!(
+            budgeted.failover(&all).copied().collect::<Vec<_>>(),
+            ["d", "c"]
+        );
+    }
+    budgeted.get("d").set_mode(Mode::ForcedOpen);
+    assert_eq!(
+        budgeted.failover(&all).copied().collect::<Vec<_>>(),
+        ["c", "d"]
+    );
+    // Within the budget, the refusing ones are left out.
+    for replica in ["a", "b", "c"] {
+        budgeted.get(replica).set_mode(Mode::Normal);
+    }
+    assert_eq!(offered(&budgeted, &all), ["a", "b", "c"]);
+    // At least one may always be left out: 50 % of one replica.
+    assert_eq!(budgeted.failover(&["d"]).count(), 0);
+
+    let unbounded = family("keyed.failover-no-budget", 8);
+    for replica in all {
+        unbounded.get(replica).set_mode(Mode::ForcedOpen);
+    }
+    assert_eq!(unbounded.failover(&all).count(), 0, "no budget: none");
+    assert_eq!(unbounded.failover(&[] as &[&str]).count(), 0);
+}
+
+/// The whole family's mode, as one: every member held, one asked for by
+/// name before its first call, the overflow breaker and every member made
+/// later; and back to normal.
+#[test]
+fn a_whole_family_is_forced_open_and_closed_as_one() {
+    let keys = family("keyed.family-mode", 2);
+    trip(&keys, "a");
+    let _ = keys.get("b");
+    let named = keys.member("named").unwrap();
+    keys.reconfigure(&Breaker::builder().mode(Mode::ForcedClosed))
+        .unwrap();
+    let every = |state: State| {
+        for member in keys.members() {
+            assert_eq!(member.state(), state, "{}", member.name());
+        }
+        assert_eq!(named.state(), state, "asked for by name");
+    };
+    every(State::Closed);
+    for _ in 0..3 {
+        assert!(keys.get("a").call(|| Err::<(), _>("down")).is_err());
+    }
+    every(State::Closed);
+    keys.reconfigure(&Breaker::builder().mode(Mode::ForcedOpen))
+        .unwrap();
+    every(State::Open);
+    // A key made now (the family is full and may not evict: the overflow
+    // breaker), and once room frees up, a member of its own: both open.
+    assert_eq!(keys.get("c").name(), "keyed.family-mode[*]");
+    assert_eq!(keys.get("c").state(), State::Open);
+    assert!(keys.get("c").call(|| Ok::<_, ()>(())).is_err());
+    keys.reconfigure(&Breaker::builder().mode(Mode::Normal))
+        .unwrap();
+    every(State::Closed);
+    let _ = keys.get("d");
+    assert!(keys.get("d").call(|| Ok::<_, ()>(())).is_ok());
+    assert_eq!(keys.get("d").snapshot().mode, Mode::Normal);
+    // By the family's name, as a configuration file or an operator does.
+    keys.register();
+    failfast_runtime::configure::apply(
+        "keyed.family-mode",
+        Breaker::builder().mode(Mode::ForcedOpen),
+    )
+    .unwrap();
+    every(State::Open);
+    assert_eq!(keys.config().threshold(), 2, "the settings stay");
 }
 
 /// A lease taken while its member is being picked for eviction either keeps

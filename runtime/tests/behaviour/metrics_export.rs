@@ -818,3 +818,51 @@ fn an_unreported_member_of_an_unregistered_family_stays_unreported() {
         assert_eq!(scraped.calls("metrics-unlisted[a]", "success"), None);
     });
 }
+
+/// A member has the settings gauges a registered breaker has, with the
+/// settings it runs with: its family's as changed at run time (a
+/// configuration file's section for the family), then its own once
+/// changed by its name, written at once for a member reported before.
+#[cfg(feature = "keyed")]
+#[test]
+fn a_members_settings_gauges_show_the_settings_in_force() {
+    let _alone = alone();
+    use failfast_runtime::{Family, configure};
+    let recorder = DebuggingRecorder::new();
+    let s = recorder.snapshotter();
+    let family: Family<String> = Family::builder(
+        Breaker::builder()
+            .name("metrics-settings")
+            .threshold(5)
+            .recovery(Duration::from_secs(30)),
+    )
+    .build()
+    .unwrap();
+    family.register();
+    configure::apply(
+        "metrics-settings",
+        Breaker::builder()
+            .threshold(2)
+            .recovery(Duration::from_secs(3)),
+    )
+    .unwrap();
+    metrics::with_local_recorder(&recorder, || {
+        let _ = family.get("a").call(|| Ok::<_, ()>(()));
+        failfast_runtime::metrics::export();
+        let r = read(&s);
+        let a = [("breaker", "metrics-settings[a]")];
+        assert_eq!(r.gauge("failfast_threshold", &a), 2.0);
+        assert_eq!(r.gauge("failfast_recovery_seconds", &a), 3.0);
+        assert_eq!(r.gauge("failfast_trial_calls", &a), 1.0);
+        assert_eq!(r.gauge("failfast_success_threshold", &a), 1.0);
+
+        // Changed by its name: the gauge follows without an export.
+        configure::apply("metrics-settings[a]", Breaker::builder().threshold(9)).unwrap();
+        assert_eq!(read(&s).gauge("failfast_threshold", &a), 9.0);
+        // And the family's: every member reported before.
+        family
+            .reconfigure(&Breaker::builder().recovery(Duration::from_secs(8)))
+            .unwrap();
+        assert_eq!(read(&s).gauge("failfast_recovery_seconds", &a), 8.0);
+    });
+}

@@ -165,3 +165,48 @@ fn a_declared_family_is_listed_with_its_counts() {
         (4, 0, 0, 1)
     );
 }
+
+/// One listing of every breaker: `registry::all` holds the registered
+/// breakers and every member of every registered family, each once, each
+/// with the settings it runs with (its family's, as changed at run time,
+/// or its own once changed by its name), its state and its snapshot.
+#[cfg(feature = "keyed")]
+#[test]
+fn the_listing_holds_every_member_with_its_settings() {
+    use failfast_runtime::{Family, State, configure};
+    let plain = named("listing.plain");
+    let replicas: Family<String> =
+        Family::builder(Breaker::builder().name("listing.replicas").threshold(5))
+            .max_keys(3)
+            .build()
+            .unwrap();
+    replicas.register();
+    // As a configuration file's section for the family would.
+    configure::apply("listing.replicas", Breaker::builder().threshold(2)).unwrap();
+    for key in ["a", "b"] {
+        let _ = replicas.get(key).call(|| Ok::<_, ()>(()));
+    }
+    configure::apply("listing.replicas[b]", Breaker::builder().threshold(7)).unwrap();
+    for _ in 0..2 {
+        let _ = replicas.get("a").call(|| Err::<(), _>("down"));
+    }
+    let all = registry::all();
+    let row = |name: &str| {
+        let found: Vec<_> = all.iter().filter(|b| b.name() == name).collect();
+        assert_eq!(found.len(), 1, "{name} listed once");
+        found[0].clone()
+    };
+    let a = row("listing.replicas[a]");
+    assert_eq!(a.state(), State::Open);
+    assert_eq!((a.snapshot().calls, a.snapshot().failures), (3, 2));
+    assert_eq!(a.config().threshold(), 2, "the family's, from the file");
+    let b = row("listing.replicas[b]");
+    assert_eq!(b.config().threshold(), 7, "its own, by name");
+    assert_eq!(b.snapshot().state, State::Closed);
+    assert_eq!(row("listing.plain").config().threshold(), 5);
+    // Registered breakers first, in order of registration, then members.
+    let at = |name: &str| all.iter().position(|b| b.name() == name).unwrap();
+    assert!(at("listing.plain") < at("listing.replicas[a]"));
+    assert!(at("listing.replicas[a]") < at("listing.replicas[b]"));
+    drop(plain);
+}

@@ -96,7 +96,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     /// // still called.
     /// assert_eq!(replicas.get("a").state(), State::Open);
     /// assert_eq!(replicas.get("b").state(), State::Closed);
-    /// assert_eq!(replicas.callable(all).collect::<Vec<_>>(), ["b", "c"]);
+    /// assert_eq!(replicas.failover(&all).copied().collect::<Vec<_>>(), ["b", "c"]);
     /// assert_eq!(replicas.stats().spared, 2);
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
@@ -132,7 +132,10 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
             clock,
             self.max_keys,
             Limit::of(self.max_concurrent, self.max_wait),
-            budget_of(self.max_ejection_percent),
+            (
+                budget_of(self.max_ejection_percent),
+                self.max_ejection_percent,
+            ),
         ))
     }
 }

@@ -17,7 +17,9 @@ use crate::policy::bulkhead::Limit;
 
 use super::key::name_with;
 use super::members::Member;
-use super::settings::{Pending, Tuned, budget_of, no_pending, pending_member, reconfigure_each};
+use super::settings::{
+    Pending, Tuned, budget_of, no_pending, pending_member, reconfigure_each, set_mode_each,
+};
 use super::{Family, Listing, OBSERVERS, Seen};
 
 /// The family of a function with `key = …`, in a `static` in the function's
@@ -40,6 +42,9 @@ pub struct Slot {
     /// What was asked of the family before it was built.
     early: Mutex<Early>,
     registered: AtomicBool,
+    /// `FamilyRef::failover`'s rotation, for the family as the registry
+    /// lists it (`SlotView`).
+    turn: std::sync::atomic::AtomicUsize,
     /// Families of other key types: a generic function whose key type
     /// depends on its type parameters has one per key type.
     others: Mutex<Vec<&'static (dyn std::any::Any + Send + Sync)>>,
@@ -83,6 +88,7 @@ impl Slot {
                 pending: no_pending(),
             }),
             registered: AtomicBool::new(false),
+            turn: std::sync::atomic::AtomicUsize::new(0),
             others: Mutex::new(Vec::new()),
         }
     }
@@ -105,7 +111,7 @@ impl Slot {
             self.config.clone(),
             self.max_keys,
             self.max_concurrent,
-            self.budget().cloned(),
+            (self.budget().cloned(), self.max_ejection_percent),
         );
         let mut early = self.early();
         let inner = &family.inner;
@@ -149,7 +155,10 @@ impl Slot {
             self.config.clone(),
             self.max_keys,
             self.max_concurrent,
-            budget_of(self.max_ejection_percent),
+            (
+                budget_of(self.max_ejection_percent),
+                self.max_ejection_percent,
+            ),
         )));
         // Listed unless the registry says it lists the slot's families
         // another way (a test scope's, `testing::isolate`).
@@ -251,6 +260,30 @@ impl Listing for SlotView {
     }
     fn mark_registered(&self) -> bool {
         self.0.mark_registered()
+    }
+    fn admits(&self, label: &str) -> bool {
+        match self.0.built.get() {
+            Some(built) => built.admits(label),
+            None => self
+                .labelled(label, false)
+                .is_none_or(|member| member.breaker().admits_now()),
+        }
+    }
+    fn max_ejection_percent(&self) -> u8 {
+        self.0.max_ejection_percent
+    }
+    fn turn(&self) -> usize {
+        // The slot's own, before the first call and after: the registry
+        // lists a declared family through its slot.
+        self.0.turn.fetch_add(1, Ordering::Relaxed)
+    }
+    fn set_mode(&self, mode: crate::core::breaker::Mode) {
+        let mut early = match self.early() {
+            Ok(early) => early,
+            Err(built) => return built.set_mode(mode),
+        };
+        early.tuned.set_mode(mode);
+        set_mode_each(early.pending.values(), mode);
     }
     #[cfg(feature = "testing")]
     fn slot(&self) -> Option<&'static Slot> {

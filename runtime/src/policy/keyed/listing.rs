@@ -91,17 +91,14 @@ impl FamilyRef {
         self.0.members()
     }
 
-    /// The keys among `labels` (as a member's name writes them:
-    /// `family[label]`) whose breaker would let a call through now, in
-    /// their order: a key with no breaker yet, or whose breaker is Closed,
-    /// Open past its open time (the call would be its trial), or HalfOpen
-    /// with a trial slot free. What a client failing over between
-    /// replicas asks before each call: take the first (or the next in
-    /// turn), and the sick ones are skipped without a call or a refusal.
-    ///
-    /// Reads each key's state; creates no breaker and takes no trial slot,
-    /// so a key listed may still be refused by the time it is called (two
-    /// callers racing for one trial).
+    /// The replicas to call, in turn: of `replicas` (anything that gives
+    /// its key's label, as a member's name writes it, `family[label]`:
+    /// `&str`, `String`, or a client type of yours with `AsRef<str>`), those
+    /// whose breaker would let a call through now, each once, round robin:
+    /// starting from the next in a rotation the family keeps, as Envoy
+    /// balances over the hosts its outlier detection has not ejected. A
+    /// client calls the first and, when that call fails, goes on with the
+    /// next; the sick replicas are skipped without a call or a refusal.
     ///
     /// ```
     /// use failfast_runtime::{Breaker, Family};
@@ -109,20 +106,56 @@ impl FamilyRef {
     /// let replicas: Family<String> =
     ///     Family::builder(Breaker::builder().name("inventory").threshold(1)).build()?;
     /// let _ = replicas.get("b:80").call(|| Err::<(), _>("connection refused"));
-    /// let up: Vec<_> = replicas.callable(["a:80", "b:80", "c:80"]).collect();
-    /// assert_eq!(up, ["a:80", "c:80"]);
+    /// let hosts = ["a:80", "b:80", "c:80"];
+    /// let picks: Vec<&str> = (0..4).map(|_| *replicas.failover(&hosts).next().unwrap()).collect();
+    /// assert_eq!(picks, ["a:80", "c:80", "a:80", "c:80"]); // b is skipped
+    /// // Failing over: every replica that takes calls, the next in turn first.
+    /// let order: Vec<&str> = replicas.failover(&hosts).copied().collect();
+    /// assert_eq!(order, ["a:80", "c:80"]);
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
-    pub fn callable<'k>(
-        &self,
-        labels: impl IntoIterator<Item = &'k str>,
-    ) -> impl Iterator<Item = &'k str> {
-        let family = Arc::clone(&self.0);
-        labels.into_iter().filter(move |label| {
-            family
-                .labelled(label, false)
-                .is_none_or(|member| member.breaker().admits_now())
-        })
+    ///
+    /// A replica takes calls when it has no breaker yet, or its breaker is
+    /// Closed, Open past its open time (the call would be its trial), or
+    /// HalfOpen with a trial slot free. Each pick takes the next turn of a
+    /// rotation the family keeps, and one more for each refusing replica
+    /// it lands on, so the replicas that take calls are each first equally
+    /// often (the one after a sick replica no more than the others), from
+    /// one thread or many: picks on every thread share the rotation (a
+    /// relaxed increment of a counter the family keeps on a cache line of
+    /// its own). The rest of a pick walks on from its first, each replica
+    /// once.
+    ///
+    /// **The ejection budget.** With
+    /// [`max_ejection_percent`](super::FamilyBuilder::max_ejection_percent),
+    /// at most that share of `labels` (rounded down, at least one) is left
+    /// out; when more of them refuse calls (forced or remote opens are not
+    /// held back by the budget, and the family's budget counts all its
+    /// members, not these), the ones beyond the budget are still offered,
+    /// after those that take calls, in the order given (the first ones
+    /// refusing, in that order, count as the ejected ones): a call to them is refused at
+    /// once or becomes their trial, and no caller is left with no replica
+    /// because too many were ejected. Without a budget (100 %, the default)
+    /// every replica that refuses is left out, and when all refuse there is
+    /// none to call.
+    ///
+    /// Cost: a lazy iterator, which allocates nothing; each replica looked
+    /// at costs one probe of the family's index by label (lock-free, O(1)
+    /// whatever the family's size; a label with no stored member also
+    /// looks at the members asked for by name, under a lock) and a read of
+    /// its breaker's state. The first replica that takes calls is usually
+    /// the first looked at; the budget is looked at only when the iterator
+    /// is run past the last replica that takes calls (two more passes). Nothing is created and no trial slot is
+    /// taken, so a replica offered may still refuse the call (two callers
+    /// racing for one trial).
+    pub fn failover<'k, S: AsRef<str>>(&self, replicas: &'k [S]) -> impl Iterator<Item = &'k S> {
+        Failover {
+            family: &*self.0,
+            replicas,
+            start: None,
+            walked: 0,
+            beyond: None,
+        }
     }
 
     /// The settings the family gives its members now, under its own name.
@@ -137,6 +170,31 @@ impl FamilyRef {
     /// at all. A member whose own settings were changed by its name
     /// (`family[key]`) keeps them where the patch does not touch them.
     ///
+    /// **The whole family's mode.** A [`mode`](crate::Builder::mode) sets
+    /// the mode of every member as [`Breaker::set_mode`](crate::Breaker::set_mode)
+    /// does for one: those held now, its overflow breaker, those asked for
+    /// by name ([`member`](Self::member)) and those made from now on, in
+    /// one step under the family's locks (a member made meanwhile starts in
+    /// the new mode). A patch of the mode alone republishes no settings and
+    /// is never refused. Back to [`Mode::Normal`](crate::Mode::Normal),
+    /// every member is reset (closed, counters cleared) and new members
+    /// start normal. By name: `configure::apply("family", Breaker::builder().mode(…))`,
+    /// or `FAILFAST__FAMILY__MODE=forced_open`.
+    ///
+    /// ```
+    /// use failfast_runtime::{Breaker, Family, Mode, State};
+    ///
+    /// let replicas: Family<String> =
+    ///     Family::builder(Breaker::builder().name("replicas::drain")).build()?;
+    /// let a = replicas.get("a");
+    /// replicas.reconfigure(&Breaker::builder().mode(Mode::ForcedOpen))?;
+    /// assert_eq!(a.state(), State::Open);
+    /// assert_eq!(replicas.get("new").state(), State::Open, "new members too");
+    /// replicas.reconfigure(&Breaker::builder().mode(Mode::Normal))?;
+    /// assert!(replicas.members().iter().all(|m| m.state() == State::Closed));
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    ///
     /// # Errors
     ///
     /// A [`ConfigError`] naming the family when the patch does not fit its
@@ -150,9 +208,23 @@ impl FamilyRef {
         self.apply(&settings.patch)
     }
 
-    /// [`reconfigure`](Self::reconfigure) with the settings a patch holds.
+    /// [`reconfigure`](Self::reconfigure) with the settings a patch holds:
+    /// a patch of the mode alone puts the members in it without
+    /// republishing their settings.
     pub(crate) fn apply(&self, patch: &crate::core::config::Patch) -> Result<(), ConfigError> {
-        self.0.reconfigure(patch)
+        match patch.mode {
+            Some(mode)
+                if *patch
+                    == (crate::core::config::Patch {
+                        mode: Some(mode),
+                        ..Default::default()
+                    }) =>
+            {
+                self.0.set_mode(mode);
+                Ok(())
+            }
+            _ => self.0.reconfigure(patch),
+        }
     }
 }
 
@@ -223,5 +295,111 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
     }
     fn mark_registered(&self) -> bool {
         !self.registered.swap(true, Ordering::Relaxed)
+    }
+    fn admits(&self, label: &str) -> bool {
+        // A stored member: one lock-free probe and a read of its state.
+        match self
+            .labels
+            .peek_with(label, |_, member| member.breaker().admits_now())
+        {
+            Some(admits) => admits,
+            // None stored: one asked for by name (forced open before any
+            // traffic, say) is looked at under the `pending` lock.
+            None => Inner::labelled(self, label, false)
+                .is_none_or(|member| member.breaker().admits_now()),
+        }
+    }
+    fn max_ejection_percent(&self) -> u8 {
+        self.max_ejection_percent
+    }
+    fn turn(&self) -> usize {
+        self.turn.0.fetch_add(1, Ordering::Relaxed)
+    }
+    fn set_mode(&self, mode: crate::core::breaker::Mode) {
+        Inner::set_mode(self, mode);
+    }
+}
+
+/// What [`FamilyRef::failover`] returns: the replicas that take calls,
+/// in turn, then those beyond the ejection budget.
+struct Failover<'f, 'k, S> {
+    family: &'f dyn Listing,
+    replicas: &'k [S],
+    /// Where the walk through the replicas starts, once the first pick
+    /// took its turns.
+    start: Option<usize>,
+    /// Replicas looked at in the walk so far.
+    walked: usize,
+    /// Once the walk is done: the position of the next replica to look at
+    /// for those beyond the budget, and how many refusing ones are still to
+    /// be left out (the ejected ones).
+    beyond: Option<(usize, usize)>,
+}
+
+impl<S: AsRef<str>> Failover<'_, '_, S> {
+    fn admits(&self, i: usize) -> bool {
+        self.family.admits(self.replicas[i].as_ref())
+    }
+}
+
+impl<'k, S: AsRef<str>> Iterator for Failover<'_, 'k, S> {
+    type Item = &'k S;
+
+    fn next(&mut self) -> Option<&'k S> {
+        let n = self.replicas.len();
+        if n == 0 {
+            return None;
+        }
+        let start = match self.start {
+            Some(start) => start,
+            None => {
+                // A turn of the rotation per replica landed on, until one
+                // takes calls: a turn landing on a sick replica goes to
+                // whichever the next turn is, not always to its neighbour,
+                // so the healthy ones are each first equally often.
+                let mut at = 0;
+                for _ in 0..n {
+                    at = self.family.turn() % n;
+                    if self.admits(at) {
+                        self.start = Some(at);
+                        self.walked = 1;
+                        return Some(&self.replicas[at]);
+                    }
+                }
+                // Every turn refused: walk them all, from there.
+                self.start = Some(at);
+                at
+            }
+        };
+        while self.walked < n {
+            let i = (start + self.walked) % n;
+            self.walked += 1;
+            if self.admits(i) {
+                return Some(&self.replicas[i]);
+            }
+        }
+        if self.beyond.is_none() {
+            let percent = usize::from(self.family.max_ejection_percent());
+            let ejectable = if percent >= 100 {
+                n
+            } else {
+                (n * percent / 100).max(1)
+            };
+            let refused = (0..n).filter(|&i| !self.admits(i)).count();
+            // Nothing beyond the budget: every replica looked at.
+            let at = if refused > ejectable { 0 } else { n };
+            self.beyond = Some((at, ejectable));
+        }
+        while let Some((at, skip)) = self.beyond.as_mut().filter(|(at, _)| *at < n) {
+            let i = *at;
+            *at += 1;
+            if !self.family.admits(self.replicas[i].as_ref()) {
+                if *skip == 0 {
+                    return Some(&self.replicas[i]);
+                }
+                *skip -= 1;
+            }
+        }
+        None
     }
 }

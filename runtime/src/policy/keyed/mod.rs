@@ -29,7 +29,7 @@
 //! Looking a member up by its label, where the key's type is not at hand
 //! ([`registry::get`](crate::ops::registry::get) with `family[label]`,
 //! [`FamilyRef::member`](crate::ops::registry::FamilyRef::member),
-//! [`FamilyRef::callable`]), is one probe of a second index of the stored
+//! [`FamilyRef::failover`]), is one probe of a second index of the stored
 //! members, by label, as lock-free as the first: O(1) whatever the
 //! family's size. Only a label with no stored member goes on to the
 //! members asked for by name before their key's first call, under a lock.
@@ -171,6 +171,12 @@ type Map<K> = scc::HashIndex<K, Arc<Member>, foldhash::fast::RandomState>;
 /// The stored members by label, read without a lock as `Map` is.
 type Labels = scc::HashIndex<Box<str>, Arc<Member>, foldhash::fast::RandomState>;
 
+/// A counter alone on its cache line: [`FamilyRef::failover`]'s turn,
+/// written by every pick, kept off the lines lookups read.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct Turn(std::sync::atomic::AtomicUsize);
+
 /// Counts kept by a family, read through [`FamilyRef::stats`] (the trips
 /// its ejection budget held back are counted by the budget).
 #[derive(Debug, Default)]
@@ -190,9 +196,14 @@ struct Inner<K> {
     /// every member asks it before a trip from Closed, and the stored ones
     /// are counted in it. `None` at 100 %.
     budget: Option<Arc<Budget>>,
+    /// The budget's percentage (100: none), which [`FamilyRef::failover`]
+    /// applies to the replicas it is given.
+    max_ejection_percent: u8,
+    /// Where [`FamilyRef::failover`]'s rotation starts next.
+    turn: Turn,
     map: Map<K>,
     /// The same members by label (`family[label]`), for the lookups that
-    /// have a name and no key: the registry's, [`FamilyRef::callable`],
+    /// have a name and no key: the registry's, [`FamilyRef::failover`],
     /// [`FamilyRef::member`](crate::ops::registry::FamilyRef::member).
     /// Changed with `map`, under the insertion lock.
     labels: Labels,
@@ -281,14 +292,14 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         config: Config,
         max_keys: usize,
         max_concurrent: Option<Limit>,
-        budget: Option<Arc<Budget>>,
+        (budget, max_ejection_percent): (Option<Arc<Budget>>, u8),
     ) -> Self {
         Self::with_parts(
             config,
             Clock::System,
             max_keys.max(1),
             max_concurrent,
-            budget,
+            (budget, max_ejection_percent),
         )
     }
 
@@ -297,7 +308,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         clock: Clock,
         max_keys: usize,
         max_concurrent: Option<Limit>,
-        budget: Option<Arc<Budget>>,
+        (budget, max_ejection_percent): (Option<Arc<Budget>>, u8),
     ) -> Self {
         let map = scc::HashIndex::with_hasher(foldhash::fast::RandomState::default());
         let labels = scc::HashIndex::with_hasher(foldhash::fast::RandomState::default());
@@ -307,6 +318,8 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
             max_keys,
             max_concurrent,
             budget,
+            max_ejection_percent,
+            turn: Turn::default(),
             map,
             labels,
             stamp: AtomicU64::new(0),
@@ -524,6 +537,19 @@ pub(crate) trait Listing: Send + Sync {
     fn counts(&self) -> [u64; 4];
     /// Marks the family registered; `true` the first time.
     fn mark_registered(&self) -> bool;
+    /// Whether a call to the key labelled `label` would be let through now:
+    /// no member yet, or its breaker admits one (see `Breaker::admits_now`).
+    fn admits(&self, label: &str) -> bool {
+        self.labelled(label, false)
+            .is_none_or(|member| member.breaker().admits_now())
+    }
+    /// The ejection budget's percentage, 100 for none.
+    fn max_ejection_percent(&self) -> u8;
+    /// The next turn of [`FamilyRef::failover`]'s rotation.
+    fn turn(&self) -> usize;
+    /// Puts every member, those asked for by name and those made from now
+    /// on in `mode` (see `Inner::set_mode`).
+    fn set_mode(&self, mode: crate::core::breaker::Mode);
     /// The declared slot listed, for a declared family.
     #[cfg(feature = "testing")]
     fn slot(&self) -> Option<&'static Slot> {

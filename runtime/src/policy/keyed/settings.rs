@@ -64,6 +64,12 @@ impl Tuned {
         Ok(())
     }
 
+    /// Members made from now on start in `mode` (none set for
+    /// [`Mode::Normal`](crate::core::breaker::Mode::Normal)).
+    pub(super) fn set_mode(&mut self, mode: crate::core::breaker::Mode) {
+        self.mode = (mode != crate::core::breaker::Mode::Normal).then_some(mode);
+    }
+
     /// A member named `name`, with these settings, asking `budget` before
     /// it trips (counted once stored: see `Breaker::join_budget`).
     pub(super) fn member(
@@ -107,6 +113,16 @@ pub(super) fn reconfigure_each<'m>(
         }
     }
     first
+}
+
+/// Puts each of `members` in `mode`.
+pub(super) fn set_mode_each<'m>(
+    members: impl IntoIterator<Item = &'m Arc<Member>>,
+    mode: crate::core::breaker::Mode,
+) {
+    for member in members {
+        member.breaker.set_mode(mode);
+    }
 }
 
 /// Members asked for by name before their key's first call, by label.
@@ -205,5 +221,24 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         let result = reconfigure_each(&members, patch);
         drop(tuned);
         result
+    }
+
+    /// Puts every member (the overflow breaker's and those asked for by
+    /// name included) in `mode`, and every member made from now on: a
+    /// reconfiguration of the mode alone, which republishes no settings.
+    pub(super) fn set_mode(&self, mode: crate::core::breaker::Mode) {
+        // In the family's lock order, as `reconfigure`: a member made
+        // meanwhile waits for the settings' lock, then starts in `mode`.
+        let slots = self.lock();
+        let pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
+        tuned.set_mode(mode);
+        let members: Vec<Arc<Member>> = listed(&slots, self.overflow.get())
+            .chain(pending.values().cloned())
+            .collect();
+        drop(pending);
+        drop(slots);
+        set_mode_each(&members, mode);
+        drop(tuned);
     }
 }
