@@ -13,6 +13,11 @@
 //!   and 100,000 keys: a hit (the keys in turn), and a miss (a key the
 //!   family has never seen, into a full family: one Closed member evicted,
 //!   one built).
+//! - `keyed_failover_*_cpu/N members`: `FamilyRef::failover(&labels).next()`,
+//!   the pick of the next replica in turn, among 3 and 1,000 members, every
+//!   one Closed, and with one replica in three forced open (so a pick lands
+//!   on a refusing one a third of the time), on one thread and on two
+//!   sharing the family's rotation.
 //! - `keyed_map_hit_*_cpu`: the lookup alone in the two lock-free maps
 //!   `Family` could stand on, papaya's `HashMap` and scc's `HashIndex`
 //!   (1,000 keys, foldhash, a value behind an `Arc`).
@@ -277,6 +282,29 @@ fn scaling(c: &mut Criterion) {
     }
 }
 
+fn failover(c: &mut Criterion) {
+    for n in [3, 1_000] {
+        let keys = hosts(n);
+        let healthy = filled(&keys);
+        let sick = filled(&keys);
+        for key in keys.iter().step_by(3) {
+            sick.get(key.as_str()).set_mode(failfast::Mode::ForcedOpen);
+        }
+        let label = format!("{n} members");
+        let pick = |family: &Family<String>| family.failover(&keys).next().is_some();
+        for (group, family) in [("all closed", &healthy), ("1 in 3 open", &sick)] {
+            let mut g = c.benchmark_group(format!("keyed_failover_1_thread_cpu/{group}"));
+            g.bench_function(&label, |b| b.iter_custom(|n| on_cpu(n, || pick(family))));
+            g.finish();
+            let mut g = c.benchmark_group(format!("keyed_failover_2_threads_cpu/{group}"));
+            g.bench_function(&label, |b| {
+                b.iter_custom(|n| on_two_threads(n, || pick(family)))
+            });
+            g.finish();
+        }
+    }
+}
+
 fn maps(c: &mut Criterion) {
     let keys = hosts(1_000);
     let papaya: papaya::HashMap<String, Arc<u64>, foldhash::fast::RandomState> =
@@ -311,5 +339,5 @@ fn maps(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, hits, scaling, maps);
+criterion_group!(benches, hits, scaling, failover, maps);
 criterion_main!(benches);
