@@ -122,18 +122,14 @@ struct ConfigFile {
     failfast: BTreeMap<String, Builder>,
 }
 
-/// Applies the file's overrides, then the environment's.
+/// Applies the file's overrides, then the environment's. Called again
+/// when the file changes, it puts a breaker whose section was deleted back
+/// to its declared settings.
 pub fn configure_breakers(out: &mut impl Write) -> Result<(), Box<dyn std::error::Error>> {
     let file: ConfigFile = toml::from_str(CONFIG)?;
-    // Each section on its own: one refused keeps no other from applying.
-    let refused: Vec<_> = file
-        .failfast
-        .into_iter()
-        .filter_map(|(name, settings)| configure::apply(&name, settings).err())
-        .collect();
-    if !refused.is_empty() {
-        return Err(listed(refused).into());
-    }
+    // The whole table: each section on its own (one refused keeps no other
+    // from applying), and what it no longer names back to declared.
+    configure::reload(file.failfast).map_err(listed)?;
     let env = configure::from_env(std::env::vars_os()).map_err(listed)?;
     let stock = registry::family("checkout::inventory").unwrap().config();
     let pay = registry::get("checkout::payments").unwrap();

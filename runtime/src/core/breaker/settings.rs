@@ -56,11 +56,29 @@ impl Breaker {
 
     /// [`reconfigure`](Self::reconfigure) with the settings a patch holds.
     pub(crate) fn apply(&self, patch: &Patch) -> Result<(), ConfigError> {
+        self.publish_settings(|current| {
+            patch
+                .applied_to(current)
+                .map(Some)
+                .map_err(|(key, reason)| ConfigError::refused(self.name(), key, reason))
+        })?;
+        if let Some(mode) = patch.mode {
+            self.set_mode(mode);
+        }
+        Ok(())
+    }
+
+    /// Publishes the settings `next` makes of those in force, if any,
+    /// under the right to publish.
+    fn publish_settings(
+        &self,
+        next: impl FnOnce(&Config) -> Result<Option<Config>, ConfigError>,
+    ) -> Result<(), ConfigError> {
         let mut tuning = self.tuning.publisher();
         let current = tuning.latest().unwrap_or(Read::Borrowed(&self.config));
-        let next = patch
-            .applied_to(&current)
-            .map_err(|(key, reason)| ConfigError::refused(self.name(), key, reason))?;
+        let Some(next) = next(&current)? else {
+            return Ok(());
+        };
         let reshaped = next.window != current.window;
         drop(current);
         if reshaped {
@@ -73,11 +91,98 @@ impl Breaker {
         for observe in super::transition::RECONFIGURED {
             observe(self);
         }
-        if let Some(mode) = patch.mode {
-            self.set_mode(mode);
-        }
         Ok(())
     }
+}
+
+impl Breaker {
+    /// The settings it was declared (or built) with: a family's member's
+    /// are its family's when it was made.
+    pub(crate) fn declared(&self) -> &Config {
+        &self.config
+    }
+
+    /// Replaces the settings in force with `next`, this breaker's (its
+    /// declared ones, or its family's, with a section applied): nothing
+    /// is published when they are those in force; a new window's shape
+    /// starts a fresh window, as [`apply`](Self::apply) does. Leaves the
+    /// mode alone.
+    pub(crate) fn replace(&self, next: Config) {
+        let replaced: Result<(), ConfigError> =
+            self.publish_settings(|current| Ok((!same(current, &next)).then_some(next)));
+        debug_assert!(replaced.is_ok(), "a replacement is never refused");
+    }
+}
+
+/// Whether `a` and `b` hold the same settings.
+fn same(a: &Config, b: &Config) -> bool {
+    let Config {
+        name,
+        threshold,
+        recovery,
+        max_recovery,
+        jitter,
+        trial_calls,
+        success_threshold,
+        failure_rate,
+        window,
+        min_calls,
+        slow,
+        slow_rate,
+        lease,
+        within,
+        shed,
+        shed_window,
+        adaptive,
+        guarded,
+        timed,
+    } = a;
+    *name == b.name
+        && (
+            *threshold,
+            *recovery,
+            *max_recovery,
+            *trial_calls,
+            *success_threshold,
+        ) == (
+            b.threshold,
+            b.recovery,
+            b.max_recovery,
+            b.trial_calls,
+            b.success_threshold,
+        )
+        && (
+            jitter.to_bits(),
+            failure_rate.to_bits(),
+            slow_rate.to_bits(),
+            shed.to_bits(),
+        ) == (
+            b.jitter.to_bits(),
+            b.failure_rate.to_bits(),
+            b.slow_rate.to_bits(),
+            b.shed.to_bits(),
+        )
+        && (
+            *window,
+            *min_calls,
+            *slow,
+            *lease,
+            *within,
+            *shed_window,
+            *adaptive,
+            *guarded,
+            *timed,
+        ) == (
+            b.window,
+            b.min_calls,
+            b.slow,
+            b.lease,
+            b.within,
+            b.shed_window,
+            b.adaptive,
+            b.guarded,
+            b.timed,
+        )
 }
 
 impl Breaker {

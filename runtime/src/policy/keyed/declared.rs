@@ -18,7 +18,8 @@ use crate::policy::bulkhead::Limit;
 use super::key::name_with;
 use super::members::Member;
 use super::settings::{
-    Pending, Tuned, budget_of, no_pending, pending_member, reconfigure_each, set_mode_each,
+    Pending, Tuned, budget_of, no_pending, pending_member, reconfigure_each, replace_each,
+    set_mode_each,
 };
 use super::{Family, Listing, OBSERVERS, Seen};
 
@@ -247,6 +248,23 @@ impl Listing for SlotView {
         match self.early() {
             Ok(early) => early.tuned.config(&self.0.config),
             Err(built) => built.config(),
+        }
+    }
+    fn declared(&self) -> Config {
+        self.0.config.clone()
+    }
+    fn replace(&self, next: &Config, keep: &dyn Fn(&str) -> bool) {
+        let mut early = match self.early() {
+            Ok(early) => early,
+            Err(built) => return built.replace(next, keep),
+        };
+        early.tuned.replace(next);
+        replace_each(early.pending.values(), next, keep);
+    }
+    fn mode(&self) -> crate::core::breaker::Mode {
+        match self.early() {
+            Ok(early) => early.tuned.mode(),
+            Err(built) => built.mode(),
         }
     }
     fn max_keys(&self) -> usize {

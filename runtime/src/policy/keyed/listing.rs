@@ -280,6 +280,15 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
     fn config(&self) -> Config {
         self.current_config()
     }
+    fn declared(&self) -> Config {
+        self.config.clone()
+    }
+    fn replace(&self, next: &Config, keep: &dyn Fn(&str) -> bool) {
+        Inner::replace(self, next, keep);
+    }
+    fn mode(&self) -> crate::core::breaker::Mode {
+        Inner::mode(self)
+    }
     fn max_keys(&self) -> usize {
         self.max_keys
     }

@@ -530,6 +530,12 @@ pub(crate) trait Listing: Send + Sync {
     ) -> Result<(), crate::core::error::ConfigError>;
     /// The settings new members get now.
     fn config(&self) -> Config;
+    /// The settings the family was declared (or built) with.
+    fn declared(&self) -> Config;
+    /// See `Inner::replace`.
+    fn replace(&self, next: &Config, keep: &dyn Fn(&str) -> bool);
+    /// The mode new members start in.
+    fn mode(&self) -> crate::core::breaker::Mode;
     fn max_keys(&self) -> usize;
     /// Breakers stored now.
     fn len(&self) -> usize;

@@ -64,6 +64,17 @@ impl Tuned {
         Ok(())
     }
 
+    /// Replaces the changes made so far with `next`, the family's
+    /// declared settings with a section applied; the mode stays.
+    pub(super) fn replace(&mut self, next: &Config) {
+        self.config = Some(next.clone());
+    }
+
+    /// The mode members made from now on start in.
+    pub(super) fn mode(&self) -> crate::core::breaker::Mode {
+        self.mode.unwrap_or(crate::core::breaker::Mode::Normal)
+    }
+
     /// Members made from now on start in `mode` (none set for
     /// [`Mode::Normal`](crate::core::breaker::Mode::Normal)).
     pub(super) fn set_mode(&mut self, mode: crate::core::breaker::Mode) {
@@ -113,6 +124,22 @@ pub(super) fn reconfigure_each<'m>(
         }
     }
     first
+}
+
+/// Replaces the settings of each of `members` but those `keep` names
+/// with `next` (under each member's own name).
+pub(super) fn replace_each<'m>(
+    members: impl IntoIterator<Item = &'m Arc<Member>>,
+    next: &Config,
+    keep: &dyn Fn(&str) -> bool,
+) {
+    for member in members {
+        if !keep(member.breaker.name()) {
+            let mut config = next.clone();
+            config.name = member.breaker.shared_name();
+            member.breaker.replace(config);
+        }
+    }
 }
 
 /// Puts each of `members` in `mode`.
@@ -202,6 +229,20 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         &self,
         patch: &crate::core::config::Patch,
     ) -> Result<(), crate::core::error::ConfigError> {
+        self.change_all(
+            |tuned| tuned.change(&self.config, patch),
+            |members| reconfigure_each(members, patch),
+        )?
+    }
+
+    /// `change` made to the family's settings, then, when it is `Ok`, `each`
+    /// to every member held (the overflow breaker's and those asked for by
+    /// name included).
+    fn change_all<R>(
+        &self,
+        change: impl FnOnce(&mut Tuned) -> Result<(), crate::core::error::ConfigError>,
+        each: impl FnOnce(&[Arc<Member>]) -> R,
+    ) -> Result<R, crate::core::error::ConfigError> {
         // In the family's lock order (see `Inner::slots`): the members are
         // listed under all three locks, so a member made before the change
         // is listed (an insertion holds the insertion lock until its member
@@ -209,36 +250,52 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         let slots = self.lock();
         let pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         let mut tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
-        tuned.change(&self.config, patch)?;
+        change(&mut tuned)?;
         let members: Vec<Arc<Member>> = listed(&slots, self.overflow.get())
             .chain(pending.values().cloned())
             .collect();
         drop(pending);
         drop(slots);
         // The settings stay held while the members change: a member made
-        // meanwhile waits, and then gets the new settings; insertions of
-        // keys already stored and lookups go on.
-        let result = reconfigure_each(&members, patch);
+        // meanwhile waits, and then gets the new settings (or mode);
+        // insertions of keys already stored and lookups go on.
+        let result = each(&members);
         drop(tuned);
-        result
+        Ok(result)
+    }
+
+    /// Replaces the family's settings with `next` (its declared ones with a
+    /// section applied) for every member made from now on and every member
+    /// held now but those `keep` names (by `family[key]`), whatever was
+    /// changed before.
+    pub(super) fn replace(&self, next: &Config, keep: &dyn Fn(&str) -> bool) {
+        let _ = self.change_all(
+            |tuned| {
+                tuned.replace(next);
+                Ok(())
+            },
+            |members| replace_each(members, next, keep),
+        );
+    }
+
+    /// The mode members made from now on start in.
+    pub(super) fn mode(&self) -> crate::core::breaker::Mode {
+        self.tuned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .mode()
     }
 
     /// Puts every member (the overflow breaker's and those asked for by
     /// name included) in `mode`, and every member made from now on: a
     /// reconfiguration of the mode alone, which republishes no settings.
     pub(super) fn set_mode(&self, mode: crate::core::breaker::Mode) {
-        // In the family's lock order, as `reconfigure`: a member made
-        // meanwhile waits for the settings' lock, then starts in `mode`.
-        let slots = self.lock();
-        let pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
-        tuned.set_mode(mode);
-        let members: Vec<Arc<Member>> = listed(&slots, self.overflow.get())
-            .chain(pending.values().cloned())
-            .collect();
-        drop(pending);
-        drop(slots);
-        set_mode_each(&members, mode);
-        drop(tuned);
+        let _ = self.change_all(
+            |tuned| {
+                tuned.set_mode(mode);
+                Ok(())
+            },
+            |members| set_mode_each(members, mode),
+        );
     }
 }
