@@ -1,6 +1,6 @@
-//! What `examples/capacity.rs` prints and the README quotes, checked on the
+//! What `examples/capacity.rs` prints and `examples/README.md` quotes, checked on the
 //! example's own simulation (the same code, included as a module) over 20
-//! seeds: medians, and where the README says "in every run", the worst
+//! seeds: medians, and where `examples/README.md` says "in every run", the worst
 //! run (or each seed's pair of runs). The degraded phase is 60 s here, not
 //! the example's 120 s, and the run ends 20 s after it: the same rates from
 //! fewer calls, so that the test takes seconds in a debug build.

@@ -1,4 +1,4 @@
-//! What `examples/metastable.rs` prints and the README quotes, checked on
+//! What `examples/metastable.rs` prints and `examples/README.md` quotes, checked on
 //! the example's own simulation (the same code, included as a module) over
 //! 20 seeds, each run on the real breakers and a virtual clock. The runs
 //! are shorter than the example's (10 s before the trigger, 50 s after, not
