@@ -285,8 +285,9 @@ fn adapt((least, most): (u32, u32), limit: u32, memory: Memory, window: Window) 
         return (grow(limit), memory);
     }
     if !queue && average <= twice {
-        // Lightly used and up to twice the baseline: the room stays for a
-        // burst, and grows.
+        // No queue of ours (lightly used, less than a call in flight, or
+        // the baseline still being learnt) and up to twice the baseline:
+        // the room stays for a burst, and grows.
         let memory = Memory {
             streak: 0,
             over: 0,
@@ -318,7 +319,8 @@ fn adapt((least, most): (u32, u32), limit: u32, memory: Memory, window: Window) 
     let cut = if queue {
         room.max(limit / 2).max(fixed(least)).min(limit)
     } else {
-        // Alone, and over twice the baseline: not ours to cut.
+        // Over twice the baseline with no queue of ours (less than a call
+        // in flight, or the baseline still being learnt): not ours to cut.
         limit
     };
     if draining {
@@ -334,8 +336,8 @@ fn adapt((least, most): (u32, u32), limit: u32, memory: Memory, window: Window) 
             },
         );
     }
-    // Alone, or at or under the need, and not draining, yet over the
-    // baseline.
+    // No queue of ours, or at or under the need, and not draining, yet
+    // over the baseline.
     let (count, lowest) = (memory.streak >> STREAK_SHIFT, memory.streak & STREAK_LEAST);
     let lowest = if count == 0 {
         average
