@@ -21,9 +21,9 @@
 //!   PASSIVE       1  1  | 1      1       | 1 ............................................. 1
 //!   OBSERVED      1  1  | 1      1       | 1 ........................................... 1 0
 //!
-//!                 63    | 62 ............................................................ 0
+//!                 63    | 62      | 61 .................................................... 0
 //! Started (a permit's other word)
-//!                 TIMED | when the call started (breaker's clock), or the generation counter
+//!                 TIMED | CLOCKED | when the call started (breaker's clock), or the generation counter
 //! ```
 //!
 //! The word:
@@ -75,8 +75,11 @@
 //! A permit's `Started` word holds when the call started, with the slow-call
 //! rule or an adaptive limit, or for a call timed for graded shedding
 //! (`TIMED`, then on the coarse clock when the breaker times nothing else);
-//! without any of them, the generation counter at admission. Neither a clock
-//! reading nor a generation counter reaches bit 63.
+//! without any of them, the generation counter at admission, unless call
+//! durations are recorded (`CLOCKED`, the `durations` module of the breaker):
+//! then the precise clock at admission, the epoch stamped in the admitted
+//! word and `PLACED` set, as for a call timed for graded shedding. Neither a
+//! clock reading nor a generation counter reaches bit 62.
 
 use crate::core::config::Mode;
 
@@ -107,6 +110,7 @@ const PLACED: u64 = 1 << 61;
 const EPOCH_BITS: u32 = 16;
 const EPOCH_MASK: u64 = (1 << EPOCH_BITS) - 1;
 const TIMED: u64 = 1 << 63;
+const CLOCKED: u64 = 1 << 62;
 
 /// The latest deadline an Open word can hold.
 pub(crate) const MAX_DEADLINE: u64 = (1 << MODE_SHIFT) - 1;
@@ -440,10 +444,24 @@ impl Started {
         Started(self.0 | TIMED)
     }
 
-    /// The clock reading or generation counter, without the mark.
+    /// `value`, a reading of the precise clock taken for the call-duration
+    /// histogram on a breaker that times nothing else.
+    #[inline(always)]
+    pub(crate) const fn clocked_from(value: u64) -> Self {
+        Started(CLOCKED | value)
+    }
+
+    /// Timed for the call-duration histogram on a breaker that times
+    /// nothing else (`clocked_from`).
+    #[inline(always)]
+    pub(crate) const fn clocked(self) -> bool {
+        self.0 & CLOCKED != 0
+    }
+
+    /// The clock reading or generation counter, without the marks.
     #[inline(always)]
     pub(crate) const fn value(self) -> u64 {
-        self.0 & !TIMED
+        self.0 & !(TIMED | CLOCKED)
     }
 }
 
@@ -548,5 +566,9 @@ mod tests {
         assert_eq!(started.timing().value(), 42);
         assert!(started.timing().timed());
         assert_eq!(Started::timed_from(7), Started::new(7).timing());
+        let clocked = Started::clocked_from(9);
+        assert!(clocked.clocked() && !clocked.timed() && !started.clocked());
+        assert_eq!(clocked.timing().value(), 9);
+        assert!(clocked.timing().clocked());
     }
 }

@@ -5,6 +5,7 @@
 //! | metric | kind | labels | value |
 //! |---|---|---|---|
 //! | `failfast_calls_total` | counter | `breaker`, `outcome` = `success`, `failure`, `neutral`, `slow`, `rejected`, `timeout`, `would_reject`, `shed` | calls by outcome, as in [`Snapshot`](crate::Snapshot) (`slow` calls are also counted as a success or failure, `timeout`s as failures, `shed` calls as rejected; `would_reject` counts the calls an observe-only breaker let through that it would have refused) |
+//! | `failfast_call_duration_seconds` | histogram | `breaker`, `outcome` = `success`, `failure`, `neutral`, `timeout` | each call's duration on the breaker's clock, from admission (or the end of a bulkhead's wait) to its outcome, once a recorder is found (see [Call durations](#call-durations)); a `timeout` is not also a `failure` here |
 //! | `failfast_state` | gauge | `breaker` | 0 closed, 1 open, 2 half-open |
 //! | `failfast_shedding` | gauge | `breaker` | graded shedding's chance of refusing a call now, 0 to 0.9 (`shed` only) |
 //! | `failfast_concurrency_limit` | gauge | `breaker` | the adaptive concurrency limit in force (`max_concurrent = MIN..=MAX` only) |
@@ -64,6 +65,23 @@
 //! `breaker`) and kept for the life of the process, as the recorder keeps
 //! its series.
 //!
+//! # Call durations
+//!
+//! `failfast_call_duration_seconds` is the one series written call by
+//! call: each call's duration, in seconds, recorded as it ends with how it
+//! ended (a call cut off at its time limit as `timeout`, a dropped or
+//! cancelled one as `neutral`; refused calls and an observe-only breaker's
+//! would-be refusals have none). Breakers time their calls only once a
+//! registration or an [`export`] found a recorder in use (the no-op
+//! recorder `metrics` falls back on does not count), from then on for the
+//! life of the process; before that a call reads no clock. A breaker with
+//! the slow-call rule or an adaptive limit times its calls anyway; any
+//! other reads the clock twice per call more, and its successes leave the
+//! fast path (`closed_durations` in `benches/breaker.rs`). Each duration is one
+//! recorder call (`register_histogram`, then `record`); buckets or
+//! summaries are the exporter's (`metrics-exporter-prometheus`:
+//! `set_buckets_for_metric`).
+//!
 //! # When values reach the recorder
 //!
 //! - On registration ([`registry::register`], and
@@ -104,10 +122,8 @@
 //! Calls are *not* reported to the recorder one by one: they are counted in
 //! the breaker's per-thread totals (no shared write per call, see
 //! [`Snapshot::calls`](crate::Snapshot::calls)) and reported as absolute
-//! values at the moments above. With the feature on and a recorder installed,
-//! a call costs exactly what it costs without; a keyed member's call too
-//! (nothing is written per call or per key looked up, only at the moments
-//! above).
+//! values at the moments above: nothing but its duration (above) is written
+//! per call or per key looked up.
 //!
 //! ```
 //! # use failfast_runtime::{registry, Breaker};
@@ -125,6 +141,7 @@ use ::metrics::{
 };
 
 use crate::core::breaker::Breaker;
+use crate::core::breaker::durations::{Ended, TOOK, record_durations};
 use crate::core::breaker::shedding::SHEDDING;
 use crate::core::breaker::transition::{Change, RECONFIGURED, TRANSITIONED};
 use crate::core::error::State;
@@ -137,6 +154,9 @@ const STATE: &str = "failfast_state";
 const SHEDDING_GAUGE: &str = "failfast_shedding";
 const LIMIT_GAUGE: &str = "failfast_concurrency_limit";
 const TRANSITIONS: &str = "failfast_transitions_total";
+const DURATIONS: &str = "failfast_call_duration_seconds";
+/// `failfast_call_duration_seconds`'s outcomes, in the order of `Ended`.
+const ENDED: [&str; 4] = ["success", "failure", "neutral", "timeout"];
 
 fn label(name: &Name) -> SharedString {
     match (name.as_static(), name.as_shared()) {
@@ -170,6 +190,11 @@ static DESCRIBED: Mutex<([usize; 8], usize)> = Mutex::new(([0; 8], 0));
 /// to it already (see the module docs).
 fn describe() {
     with_recorder(|r| {
+        // The no-op recorder is the one of no size: any other makes the
+        // breakers time their calls (module docs, "Call durations").
+        if size_of_val(r) != 0 {
+            record_durations();
+        }
         let id = std::ptr::from_ref(r).cast::<()>().addr();
         {
             let mut described = DESCRIBED.lock().unwrap_or_else(PoisonError::into_inner);
@@ -206,6 +231,11 @@ fn describe_to(r: &dyn Recorder) {
         "Circuit breaker state: 0 closed, 1 open, 2 half-open.",
     );
     counter(TRANSITIONS, "Circuit breaker state transitions.");
+    r.describe_histogram(
+        KeyName::from_const_str(DURATIONS),
+        Some(Unit::Seconds),
+        SharedString::const_str("Duration of calls through a circuit breaker, by outcome."),
+    );
     gauge(
         "failfast_threshold",
         Some(Unit::Count),
@@ -298,6 +328,8 @@ pub(crate) struct Keys {
     limit: Key,
     /// `failfast_transitions_total`, indexed by `pair(from, to)`.
     transitions: [Key; 9],
+    /// `failfast_call_duration_seconds` by outcome, in the order of `ENDED`.
+    durations: [Key; 4],
     /// The counts written under the breaker's name.
     written: Written,
     /// This breaker's totals added to `written` so far; read and written
@@ -341,6 +373,7 @@ impl Keys {
                     &[("from", state_label(from)), ("to", state_label(to))],
                 )
             }),
+            durations: ENDED.map(|outcome| key(DURATIONS, &[("outcome", outcome)])),
             written: written(name),
             counted: Mutex::new([0; 8]),
         }
@@ -547,5 +580,30 @@ fn transition(b: &Breaker, from: State, to: State) {
                 .increment(1);
         });
         export_breaker(b);
+    });
+}
+
+/// A timed call ended: its duration, under the breaker's keys when its
+/// series were written already, else under a key made for it (a breaker
+/// that was never registered, reported or transitioned stays so).
+#[linkme::distributed_slice(TOOK)]
+#[allow(unsafe_code)] // linkme places the entry in a link section
+static TOOK_DURATION: fn(&Breaker, Ended, u64) = |b, ended, nanos| caught(|| took(b, ended, nanos));
+
+fn took(b: &Breaker, ended: Ended, nanos: u64) {
+    #[allow(clippy::cast_precision_loss)] // nanoseconds below 2^53 (104 days) are exact
+    let seconds = nanos as f64 / 1e9;
+    with_recorder(|r| {
+        if b.exported().is_set() {
+            let key = &keys(b).durations[ended as usize];
+            r.register_histogram(key, &METADATA).record(seconds);
+        } else {
+            let labels = vec![
+                Label::new("breaker", label(&b.shared_name())),
+                Label::new("outcome", ENDED[ended as usize]),
+            ];
+            let key = Key::from_parts(DURATIONS, labels);
+            r.register_histogram(&key, &METADATA).record(seconds);
+        }
     });
 }

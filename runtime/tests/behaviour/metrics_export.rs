@@ -353,8 +353,8 @@ impl Recorder for Recording {
     }
 }
 
-/// Series the library describes: two counters, eleven gauges.
-const DESCRIPTIONS: u64 = 13;
+/// Series the library describes: two counters, eleven gauges, a histogram.
+const DESCRIPTIONS: u64 = 14;
 
 #[test]
 fn the_series_are_described_once_per_recorder() {
@@ -864,5 +864,109 @@ fn a_members_settings_gauges_show_the_settings_in_force() {
             .reconfigure(&Breaker::builder().recovery(Duration::from_secs(8)))
             .unwrap();
         assert_eq!(read(&s).gauge("failfast_recovery_seconds", &a), 8.0);
+    });
+}
+
+/// The durations `failfast_call_duration_seconds` holds for `breaker` and
+/// `outcome` since the last reading, in seconds.
+fn durations(r: &Reading, breaker: &str, outcome: &str) -> Vec<f64> {
+    let labels = [("breaker", breaker), ("outcome", outcome)];
+    match r.value("failfast_call_duration_seconds", &labels) {
+        Some(DebugValue::Histogram(values)) => values.iter().map(|v| v.into_inner()).collect(),
+        None => Vec::new(),
+        other => panic!("{labels:?}: {other:?}"),
+    }
+}
+
+/// Each call's duration, on the breaker's clock, lands under the outcome
+/// it ended with; refused calls have none.
+#[test]
+fn call_durations_land_under_their_outcome() {
+    let _alone = alone();
+    let recorder = DebuggingRecorder::new();
+    let s = recorder.snapshotter();
+    let clock = ManualClock::new();
+    let name = "metrics-durations";
+    metrics::with_local_recorder(&recorder, || {
+        let b = Arc::new(
+            Breaker::builder()
+                .name(name)
+                .threshold(2)
+                .recovery(Duration::from_secs(30))
+                .clock(clock.clone())
+                .build()
+                .unwrap(),
+        );
+        // Finds the recorder: from now on calls are timed.
+        registry::register(&b);
+        let call = |took: Duration, outcome: Option<Outcome>| {
+            let permit = b.acquire().unwrap();
+            clock.advance(took);
+            match outcome {
+                Some(outcome) => permit.record(outcome),
+                None => drop(permit),
+            }
+        };
+        call(Duration::from_millis(250), Some(Outcome::Success));
+        call(Duration::from_millis(1500), Some(Outcome::Failure));
+        call(Duration::from_millis(40), Some(Outcome::Neutral));
+        call(Duration::from_millis(8), None);
+        let r = read(&s);
+        assert_eq!(durations(&r, name, "success"), [0.25]);
+        assert_eq!(durations(&r, name, "failure"), [1.5]);
+        assert_eq!(durations(&r, name, "neutral"), [0.04, 0.008]);
+        assert_eq!(durations(&r, name, "timeout"), [] as [f64; 0]);
+
+        // A second failure opens the breaker; the refusal takes no time.
+        call(Duration::from_secs(2), Some(Outcome::Failure));
+        assert!(b.acquire().is_err());
+        let r = read(&s);
+        assert_eq!(durations(&r, name, "failure"), [2.0]);
+        assert_eq!(durations(&r, name, "success"), [] as [f64; 0]);
+    });
+}
+
+/// A breaker that times its calls anyway (the slow-call rule) reports the
+/// same durations; a call cut off at its time limit is a `timeout`.
+#[cfg(feature = "tokio")]
+#[test]
+fn a_timed_out_call_lands_under_timeout() {
+    let _alone = alone();
+    let recorder = DebuggingRecorder::new();
+    let s = recorder.snapshotter();
+    let clock = ManualClock::new();
+    let name = "metrics-durations-timeout";
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    metrics::with_local_recorder(&recorder, || {
+        let b = Arc::new(
+            Breaker::builder()
+                .name(name)
+                .threshold(10)
+                .slow(Duration::from_secs(60))
+                .clock(clock.clone())
+                .build()
+                .unwrap(),
+        );
+        registry::register(&b);
+        let hang = async {
+            clock.advance(Duration::from_secs(3));
+            std::future::pending::<Result<(), u16>>().await
+        };
+        let result = runtime.block_on(b.call_timeout(Duration::from_millis(5), hang));
+        assert!(matches!(result, Err(failfast_runtime::Error::Timeout(_))));
+        let answer = async {
+            clock.advance(Duration::from_millis(125));
+            Ok::<(), u16>(())
+        };
+        runtime
+            .block_on(b.call_timeout(Duration::from_secs(5), answer))
+            .unwrap();
+        let r = read(&s);
+        assert_eq!(durations(&r, name, "timeout"), [3.0]);
+        assert_eq!(durations(&r, name, "failure"), [] as [f64; 0]);
+        assert_eq!(durations(&r, name, "success"), [0.125]);
     });
 }

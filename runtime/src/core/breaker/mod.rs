@@ -29,6 +29,7 @@ mod build;
 mod call;
 pub(crate) mod consult;
 mod control;
+pub(crate) mod durations;
 mod limit;
 mod permit;
 pub(crate) mod remote;
@@ -372,6 +373,9 @@ impl Breaker {
         // word at once.
         let counter = self.hot.generations.load(Ordering::Relaxed);
         if !self.config.timed {
+            if durations::durations_recorded() {
+                return self.clocked_permit(admitted, counter);
+            }
             Permit {
                 breaker: self,
                 admitted: Admitted::new(admitted),
@@ -675,9 +679,23 @@ impl Breaker {
     /// is also a slow call (a neutral one only when it was abandoned: see
     /// `Permit::abandoned`).
     fn finish_timed(&self, admitted: Admitted, started: Started, outcome: Outcome, timed: bool) {
+        self.finish_ended(admitted, started, outcome, timed, outcome.into());
+    }
+
+    /// [`finish_timed`](Self::finish_timed), the call's duration labelled
+    /// `ended` (a timeout is a failure labelled apart).
+    fn finish_ended(
+        &self,
+        admitted: Admitted,
+        started: Started,
+        outcome: Outcome,
+        timed: bool,
+        ended: durations::Ended,
+    ) {
         if admitted.is_passive() {
             return;
         }
+        self.took(admitted, started, ended);
         self.give_timed_place(admitted, started.value(), outcome);
         self.totals.outcome(outcome);
         self.finish_counted(admitted, started, outcome, timed);
@@ -700,9 +718,9 @@ impl Breaker {
             self.totals.add(crate::core::totals::SLOW);
         }
         // Without the slow-call rule or an adaptive limit, and not timed
-        // for graded shedding, `started` is the generation counter at
-        // admission, and the epoch is stamped now.
-        let admitted = if !self.config.timed && !started.timed() {
+        // for graded shedding or the duration histogram, `started` is the
+        // generation counter at admission, and the epoch is stamped now.
+        let admitted = if !self.config.timed && !started.timed() && !started.clocked() {
             admitted.with_epoch(started.value()).word()
         } else {
             admitted.word()

@@ -80,7 +80,14 @@ impl<'a> Permit<'a> {
         if !self.admitted.is_passive() {
             self.breaker.totals.add(crate::core::totals::TIMEOUT);
         }
-        self.failed_now();
+        let admitted = std::mem::replace(&mut self.admitted, Admitted::PASSIVE);
+        self.breaker.finish_ended(
+            admitted,
+            self.started,
+            Outcome::Failure,
+            true,
+            super::durations::Ended::Timeout,
+        );
     }
 
     pub(crate) fn failed_now(&mut self) {
@@ -140,11 +147,17 @@ impl Drop for Waiting<'_, '_> {
         let breaker = permit.breaker;
         breaker.readmit(permit.admitted);
         // `started` holds the time with the slow-call rule or an adaptive
-        // limit, and for a call timed for graded shedding (see
-        // `Breaker::permit`, `TIMED`); else the generation counter.
+        // limit, for a call timed for graded shedding (see
+        // `Breaker::permit`, `TIMED`) and for the duration histogram
+        // (`CLOCKED`); else the generation counter.
         let timed = permit.started.timed();
-        if breaker.config.timed {
-            let now = Started::new(breaker.clock.now());
+        if breaker.config.timed || permit.started.clocked() {
+            let now = breaker.clock.now();
+            let now = if breaker.config.timed {
+                Started::new(now)
+            } else {
+                Started::clocked_from(now)
+            };
             permit.started = if timed { now.timing() } else { now };
         } else if timed {
             permit.started = Started::timed_from(breaker.clock.coarse_now());

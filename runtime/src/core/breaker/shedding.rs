@@ -61,12 +61,13 @@ impl Breaker {
     /// module): its start in `started`, marked `TIMED` (`core::word`). Without the
     /// slow-call rule or an adaptive limit `started` held the generation
     /// counter, whose part the admitted word takes now, and the start is
-    /// read on the coarse clock; with either, `started` is the start
+    /// read on the coarse clock; with either, or timed for the duration
+    /// histogram (`CLOCKED`, on the precise clock), `started` is the start
     /// already, and `finish` never takes its fast path.
     #[cold]
     #[inline(never)]
     fn time_for_shedding(&self, permit: &mut Permit<'_>) {
-        if !self.config.timed {
+        if !self.config.timed && !permit.started.clocked() {
             // `PLACED` takes the call off `finish`'s fast path, as a place
             // of an adaptive limit would: this breaker has none, so giving
             // it back does nothing.
@@ -81,7 +82,8 @@ impl Breaker {
     #[cold]
     #[inline(never)]
     pub(super) fn timed_for_shedding(&self, started: Started) {
-        let now = if self.config.timed {
+        // Timed for the duration histogram: on the precise clock.
+        let now = if self.config.timed || started.clocked() {
             self.clock.now()
         } else {
             self.clock.coarse_now()
