@@ -8,27 +8,35 @@
 //! there; while durations are recorded it holds the precise clock instead,
 //! marked `CLOCKED` (`core::word`), with the epoch stamped in the admitted
 //! word and `PLACED` set, which takes the call off `finish`'s fast path.
-//! Until then a call reads one relaxed atomic more, and no clock.
+//! Until then a call reads one relaxed atomic more, and no clock; without
+//! the `metrics` feature, not even that.
 
+#[cfg(feature = "metrics")]
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::*;
 
 /// Whether calls are timed for the duration histogram: set once a
 /// recorder is found (`ops::metrics`), never cleared.
+#[cfg(feature = "metrics")]
 static DURATIONS: AtomicBool = AtomicBool::new(false);
 
 /// From now on every breaker times its calls and announces their
 /// durations at [`TOOK`].
-#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+#[cfg(feature = "metrics")]
 pub(crate) fn record_durations() {
     DURATIONS.store(true, Ordering::Relaxed);
 }
 
-/// Whether calls are timed for the duration histogram.
+/// Whether calls are timed for the duration histogram: one relaxed load
+/// with the `metrics` feature, and `false`, which the compiler folds away,
+/// without it.
 #[inline(always)]
 pub(crate) fn durations_recorded() -> bool {
-    DURATIONS.load(Ordering::Relaxed)
+    #[cfg(feature = "metrics")]
+    return DURATIONS.load(Ordering::Relaxed);
+    #[cfg(not(feature = "metrics"))]
+    false
 }
 
 /// How a timed call ended, as the histogram labels it.
