@@ -8,8 +8,10 @@
 //! - the service's TOML file (and `FAILFAST__…` variables) override the
 //!   declared settings at start-up;
 //! - an admin listing shows every breaker, each replica's included, with
-//!   its settings (`registry::all()`), and a Prometheus scrape shows the
-//!   same as metrics, the replicas' thresholds from the file included.
+//!   its settings and where each came from, the file, the environment or
+//!   the declaration (`registry::all()`, each row's `Snapshot`), and a
+//!   Prometheus scrape shows the same as metrics, the replicas' thresholds
+//!   from the file included.
 //!
 //! The replicas and the gateway are simulated in-process: a sick one hangs
 //! 200 ms, then fails. `tests/examples_service.rs` runs this story on
@@ -196,19 +198,22 @@ fn describe(error: &CheckoutError) -> String {
 }
 
 /// What an admin page would show: every breaker, each key's of a family,
-/// with the settings it runs with.
+/// with the settings it runs with and where each came from (serialised
+/// whole, each row is the JSON of an admin endpoint).
 pub fn admin_listing(out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:<32} state  calls failures refused threshold",
+        "{:<32} state  calls failures refused threshold        recovery",
         "breaker"
     )?;
-    for b in registry::all() {
-        let (s, threshold) = (b.snapshot(), b.config().threshold());
+    for s in registry::all().into_iter().map(|b| b.snapshot()) {
         let (name, state) = (&*s.name, s.state);
         let (calls, failures, refused) = (s.calls, s.failures, s.rejected);
+        let from = |key| s.origins.get(key).copied().unwrap_or_default();
+        let threshold = format!("{} {}", s.settings.threshold(), from("threshold"));
+        let recovery = format!("{:?} {}", s.settings.recovery(), from("recovery"));
         let row = format!("{name:<32} {state:<6} {calls:>5} {failures:>8} {refused:>7}");
-        writeln!(out, "{row} {threshold:>9}")?;
+        writeln!(out, "{row} {threshold:<16} {recovery}")?;
     }
     Ok(())
 }

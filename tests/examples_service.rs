@@ -49,11 +49,11 @@ order 10  stock: (replica-b skipped) replica-c  payment: charged
 checkout::payments is closed now: that charge was its trial
 
 == GET /admin/breakers
-breaker                          state  calls failures refused threshold
-checkout::payments               closed    11        2       2         2
-checkout::inventory[replica-a]   closed     4        0       0         2
-checkout::inventory[replica-b]   open       2        2       0         2
-checkout::inventory[replica-c]   closed     6        0       0         2
+breaker                          state  calls failures refused threshold        recovery
+checkout::payments               closed    11        2       2 2 file           3s file
+checkout::inventory[replica-a]   closed     4        0       0 2 file           30s declared
+checkout::inventory[replica-b]   open       2        2       0 2 file           30s declared
+checkout::inventory[replica-c]   closed     6        0       0 2 file           30s declared
 
 "#;
 

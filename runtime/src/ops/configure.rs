@@ -44,6 +44,44 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Where each setting came from
+//!
+//! Each breaker records, setting by setting, where the value in force came
+//! from, as an [`Origin`]: [`Declared`](Origin::Declared) (the attribute,
+//! `breaker!` or the builder), [`File`](Origin::File) (a section of the
+//! document [`reload`] put in force), [`Environment`](Origin::Environment)
+//! ([`from_env`]) or [`RunTime`](Origin::RunTime) ([`apply`],
+//! [`Breaker::reconfigure`](crate::Breaker::reconfigure),
+//! [`FamilyRef::reconfigure`](crate::ops::registry::FamilyRef::reconfigure)).
+//! A key a change sets takes that change's origin, whether or not its
+//! value changed, and keeps it until another change sets it; a reload
+//! gives every setting its declared origin but those its section sets, so
+//! a section (or a key of one) dropped from the file reads as declared
+//! again. A keyed family's members take their family's origins, with any
+//! change made to one by its name. A change refused records nothing; the
+//! `mode` is manual control and has no origin. The listing shows them:
+//! [`registry::all`] gives every breaker, and each one's
+//! [`Snapshot`](crate::Snapshot) holds its settings in force
+//! (`settings`) and the origin of each setting not as declared
+//! (`origins`, by key).
+//!
+//! ```
+//! use failfast_runtime::configure::{self, Origin};
+//! use failfast_runtime::{registry, Breaker};
+//! use std::collections::BTreeMap;
+//! use std::sync::Arc;
+//!
+//! let search = Arc::new(Breaker::builder().name("origins::search").threshold(5).build()?);
+//! registry::register(&search);
+//! configure::from_env([("FAILFAST__ORIGINS_SEARCH__THRESHOLD", "3")]).map_err(|e| e[0].clone())?;
+//!
+//! let row = registry::all().into_iter().find(|b| b.name() == "origins::search").unwrap();
+//! let snapshot = row.snapshot();
+//! assert_eq!(snapshot.settings.threshold(), 3);
+//! assert_eq!(snapshot.origins, BTreeMap::from([("threshold", Origin::Environment)]));
+//! # Ok::<(), failfast_runtime::ConfigError>(())
+//! ```
+//!
 //! # What can change
 //!
 //! The values of the rules the breaker was declared with: `threshold`,
@@ -153,6 +191,8 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::sync::{Mutex, PoisonError};
 
+pub use crate::core::breaker::Origin;
+use crate::core::breaker::Origins;
 use crate::core::config::Builder;
 use crate::core::config::{Config, Mode};
 use crate::core::config::{FIXED, Patch, set_from_text};
@@ -238,7 +278,7 @@ pub fn apply(name: &str, settings: Builder) -> Result<(), ConfigError> {
         return Err(ConfigError::refused(name, key, FIXED));
     }
     let patches = BTreeMap::from([(name.to_owned(), settings.patch)]);
-    match apply_counted(&patches) {
+    match apply_counted(&patches, Origin::RunTime) {
         Ok(_) => Ok(()),
         Err(errors) => Err(errors
             .into_iter()
@@ -352,8 +392,8 @@ pub fn reload(sections: BTreeMap<String, Builder>) -> Result<(), Vec<ConfigError
                 Ok(targets) if targets.is_empty() => {}
                 Ok(targets) => {
                     let (was, want) = (last.get(name).copied().flatten(), patch.mode);
-                    for (target, next, home) in targets {
-                        target.replace(next, &keep);
+                    for (target, next, origins, home) in targets {
+                        target.replace(next, origins, &keep);
                         match (want, was) {
                             (Some(mode), was) if was != Some(mode) => target.set_mode(mode),
                             (None, Some(was)) if target.mode() == was => target.set_mode(home),
@@ -383,17 +423,19 @@ pub fn reload(sections: BTreeMap<String, Builder>) -> Result<(), Vec<ConfigError
 }
 
 /// What `name` addresses in a reload, each with the settings `patch` gives
-/// it (on its declared settings, a key's on its family's) and the mode it
-/// goes back to: breakers and families, or else (`keys`) a key's breaker,
-/// made before its first call only when `make`. None when it addresses
-/// nothing; the first refusal when `patch` does not fit one.
+/// it (on its declared settings, a key's on its family's), where they come
+/// from (the file for those `patch` sets) and the mode it goes back to:
+/// breakers and families, or else (`keys`) a key's breaker, made before its
+/// first call only when `make`. None when it addresses nothing; the first
+/// refusal when `patch` does not fit one.
 fn reloaded(
     name: &str,
     patch: &Patch,
     make: bool,
     keys: bool,
-) -> Result<Vec<(Target, Config, Mode)>, ConfigError> {
+) -> Result<Vec<(Target, Config, Origins, Mode)>, ConfigError> {
     let refused = |(key, reason)| ConfigError::refused(name, key, reason);
+    let from_file = |origins: Origins| origins.with(patch.keys(), Origin::File);
     let mut found = Vec::new();
     if !keys {
         for breaker in registry::registered()
@@ -401,7 +443,8 @@ fn reloaded(
             .filter(|b| b.name() == name)
         {
             let next = patch.applied_to(breaker.declared()).map_err(refused)?;
-            found.push((Target::Breaker(breaker), next, Mode::Normal));
+            let origins = from_file(Origins::DECLARED);
+            found.push((Target::Breaker(breaker), next, origins, Mode::Normal));
         }
         #[cfg(feature = "keyed")]
         for family in registry::families()
@@ -409,7 +452,8 @@ fn reloaded(
             .filter(|f| f.name() == name)
         {
             let next = patch.applied_to(&family.0.declared()).map_err(refused)?;
-            found.push((Target::Family(family), next, Mode::Normal));
+            let origins = from_file(Origins::DECLARED);
+            found.push((Target::Family(family), next, origins, Mode::Normal));
         }
         return Ok(found);
     }
@@ -424,7 +468,8 @@ fn reloaded(
             let mut base = family.config();
             base.name = member.shared_name();
             let next = patch.applied_to(&base).map_err(refused)?;
-            found.push((Target::Breaker(member), next, family.0.mode()));
+            let origins = from_file(family.0.origins());
+            found.push((Target::Breaker(member), next, origins, family.0.mode()));
         }
     }
     #[cfg(not(feature = "keyed"))]
@@ -432,9 +477,13 @@ fn reloaded(
     Ok(found)
 }
 
-/// Applies every patch, or none if any is refused: how many breakers and
-/// families it changed. An `Err` holds at least one error.
-fn apply_counted(patches: &BTreeMap<String, Patch>) -> Result<usize, Vec<ConfigError>> {
+/// Applies every patch, coming `from` there, or none if any is refused:
+/// how many breakers and families it changed. An `Err` holds at least one
+/// error.
+fn apply_counted(
+    patches: &BTreeMap<String, Patch>,
+    from: Origin,
+) -> Result<usize, Vec<ConfigError>> {
     let mut errors: Vec<ConfigError> = Vec::new();
     let mut fitting = Vec::new();
     for (name, patch) in patches {
@@ -450,7 +499,7 @@ fn apply_counted(patches: &BTreeMap<String, Patch>) -> Result<usize, Vec<ConfigE
     for (targets, patch) in fitting {
         for target in targets {
             // Checked above; a concurrent change in between is reported here.
-            match target.reconfigure(patch) {
+            match target.reconfigure(patch, from) {
                 Ok(()) => changed += 1,
                 Err(error) => errors.push(error),
             }
@@ -473,22 +522,22 @@ enum Target {
 }
 
 impl Target {
-    fn reconfigure(&self, patch: &Patch) -> Result<(), ConfigError> {
+    fn reconfigure(&self, patch: &Patch, from: Origin) -> Result<(), ConfigError> {
         match self {
-            Target::Breaker(breaker) => breaker.apply(patch),
+            Target::Breaker(breaker) => breaker.apply(patch, from),
             #[cfg(feature = "keyed")]
-            Target::Family(family) => family.apply(patch),
+            Target::Family(family) => family.apply(patch, from),
         }
     }
 
-    /// Replaces the settings in force with `next`; a family's members
-    /// named by `keep` keep theirs.
+    /// Replaces the settings in force with `next`, coming from `origins`;
+    /// a family's members named by `keep` keep theirs.
     #[cfg_attr(not(feature = "keyed"), allow(unused_variables))]
-    fn replace(&self, next: Config, keep: &dyn Fn(&str) -> bool) {
+    fn replace(&self, next: Config, origins: Origins, keep: &dyn Fn(&str) -> bool) {
         match self {
-            Target::Breaker(breaker) => breaker.replace(next),
+            Target::Breaker(breaker) => breaker.replace(next, origins),
             #[cfg(feature = "keyed")]
-            Target::Family(family) => family.0.replace(&next, keep),
+            Target::Family(family) => family.0.replace(&next, origins, keep),
         }
     }
 
@@ -734,7 +783,7 @@ where
     if !errors.is_empty() {
         return Err(errors);
     }
-    apply_counted(&patches)
+    apply_counted(&patches, Origin::Environment)
 }
 
 /// A breaker's (or keyed family's) name as written in environment

@@ -31,6 +31,7 @@ pub(crate) mod consult;
 mod control;
 pub(crate) mod durations;
 mod limit;
+mod origins;
 mod permit;
 pub(crate) mod remote;
 mod settings;
@@ -40,6 +41,8 @@ pub(crate) mod transition;
 
 pub use crate::core::config::Mode;
 pub use crate::core::outcome::Outcome;
+pub use origins::Origin;
+pub(crate) use origins::Origins;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 pub(crate) use permit::Detached;
 pub use permit::Permit;
@@ -146,6 +149,9 @@ pub struct Breaker {
     /// Settings changed at run time (`configure` module), read only where
     /// the breaker decides something.
     tuning: Tuning,
+    /// Where each setting in force came from (`origins` module), written
+    /// with the settings.
+    origins: AtomicU64,
     /// A keyed family's ejection budget, when it has one: asked before a
     /// trip from Closed, and counting the members ejected (`budget`).
     #[cfg(any(feature = "keyed", loom))]
@@ -206,6 +212,7 @@ macro_rules! constructors {
                 events: Events::new(),
                 totals: Totals::new(),
                 tuning: Tuning::new(),
+                origins: AtomicU64::new(0),
                 #[cfg(any(feature = "keyed", loom))]
                 ejection: std::sync::OnceLock::new(),
             }

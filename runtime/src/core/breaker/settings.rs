@@ -1,7 +1,7 @@
 //! Settings changed at run time: the tuning a breaker reads where it decides
 //! something, and [`Breaker::reconfigure`].
 
-use super::Breaker;
+use super::{Breaker, Origin, Origins};
 use crate::core::config::Builder;
 use crate::core::config::{Config, Window};
 use crate::core::config::{FIXED, Patch};
@@ -51,32 +51,40 @@ impl Breaker {
         if let Some(key) = settings.fixed {
             return Err(ConfigError::refused(self.name(), key, FIXED));
         }
-        self.apply(&settings.patch)
+        self.apply(&settings.patch, Origin::RunTime)
     }
 
-    /// [`reconfigure`](Self::reconfigure) with the settings a patch holds.
-    pub(crate) fn apply(&self, patch: &Patch) -> Result<(), ConfigError> {
-        self.publish_settings(|current| {
-            patch
-                .applied_to(current)
-                .map(Some)
-                .map_err(|(key, reason)| ConfigError::refused(self.name(), key, reason))
-        })?;
+    /// [`reconfigure`](Self::reconfigure) with the settings a patch holds,
+    /// each recorded as coming `from` there.
+    pub(crate) fn apply(&self, patch: &Patch, from: Origin) -> Result<(), ConfigError> {
+        self.publish_settings(
+            |current| {
+                patch
+                    .applied_to(current)
+                    .map(Some)
+                    .map_err(|(key, reason)| ConfigError::refused(self.name(), key, reason))
+            },
+            |origins| origins.with(patch.keys(), from),
+        )?;
         if let Some(mode) = patch.mode {
             self.set_mode(mode);
         }
         Ok(())
     }
 
-    /// Publishes the settings `next` makes of those in force, if any,
-    /// under the right to publish.
+    /// Publishes the settings `next` makes of those in force, if any, and
+    /// where they came from, `origins` of those recorded, under the right
+    /// to publish (nothing when `next` refuses).
     fn publish_settings(
         &self,
         next: impl FnOnce(&Config) -> Result<Option<Config>, ConfigError>,
+        origins: impl FnOnce(Origins) -> Origins,
     ) -> Result<(), ConfigError> {
         let mut tuning = self.tuning.publisher();
         let current = tuning.latest().unwrap_or(Read::Borrowed(&self.config));
-        let Some(next) = next(&current)? else {
+        let next = next(&current)?;
+        self.record_origins(origins(self.origins()));
+        let Some(next) = next else {
             return Ok(());
         };
         let reshaped = next.window != current.window;
@@ -103,14 +111,24 @@ impl Breaker {
     }
 
     /// Replaces the settings in force with `next`, this breaker's (its
-    /// declared ones, or its family's, with a section applied): nothing
-    /// is published when they are those in force; a new window's shape
-    /// starts a fresh window, as [`apply`](Self::apply) does. Leaves the
-    /// mode alone.
-    pub(crate) fn replace(&self, next: Config) {
-        let replaced: Result<(), ConfigError> =
-            self.publish_settings(|current| Ok((!same(current, &next)).then_some(next)));
+    /// declared ones, or its family's, with a section applied), coming
+    /// from `origins`: nothing is published when they are those in force;
+    /// a new window's shape starts a fresh window, as [`apply`](Self::apply)
+    /// does. Leaves the mode alone.
+    pub(crate) fn replace(&self, next: Config, origins: Origins) {
+        let replaced: Result<(), ConfigError> = self.publish_settings(
+            |current| Ok((!same(current, &next)).then_some(next)),
+            |_| origins,
+        );
         debug_assert!(replaced.is_ok(), "a replacement is never refused");
+    }
+}
+
+/// The same settings: what a [`Snapshot`](crate::Snapshot), which holds
+/// them, is compared by.
+impl PartialEq for Config {
+    fn eq(&self, other: &Config) -> bool {
+        same(self, other)
     }
 }
 

@@ -53,6 +53,8 @@ impl Breaker {
             concurrency_limit: self.concurrency_limit(),
             transitions: totals.transitions,
             opened_at: totals.opened_at,
+            settings: self.config(),
+            origins: self.origins().changed(),
         }
     }
 }
@@ -60,7 +62,10 @@ impl Breaker {
 /// A breaker's state and counters at one moment; see [`Breaker::snapshot`].
 ///
 /// With the `serde` feature it is `Serialize`: durations as strings
-/// (`"1m 30s"`), `opened_at` as RFC 3339.
+/// (`"1m 30s"`), `opened_at` as RFC 3339, `settings` as a
+/// [`Config`](crate::Config) is, `origins` as a map from key to
+/// [`Origin`](crate::configure::Origin) (`{"threshold": "file"}`): each row of
+/// an admin page's listing of [`registry::all`](crate::registry::all).
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
@@ -146,6 +151,17 @@ pub struct Snapshot {
         serde(serialize_with = "crate::core::serde::option_time")
     )]
     pub opened_at: Option<std::time::SystemTime>,
+    /// The settings in force, as [`Breaker::config`] reports them.
+    pub settings: crate::core::config::Config,
+    /// Where each setting changed since the breaker was declared came from
+    /// (a configuration file, an environment variable, a change from code
+    /// at run time), by the setting's key (`"threshold"`, `"recovery"`, …);
+    /// every setting not listed is as declared. A keyed family's member
+    /// shows its family's, with any change made to it by name
+    /// (`family[key]`). Empty, and allocating nothing, for a breaker never
+    /// reconfigured. Recorded as the settings change: a snapshot taken
+    /// while they do may pair a setting's new source with its old value.
+    pub origins: std::collections::BTreeMap<&'static str, crate::core::breaker::Origin>,
 }
 
 /// `part / whole`, once `whole` holds any call.

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::core::breaker::Budget;
+use crate::core::breaker::{Budget, Origin, Origins};
 use crate::core::clock::Clock;
 use crate::core::config::Config;
 use crate::core::name::Name;
@@ -236,13 +236,20 @@ impl Listing for SlotView {
     fn reconfigure(
         &self,
         patch: &crate::core::config::Patch,
+        from: Origin,
     ) -> Result<(), crate::core::error::ConfigError> {
         let mut early = match self.early() {
             Ok(early) => early,
-            Err(built) => return built.reconfigure(patch),
+            Err(built) => return built.reconfigure(patch, from),
         };
-        early.tuned.change(&self.0.config, patch)?;
-        reconfigure_each(early.pending.values(), patch)
+        early.tuned.change(&self.0.config, patch, from)?;
+        reconfigure_each(early.pending.values(), patch, from)
+    }
+    fn origins(&self) -> Origins {
+        match self.early() {
+            Ok(early) => early.tuned.origins(),
+            Err(built) => built.origins(),
+        }
     }
     fn config(&self) -> Config {
         match self.early() {
@@ -253,13 +260,13 @@ impl Listing for SlotView {
     fn declared(&self) -> Config {
         self.0.config.clone()
     }
-    fn replace(&self, next: &Config, keep: &dyn Fn(&str) -> bool) {
+    fn replace(&self, next: &Config, origins: Origins, keep: &dyn Fn(&str) -> bool) {
         let mut early = match self.early() {
             Ok(early) => early,
-            Err(built) => return built.replace(next, keep),
+            Err(built) => return built.replace(next, origins, keep),
         };
-        early.tuned.replace(next);
-        replace_each(early.pending.values(), next, keep);
+        early.tuned.replace(next, origins);
+        replace_each(early.pending.values(), next, origins, keep);
     }
     fn mode(&self) -> crate::core::breaker::Mode {
         match self.early() {

@@ -6,6 +6,7 @@ use std::hash::Hash;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
+use crate::core::breaker::{Origin, Origins};
 use crate::core::config::{Builder, Config};
 use crate::core::error::ConfigError;
 use crate::core::name::Name;
@@ -205,13 +206,17 @@ impl FamilyRef {
             let name = self.name();
             return Err(ConfigError::refused(&name, key, crate::core::config::FIXED));
         }
-        self.apply(&settings.patch)
+        self.apply(&settings.patch, Origin::RunTime)
     }
 
-    /// [`reconfigure`](Self::reconfigure) with the settings a patch holds:
-    /// a patch of the mode alone puts the members in it without
-    /// republishing their settings.
-    pub(crate) fn apply(&self, patch: &crate::core::config::Patch) -> Result<(), ConfigError> {
+    /// [`reconfigure`](Self::reconfigure) with the settings a patch holds,
+    /// coming `from` there: a patch of the mode alone puts the members in
+    /// it without republishing their settings.
+    pub(crate) fn apply(
+        &self,
+        patch: &crate::core::config::Patch,
+        from: Origin,
+    ) -> Result<(), ConfigError> {
         match patch.mode {
             Some(mode)
                 if *patch
@@ -223,7 +228,7 @@ impl FamilyRef {
                 self.0.set_mode(mode);
                 Ok(())
             }
-            _ => self.0.reconfigure(patch),
+            _ => self.0.reconfigure(patch, from),
         }
     }
 }
@@ -274,8 +279,12 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
     fn reconfigure(
         &self,
         patch: &crate::core::config::Patch,
+        from: Origin,
     ) -> Result<(), crate::core::error::ConfigError> {
-        Inner::reconfigure(self, patch)
+        Inner::reconfigure(self, patch, from)
+    }
+    fn origins(&self) -> Origins {
+        Inner::origins(self)
     }
     fn config(&self) -> Config {
         self.current_config()
@@ -283,8 +292,8 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
     fn declared(&self) -> Config {
         self.config.clone()
     }
-    fn replace(&self, next: &Config, keep: &dyn Fn(&str) -> bool) {
-        Inner::replace(self, next, keep);
+    fn replace(&self, next: &Config, origins: Origins, keep: &dyn Fn(&str) -> bool) {
+        Inner::replace(self, next, origins, keep);
     }
     fn mode(&self) -> crate::core::breaker::Mode {
         Inner::mode(self)

@@ -527,13 +527,21 @@ pub(crate) trait Listing: Send + Sync {
     fn reconfigure(
         &self,
         patch: &crate::core::config::Patch,
+        from: crate::core::breaker::Origin,
     ) -> Result<(), crate::core::error::ConfigError>;
+    /// Where each setting new members get now came from.
+    fn origins(&self) -> crate::core::breaker::Origins;
     /// The settings new members get now.
     fn config(&self) -> Config;
     /// The settings the family was declared (or built) with.
     fn declared(&self) -> Config;
     /// See `Inner::replace`.
-    fn replace(&self, next: &Config, keep: &dyn Fn(&str) -> bool);
+    fn replace(
+        &self,
+        next: &Config,
+        origins: crate::core::breaker::Origins,
+        keep: &dyn Fn(&str) -> bool,
+    );
     /// The mode new members start in.
     fn mode(&self) -> crate::core::breaker::Mode;
     fn max_keys(&self) -> usize;

@@ -7,7 +7,7 @@ use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 
-use crate::core::breaker::{Breaker, Budget};
+use crate::core::breaker::{Breaker, Budget, Origin, Origins};
 use crate::core::clock::Clock;
 use crate::core::config::Config;
 use crate::core::name::Name;
@@ -31,6 +31,8 @@ pub(super) fn budget_of(max_ejection_percent: u8) -> Option<Arc<Budget>> {
 pub(super) struct Tuned {
     config: Option<Config>,
     mode: Option<crate::core::breaker::Mode>,
+    /// Where each of `config`'s settings came from.
+    origins: Origins,
 }
 
 impl Tuned {
@@ -38,6 +40,7 @@ impl Tuned {
         Self {
             config: None,
             mode: None,
+            origins: Origins::DECLARED,
         }
     }
 
@@ -46,11 +49,18 @@ impl Tuned {
         self.config.clone().unwrap_or_else(|| declared.clone())
     }
 
-    /// Records `patch`, checked against the settings in force.
+    /// Where each setting members are made with came from.
+    pub(super) fn origins(&self) -> Origins {
+        self.origins
+    }
+
+    /// Records `patch`, checked against the settings in force, as coming
+    /// `from` there.
     pub(super) fn change(
         &mut self,
         declared: &Config,
         patch: &crate::core::config::Patch,
+        from: Origin,
     ) -> Result<(), crate::core::error::ConfigError> {
         let next = patch
             .applied_to(&self.config(declared))
@@ -58,6 +68,7 @@ impl Tuned {
                 crate::core::error::ConfigError::refused(&declared.name, key, reason)
             })?;
         self.config = Some(next);
+        self.origins = self.origins.with(patch.keys(), from);
         if let Some(mode) = patch.mode {
             self.mode = Some(mode);
         }
@@ -65,9 +76,11 @@ impl Tuned {
     }
 
     /// Replaces the changes made so far with `next`, the family's
-    /// declared settings with a section applied; the mode stays.
-    pub(super) fn replace(&mut self, next: &Config) {
+    /// declared settings with a section applied, coming from `origins`;
+    /// the mode stays.
+    pub(super) fn replace(&mut self, next: &Config, origins: Origins) {
         self.config = Some(next.clone());
+        self.origins = origins;
     }
 
     /// The mode members made from now on start in.
@@ -101,6 +114,7 @@ impl Tuned {
             leases: Leases::new(),
             retired: AtomicBool::new(false),
         };
+        member.breaker.record_origins(self.origins);
         if let Some(budget) = budget {
             member.breaker.ask_before_opening(Arc::clone(budget));
         }
@@ -111,15 +125,16 @@ impl Tuned {
     }
 }
 
-/// Applies `patch` to each of `members`; the first refusal, after the
-/// others changed.
+/// Applies `patch`, coming `from` there, to each of `members`; the first
+/// refusal, after the others changed.
 pub(super) fn reconfigure_each<'m>(
     members: impl IntoIterator<Item = &'m Arc<Member>>,
     patch: &crate::core::config::Patch,
+    from: Origin,
 ) -> Result<(), crate::core::error::ConfigError> {
     let mut first = Ok(());
     for member in members {
-        if let Err(refused) = member.breaker.apply(patch) {
+        if let Err(refused) = member.breaker.apply(patch, from) {
             first = first.and(Err(refused));
         }
     }
@@ -127,17 +142,18 @@ pub(super) fn reconfigure_each<'m>(
 }
 
 /// Replaces the settings of each of `members` but those `keep` names
-/// with `next` (under each member's own name).
+/// with `next` (under each member's own name), coming from `origins`.
 pub(super) fn replace_each<'m>(
     members: impl IntoIterator<Item = &'m Arc<Member>>,
     next: &Config,
+    origins: Origins,
     keep: &dyn Fn(&str) -> bool,
 ) {
     for member in members {
         if !keep(member.breaker.name()) {
             let mut config = next.clone();
             config.name = member.breaker.shared_name();
-            member.breaker.replace(config);
+            member.breaker.replace(config, origins);
         }
     }
 }
@@ -219,6 +235,14 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         tuned.config(&self.config)
     }
 
+    /// Where each setting the family gives its members now came from.
+    pub(super) fn origins(&self) -> Origins {
+        self.tuned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .origins()
+    }
+
     /// Changes the settings of every member, the overflow breaker's and
     /// those asked for by name included, and of every member made from now
     /// on. Checked against the family's settings first: nothing changes
@@ -228,10 +252,11 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
     pub(super) fn reconfigure(
         &self,
         patch: &crate::core::config::Patch,
+        from: Origin,
     ) -> Result<(), crate::core::error::ConfigError> {
         self.change_all(
-            |tuned| tuned.change(&self.config, patch),
-            |members| reconfigure_each(members, patch),
+            |tuned| tuned.change(&self.config, patch, from),
+            |members| reconfigure_each(members, patch, from),
         )?
     }
 
@@ -267,14 +292,14 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
     /// Replaces the family's settings with `next` (its declared ones with a
     /// section applied) for every member made from now on and every member
     /// held now but those `keep` names (by `family[key]`), whatever was
-    /// changed before.
-    pub(super) fn replace(&self, next: &Config, keep: &dyn Fn(&str) -> bool) {
+    /// changed before, coming from `origins`.
+    pub(super) fn replace(&self, next: &Config, origins: Origins, keep: &dyn Fn(&str) -> bool) {
         let _ = self.change_all(
             |tuned| {
-                tuned.replace(next);
+                tuned.replace(next, origins);
                 Ok(())
             },
-            |members| replace_each(members, next, keep),
+            |members| replace_each(members, next, origins, keep),
         );
     }
 
