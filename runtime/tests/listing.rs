@@ -1,15 +1,16 @@
 //! The one listing, `registry::all()`: every breaker, each keyed family's
 //! members included, with the settings in force and where each came from
 //! (`Snapshot::settings`, `Snapshot::origins`); and breakers and families
-//! built at run time under one name.
+//! built at run time under one name by tests running in parallel, each
+//! test's own inside `testing::isolate`.
 #![cfg(all(feature = "keyed", feature = "serde", feature = "testing"))]
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use failfast_runtime::configure::Origin;
-use failfast_runtime::{Breaker, Builder, Family, Snapshot, configure, registry};
+use failfast_runtime::{Breaker, Builder, Family, Snapshot, configure, registry, testing};
 
 /// The rows of the listing whose names start with `prefix`, by name.
 fn rows(prefix: &str) -> BTreeMap<String, Snapshot> {
@@ -187,6 +188,73 @@ fn the_last_change_of_a_setting_names_its_origin_and_a_refusal_none() {
         origins(),
         BTreeMap::from([("min_calls", Origin::Environment)])
     );
+}
+
+/// Two tests running in parallel, each building "its" service's family
+/// and breaker under the same names: inside `testing::isolate` each test
+/// lists, finds and changes its own alone, and neither is listed outside.
+#[test]
+fn parallel_tests_each_see_their_own_run_time_breakers_under_one_name() {
+    let barrier = Arc::new(Barrier::new(2));
+    let test = |threshold: u32| {
+        let barrier = Arc::clone(&barrier);
+        std::thread::spawn(move || {
+            let _scope = testing::isolate();
+            let family: Family<String> = Family::builder(
+                Breaker::builder()
+                    .name("parallel::svc")
+                    .threshold(threshold),
+            )
+            .build()
+            .unwrap();
+            family.register();
+            let _ = family.get("k").call(|| Ok::<_, ()>(()));
+            let one = Arc::new(
+                Breaker::builder()
+                    .name("parallel::one")
+                    .threshold(threshold)
+                    .build()
+                    .unwrap(),
+            );
+            registry::register(&one);
+            // Both tests have registered theirs.
+            barrier.wait();
+            let families: Vec<_> = registry::families()
+                .into_iter()
+                .filter(|f| f.name() == "parallel::svc")
+                .collect();
+            assert_eq!(families.len(), 1, "the test's own family alone");
+            assert_eq!(families[0].config().threshold(), threshold);
+            let found = registry::get("parallel::one").unwrap();
+            assert!(std::ptr::eq(&*found, &*one), "the test's own breaker");
+            let listed = rows("parallel::");
+            let names: Vec<&str> = listed.keys().map(String::as_str).collect();
+            assert_eq!(names, ["parallel::one", "parallel::svc[k]"]);
+            assert!(listed.values().all(|s| s.settings.threshold() == threshold));
+            // Changing it by name changes this test's alone.
+            let changed = threshold + 10;
+            configure::apply("parallel::svc", Breaker::builder().threshold(changed)).unwrap();
+            configure::apply("parallel::one", Breaker::builder().threshold(changed)).unwrap();
+            barrier.wait();
+            assert_eq!(family.get("k").config().threshold(), changed);
+            assert_eq!(one.config().threshold(), changed);
+            (family, one)
+        })
+    };
+    let (a, b) = (test(2), test(3));
+    let (a, b) = (a.join().unwrap(), b.join().unwrap());
+    assert_eq!(
+        (a.0.config().threshold(), a.1.config().threshold()),
+        (12, 12)
+    );
+    assert_eq!(
+        (b.0.config().threshold(), b.1.config().threshold()),
+        (13, 13)
+    );
+    // Outside the scopes, neither test's is listed or found.
+    assert!(registry::get("parallel::one").is_none());
+    assert!(registry::family("parallel::svc").is_none());
+    assert!(rows("parallel::").is_empty());
 }
 
 /// Without scopes, breakers and families built under one name are all

@@ -8,7 +8,7 @@
 use std::any::{Any, TypeId};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use crate::core::breaker::Breaker;
@@ -35,9 +35,20 @@ thread_local! {
 /// A scope's breakers, families and bulkheads, each by its type and the
 /// address of the `static` it stands for. They are leaked, never freed: a
 /// call the scope admitted may outlive it (on a thread the test left
-/// running), holding a `&'static` to its breaker.
-#[derive(Default)]
-pub(crate) struct Own(Mutex<HashMap<(TypeId, usize), &'static (dyn Any + Sync)>>);
+/// running), holding a `&'static` to its breaker. With the scope's id,
+/// which the registry marks the breakers and families registered in it
+/// with.
+pub(crate) struct Own(
+    Mutex<HashMap<(TypeId, usize), &'static (dyn Any + Sync)>>,
+    u64,
+);
+
+impl Default for Own {
+    fn default() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Own(Mutex::default(), NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
 
 fn address<T>(item: &T) -> usize {
     std::ptr::from_ref(item).addr()
@@ -120,6 +131,13 @@ pub(crate) fn owns<T: Any>(item: &T) -> bool {
             .any(|(&(ty, _), &s)| ty == TypeId::of::<T>() && std::ptr::addr_eq(s, item))
     })
     .unwrap_or(false)
+}
+
+/// The id of the innermost scope entered on this thread, if any: the
+/// registry lists a breaker or family registered in a scope in that scope
+/// alone.
+pub(crate) fn current() -> Option<u64> {
+    in_scope(|own| own.1)
 }
 
 /// Enters `own` on this thread.

@@ -56,17 +56,32 @@
 //! every breaker of the name, and with the `tracing` feature the registry's
 //! first use logs a warning naming both crates and sites.
 //!
-//! Breakers built at run time may share a name with each other; [`get`]
-//! returns the first registered that still exists.
+//! Breakers and keyed families built at run time may share a name with
+//! each other (two instances of one client, or the same service built by
+//! two tests), as two crates' declared breakers may: both are kept and
+//! work as built, [`all`] and `families` list both, [`get`] returns the
+//! first registered that still exists, and
+//! [`configure::apply`](crate::configure::apply) changes every one of the
+//! name. Nothing panics or is refused: a name built at run time (`format!`
+//! of a host) is often not the program author's to pick.
 //!
 //! With the `testing` feature, inside a scope of `testing::isolate`,
 //! [`get`], [`all`] and `families` show the scope's breakers and families
-//! in place of the declared ones they stand for.
+//! in place of the declared ones they stand for, and list a breaker or
+//! family [`register`]ed (or `Family::register`ed) in a scope in that
+//! scope alone: two tests running in parallel, each building its service
+//! under the same names inside its own scope, each find, list and
+//! configure their own, and neither is listed outside its scope.
 //!
 //! A keyed family (`Family`, feature `keyed`) is listed by [`families`];
 //! [`all`] lists its members too, after the registered breakers, so one
 //! call gives an admin page every breaker with its state, snapshot and
-//! settings, and [`get`] finds a member by its name, `family[key]`.
+//! settings, and [`get`] finds a member by its name, `family[key]`. Each
+//! breaker's [`Snapshot`](crate::Snapshot) holds the settings in force and
+//! where each setting not as declared came from (a file, the environment,
+//! a change from code: see [`configure`](crate::configure#where-each-setting-came-from));
+//! with the `serde` feature it serialises, settings and origins included,
+//! for an admin endpoint.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -102,14 +117,34 @@ impl Entry {
     }
 }
 
-/// Breakers in order of registration, and an index from name to their
-/// positions. Registration and lookup by name cost O(1) amortised; entries of
-/// dropped breakers are swept once they make up half the list.
+/// The test scope (`testing::isolate`) entered on this thread, if any: a
+/// breaker or family registered in one is listed in that scope alone.
+/// Always `None` without the `testing` feature.
+fn scope() -> Option<u64> {
+    #[cfg(feature = "testing")]
+    return crate::core::scope::current();
+    #[cfg(not(feature = "testing"))]
+    None
+}
+
+/// Whether what was registered in `scope` is listed `here`: registered
+/// outside every scope, or in this one.
+fn listed_here(scope: Option<u64>, here: Option<u64>) -> bool {
+    scope.is_none() || scope == here
+}
+
+/// Breakers in order of registration, each with the test scope it was
+/// registered in, and an index from name to their positions. Registration
+/// and lookup by name cost O(1) amortised; entries of dropped breakers are
+/// swept once they make up half the list.
 #[derive(Default)]
 struct Registry {
-    entries: Vec<Entry>,
+    entries: Vec<(Entry, Option<u64>)>,
     #[cfg(feature = "keyed")]
-    families: Vec<std::sync::Weak<dyn crate::policy::keyed::Listing>>,
+    families: Vec<(
+        std::sync::Weak<dyn crate::policy::keyed::Listing>,
+        Option<u64>,
+    )>,
     /// Families declared by `#[circuit_breaker(key = …)]` and
     /// `breaker!(… max_keys = …)`, listed from program start.
     #[cfg(feature = "keyed")]
@@ -125,7 +160,7 @@ struct Registry {
 pub(crate) type Watcher = dyn Fn(&BreakerRef) + Send + Sync;
 
 impl Registry {
-    fn push(&mut self, name: Name, entry: Entry) {
+    fn push(&mut self, name: Name, entry: Entry, scope: Option<u64>) {
         if self.entries.len() >= self.sweep_at {
             self.sweep();
         }
@@ -133,15 +168,23 @@ impl Registry {
             .entry(name)
             .or_default()
             .push(self.entries.len());
-        self.entries.push(entry);
+        self.entries.push((entry, scope));
+    }
+
+    /// The breakers listed `here`, in order of registration.
+    fn listed(&self, here: Option<u64>) -> impl Iterator<Item = BreakerRef> + '_ {
+        self.entries
+            .iter()
+            .filter(move |(_, scope)| listed_here(*scope, here))
+            .filter_map(|(entry, _)| entry.upgrade())
     }
 
     /// Drops the entries of breakers that no longer exist and rebuilds the
     /// index: O(n), at most once per n registrations.
     fn sweep(&mut self) {
-        self.entries.retain(Entry::is_live);
+        self.entries.retain(|(entry, _)| entry.is_live());
         self.by_name.clear();
-        for (i, entry) in self.entries.iter().enumerate() {
+        for (i, (entry, _)) in self.entries.iter().enumerate() {
             if let Some(b) = entry.upgrade() {
                 self.by_name.entry(b.shared_name()).or_default().push(i);
             }
@@ -230,6 +273,7 @@ impl Registry {
                 registry.push(
                     declared.breaker.shared_name(),
                     Entry::Static(declared.breaker),
+                    None,
                 );
             }
         }
@@ -271,8 +315,9 @@ fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
 /// Adds `entry` and returns the watchers to tell, to be called once the
 /// registry's lock is released (a watcher may look breakers up).
 fn add(name: Name, entry: Entry) -> Vec<Arc<Watcher>> {
+    let scope = scope();
     with_registry(|r| {
-        r.push(name, entry);
+        r.push(name, entry, scope);
         r.watchers.iter().map(|(_, w)| w.clone()).collect()
     })
 }
@@ -322,9 +367,13 @@ pub(crate) fn register_static(breaker: &'static Breaker) {
 /// [`FamilyRef::member`]).
 #[must_use]
 pub fn get(name: &str) -> Option<BreakerRef> {
+    let here = scope();
     let found = with_registry(|r| {
         let positions = r.by_name.get(name)?;
-        positions.iter().find_map(|&i| r.entries[i].upgrade())
+        positions.iter().find_map(|&i| {
+            let (entry, scope) = &r.entries[i];
+            listed_here(*scope, here).then(|| entry.upgrade()).flatten()
+        })
     });
     #[cfg(feature = "testing")]
     let found = found.map(seen);
@@ -371,9 +420,10 @@ pub(crate) fn register_slot(slot: &'static crate::policy::keyed::Slot) {
 pub(crate) fn register_family(family: &Arc<dyn crate::policy::keyed::Listing>) {
     if family.mark_registered() {
         let weak = Arc::downgrade(family);
+        let scope = scope();
         with_registry(|r| {
-            r.families.retain(|f| f.strong_count() > 0);
-            r.families.push(weak);
+            r.families.retain(|(f, _)| f.strong_count() > 0);
+            r.families.push((weak, scope));
         });
     }
 }
@@ -385,11 +435,14 @@ pub(crate) fn register_family(family: &Arc<dyn crate::policy::keyed::Listing>) {
 #[cfg(feature = "keyed")]
 #[must_use]
 pub fn families() -> Vec<FamilyRef> {
+    let here = scope();
     let families: Vec<FamilyRef> = with_registry(|r| {
+        let registered = r.families.iter();
+        let registered = registered.filter(|(_, scope)| listed_here(*scope, here));
         r.declared_families
             .iter()
             .cloned()
-            .chain(r.families.iter().filter_map(std::sync::Weak::upgrade))
+            .chain(registered.filter_map(|(f, _)| f.upgrade()))
             .map(FamilyRef)
             .collect()
     });
@@ -423,9 +476,10 @@ pub fn family(name: &str) -> Option<FamilyRef> {
 /// the families; each family's members by name, its overflow breaker
 /// `family[*]` once used). What an admin page lists: each handle has the
 /// breaker's [`state`](crate::Breaker::state),
-/// [`snapshot`](crate::Breaker::snapshot) and the settings in force,
-/// [`config`](crate::Breaker::config) (a member's are its family's, with
-/// any change made to the family or to the member by name).
+/// [`snapshot`](crate::Breaker::snapshot), which holds the settings in
+/// force (`settings`, as [`config`](crate::Breaker::config) reports them)
+/// and where each came from (`origins`): a member's are its family's, with
+/// any change made to the family or to the member by name.
 ///
 /// ```
 /// # #[cfg(feature = "keyed")] {
@@ -463,8 +517,8 @@ pub fn all() -> Vec<BreakerRef> {
 /// The registered breakers, in order of registration: [`all`] without
 /// the families' members (what `configure` addresses by name).
 pub(crate) fn registered() -> Vec<BreakerRef> {
-    let all: Vec<BreakerRef> =
-        with_registry(|r| r.entries.iter().filter_map(Entry::upgrade).collect());
+    let here = scope();
+    let all: Vec<BreakerRef> = with_registry(|r| r.listed(here).collect());
     // Inside a scope of `testing::isolate`, its breakers in place of the
     // declared ones.
     #[cfg(feature = "testing")]
@@ -494,7 +548,7 @@ pub(crate) fn add_watcher(watcher: Arc<Watcher>) -> (u64, Vec<BreakerRef>) {
         r.watchers.push((id, watcher));
         r.entries
             .iter()
-            .filter_map(Entry::upgrade)
+            .filter_map(|(entry, _)| entry.upgrade())
             .collect::<Vec<_>>()
     });
     (id, present)
@@ -571,7 +625,7 @@ mod tests {
             register(&gone);
         }
         let (entries, live) = with_registry(|r| {
-            let live = r.entries.iter().filter(|e| e.upgrade().is_some()).count();
+            let live = r.entries.iter().filter(|(e, _)| e.is_live()).count();
             (r.entries.len(), live)
         });
         assert!(live >= keep.len());
@@ -615,9 +669,7 @@ mod tests {
         // A debug build, where one crate's duplicates panic.
         let registry = Registry::with(&ACROSS_CRATES, true);
         let named: Vec<_> = registry
-            .entries
-            .iter()
-            .filter_map(Entry::upgrade)
+            .listed(None)
             .filter(|b| b.name() == "dup-redis")
             .map(|b| std::ptr::from_ref::<Breaker>(&*b))
             .collect();
@@ -626,7 +678,7 @@ mod tests {
             [std::ptr::from_ref(&REDIS_A), std::ptr::from_ref(&REDIS_B)]
         );
         let first = registry.by_name["dup-redis"][0];
-        let found = registry.entries[first].upgrade().unwrap();
+        let found = registry.entries[first].0.upgrade().unwrap();
         assert!(std::ptr::eq(&*found, &REDIS_A));
         for debug in [true, false] {
             match duplicate(&ACROSS_CRATES[0], &ACROSS_CRATES[2], debug) {

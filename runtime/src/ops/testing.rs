@@ -83,13 +83,46 @@
 //! of the ones they stand for, made if need be, so a test can force one
 //! open or reconfigure it before its first call.
 //!
+//! Breakers and families a test builds itself (`Breaker::builder`,
+//! `Family::builder`) are its own already; registered inside a scope
+//! ([`registry::register`](crate::registry::register),
+//! `Family::register`), they are listed in that scope alone. Two tests
+//! running in parallel that each build their service, with the same names,
+//! inside their own scope find, list and configure their own by name
+//! (`registry::get`, `registry::families`, `configure::apply`), never the
+//! other's; neither is listed outside its scope, nor in a scope entered
+//! later. Registered outside any scope, a breaker is listed everywhere,
+//! and several of one name are all listed and all changed by name (see
+//! [`registry`](crate::registry)).
+//!
+//! ```
+//! use failfast_runtime::{configure, registry, testing, Breaker};
+//! use std::sync::Arc;
+//!
+//! let test = |threshold| {
+//!     std::thread::spawn(move || {
+//!         let _scope = testing::isolate();
+//!         let client = Arc::new(Breaker::builder().name("doc::client").threshold(threshold).build()?);
+//!         registry::register(&client);
+//!         configure::apply("doc::client", Breaker::builder().threshold(threshold + 1))?;
+//!         assert_eq!(client.config().threshold(), threshold + 1);
+//!         Ok::<_, failfast_runtime::ConfigError>(client)
+//!     })
+//! };
+//! let (a, b) = (test(2), test(5));
+//! let (a, b) = (a.join().unwrap()?, b.join().unwrap()?);
+//! assert_eq!((a.config().threshold(), b.config().threshold()), (3, 6));
+//! assert!(registry::get("doc::client").is_none(), "each was its scope's alone");
+//! # Ok::<(), failfast_runtime::ConfigError>(())
+//! ```
+//!
 //! Not isolated:
 //!
 //! - the test clock: one per binary (see [which clock](#which-clock));
 //! - a `breaker!` static read or called directly (`PAYMENTS.state()`): that
 //!   is the program's breaker; look it up by name instead;
-//! - breakers and families you build yourself (`Breaker::builder`,
-//!   `Family::builder`): each test already has its own;
+//! - breakers and families you build yourself and register outside a
+//!   scope (see above);
 //! - everything keyed by name beyond the registry: event listeners and the
 //!   transition hook see the scope's breakers' transitions under the
 //!   breaker's name, and metrics count every breaker of a name together
