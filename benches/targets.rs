@@ -94,6 +94,14 @@ async fn floor_async(x: u64) -> Result<(), Fault> {
     result
 }
 
+/// `guarded_async` (`support/protected.rs`) with a time limit: the body
+/// polled through the timer, the limit read from the breaker as the call
+/// starts.
+#[failfast::circuit_breaker(threshold = 5, recovery = "30s", timeout = "10s")]
+async fn timed_async(x: u64) -> Result<(), Fault> {
+    answer(x)
+}
+
 /// Every sync path, as the closure a user would hold.
 struct Paths {
     floor: Protected,
@@ -320,6 +328,11 @@ fn main() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a current-thread runtime");
+    // `timeout` needs the time driver, which the other cases do without.
+    let timed_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime with a timer");
     let p = paths();
     let sync: [(&str, &Protected); 20] = [
         ("floor: bare call", &p.floor),
@@ -358,7 +371,7 @@ fn main() {
             (run.per_call_ns, run.parallel)
         }));
     }
-    let rt = &rt;
+    let (rt, timed_rt) = (&rt, &timed_rt);
     let asyncs = [
         Case::one_thread("async/plain async fn".into(), move |n| {
             looped_on_cpu(rt, n, || plain_async(arg()))
@@ -377,6 +390,12 @@ fn main() {
         }),
         Case::one_thread("async dyn/attribute".into(), move |n| {
             looped_dyn_on_cpu(rt, n, || guarded_async(arg()))
+        }),
+        Case::one_thread("async/attribute, timeout".into(), move |n| {
+            looped_on_cpu(timed_rt, n, || timed_async(arg()))
+        }),
+        Case::one_thread("async dyn/attribute, timeout".into(), move |n| {
+            looped_dyn_on_cpu(timed_rt, n, || timed_async(arg()))
         }),
     ];
     cases.extend(asyncs);

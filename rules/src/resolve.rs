@@ -107,7 +107,7 @@ pub struct Written {
     pub shed: Setting<f64>,
     /// `shed_window`.
     pub shed_window: Setting<Duration>,
-    /// `timeout` (the attribute's only).
+    /// `timeout`.
     pub timeout: Setting<Duration>,
     /// `max_concurrent`.
     pub max_concurrent: Setting<Concurrency>,
@@ -307,6 +307,9 @@ pub const fn resolution(w: &Written) -> Resolution {
     }
     if let Setting::Set(d) = w.trial_lease {
         check!(found, rule::trial_lease(d));
+    }
+    if let Setting::Set(d) = w.timeout {
+        check!(found, rule::timeout(d));
     }
 
     // The settings together. One key, one meaning: beside `shed`, a
@@ -659,6 +662,12 @@ mod tests {
             ..Written::NOTHING
         };
         assert_eq!(keys_of(slow), [Key::Slow]);
+        // The builder's `timeout`, by its own rule.
+        let no_time = Written {
+            timeout: Setting::Set(Duration::ZERO),
+            ..Written::NOTHING
+        };
+        assert_eq!(keys_of(no_time), [Key::Timeout]);
         // Under `shed`, its window (10 s unless written) holds `timeout`.
         for (shed_window, timeout, refused) in [
             (Setting::Unset, 10 * SECOND, false),

@@ -60,6 +60,12 @@ pub(crate) fn config(
         let n = int(successes.value);
         chain.extend(quote!(.success_threshold(#n)));
     }
+    // The time limit is the breaker's setting, which can change at run
+    // time; the call reads it from the breaker (`__private::timeout`).
+    if let Some(timeout) = &args.timeout {
+        let d = duration(timeout.value);
+        chain.extend(quote!(.timeout(#d)));
+    }
     // `max_concurrent = MIN..=MAX`: the breaker keeps the limit itself.
     if let Some((min, max)) = args.adaptive_concurrency() {
         let (min, max) = (int(min), int(max));

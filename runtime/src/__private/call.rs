@@ -151,10 +151,12 @@ impl SharedBreaker for Breaker {
     }
 }
 
-/// Polls `future` as the protected body, as [`body`] does, for at most
-/// `limit`: past it the body is dropped, a failure is recorded on `permit`,
-/// and the output is `Err(TimedOut)`; before it, `Ok` with the body's output
-/// and the permit.
+/// Polls `future` as the protected body, as [`body`] does, for at most the
+/// breaker's time limit in force, read now (its `timeout`, which can change
+/// at run time), or `limit`, the function's own, when the breaker has none
+/// (a shared breaker, `breaker = NAME`): past it the body is dropped, a
+/// failure is recorded on `permit`, and the output is `Err(TimedOut)`;
+/// before it, `Ok` with the body's output and the permit.
 #[inline]
 pub fn timeout<'b, T: TokioFeature, F: Future>(
     _timer: T,
@@ -162,7 +164,11 @@ pub fn timeout<'b, T: TokioFeature, F: Future>(
     limit: Duration,
     future: F,
 ) -> Timeout<'b, F> {
-    let name = permit.breaker().carried_name();
+    let breaker = permit.breaker();
+    let (name, limit) = (
+        breaker.carried_name(),
+        breaker.time_limit().unwrap_or(limit),
+    );
     Timeout::new(permit, name, limit, future)
 }
 

@@ -43,6 +43,7 @@ const_setters! {
     trial_lease: Duration => with_trial_lease;
     shed: f64 => with_shed;
     shed_window: Duration => with_shed_window;
+    timeout: Duration => with_timeout;
 }
 
 impl ConstConfig {

@@ -71,6 +71,7 @@ pub(crate) struct Patch {
     pub(crate) success_threshold: Option<u32>,
     pub(crate) shed: Option<f64>,
     pub(crate) shed_window: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
     pub(crate) mode: Option<Mode>,
 }
 
@@ -155,6 +156,10 @@ impl Patch {
             rule("shed_window", config.sheds(), "graded shedding (`shed`)")?;
             next = next.with_shed_window(failfast_rules::shed_window(d).map_err(broken)?);
         }
+        if let Some(d) = self.timeout {
+            rule("timeout", config.timeout != 0, "a time limit (`timeout`)")?;
+            next = next.with_timeout(failfast_rules::timeout(d).map_err(broken)?);
+        }
         next.validate()
             .map_err(|e| (e.static_key(), e.reason().to_owned()))?;
         // As when building: a count window never holds more than its size
@@ -208,6 +213,7 @@ pub(crate) fn set_from_text(patch: &mut Patch, key: &str, text: &str) -> Result<
         "success_threshold" => patch.success_threshold = Some(number(text)?),
         "shed" => patch.shed = Some(number(text)?),
         "shed_window" => patch.shed_window = Some(parse_duration(text)?),
+        "timeout" => patch.timeout = Some(parse_duration(text)?),
         "mode" => {
             patch.mode = Some(match text {
                 "normal" => Mode::Normal,
@@ -225,7 +231,8 @@ pub(crate) fn set_from_text(patch: &mut Patch, key: &str, text: &str) -> Result<
             return Err(
                 "is not a key that can change at run time; expected one of `threshold`, \
                  `failure_rate`, `min_calls`, `window`, `slow_rate`, `recovery`, `max_recovery`, \
-                 `jitter`, `trial_calls`, `success_threshold`, `shed`, `shed_window`, `mode`"
+                 `jitter`, `trial_calls`, `success_threshold`, `shed`, `shed_window`, `timeout`, \
+                 `mode`"
                     .to_owned(),
             );
         }
@@ -286,7 +293,7 @@ pub struct Config {
     /// `window` set together), not consecutive ones.
     pub(crate) within: bool,
     /// Graded shedding's multiplier (`shed`); 0 without it. An `f32`, so
-    /// that a published `Config` stays within 128 bytes.
+    /// that a published `Config` stays within 136 bytes.
     pub(crate) shed: f32,
     /// Graded shedding's window (`shed_window`), in milliseconds (a `u32`,
     /// as `shed` is an `f32`: 49 days at most); 0 for the default,
@@ -295,6 +302,10 @@ pub struct Config {
     /// An adaptive concurrency limit: its least and most places, as
     /// `min << 16 | max`; 0 without one.
     pub(crate) adaptive: u32,
+    /// The time limit of an async call (`timeout`), in nanoseconds; 0
+    /// without one. A breaker keeps the limit in force where a call reads
+    /// it with one load (`Breaker::time_limit`).
+    pub(crate) timeout: u64,
     /// Graded shedding or an adaptive limit: a closed call asks them
     /// before it is admitted.
     pub(crate) guarded: bool,
@@ -336,6 +347,7 @@ impl Config {
             shed: 0.0,
             shed_window: 0,
             adaptive: 0,
+            timeout: 0,
             guarded: false,
             timed: false,
         }
@@ -418,6 +430,13 @@ impl Config {
     pub(crate) const fn with_shed(mut self, k: f64) -> Self {
         self.shed = k as f32;
         self.guarded = true;
+        self
+    }
+
+    /// A time limit on each async call.
+    #[must_use]
+    pub(crate) const fn with_timeout(mut self, d: Duration) -> Self {
+        self.timeout = nanos(d);
         self
     }
 
@@ -587,6 +606,18 @@ impl Config {
             rules::max_recovery(nanos(self.recovery), nanos(self.max_recovery)).map_err(broken)?;
         }
         rules::jitter(self.jitter).map_err(broken)?;
+        // A time limit: the slow-call rule and graded shedding's window
+        // are held to it by the rules the attribute checks them with.
+        if self.timeout != 0 {
+            let timeout = nanos(self.timeout);
+            if self.slow != 0 {
+                rules::slow_under_timeout(nanos(self.slow), timeout).map_err(broken)?;
+            }
+            if self.sheds() {
+                rules::shed_window_covers_timeout(nanos(self.shed_window()), timeout)
+                    .map_err(broken)?;
+            }
+        }
         if self.failure_rate != 0.0 {
             rules::failure_rate(self.failure_rate).map_err(broken)?;
         }
@@ -962,6 +993,46 @@ impl Builder {
         self
     }
 
+    /// A time limit on each async call through the breaker (none unless
+    /// set): past it the call's future is dropped and the call counts as a
+    /// failure, whatever its error would have been. It is the attribute's
+    /// `timeout = "2s"`: the limit of the calls of an `async fn` guarded by
+    /// the breaker or a keyed family's member (a breaker built by hand
+    /// gives [`Breaker::call_timeout`](crate::Breaker::call_timeout) its
+    /// limit with each call). `slow` must be shorter, and graded shedding's
+    /// `shed_window` at least as long.
+    ///
+    /// It can change at run time on a breaker declared with one: a call
+    /// reads the limit once, when it starts, so a call running keeps the
+    /// limit it started with and the calls that start after the change get
+    /// the new one. A breaker declared without a time limit refuses one (its
+    /// calls are not timed).
+    ///
+    /// ```
+    /// use failfast_runtime::Breaker;
+    /// use std::time::Duration;
+    ///
+    /// let breaker = Breaker::builder()
+    ///     .timeout(Duration::from_secs(2))
+    ///     .build()?;
+    /// breaker.reconfigure(&Breaker::builder().timeout(Duration::from_millis(500)))?;
+    ///
+    /// // `slow` must stay shorter than the limit: refused whole.
+    /// let slow = Breaker::builder()
+    ///     .slow(Duration::from_secs(1))
+    ///     .timeout(Duration::from_secs(2))
+    ///     .build()?;
+    /// let refused = slow.reconfigure(&Breaker::builder().timeout(Duration::from_secs(1)));
+    /// assert_eq!(refused.unwrap_err().key(), "slow");
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.config = self.config.with_timeout(d);
+        self.patch.timeout = Some(d);
+        self.written.timeout = Setting::Set(d);
+        self
+    }
+
     /// No rate verdict before the window holds this many calls (default 10, or
     /// the whole window when a count window holds fewer calls).
     pub fn min_calls(mut self, n: u32) -> Self {
@@ -1039,6 +1110,7 @@ impl Builder {
             success_threshold,
             shed,
             shed_window,
+            timeout,
             mode
         );
         match patch.window {
@@ -1184,7 +1256,7 @@ mod tests {
         use failfast_rules::{Setting, Window};
         type Set = fn(Builder) -> Builder;
         let second = Duration::from_secs(1);
-        let settings: [Set; 10] = [
+        let settings: [Set; 11] = [
             |b| b.threshold(5),
             |b| b.failure_rate(0.5),
             |b| b.window_calls(100),
@@ -1195,6 +1267,8 @@ mod tests {
             |b| b.shed(2.0),
             |b| b.window_time(Duration::from_secs(10)),
             |b| b.shed_window(Duration::from_secs(60)),
+            // Not above `slow`: the two cannot work together.
+            |b| b.timeout(Duration::from_secs(1)),
         ];
         for mask in 0u32..(1 << settings.len()) {
             if (mask & 0b01_0000_1100).count_ones() > 1 {
@@ -1352,6 +1426,7 @@ mod tests {
             let patch = Breaker::builder().shed(value);
             assert_eq!(patched(Breaker::builder().shed(2.0), patch), shed);
         }
+        let second = Duration::from_secs(1);
         for nanos in [0, 1, 1_000_000_000, u64::MAX] {
             let d = Duration::from_nanos(nanos);
             let positive = rules::recovery(d).is_ok();
@@ -1365,10 +1440,13 @@ mod tests {
             let patch = Breaker::builder().shed_window(d);
             assert_eq!(patched(shed, patch), positive, "{nanos}");
             assert_eq!(built(Breaker::builder().trial_lease(d)), positive);
+            let timed = || Breaker::builder().timeout(second);
+            let patch = Breaker::builder().timeout(d);
+            assert_eq!(built(patch.clone()), positive, "{nanos}");
+            assert_eq!(patched(timed(), patch), positive, "{nanos}");
         }
         // Between values: a growing recovery, `min_calls` within a count
         // window (the default one included), `threshold` within one.
-        let second = Duration::from_secs(1);
         for (start, max) in [(second, second), (second, second / 2), (second, 2 * second)] {
             let growing = Breaker::builder().recovery(start).max_recovery(max);
             let fits = rules::max_recovery(start, max).is_ok();
@@ -1389,6 +1467,59 @@ mod tests {
             let patch = Breaker::builder().threshold(threshold);
             assert_eq!(patched(within.threshold(1), patch), fits);
         }
+    }
+
+    /// A time limit changes whole with the rules held to it (`slow` under
+    /// it, graded shedding's window over it), by the rules' own checks:
+    /// refused, nothing changes; accepted, the next call reads the new
+    /// limit. A breaker without one refuses one.
+    #[test]
+    fn a_time_limit_changes_whole_or_not_at_all() {
+        let second = Duration::from_secs(1);
+        let slow = Breaker::builder()
+            .threshold(5)
+            .slow(second)
+            .timeout(2 * second)
+            .build()
+            .unwrap();
+        assert_eq!(slow.time_limit(), Some(2 * second));
+        for (limit, fits) in [(second, false), (second / 2, false), (3 * second, true)] {
+            let patch = Breaker::builder().threshold(7).timeout(limit);
+            let expected = rules::slow_under_timeout(second, limit).map_err(|v| v.problem());
+            let got = slow.reconfigure(&patch).map_err(|e| e.reason().to_owned());
+            assert_eq!(got.is_ok(), fits, "{limit:?}");
+            assert_eq!(got.err(), expected.err());
+            let (threshold, time_limit) = if fits { (7, limit) } else { (5, 2 * second) };
+            assert_eq!(slow.config().threshold(), threshold);
+            assert_eq!(slow.time_limit(), Some(time_limit));
+            slow.reconfigure(&Breaker::builder().threshold(5).timeout(2 * second))
+                .unwrap();
+        }
+        // Graded shedding measures over 10 s unless told: a longer limit
+        // is refused, unless the same patch lengthens the window.
+        let shed = Breaker::builder()
+            .shed(2.0)
+            .timeout(second)
+            .build()
+            .unwrap();
+        let longer = Breaker::builder().timeout(11 * second);
+        assert_eq!(shed.reconfigure(&longer).unwrap_err().key(), "shed_window");
+        assert_eq!(shed.time_limit(), Some(second));
+        shed.reconfigure(&longer.shed_window(20 * second)).unwrap();
+        assert_eq!(shed.time_limit(), Some(11 * second));
+        let shorter = Breaker::builder().shed_window(10 * second);
+        assert_eq!(shed.reconfigure(&shorter).unwrap_err().key(), "shed_window");
+        // Without a limit, none is taken on.
+        let plain = Breaker::builder().build().unwrap();
+        let refused = plain.reconfigure(&Breaker::builder().timeout(second));
+        assert_eq!(refused.unwrap_err().key(), "timeout");
+        assert_eq!(plain.time_limit(), None);
+        // Put back whole with the declared settings.
+        slow.reconfigure(&Breaker::builder().timeout(3 * second))
+            .unwrap();
+        assert_eq!(slow.time_limit(), Some(3 * second));
+        slow.replace(slow.declared().clone());
+        assert_eq!(slow.time_limit(), Some(2 * second));
     }
 
     #[test]

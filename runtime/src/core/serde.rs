@@ -128,6 +128,8 @@ struct PatchRepr {
     shed: Option<f64>,
     #[serde(default, deserialize_with = "span_option")]
     shed_window: Option<Duration>,
+    #[serde(default, deserialize_with = "span_option")]
+    timeout: Option<Duration>,
     mode: Option<Mode>,
 }
 
@@ -152,6 +154,8 @@ struct Repr {
     shed: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     shed_window: Option<Span>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    timeout: Option<Span>,
     /// An adaptive limit, as the attribute writes it: `"10..=200"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_concurrent: Option<String>,
@@ -197,6 +201,7 @@ impl Serialize for Config {
             shed: self.sheds().then(|| self.shed()),
             shed_window: (self.sheds() && self.shed_window != 0)
                 .then(|| Span(Duration::from_millis(u64::from(self.shed_window)))),
+            timeout: span(self.timeout),
             max_concurrent: self
                 .adaptive_range()
                 .map(|(min, max)| format!("{min}..={max}")),
@@ -236,6 +241,7 @@ impl<'de> Deserialize<'de> for Config {
             slow_rate => Builder::slow_rate,
             shed => Builder::shed,
             shed_window => |b: Builder, s: Span| b.shed_window(s.0),
+            timeout => |b: Builder, s: Span| b.timeout(s.0),
             recovery => |b: Builder, s: Span| b.recovery(s.0),
             max_recovery => |b: Builder, s: Span| b.max_recovery(s.0),
             jitter => Builder::jitter,

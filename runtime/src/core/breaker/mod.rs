@@ -152,6 +152,10 @@ pub struct Breaker {
     /// Where each setting in force came from (`origins` module), written
     /// with the settings.
     origins: AtomicU64,
+    /// The time limit in force (`timeout`), in nanoseconds, 0 for none: a
+    /// copy of the settings' for the calls that have one, read with one
+    /// relaxed load when such a call starts (`settings` module).
+    time_limit: AtomicU64,
     /// A keyed family's ejection budget, when it has one: asked before a
     /// trip from Closed, and counting the members ejected (`budget`).
     #[cfg(any(feature = "keyed", loom))]
@@ -160,7 +164,7 @@ pub struct Breaker {
 
 /// A breaker's settings as changed at run time: read only where the breaker
 /// decides something, never on the closed-call path. Each reconfiguration
-/// publishes a `Config` (`size_of::<Config>()`, 128 bytes at most; its name is
+/// publishes a `Config` (`size_of::<Config>()`, 136 bytes at most; its name is
 /// shared, not copied); the one it replaces is freed once no call reads it
 /// (see `kept`).
 pub(crate) type Tuning = Kept<Config>;
@@ -191,6 +195,7 @@ macro_rules! constructors {
 
         pub(crate) $($const)? fn with_clock(config: Config, clock: Clock) -> Self {
             let word = Word::closed(Mode::Normal, 0, crate::core::breaker::consult::fresh_payload(&config));
+            let time_limit = config.timeout;
             Self {
                 hot: Hot {
                     word: AtomicU64::new(word.bits()),
@@ -213,6 +218,7 @@ macro_rules! constructors {
                 totals: Totals::new(),
                 tuning: Tuning::new(),
                 origins: AtomicU64::new(0),
+                time_limit: AtomicU64::new(time_limit),
                 #[cfg(any(feature = "keyed", loom))]
                 ejection: std::sync::OnceLock::new(),
             }

@@ -7,6 +7,8 @@ use crate::core::config::{Config, Window};
 use crate::core::config::{FIXED, Patch};
 use crate::core::error::ConfigError;
 use crate::core::kept::Read;
+use crate::sync::Ordering;
+use std::time::Duration;
 
 impl Breaker {
     /// The settings in force, held while the returned guard lives: one
@@ -94,7 +96,10 @@ impl Breaker {
             // settings that describe it (see the module docs on races).
             self.reshape(next.window);
         }
+        let time_limit = next.timeout;
         tuning.publish(next);
+        // Under the right to publish, so the last settings published set it.
+        self.time_limit.store(time_limit, Ordering::Relaxed);
         drop(tuning);
         for observe in super::transition::RECONFIGURED {
             observe(self);
@@ -104,6 +109,17 @@ impl Breaker {
 }
 
 impl Breaker {
+    /// The time limit in force for a call starting now (`timeout`), if the
+    /// breaker has one: one relaxed load. A call reads it once, as it
+    /// starts, and keeps it: a change applies to the calls that start after.
+    #[inline]
+    pub(crate) fn time_limit(&self) -> Option<Duration> {
+        match self.time_limit.load(Ordering::Relaxed) {
+            0 => None,
+            nanos => Some(Duration::from_nanos(nanos)),
+        }
+    }
+
     /// The settings it was declared (or built) with: a family's member's
     /// are its family's when it was made.
     pub(crate) fn declared(&self) -> &Config {
@@ -152,6 +168,7 @@ fn same(a: &Config, b: &Config) -> bool {
         shed,
         shed_window,
         adaptive,
+        timeout,
         guarded,
         timed,
     } = a;
@@ -188,6 +205,7 @@ fn same(a: &Config, b: &Config) -> bool {
             *within,
             *shed_window,
             *adaptive,
+            *timeout,
             *guarded,
             *timed,
         ) == (
@@ -198,6 +216,7 @@ fn same(a: &Config, b: &Config) -> bool {
             b.within,
             b.shed_window,
             b.adaptive,
+            b.timeout,
             b.guarded,
             b.timed,
         )
