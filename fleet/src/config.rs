@@ -16,7 +16,8 @@ use std::time::Duration;
 /// | `vote_window` | 10 s | how long a vote counts (the votes key expires after it) |
 /// | `open_base` / `open_cap` | 2 s / 60 s | fleet open duration: `min(open_base · 2^level, open_cap)`, `level` = opens since the last close |
 /// | `max_remote_open` | 60 s | the longest remote open this instance accepts, whatever the store says |
-/// | `probe_lease` | 5 s | lifetime of the single-probe lease |
+/// | `probe_lease` | 5 s | lifetime of the single-probe lease; must outlast a probe (`probe_lead` + `call_timeout` + `command_timeout`) |
+/// | `call_timeout` | none | the time limit of the joined breakers' calls (`timeout = "1s"`, `Breaker::call_timeout`), which a probe can take |
 /// | `probe_lead` | 200 ms | how long before the fleet deadline the lease is requested |
 /// | `max_lost_leases` | 3 | lost leases without a result before this instance probes on its own |
 /// | `lease_jitter` / `close_jitter` | 250 ms / 1 s | random spread added when a loser waits and when a close is applied |
@@ -72,8 +73,22 @@ pub struct FleetConfig {
     pub open_cap: Duration,
     /// Longest remote open this instance applies, whatever the store or a peer says.
     pub max_remote_open: Duration,
-    /// Lifetime of the single-probe lease.
+    /// Lifetime of the single-probe lease. It is taken
+    /// [`probe_lead`](Self::probe_lead) before the probe starts and the
+    /// probe's result is reported within
+    /// [`command_timeout`](Self::command_timeout) of its end, so with a
+    /// [`call_timeout`](Self::call_timeout) it must be longer than the three
+    /// together: a lease that lapsed while its probe still hung would let a
+    /// second instance's probe start in the same recovery period.
+    /// [`validate`](Self::validate) refuses a shorter one.
     pub probe_lease: Duration,
+    /// The time limit of the calls through the joined breakers (the
+    /// attribute's `timeout = "1s"`, `Breaker::call_timeout`): the longest a
+    /// probe of a hanging dependency runs. `None` (the default): calls have
+    /// no limit the fleet knows of, and a probe that hangs past
+    /// [`probe_lease`](Self::probe_lease) loses its lease to the next
+    /// instance. Set it to the longest limit among the joined breakers.
+    pub call_timeout: Option<Duration>,
     /// How long before the fleet deadline the lease is requested.
     pub probe_lead: Duration,
     /// Leases lost without any result before this instance probes on its own.
@@ -131,6 +146,7 @@ impl fmt::Debug for FleetConfig {
             .field("max_remote_open", &self.max_remote_open)
             .field("probe_lease", &self.probe_lease)
             .field("probe_lead", &self.probe_lead)
+            .field("call_timeout", &self.call_timeout)
             .field("max_lost_leases", &self.max_lost_leases)
             .field("command_timeout", &self.command_timeout)
             .field("hmac_key", &self.hmac_key.as_ref().map(|_| "set"))
@@ -163,6 +179,7 @@ impl FleetConfig {
             max_remote_open: Duration::from_secs(60),
             probe_lease: Duration::from_secs(5),
             probe_lead: Duration::from_millis(200),
+            call_timeout: None,
             max_lost_leases: 3,
             lease_jitter: Duration::from_millis(250),
             close_jitter: Duration::from_secs(1),
@@ -222,6 +239,15 @@ impl FleetConfig {
                 "`probe_lease` must be longer than `probe_lead`",
             ));
         }
+        if let Some(timeout) = self.call_timeout {
+            if self.probe_lease <= self.probe_lead + timeout + self.command_timeout {
+                return Err(FleetConfigError(
+                    "`probe_lease` must outlast a probe: longer than `probe_lead` + \
+                     `call_timeout` + `command_timeout` (a lease that lapses while its \
+                     probe hangs lets a second probe start)",
+                ));
+            }
+        }
         if self.reconnect_max < self.reconnect_min {
             return Err(FleetConfigError(
                 "`reconnect_max` must be at least `reconnect_min`",
@@ -265,6 +291,27 @@ mod tests {
         let mut bad = cfg;
         bad.quorum = 0;
         assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn the_probe_lease_must_outlast_a_probe_that_hangs_until_its_timeout() {
+        let mut cfg = FleetConfig::new("redis://127.0.0.1/", "payments/prod");
+        cfg.probe_lease = Duration::from_secs(2);
+        cfg.call_timeout = Some(Duration::from_millis(1600));
+        assert_eq!(cfg.validate(), Ok(()), "200 ms + 1.6 s + 100 ms < 2 s");
+        cfg.call_timeout = Some(Duration::from_millis(1700));
+        let refused = cfg
+            .validate()
+            .expect_err("a probe can hang for the whole lease");
+        assert!(
+            refused.0.contains("`probe_lease` must outlast a probe"),
+            "{refused}"
+        );
+        cfg.probe_lease = Duration::from_millis(2001);
+        assert_eq!(cfg.validate(), Ok(()));
+        cfg.call_timeout = None;
+        cfg.probe_lease = Duration::from_millis(300);
+        assert_eq!(cfg.validate(), Ok(()), "without a timeout nothing is known");
     }
 
     #[test]

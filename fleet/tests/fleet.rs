@@ -191,3 +191,21 @@ async fn a_detached_breaker_hears_nothing_more_and_can_join_again() {
         Err(failfast_fleet::AttachError::DuplicateName(_))
     ));
 }
+
+/// A probe that hangs until its timeout must not outlive its lease: `join`
+/// refuses a lease shorter than `probe_lead` + `call_timeout` +
+/// `command_timeout`, with the field named.
+#[tokio::test]
+async fn join_refuses_a_probe_lease_a_hung_probe_would_outlive() {
+    let mut cfg = support::config("redis://127.0.0.1:1/", "a");
+    cfg.call_timeout = Some(Duration::from_secs(2));
+    let refused = failfast_fleet::join(cfg.clone()).expect_err("lease 2 s, probe up to 2.4 s");
+    assert!(
+        matches!(refused, failfast_fleet::FleetError::Config(_)),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("`probe_lease`"), "{refused}");
+    cfg.probe_lease = Duration::from_millis(2500);
+    let fleet = failfast_fleet::join(cfg).expect("a lease that outlasts the probe");
+    drop(fleet);
+}
