@@ -34,7 +34,12 @@
 //! `redis+cluster://` and node `i % 3` only, so most instances reach the
 //! breaker's slot through a node that does not hold it.
 //! `--runs N` runs each scenario N times and prints the median and the range
-//! of each figure.
+//! of each figure; `--quorums 0,2` runs only those scenarios (0: no
+//! sharing). Recovery is the time from the dependency's recovery until
+//! every breaker has closed at least once (a breaker ramping up after a
+//! fleet close is held open for part of each slot); "traffic back" the time
+//! the calls the dependency answers, over 100 ms, took to rise from 10 % to
+//! 90 % of the whole fleet's rate.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -55,12 +60,20 @@ const HEALTHY: Duration = Duration::from_secs(1);
 const SICK: Duration = Duration::from_secs(7);
 const LATE_AFTER: Duration = Duration::from_secs(3);
 const TAIL: Duration = Duration::from_secs(5);
+/// The calls per second of every instance, the late pod's included.
+const FULL: f64 = RATE * (INSTANCES + 1) as f64;
 
-/// The dependency: answers `+` or `-` depending on its health.
+/// The dependency: answers `+` or `-` depending on its health, and counts
+/// the calls it answers per [`BUCKET`] since it started.
 struct Dependency {
     port: u16,
     sick: Arc<AtomicBool>,
+    started: Instant,
+    served: Arc<Vec<AtomicU64>>,
 }
+
+/// Width of the dependency's counts of calls answered.
+const BUCKET: Duration = Duration::from_millis(50);
 
 impl Dependency {
     async fn start() -> Dependency {
@@ -68,13 +81,23 @@ impl Dependency {
         let port = listener.local_addr().unwrap().port();
         let sick = Arc::new(AtomicBool::new(false));
         let health = sick.clone();
+        let started = Instant::now();
+        // An hour of buckets.
+        let served: Arc<Vec<AtomicU64>> =
+            Arc::new((0..72_000).map(|_| AtomicU64::new(0)).collect());
+        let counts = served.clone();
         tokio::spawn(async move {
             while let Ok((mut conn, _)) = listener.accept().await {
                 let _ = conn.set_nodelay(true);
                 let health = health.clone();
+                let counts = counts.clone();
                 tokio::spawn(async move {
                     let mut byte = [0u8; 1];
                     while conn.read_exact(&mut byte).await.is_ok() {
+                        let at = started.elapsed().as_nanos() / BUCKET.as_nanos();
+                        if let Some(n) = counts.get(at as usize) {
+                            n.fetch_add(1, Ordering::Relaxed);
+                        }
                         let answer = if health.load(Ordering::Relaxed) {
                             b"-"
                         } else {
@@ -87,7 +110,29 @@ impl Dependency {
                 });
             }
         });
-        Dependency { port, sick }
+        Dependency {
+            port,
+            sick,
+            started,
+            served,
+        }
+    }
+
+    /// From `from` on, how long until the calls answered over 100 ms first
+    /// reach 10 % and then 90 % of `full` calls/s: the time the fleet's
+    /// traffic took to come back, from a tenth to nine tenths.
+    fn traffic_rise(&self, from: Instant, full: f64) -> Option<Duration> {
+        let first = (from - self.started).as_nanos() / BUCKET.as_nanos();
+        let per_window = full * 2.0 * BUCKET.as_secs_f64();
+        let window = |b: usize| {
+            let n = |i: usize| self.served.get(i).map_or(0, |c| c.load(Ordering::Relaxed));
+            (n(b) + n(b + 1)) as f64
+        };
+        let buckets = (TAIL.as_nanos() / BUCKET.as_nanos()) as usize;
+        let start = first as usize;
+        let low = (start..start + buckets).find(|&b| window(b) >= 0.1 * per_window)?;
+        let high = (low..start + buckets).find(|&b| window(b) >= 0.9 * per_window)?;
+        Some(BUCKET * u32::try_from(high - low).ok()?)
     }
 }
 
@@ -174,6 +219,7 @@ struct Row {
     spread: Option<Duration>,
     probes: u64,
     recovered_in: Option<Duration>,
+    traffic_rise: Option<Duration>,
     late_failures: u64,
     store_ops_per_s: f64,
     store_ops_failed: u64,
@@ -185,8 +231,13 @@ fn label(quorum: Option<u32>) -> String {
 
 /// Where the instances of one scenario stand, as the scenario follows them.
 trait Fleetwide {
-    /// How many instances (the late pod included once it runs) are not Closed.
-    fn not_closed(&self) -> usize;
+    /// Whether each instance (the late pod included once it runs) is Closed.
+    fn closed(&self) -> Vec<bool>;
+
+    /// How many instances are not Closed.
+    fn not_closed(&self) -> usize {
+        self.closed().iter().filter(|c| !**c).count()
+    }
 }
 
 /// From the first breaker open to every breaker open, within `LATE_AFTER` of
@@ -206,10 +257,18 @@ async fn spread(sick_at: Instant, fleet: &impl Fleetwide) -> Option<Duration> {
     None
 }
 
-/// From the dependency's recovery at `healed` to every breaker closed.
+/// From the dependency's recovery at `healed` to every breaker closed
+/// again, each at least once (during a ramp a breaker is held open for part
+/// of each slot; it admits calls again from its first close).
 async fn recovery(healed: Instant, end: Instant, fleet: &impl Fleetwide) -> Option<Duration> {
+    let mut seen = Vec::new();
     while Instant::now() < end {
-        if fleet.not_closed() == 0 {
+        let closed = fleet.closed();
+        seen.resize(closed.len(), false);
+        for (s, c) in seen.iter_mut().zip(closed) {
+            *s |= c;
+        }
+        if seen.iter().all(|s| *s) {
             return Some(healed.elapsed());
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
@@ -218,10 +277,10 @@ async fn recovery(healed: Instant, end: Instant, fleet: &impl Fleetwide) -> Opti
 }
 
 impl Fleetwide for Vec<Instance> {
-    fn not_closed(&self) -> usize {
+    fn closed(&self) -> Vec<bool> {
         self.iter()
-            .filter(|i| i.breaker.state() != State::Closed)
-            .count()
+            .map(|i| i.breaker.state() == State::Closed)
+            .collect()
     }
 }
 
@@ -287,6 +346,7 @@ async fn scenario(urls: &[String], dep: &Dependency, quorum: Option<u32>, run: u
         spread,
         probes,
         recovered_in,
+        traffic_rise: dep.traffic_rise(healed, FULL),
         late_failures: counts.late_failures.load(Ordering::Relaxed),
         store_ops_per_s: ops as f64 / start.elapsed().as_secs_f64(),
         store_ops_failed: failed,
@@ -351,11 +411,11 @@ struct Processes {
 }
 
 impl Fleetwide for Processes {
-    fn not_closed(&self) -> usize {
+    fn closed(&self) -> Vec<bool> {
         self.states
             .iter()
-            .filter(|s| s.load(Ordering::Relaxed) != 0)
-            .count()
+            .map(|s| s.load(Ordering::Relaxed) == 0)
+            .collect()
     }
 }
 
@@ -481,6 +541,7 @@ async fn scenario_processes(
         spread,
         probes: totals[1],
         recovered_in,
+        traffic_rise: dep.traffic_rise(healed, FULL),
         late_failures: totals[2],
         store_ops_per_s: totals[3] as f64 / start.elapsed().as_secs_f64(),
         store_ops_failed: totals[4],
@@ -574,8 +635,16 @@ async fn main() {
         },
         if runs > 1 { ": median (min–max)" } else { "" },
     );
+    // `--quorums 0,2`: only these scenarios (0: no sharing).
+    let quorums: Vec<Option<u32>> = args
+        .iter()
+        .position(|a| a == "--quorums")
+        .map_or("0,1,2,3", |at| args[at + 1].as_str())
+        .split(',')
+        .map(|k| Some(k.parse::<u32>().expect("--quorums 0,1,2,3")).filter(|k| *k > 0))
+        .collect();
     let mut table = Vec::new();
-    for quorum in [None, Some(1), Some(2), Some(3)] {
+    for quorum in quorums {
         let mut rows = Vec::new();
         for run in 0..runs {
             let row = if processes {
@@ -591,20 +660,21 @@ async fn main() {
     println!(
         "| scenario | failing calls until the fleet stopped | first open → all open \
          | probes per recovery period while sick | recovery → every breaker closed \
-         | late pod's failing calls | store ops/s | failed store ops |"
+         | traffic back, 10 % → 90 % | late pod's failing calls | store ops/s | failed store ops |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
     for (label, rows) in table {
         let col = |f: &dyn Fn(&Row) -> Option<f64>, unit: &str, decimals: usize| {
             summary(&rows.iter().map(f).collect::<Vec<_>>(), unit, decimals)
         };
         println!(
-            "| {label} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} |",
             col(&|r| Some(r.failing_until_stopped as f64), "", 0),
             col(&|r| ms(r.spread), " ms", 0),
             col(&|r| Some(r.probes as f64 / periods), "", 1),
             col(&|r| ms(r.recovered_in), " ms", 0),
+            col(&|r| ms(r.traffic_rise), " ms", 0),
             col(&|r| Some(r.late_failures as f64), "", 0),
             col(&|r| Some(r.store_ops_per_s), "", 1),
             col(&|r| Some(r.store_ops_failed as f64), "", 0),

@@ -20,7 +20,8 @@ use std::time::Duration;
 /// | `call_timeout` | none | the time limit of the joined breakers' calls (`timeout = "1s"`, `Breaker::call_timeout`), which a probe can take |
 /// | `probe_lead` | 200 ms | how long before the fleet deadline the lease is requested |
 /// | `max_lost_leases` | 3 | lost leases without a result before this instance probes on its own |
-/// | `lease_jitter` / `close_jitter` | 250 ms / 1 s | random spread added when a loser waits and when a close is applied |
+/// | `lease_jitter` | 250 ms | random spread added when a loser waits |
+/// | `close_jitter` | 1 s | a fleet close's ramp: every instance released at once, admitting a rising share of its calls over it |
 /// | `veto_successes` | 5 | recent local successes (and no failure) that veto a remote open; 0 disables |
 /// | `poll_interval` | 2 s (±20 %) | how often every joined breaker is read back from the store |
 /// | `command_timeout` | 100 ms | bound on every store command |
@@ -95,7 +96,15 @@ pub struct FleetConfig {
     pub max_lost_leases: u32,
     /// Upper bound of the random delay a lease loser adds to the winner's lease.
     pub lease_jitter: Duration,
-    /// Upper bound of the random delay before a fleet close is applied locally.
+    /// How long a fleet close takes to give the dependency the whole
+    /// traffic back. Every instance is released as soon as it learns of
+    /// the close, and admits a rising share of its calls over this time:
+    /// in each tenth of it, calls for the first `k` tenths of the slot
+    /// (`k` = 1, 2, …) and refusals for the rest, the refusals as an open
+    /// breaker's (a remote open of the rest of the slot, which ends by
+    /// itself; the next call is a trial, so a dependency failing again
+    /// reopens the breaker on its own evidence and ends the ramp).
+    /// `Duration::ZERO`: no ramp, the whole traffic at once.
     pub close_jitter: Duration,
     /// Recent local successes (with no failure) that veto a remote open; `0` disables the veto.
     pub veto_successes: u32,

@@ -598,6 +598,7 @@ impl<T: Transport> Task<T> {
             if member_tick {
                 slot.member.tick(now);
             }
+            slot.machine.ramp(&self.cfg, &*slot.member, now);
             commands.extend(slot.machine.tick(&self.cfg, now).map(|c| (id, c)));
             if up && room && now >= slot.next_poll && !slot.reading {
                 slot.next_poll = now + spread(self.cfg.poll_interval);

@@ -21,7 +21,11 @@
 //!   generation;
 //! - the winner's breaker probes at the fleet deadline: an open this machine
 //!   extended beyond it earlier (while it lost a lease) is brought back to it;
-//! - a fleet close is applied after a random delay up to `close_jitter`;
+//! - a fleet close releases the breaker at once, and over `close_jitter` it
+//!   admits a rising share of its calls: in each of [`RAMP_SLOTS`] slots it
+//!   admits calls for the first `k / RAMP_SLOTS` of the slot (`k` = 1, 2, …)
+//!   and is held open for the rest, so the recovered dependency gets the
+//!   fleet's traffic back gradually without any instance waiting to start;
 //! - a store error never opens anything: remote opens already applied simply expire.
 
 use crate::config::FleetConfig;
@@ -68,6 +72,18 @@ enum Lease {
     GaveUp,
 }
 
+/// Slots of a fleet close's ramp: the share admitted rises by
+/// `1 / RAMP_SLOTS` a slot, from `1 / RAMP_SLOTS` to all.
+pub const RAMP_SLOTS: u32 = 10;
+
+/// A fleet close being ramped up (see [`Machine::ramp`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Ramp {
+    start: Instant,
+    /// Slots whose closing part is over and whose rest is held open already.
+    held: u32,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Remote {
     generation: u64,
@@ -85,6 +101,8 @@ pub struct Machine {
     /// Latest end of an open applied to the member since the fleet last
     /// closed (the member never shortens an open, so this is what it holds).
     applied: Option<Instant>,
+    /// The fleet closed: the share of calls admitted is rising.
+    ramp: Option<Ramp>,
     rng: fastrand::Rng,
 }
 
@@ -98,6 +116,7 @@ impl Machine {
             voting: false,
             vetoes: 0,
             applied: None,
+            ramp: None,
             rng: fastrand::Rng::with_seed(seed),
         }
     }
@@ -125,6 +144,11 @@ impl Machine {
     /// Leases lost for the current generation.
     pub fn lost_leases(&self) -> u32 {
         self.lost
+    }
+
+    /// Whether a fleet close is still ramping this instance's calls up.
+    pub fn ramping(&self) -> bool {
+        self.ramp.is_some()
     }
 
     /// Remote opens not applied because of the local veto.
@@ -173,6 +197,7 @@ impl Machine {
             generation: open.generation,
             until,
         });
+        self.ramp = None;
         self.apply(member, until);
     }
 
@@ -187,9 +212,46 @@ impl Machine {
     }
 
     fn close<M: FleetMember + ?Sized>(&mut self, cfg: &FleetConfig, member: &M, now: Instant) {
-        let at = now + self.jitter(cfg.close_jitter);
-        member.release_remote_open(at);
+        member.release_remote_open(now);
         self.forget();
+        self.ramp = (!cfg.close_jitter.is_zero()).then_some(Ramp {
+            start: now,
+            held: 0,
+        });
+    }
+
+    /// Time passes during a fleet close's ramp: once the part of the
+    /// current slot that admits calls is over, a breaker that closed again
+    /// is held open until the slot ends (one remote open, which expires by
+    /// itself: the next call is a trial that closes it, or reopens it on its
+    /// own evidence). Slot `k` (from 0) of the `RAMP_SLOTS` in
+    /// `close_jitter` admits for its first `(k + 1) / RAMP_SLOTS`; the last
+    /// admits throughout, and the ramp ends. A new fleet open, or an open on
+    /// the breaker's own evidence, ends it too. Called on every tick.
+    pub fn ramp<M: FleetMember + ?Sized>(&mut self, cfg: &FleetConfig, member: &M, now: Instant) {
+        let Some(ramp) = self.ramp else {
+            return;
+        };
+        let slot = cfg.close_jitter / RAMP_SLOTS;
+        let k = (now.saturating_duration_since(ramp.start).as_nanos() / slot.as_nanos().max(1))
+            .min(u128::from(RAMP_SLOTS));
+        let k = u32::try_from(k).unwrap_or(RAMP_SLOTS);
+        if self.remote.is_some() || k + 1 >= RAMP_SLOTS {
+            self.ramp = None;
+            return;
+        }
+        let slot_start = ramp.start + slot * k;
+        let admitting = slot * (k + 1) / RAMP_SLOTS;
+        if k < ramp.held || now < slot_start + admitting {
+            return;
+        }
+        if member.state() == State::Closed {
+            member.apply_remote_open(slot_start + slot);
+        }
+        self.ramp = Some(Ramp {
+            held: k + 1,
+            ..ramp
+        });
     }
 
     /// A transition of the local breaker.
@@ -209,6 +271,8 @@ impl Machine {
         };
         match transition.to {
             State::Open => {
+                // Reopened on its own evidence: the ramp is over.
+                self.ramp = None;
                 if let Some(generation) = held {
                     // Not Idle: the fleet deadline has passed, and asking for this
                     // generation's lease again before the reply would win a lease

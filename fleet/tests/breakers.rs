@@ -358,3 +358,99 @@ async fn an_instance_whose_calls_succeed_vetoes_a_remote_open() {
     stop.store(true, Ordering::Relaxed);
     caller.await.unwrap();
 }
+
+/// Calls `b` every 2 ms until `stop`: when each call was made and whether
+/// it was admitted.
+fn caller(b: Arc<Breaker>, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<Vec<(Instant, bool)>> {
+    tokio::spawn(async move {
+        let mut calls = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            let admitted = b.call(|| Ok::<(), ()>(())).is_ok();
+            calls.push((Instant::now(), admitted));
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        calls
+    })
+}
+
+/// After the fleet's probe succeeds, an instance that did not probe is
+/// released at once and admits a rising share of its calls over
+/// `close_jitter`: fewer in the ramp's first third than in its last, some
+/// refused in between, and all of them once it is over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_probe_the_others_are_released_at_once_and_ramp_up() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let recovery = Duration::from_millis(1500);
+    let mut a_cfg = support::config(&url, "a");
+    a_cfg.quorum = 1;
+    a_cfg.open_base = recovery;
+    a_cfg.open_cap = recovery;
+    a_cfg.probe_lead = Duration::from_secs(1); // a asks for the lease first (b at 300 ms)
+    a_cfg.command_timeout = Duration::from_secs(1);
+    let mut b_cfg = support::config(&url, "b");
+    b_cfg.close_jitter = Duration::from_secs(1);
+    b_cfg.command_timeout = Duration::from_secs(1);
+    let a = instance(a_cfg, recovery).await;
+    let b = instance(b_cfg, recovery).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    trip(&a.breaker);
+    eventually(WAIT, "b opened by the fleet", || {
+        b.breaker.state() == State::Open
+    })
+    .await;
+    let tripped = Instant::now();
+    let a_calls = caller(a.breaker.clone(), stop.clone());
+    let b_calls = caller(b.breaker.clone(), stop.clone());
+    // a probes (successfully) at the fleet deadline and closes the fleet.
+    let observer = support::transport(&url, "observer");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !matches!(observer.snapshot("dep").await, Ok(s) if s.closed >= 1) {
+        assert!(Instant::now() < deadline, "the fleet never closed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eventually(WAIT, "b's ramp over", || {
+        b.breaker.state() == State::Closed && b.fleet.stats().connected
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop.store(true, Ordering::Relaxed);
+    let a_calls = a_calls.await.unwrap();
+    let b_calls = b_calls.await.unwrap();
+    let a_first = a_calls.iter().find(|c| c.1).expect("a probed").0;
+    // b's release: its first admitted call after the trip.
+    let released = b_calls
+        .iter()
+        .find(|c| c.1 && c.0 > tripped)
+        .expect("b admitted calls again")
+        .0;
+    assert!(
+        released >= a_first,
+        "b waited for a's probe: a's first call admitted {:?} after the trip, b's {:?}",
+        a_first - tripped,
+        released - tripped
+    );
+    let share = |from: f64, to: f64| {
+        let span = |x: f64| released + Duration::from_secs(1).mul_f64(x);
+        let part: Vec<_> = b_calls
+            .iter()
+            .filter(|c| c.0 >= span(from) && c.0 < span(to))
+            .collect();
+        assert!(part.len() >= 10, "too few calls to judge: {}", part.len());
+        part.iter().filter(|c| c.1).count() as f64 / part.len() as f64
+    };
+    let (first, last) = (share(0.0, 0.33), share(0.67, 1.0));
+    assert!(
+        first < 0.6,
+        "the ramp starts low: {first:.2} of calls admitted"
+    );
+    assert!(
+        last > first + 0.25,
+        "and rises: {first:.2} then {last:.2} of calls admitted"
+    );
+    assert_eq!(
+        share(1.1, 1.4),
+        1.0,
+        "once it is over, every call is admitted"
+    );
+}

@@ -202,34 +202,82 @@ fn a_loser_waits_for_the_winner_and_after_three_losses_probes_itself() {
     assert_eq!((m.lost_leases(), m.probes_locally()), (0, false));
 }
 
+/// A fleet close releases the breaker at once, then ramps: in slot `k`
+/// (from 0) of the ten in `close_jitter` a closed breaker is held open from
+/// `(k + 1) / 10` of the slot to its end; the last slot admits throughout.
 #[test]
-fn a_fleet_close_is_applied_with_jitter() {
+fn a_fleet_close_releases_at_once_and_ramps_the_share_admitted_up() {
+    let cfg = cfg(); // close_jitter 200 ms: slots of 20 ms
+    let now = Instant::now();
+    let member = FakeMember::new("dep");
+    let mut m = Machine::new(1);
+    m.on_snapshot(&cfg, &*member, &open(4, 1500), now);
+    // Open key gone but no close recorded: a probe is running, not a close.
+    m.on_snapshot(&cfg, &*member, &StoreSnapshot::default(), now + MS(1600));
+    assert_eq!(member.release_count(), 0);
+    let closed = StoreSnapshot {
+        closed: 4,
+        ..StoreSnapshot::default()
+    };
+    let at = now + MS(1700);
+    m.on_snapshot(&cfg, &*member, &closed, at);
+    assert_eq!(*member.releases.lock().unwrap(), [at], "released at once");
+    assert_eq!(m.remote_generation(), None);
+    assert!(m.ramping());
+    *member.state.lock().unwrap() = State::Closed; // its next call closed it
+    let opens_before = member.open_count();
+    let slot = cfg.close_jitter / 10;
+    let mut holds = Vec::new();
+    // Ticks every millisecond through the ramp.
+    for ms in 0..=u64::try_from(cfg.close_jitter.as_millis()).unwrap() + 5 {
+        let tick = at + MS(ms);
+        let before = member.open_count();
+        m.ramp(&cfg, &*member, tick);
+        if member.open_count() > before {
+            holds.push((tick - at, member.last_open().unwrap() - at));
+        }
+    }
+    let expected: Vec<_> = (0..9u32)
+        .map(|k| (slot * k + slot * (k + 1) / 10, slot * (k + 1)))
+        .collect();
+    assert_eq!(
+        holds, expected,
+        "held from a rising share of each slot to its end"
+    );
+    assert_eq!(member.open_count(), opens_before + 9);
+    assert!(!m.ramping(), "over after the last slot");
+}
+
+#[test]
+fn a_ramp_leaves_a_breaker_alone_that_is_not_closed_and_ends_on_its_own_open() {
     let cfg = cfg();
     let now = Instant::now();
-    let mut delays = Vec::new();
-    for seed in 0..20 {
-        let member = FakeMember::new("dep");
-        let mut m = Machine::new(seed);
-        m.on_snapshot(&cfg, &*member, &open(4, 1500), now);
-        // Open key gone but no close recorded: a probe is running, not a close.
-        m.on_snapshot(&cfg, &*member, &StoreSnapshot::default(), now + MS(1600));
-        assert_eq!(member.release_count(), 0);
-        let closed = StoreSnapshot {
-            closed: 4,
-            ..StoreSnapshot::default()
-        };
-        m.on_snapshot(&cfg, &*member, &closed, now + MS(1700));
-        let at = *member.releases.lock().unwrap().last().expect("released");
-        assert!(at >= now + MS(1700) && at <= now + MS(1700) + cfg.close_jitter);
-        assert_eq!(m.remote_generation(), None);
-        delays.push(at - (now + MS(1700)));
-    }
-    delays.sort();
-    delays.dedup();
-    assert!(
-        delays.len() > 10,
-        "closes are spread, not simultaneous: {delays:?}"
+    let member = FakeMember::new("dep");
+    let mut m = Machine::new(1);
+    m.on_snapshot(&cfg, &*member, &open(4, 1500), now);
+    let closed = StoreSnapshot {
+        closed: 4,
+        ..StoreSnapshot::default()
+    };
+    m.on_snapshot(&cfg, &*member, &closed, now + MS(1700));
+    let opens = member.open_count();
+    // No call came yet (still open, its trial due): nothing to hold.
+    *member.state.lock().unwrap() = State::HalfOpen;
+    m.ramp(&cfg, &*member, now + MS(1705));
+    assert_eq!(member.open_count(), opens);
+    assert!(m.ramping());
+    // Its trial failed: open on its own evidence, voted; the ramp is over.
+    assert_eq!(
+        m.on_local(
+            t(State::HalfOpen, State::Open, Cause::Calls),
+            now + MS(1710)
+        ),
+        Some(Command::Vote)
     );
+    assert!(!m.ramping());
+    *member.state.lock().unwrap() = State::Closed;
+    m.ramp(&cfg, &*member, now + MS(1750));
+    assert_eq!(member.open_count(), opens);
 }
 
 #[test]
