@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::core::body::Body;
-use crate::core::breaker::Permit;
+use crate::core::breaker::{Breaker, Permit};
 use crate::core::error::TimedOut;
 use crate::core::name::Name;
 
@@ -37,6 +37,7 @@ pin_project_lite::pin_project! {
         #[pin]
         sleep: Sleep,
         timed_out: TimedOut,
+        breaker: &'b Breaker,
     }
 
     impl<'b, F> PinnedDrop for Timeout<'b, F> {
@@ -48,14 +49,20 @@ pin_project_lite::pin_project! {
             if elapsed(&this.sleep) {
                 this.body.time_out();
             }
+            this.breaker.count_timed(true);
         }
     }
 }
 
 impl<'b, F: Future> Timeout<'b, F> {
-    /// Starts the clock on `future` (for `name`'s breaker) now.
+    /// Starts the clock on `future` (for `name`'s breaker) now; the call
+    /// is counted as started under a time limit, and as ended when this is
+    /// dropped (the breaker's `timed_started` and `timed_ended`).
     pub(crate) fn new(permit: Permit<'b>, name: Name, limit: Duration, future: F) -> Self {
+        let breaker = permit.breaker();
+        breaker.count_timed(false);
         Self {
+            breaker,
             body: Body::new(permit, future),
             sleep: sleep(limit),
             timed_out: TimedOut::new(name, limit),
@@ -105,5 +112,48 @@ mod no_timer {
 
     pub(crate) fn elapsed(_: &Sleep) -> bool {
         false
+    }
+}
+
+#[cfg(all(test, feature = "tokio", not(loom)))]
+mod tests {
+    use crate::Breaker;
+    use std::time::Duration;
+
+    fn timed(b: &Breaker) -> (u64, u64) {
+        let s = b.snapshot();
+        (s.timed_started, s.timed_ended)
+    }
+
+    /// Calls under a time limit are counted as they start and as they end,
+    /// whichever way they end: hung ones show as started and not ended
+    /// until their limit; calls without a limit are in neither count.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn calls_under_a_time_limit_are_counted_as_they_start_and_end() {
+        let b: &'static Breaker =
+            Box::leak(Box::new(Breaker::builder().threshold(10).build().unwrap()));
+        let limit = Duration::from_secs(1);
+        b.call(|| Ok::<(), ()>(())).unwrap();
+        assert_eq!(timed(b), (0, 0), "no limit, not counted");
+        b.call_timeout(limit, async { Ok::<_, ()>(1) })
+            .await
+            .unwrap();
+        assert_eq!(timed(b), (1, 1));
+        let hung: Vec<_> = (0..3)
+            .map(|_| tokio::spawn(b.call_timeout(limit, std::future::pending::<Result<(), ()>>())))
+            .collect();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(timed(b), (4, 1), "three hanging");
+        let dropped = tokio::spawn(b.call_timeout(limit, std::future::pending::<Result<(), ()>>()));
+        tokio::task::yield_now().await;
+        assert_eq!(timed(b), (5, 1));
+        dropped.abort();
+        let _ = dropped.await;
+        assert_eq!(timed(b), (5, 2), "a dropped call ended");
+        for h in hung {
+            assert!(h.await.unwrap().is_err(), "timed out");
+        }
+        assert_eq!(timed(b), (5, 5));
+        assert_eq!(b.snapshot().timeouts, 3);
     }
 }

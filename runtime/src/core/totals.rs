@@ -51,7 +51,13 @@ pub(crate) const SHED: usize = 8;
 /// bulkhead's line (counted as admitted again when its wait is over), or
 /// refused by it.
 pub(crate) const WITHDRAWN: usize = 9;
-const COUNTERS: usize = 10;
+/// Calls started under a time limit (`timeout`, `Breaker::call_timeout`),
+/// counted by the time limit as it starts, off the plain call path.
+pub(crate) const TIMED_STARTED: usize = 10;
+/// Calls under a time limit that ended, whichever way (counted as the time
+/// limit's future is dropped).
+pub(crate) const TIMED_ENDED: usize = 11;
+const COUNTERS: usize = 12;
 
 /// One slot's counters, on a line of its own (two lines: adjacent-line
 /// prefetchers pair them, as for the breaker's hot word), and the slot's own
@@ -367,6 +373,8 @@ pub(crate) struct Running {
     pub(crate) timeouts: u64,
     pub(crate) would_reject: u64,
     pub(crate) shed: u64,
+    pub(crate) timed_started: u64,
+    pub(crate) timed_ended: u64,
     pub(crate) transitions: u64,
     pub(crate) opened_at: Option<SystemTime>,
 }

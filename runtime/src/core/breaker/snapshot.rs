@@ -49,6 +49,8 @@ impl Breaker {
             timeouts: totals.timeouts,
             would_reject: totals.would_reject,
             shed: totals.shed,
+            timed_started: totals.timed_started,
+            timed_ended: totals.timed_ended,
             shedding: self.shedding(),
             concurrency_limit: self.concurrency_limit(),
             transitions: totals.transitions,
@@ -133,6 +135,16 @@ pub struct Snapshot {
     /// Calls refused by graded shedding (`shed`, [`Reason::Shed`](crate::Reason::Shed));
     /// also counted in [`rejected`](Self::rejected).
     pub shed: u64,
+    /// Calls started under a time limit (the attribute's `timeout`,
+    /// [`Breaker::call_timeout`]), counted as the limit starts: those still
+    /// running are `timed_started − timed_ended`. Taken at two moments, the
+    /// calls started by the first that are still running at the second are
+    /// at least `timed_started` then less `timed_ended` now: how a fleet
+    /// sees calls hanging before their limit ends them.
+    pub timed_started: u64,
+    /// Calls under a time limit that ended, whichever way: a result, the
+    /// limit, or a future dropped.
+    pub timed_ended: u64,
     /// The chance that graded shedding refuses a call now, from 0 to 0.9:
     /// 0 while it refuses none, and always 0 without `shed`.
     pub shedding: f64,
@@ -171,6 +183,14 @@ fn share(part: u64, whole: u64) -> Option<f64> {
 }
 
 impl Breaker {
+    /// A call under a time limit starts (`ended` false) or ends: counted
+    /// by the time limit, never on the plain call path.
+    pub(crate) fn count_timed(&self, ended: bool) {
+        use crate::core::totals::{TIMED_ENDED, TIMED_STARTED};
+        self.totals
+            .add(if ended { TIMED_ENDED } else { TIMED_STARTED });
+    }
+
     /// The running totals of a snapshot taken at `now`.
     pub(crate) fn running_totals(&self, now: u64) -> Running {
         let [
@@ -184,6 +204,8 @@ impl Breaker {
             _admitted,
             shed,
             _withdrawn,
+            timed_started,
+            timed_ended,
         ] = self.totals.sums().counts;
         let opened = self.events.opened_at.load(Ordering::Relaxed);
         Running {
@@ -196,6 +218,8 @@ impl Breaker {
             timeouts,
             would_reject,
             shed,
+            timed_started,
+            timed_ended,
             transitions: self.events.transitions.load(Ordering::Relaxed),
             opened_at: (opened != 0).then(|| {
                 let ago = Duration::from_nanos(now.saturating_sub(opened));
