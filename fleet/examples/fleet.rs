@@ -33,6 +33,11 @@
 //! `apt-get install redis-tools`): instance `i` is given
 //! `redis+cluster://` and node `i % 3` only, so most instances reach the
 //! breaker's slot through a node that does not hold it.
+//! `--hang` replaces the sick dependency by one that hangs: each call has a
+//! 1 s time limit (`call_timeout`) and, while the outage lasts, fails only
+//! at it; the fleets vote from calls in flight (`hung_after` 200 ms,
+//! `hung_calls` 3). It counts the calls that timed out, and the seconds
+//! callers spent waiting in them (in one process only).
 //! `--runs N` runs each scenario N times and prints the median and the range
 //! of each figure; `--quorums 0,2` runs only those scenarios (0: no
 //! sharing). Recovery is the time from the dependency's recovery until
@@ -145,14 +150,30 @@ struct Counts {
     probes: AtomicU64,
     /// Failed calls of the late pod.
     late_failures: AtomicU64,
+    /// Hang outage: nanoseconds callers waited in the calls of
+    /// `failing_until_stopped`.
+    waited_nanos: AtomicU64,
 }
+
+/// Hang outage: each call's time limit.
+const TIMEOUT: Duration = Duration::from_secs(1);
+/// Hang outage: calls running this long vote (`hung_after`) …
+const HUNG_AFTER: Duration = Duration::from_millis(200);
+/// … once there are this many (`hung_calls`).
+const HUNG_CALLS: u32 = 3;
 
 struct Instance {
     breaker: Arc<Breaker>,
     fleet: Option<Fleet>,
 }
 
-async fn instance(url: &str, namespace: &str, quorum: Option<u32>, name: String) -> Instance {
+async fn instance(
+    url: &str,
+    namespace: &str,
+    quorum: Option<u32>,
+    name: String,
+    hang: bool,
+) -> Instance {
     let breaker = Arc::new(
         Breaker::builder()
             .name("inventory")
@@ -168,6 +189,11 @@ async fn instance(url: &str, namespace: &str, quorum: Option<u32>, name: String)
         cfg.open_base = RECOVERY;
         cfg.open_cap = RECOVERY;
         cfg.breakers = Breakers::Explicit;
+        if hang {
+            cfg.call_timeout = Some(TIMEOUT);
+            cfg.hung_after = Some(HUNG_AFTER);
+            cfg.hung_calls = HUNG_CALLS;
+        }
         let fleet = failfast_fleet::join(cfg).unwrap();
         fleet.attach_breaker(breaker.clone()).unwrap();
         fleet
@@ -214,8 +240,55 @@ async fn calls(breaker: Arc<Breaker>, port: u16, counts: Arc<Counts>, late: bool
     }
 }
 
+/// Poisson calls at `RATE` until `end` to a dependency that answers at
+/// once, or never while `hung`: each call its own task, cut off at
+/// `TIMEOUT`. A call that timed out is a probe if the breaker was not
+/// closed when it started.
+async fn calls_hang(
+    breaker: Arc<Breaker>,
+    hung: Arc<AtomicBool>,
+    counts: Arc<Counts>,
+    late: bool,
+    end: Instant,
+) {
+    let mut running = Vec::new();
+    while Instant::now() < end {
+        let gap = -(1.0 - fastrand::f64()).ln() / RATE;
+        tokio::time::sleep(Duration::from_secs_f64(gap)).await;
+        let (breaker, hung, counts) = (breaker.clone(), hung.clone(), counts.clone());
+        running.push(tokio::spawn(async move {
+            let trial = breaker.state() != State::Closed;
+            let started = Instant::now();
+            let answer = async {
+                if hung.load(Ordering::Relaxed) {
+                    std::future::pending::<()>().await;
+                }
+                Ok::<(), ()>(())
+            };
+            let result = breaker.call_timeout(TIMEOUT, answer).await;
+            if !matches!(result, Err(failfast_runtime::Error::Timeout(_))) {
+                return;
+            }
+            if trial {
+                counts.probes.fetch_add(1, Ordering::Relaxed);
+            } else if late {
+                counts.late_failures.fetch_add(1, Ordering::Relaxed);
+            } else {
+                counts.failing_until_stopped.fetch_add(1, Ordering::Relaxed);
+                let waited = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                counts.waited_nanos.fetch_add(waited, Ordering::Relaxed);
+            }
+        }));
+        running.retain(|t| !t.is_finished());
+    }
+    for t in running {
+        let _ = t.await;
+    }
+}
+
 struct Row {
     failing_until_stopped: u64,
+    customer_seconds: f64,
     spread: Option<Duration>,
     probes: u64,
     recovered_in: Option<Duration>,
@@ -284,13 +357,31 @@ impl Fleetwide for Vec<Instance> {
     }
 }
 
-async fn scenario(urls: &[String], dep: &Dependency, quorum: Option<u32>, run: usize) -> Row {
-    let namespace = format!("fleet-example/k{}/r{run}", quorum.unwrap_or(0));
+async fn scenario(
+    urls: &[String],
+    dep: &Dependency,
+    quorum: Option<u32>,
+    run: usize,
+    hang: bool,
+) -> Row {
+    let namespace = format!(
+        "fleet-example/{}k{}/r{run}",
+        if hang { "hang/" } else { "" },
+        quorum.unwrap_or(0)
+    );
     let mut instances = Vec::new();
     for i in 0..INSTANCES {
         let url = &urls[i % urls.len()];
-        instances.push(instance(url, &namespace, quorum, format!("pod{i}")).await);
+        instances.push(instance(url, &namespace, quorum, format!("pod{i}"), hang).await);
     }
+    let hung = Arc::new(AtomicBool::new(false));
+    let caller = |b: Arc<Breaker>, c: Arc<Counts>, late: bool, end: Instant| {
+        if hang {
+            tokio::spawn(calls_hang(b, hung.clone(), c, late, end))
+        } else {
+            tokio::spawn(calls(b, dep.port, c, late, end))
+        }
+    };
     let counts = Arc::new(Counts::default());
     let start = Instant::now();
     let end = start + HEALTHY + SICK + TAIL;
@@ -299,12 +390,13 @@ async fn scenario(urls: &[String], dep: &Dependency, quorum: Option<u32>, run: u
         .iter()
         .map(|i| {
             let (b, c) = (i.breaker.clone(), counts.clone());
-            tokio::spawn(calls(b, dep.port, c, false, end))
+            caller(b, c, false, end)
         })
         .collect();
 
     tokio::time::sleep_until((start + HEALTHY).into()).await;
-    dep.sick.store(true, Ordering::Relaxed);
+    let outage = if hang { &hung } else { &dep.sick };
+    outage.store(true, Ordering::Relaxed);
     let spread = spread(start + HEALTHY, &instances).await;
     tokio::time::sleep_until((start + HEALTHY + LATE_AFTER).into()).await;
     let late = instance(
@@ -312,21 +404,16 @@ async fn scenario(urls: &[String], dep: &Dependency, quorum: Option<u32>, run: u
         &namespace,
         quorum,
         "late".into(),
+        hang,
     )
     .await;
-    tasks.push(tokio::spawn(calls(
-        late.breaker.clone(),
-        dep.port,
-        counts.clone(),
-        true,
-        end,
-    )));
+    tasks.push(caller(late.breaker.clone(), counts.clone(), true, end));
     instances.push(late);
 
     let healed = start + HEALTHY + SICK;
     tokio::time::sleep_until(healed.into()).await;
     let probes = counts.probes.load(Ordering::Relaxed);
-    dep.sick.store(false, Ordering::Relaxed);
+    outage.store(false, Ordering::Relaxed);
     let recovered_in = recovery(healed, end, &instances).await;
     for t in tasks {
         t.await.unwrap();
@@ -343,6 +430,7 @@ async fn scenario(urls: &[String], dep: &Dependency, quorum: Option<u32>, run: u
         .sum();
     Row {
         failing_until_stopped: counts.failing_until_stopped.load(Ordering::Relaxed),
+        customer_seconds: counts.waited_nanos.load(Ordering::Relaxed) as f64 / 1e9,
         spread,
         probes,
         recovered_in,
@@ -371,6 +459,7 @@ async fn child(args: &[String]) {
         &arg("--namespace"),
         (quorum > 0).then_some(quorum),
         arg("--name"),
+        false,
     )
     .await;
     println!("ready");
@@ -538,6 +627,7 @@ async fn scenario_processes(
     }
     Row {
         failing_until_stopped: totals[0],
+        customer_seconds: 0.0,
         spread,
         probes: totals[1],
         recovered_in,
@@ -591,6 +681,8 @@ async fn main() {
         .position(|a| a == "--runs")
         .map_or(1, |at| args[at + 1].parse().expect("--runs N"));
     let cluster = args.iter().any(|a| a == "--cluster");
+    let hang = args.iter().any(|a| a == "--hang");
+    assert!(!(hang && processes), "--hang runs in one process");
     println!(
         "command: cargo run --release -p failfast-fleet --example fleet --{}",
         args.iter().map(|a| format!(" {a}")).collect::<String>()
@@ -650,12 +742,38 @@ async fn main() {
             let row = if processes {
                 scenario_processes(&urls, &dep, quorum, run).await
             } else {
-                scenario(&urls, &dep, quorum, run).await
+                scenario(&urls, &dep, quorum, run, hang).await
             };
             eprintln!("{} run {} done", label(quorum), run + 1);
             rows.push(row);
         }
         table.push((label(quorum), rows));
+    }
+    let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
+    if hang {
+        println!(
+            "| hang outage ({}s timeout) | failing calls until the fleet stopped \
+             | customer-seconds waiting for them | first open → all open \
+             | probes per recovery period while hung | recovery → every breaker closed \
+             | late pod's failing calls |",
+            TIMEOUT.as_secs()
+        );
+        println!("|---|---|---|---|---|---|---|");
+        for (label, rows) in table {
+            let col = |f: &dyn Fn(&Row) -> Option<f64>, unit: &str, decimals: usize| {
+                summary(&rows.iter().map(f).collect::<Vec<_>>(), unit, decimals)
+            };
+            println!(
+                "| {label} | {} | {} | {} | {} | {} | {} |",
+                col(&|r| Some(r.failing_until_stopped as f64), "", 0),
+                col(&|r| Some(r.customer_seconds), "", 0),
+                col(&|r| ms(r.spread), " ms", 0),
+                col(&|r| Some(r.probes as f64 / periods), "", 1),
+                col(&|r| ms(r.recovered_in), " ms", 0),
+                col(&|r| Some(r.late_failures as f64), "", 0),
+            );
+        }
+        return;
     }
     println!(
         "| scenario | failing calls until the fleet stopped | first open → all open \
@@ -663,7 +781,6 @@ async fn main() {
          | traffic back, 10 % → 90 % | late pod's failing calls | store ops/s | failed store ops |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
-    let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
     for (label, rows) in table {
         let col = |f: &dyn Fn(&Row) -> Option<f64>, unit: &str, decimals: usize| {
             summary(&rows.iter().map(f).collect::<Vec<_>>(), unit, decimals)

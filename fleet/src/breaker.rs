@@ -51,6 +51,9 @@ pub struct BreakerMember {
     listening: Mutex<Option<events::Subscription>>,
     /// `(when, successes, failures)` of the breaker's running totals.
     samples: Mutex<Vec<(Instant, u64, u64)>>,
+    /// `(when, timed_started)`, oldest first, for
+    /// [`FleetMember::calls_hung`]: back to the newest one old enough.
+    started: Mutex<std::collections::VecDeque<(Instant, u64)>>,
 }
 
 impl std::fmt::Debug for BreakerMember {
@@ -73,6 +76,7 @@ impl BreakerMember {
             routed: Mutex::new(None),
             listening: Mutex::new(None),
             samples: Mutex::new(Vec::with_capacity(SAMPLES + 1)),
+            started: Mutex::new(std::collections::VecDeque::new()),
         })
     }
 
@@ -153,6 +157,26 @@ impl FleetMember for BreakerMember {
         RecentOutcomes {
             successes: clamp(s.successes.saturating_sub(successes)),
             failures: clamp(s.failures.saturating_sub(failures)),
+        }
+    }
+
+    /// The calls under a time limit started by the newest sample at least
+    /// `older_than` old, less every such call that ended since the breaker
+    /// was built: the calls of then that still run, or fewer (a call that
+    /// started later and ended is taken off too), never more.
+    fn calls_hung(&self, now: Instant, older_than: Duration) -> u32 {
+        let s = self.breaker.snapshot();
+        let mut started = self.started.lock().unwrap_or_else(PoisonError::into_inner);
+        started.push_back((now, s.timed_started));
+        let old_enough = |at: Instant| now.saturating_duration_since(at) >= older_than;
+        while started.len() > 1 && old_enough(started[1].0) {
+            started.pop_front();
+        }
+        match started.front() {
+            Some(&(at, then)) if old_enough(at) => {
+                u32::try_from(then.saturating_sub(s.timed_ended)).unwrap_or(u32::MAX)
+            }
+            _ => 0,
         }
     }
 

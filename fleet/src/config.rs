@@ -22,6 +22,7 @@ use std::time::Duration;
 /// | `max_lost_leases` | 3 | lost leases without a result before this instance probes on its own |
 /// | `lease_jitter` | 250 ms | random spread added when a loser waits |
 /// | `close_jitter` | 1 s | a fleet close's ramp: every instance released at once, admitting a rising share of its calls over it |
+/// | `hung_after` / `hung_calls` | none / 5 | with `hung_after` set, an instance with `hung_calls` calls running longer than it votes, before their time limit ends them |
 /// | `veto_successes` | 5 | recent local successes (and no failure) that veto a remote open; 0 disables |
 /// | `poll_interval` | 2 s (±20 %) | how often every joined breaker is read back from the store |
 /// | `command_timeout` | 100 ms | bound on every store command |
@@ -106,6 +107,25 @@ pub struct FleetConfig {
     /// reopens the breaker on its own evidence and ends the ramp).
     /// `Duration::ZERO`: no ramp, the whole traffic at once.
     pub close_jitter: Duration,
+    /// Votes from calls in flight: with `Some(bound)`, an instance whose
+    /// breaker is closed and has [`hung_calls`](Self::hung_calls) calls
+    /// under a time limit running longer than `bound` votes, as it would
+    /// on opening, without waiting for their limit to end them. Against a
+    /// dependency that hangs, every instance's calls fail only at their
+    /// timeout, all at once; a vote after `bound` lets `quorum` instances
+    /// open the fleet that much sooner. The vote counts towards `quorum`
+    /// like any other, so one instance's local problem still opens
+    /// nothing. Choose `bound` well above the dependency's slowest healthy
+    /// calls: calls that are merely slow for longer than it, on `quorum`
+    /// instances at once, open the fleet. `None` (the default): only opens
+    /// are voted. Counted for failfast breakers from their
+    /// `timed_started` / `timed_ended` totals (calls through `timeout` or
+    /// `call_timeout`), sampled every 25 ms; other members report through
+    /// [`FleetMember::calls_hung`](crate::FleetMember::calls_hung).
+    pub hung_after: Option<Duration>,
+    /// Calls running longer than [`hung_after`](Self::hung_after) that
+    /// make a vote (at least 1).
+    pub hung_calls: u32,
     /// Recent local successes (with no failure) that veto a remote open; `0` disables the veto.
     pub veto_successes: u32,
     /// Interval of the read-back of every joined breaker (randomised ±20 %).
@@ -156,6 +176,8 @@ impl fmt::Debug for FleetConfig {
             .field("probe_lease", &self.probe_lease)
             .field("probe_lead", &self.probe_lead)
             .field("call_timeout", &self.call_timeout)
+            .field("hung_after", &self.hung_after)
+            .field("hung_calls", &self.hung_calls)
             .field("max_lost_leases", &self.max_lost_leases)
             .field("command_timeout", &self.command_timeout)
             .field("hmac_key", &self.hmac_key.as_ref().map(|_| "set"))
@@ -192,6 +214,8 @@ impl FleetConfig {
             max_lost_leases: 3,
             lease_jitter: Duration::from_millis(250),
             close_jitter: Duration::from_secs(1),
+            hung_after: None,
+            hung_calls: 5,
             veto_successes: 5,
             poll_interval: Duration::from_secs(2),
             command_timeout: Duration::from_millis(100),
@@ -227,6 +251,11 @@ impl FleetConfig {
         if self.quorum == 0 {
             return Err(FleetConfigError("`quorum` must be at least 1"));
         }
+        if self.hung_after.is_some_and(|b| b.is_zero()) || self.hung_calls == 0 {
+            return Err(FleetConfigError(
+                "`hung_after` must be greater than zero and `hung_calls` at least 1",
+            ));
+        }
         let positive = [
             self.vote_window,
             self.open_base,
@@ -248,14 +277,14 @@ impl FleetConfig {
                 "`probe_lease` must be longer than `probe_lead`",
             ));
         }
-        if let Some(timeout) = self.call_timeout {
-            if self.probe_lease <= self.probe_lead + timeout + self.command_timeout {
-                return Err(FleetConfigError(
-                    "`probe_lease` must outlast a probe: longer than `probe_lead` + \
-                     `call_timeout` + `command_timeout` (a lease that lapses while its \
-                     probe hangs lets a second probe start)",
-                ));
-            }
+        if let Some(timeout) = self.call_timeout
+            && self.probe_lease <= self.probe_lead + timeout + self.command_timeout
+        {
+            return Err(FleetConfigError(
+                "`probe_lease` must outlast a probe: longer than `probe_lead` + \
+                 `call_timeout` + `command_timeout` (a lease that lapses while its \
+                 probe hangs lets a second probe start)",
+            ));
         }
         if self.reconnect_max < self.reconnect_min {
             return Err(FleetConfigError(

@@ -599,6 +599,14 @@ impl<T: Transport> Task<T> {
                 slot.member.tick(now);
             }
             slot.machine.ramp(&self.cfg, &*slot.member, now);
+            if let Some(after) = self.cfg.hung_after {
+                let hung = slot.member.calls_hung(now, after);
+                if hung > 0 {
+                    let state = slot.member.state();
+                    let vote = slot.machine.on_hung(&self.cfg, state, hung, now);
+                    commands.extend(vote.map(|c| (id, c)));
+                }
+            }
             commands.extend(slot.machine.tick(&self.cfg, now).map(|c| (id, c)));
             if up && room && now >= slot.next_poll && !slot.reading {
                 slot.next_poll = now + spread(self.cfg.poll_interval);

@@ -103,6 +103,8 @@ pub struct Machine {
     applied: Option<Instant>,
     /// The fleet closed: the share of calls admitted is rising.
     ramp: Option<Ramp>,
+    /// When calls in flight were last voted.
+    hung_voted: Option<Instant>,
     rng: fastrand::Rng,
 }
 
@@ -117,6 +119,7 @@ impl Machine {
             vetoes: 0,
             applied: None,
             ramp: None,
+            hung_voted: None,
             rng: fastrand::Rng::with_seed(seed),
         }
     }
@@ -296,6 +299,32 @@ impl Machine {
             }
             State::HalfOpen => None,
         }
+    }
+
+    /// `hung` calls of the breaker, closed as `state` says, have run longer
+    /// than [`hung_after`](FleetConfig::hung_after): with
+    /// [`hung_calls`](FleetConfig::hung_calls) of them a closed breaker
+    /// votes, as if it had opened, unless the fleet is open already; again
+    /// after half a `vote_window` while they still hang, so that the vote
+    /// stays in the window.
+    pub fn on_hung(
+        &mut self,
+        cfg: &FleetConfig,
+        state: State,
+        hung: u32,
+        now: Instant,
+    ) -> Option<Command> {
+        if hung < cfg.hung_calls.max(1) || state != State::Closed || self.remote.is_some() {
+            return None;
+        }
+        if self
+            .hung_voted
+            .is_some_and(|at| now < at + cfg.vote_window / 2)
+        {
+            return None;
+        }
+        self.hung_voted = Some(now);
+        Some(Command::Vote)
     }
 
     /// The local state was lost track of (the notifier's queue overflowed): catch up

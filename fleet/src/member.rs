@@ -66,6 +66,17 @@ pub trait FleetMember: Send + Sync + 'static {
         RecentOutcomes::default()
     }
 
+    /// Calls through the breaker that started at least `older_than` before
+    /// `now` and are still running: a lower bound, 0 when the member cannot
+    /// tell. Called by the fleet's task on every tick (every 25 ms) while
+    /// [`hung_after`](crate::FleetConfig::hung_after) is set, with it as
+    /// `older_than`; enough of them make a vote. Must not block. Defaults
+    /// to 0.
+    fn calls_hung(&self, now: Instant, older_than: std::time::Duration) -> u32 {
+        let _ = (now, older_than);
+        0
+    }
+
     /// Called by the fleet's task about every 250 ms, e.g. to sample the outcomes
     /// [`recent_outcomes`](Self::recent_outcomes) reports. Must not block.
     /// Defaults to doing nothing.

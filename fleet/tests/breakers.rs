@@ -454,3 +454,78 @@ async fn after_the_probe_the_others_are_released_at_once_and_ramp_up() {
         "once it is over, every call is admitted"
     );
 }
+
+/// `n` calls through `b` that hang under a 60 s limit (they never end
+/// within the test): the fleet can only learn of them in flight.
+fn hang(b: &Arc<Breaker>, n: usize) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..n)
+        .map(|_| {
+            let b = b.clone();
+            tokio::spawn(async move {
+                let pending = std::future::pending::<Result<(), ()>>();
+                let _ = b.call_timeout(Duration::from_secs(60), pending).await;
+            })
+        })
+        .collect()
+}
+
+/// With `hung_after`, calls still running past it are a vote: one
+/// instance's hung calls alone leave the fleet closed (quorum 2), a second
+/// instance's open it, and every breaker opens while the calls still hang,
+/// long before their limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hung_calls_vote_and_a_quorum_of_them_opens_the_fleet_before_any_timeout() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut instances = Vec::new();
+    for name in ["a", "b", "c"] {
+        let mut cfg = support::config(&url, name);
+        cfg.hung_after = Some(Duration::from_millis(200));
+        cfg.hung_calls = 3;
+        cfg.command_timeout = Duration::from_secs(1);
+        instances.push(instance(cfg, Duration::from_secs(30)).await);
+    }
+    let observer = support::transport(&url, "observer");
+    let votes = || async {
+        let mut c = support::raw(&url).await;
+        redis::AsyncCommands::zcard::<_, usize>(&mut c, "failfast:{test/env/dep}:votes")
+            .await
+            .unwrap()
+    };
+    // Two calls hanging on a: fewer than `hung_calls`, no vote.
+    let mut hung = hang(&instances[0].breaker, 2);
+    // Then a third: a votes, alone.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(votes().await, 0, "two hung calls are not enough");
+    hung.extend(hang(&instances[0].breaker, 1));
+    let deadline = Instant::now() + WAIT;
+    while votes().await < 1 {
+        assert!(Instant::now() < deadline, "a never voted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let snapshot = observer.snapshot("dep").await.unwrap();
+    assert_eq!(
+        snapshot.open, None,
+        "one instance's hung calls open nothing"
+    );
+    assert!(instances.iter().all(|i| i.breaker.state() == State::Closed));
+    // b's calls hang too: the second vote opens the fleet, everywhere.
+    hung.extend(hang(&instances[1].breaker, 3));
+    eventually(WAIT, "every breaker opened by the fleet", || {
+        instances.iter().all(|i| i.breaker.state() == State::Open)
+    })
+    .await;
+    for i in &instances {
+        let s = i.breaker.snapshot();
+        assert_eq!(
+            (s.failures, s.timeouts),
+            (0, 0),
+            "opened before any call ended"
+        );
+    }
+    assert_eq!(instances[0].breaker.snapshot().timed_started, 3);
+    assert_eq!(instances[0].breaker.snapshot().timed_ended, 0);
+    for h in hung {
+        h.abort();
+    }
+}

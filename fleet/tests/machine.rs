@@ -534,3 +534,35 @@ fn a_stale_lease_request_probes_locally_until_the_newer_generation_arrives() {
         Some(Command::Acquire { generation: 5 })
     );
 }
+
+/// Calls in flight past `hung_after` vote once there are `hung_calls` of
+/// them on a closed breaker, not while the fleet is open, and again only
+/// after half a vote window.
+#[test]
+fn hung_calls_vote_on_a_closed_breaker_once_per_half_window() {
+    let mut cfg = cfg();
+    cfg.hung_after = Some(MS(250));
+    cfg.hung_calls = 3;
+    let member = FakeMember::new("dep");
+    let mut m = Machine::new(1);
+    let now = Instant::now();
+    assert_eq!(m.on_hung(&cfg, State::Closed, 2, now), None, "too few");
+    assert_eq!(
+        m.on_hung(&cfg, State::Open, 9, now),
+        None,
+        "voted on opening"
+    );
+    assert_eq!(m.on_hung(&cfg, State::Closed, 3, now), Some(Command::Vote));
+    assert_eq!(m.on_hung(&cfg, State::Closed, 9, now + MS(25)), None);
+    let again = now + cfg.vote_window / 2;
+    assert_eq!(
+        m.on_hung(&cfg, State::Closed, 9, again),
+        Some(Command::Vote)
+    );
+    m.on_snapshot(&cfg, &*member, &open(2, 1500), again);
+    assert_eq!(
+        m.on_hung(&cfg, State::Closed, 9, again + cfg.vote_window),
+        None,
+        "open"
+    );
+}
