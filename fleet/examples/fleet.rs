@@ -750,51 +750,84 @@ async fn main() {
         table.push((label(quorum), rows));
     }
     let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
-    if hang {
-        println!(
-            "| hang outage ({}s timeout) | failing calls until the fleet stopped \
-             | customer-seconds waiting for them | first open → all open \
-             | probes per recovery period while hung | recovery → every breaker closed \
-             | late pod's failing calls |",
-            TIMEOUT.as_secs()
-        );
-        println!("|---|---|---|---|---|---|---|");
-        for (label, rows) in table {
-            let col = |f: &dyn Fn(&Row) -> Option<f64>, unit: &str, decimals: usize| {
-                summary(&rows.iter().map(f).collect::<Vec<_>>(), unit, decimals)
-            };
-            println!(
-                "| {label} | {} | {} | {} | {} | {} | {} |",
-                col(&|r| Some(r.failing_until_stopped as f64), "", 0),
-                col(&|r| Some(r.customer_seconds), "", 0),
-                col(&|r| ms(r.spread), " ms", 0),
-                col(&|r| Some(r.probes as f64 / periods), "", 1),
-                col(&|r| ms(r.recovered_in), " ms", 0),
-                col(&|r| Some(r.late_failures as f64), "", 0),
-            );
-        }
-        return;
-    }
-    println!(
-        "| scenario | failing calls until the fleet stopped | first open → all open \
-         | probes per recovery period while sick | recovery → every breaker closed \
-         | traffic back, 10 % → 90 % | late pod's failing calls | store ops/s | failed store ops |"
+    type Column<'a> = (
+        String,
+        Box<dyn Fn(&Row) -> Option<f64> + 'a>,
+        &'static str,
+        usize,
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
-    for (label, rows) in table {
-        let col = |f: &dyn Fn(&Row) -> Option<f64>, unit: &str, decimals: usize| {
-            summary(&rows.iter().map(f).collect::<Vec<_>>(), unit, decimals)
-        };
-        println!(
-            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            col(&|r| Some(r.failing_until_stopped as f64), "", 0),
-            col(&|r| ms(r.spread), " ms", 0),
-            col(&|r| Some(r.probes as f64 / periods), "", 1),
-            col(&|r| ms(r.recovered_in), " ms", 0),
-            col(&|r| ms(r.traffic_rise), " ms", 0),
-            col(&|r| Some(r.late_failures as f64), "", 0),
-            col(&|r| Some(r.store_ops_per_s), "", 1),
-            col(&|r| Some(r.store_ops_failed as f64), "", 0),
+    fn column<'a>(
+        header: &str,
+        f: impl Fn(&Row) -> Option<f64> + 'a,
+        unit: &'static str,
+        decimals: usize,
+    ) -> Column<'a> {
+        (header.to_owned(), Box::new(f), unit, decimals)
+    }
+    let count = |n: u64| Some(n as f64);
+    let while_out = if hang { "hung" } else { "sick" };
+    let probes = format!("probes per recovery period while {while_out}");
+    let mut columns = vec![
+        column(
+            "failing calls until the fleet stopped",
+            |r| count(r.failing_until_stopped),
+            "",
+            0,
+        ),
+        column("first open → all open", |r| ms(r.spread), " ms", 0),
+        column(&probes, |r| Some(r.probes as f64 / periods), "", 1),
+        column(
+            "recovery → every breaker closed",
+            |r| ms(r.recovered_in),
+            " ms",
+            0,
+        ),
+        column(
+            "late pod's failing calls",
+            |r| count(r.late_failures),
+            "",
+            0,
+        ),
+    ];
+    if hang {
+        let waited = column(
+            "customer-seconds waiting for them",
+            |r| Some(r.customer_seconds),
+            "",
+            0,
         );
+        columns.insert(1, waited);
+    } else {
+        let rise = column(
+            "traffic back, 10 % → 90 %",
+            |r| ms(r.traffic_rise),
+            " ms",
+            0,
+        );
+        columns.insert(4, rise);
+        columns.push(column("store ops/s", |r| Some(r.store_ops_per_s), "", 1));
+        columns.push(column(
+            "failed store ops",
+            |r| count(r.store_ops_failed),
+            "",
+            0,
+        ));
+    }
+    let first = if hang {
+        format!("hang outage ({}s timeout)", TIMEOUT.as_secs())
+    } else {
+        "scenario".into()
+    };
+    let headers: Vec<&str> = columns.iter().map(|c| c.0.as_str()).collect();
+    println!("| {first} | {} |", headers.join(" | "));
+    println!("|---|{}", "---|".repeat(columns.len()));
+    for (label, rows) in table {
+        let cells: Vec<String> = columns
+            .iter()
+            .map(|(_, f, unit, decimals)| {
+                summary(&rows.iter().map(f).collect::<Vec<_>>(), unit, *decimals)
+            })
+            .collect();
+        println!("| {label} | {} |", cells.join(" | "));
     }
 }

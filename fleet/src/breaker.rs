@@ -54,6 +54,9 @@ pub struct BreakerMember {
     /// `(when, timed_started)`, oldest first, for
     /// [`FleetMember::calls_hung`]: back to the newest one old enough.
     started: Mutex<std::collections::VecDeque<(Instant, u64)>>,
+    /// What `calls_hung` found last: calls that hang are no evidence that
+    /// the dependency works from here, so they count against the veto.
+    hung: std::sync::atomic::AtomicU32,
 }
 
 impl std::fmt::Debug for BreakerMember {
@@ -77,6 +80,7 @@ impl BreakerMember {
             listening: Mutex::new(None),
             samples: Mutex::new(Vec::with_capacity(SAMPLES + 1)),
             started: Mutex::new(std::collections::VecDeque::new()),
+            hung: std::sync::atomic::AtomicU32::new(0),
         })
     }
 
@@ -154,9 +158,12 @@ impl FleetMember for BreakerMember {
             return RecentOutcomes::default();
         };
         let clamp = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        // Calls hanging past `hung_after` are failures not counted yet: the
+        // successes before a hang began must not veto the fleet's open.
+        let hung = self.hung.load(std::sync::atomic::Ordering::Relaxed);
         RecentOutcomes {
             successes: clamp(s.successes.saturating_sub(successes)),
-            failures: clamp(s.failures.saturating_sub(failures)),
+            failures: clamp(s.failures.saturating_sub(failures)).saturating_add(hung),
         }
     }
 
@@ -172,12 +179,14 @@ impl FleetMember for BreakerMember {
         while started.len() > 1 && old_enough(started[1].0) {
             started.pop_front();
         }
-        match started.front() {
+        let hung = match started.front() {
             Some(&(at, then)) if old_enough(at) => {
                 u32::try_from(then.saturating_sub(s.timed_ended)).unwrap_or(u32::MAX)
             }
             _ => 0,
-        }
+        };
+        self.hung.store(hung, std::sync::atomic::Ordering::Relaxed);
+        hung
     }
 
     fn tick(&self, now: Instant) {
@@ -403,5 +412,57 @@ impl crate::Fleet {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(Arc::new(move || family.members()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use failfast_runtime::Breaker;
+
+    /// Calls under a time limit still running past the bound are counted
+    /// (from the samples the fleet's ticks take), and count against the
+    /// veto as failures: successes before a hang began are no sign that
+    /// the dependency works from here.
+    #[tokio::test(flavor = "current_thread")]
+    async fn hung_calls_are_counted_and_count_against_the_veto() {
+        let breaker: &'static Breaker = Box::leak(Box::new(
+            Breaker::builder()
+                .name("hung")
+                .threshold(50)
+                .build()
+                .unwrap(),
+        ));
+        let member = BreakerMember::new(breaker);
+        let t0 = Instant::now();
+        member.tick(t0);
+        for _ in 0..10 {
+            breaker.call(|| Ok::<(), ()>(())).unwrap();
+        }
+        let bound = Duration::from_millis(200);
+        assert_eq!(member.calls_hung(t0, bound), 0);
+        let hanging: Vec<_> = (0..2)
+            .map(|_| {
+                tokio::spawn(breaker.call_timeout(
+                    Duration::from_secs(60),
+                    std::future::pending::<Result<(), ()>>(),
+                ))
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        let later = t0 + Duration::from_millis(1);
+        assert_eq!(
+            member.calls_hung(later, bound),
+            0,
+            "started before no sample old enough"
+        );
+        assert_eq!(member.recent_outcomes().failures, 0);
+        assert_eq!(member.calls_hung(later + bound, bound), 2);
+        let recent = member.recent_outcomes();
+        assert_eq!((recent.successes, recent.failures), (10, 2));
+        hanging[0].abort();
+        tokio::task::yield_now().await;
+        assert_eq!(member.calls_hung(later + bound * 2, bound), 1, "one ended");
+        hanging[1].abort();
     }
 }

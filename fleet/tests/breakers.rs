@@ -88,16 +88,23 @@ async fn a_local_trip_on_one_instance_opens_the_breaker_of_another() {
     let _ = a.fleet;
 }
 
+/// Instances `a`, `b` and `c` (quorum 2), their configurations changed by
+/// `tweak`.
+async fn three(url: &str, tweak: impl Fn(&mut FleetConfig)) -> Vec<Instance> {
+    let mut instances = Vec::new();
+    for name in ["a", "b", "c"] {
+        let mut cfg = support::config(url, name);
+        tweak(&mut cfg);
+        instances.push(instance(cfg, Duration::from_secs(30)).await);
+    }
+    instances
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_quorum_two_one_trip_opens_nothing_and_a_second_opens_the_fleet() {
     let server = RedisServer::start();
     let url = server.url();
-    let mut instances = Vec::new();
-    for name in ["a", "b", "c"] {
-        let mut cfg = support::config(&url, name);
-        cfg.open_base = Duration::from_secs(20);
-        instances.push(instance(cfg, Duration::from_secs(30)).await);
-    }
+    let instances = three(&url, |cfg| cfg.open_base = Duration::from_secs(20)).await;
     trip(&instances[0].breaker);
     // A few read-backs' and events' worth of chances to get it wrong.
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -472,19 +479,18 @@ fn hang(b: &Arc<Breaker>, n: usize) -> Vec<tokio::task::JoinHandle<()>> {
 /// With `hung_after`, calls still running past it are a vote: one
 /// instance's hung calls alone leave the fleet closed (quorum 2), a second
 /// instance's open it, and every breaker opens while the calls still hang,
-/// long before their limit.
+/// long before their limit, that of an instance whose recent calls
+/// succeeded but one of which hangs included (no veto).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hung_calls_vote_and_a_quorum_of_them_opens_the_fleet_before_any_timeout() {
     let server = RedisServer::start();
     let url = server.url();
-    let mut instances = Vec::new();
-    for name in ["a", "b", "c"] {
-        let mut cfg = support::config(&url, name);
+    let instances = three(&url, |cfg| {
         cfg.hung_after = Some(Duration::from_millis(200));
         cfg.hung_calls = 3;
         cfg.command_timeout = Duration::from_secs(1);
-        instances.push(instance(cfg, Duration::from_secs(30)).await);
-    }
+    })
+    .await;
     let observer = support::transport(&url, "observer");
     let votes = || async {
         let mut c = support::raw(&url).await;
@@ -492,8 +498,9 @@ async fn hung_calls_vote_and_a_quorum_of_them_opens_the_fleet_before_any_timeout
             .await
             .unwrap()
     };
-    // Two calls hanging on a: fewer than `hung_calls`, no vote.
+    // Two calls hanging on a: fewer than `hung_calls`, no vote; one on c.
     let mut hung = hang(&instances[0].breaker, 2);
+    hung.extend(hang(&instances[2].breaker, 1));
     // Then a third: a votes, alone.
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(votes().await, 0, "two hung calls are not enough");
@@ -509,6 +516,11 @@ async fn hung_calls_vote_and_a_quorum_of_them_opens_the_fleet_before_any_timeout
         "one instance's hung calls open nothing"
     );
     assert!(instances.iter().all(|i| i.breaker.state() == State::Closed));
+    // c's calls succeed, but one hangs: successes with a call hanging are
+    // no veto, so c applies the fleet's open too.
+    for _ in 0..10 {
+        instances[2].breaker.call(|| Ok::<(), ()>(())).unwrap();
+    }
     // b's calls hang too: the second vote opens the fleet, everywhere.
     hung.extend(hang(&instances[1].breaker, 3));
     eventually(WAIT, "every breaker opened by the fleet", || {
