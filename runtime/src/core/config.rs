@@ -1518,7 +1518,10 @@ mod tests {
         slow.reconfigure(&Breaker::builder().timeout(3 * second))
             .unwrap();
         assert_eq!(slow.time_limit(), Some(3 * second));
-        slow.replace(slow.declared().clone());
+        slow.replace(
+            slow.declared().clone(),
+            crate::core::breaker::Origins::DECLARED,
+        );
         assert_eq!(slow.time_limit(), Some(2 * second));
     }
 

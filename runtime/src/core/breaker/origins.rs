@@ -127,6 +127,7 @@ impl Patch {
             success_threshold,
             shed,
             shed_window,
+            timeout,
             mode: _,
         } = self;
         [
@@ -142,6 +143,7 @@ impl Patch {
             (success_threshold.is_some(), Key::SuccessThreshold),
             (shed.is_some(), Key::Shed),
             (shed_window.is_some(), Key::ShedWindow),
+            (timeout.is_some(), Key::Timeout),
         ]
         .into_iter()
         .filter_map(|(set, key)| set.then_some(key))
