@@ -626,10 +626,11 @@ impl Plan<'_> {
     /// after the last attempt. Without a fallback, `call` as it is.
     fn with_fallback(&self, call: TokenStream) -> TokenStream {
         let (allow, private) = (self.allow, self.private);
+        let handed = handed_error(private);
         match &self.args.fallback {
             Some(_) if self.report == Report::HandOver => quote! {
                 #allow
-                let __failfast_fallback_error = '__failfast_fallback: { #call };
+                let __failfast_fallback_error: #handed = '__failfast_fallback: { #call };
                 #allow
                 return ::core::result::Result::Err(__failfast_fallback_error);
             },
@@ -649,7 +650,7 @@ impl Plan<'_> {
                     #helper
                     #prepare
                     #allow
-                    let __failfast_fallback_error = '__failfast_fallback: { #call };
+                    let __failfast_fallback_error: #handed = '__failfast_fallback: { #call };
                     #allow
                     return #call_fallback;
                 }
@@ -691,6 +692,13 @@ impl Plan<'_> {
             #declared
         }
     }
+}
+
+/// The `failfast::Error` a fallback is given: `Error<E>`, its `Ok` type
+/// the default, `Infallible`, which nothing carries. Written out, so that a
+/// closure fallback's parameter has its type.
+pub(crate) fn handed_error(private: &TokenStream) -> TokenStream {
+    quote!(#private::Error<_>)
 }
 
 /// The function as written, with `statements` as its body (inside

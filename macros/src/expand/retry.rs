@@ -96,7 +96,7 @@ use syn::spanned::Spanned;
 use syn::{Block, Expr, ExprAsync, FnArg, ItemFn, Meta, Pat, Stmt, Type, Visibility};
 
 use super::fallback::{FallbackCall, fallback_call, kept_for_fallback};
-use super::{async_block, result_parts, with_body};
+use super::{async_block, handed_error, result_parts, with_body};
 use crate::attr::retry::RetryArgs;
 use crate::attr::{Args, Errors, Matcher};
 use crate::check::shape::{Body, Shape, is_anyhow, is_failfast_attribute, not_a_function};
@@ -223,7 +223,8 @@ fn expand(
             if is_async {
                 quote!(async #guarded.await)
             } else if fallback.is_some() {
-                let handed = quote!(::core::result::Result<#output, #private::Error<_>>);
+                let error = handed_error(&private);
+                let handed = quote!(::core::result::Result<#output, #error>);
                 quote!(#private::run(|| -> #handed #guarded))
             } else {
                 quote!(#private::run(|| -> #output #guarded))

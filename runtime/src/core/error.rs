@@ -1,6 +1,7 @@
 //! What a caller gets back when the breaker refuses or the call fails.
 
 use std::borrow::Cow;
+use std::convert::Infallible;
 use std::fmt;
 use std::time::Duration;
 
@@ -360,14 +361,41 @@ impl From<TimedOut> for std::io::Error {
 }
 
 /// The error of a call through a breaker: the breaker refused it, the
-/// protected code ran and failed, or it ran out of its time limit.
+/// protected code ran and failed, or it ran out of its time limit; with
+/// `counts_ok`, also an `Ok` counted as a failure.
 ///
 /// This is what [`Breaker::call`](crate::Breaker::call) returns, and what a
 /// `fallback` receives. It is `#[non_exhaustive]`, so a `match` needs a `_`
 /// arm; `matches!(error, Error::Rejected(_))` asks which it is.
+///
+/// `T` is the type of the values the function returns in `Ok`: it is
+/// carried only by [`Error::CountedOk`], the `Ok` a `#[circuit_breaker(counts_ok
+/// = …)]` counted as a failure. Without `counts_ok` it is left to its
+/// default, [`Infallible`](std::convert::Infallible): `Error<E>` is
+/// `Error<E, Infallible>`, and a fallback's parameter is written
+/// `failfast::Error<E>`. With `counts_ok`, the fallback takes
+/// `failfast::Error<E, T>` and answers the counted `Ok` too:
+///
+/// ```
+/// use failfast_runtime::Error;
+///
+/// #[derive(Debug)]
+/// struct Reply { status: u16 }
+///
+/// fn answer(error: Error<std::io::Error, Reply>) -> Result<Reply, std::io::Error> {
+///     match error {
+///         // the dependency answered, and `counts_ok` judged it sick:
+///         // here the answer is passed on, after the breaker counted it
+///         Error::CountedOk(reply) => Ok(reply),
+///         Error::Failed(e) => Err(e),
+///         _ => Ok(Reply { status: 503 }),
+///     }
+/// }
+/// assert_eq!(answer(Error::CountedOk(Reply { status: 502 })).unwrap().status, 502);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Error<E> {
+pub enum Error<E, T = Infallible> {
     /// The breaker refused the call; the protected code did not run.
     Rejected(Rejected),
     /// The protected code ran and returned this error.
@@ -375,6 +403,10 @@ pub enum Error<E> {
     /// The protected code ran past its time limit and was dropped; the
     /// breaker counted it as a failure.
     Timeout(TimedOut),
+    /// The protected code ran and returned `Ok` with this value, which the
+    /// attribute's `counts_ok` counted as a failure (an HTTP 503 answered
+    /// as `Ok(response)`).
+    CountedOk(T),
 }
 
 impl<E> Error<E> {
@@ -388,37 +420,43 @@ impl<E> Error<E> {
             Error::Failed(e) => e,
             Error::Rejected(r) => E::from(r),
             Error::Timeout(t) => E::from(t),
+            Error::CountedOk(never) => match never {},
         }
     }
 }
 
-impl<E> From<TimedOut> for Error<E> {
+impl<E, T> From<TimedOut> for Error<E, T> {
     fn from(timed_out: TimedOut) -> Self {
         Error::Timeout(timed_out)
     }
 }
 
-impl<E> From<Rejected> for Error<E> {
+impl<E, T> From<Rejected> for Error<E, T> {
     fn from(rejected: Rejected) -> Self {
         Error::Rejected(rejected)
     }
 }
 
-impl<E: fmt::Display> fmt::Display for Error<E> {
+/// A counted `Ok` shows as what it is, whatever its value's type: the
+/// value is the caller's to read (`Error::CountedOk(value)`).
+impl<E: fmt::Display, T> fmt::Display for Error<E, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Rejected(r) => fmt::Display::fmt(r, f),
             Error::Failed(e) => fmt::Display::fmt(e, f),
             Error::Timeout(t) => fmt::Display::fmt(t, f),
+            Error::CountedOk(_) => {
+                f.write_str("the call returned `Ok` with a value `counts_ok` counts as a failure")
+            }
         }
     }
 }
 
-impl<E: std::error::Error + 'static> std::error::Error for Error<E> {
+impl<E: std::error::Error + 'static, T: fmt::Debug> std::error::Error for Error<E, T> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Failed(e) => e.source(),
-            Error::Rejected(_) | Error::Timeout(_) => None,
+            Error::Rejected(_) | Error::Timeout(_) | Error::CountedOk(_) => None,
         }
     }
 }

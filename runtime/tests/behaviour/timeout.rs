@@ -191,7 +191,7 @@ fn a_failed_call_shows_its_error_and_that_errors_source() {
         }
     }
 
-    let failed = Error::Failed(Upstream(Refused));
+    let failed: Error<Upstream> = Error::Failed(Upstream(Refused));
     assert!(matches!(failed, Error::Failed(_)));
     assert_eq!(failed.to_string(), "upstream down");
     assert_eq!(failed.source().unwrap().to_string(), "connection refused");

@@ -51,7 +51,44 @@ impl<'a> Permit<'a> {
     /// otherwise.
     #[inline]
     pub fn resolve<T, E>(self, result: &Result<T, E>, counts: impl FnOnce(&E) -> bool) {
+        self.resolve_counting_ok(result, counts, |_| false);
+    }
+
+    /// Records as [`resolve`](Self::resolve) does, but an `Ok(value)` as a
+    /// failure when `counts_ok(value)`: the attribute's `counts_ok`, for code
+    /// that holds a permit. An HTTP client whose 503 is an `Ok(response)`:
+    ///
+    /// ```
+    /// use failfast_runtime::{Breaker, State};
+    ///
+    /// struct Response { status: u16 }
+    ///
+    /// let breaker = Breaker::builder().threshold(2).build()?;
+    /// let call = |status| {
+    ///     let result: Result<Response, std::io::Error> = Ok(Response { status });
+    ///     let permit = breaker.acquire().unwrap();
+    ///     permit.resolve_counting_ok(&result, |_| true, |r| r.status >= 500);
+    /// };
+    /// call(200);
+    /// call(503);
+    /// assert_eq!(breaker.state(), State::Closed, "one failure");
+    /// call(503);
+    /// assert_eq!(breaker.state(), State::Open);
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    ///
+    /// To judge a whole result as a tower layer does (a neutral outcome
+    /// included), record what a classifier says:
+    /// `permit.record(HttpClassifier.classify(&result))` (feature `http`).
+    #[inline]
+    pub fn resolve_counting_ok<T, E>(
+        self,
+        result: &Result<T, E>,
+        counts: impl FnOnce(&E) -> bool,
+        counts_ok: impl FnOnce(&T) -> bool,
+    ) {
         let outcome = match result {
+            Ok(value) if counts_ok(value) => Outcome::Failure,
             Ok(_) => Outcome::Success,
             Err(e) if counts(e) => Outcome::Failure,
             Err(_) => Outcome::Neutral,
