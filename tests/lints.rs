@@ -247,8 +247,41 @@ async fn bulkhead_waiting_async(shard: u32) -> Result<u32, ApiError> {
     Ok(shard)
 }
 
+#[allow(clippy::unnecessary_wraps, clippy::needless_pass_by_value)]
+fn counted_ok_answer(_sku: &str, error: Error<ApiError, u32>) -> Result<u32, ApiError> {
+    match error {
+        Error::CountedOk(n) => Ok(n + 1),
+        _ => Ok(0),
+    }
+}
+
+#[circuit_breaker(counts_ok = 500..=599, fallback = counted_ok_answer)]
+fn counts_ok_pattern(sku: &str) -> Result<u32, ApiError> {
+    Ok(u32::try_from(sku.len()).unwrap_or(0))
+}
+
+#[circuit_breaker(counts_ok = |n: &u32| *n > 9, ignores = is_client_error, timeout = "1s")]
+async fn counts_ok_predicate(n: u32) -> Result<u32, ApiError> {
+    Ok(n)
+}
+
+#[cfg(feature = "http")]
+#[circuit_breaker(counts_ok = failfast::classify::HttpClassifier, fallback = |_error| Ok(http::Response::new(())))]
+fn counts_ok_classifier(status: u16) -> Result<http::Response<()>, ApiError> {
+    let mut response = http::Response::new(());
+    *response.status_mut() = http::StatusCode::from_u16(status).unwrap_or_default();
+    Ok(response)
+}
+
 #[tokio::test]
 async fn every_shape_compiles_without_warnings_and_runs() {
+    assert_eq!(counts_ok_pattern("ab"), Ok(2));
+    assert_eq!(counts_ok_predicate(3).await, Ok(3));
+    #[cfg(feature = "http")]
+    assert_eq!(
+        counts_ok_classifier(204).map(|r| r.status().as_u16()),
+        Ok(204)
+    );
     #[cfg(feature = "tokio")]
     {
         assert_eq!(hangs_and_overload("ab").await, Ok(2));
@@ -291,7 +324,7 @@ mod retried {
         budget = 0.1,
         crate = ::failfast,
     )]
-    #[circuit_breaker(threshold = 3, counts = ApiError::is_transient, name = "lints::retried")]
+    #[circuit_breaker(threshold = 3, counts = ApiError::is_transient, counts_ok = 7, name = "lints::retried")]
     pub(super) fn every_key(sku: &str) -> Result<u32, ApiError> {
         match sku {
             "" => Err(ApiError::Status(400)),

@@ -1,5 +1,6 @@
 //! `counts = ...` and `ignores = ...`: which `Err`s are evidence that the
-//! dependency is sick. The form is recognised from the tokens alone:
+//! dependency is sick; `counts_ok = ...`, which `Ok` values are. The form is
+//! recognised from the tokens alone:
 //!
 //! - a closure (`|e: &MyError| e.is_transient()`) is a predicate called with `&E`;
 //! - a path whose last segment is snake_case (`is_transient`,
@@ -9,6 +10,11 @@
 //!   downcast along the error's `source()` chain;
 //! - anything else (`MyError::Timeout`, `MyError::Http(503)`,
 //!   `MyError::Io { .. } | MyError::Timeout`) is a pattern over the error.
+//!
+//! For `counts_ok` the same forms are over the `Ok` value, except a type:
+//! an `Ok` has no `source()` chain, so a type there is a classifier of the
+//! whole `Result` (`failfast::classify::HttpClassifier`), as the tower
+//! layer takes one.
 
 use syn::parse::ParseStream;
 use syn::{Expr, ExprPath, Pat, Path, Token};

@@ -50,6 +50,7 @@ pub(crate) const KEYS: &[&str] = &[
     "breaker",
     "counts",
     "ignores",
+    "counts_ok",
     "fallback",
     "reject_with",
     "name",
@@ -145,6 +146,9 @@ pub struct Args {
     pub success_threshold: Option<Arg<u32>>,
     pub counts: Option<Arg<Matcher>>,
     pub ignores: Option<Arg<Matcher>>,
+    /// `counts_ok = …`: which `Ok` values count as failures (a pattern or a
+    /// predicate over the value, or a classifier type of the `Result`).
+    pub counts_ok: Option<Arg<Matcher>>,
     pub fallback: Option<Arg<Fallback>>,
     pub reject_with: Option<Arg<ExprPath>>,
     /// `key = expr`: one breaker per value of `expr`.
@@ -250,6 +254,7 @@ impl Args {
             ),
             "counts" => set(&mut self.counts, &key, span, input.call(Matcher::parse)?),
             "ignores" => set(&mut self.ignores, &key, span, input.call(Matcher::parse)?),
+            "counts_ok" => set(&mut self.counts_ok, &key, span, input.call(Matcher::parse)?),
             "fallback" => set(&mut self.fallback, &key, span, fallback(input)?),
             "reject_with" => set(&mut self.reject_with, &key, span, reject_with(input)?),
             "key" => set(&mut self.key, &key, span, input.parse()?),

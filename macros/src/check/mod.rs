@@ -227,7 +227,7 @@ fn validate_keyed(args: &Args, errors: &mut Errors) {
                     "`{}` configures the breaker, and this function uses a shared one: \
                      configure the shared breaker where it is declared \
                      (`failfast::breaker!`); next to `breaker = …` only the function's \
-                     own keys are allowed: `key`, `counts`, `ignores`, `fallback`, \
+                     own keys are allowed: `key`, `counts`, `ignores`, `counts_ok`, `fallback`, \
                      `reject_with`, `timeout`, `max_concurrent`",
                     key.unraw()
                 ),

@@ -1009,3 +1009,42 @@ fn a_literal_is_accepted_exactly_when_its_rule_accepts_it() {
         assert_eq!(accepted(&args), fits, "{args}");
     }
 }
+
+/// `counts_ok` takes the forms of `counts`, is set once, and is one of a
+/// function's own keys beside a shared breaker, not a declaration's.
+#[test]
+fn counts_ok_is_parsed_as_a_matcher_and_set_once() {
+    use crate::attr::Matcher;
+    let form = |tokens: &str| {
+        let mut errors = Errors::default();
+        let args = parse_checked(tokens.parse().unwrap(), &mut errors);
+        assert!(errors.into_result().is_none(), "{tokens}");
+        match args.counts_ok.expect("counts_ok").value {
+            Matcher::Predicate(_) => "predicate",
+            Matcher::Type(_) => "type",
+            Matcher::Pattern(_) => "pattern",
+        }
+    };
+    assert_eq!(
+        form("counts_ok = |r: &Response| r.status().is_server_error()"),
+        "predicate"
+    );
+    assert_eq!(form("counts_ok = Reply::Unavailable { .. }"), "pattern");
+    assert_eq!(
+        form("counts_ok = failfast::classify::HttpClassifier"),
+        "type"
+    );
+    assert_eq!(
+        errors_of("counts_ok = |r: &R| true, counts_ok = R::Down"),
+        ["`counts_ok` is set more than once"]
+    );
+    assert!(errors_of("breaker = GATEWAY, counts_ok = R::Down").is_empty());
+    let mut errors = Errors::default();
+    declaration_checked("counts_ok = R::Down".parse().unwrap(), &mut errors);
+    let errors = errors.messages();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].starts_with("`counts_ok` is set by each function that uses the breaker"),
+        "{errors:?}"
+    );
+}

@@ -1,6 +1,6 @@
 //! `counts`, `ignores` and `retry_on` in generated code: the `bool`
 //! expression that says whether an error matches (see `attr::matcher` for
-//! how each form is recognised).
+//! how each form is recognised); `counts_ok`, the outcome of an `Ok`.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -61,6 +61,46 @@ impl Matcher {
                 }}
             }
             Matcher::Pattern(pattern) => quote!(::core::matches!(#error, #pattern)),
+        }
+    }
+}
+
+/// `counts_ok` in generated code: what the call's `Ok` is.
+pub struct OkRule {
+    /// For a classifier, the function that judges the body's whole
+    /// `Result` (`__failfast_result`, taken apart first), into
+    /// `__failfast_ok_outcome`; spanned at the type, where a type that is
+    /// no classifier is reported.
+    pub judge: Option<TokenStream>,
+    /// An `Outcome` expression: the outcome of `Ok(__failfast_value)`.
+    pub outcome: TokenStream,
+}
+
+impl OkRule {
+    /// A pattern or a predicate matches the `Ok` value (a `&T`): a failure
+    /// when it does, a success when not. A type is a classifier of the
+    /// whole `Result` (`Classify`), whose outcome is taken as it is, a
+    /// neutral one included.
+    pub fn of(counts_ok: &Matcher, krate: &TokenStream) -> OkRule {
+        let private = quote!(#krate::__private);
+        match counts_ok {
+            Matcher::Type(ty) => OkRule {
+                judge: Some(respan(quote!(#private::ok_outcome::<#ty, _, _>), ty.span())),
+                outcome: quote!(__failfast_ok_outcome),
+            },
+            matcher => {
+                let check = matcher.check(krate, &quote!(&__failfast_value), false);
+                OkRule {
+                    judge: None,
+                    outcome: quote! {
+                        if #check {
+                            #private::Outcome::Failure
+                        } else {
+                            #private::Outcome::Success
+                        }
+                    },
+                }
+            }
         }
     }
 }

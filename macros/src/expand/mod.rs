@@ -104,6 +104,7 @@ use crate::check::shape::{Body, Shape, is_anyhow, is_failfast_attribute, not_a_f
 use crate::check::{self, Breaker};
 use crate::tokens::{allow, at_type, duration, located_at, nested, respan, runtime};
 use fallback::{FallbackCall, fallback_call, kept_for_fallback};
+use matcher::OkRule;
 use source::Source;
 
 pub fn circuit_breaker(args: TokenStream, item: TokenStream) -> TokenStream {
@@ -256,7 +257,7 @@ pub(crate) fn expand(func: &ItemFn, breaker: &Breaker, shape: &Shape) -> TokenSt
     let allow = allow();
     let plan = Plan::new(func, breaker, shape, &krate, &private, &allow);
     let call = plan.with_fallback(plan.call());
-    let helper = Matcher::helper([&args.counts, &args.ignores], &allow);
+    let helper = Matcher::helper([&args.counts, &args.ignores, &args.counts_ok], &allow);
     // Under `#[retry]`, the loop around the attempts checks them once.
     let kept = match &args.fallback {
         Some(fallback) if !breaker.report_to_retry => {
@@ -289,6 +290,8 @@ struct Plan<'a> {
     /// Whether `__failfast_error` is a counted failure: `counts` (the return
     /// type's default rule when absent) and not `ignores`.
     counted: TokenStream,
+    /// With `counts_ok`, what the call's `Ok` is.
+    ok_rule: Option<OkRule>,
     /// `ResultParts::into_result` and `::from_result` at the return type:
     /// taking the returned value apart and building it again goes through
     /// them, so a type that is not a `Result` is reported there once, and
@@ -308,6 +311,8 @@ struct Exits {
     reject: TokenStream,
     failure: TokenStream,
     timeout: TokenStream,
+    /// An `Ok(__failfast_value)` that `counts_ok` counted as a failure.
+    counted_ok: TokenStream,
 }
 
 impl<'a> Plan<'a> {
@@ -343,6 +348,10 @@ impl<'a> Plan<'a> {
             report,
             is_async: !matches!(shape.body, Body::Sync(_)),
             counted: counted(args, krate, &shape.output),
+            ok_rule: args
+                .counts_ok
+                .as_ref()
+                .map(|counts_ok| OkRule::of(&counts_ok.value, krate)),
             split,
             join,
             exits,
@@ -393,6 +402,7 @@ impl Exits {
                 report.rejection(private),
             ),
             failure: to_fallback(quote!(Failed), &quote!(__failfast_error), None),
+            counted_ok: to_fallback(quote!(CountedOk), &quote!(__failfast_value), None),
             timeout: to_fallback(
                 quote!(Timeout),
                 &quote!(__failfast_timed_out),
@@ -443,6 +453,8 @@ impl Exits {
             reject,
             failure: quote!(return #join(::core::result::Result::Err(#failed))),
             timeout: quote!({ #report_timeout #on_timeout }),
+            // Counted, and returned as it is.
+            counted_ok: quote!(return #join(::core::result::Result::Ok(__failfast_value))),
         }
     }
 }
@@ -485,6 +497,12 @@ impl Plan<'_> {
         let success = self
             .report
             .returns(join, quote!(::core::result::Result::Ok(__failfast_value)));
+        let (judge_ok, on_ok) = self.on_ok(&success);
+        // A classifier's statements took the result apart already.
+        let scrutinee = match &judge_ok {
+            Some(_) => quote!(__failfast_result),
+            None => quote!(#split(__failfast_result)),
+        };
         let on_error = self.on_error();
         quote! {
             #lookup
@@ -496,12 +514,10 @@ impl Plan<'_> {
             #enter
             let #result = #run;
             #returned
+            #judge_ok
             #allow
-            match #split(__failfast_result) {
-                ::core::result::Result::Ok(__failfast_value) => {
-                    __failfast_permit.record(#private::Outcome::Success);
-                    #success;
-                }
+            match #scrutinee {
+                ::core::result::Result::Ok(__failfast_value) => #on_ok,
                 #on_error
             };
         }
@@ -590,6 +606,50 @@ impl Plan<'_> {
         }
     }
 
+    /// The `Ok` arm of the verdict: a success; with `counts_ok`, the
+    /// outcome it gives the `Ok`, a counted failure going where a counted
+    /// error goes (the fallback, or the caller as it is, reported to a
+    /// `#[retry]` above as a failure). Also the statements that judge the
+    /// whole result first, for a classifier: taken apart first, so that a
+    /// return type that is not a `Result` is reported once, at the type.
+    fn on_ok(&self, success: &TokenStream) -> (Option<TokenStream>, TokenStream) {
+        let Plan {
+            private,
+            report,
+            allow,
+            split,
+            ..
+        } = self;
+        let Some(OkRule { judge, outcome }) = &self.ok_rule else {
+            let on_ok = quote!({
+                __failfast_permit.record(#private::Outcome::Success);
+                #success;
+            });
+            return (None, on_ok);
+        };
+        let report_failure = report.failure(private);
+        let counted_ok = &self.exits.counted_ok;
+        let on_ok = quote!({
+            let __failfast_outcome: #private::Outcome = #outcome;
+            if __failfast_outcome == #private::Outcome::Failure {
+                __failfast_permit.record(#private::Outcome::Failure);
+                #report_failure
+                #counted_ok;
+            }
+            __failfast_permit.record(__failfast_outcome);
+            #success;
+        });
+        let before = judge.as_ref().map(|judge| {
+            quote! {
+                #allow
+                let __failfast_result = #split(__failfast_result);
+                #allow
+                let __failfast_ok_outcome: #private::Outcome = #judge(&__failfast_result);
+            }
+        });
+        (before, on_ok)
+    }
+
     /// The `Err` arm of the verdict: a counted failure, or a neutral error
     /// returned as it is.
     fn on_error(&self) -> TokenStream {
@@ -626,7 +686,7 @@ impl Plan<'_> {
     /// after the last attempt. Without a fallback, `call` as it is.
     fn with_fallback(&self, call: TokenStream) -> TokenStream {
         let (allow, private) = (self.allow, self.private);
-        let handed = handed_error(private);
+        let handed = handed_error(private, self.args);
         match &self.args.fallback {
             Some(_) if self.report == Report::HandOver => quote! {
                 #allow
@@ -694,11 +754,15 @@ impl Plan<'_> {
     }
 }
 
-/// The `failfast::Error` a fallback is given: `Error<E>`, its `Ok` type
-/// the default, `Infallible`, which nothing carries. Written out, so that a
-/// closure fallback's parameter has its type.
-pub(crate) fn handed_error(private: &TokenStream) -> TokenStream {
-    quote!(#private::Error<_>)
+/// The `failfast::Error` a fallback is given: `Error<E>` (its `Ok` type
+/// the default, `Infallible`, which nothing carries) or, with `counts_ok`,
+/// `Error<E, T>`, carrying the counted `Ok`. Written out, so that a closure
+/// fallback's parameter has its type.
+pub(crate) fn handed_error(private: &TokenStream, args: &Args) -> TokenStream {
+    match &args.counts_ok {
+        Some(_) => quote!(#private::Error<_, _>),
+        None => quote!(#private::Error<_>),
+    }
 }
 
 /// The function as written, with `statements` as its body (inside

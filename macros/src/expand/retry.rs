@@ -10,7 +10,13 @@
 //!         let __failfast_result: Ret = async { <fake return>; body }.await; // async
 //!         // (with a breaker below, `{ body }` is the breaker's code around it)
 //!         match split::<Ret>(__failfast_result) {
-//!             Ok(value) => return join::<Ret>(Ok(value)),
+//!             Ok(value) => {
+//!                 // only with `counts_ok` on the breaker below: an `Ok` it
+//!                 // counted reported a failure, and is retried as one
+//!                 let verdict = take_verdict();
+//!                 if let Some(delay) = next_delay(&mut __failfast_attempts, verdict) { .. continue; }
+//!                 return join::<Ret>(Ok(value));
+//!             }
 //!             Err(error) => {
 //!                 let verdict = take_verdict();          // with a breaker below
 //!                 if retry_on(&error) {                  // no `if` without `retry_on`
@@ -39,6 +45,7 @@
 //!     let __failfast_fallback_error = loop {
 //!         // the breaker's code: `Ok(ret)` for an `Ok` or a neutral error,
 //!         // `Err(failfast::Error<E>)` for a rejection, a counted failure, a timeout
+//!         // (and `Err(failfast::Error<E, T>)` for an `Ok` `counts_ok` counted)
 //!         let __failfast_attempt = run(|| -> Result<Ret, Error<_>> { .. });  // sync
 //!         let __failfast_attempt = async { .. }.await;                       // async
 //!         let __failfast_fallback_error = match __failfast_attempt {
@@ -223,7 +230,7 @@ fn expand(
             if is_async {
                 quote!(async #guarded.await)
             } else if fallback.is_some() {
-                let error = handed_error(&private);
+                let error = handed_error(&private, &breaker.checked.args);
                 let handed = quote!(::core::result::Result<#output, #error>);
                 quote!(#private::run(|| -> #handed #guarded))
             } else {
@@ -297,6 +304,18 @@ fn expand(
             continue;
         }
     };
+    // An `Ok` that the breaker's `counts_ok` counted is retried as the
+    // counted failure it is (its verdict says so), whatever `retry_on`
+    // says of errors; the last one is returned as it is. Without
+    // `counts_ok`, an `Ok` reports nothing and is returned at once.
+    let retry_ok = breaker
+        .filter(|breaker| breaker.checked.args.counts_ok.is_some())
+        .map(|_| {
+            quote! {
+                #take_verdict
+                #next
+            }
+        });
     let retry = match retry_on {
         Some(retry_on) => quote!(if #retry_on { #next }),
         None => next,
@@ -320,6 +339,7 @@ fn expand(
                 #allow
                 match #split(__failfast_result) {
                     ::core::result::Result::Ok(__failfast_value) => {
+                        #retry_ok
                         return #join(::core::result::Result::Ok(__failfast_value));
                     }
                     ::core::result::Result::Err(__failfast_error) => {

@@ -1,6 +1,7 @@
 //! Which errors count: `counts = SomeType` searched along the error's
 //! `source()` chain, and the default rule of a return type without
-//! `counts = …`, both chosen at compile time by autoref.
+//! `counts = …`, both chosen at compile time by autoref; and which `Ok`s
+//! count, with `counts_ok = SomeClassifier`.
 
 use std::error::Error as StdError;
 
@@ -210,6 +211,43 @@ impl<R, E: ?Sized> ViaEvery for DefaultCounts<'_, R, E> {
     fn counts(&self) -> bool {
         true
     }
+}
+
+// `counts_ok = Classifier`: a type given to `counts_ok` is a classifier of
+// the whole `Result` (`failfast::classify::HttpClassifier`), as the tower
+// layer and the reqwest middleware take one; the `Ok`'s outcome is the one
+// it gives (a failure, neutral, or a success).
+
+/// Classifiers `counts_ok = Type` can name: a [`Classify`] of the
+/// function's `Result` with a `Default` value (feature `http`).
+///
+/// [`Classify`]: crate::integrations::classify::Classify
+#[diagnostic::on_unimplemented(
+    message = "`counts_ok = {Self}` names a type, which `counts_ok` takes as a classifier of the function's `Result`, and `{Self}` is not one for this `Result`",
+    label = "not a `failfast::classify::Classify` of this function's `Result` (with `Default`)",
+    note = "write a pattern over the `Ok` value (`counts_ok = Reply::Unavailable {{ .. }}`), a predicate (`counts_ok = |r: &Response| r.status().is_server_error()`), or a classifier such as `failfast::classify::HttpClassifier` (feature `http`)"
+)]
+pub trait OkClassifier<T, E> {
+    /// The outcome of a call that returned `result`.
+    fn ok_outcome(result: &Result<T, E>) -> crate::Outcome;
+}
+
+#[cfg(feature = "http")]
+impl<C, T, E> OkClassifier<T, E> for C
+where
+    C: crate::integrations::classify::Classify<T, E> + Default,
+{
+    #[inline]
+    fn ok_outcome(result: &Result<T, E>) -> crate::Outcome {
+        C::default().classify(result)
+    }
+}
+
+/// `counts_ok = C`: the outcome classifier `C` gives `result`, a call's
+/// `Result` (read only when it is `Ok`).
+#[inline]
+pub fn ok_outcome<C: OkClassifier<T, E>, T, E>(result: &Result<T, E>) -> crate::Outcome {
+    C::ok_outcome(result)
 }
 
 #[cfg(test)]

@@ -57,4 +57,10 @@ fn crate_not_path(id: u32) -> Result<u32, DependencyError> {
     Ok(id)
 }
 
+// `counts_ok` given twice.
+#[circuit_breaker(counts_ok = |id: &u32| *id == 0, counts_ok = |id: &u32| *id > 9)]
+fn counts_ok_twice(id: u32) -> Result<u32, DependencyError> {
+    Ok(id)
+}
+
 fn main() {}
