@@ -254,6 +254,22 @@ pub fn ok_outcome<C: OkClassifier<T, E>, T, E>(result: &Result<T, E>) -> crate::
 mod tests {
     use super::*;
 
+    /// `counts_ok = HttpClassifier`: the outcome of an `Ok` answer is the
+    /// one the classifier gives its status.
+    #[cfg(feature = "http")]
+    #[test]
+    fn a_classifier_judges_the_ok_answer() {
+        use crate::Outcome;
+        use crate::integrations::classify::HttpClassifier;
+        let answer = |status: u16| {
+            Ok::<_, std::io::Error>(http::Response::builder().status(status).body(()).unwrap())
+        };
+        let outcome = |status| ok_outcome::<HttpClassifier, _, _>(&answer(status));
+        assert_eq!(outcome(503), Outcome::Failure);
+        assert_eq!(outcome(429), Outcome::Neutral);
+        assert_eq!(outcome(200), Outcome::Success);
+    }
+
     /// Without `counts`, a return type with no rule counts every `Err`;
     /// `Result<T, tonic::Status>` counts what `grpc_failure` counts.
     #[test]

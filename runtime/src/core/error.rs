@@ -613,6 +613,21 @@ mod tests {
     }
 
     #[test]
+    fn a_counted_ok_says_so_and_has_no_source() {
+        let e: Error<Outer, u16> = Error::CountedOk(503);
+        assert_eq!(
+            e.to_string(),
+            "the call returned `Ok` with a value `counts_ok` counts as a failure"
+        );
+        assert!(std::error::Error::source(&e).is_none());
+        let failed: Error<Outer, u16> = Error::Failed(Outer(std::io::Error::other("reset")));
+        assert_eq!(
+            std::error::Error::source(&failed).unwrap().to_string(),
+            "reset"
+        );
+    }
+
+    #[test]
     fn a_config_error_says_what_is_wrong() {
         let e = ConfigError::new("jitter", "is 1.5, outside [0, 1)");
         assert_eq!((e.name(), e.key()), ("", "jitter"));
