@@ -165,11 +165,16 @@ pub fn timeout<'b, T: TokioFeature, F: Future>(
     future: F,
 ) -> Timeout<'b, F> {
     let breaker = permit.breaker();
-    let (name, limit) = (
-        breaker.carried_name(),
-        breaker.time_limit().unwrap_or(limit),
-    );
-    Timeout::new(permit, name, limit, future)
+    // Compared in nanoseconds with the limit written, a constant once
+    // inlined: while it is in force the timer is set from that constant,
+    // with no conversion from nanoseconds.
+    let live = breaker.time_limit();
+    let limit = if live == 0 || live == crate::core::config::nanos(limit) {
+        limit
+    } else {
+        Duration::from_nanos(live)
+    };
+    Timeout::new(permit, breaker.carried_name(), limit, future)
 }
 
 /// Calls `f` once. Passing the body as an `FnOnce` keeps borrows it returns

@@ -1482,7 +1482,7 @@ mod tests {
             .timeout(2 * second)
             .build()
             .unwrap();
-        assert_eq!(slow.time_limit(), Some(2 * second));
+        assert_eq!(slow.time_limit(), nanos(2 * second));
         for (limit, fits) in [(second, false), (second / 2, false), (3 * second, true)] {
             let patch = Breaker::builder().threshold(7).timeout(limit);
             let expected = rules::slow_under_timeout(second, limit).map_err(|v| v.problem());
@@ -1491,7 +1491,7 @@ mod tests {
             assert_eq!(got.err(), expected.err());
             let (threshold, time_limit) = if fits { (7, limit) } else { (5, 2 * second) };
             assert_eq!(slow.config().threshold(), threshold);
-            assert_eq!(slow.time_limit(), Some(time_limit));
+            assert_eq!(slow.time_limit(), nanos(time_limit));
             slow.reconfigure(&Breaker::builder().threshold(5).timeout(2 * second))
                 .unwrap();
         }
@@ -1504,25 +1504,25 @@ mod tests {
             .unwrap();
         let longer = Breaker::builder().timeout(11 * second);
         assert_eq!(shed.reconfigure(&longer).unwrap_err().key(), "shed_window");
-        assert_eq!(shed.time_limit(), Some(second));
+        assert_eq!(shed.time_limit(), nanos(second));
         shed.reconfigure(&longer.shed_window(20 * second)).unwrap();
-        assert_eq!(shed.time_limit(), Some(11 * second));
+        assert_eq!(shed.time_limit(), nanos(11 * second));
         let shorter = Breaker::builder().shed_window(10 * second);
         assert_eq!(shed.reconfigure(&shorter).unwrap_err().key(), "shed_window");
         // Without a limit, none is taken on.
         let plain = Breaker::builder().build().unwrap();
         let refused = plain.reconfigure(&Breaker::builder().timeout(second));
         assert_eq!(refused.unwrap_err().key(), "timeout");
-        assert_eq!(plain.time_limit(), None);
+        assert_eq!(plain.time_limit(), 0);
         // Put back whole with the declared settings.
         slow.reconfigure(&Breaker::builder().timeout(3 * second))
             .unwrap();
-        assert_eq!(slow.time_limit(), Some(3 * second));
+        assert_eq!(slow.time_limit(), nanos(3 * second));
         slow.replace(
             slow.declared().clone(),
             crate::core::breaker::Origins::DECLARED,
         );
-        assert_eq!(slow.time_limit(), Some(2 * second));
+        assert_eq!(slow.time_limit(), nanos(2 * second));
     }
 
     #[test]

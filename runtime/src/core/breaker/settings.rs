@@ -8,7 +8,6 @@ use crate::core::config::{FIXED, Patch};
 use crate::core::error::ConfigError;
 use crate::core::kept::Read;
 use crate::sync::Ordering;
-use std::time::Duration;
 
 impl Breaker {
     /// The settings in force, held while the returned guard lives: one
@@ -109,15 +108,13 @@ impl Breaker {
 }
 
 impl Breaker {
-    /// The time limit in force for a call starting now (`timeout`), if the
-    /// breaker has one: one relaxed load. A call reads it once, as it
-    /// starts, and keeps it: a change applies to the calls that start after.
+    /// The time limit in force for a call starting now (`timeout`), in
+    /// nanoseconds, 0 if the breaker has none: one relaxed load. A call
+    /// reads it once, as it starts, and keeps it: a change applies to the
+    /// calls that start after.
     #[inline]
-    pub(crate) fn time_limit(&self) -> Option<Duration> {
-        match self.time_limit.load(Ordering::Relaxed) {
-            0 => None,
-            nanos => Some(Duration::from_nanos(nanos)),
-        }
+    pub(crate) fn time_limit(&self) -> u64 {
+        self.time_limit.load(Ordering::Relaxed)
     }
 
     /// The settings it was declared (or built) with: a family's member's
