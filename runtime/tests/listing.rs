@@ -181,6 +181,15 @@ fn the_last_change_of_a_setting_names_its_origin_and_a_refusal_none() {
         BTreeMap::from([("min_calls", Origin::Environment)])
     );
     assert_eq!(serde_json::to_value(b.config()).unwrap()["min_calls"], 6);
+    // As an admin page prints them.
+    let shown = [
+        Origin::Declared,
+        Origin::File,
+        Origin::Environment,
+        Origin::RunTime,
+    ];
+    let shown = shown.map(|origin| origin.to_string());
+    assert_eq!(shown, ["declared", "file", "environment", "run time"]);
     // A mode is manual control, not a setting with an origin.
     b.reconfigure(&Breaker::builder().mode(failfast_runtime::Mode::ObserveOnly))
         .unwrap();
