@@ -650,29 +650,6 @@ fn retry_first_attempt(c: &mut Criterion) {
     g.finish();
 }
 
-/// With the `metrics` feature, last (calls are timed from then on, for
-/// the life of the process): the closed path before the library found the
-/// recorder, then with `failfast_call_duration_seconds` recorded (an
-/// export found the recorder installed above).
-fn closed_durations(c: &mut Criterion) {
-    #[cfg(feature = "metrics")]
-    {
-        install_recorder();
-        let ff = failfast_consecutive();
-        let mut g = c.benchmark_group("closed_durations");
-        g.bench_function("failfast: acquire + record, no recorder found", |b| {
-            each(b, || by_permit(&ff, arg()))
-        });
-        failfast::metrics::export();
-        g.bench_function("failfast: acquire + record, durations recorded", |b| {
-            each(b, || by_permit(&ff, arg()))
-        });
-        g.finish();
-    }
-    #[cfg(not(feature = "metrics"))]
-    let _ = c;
-}
-
 criterion_group!(
     benches,
     closed_consecutive,
@@ -681,7 +658,6 @@ criterion_group!(
     async_call,
     timeout,
     open_rejected,
-    retry_first_attempt,
-    closed_durations
+    retry_first_attempt
 );
 criterion_main!(benches);

@@ -47,8 +47,20 @@ fn without_a_recorder_calls_are_not_timed_and_nothing_is_recorded() {
             .filter(|(key, ..)| key.key().name() == "failfast_call_duration_seconds")
             .count()
     };
+    // A breaker that times its calls anyway (the slow-call rule) records
+    // none either until the recorder is found.
+    let timed = Arc::new(
+        Breaker::builder()
+            .name("unrecorded-timed")
+            .slow(Duration::from_secs(60))
+            .clock(clock.clone())
+            .build()
+            .unwrap(),
+    );
+    registry::register(&timed);
     metrics::with_local_recorder(&recorder, || {
         b.call(|| Ok::<_, ()>(())).unwrap();
+        timed.call(|| Ok::<_, ()>(())).unwrap();
         assert_eq!(histograms(), 0);
         // Found by an export: the next call is timed and recorded.
         failfast_runtime::metrics::export();

@@ -77,7 +77,8 @@
 //! life of the process; before that a call reads no clock. A breaker with
 //! the slow-call rule or an adaptive limit times its calls anyway; any
 //! other reads the clock twice per call more, and its successes leave the
-//! fast path (`closed_durations` in `benches/breaker.rs`). Each duration is one
+//! fast path (`benches/durations.rs`: about 97 ns a call with a recorder
+//! that only counts, against 7 without one). Each duration is one
 //! recorder call (`register_histogram`, then `record`); buckets or
 //! summaries are the exporter's (`metrics-exporter-prometheus`:
 //! `set_buckets_for_metric`).
