@@ -1,0 +1,192 @@
+//! What changes a running breaker's settings: a [`Patch`], and a setting
+//! read from a variable's text.
+
+use std::time::Duration;
+
+use super::{Config, Mode, Window};
+
+/// The settings a [`Builder`](crate::Builder) was given, each `None` until
+/// set: what [`Breaker::reconfigure`](crate::Breaker::reconfigure) changes.
+/// A configuration file's section is read into one by `core::serde`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Patch {
+    pub(crate) threshold: Option<u32>,
+    pub(crate) failure_rate: Option<f64>,
+    pub(crate) min_calls: Option<u32>,
+    pub(crate) window: Option<Window>,
+    pub(crate) slow_rate: Option<f64>,
+    pub(crate) recovery: Option<Duration>,
+    pub(crate) max_recovery: Option<Duration>,
+    pub(crate) jitter: Option<f64>,
+    pub(crate) trial_calls: Option<u32>,
+    pub(crate) success_threshold: Option<u32>,
+    pub(crate) shed: Option<f64>,
+    pub(crate) shed_window: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) mode: Option<Mode>,
+}
+
+impl Patch {
+    /// `config` with this patch applied, checked, or the first key at fault.
+    pub(crate) fn applied_to(&self, config: &Config) -> Result<Config, (&'static str, String)> {
+        let broken =
+            |violation: failfast_rules::Violation| (violation.key().name(), violation.problem());
+        let mut next = config.clone();
+        let rule = |key: &'static str, on: bool, rule: &str| {
+            if on {
+                Ok(())
+            } else {
+                Err((
+                    key,
+                    format!(
+                        "cannot be changed: the breaker does not use {rule}; which rules a \
+                         breaker uses is set where it is declared"
+                    ),
+                ))
+            }
+        };
+        if let Some(n) = self.threshold {
+            rule(
+                "threshold",
+                config.uses_threshold(),
+                "the failure-count rule (`threshold`)",
+            )?;
+            next.threshold = failfast_rules::threshold(n).map_err(broken)?;
+        }
+        if let Some(r) = self.failure_rate {
+            rule(
+                "failure_rate",
+                config.failure_rate > 0.0,
+                "the failure-rate rule",
+            )?;
+            // `validate` takes a zero rate as "no failure-rate rule".
+            next.failure_rate = failfast_rules::failure_rate(r).map_err(broken)?;
+        }
+        if let Some(n) = self.min_calls {
+            rule("min_calls", config.uses_rate(), "a rate rule")?;
+            next.min_calls = n;
+        }
+        if let Some(shape) = self.window {
+            rule(
+                "window",
+                config.uses_window(),
+                if config.sheds() {
+                    "a rule measured over a window (graded shedding's is `shed_window`)"
+                } else {
+                    "a rule measured over a window"
+                },
+            )?;
+            next.window = shape;
+        }
+        if let Some(r) = self.slow_rate {
+            rule("slow_rate", config.slow != 0, "the slow-call rule")?;
+            next.slow_rate = r;
+        }
+        if let Some(d) = self.recovery {
+            next = next.with_recovery(d);
+        }
+        if let Some(d) = self.max_recovery {
+            // Checked as given: zero would read as "not growing".
+            failfast_rules::max_recovery(Duration::from_nanos(next.recovery), d).map_err(broken)?;
+            next = next.with_max_recovery(d);
+        }
+        if let Some(j) = self.jitter {
+            next.jitter = j;
+        }
+        if let Some(n) = self.trial_calls {
+            next.trial_calls = n;
+        }
+        if let Some(n) = self.success_threshold {
+            next.success_threshold = n;
+        }
+        if let Some(k) = self.shed {
+            rule("shed", config.sheds(), "graded shedding (`shed`)")?;
+            next = next.with_shed(failfast_rules::shed(k).map_err(broken)?);
+        }
+        if let Some(d) = self.shed_window {
+            rule("shed_window", config.sheds(), "graded shedding (`shed`)")?;
+            next = next.with_shed_window(failfast_rules::shed_window(d).map_err(broken)?);
+        }
+        if let Some(d) = self.timeout {
+            rule("timeout", config.timeout != 0, "a time limit (`timeout`)")?;
+            next = next.with_timeout(failfast_rules::timeout(d).map_err(broken)?);
+        }
+        next.validate()
+            .map_err(|e| (e.static_key(), e.reason().to_owned()))?;
+        // As when building: a count window never holds more than its size
+        // (the rate rules' window: graded shedding's is a time).
+        if let (true, Window::Calls(size)) = (next.rate_window(), next.window) {
+            if self.min_calls.is_some() {
+                failfast_rules::min_calls_within(next.min_calls, Some(size)).map_err(broken)?;
+            } else if self.window.is_some() {
+                failfast_rules::window_holds_min_calls(size, next.min_calls).map_err(broken)?;
+            }
+        }
+        Ok(next)
+    }
+}
+
+/// Why a setting fixed at build time cannot be changed on a running breaker.
+pub(crate) const FIXED: &str =
+    "is fixed once the breaker is built; it can change where the breaker is declared or built";
+
+/// Sets `key` of `patch` from `text` (an environment variable's value), or
+/// says why not, after the key's name: ``is `soon`, not a duration …``.
+pub(crate) fn set_from_text(patch: &mut Patch, key: &str, text: &str) -> Result<(), String> {
+    fn number<T: std::str::FromStr>(text: &str) -> Result<T, String> {
+        text.parse()
+            .map_err(|_| format!("is `{text}`, not a number of the expected kind"))
+    }
+    let parse_duration = |text: &str| {
+        failfast_rules::parse_duration(text).map_err(|e| {
+            format!(
+                "is `{text}`, not a duration ({e}); write it like \"30s\", \"250ms\" or \"1m 30s\""
+            )
+        })
+    };
+    match key {
+        "threshold" => patch.threshold = Some(number(text)?),
+        "failure_rate" => patch.failure_rate = Some(number(text)?),
+        "min_calls" => patch.min_calls = Some(number(text)?),
+        "window" => {
+            patch.window = Some(match text.parse::<u32>() {
+                Ok(n) => Window::Calls(n),
+                Err(_) => Window::Time(
+                    u64::try_from(parse_duration(text)?.as_nanos()).unwrap_or(u64::MAX),
+                ),
+            });
+        }
+        "slow_rate" => patch.slow_rate = Some(number(text)?),
+        "recovery" => patch.recovery = Some(parse_duration(text)?),
+        "max_recovery" => patch.max_recovery = Some(parse_duration(text)?),
+        "jitter" => patch.jitter = Some(number(text)?),
+        "trial_calls" => patch.trial_calls = Some(number(text)?),
+        "success_threshold" => patch.success_threshold = Some(number(text)?),
+        "shed" => patch.shed = Some(number(text)?),
+        "shed_window" => patch.shed_window = Some(parse_duration(text)?),
+        "timeout" => patch.timeout = Some(parse_duration(text)?),
+        "mode" => {
+            patch.mode = Some(match text {
+                "normal" => Mode::Normal,
+                "observe_only" => Mode::ObserveOnly,
+                "forced_open" => Mode::ForcedOpen,
+                "forced_closed" => Mode::ForcedClosed,
+                _ => {
+                    return Err(format!(
+                        "is `{text}`, not a mode; write `normal`, `observe_only`, `forced_open` or `forced_closed`"
+                    ));
+                }
+            });
+        }
+        _ => {
+            return Err(
+                "is not a key that can change at run time; expected one of `threshold`, \
+                 `failure_rate`, `min_calls`, `window`, `slow_rate`, `recovery`, `max_recovery`, \
+                 `jitter`, `trial_calls`, `success_threshold`, `shed`, `shed_window`, `timeout`, \
+                 `mode`"
+                    .to_owned(),
+            );
+        }
+    }
+    Ok(())
+}
