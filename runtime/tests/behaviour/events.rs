@@ -517,14 +517,20 @@ fn a_kept_subscription_keeps_listening() {
 /// each starts in the state the previous one entered when none was dropped
 /// in between. Once the threads stop, the next transitions deliver what
 /// still waits: every transition is delivered or counted as dropped.
-/// Delivers what waits (each reset delivers up to 4 events, its own
-/// included), then checks the numbers of the events delivered
+/// Delivers what waits (each manual transition delivers up to 4 events,
+/// its own included), then checks the numbers of the events delivered
 /// ([`check_sequence`]). Returns them and how many were dropped.
+///
+/// Each round forces the breaker closed and back to normal: two
+/// transitions whatever state the threads left it in. (`Mode::Normal`
+/// alone is no transition on a breaker already closed and normal, and
+/// would deliver nothing.)
 fn check_numbers(b: &Breaker, log: &Log, ordered: bool) -> (Vec<Transition>, u64) {
     for _ in 0..32 {
         if failfast_runtime::__private::backlog(b) == 0 {
             break;
         }
+        b.set_mode(Mode::ForcedClosed);
         b.set_mode(Mode::Normal);
     }
     assert_eq!(
