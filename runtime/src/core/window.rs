@@ -62,7 +62,10 @@
 //! the calls other threads are finishing at that moment, and events racing
 //! for one position take the next free one, so an event can be placed up to
 //! (threads − 1) positions from where a ring written by every call would put
-//! it, and leaves the window that many calls early or late. With two threads
+//! it, and leaves the window that many calls early or late. (Further ahead
+//! while events that arrive late, each taking the next free position,
+//! outnumber the successes between them; each success takes one position
+//! of that lead back.) With two threads
 //! and a window of N, a verdict sees the share of failures among the last N
 //! calls give or take one call, 1/N. A call recorded while the window
 //! is being cleared (on a state change) may be lost or land in the fresh
@@ -904,9 +907,16 @@ mod tests {
         assert_eq!(c.events.0.failures.load(Relaxed), popcount(c.bitsets().0));
         assert_eq!(c.events.0.slow.load(Relaxed), popcount(c.bitsets().1));
         // A full window of successes leaves nothing behind, without
-        // wrapping, once the (threads - 1) positions an event can have been
-        // placed late by are also past.
-        for _ in 0..100 + 2 {
+        // wrapping, once the positions the latest event was placed ahead of
+        // the count by are also past: (threads - 1) for one race, more when
+        // events that came late outnumbered the successes between them.
+        let lead = c
+            .events
+            .0
+            .last
+            .load(Relaxed)
+            .saturating_sub(w.calls.load(Relaxed));
+        for _ in 0..100 + lead {
             w.record(false, false);
         }
         assert_eq!(
