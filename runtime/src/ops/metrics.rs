@@ -18,6 +18,7 @@
 //! | `failfast_recovery_seconds` | gauge | `breaker` | open time before a trial |
 //! | `failfast_trial_calls` | gauge | `breaker` | trial calls admitted at once |
 //! | `failfast_success_threshold` | gauge | `breaker` | successful trials that close |
+//! | `failfast_timeout_seconds` | gauge | `breaker` | the time limit of each call (`timeout` only) |
 //!
 //! Label values are bounded by the breakers a program declares: one series
 //! per breaker name (and outcome or state pair).
@@ -271,6 +272,11 @@ fn describe_to(r: &dyn Recorder) {
         "failfast_success_threshold",
         Some(Unit::Count),
         "Successful trial calls that close the breaker.",
+    );
+    gauge(
+        "failfast_timeout_seconds",
+        Some(Unit::Seconds),
+        "Time limit of each call: a call still running then is cut off as a timeout.",
     );
     gauge(
         SHEDDING_GAUGE,
@@ -547,6 +553,9 @@ fn settings(b: &Breaker) {
     set("failfast_recovery_seconds", seconds(c.recovery));
     set("failfast_trial_calls", f64::from(c.trial_calls));
     set("failfast_success_threshold", f64::from(c.success_threshold));
+    if c.timeout != 0 {
+        set("failfast_timeout_seconds", seconds(c.timeout));
+    }
 }
 
 /// A transition from `from` to `to`: its counter, then the breaker's state

@@ -353,8 +353,8 @@ impl Recorder for Recording {
     }
 }
 
-/// Series the library describes: two counters, eleven gauges, a histogram.
-const DESCRIPTIONS: u64 = 14;
+/// Series the library describes: two counters, twelve gauges, a histogram.
+const DESCRIPTIONS: u64 = 15;
 
 #[test]
 fn the_series_are_described_once_per_recorder() {
@@ -865,6 +865,65 @@ fn a_members_settings_gauges_show_the_settings_in_force() {
             .unwrap();
         assert_eq!(read(&s).gauge("failfast_recovery_seconds", &a), 8.0);
     });
+}
+
+/// A breaker with a time limit shows it as `failfast_timeout_seconds`,
+/// written again when it changes at run time; one without has no such
+/// series. A family's members show theirs, the family's as changed.
+#[test]
+fn the_time_limit_is_a_settings_gauge_that_follows_changes() {
+    let _alone = alone();
+    let recorder = DebuggingRecorder::new();
+    let s = recorder.snapshotter();
+    let (timed, untimed) = ("metrics-timeout", "metrics-timeout-none");
+    metrics::with_local_recorder(&recorder, || {
+        let b = Arc::new(
+            Breaker::builder()
+                .name(timed)
+                .timeout(Duration::from_millis(1500))
+                .build()
+                .unwrap(),
+        );
+        registry::register(&b);
+        let _none = registered(untimed);
+        let r = read(&s);
+        assert_eq!(
+            r.gauge("failfast_timeout_seconds", &[("breaker", timed)]),
+            1.5
+        );
+        assert!(
+            r.value("failfast_timeout_seconds", &[("breaker", untimed)])
+                .is_none()
+        );
+        b.reconfigure(&Breaker::builder().timeout(Duration::from_millis(250)))
+            .unwrap();
+        let r = read(&s);
+        assert_eq!(
+            r.gauge("failfast_timeout_seconds", &[("breaker", timed)]),
+            0.25
+        );
+    });
+    #[cfg(feature = "keyed")]
+    {
+        let family: failfast_runtime::Family<String> = failfast_runtime::Family::builder(
+            Breaker::builder()
+                .name("metrics-timeout-family")
+                .timeout(Duration::from_secs(2)),
+        )
+        .build()
+        .unwrap();
+        family.register();
+        metrics::with_local_recorder(&recorder, || {
+            let _ = family.get("a").call(|| Ok::<_, ()>(()));
+            failfast_runtime::metrics::export();
+            let a = [("breaker", "metrics-timeout-family[a]")];
+            assert_eq!(read(&s).gauge("failfast_timeout_seconds", &a), 2.0);
+            family
+                .reconfigure(&Breaker::builder().timeout(Duration::from_secs(7)))
+                .unwrap();
+            assert_eq!(read(&s).gauge("failfast_timeout_seconds", &a), 7.0);
+        });
+    }
 }
 
 /// The durations `failfast_call_duration_seconds` holds for `breaker` and
