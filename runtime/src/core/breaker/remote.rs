@@ -267,6 +267,35 @@ mod tests {
         assert_ne!(f(&a), f(&d));
     }
 
+    /// Two breakers that differ only by their time limit, or by having
+    /// one, are told apart; a change at run time leaves the fingerprint
+    /// as declared.
+    #[test]
+    fn the_fingerprint_covers_the_time_limit() {
+        let timed = |limit: Option<Duration>| {
+            let b = Breaker::builder().name("t").threshold(5);
+            match limit {
+                Some(d) => b.timeout(d),
+                None => b,
+            }
+            .build()
+            .unwrap()
+        };
+        let none = timed(None);
+        let one = timed(Some(Duration::from_secs(1)));
+        let two = timed(Some(Duration::from_secs(2)));
+        assert_ne!(fingerprint(&none), fingerprint(&one));
+        assert_ne!(fingerprint(&one), fingerprint(&two));
+        assert_eq!(
+            fingerprint(&one),
+            fingerprint(&timed(Some(Duration::from_secs(1))))
+        );
+        assert_eq!(fingerprint(&none), PINNED, "no time limit hashes as before");
+        one.reconfigure(&Breaker::builder().timeout(Duration::from_secs(2)))
+            .unwrap();
+        assert_ne!(fingerprint(&one), fingerprint(&two), "as declared");
+    }
+
     #[test]
     fn over_a_breaker_that_reopened_on_its_own_the_local_deadline_is_the_floor() {
         let clock = ManualClock::new();

@@ -479,6 +479,8 @@ impl Config {
     /// The settings that decide when a breaker opens and how it recovers,
     /// hashed (see [`integration::fingerprint`](crate::integration::fingerprint)).
     pub(crate) fn fingerprint(&self) -> u64 {
+        /// Precedes the time limit in the hashed words.
+        const TIMEOUT_MARK: u64 = u64::from_le_bytes(*b"timeout\0");
         // FNV-1a over the settings' bits: defined here, so it never changes
         // with the standard library's hasher.
         let (shape, size) = match self.window {
@@ -503,6 +505,14 @@ impl Config {
         .chain(self.within.then_some(1))
         .chain(self.sheds().then_some(u64::from(self.shed.to_bits())))
         .chain((self.sheds() && self.shed_window != 0).then_some(u64::from(self.shed_window)))
+        // The time limit, after a mark of its own, so that it never hashes
+        // as one of the settings before it would.
+        .chain(
+            (self.timeout != 0)
+                .then_some([TIMEOUT_MARK, self.timeout])
+                .into_iter()
+                .flatten(),
+        )
         .flat_map(u64::to_le_bytes)
         .fold(0xcbf2_9ce4_8422_2325, |hash: u64, byte| {
             (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
