@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use failfast_rules::{self as rules, Concurrency, FailureRule, Setting, Written};
 
-use super::{Config, Mode, Patch, Window, broken};
+use super::{Config, Mode, Patch, broken};
 use crate::core::clock::{Clock, ManualClock};
 use crate::core::error::ConfigError;
 use crate::core::name::Name;
@@ -486,8 +486,8 @@ impl Builder {
             mode
         );
         match patch.window {
-            Some(Window::Calls(n)) => b.window_calls(n),
-            Some(Window::Time(t)) => b.window_time(Duration::from_nanos(t)),
+            Some(super::Window::Calls(n)) => b.window_calls(n),
+            Some(super::Window::Time(t)) => b.window_time(Duration::from_nanos(t)),
             None => b,
         }
     }
