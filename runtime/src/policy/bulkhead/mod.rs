@@ -30,13 +30,29 @@
 //! refused after it has looked at each counter once and found it empty, and a
 //! place given back meanwhile to a counter already looked at is not seen, as
 //! if it had come back just after the refusal.
+//!
+//! # A limit changed while calls run
+//!
+//! [`resize`](Bulkhead::resize) and [`set_max_wait`](Bulkhead::set_max_wait)
+//! change the limit and the wait of a bulkhead in use (the `resize`
+//! module): a lower limit lets the running calls finish and retires the
+//! places they give back beyond it (its *debt*); a higher one admits calls
+//! at once and wakes those waiting. A call that takes a place reads the
+//! debt (one relaxed load of a line it reads anyway); nothing else on the
+//! way of a call changes.
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::core::breaker::{Breaker, Permit};
 use crate::core::error::{Rejected, State};
-use crate::sync::{AtomicU32, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+
+mod queue;
+mod resize;
+mod stripes;
+use queue::{Joined, Ticket};
+use stripes::Stripe;
 
 /// At most `max` calls at once: what `#[circuit_breaker(max_concurrent =
 /// N)]` declares in a `static` of the function, in front of the breaker,
@@ -60,24 +76,31 @@ use crate::sync::{AtomicU32, Ordering};
 /// With [`max_wait`](Self::max_wait), a call that finds every place taken
 /// waits its turn for one, that long at most (`max_wait = "50ms"` beside
 /// `max_concurrent`).
+///
+/// Its limit and wait can change while calls run
+/// ([`resize`](Self::resize), [`set_max_wait`](Self::set_max_wait)).
 #[derive(Debug)]
 pub struct Bulkhead {
     /// Free places not on a stripe.
     central: AtomicU32,
-    max: u32,
+    /// Places owed by a lowered `max`: held by running calls, and retired
+    /// as they come back (`resize` module).
+    debt: AtomicU32,
+    max: AtomicU32,
     /// Free places by thread slot, made once callers race on `central`.
     stripes: OnceLock<Box<[Stripe]>>,
-    /// How long a call may wait for a place, in nanoseconds; 0: not at all.
-    wait: u64,
+    /// How long a call may wait for a place, in nanoseconds, read as it
+    /// starts waiting.
+    wait: AtomicU64,
+    /// Made with `max_wait`: calls wait in `queue`, and a place given back
+    /// is handed to the first of them. Fixed once made.
+    lined: bool,
     /// The callers waiting. Always there (empty, it is a counter and an
     /// unlocked lock): a place given back must find the line whenever a
     /// call may be joining it (a line made on first use could be missed by
     /// a giver while the joining call misses the place).
     queue: queue::Queue,
 }
-
-mod queue;
-use queue::{Joined, Ticket};
 
 /// The bulkhead a keyed family gives each key: its size and wait.
 #[cfg(feature = "keyed")]
@@ -103,12 +126,6 @@ impl Limit {
     }
 }
 
-/// One stripe's free places, on a line of its own (two lines: adjacent-line
-/// prefetchers pair them, as for the breaker's hot word).
-#[derive(Debug)]
-#[repr(align(128))]
-struct Stripe(AtomicU32);
-
 /// A place in a [`Bulkhead`], held while the call runs; dropping it gives the
 /// place back.
 #[derive(Debug)]
@@ -131,12 +148,14 @@ macro_rules! constructors {
             #[cfg(not(loom))]
             let stripes = OnceLock::new();
             #[cfg(loom)]
-            let stripes = loom_stripes(max);
+            let stripes = stripes::loom_stripes(max);
             Self {
                 central: AtomicU32::new(max),
-                max,
+                debt: AtomicU32::new(0),
+                max: AtomicU32::new(max),
                 stripes,
-                wait: 0,
+                wait: AtomicU64::new(0),
+                lined: false,
                 queue: queue::Queue::new(),
             }
         }
@@ -148,10 +167,12 @@ macro_rules! constructors {
         /// refused as at once ([`Reason::ConcurrencyLimit`](crate::Reason::ConcurrencyLimit)).
         /// [`enter`](Self::enter) waits on the thread;
         /// `enter_async` as a future. A bulkhead without it
-        /// costs what it did.
+        /// costs what it did. The wait can change later
+        /// ([`set_max_wait`](Self::set_max_wait)) on a bulkhead made with one.
         #[must_use]
         pub $($const)? fn max_wait(mut self, wait: Duration) -> Self {
-            self.wait = crate::core::config::nanos(wait);
+            self.wait = AtomicU64::new(crate::core::config::nanos(wait));
+            self.lined = !wait.is_zero();
             self
         }
     };
@@ -167,46 +188,6 @@ impl Bulkhead {
     constructors!();
 }
 
-/// Under loom the stripes are made at once (a bulkhead of more than one):
-/// loom cannot see the `OnceLock` publish them, and the model is about the
-/// places moving between the counters.
-#[cfg(loom)]
-fn loom_stripes(max: u32) -> OnceLock<Box<[Stripe]>> {
-    let stripes = OnceLock::new();
-    if max > 1 {
-        let _ = stripes.set(make_stripes(max));
-    }
-    stripes
-}
-
-/// Empty stripes for a bulkhead of `max`: one per thread slot, at most `max`,
-/// and a power of two (a thread finds its stripe with a mask, not a
-/// division).
-fn make_stripes(max: u32) -> Box<[Stripe]> {
-    let most = crate::core::totals::thread_slots().min(max as usize).max(1);
-    let n = 1 << most.ilog2();
-    (0..n).map(|_| Stripe(AtomicU32::new(0))).collect()
-}
-
-/// Takes a free place from `counter`, if it has one: whether it got one, and
-/// whether another thread changed the counter meanwhile (a lost
-/// compare-and-swap).
-#[inline]
-fn take(counter: &AtomicU32) -> (bool, bool) {
-    let mut free = counter.load(Ordering::Relaxed);
-    let mut raced = false;
-    while free > 0 {
-        match counter.compare_exchange(free, free - 1, Ordering::Acquire, Ordering::Relaxed) {
-            Ok(_) => return (true, raced),
-            Err(actual) => {
-                raced = true;
-                free = actual;
-            }
-        }
-    }
-    (false, raced)
-}
-
 impl Bulkhead {
     /// A permit if fewer than `max` calls are running, `None` at once
     /// otherwise.
@@ -215,16 +196,11 @@ impl Bulkhead {
         self.take_place().then(|| BulkheadPermit { bulkhead: self })
     }
 
-    /// Takes a free place from a counter, if there is one.
+    /// Takes a free place, if there is one: from a counter, retired at
+    /// once while a lowered limit is owed places (`resize` module).
     #[inline]
     fn take_place(&self) -> bool {
-        match self.stripes.get() {
-            Some(stripes) => self.take_on(stripes),
-            None => match take(&self.central) {
-                (got, false) => got,
-                (got, true) => self.contended(got),
-            },
-        }
+        self.take_free() && (self.debt.load(Ordering::Relaxed) == 0 || self.retire_taken())
     }
 
     /// A place, waiting on this thread for one up to `max_wait` (in turn,
@@ -243,7 +219,7 @@ impl Bulkhead {
         &self,
         permit: Option<&mut Permit<'_>>,
     ) -> Option<BulkheadPermit<'_>> {
-        let deadline = Instant::now().checked_add(Duration::from_nanos(self.wait));
+        let deadline = Instant::now().checked_add(self.wait());
         let ticket = match self.start_wait() {
             Ok(at_once) => return at_once,
             Err(ticket) => ticket,
@@ -291,61 +267,22 @@ impl Bulkhead {
     /// The line of waiting calls; `None` without `max_wait`.
     #[inline]
     fn queue_of_wait(&self) -> Option<&queue::Queue> {
-        (self.wait != 0).then_some(&self.queue)
+        self.lined.then_some(&self.queue)
     }
 
-    /// How long a call may wait for a place (zero: not at all).
-    #[cfg(any(feature = "tokio", feature = "testing"))]
+    /// How long a call starting to wait now may wait for a place (zero:
+    /// not at all).
     pub(crate) fn wait(&self) -> Duration {
-        Duration::from_nanos(self.wait)
-    }
-
-    /// Another thread raced this one for `central`: from now on the
-    /// bulkhead has stripes (when `max` is above one). A call that got no
-    /// place from `central` looks for one on them.
-    #[cold]
-    #[inline(never)]
-    fn contended(&self, got: bool) -> bool {
-        if self.max <= 1 {
-            return got;
-        }
-        let stripes = self.stripes.get_or_init(|| make_stripes(self.max));
-        got || self.take_on(stripes)
-    }
-
-    /// A place from this thread's stripe, else from `central`, else from the
-    /// other stripes in turn.
-    #[inline]
-    fn take_on(&self, stripes: &[Stripe]) -> bool {
-        let own = this_thread_stripe(stripes.len());
-        take(&stripes[own].0).0 || self.take_elsewhere(stripes, own)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn take_elsewhere(&self, stripes: &[Stripe], own: usize) -> bool {
-        take(&self.central).0
-            || (1..stripes.len()).any(|k| take(&stripes[(own + k) & (stripes.len() - 1)].0).0)
+        Duration::from_nanos(self.wait.load(Ordering::Relaxed))
     }
 
     /// Gives a place back, to the first waiting call if one waits.
     #[inline]
     fn give_back(&self) {
         self.put_place();
-        if self.wait != 0 {
+        if self.lined {
             self.queue.hand_over(self);
         }
-    }
-
-    /// Puts a place back on a counter: this thread's stripe once there are
-    /// stripes.
-    #[inline]
-    fn put_place(&self) {
-        let counter = match self.stripes.get() {
-            Some(stripes) => &stripes[this_thread_stripe(stripes.len())].0,
-            None => &self.central,
-        };
-        counter.fetch_add(1, Ordering::Release);
     }
 
     /// A place for a call that `breaker` admitted with `permit` (waiting
@@ -411,6 +348,7 @@ impl Bulkhead {
         &self,
         permit: Option<&mut Permit<'_>>,
     ) -> Option<BulkheadPermit<'_>> {
+        let wait = self.wait();
         let ticket = match self.start_wait() {
             Ok(at_once) => return at_once,
             Err(ticket) => ticket,
@@ -430,52 +368,29 @@ impl Bulkhead {
             }
         });
         // Dropped meanwhile, the ticket gives a place handed to it back.
-        let _ = ::tokio::time::timeout(self.wait(), granted).await;
+        let _ = ::tokio::time::timeout(wait, granted).await;
         ticket.into_place()
     }
 
-    /// Calls running now: `max` less the free places. While calls enter and
-    /// leave on other threads the places are counted one counter at a time,
-    /// so the figure is then approximate (never above `max`).
+    /// Calls running now: `max` and the places owed by a lowered limit,
+    /// less the free places. While calls enter and leave on other threads
+    /// the places are counted one counter at a time, so the figure is then
+    /// approximate.
     #[must_use]
     pub fn running(&self) -> u32 {
-        let free = self
-            .stripes
-            .get()
-            .into_iter()
-            .flat_map(|s| s.iter())
-            .fold(self.central.load(Ordering::Relaxed), |free, stripe| {
-                free.saturating_add(stripe.0.load(Ordering::Relaxed))
-            });
-        self.max.saturating_sub(free)
+        let places = self
+            .max
+            .load(Ordering::Relaxed)
+            .saturating_add(self.debt.load(Ordering::Relaxed));
+        places.saturating_sub(self.free())
     }
 
-    /// The most calls admitted at once.
+    /// The most calls admitted at once (the limit in force: a lowered one
+    /// while calls admitted under the earlier one may still run).
     #[must_use]
     pub fn max(&self) -> u32 {
-        self.max
+        self.max.load(Ordering::Relaxed)
     }
-}
-
-/// This thread's stripe among `n`.
-#[cfg(not(loom))]
-#[inline]
-fn this_thread_stripe(n: usize) -> usize {
-    crate::core::totals::thread_slot() & (n - 1)
-}
-
-/// Under loom, whose model threads share the process's thread-locals: the
-/// model thread's number (its id's `Debug` form is the one part of it that
-/// is the same in every execution of the model).
-#[cfg(loom)]
-fn this_thread_stripe(n: usize) -> usize {
-    let id = format!("{:?}", loom::thread::current().id());
-    let number: usize = id
-        .trim_start_matches("ThreadId(")
-        .trim_end_matches(')')
-        .parse()
-        .expect("loom's ThreadId(N)");
-    number & (n - 1)
 }
 
 #[cold]
@@ -806,6 +721,161 @@ mod tests {
         assert!(most.load(Ordering::SeqCst) <= MAX);
         assert_eq!((bulkhead.running(), waiting(&bulkhead)), (0, 0));
         assert_eq!(take_all(&bulkhead).len(), MAX as usize);
+    }
+
+    /// A lowered limit: the calls running finish, the places they give
+    /// back beyond the new limit are retired, and a call is admitted again
+    /// only once fewer than the new limit run; then exactly that many
+    /// places are free.
+    #[test]
+    fn a_lowered_limit_lets_running_calls_finish_and_retires_their_places() {
+        for bulkhead in [Bulkhead::new(4), striped(4)] {
+            let mut held = take_all(&bulkhead);
+            assert_eq!(held.len(), 4);
+            bulkhead.resize(2);
+            assert_eq!((bulkhead.max(), bulkhead.running()), (2, 4));
+            assert_eq!(bulkhead.owed(), 2, "two places held beyond the limit");
+            assert!(bulkhead.try_enter().is_none());
+            held.pop();
+            assert!(bulkhead.try_enter().is_none(), "three run, over two");
+            held.pop();
+            assert!(bulkhead.try_enter().is_none(), "two run: the limit");
+            assert_eq!(bulkhead.owed(), 0, "both places given back were retired");
+            held.pop();
+            let one = bulkhead.try_enter().expect("one runs, under two");
+            assert!(bulkhead.try_enter().is_none());
+            drop((one, held));
+            assert_eq!(bulkhead.running(), 0);
+            assert_eq!(take_all(&bulkhead).len(), 2, "exactly the new limit");
+            // Free places are retired at once.
+            bulkhead.resize(1);
+            assert_eq!((bulkhead.owed(), take_all(&bulkhead).len()), (0, 1));
+        }
+    }
+
+    /// A raised limit admits calls at once, and cancels places still owed
+    /// by an earlier lowering before making new ones.
+    #[test]
+    fn a_raised_limit_admits_at_once_and_cancels_debt_first() {
+        let bulkhead = Bulkhead::new(3);
+        let held = take_all(&bulkhead);
+        bulkhead.resize(1);
+        assert_eq!(bulkhead.owed(), 2);
+        bulkhead.resize(2);
+        assert_eq!(bulkhead.owed(), 1, "one place owed no more");
+        assert!(bulkhead.try_enter().is_none(), "three still run, over two");
+        bulkhead.resize(5);
+        assert_eq!(bulkhead.owed(), 0);
+        let more = take_all(&bulkhead);
+        assert_eq!(more.len(), 2, "five less the three running");
+        drop((held, more));
+        assert_eq!(bulkhead.running(), 0);
+        assert_eq!(take_all(&bulkhead).len(), 5);
+    }
+
+    /// Calls waiting under `max_wait` when the limit is raised are handed
+    /// the new places at once, while the call holding the old one still
+    /// runs.
+    #[test]
+    fn a_raised_limit_wakes_the_calls_waiting() {
+        let bulkhead = Bulkhead::new(1).max_wait(Duration::from_secs(60));
+        let held = bulkhead.try_enter().unwrap();
+        let served = std::sync::atomic::AtomicU32::new(0);
+        let release = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for id in 0..2 {
+                let (bulkhead, served, release) = (&bulkhead, &served, &release);
+                scope.spawn(move || {
+                    let place = bulkhead.enter_waiting().expect("served in time");
+                    served.fetch_add(1, Ordering::SeqCst);
+                    eventually(|| release.load(Ordering::SeqCst));
+                    drop(place);
+                });
+                eventually(|| waiting(bulkhead) == id + 1);
+            }
+            bulkhead.resize(3);
+            eventually(|| served.load(Ordering::SeqCst) == 2);
+            assert_eq!(bulkhead.running(), 3, "the held place and two new ones");
+            release.store(true, Ordering::SeqCst);
+        });
+        drop(held);
+        assert_eq!((bulkhead.running(), waiting(&bulkhead)), (0, 0));
+        assert_eq!(take_all(&bulkhead).len(), 3);
+    }
+
+    /// Threads taking and giving back places (some waiting for one) while
+    /// the limit moves up and down under them: never more calls at once
+    /// than the highest limit, every waiting call served, and once they are
+    /// done exactly the last limit's places are free, none owed.
+    #[test]
+    fn resizes_racing_calls_keep_the_bound_and_lose_no_place() {
+        use std::sync::atomic::{AtomicBool, AtomicU32 as Count};
+        const LIMITS: [u32; 8] = [6, 2, 5, 1, 4, 3, 1, 3];
+        for wait in [Duration::ZERO, Duration::from_secs(60)] {
+            let bulkhead = Bulkhead::new(3).max_wait(wait);
+            let (inside, most) = (Count::new(0), Count::new(0));
+            let done = AtomicBool::new(false);
+            std::thread::scope(|scope| {
+                for _ in 0..4 {
+                    scope.spawn(|| {
+                        while !done.load(Ordering::SeqCst) {
+                            let Some(place) = bulkhead.enter_waiting() else {
+                                continue;
+                            };
+                            let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                            most.fetch_max(now, Ordering::SeqCst);
+                            std::thread::yield_now();
+                            inside.fetch_sub(1, Ordering::SeqCst);
+                            drop(place);
+                        }
+                    });
+                }
+                for _ in 0..200 {
+                    for limit in LIMITS {
+                        bulkhead.resize(limit);
+                        std::thread::yield_now();
+                    }
+                }
+                done.store(true, Ordering::SeqCst);
+            });
+            assert!(most.load(Ordering::SeqCst) <= 6, "{wait:?}");
+            assert!(most.load(Ordering::SeqCst) >= 1);
+            assert_eq!((bulkhead.running(), waiting(&bulkhead)), (0, 0));
+            assert_eq!(take_all(&bulkhead).len(), 3, "{wait:?}");
+            assert_eq!(bulkhead.owed(), 0);
+        }
+    }
+
+    /// A changed `max_wait` applies to the calls that start waiting after
+    /// it: one already waiting keeps its time.
+    #[cfg(feature = "tokio")]
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_changed_max_wait_applies_to_calls_that_start_waiting_after_it() {
+        let bulkhead: &'static Bulkhead = Box::leak(Box::new(
+            Bulkhead::new(1).max_wait(Duration::from_millis(100)),
+        ));
+        let _held = bulkhead.try_enter().unwrap();
+        let waited = |bulkhead: &'static Bulkhead| {
+            tokio::spawn(async move {
+                let asked = tokio::time::Instant::now();
+                assert!(bulkhead.enter_waiting_async().await.is_none());
+                asked.elapsed()
+            })
+        };
+        let before = waited(bulkhead);
+        tokio::task::yield_now().await;
+        assert_eq!(waiting(bulkhead), 1);
+        bulkhead.set_max_wait(Duration::from_millis(300));
+        assert_eq!(bulkhead.wait(), Duration::from_millis(300));
+        let after = waited(bulkhead);
+        assert_eq!(before.await.unwrap(), Duration::from_millis(100));
+        assert_eq!(after.await.unwrap(), Duration::from_millis(300));
+        // Without a line from the start, a wait set later waits not at all.
+        let at_once = Bulkhead::new(1);
+        at_once.set_max_wait(Duration::from_secs(1));
+        let _held = at_once.try_enter().unwrap();
+        assert!(at_once.enter_waiting().is_none());
+        assert_eq!(at_once.queue.len(), 0);
     }
 
     #[test]

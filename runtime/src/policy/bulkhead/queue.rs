@@ -90,7 +90,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Queue {
     /// How many callers are in line.
-    #[cfg(test)]
     pub(super) fn len(&self) -> u32 {
         self.waiting.load(Ordering::SeqCst)
     }
