@@ -17,8 +17,13 @@ const RECOVERY: Duration = Duration::from_secs(1);
 /// Explores every interleaving with up to three preemptions per execution
 /// (loom's recommended bound: bugs of real code show up within two or three).
 fn model(f: impl Fn() + Sync + Send + 'static) {
+    model_within(3, f);
+}
+
+/// Explores every interleaving with up to `preemptions` per execution.
+fn model_within(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(3);
+    builder.preemption_bound = Some(preemptions);
     builder.check(f);
 }
 
@@ -325,6 +330,65 @@ fn a_striped_bulkhead_never_admits_more_than_its_max() {
     });
 }
 
+/// A resize from `from` to `to` places racing two calls that take a place
+/// and give it back, on a striped bulkhead, and a third thread that
+/// resizes and then takes a place itself: never more than `max(from, to)`
+/// calls inside at once, and once all are done no place lost or made:
+/// exactly `to` are found, none owed.
+fn resize_model(from: u32, to: u32) {
+    use failfast_runtime::__private::Bulkhead;
+    use loom::sync::atomic::{AtomicU32, Ordering::SeqCst};
+
+    let bound = from.max(to);
+    let bulkhead = Arc::new(Bulkhead::new(from));
+    let inside = Arc::new(AtomicU32::new(0));
+    let mut handles = Vec::new();
+    for _ in 0..2 {
+        let (bulkhead, inside) = (bulkhead.clone(), inside.clone());
+        handles.push(thread::spawn(move || {
+            if let Some(slot) = bulkhead.try_enter() {
+                assert!(inside.fetch_add(1, SeqCst) < bound);
+                inside.fetch_sub(1, SeqCst);
+                drop(slot);
+            }
+        }));
+    }
+    {
+        let (bulkhead, inside) = (bulkhead.clone(), inside.clone());
+        handles.push(thread::spawn(move || {
+            bulkhead.resize(to);
+            if let Some(slot) = bulkhead.try_enter() {
+                assert!(inside.fetch_add(1, SeqCst) < bound);
+                inside.fetch_sub(1, SeqCst);
+                drop(slot);
+            }
+        }));
+    }
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    assert_eq!(bulkhead.running(), 0);
+    let places: Vec<_> = std::iter::from_fn(|| bulkhead.try_enter()).collect();
+    assert_eq!(places.len(), to as usize, "exactly the new limit's places");
+    assert_eq!(bulkhead.running(), to);
+}
+
+/// Lowering a striped bulkhead from two places to one while calls take
+/// and give back places: the places given back beyond one are retired.
+#[test]
+fn a_lowered_bulkhead_keeps_its_bound_and_loses_no_place() {
+    // Three threads and retries on the counters: two preemptions keep the
+    // run short.
+    model_within(2, || resize_model(2, 1));
+}
+
+/// Raising a striped bulkhead from two places to three while calls take
+/// and give back places: the new place is free at once, and no more.
+#[test]
+fn a_raised_bulkhead_keeps_its_bound_and_makes_no_place_more() {
+    model_within(2, || resize_model(2, 3));
+}
+
 /// Calls through a bulkhead of one with `max_wait`: `holders` threads take
 /// the place if it is free and give it back, `waiters` threads wait for it
 /// (the model has no time: they wait until they are handed it). A place
@@ -373,10 +437,8 @@ fn a_waiting_call_is_handed_the_place_given_back() {
 /// served in turn.
 #[test]
 fn waiting_calls_are_each_handed_a_place() {
-    let mut builder = loom::model::Builder::new();
     // Three threads and the line's lock: two preemptions keep the run short.
-    builder.preemption_bound = Some(2);
-    builder.check(|| waiting_model(1, 2));
+    model_within(2, || waiting_model(1, 2));
 }
 
 /// A reconfiguration racing two failures: whichever threshold each failure
