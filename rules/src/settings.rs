@@ -434,6 +434,22 @@ pub const fn max_wait_needs_fixed_limit(adaptive: bool) -> Result<(), Violation>
     }
 }
 
+/// A fixed `max_concurrent = N` changed at run time stays one number: the
+/// places of a bulkhead in front of the breaker. An adaptive range
+/// `MIN..=MAX` is the breaker's own limit, and neither becomes the other
+/// while the breaker runs (a range of one number is the fixed limit).
+///
+/// # Errors
+///
+/// A [`Violation`] of [`Key::MaxConcurrent`] when `min` and `max` differ.
+pub const fn fixed_limit_stays_fixed(min: u32, max: u32) -> Result<u32, Violation> {
+    if min == max {
+        Ok(min)
+    } else {
+        Err(Violation::new(Key::MaxConcurrent, Rule::FixedToRange))
+    }
+}
+
 /// `slow_rate` needs `slow`, the duration above which a call is slow.
 ///
 /// # Errors
@@ -566,6 +582,11 @@ mod tests {
             );
         }
         assert_eq!(max_wait_needs_fixed_limit(false), Ok(()));
+        assert_eq!(fixed_limit_stays_fixed(8, 8), Ok(8));
+        let refused = fixed_limit_stays_fixed(2, 8).unwrap_err();
+        assert_eq!(refused.key(), Key::MaxConcurrent);
+        assert!(!refused.at_value());
+        assert!(refused.problem().contains("fixed `max_concurrent = N`"));
         assert_eq!(
             max_wait_needs_fixed_limit(true).unwrap_err().key(),
             Key::MaxWait

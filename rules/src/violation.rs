@@ -75,6 +75,9 @@ pub(crate) enum Rule {
     Range { min: u32, max: u32 },
     /// `max_wait` beside an adaptive `max_concurrent`.
     WaitOnAdaptive,
+    /// A fixed `max_concurrent` given a range at run time: a bulkhead in
+    /// front of the breaker does not become the breaker's adaptive limit.
+    FixedToRange,
 }
 
 impl Violation {
@@ -115,7 +118,8 @@ impl Violation {
             | Rule::WithoutShed
             | Rule::ShedHasItsWindow
             | Rule::WindowTurnsThreshold
-            | Rule::WaitOnAdaptive => false,
+            | Rule::WaitOnAdaptive
+            | Rule::FixedToRange => false,
         }
     }
 
@@ -222,6 +226,11 @@ impl Violation {
                 "`max_wait` needs a fixed `max_concurrent = N`: an adaptive limit refuses at \
                  once, so that the calls it sheds never wait"
             }
+            Rule::FixedToRange => {
+                "a fixed `max_concurrent = N` stays a number while the breaker runs: it is the \
+                 places of a bulkhead in front of the breaker, and an adaptive range \
+                 `MIN..=MAX` is the breaker's own limit; declare the range to change to one"
+            }
         }
     }
 
@@ -309,6 +318,12 @@ impl Violation {
             }
             (Rule::WaitOnAdaptive, _) => {
                 "needs a fixed `max_concurrent`, not an adaptive one".to_owned()
+            }
+            (Rule::FixedToRange, _) => {
+                "cannot become an adaptive range at run time: the breaker was declared with a \
+                 fixed `max_concurrent = N`, a bulkhead in front of it; give one number (the \
+                 same as least and most), or declare the range to switch"
+                    .to_owned()
             }
         }
     }
