@@ -71,6 +71,17 @@ pub(crate) fn config(
         let (min, max) = (int(min), int(max));
         chain.extend(quote!(.adaptive_concurrency(#min, #max)));
     }
+    // `max_concurrent = N` on a breaker of its own: the limit is the
+    // bulkhead's in front of it, and the breaker tells it the limit in
+    // force (`__private::acquire_bounded`), which can change at run time.
+    if let (Some(n), None) = (args.bulkhead(), &args.key) {
+        let n = int(n);
+        chain.extend(quote!(.bulkhead(#n)));
+        if let Some(wait) = &args.max_wait {
+            let d = duration(wait.value);
+            chain.extend(quote!(.max_wait(#d)));
+        }
+    }
     chain.extend(setters(breaker, private));
     quote!(#chain.into_config())
 }

@@ -72,6 +72,22 @@ pub(crate) fn registration(
     linked(&quote!(DECLARED), &entry, &fields, span, private, allow)
 }
 
+/// The entry of `breaker` and the bulkhead in front of it (`max_concurrent
+/// = N`) in the program's list of bounded breakers: the registry attaches
+/// the bulkhead to the breaker when it first lists the declared breakers,
+/// and the breaker tells it the limit in force from then on.
+pub(crate) fn bounded(
+    breaker: &TokenStream,
+    bulkhead: &TokenStream,
+    span: Span,
+    private: &TokenStream,
+    allow: &TokenStream,
+) -> TokenStream {
+    let fields = quote!(breaker: &#breaker, bulkhead: &#bulkhead,);
+    let entry = quote!(__FAILFAST_BOUNDED: #private::Bounded = #private::Bounded);
+    linked(&quote!(BOUNDED), &entry, &fields, span, private, allow)
+}
+
 /// The entry of the keyed family `slot` (a `static` `KeyedSlot`, declared at
 /// `span`) in the program's list of declared families, so the registry
 /// lists it before its first call.

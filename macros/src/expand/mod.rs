@@ -747,9 +747,19 @@ impl Plan<'_> {
         } else {
             None
         };
+        let bounded = source.is_own_bounded().then(|| {
+            declare::bounded(
+                &quote!(__FAILFAST_BREAKER),
+                &quote!(__FAILFAST_BULKHEAD),
+                func.sig.ident.span(),
+                private,
+                allow,
+            )
+        });
         quote! {
             #statics
             #declared
+            #bounded
         }
     }
 }

@@ -153,6 +153,13 @@ impl<'a> Source<'a> {
         matches!(self.breaker, Breaker::OwnFamily(..))
     }
 
+    /// Whether the function's own breaker holds the limit of its bulkhead
+    /// (`max_concurrent = N`, no `key`, no `breaker`): the limit in force
+    /// is the breaker's setting, which it tells the bulkhead.
+    pub(crate) fn is_own_bounded(&self) -> bool {
+        self.is_own() && self.function_bulkhead()
+    }
+
     /// With `max_concurrent`, whether the function has one bulkhead for all
     /// its calls (not one per key of its own family).
     fn function_bulkhead(&self) -> bool {

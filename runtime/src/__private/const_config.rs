@@ -44,6 +44,8 @@ const_setters! {
     shed: f64 => with_shed;
     shed_window: Duration => with_shed_window;
     timeout: Duration => with_timeout;
+    bulkhead: u32 => with_bulkhead;
+    max_wait: Duration => with_max_wait;
 }
 
 impl ConstConfig {

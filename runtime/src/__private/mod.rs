@@ -21,7 +21,7 @@ pub use crate::core::config::Config;
 pub use crate::core::error::{Error, Rejected, TimedOut};
 pub use crate::core::listed::{DECLARED, Declared};
 pub use crate::core::timeout::Timeout;
-pub use crate::policy::bulkhead::{Bulkhead, BulkheadPermit};
+pub use crate::policy::bulkhead::{BOUNDED, Bounded, Bulkhead, BulkheadPermit};
 #[cfg(feature = "keyed")]
 pub use crate::policy::keyed::declared::Slot as KeyedSlot;
 #[cfg(feature = "keyed")]

@@ -3,6 +3,7 @@
 //! it; they watch it through the observer points of [`observe`].
 
 pub(crate) mod body;
+pub(crate) mod bound;
 pub(crate) mod breaker;
 pub(crate) mod clock;
 pub(crate) mod config;

@@ -101,6 +101,33 @@ fn window_option<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Window>, D::E
     }))
 }
 
+/// A concurrency limit: a number of places, or an adaptive range as the
+/// attribute writes it, `"10..=200"`.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum LimitRepr {
+    Places(u32),
+    Text(String),
+}
+
+impl LimitRepr {
+    /// Its least and most places (the same for a number).
+    fn range<E: ::serde::de::Error>(self) -> Result<(u32, u32), E> {
+        match self {
+            LimitRepr::Places(n) => Ok((n, n)),
+            LimitRepr::Text(text) => crate::core::config::concurrency(&text)
+                .map_err(|e| E::custom(format_args!("`max_concurrent` {e}"))),
+        }
+    }
+}
+
+/// An optional concurrency limit, as written in a `Builder`.
+fn limit_option<'de, D: Deserializer<'de>>(d: D) -> Result<Option<(u32, u32)>, D::Error> {
+    Option::<LimitRepr>::deserialize(d)?
+        .map(LimitRepr::range)
+        .transpose()
+}
+
 /// An optional duration, as written in a `Builder`: a duration string.
 fn span_option<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     Ok(Option::<Span>::deserialize(d)?.map(|s| s.0))
@@ -130,6 +157,10 @@ struct PatchRepr {
     shed_window: Option<Duration>,
     #[serde(default, deserialize_with = "span_option")]
     timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "limit_option")]
+    max_concurrent: Option<(u32, u32)>,
+    #[serde(default, deserialize_with = "span_option")]
+    max_wait: Option<Duration>,
     mode: Option<Mode>,
 }
 
@@ -156,9 +187,12 @@ struct Repr {
     shed_window: Option<Span>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     timeout: Option<Span>,
-    /// An adaptive limit, as the attribute writes it: `"10..=200"`.
+    /// A fixed limit, `16`, or an adaptive one as the attribute writes it:
+    /// `"10..=200"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    max_concurrent: Option<String>,
+    max_concurrent: Option<LimitRepr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_wait: Option<Span>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     recovery: Option<Span>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -202,9 +236,12 @@ impl Serialize for Config {
             shed_window: (self.sheds() && self.shed_window != 0)
                 .then(|| Span(Duration::from_millis(u64::from(self.shed_window)))),
             timeout: span(self.timeout),
-            max_concurrent: self
-                .adaptive_range()
-                .map(|(min, max)| format!("{min}..={max}")),
+            max_concurrent: match (self.bulkhead, self.adaptive_range()) {
+                (0, None) => None,
+                (0, Some((min, max))) => Some(LimitRepr::Text(format!("{min}..={max}"))),
+                (n, _) => Some(LimitRepr::Places(n)),
+            },
+            max_wait: (self.max_wait != 0).then(|| Span(self.max_wait())),
             recovery: span(self.recovery),
             max_recovery: span(self.max_recovery),
             jitter: (self.jitter > 0.0).then_some(self.jitter),
@@ -249,16 +286,24 @@ impl<'de> Deserialize<'de> for Config {
             success_threshold => Builder::success_threshold,
             trial_lease => |b: Builder, s: Span| b.trial_lease(s.0),
         }
-        if let Some(range) = r.max_concurrent {
-            let bounds = range
-                .split_once("..=")
-                .and_then(|(min, max)| Some((min.trim().parse().ok()?, max.trim().parse().ok()?)));
-            let Some((min, max)) = bounds else {
-                return Err(D::Error::custom(format!(
-                    "`max_concurrent`: `{range}` is not an adaptive range; write it like \"10..=200\""
-                )));
-            };
-            b = b.adaptive_concurrency(min, max);
+        match r.max_concurrent {
+            // A number is a bulkhead's places, a range the breaker's own.
+            Some(LimitRepr::Places(n)) => b = b.bulkhead(n),
+            Some(LimitRepr::Text(range)) => {
+                let bounds = range.split_once("..=").and_then(|(min, max)| {
+                    Some((min.trim().parse().ok()?, max.trim().parse().ok()?))
+                });
+                let Some((min, max)) = bounds else {
+                    return Err(D::Error::custom(format!(
+                        "`max_concurrent`: `{range}` is not an adaptive range; write it like \"10..=200\""
+                    )));
+                };
+                b = b.adaptive_concurrency(min, max);
+            }
+            None => {}
+        }
+        if let Some(wait) = r.max_wait {
+            b = b.max_wait(wait.0);
         }
         b.checked().map_err(D::Error::custom)
     }

@@ -181,8 +181,9 @@ pub fn release_remote(breaker: &Breaker, open: RemoteOpen, within: Duration) -> 
 
 /// A fingerprint of the settings the breaker was built or declared with
 /// that decide when it opens and how it recovers, its time limit
-/// (`timeout`) included (every setting but the name, the jitter and the
-/// trial lease; a later
+/// (`timeout`) included (every setting but the name, the jitter, the
+/// trial lease and the concurrency limits, `max_concurrent` and
+/// `max_wait`, which bound the calls, not when the breaker opens; a later
 /// [`reconfigure`](Breaker::reconfigure) does not change it). Breakers of the same name on different instances count as the
 /// same breaker only when their fingerprints match. Stable across
 /// processes, platforms and releases of this crate's 0.x line.

@@ -308,6 +308,9 @@ fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
         for declared in DECLARED.iter() {
             crate::core::listed::registered(declared.breaker);
         }
+        // Before anything can change their settings: every change goes
+        // through the registry.
+        crate::policy::bulkhead::attach_declared();
     }
     result
 }

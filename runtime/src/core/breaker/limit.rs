@@ -68,6 +68,8 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::*;
+use crate::core::bound::Bound;
+use crate::core::kept::Read;
 use crate::core::totals::{REJECTED, WOULD_REJECT};
 
 /// The limit is kept in 1/65536 places (65535 places fit a `u32`); its
@@ -134,13 +136,45 @@ pub(crate) struct Places {
     learnt: AtomicU64,
 }
 
-/// A breaker's places, made on the first call that needs them.
+/// A breaker's places, made on the first call that needs them; the
+/// adaptive range in force; the bulkhead in front of it.
 #[derive(Debug)]
-pub(crate) struct Limit(OnceLock<Box<Places>>);
+pub(crate) struct Limit {
+    places: OnceLock<Box<Places>>,
+    /// The adaptive range in force, as `min << 16 | max`, once changed at
+    /// run time; 0: as declared.
+    range: AtomicU32,
+    /// The bulkhead holding a fixed limit (`max_concurrent = N`), attached
+    /// by the registry when it lists the declared breakers (a keyed
+    /// family's member's, when the member is made).
+    bound: OnceLock<std::sync::Arc<dyn Bound>>,
+}
 
 impl Limit {
     pub(crate) const fn new() -> Self {
-        Self(OnceLock::new())
+        Self {
+            places: OnceLock::new(),
+            range: AtomicU32::new(0),
+            bound: OnceLock::new(),
+        }
+    }
+}
+
+/// The concurrency settings of a `Config` about to be published.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Limits {
+    adaptive: Option<(u32, u32)>,
+    bulkhead: u32,
+    wait: Duration,
+}
+
+impl Limits {
+    pub(super) fn of(config: &Config) -> Self {
+        Self {
+            adaptive: config.adaptive_range(),
+            bulkhead: config.bulkhead,
+            wait: config.max_wait(),
+        }
     }
 }
 
@@ -380,8 +414,73 @@ impl Places {
 }
 
 impl Breaker {
+    /// The adaptive range in force, if the breaker has one: as changed at
+    /// run time, else as declared.
+    fn range(&self) -> Option<(u32, u32)> {
+        let declared = self.config.adaptive_range()?;
+        match self.limit.range.load(Ordering::Relaxed) {
+            0 => Some(declared),
+            range => Some((range >> 16, range & 0xFFFF)),
+        }
+    }
+
+    /// Attaches the bulkhead that holds this breaker's fixed limit, and
+    /// tells it the limit and wait in force; from now on it is told each
+    /// change. Once: a second bulkhead is not attached.
+    pub(crate) fn bound_by(&self, bound: std::sync::Arc<dyn Bound>) {
+        // Under the right to publish: no change is published between the
+        // settings read here and the bulkhead being told them.
+        let tuning = self.tuning.publisher();
+        if self.limit.bound.set(bound).is_ok() {
+            let current = tuning.latest().unwrap_or(Read::Borrowed(&self.config));
+            if let Some(bound) = self.limit.bound.get() {
+                bound.bound(current.bulkhead, current.max_wait());
+            }
+        }
+    }
+
+    /// The concurrency settings just published, under the right to
+    /// publish: the bulkhead in front is told its limit and wait, and an
+    /// adaptive limit is brought within its range (to the range's most if
+    /// it was at the old most). Calls running keep their places; the limit
+    /// admits none while as many as it allows run.
+    pub(super) fn limits_changed(&self, limits: Limits) {
+        if let Some(bound) = self.limit.bound.get() {
+            bound.bound(limits.bulkhead, limits.wait);
+        }
+        let (Some(before), Some((least, most))) = (self.range(), limits.adaptive) else {
+            return;
+        };
+        if before == (least, most) {
+            return;
+        }
+        self.limit
+            .range
+            .store(least << 16 | most, Ordering::Relaxed);
+        let Some(places) = self.limit.places.get() else {
+            return;
+        };
+        let old_most = before.1;
+        let within = |limit: u32| {
+            let whole = whole(limit);
+            Some(if whole >= old_most {
+                fixed(most)
+            } else {
+                fixed(whole.clamp(least, most))
+            })
+        };
+        let old = places
+            .limit
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, within)
+            .unwrap_or_else(|limit| limit);
+        let new = within(old).unwrap_or(old);
+        if (whole(old) < old_most) != (whole(new) < most) {
+            self.limit_changed();
+        }
+    }
+
     fn places(&self, most: u32) -> &Places {
-        self.limit.0.get_or_init(|| {
+        self.limit.places.get_or_init(|| {
             Box::new(Places {
                 taken: AtomicU32::new(0),
                 limit: AtomicU32::new(fixed(most)),
@@ -402,7 +501,7 @@ impl Breaker {
     #[cold]
     #[inline(never)]
     pub(super) fn take_place(&self, mode: Mode) -> Result<(), Rejected> {
-        let Some((_, most)) = self.config.adaptive_range() else {
+        let Some((_, most)) = self.range() else {
             return Ok(());
         };
         let places = self.places(most);
@@ -455,7 +554,7 @@ impl Breaker {
     #[cold]
     #[inline(never)]
     fn place_given(&self, started: Option<u64>, outcome: Outcome) {
-        let Some((least, most)) = self.config.adaptive_range() else {
+        let Some((least, most)) = self.range() else {
             return;
         };
         let places = self.places(most);
@@ -539,7 +638,7 @@ impl Breaker {
 
     /// The adaptive limit in force, if the breaker has one.
     pub(crate) fn concurrency_limit(&self) -> Option<u32> {
-        let (_, most) = self.config.adaptive_range()?;
+        let (_, most) = self.range()?;
         Some(whole(self.places(most).limit.load(Ordering::Relaxed)))
     }
 
@@ -550,14 +649,13 @@ impl Breaker {
 
     /// Whether the adaptive limit is below its most places now.
     pub(super) fn limit_lowered(&self) -> bool {
-        self.config
-            .adaptive_range()
+        self.range()
             .is_some_and(|(_, most)| whole(self.places(most).limit.load(Ordering::Relaxed)) < most)
     }
 
     /// Back to the most places, on a reset, measuring afresh.
     pub(super) fn restore_limit(&self) {
-        let Some((_, most)) = self.config.adaptive_range() else {
+        let Some((_, most)) = self.range() else {
             return;
         };
         let places = self.places(most);

@@ -169,7 +169,7 @@ pub struct Breaker {
 
 /// A breaker's settings as changed at run time: read only where the breaker
 /// decides something, never on the closed-call path. Each reconfiguration
-/// publishes a `Config` (`size_of::<Config>()`, 136 bytes at most; its name is
+/// publishes a `Config` (`size_of::<Config>()`, 144 bytes at most; its name is
 /// shared, not copied); the one it replaces is freed once no call reads it
 /// (see `kept`).
 pub(crate) type Tuning = Kept<Config>;

@@ -128,6 +128,8 @@ impl Patch {
             shed,
             shed_window,
             timeout,
+            max_concurrent,
+            max_wait,
             mode: _,
         } = self;
         [
@@ -144,6 +146,8 @@ impl Patch {
             (shed.is_some(), Key::Shed),
             (shed_window.is_some(), Key::ShedWindow),
             (timeout.is_some(), Key::Timeout),
+            (max_concurrent.is_some(), Key::MaxConcurrent),
+            (max_wait.is_some(), Key::MaxWait),
         ]
         .into_iter()
         .filter_map(|(set, key)| set.then_some(key))

@@ -96,9 +96,12 @@ impl Breaker {
             self.reshape(next.window);
         }
         let time_limit = next.timeout;
+        let limits = super::limit::Limits::of(&next);
         tuning.publish(next);
-        // Under the right to publish, so the last settings published set it.
+        // Under the right to publish, so the last settings published set
+        // them.
         self.time_limit.store(time_limit, Ordering::Relaxed);
+        self.limits_changed(limits);
         drop(tuning);
         for observe in super::transition::RECONFIGURED {
             observe(self);
@@ -165,6 +168,8 @@ fn same(a: &Config, b: &Config) -> bool {
         shed,
         shed_window,
         adaptive,
+        bulkhead,
+        max_wait,
         timeout,
         guarded,
         timed,
@@ -202,6 +207,7 @@ fn same(a: &Config, b: &Config) -> bool {
             *within,
             *shed_window,
             *adaptive,
+            (*bulkhead, *max_wait),
             *timeout,
             *guarded,
             *timed,
@@ -213,6 +219,7 @@ fn same(a: &Config, b: &Config) -> bool {
             b.within,
             b.shed_window,
             b.adaptive,
+            (b.bulkhead, b.max_wait),
             b.timeout,
             b.guarded,
             b.timed,

@@ -323,8 +323,19 @@ impl Builder {
     /// Every call admitted writes the count of places taken, one line
     /// shared by the threads calling the breaker, and reads the clock at
     /// its start and end: unlike the rest of a closed call's path, it costs
-    /// two threads more than one. Fixed once the breaker is built. The
-    /// attribute's form is `max_concurrent = 10..=200`.
+    /// two threads more than one. The attribute's form is `max_concurrent =
+    /// 10..=200`.
+    ///
+    /// The range can change at run time on a breaker built or declared with
+    /// one: the limit in force is brought within the new range (to its most
+    /// when it was at the old most), the calls running keep their places,
+    /// and no call is admitted while as many as the limit run. On a breaker
+    /// declared with a fixed `max_concurrent = N`, whose limit is a bulkhead
+    /// in front of it, `adaptive_concurrency(n, n)` is the new limit of `n`
+    /// places (a lower one lets the calls running finish and admits none
+    /// until fewer than `n` run, a higher one admits calls at once and
+    /// hands places to the calls waiting); a range is refused there, and on
+    /// a breaker declared without a limit any limit is.
     ///
     /// ```
     /// use failfast_runtime::{Breaker, ManualClock, Outcome, Reason};
@@ -361,7 +372,40 @@ impl Builder {
         self.config = self
             .config
             .with_adaptive_concurrency(min.min(0xFFFF), max.min(0xFFFF));
-        self.fixed.get_or_insert("max_concurrent");
+        self.patch.max_concurrent = Some((min, max));
+        self
+    }
+
+    /// How long a call waits for a place under a fixed `max_concurrent = N`
+    /// (the attribute's `max_wait = "50ms"`), for
+    /// [`Breaker::reconfigure`](crate::Breaker::reconfigure) and
+    /// [`FamilyRef::reconfigure`](crate::registry::FamilyRef::reconfigure):
+    /// a call reads it once, as it starts waiting, so a call already
+    /// waiting keeps the time it started with. Only a breaker declared with
+    /// `max_wait` takes one (the others' calls do not wait); a breaker built
+    /// by hand has no bulkhead, and [`build`](Self::build) refuses it.
+    ///
+    /// ```
+    /// use failfast_runtime::Breaker;
+    /// use std::time::Duration;
+    ///
+    /// let built = Breaker::builder().max_wait(Duration::from_millis(50)).build();
+    /// assert_eq!(built.unwrap_err().key(), "max_wait");
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn max_wait(mut self, d: Duration) -> Self {
+        self.written.max_wait = Setting::Set(d);
+        self.config = self.config.with_max_wait(d);
+        self.patch.max_wait = Some(d);
+        self
+    }
+
+    /// The fixed concurrency limit of a bulkhead in front of the breaker,
+    /// as a serialized `Config` holds it.
+    #[cfg(feature = "serde")]
+    pub(crate) fn bulkhead(mut self, max: u32) -> Self {
+        self.written.max_concurrent = Setting::Set(Concurrency::Fixed(max));
+        self.config = self.config.with_bulkhead(max);
         self
     }
 
@@ -483,8 +527,12 @@ impl Builder {
             shed,
             shed_window,
             timeout,
+            max_wait,
             mode
         );
+        if let Some((min, max)) = patch.max_concurrent {
+            b = b.adaptive_concurrency(min, max);
+        }
         match patch.window {
             Some(super::Window::Calls(n)) => b.window_calls(n),
             Some(super::Window::Time(t)) => b.window_time(Duration::from_nanos(t)),

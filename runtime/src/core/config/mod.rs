@@ -56,6 +56,8 @@ mod builder;
 mod patch;
 
 pub use builder::Builder;
+#[cfg(feature = "serde")]
+pub(crate) use patch::concurrency;
 pub(crate) use patch::{FIXED, Patch, set_from_text};
 
 /// The sliding window of a rate rule.
@@ -111,7 +113,7 @@ pub struct Config {
     /// `window` set together), not consecutive ones.
     pub(crate) within: bool,
     /// Graded shedding's multiplier (`shed`); 0 without it. An `f32`, so
-    /// that a published `Config` stays within 136 bytes.
+    /// that a published `Config` stays within 144 bytes.
     pub(crate) shed: f32,
     /// Graded shedding's window (`shed_window`), in milliseconds (a `u32`,
     /// as `shed` is an `f32`: 49 days at most); 0 for the default,
@@ -120,6 +122,14 @@ pub struct Config {
     /// An adaptive concurrency limit: its least and most places, as
     /// `min << 16 | max`; 0 without one.
     pub(crate) adaptive: u32,
+    /// A fixed concurrency limit (`max_concurrent = N`): the places of the
+    /// bulkhead in front of the breaker, which is told them whenever the
+    /// settings change (`Breaker::bound_by`); 0 without one.
+    pub(crate) bulkhead: u32,
+    /// How long a call waits for a place in that bulkhead (`max_wait`), in
+    /// microseconds (a `u32`, as `shed_window`: 71 minutes at most); 0:
+    /// calls do not wait.
+    pub(crate) max_wait: u32,
     /// The time limit of an async call (`timeout`), in nanoseconds; 0
     /// without one. A breaker keeps the limit in force where a call reads
     /// it with one load (`Breaker::time_limit`).
@@ -165,6 +175,8 @@ impl Config {
             shed: 0.0,
             shed_window: 0,
             adaptive: 0,
+            bulkhead: 0,
+            max_wait: 0,
             timeout: 0,
             guarded: false,
             timed: false,
@@ -266,6 +278,35 @@ impl Config {
         self.guarded = true;
         self.timed = true;
         self
+    }
+
+    /// A fixed concurrency limit of `n` places, held by a bulkhead in front
+    /// of the breaker (`max_concurrent = N`).
+    #[must_use]
+    pub(crate) const fn with_bulkhead(mut self, n: u32) -> Self {
+        self.bulkhead = n;
+        self
+    }
+
+    /// Calls wait `d` at most for a place in the bulkhead (`max_wait`),
+    /// kept to the microsecond: a shorter one is 1 µs, a longer one than 71
+    /// minutes 71 minutes. (A zero `d` is refused where it is given.)
+    #[must_use]
+    #[allow(clippy::cast_possible_truncation)] // clamped to u32 first
+    pub(crate) const fn with_max_wait(mut self, d: Duration) -> Self {
+        let micros = d.as_nanos().div_ceil(1_000);
+        self.max_wait = if micros > u32::MAX as u128 {
+            u32::MAX
+        } else {
+            micros as u32
+        };
+        self
+    }
+
+    /// How long a call waits for a place in the bulkhead (zero: not at
+    /// all).
+    pub(crate) const fn max_wait(&self) -> Duration {
+        Duration::from_micros(self.max_wait as u64)
     }
 
     /// The adaptive limit's least and most places, if it has one.
@@ -411,6 +452,12 @@ impl Config {
         }
         if let Some((min, max)) = self.adaptive_range() {
             rules::adaptive_concurrency(min, max).map_err(broken)?;
+        }
+        if self.bulkhead != 0 {
+            rules::max_concurrent(self.bulkhead).map_err(broken)?;
+        }
+        if self.max_wait != 0 {
+            rules::max_wait_needs_max_concurrent(self.bulkhead != 0).map_err(broken)?;
         }
         if self.sheds() {
             rules::shed(f64::from(self.shed)).map_err(broken)?;

@@ -23,6 +23,10 @@ pub(crate) struct Patch {
     pub(crate) shed: Option<f64>,
     pub(crate) shed_window: Option<Duration>,
     pub(crate) timeout: Option<Duration>,
+    /// The concurrency limit, as least and most places (the same for a
+    /// fixed `max_concurrent = N`).
+    pub(crate) max_concurrent: Option<(u32, u32)>,
+    pub(crate) max_wait: Option<Duration>,
     pub(crate) mode: Option<Mode>,
 }
 
@@ -111,6 +115,34 @@ impl Patch {
             rule("timeout", config.timeout != 0, "a time limit (`timeout`)")?;
             next = next.with_timeout(failfast_rules::timeout(d).map_err(broken)?);
         }
+        if let Some((min, max)) = self.max_concurrent {
+            // A fixed limit stays one number (a bulkhead's places); an
+            // adaptive range stays a range.
+            if config.bulkhead != 0 {
+                let n = failfast_rules::fixed_limit_stays_fixed(min, max).map_err(broken)?;
+                next = next.with_bulkhead(failfast_rules::max_concurrent(n).map_err(broken)?);
+            } else {
+                rule(
+                    "max_concurrent",
+                    config.adaptive_range().is_some(),
+                    "a concurrency limit (`max_concurrent`)",
+                )?;
+                let (min, max) = failfast_rules::adaptive_concurrency(min, max).map_err(broken)?;
+                next = next.with_adaptive_concurrency(min, max);
+            }
+        }
+        if let Some(d) = self.max_wait {
+            let adaptive = config.adaptive_range().is_some();
+            failfast_rules::max_wait_needs_max_concurrent(config.bulkhead != 0 || adaptive)
+                .map_err(broken)?;
+            failfast_rules::max_wait_needs_fixed_limit(adaptive).map_err(broken)?;
+            rule(
+                "max_wait",
+                config.max_wait != 0,
+                "a wait for a place (`max_wait`)",
+            )?;
+            next = next.with_max_wait(failfast_rules::max_wait(d).map_err(broken)?);
+        }
         next.validate()
             .map_err(|e| (e.static_key(), e.reason().to_owned()))?;
         // As when building: a count window never holds more than its size
@@ -124,6 +156,19 @@ impl Patch {
         }
         Ok(next)
     }
+}
+
+/// A concurrency limit as written: `16`, or an adaptive range `10..=200`;
+/// least and most places.
+pub(crate) fn concurrency(text: &str) -> Result<(u32, u32), String> {
+    let number = |text: &str| text.trim().parse::<u32>().ok();
+    match text.split_once("..=") {
+        None => number(text).map(|n| (n, n)),
+        Some((min, max)) => number(min).zip(number(max)),
+    }
+    .ok_or_else(|| {
+        format!("is `{text}`, not a limit; write a number like `16`, or a range like `10..=200`")
+    })
 }
 
 /// Why a setting fixed at build time cannot be changed on a running breaker.
@@ -165,6 +210,8 @@ pub(crate) fn set_from_text(patch: &mut Patch, key: &str, text: &str) -> Result<
         "shed" => patch.shed = Some(number(text)?),
         "shed_window" => patch.shed_window = Some(parse_duration(text)?),
         "timeout" => patch.timeout = Some(parse_duration(text)?),
+        "max_concurrent" => patch.max_concurrent = Some(concurrency(text)?),
+        "max_wait" => patch.max_wait = Some(parse_duration(text)?),
         "mode" => {
             patch.mode = Some(match text {
                 "normal" => Mode::Normal,
@@ -183,7 +230,7 @@ pub(crate) fn set_from_text(patch: &mut Patch, key: &str, text: &str) -> Result<
                 "is not a key that can change at run time; expected one of `threshold`, \
                  `failure_rate`, `min_calls`, `window`, `slow_rate`, `recovery`, `max_recovery`, \
                  `jitter`, `trial_calls`, `success_threshold`, `shed`, `shed_window`, `timeout`, \
-                 `mode`"
+                 `max_concurrent`, `max_wait`, `mode`"
                     .to_owned(),
             );
         }

@@ -52,6 +52,8 @@ mod queue;
 mod resize;
 mod stripes;
 use queue::{Joined, Ticket};
+pub(crate) use resize::attach_declared;
+pub use resize::{BOUNDED, Bounded};
 use stripes::Stripe;
 
 /// At most `max` calls at once: what `#[circuit_breaker(max_concurrent =
@@ -123,6 +125,18 @@ impl Limit {
     /// A bulkhead of this size and wait.
     pub(crate) fn bulkhead(self) -> Bulkhead {
         Bulkhead::new(self.max).max_wait(self.wait)
+    }
+
+    /// A family's members' settings, `config`, with their fixed limit
+    /// `limit` and its wait, which a patch can change like the rest.
+    pub(crate) const fn declared_in(
+        limit: Option<Limit>,
+        config: crate::core::config::Config,
+    ) -> crate::core::config::Config {
+        match limit {
+            Some(Limit { max, wait }) => config.with_bulkhead(max).with_max_wait(wait),
+            None => config,
+        }
     }
 }
 

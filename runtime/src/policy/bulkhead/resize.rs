@@ -29,10 +29,41 @@
 //! fixed when the bulkhead is made (a bulkhead made without `max_wait` has
 //! no line, and its places are given back without looking for one).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::Bulkhead;
+use crate::core::breaker::Breaker;
 use crate::sync::Ordering;
+
+/// A breaker declared with a fixed `max_concurrent = N`, the bulkhead in
+/// front of it, and where: the registry attaches the bulkhead to the
+/// breaker when it first lists the declared breakers (before any change
+/// can reach the breaker), and from then on the breaker tells it the limit
+/// and wait in force.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Bounded {
+    /// The function's breaker.
+    pub breaker: &'static Breaker,
+    /// The bulkhead in front of it.
+    pub bulkhead: &'static Bulkhead,
+    /// `file:line` of the function.
+    pub at: &'static str,
+}
+
+/// Every breaker declared with a fixed limit, gathered by the linker.
+#[doc(hidden)]
+#[linkme::distributed_slice]
+pub static BOUNDED: [Bounded];
+
+/// Attaches each declared bulkhead to its breaker (once: a breaker keeps
+/// the first it is given).
+pub(crate) fn attach_declared() {
+    for bounded in BOUNDED {
+        bounded.breaker.bound_by(Arc::new(bounded.bulkhead));
+    }
+}
 
 impl Bulkhead {
     /// Makes it a bulkhead of `max` places while calls run: calls running
@@ -122,5 +153,18 @@ impl Bulkhead {
     #[cfg(test)]
     pub(super) fn owed(&self) -> u32 {
         self.debt.load(Ordering::SeqCst)
+    }
+}
+
+/// A breaker declared with a fixed `max_concurrent = N` tells its bulkhead
+/// the limit and wait in force whenever its settings change.
+impl crate::core::bound::Bound for Bulkhead {
+    fn bound(&self, max: u32, wait: Duration) {
+        if max != 0 {
+            self.resize(max);
+        }
+        if self.lined && !wait.is_zero() {
+            self.set_max_wait(wait);
+        }
     }
 }

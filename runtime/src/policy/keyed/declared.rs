@@ -76,10 +76,11 @@ impl Slot {
         max_wait: Duration,
         max_ejection_percent: u8,
     ) -> Self {
+        let max_concurrent = Limit::of(max_concurrent, max_wait);
         Self {
-            config,
+            config: Limit::declared_in(max_concurrent, config),
             max_keys,
-            max_concurrent: Limit::of(max_concurrent, max_wait),
+            max_concurrent,
             max_ejection_percent,
             budget: std::sync::OnceLock::new(),
             first: std::sync::OnceLock::new(),

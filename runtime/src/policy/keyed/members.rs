@@ -134,7 +134,8 @@ impl Leases {
 #[derive(Debug)]
 pub struct Member {
     pub(super) breaker: Breaker,
-    pub(super) bulkhead: Option<Bulkhead>,
+    /// Shared with its breaker, which tells it the limit in force.
+    pub(super) bulkhead: Option<Arc<Bulkhead>>,
     /// The family's insertion stamp when this key was last used.
     pub(super) used: AtomicU64,
     /// [`Lease`]s of this member not yet dropped, counted on the stripe of
@@ -158,7 +159,7 @@ impl Member {
     /// [`max_concurrent`](FamilyBuilder::max_concurrent).
     #[must_use]
     pub(crate) fn bulkhead(&self) -> Option<&Bulkhead> {
-        self.bulkhead.as_ref()
+        self.bulkhead.as_deref()
     }
 
     /// Counts a call held through an `Arc` of this member (a tower

@@ -313,7 +313,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         let map = scc::HashIndex::with_hasher(foldhash::fast::RandomState::default());
         let labels = scc::HashIndex::with_hasher(foldhash::fast::RandomState::default());
         let inner = Arc::new(Inner {
-            config,
+            config: Limit::declared_in(max_concurrent, config),
             clock,
             max_keys,
             max_concurrent,

@@ -109,12 +109,16 @@ impl Tuned {
         config.name = Name::from(name);
         let member = Member {
             breaker: Breaker::with_clock(config, clock.clone()),
-            bulkhead: max_concurrent.map(Limit::bulkhead),
+            bulkhead: max_concurrent.map(|limit| Arc::new(limit.bulkhead())),
             used: AtomicU64::new(stamp),
             leases: Leases::new(),
             retired: AtomicBool::new(false),
         };
         member.breaker.record_origins(self.origins);
+        if let Some(bulkhead) = &member.bulkhead {
+            // Told the limit in force now, and each change from now on.
+            member.breaker.bound_by(Arc::clone(bulkhead) as _);
+        }
         if let Some(budget) = budget {
             member.breaker.ask_before_opening(Arc::clone(budget));
         }
