@@ -34,7 +34,7 @@
 //! `redis+cluster://` and node `i % 3` only, so most instances reach the
 //! breaker's slot through a node that does not hold it.
 //! `--hang` replaces the sick dependency by one that hangs: each call has a
-//! 1 s time limit (`call_timeout`) and, while the outage lasts, fails only
+//! 1 s time limit (`timeout`) and, while the outage lasts, fails only
 //! at it; the fleets vote from calls in flight (`hung_after` 200 ms,
 //! `hung_calls` 3). It counts the calls that timed out, and the seconds
 //! callers spent waiting in them (in one process only).
@@ -179,6 +179,7 @@ async fn instance(
             .name("inventory")
             .threshold(5)
             .recovery(RECOVERY)
+            .timeout(TIMEOUT)
             .build()
             .unwrap(),
     );
@@ -265,7 +266,7 @@ async fn calls_hang(
                 }
                 Ok::<(), ()>(())
             };
-            let result = breaker.call_timeout(TIMEOUT, answer).await;
+            let result = breaker.call_async(answer).await;
             if !matches!(result, Err(failfast_runtime::Error::Timeout(_))) {
                 return;
             }

@@ -430,6 +430,7 @@ mod tests {
             Breaker::builder()
                 .name("hung")
                 .threshold(50)
+                .timeout(Duration::from_secs(60))
                 .build()
                 .unwrap(),
         ));
@@ -442,12 +443,7 @@ mod tests {
         let bound = Duration::from_millis(200);
         assert_eq!(member.calls_hung(t0, bound), 0);
         let hanging: Vec<_> = (0..2)
-            .map(|_| {
-                tokio::spawn(breaker.call_timeout(
-                    Duration::from_secs(60),
-                    std::future::pending::<Result<(), ()>>(),
-                ))
-            })
+            .map(|_| tokio::spawn(breaker.call_async(std::future::pending::<Result<(), ()>>())))
             .collect();
         tokio::task::yield_now().await;
         let later = t0 + Duration::from_millis(1);

@@ -17,7 +17,7 @@ use std::time::Duration;
 /// | `open_base` / `open_cap` | 2 s / 60 s | fleet open duration: `min(open_base · 2^level, open_cap)`, `level` = opens since the last close |
 /// | `max_remote_open` | 60 s | the longest remote open this instance accepts, whatever the store says |
 /// | `probe_lease` | 5 s | lifetime of the single-probe lease; must outlast a probe (`probe_lead` + `call_timeout` + `command_timeout`) |
-/// | `call_timeout` | none | the time limit of the joined breakers' calls (`timeout = "1s"`, `Breaker::call_timeout`), which a probe can take |
+/// | `call_timeout` | none | the time limit of the joined breakers' calls (`timeout = "1s"`, `Builder::timeout`), which a probe can take |
 /// | `probe_lead` | 200 ms | how long before the fleet deadline the lease is requested |
 /// | `max_lost_leases` | 3 | lost leases without a result before this instance probes on its own |
 /// | `lease_jitter` | 250 ms | random spread added when a loser waits |
@@ -85,7 +85,7 @@ pub struct FleetConfig {
     /// [`validate`](Self::validate) refuses a shorter one.
     pub probe_lease: Duration,
     /// The time limit of the calls through the joined breakers (the
-    /// attribute's `timeout = "1s"`, `Breaker::call_timeout`): the longest a
+    /// attribute's `timeout = "1s"`, `Builder::timeout`): the longest a
     /// probe of a hanging dependency runs. `None` (the default): calls have
     /// no limit the fleet knows of, and a probe that hangs past
     /// [`probe_lease`](Self::probe_lease) loses its lease to the next

@@ -27,7 +27,8 @@
 //! # Features
 //!
 //! - `tokio`: time limits on async calls with tokio's timer
-//!   (`Breaker::call_timeout`, the attribute's `timeout = "3s"`). Without
+//!   (the attribute's `timeout = "3s"`, `Builder::timeout` with
+//!   `Breaker::call_async`). Without
 //!   it the crate depends on no async runtime.
 //! - `keyed`: [`Family`], one breaker per key (host, tenant, shard),
 //!   bounded, with a lock-free lookup (see [`keyed`]).

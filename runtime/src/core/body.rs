@@ -165,6 +165,31 @@ where
     }
 }
 
+#[cfg(feature = "tokio")]
+pin_project_lite::pin_project! {
+    /// The future of [`Breaker::call_async`]: a [`Call`], or for a breaker
+    /// with a time limit the timed call, boxed so that the untimed one
+    /// stays its own size.
+    #[project = MaybeTimedProj]
+    pub(crate) enum MaybeTimed<P, T> {
+        Plain { #[pin] call: P },
+        Timed { call: Pin<Box<T>> },
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl<P: Future, T: Future<Output = P::Output>> Future for MaybeTimed<P, T> {
+    type Output = P::Output;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            MaybeTimedProj::Plain { call } => call.poll(cx),
+            MaybeTimedProj::Timed { call } => call.as_mut().poll(cx),
+        }
+    }
+}
+
 /// One poll of `future` under `permit`, recording the outcome with `counts`
 /// once it is ready. `Body`'s poll with the record added, written out: built
 /// on `Body`'s, handing the permit back in a tuple and taking it apart

@@ -130,21 +130,24 @@ mod tests {
     /// until their limit; calls without a limit are in neither count.
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn calls_under_a_time_limit_are_counted_as_they_start_and_end() {
-        let b: &'static Breaker =
-            Box::leak(Box::new(Breaker::builder().threshold(10).build().unwrap()));
         let limit = Duration::from_secs(1);
+        let b: &'static Breaker = Box::leak(Box::new(
+            Breaker::builder()
+                .threshold(10)
+                .timeout(limit)
+                .build()
+                .unwrap(),
+        ));
         b.call(|| Ok::<(), ()>(())).unwrap();
-        assert_eq!(timed(b), (0, 0), "no limit, not counted");
-        b.call_timeout(limit, async { Ok::<_, ()>(1) })
-            .await
-            .unwrap();
+        assert_eq!(timed(b), (0, 0), "a call not async: no limit, not counted");
+        b.call_async(async { Ok::<_, ()>(1) }).await.unwrap();
         assert_eq!(timed(b), (1, 1));
         let hung: Vec<_> = (0..3)
-            .map(|_| tokio::spawn(b.call_timeout(limit, std::future::pending::<Result<(), ()>>())))
+            .map(|_| tokio::spawn(b.call_async(std::future::pending::<Result<(), ()>>())))
             .collect();
         tokio::time::sleep(Duration::from_millis(500)).await;
         assert_eq!(timed(b), (4, 1), "three hanging");
-        let dropped = tokio::spawn(b.call_timeout(limit, std::future::pending::<Result<(), ()>>()));
+        let dropped = tokio::spawn(b.call_async(std::future::pending::<Result<(), ()>>()));
         tokio::task::yield_now().await;
         assert_eq!(timed(b), (5, 1));
         dropped.abort();

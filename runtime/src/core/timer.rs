@@ -1,7 +1,8 @@
 //! tokio (feature `tokio`): the timer behind `timeout = "3s"` and the delays
 //! of async retries (`#[retry]` on an `async fn`,
 //! [`Retry::call_async`](crate::Retry::call_async)), and
-//! [`Breaker::call_timeout`] for breakers used as plain values.
+//! [`Breaker::call_async`] on a breaker built with a time limit
+//! ([`Builder::timeout`](crate::Builder::timeout)).
 //!
 //! They need to run inside a tokio runtime with its time driver enabled
 //! (`#[tokio::main]`, `Runtime::new()`, or a builder with `enable_time()`),

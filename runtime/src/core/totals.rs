@@ -51,7 +51,7 @@ pub(crate) const SHED: usize = 8;
 /// bulkhead's line (counted as admitted again when its wait is over), or
 /// refused by it.
 pub(crate) const WITHDRAWN: usize = 9;
-/// Calls started under a time limit (`timeout`, `Breaker::call_timeout`),
+/// Calls started under a time limit (`timeout`),
 /// counted by the time limit as it starts, off the plain call path.
 pub(crate) const TIMED_STARTED: usize = 10;
 /// Calls under a time limit that ended, whichever way (counted as the time

@@ -997,6 +997,7 @@ fn a_timed_out_call_lands_under_timeout() {
     let name = "metrics-durations-timeout";
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
+        .start_paused(true)
         .build()
         .unwrap();
     metrics::with_local_recorder(&recorder, || {
@@ -1005,6 +1006,7 @@ fn a_timed_out_call_lands_under_timeout() {
                 .name(name)
                 .threshold(10)
                 .slow(Duration::from_secs(60))
+                .timeout(Duration::from_secs(120))
                 .clock(clock.clone())
                 .build()
                 .unwrap(),
@@ -1014,15 +1016,13 @@ fn a_timed_out_call_lands_under_timeout() {
             clock.advance(Duration::from_secs(3));
             std::future::pending::<Result<(), u16>>().await
         };
-        let result = runtime.block_on(b.call_timeout(Duration::from_millis(5), hang));
+        let result = runtime.block_on(b.call_async(hang));
         assert!(matches!(result, Err(failfast_runtime::Error::Timeout(_))));
         let answer = async {
             clock.advance(Duration::from_millis(125));
             Ok::<(), u16>(())
         };
-        runtime
-            .block_on(b.call_timeout(Duration::from_secs(5), answer))
-            .unwrap();
+        runtime.block_on(b.call_async(answer)).unwrap();
         let r = read(&s);
         assert_eq!(durations(&r, name, "timeout"), [3.0]);
         assert_eq!(durations(&r, name, "failure"), [] as [f64; 0]);

@@ -1,5 +1,5 @@
-//! `Breaker::call_timeout`: a call past its limit is dropped and counted as a
-//! failure; a trial that times out reopens the breaker and its slot comes
+//! `Breaker::call_async` on a breaker with a time limit (`Builder::timeout`):
+//! a call past its limit is dropped and counted as a failure; a trial that times out reopens the breaker and its slot comes
 //! back. (That a timeout counts whatever `counts` says is the attribute's,
 //! tested in `tests/calls/hangs.rs`.)
 
@@ -20,11 +20,13 @@ fn timeout_of<E: std::fmt::Debug>(error: Error<E>) -> TimedOut {
 
 #[tokio::test]
 async fn a_timeout_is_a_failure() {
-    let breaker = Breaker::builder().threshold(2).build().unwrap();
+    let breaker = Breaker::builder()
+        .timeout(LIMIT)
+        .threshold(2)
+        .build()
+        .unwrap();
     for _ in 0..2 {
-        let result = breaker
-            .call_timeout(LIMIT, pending::<Result<(), u16>>())
-            .await;
+        let result = breaker.call_async(pending::<Result<(), u16>>()).await;
         assert_eq!(timeout_of(result.unwrap_err()).limit(), LIMIT);
     }
     assert_eq!(breaker.state(), State::Open);
@@ -32,15 +34,15 @@ async fn a_timeout_is_a_failure() {
 
 #[tokio::test]
 async fn an_answer_in_time_is_counted_as_usual() {
-    let breaker = Breaker::builder().threshold(2).build().unwrap();
-    let failed = breaker
-        .call_timeout(LIMIT, async { Err::<(), u16>(503) })
-        .await;
+    let breaker = Breaker::builder()
+        .timeout(LIMIT)
+        .threshold(2)
+        .build()
+        .unwrap();
+    let failed = breaker.call_async(async { Err::<(), u16>(503) }).await;
     assert!(matches!(failed, Err(Error::Failed(503))), "{failed:?}");
     assert_eq!(breaker.snapshot().consecutive_failures, 1);
-    let ok = breaker
-        .call_timeout(LIMIT, async { Ok::<u32, u16>(7) })
-        .await;
+    let ok = breaker.call_async(async { Ok::<u32, u16>(7) }).await;
     assert_eq!(ok.unwrap(), 7);
     assert_eq!(
         breaker.snapshot().consecutive_failures,
@@ -54,6 +56,7 @@ async fn an_answer_in_time_is_counted_as_usual() {
 async fn a_trial_that_times_out_reopens_and_its_slot_comes_back() {
     let clock = ManualClock::new();
     let breaker = Breaker::builder()
+        .timeout(LIMIT)
         .threshold(1)
         .recovery(Duration::from_secs(1))
         .clock(clock.clone())
@@ -65,17 +68,13 @@ async fn a_trial_that_times_out_reopens_and_its_slot_comes_back() {
         .record(failfast_runtime::Outcome::Failure);
     for _ in 0..3 {
         clock.advance(Duration::from_secs(1));
-        let trial = breaker
-            .call_timeout(LIMIT, pending::<Result<(), u16>>())
-            .await;
+        let trial = breaker.call_async(pending::<Result<(), u16>>()).await;
         assert!(matches!(trial, Err(Error::Timeout(_))));
         let s = breaker.snapshot();
         assert_eq!((s.state, s.trials_in_flight), (State::Open, 0), "{s:?}");
     }
     clock.advance(Duration::from_secs(1));
-    let healed = breaker
-        .call_timeout(LIMIT, async { Ok::<(), u16>(()) })
-        .await;
+    let healed = breaker.call_async(async { Ok::<(), u16>(()) }).await;
     assert!(healed.is_ok());
     assert_eq!(breaker.state(), State::Closed);
 }
@@ -87,12 +86,13 @@ async fn a_call_dropped_past_its_limit_before_it_noticed_is_a_failure() {
     use std::task::{Context, Poll, Waker};
 
     let breaker = Breaker::builder()
+        .timeout(LIMIT)
         .name("dropped-late")
         .threshold(5)
         .build()
         .unwrap();
     {
-        let mut call = pin!(breaker.call_timeout(LIMIT, pending::<Result<(), u16>>()));
+        let mut call = pin!(breaker.call_async(pending::<Result<(), u16>>()));
         let mut cx = Context::from_waker(Waker::noop());
         assert!(matches!(call.as_mut().poll(&mut cx), Poll::Pending));
         tokio::time::advance(LIMIT * 2).await;
@@ -105,12 +105,13 @@ async fn a_call_dropped_past_its_limit_before_it_noticed_is_a_failure() {
 #[tokio::test(start_paused = true)]
 async fn a_call_that_answered_is_not_also_timed_out_when_dropped_late() {
     let breaker = Breaker::builder()
+        .timeout(LIMIT)
         .name("answered-late")
         .threshold(5)
         .build()
         .unwrap();
     let answer = breaker
-        .call_timeout(LIMIT, async {
+        .call_async(async {
             // Ready at the same poll in which the limit passes.
             tokio::time::sleep(LIMIT).await;
             Ok::<u32, u16>(1)
@@ -128,6 +129,7 @@ async fn a_call_that_answered_is_not_also_timed_out_when_dropped_late() {
 #[tokio::test]
 async fn a_timeout_carries_the_threads_copy_of_a_name_built_at_run_time() {
     let breaker = Breaker::builder()
+        .timeout(LIMIT)
         .name(format!("ledger@{}", "host-2"))
         .threshold(5)
         .build()
@@ -135,7 +137,7 @@ async fn a_timeout_carries_the_threads_copy_of_a_name_built_at_run_time() {
     // The first counted call makes the breaker's per-thread slots.
     assert!(breaker.call(|| Ok::<(), u16>(())).is_ok());
     let error = breaker
-        .call_timeout(LIMIT, pending::<Result<(), u16>>())
+        .call_async(pending::<Result<(), u16>>())
         .await
         .unwrap_err();
     let timed_out = timeout_of(error);
@@ -147,9 +149,13 @@ async fn a_timeout_carries_the_threads_copy_of_a_name_built_at_run_time() {
 async fn a_timeout_names_its_breaker_and_limit() {
     use std::error::Error as _;
 
-    let breaker = Breaker::builder().name("ledger").build().unwrap();
+    let breaker = Breaker::builder()
+        .timeout(LIMIT)
+        .name("ledger")
+        .build()
+        .unwrap();
     let error = breaker
-        .call_timeout(LIMIT, pending::<Result<(), std::io::Error>>())
+        .call_async(pending::<Result<(), std::io::Error>>())
         .await
         .unwrap_err();
     let Error::Timeout(timed_out) = &error else {
@@ -204,12 +210,13 @@ async fn a_call_dropped_before_its_limit_stays_neutral() {
     use std::task::{Context, Poll, Waker};
 
     let breaker = Breaker::builder()
+        .timeout(LIMIT)
         .name("dropped-early")
         .threshold(1)
         .build()
         .unwrap();
     {
-        let mut call = pin!(breaker.call_timeout(LIMIT, pending::<Result<(), u16>>()));
+        let mut call = pin!(breaker.call_async(pending::<Result<(), u16>>()));
         let mut cx = Context::from_waker(Waker::noop());
         assert!(matches!(call.as_mut().poll(&mut cx), Poll::Pending));
         tokio::time::advance(LIMIT / 2).await;
@@ -228,6 +235,7 @@ async fn a_call_dropped_before_its_limit_stays_neutral() {
 async fn timeouts_are_counted_apart_as_well_as_failures() {
     let breaker = std::sync::Arc::new(
         Breaker::builder()
+            .timeout(LIMIT)
             .name("timeout-totals")
             .threshold(10)
             .build()
@@ -235,13 +243,9 @@ async fn timeouts_are_counted_apart_as_well_as_failures() {
     );
     failfast_runtime::registry::register(&breaker);
     for _ in 0..2 {
-        let _ = breaker
-            .call_timeout(LIMIT, pending::<Result<(), u16>>())
-            .await;
+        let _ = breaker.call_async(pending::<Result<(), u16>>()).await;
     }
-    let _ = breaker
-        .call_timeout(LIMIT, async { Err::<(), u16>(500) })
-        .await;
+    let _ = breaker.call_async(async { Err::<(), u16>(500) }).await;
     let s = breaker.snapshot();
     assert_eq!((s.timeouts, s.failures, s.calls), (2, 3, 3));
 
@@ -272,4 +276,40 @@ async fn timeouts_are_counted_apart_as_well_as_failures() {
             "{timeouts:?}"
         );
     }
+}
+
+/// `call_async` reads the limit in force as each call is admitted: one
+/// changed at run time applies to the next call, not the declared one.
+#[tokio::test(start_paused = true)]
+async fn call_async_takes_the_limit_in_force_when_the_call_starts() {
+    let breaker = Breaker::builder()
+        .timeout(Duration::from_secs(3600))
+        .threshold(5)
+        .build()
+        .unwrap();
+    breaker
+        .reconfigure(&Breaker::builder().timeout(LIMIT))
+        .unwrap();
+    let error = breaker
+        .call_async(pending::<Result<(), u16>>())
+        .await
+        .unwrap_err();
+    assert_eq!(timeout_of(error).limit(), LIMIT);
+    assert_eq!(breaker.snapshot().timeouts, 1);
+}
+
+/// A breaker built without a time limit never times a call out: its
+/// `call_async` waits for the body however long it takes.
+#[tokio::test(start_paused = true)]
+async fn call_async_without_a_limit_waits_for_the_body() {
+    let breaker = Breaker::builder().threshold(1).build().unwrap();
+    let answer = breaker
+        .call_async(async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok::<u32, u16>(7)
+        })
+        .await;
+    assert_eq!(answer.unwrap(), 7);
+    let s = breaker.snapshot();
+    assert_eq!((s.timeouts, s.timed_started, s.successes), (0, 0, 1));
 }

@@ -42,36 +42,24 @@ impl Breaker {
     /// dropped before it finishes, the call is neutral (a slow call once it ran
     /// longer than `slow`); a panic while `future` is polled is a failure.
     ///
-    /// # Errors
-    ///
-    /// As [`call`](Self::call).
-    pub fn call_async<T, E, Fut>(
-        &self,
-        future: Fut,
-    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, Fut>
-    where
-        Fut: Future<Output = Result<T, E>>,
-    {
-        crate::core::body::Call::new(self, |_: &E| true, future)
-    }
-}
-
-#[cfg(feature = "tokio")]
-impl Breaker {
-    /// Awaits `future` through the breaker for at most `limit`; every `Err`
-    /// counts as a failure. Past the limit, `future` is dropped, the call is
-    /// recorded as a failure, and the caller gets [`Error::Timeout`].
+    /// With the `tokio` feature, a breaker built with a time limit
+    /// ([`Builder::timeout`](crate::Builder::timeout)) gives each call the
+    /// limit in force when it is admitted: past it, `future` is dropped, the
+    /// call is recorded as a failure, and the caller gets [`Error::Timeout`].
     ///
     /// ```
-    /// use failfast_runtime::{Breaker, State};
+    /// use failfast_runtime::{Breaker, Error, State};
     /// use std::time::Duration;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), failfast_runtime::ConfigError> {
-    /// let breaker = Breaker::builder().threshold(1).build()?;
+    /// let breaker = Breaker::builder()
+    ///     .threshold(1)
+    ///     .timeout(Duration::from_millis(10))
+    ///     .build()?;
     /// let hang = std::future::pending::<Result<u32, std::io::Error>>();
-    /// let result = breaker.call_timeout(Duration::from_millis(10), hang).await;
-    /// assert!(matches!(result, Err(failfast_runtime::Error::Timeout(_))));
+    /// let result = breaker.call_async(hang).await;
+    /// assert!(matches!(result, Err(Error::Timeout(_))));
     /// assert_eq!(breaker.state(), State::Open);
     /// # Ok(())
     /// # }
@@ -79,16 +67,46 @@ impl Breaker {
     ///
     /// # Errors
     ///
-    /// As [`call`](Self::call), and [`Error::Timeout`] past the limit.
+    /// As [`call`](Self::call), and [`Error::Timeout`] past the time limit.
     ///
     /// # Panics
     ///
-    /// Outside a tokio runtime with its time driver enabled.
-    pub async fn call_timeout<T, E, Fut>(&self, limit: Duration, future: Fut) -> Result<T, Error<E>>
+    /// With a time limit, when polled outside a tokio runtime with its time
+    /// driver enabled.
+    pub fn call_async<T, E, Fut>(
+        &self,
+        future: Fut,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, Fut>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        #[cfg(feature = "tokio")]
+        {
+            use crate::core::body::MaybeTimed;
+            // Declared with a limit or not, for good: a breaker declared
+            // without one refuses one at run time.
+            if self.config.timeout != 0 {
+                return MaybeTimed::Timed {
+                    call: Box::pin(self.call_timed(future)),
+                };
+            }
+            MaybeTimed::Plain {
+                call: crate::core::body::Call::new(self, |_: &E| true, future),
+            }
+        }
+        #[cfg(not(feature = "tokio"))]
+        crate::core::body::Call::new(self, |_: &E| true, future)
+    }
+
+    /// [`call_async`](Self::call_async) under the time limit in force when
+    /// the call is admitted.
+    #[cfg(feature = "tokio")]
+    async fn call_timed<T, E, Fut>(&self, future: Fut) -> Result<T, Error<E>>
     where
         Fut: Future<Output = Result<T, E>>,
     {
         let permit = self.acquire()?;
+        let limit = Duration::from_nanos(self.time_limit());
         match Timeout::new(permit, self.carried_name(), limit, future).await {
             Ok((result, permit)) => {
                 permit.resolve(&result, |_| true);

@@ -135,8 +135,8 @@ pub struct Snapshot {
     /// Calls refused by graded shedding (`shed`, [`Reason::Shed`](crate::Reason::Shed));
     /// also counted in [`rejected`](Self::rejected).
     pub shed: u64,
-    /// Calls started under a time limit (the attribute's `timeout`,
-    /// [`Breaker::call_timeout`]), counted as the limit starts: those still
+    /// Calls started under a time limit (`timeout`: the attribute's, or
+    /// [`Builder::timeout`](crate::Builder::timeout)'s), counted as the limit starts: those still
     /// running are `timed_started − timed_ended`. Taken at two moments, the
     /// calls started by the first that are still running at the second are
     /// at least `timed_started` then less `timed_ended` now: how a fleet

@@ -413,9 +413,9 @@ impl Builder {
     /// set): past it the call's future is dropped and the call counts as a
     /// failure, whatever its error would have been. It is the attribute's
     /// `timeout = "2s"`: the limit of the calls of an `async fn` guarded by
-    /// the breaker or a keyed family's member (a breaker built by hand
-    /// gives [`Breaker::call_timeout`](crate::Breaker::call_timeout) its
-    /// limit with each call). `slow` must be shorter, and graded shedding's
+    /// the breaker or a keyed family's member, and of
+    /// [`Breaker::call_async`](crate::Breaker::call_async) (with the `tokio`
+    /// feature). `slow` must be shorter, and graded shedding's
     /// `shed_window` at least as long.
     ///
     /// It can change at run time on a breaker declared with one: a call
