@@ -202,7 +202,7 @@ fn hook(change: &Change<'_>) {
 /// when another one was installed first).
 fn hooked() -> bool {
     static OURS: OnceLock<bool> = OnceLock::new();
-    *OURS.get_or_init(|| failfast_runtime::integration::install_hook(&hook).is_ok())
+    *OURS.get_or_init(|| failfast_runtime::integration::install_hook(&hook))
 }
 
 /// Routes `breaker`'s transitions to `lane`. `false` when the hook is not ours

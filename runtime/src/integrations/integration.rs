@@ -35,8 +35,8 @@
 //! }
 //!
 //! // Once per process: a second hook is refused.
-//! integration::install_hook(&count_opens).expect("no hook yet");
-//! assert!(integration::install_hook(&count_opens).is_err());
+//! assert!(integration::install_hook(&count_opens), "no hook yet");
+//! assert!(!integration::install_hook(&count_opens));
 //!
 //! let breaker = Breaker::builder().name("ledger").threshold(1).build()?;
 //! let _ = breaker.call(|| Err::<(), _>("timed out"));
@@ -95,7 +95,6 @@
 //! # Ok::<(), failfast_runtime::ConfigError>(())
 //! ```
 
-use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -112,28 +111,12 @@ type Hook = dyn Fn(&Change<'_>) + Send + Sync;
 
 static HOOK: OnceLock<&'static Hook> = OnceLock::new();
 
-/// [`install_hook`] found a hook installed already.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AlreadyInstalled;
-
-impl fmt::Display for AlreadyInstalled {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a transition hook is installed already")
-    }
-}
-
-impl std::error::Error for AlreadyInstalled {}
-
 /// Installs the process's transition hook, called from now on for every
-/// transition of every breaker. Once per process.
-///
-/// # Errors
-///
-/// [`AlreadyInstalled`] when a hook was installed before (this one is not).
-pub fn install_hook(
-    hook: &'static (dyn Fn(&Change<'_>) + Send + Sync),
-) -> Result<(), AlreadyInstalled> {
-    HOOK.set(hook).map_err(|_| AlreadyInstalled)
+/// transition of every breaker. Once per process: `true` when `hook` is
+/// installed, `false` when a hook was installed before (and `hook` is not).
+#[must_use = "`false`: another hook was installed before, and this one is not"]
+pub fn install_hook(hook: &'static (dyn Fn(&Change<'_>) + Send + Sync)) -> bool {
+    HOOK.set(hook).is_ok()
 }
 
 /// Hands every transition to the hook, if one is installed (the state
@@ -230,13 +213,5 @@ mod tests {
     #[test]
     fn no_hook_is_reported_until_one_is_installed() {
         assert!(HOOK.get().is_none());
-    }
-
-    #[test]
-    fn the_refusal_says_what_happened() {
-        assert_eq!(
-            AlreadyInstalled.to_string(),
-            "a transition hook is installed already"
-        );
     }
 }
