@@ -55,7 +55,7 @@ fn each_listed_breaker_says_where_each_setting_came_from() {
         Family::builder(Breaker::builder().name("listing::replica").threshold(5))
             .build()
             .unwrap();
-    replicas.register();
+    registry::register(&replicas);
     let _ = replicas.get("a").call(|| Ok::<_, ()>(()));
     let gateway = Arc::new(
         Breaker::builder()
@@ -216,7 +216,7 @@ fn parallel_tests_each_see_their_own_run_time_breakers_under_one_name() {
             )
             .build()
             .unwrap();
-            family.register();
+            registry::register(&family);
             let _ = family.get("k").call(|| Ok::<_, ()>(()));
             let one = Arc::new(
                 Breaker::builder()
@@ -275,7 +275,7 @@ fn without_a_scope_one_name_lists_and_changes_every_breaker_of_it() {
             let f = Family::builder(Breaker::builder().name("shared::svc").threshold(5))
                 .build()
                 .unwrap();
-            f.register();
+            registry::register(&f);
             f
         })
         .collect();

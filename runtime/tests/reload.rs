@@ -239,7 +239,7 @@ fn a_family_and_its_keys_go_back_to_declared() {
         Family::builder(Breaker::builder().name("reload::family").threshold(5))
             .build()
             .unwrap();
-    family.register();
+    registry::register(&family);
     let a = family.get("a");
     configure::apply("reload::family[c]", Breaker::builder().threshold(7)).unwrap();
     configure::reload(document([

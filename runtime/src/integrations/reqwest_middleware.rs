@@ -16,7 +16,7 @@
 //!   the chain is neutral.
 //!
 //! The middleware's breakers are registered when it is made: the family
-//! ([`Family::register`]) is listed by
+//! ([`registry::register`](crate::ops::registry::register)) is listed by
 //! [`registry::families`](crate::ops::registry::families) and a host's breaker
 //! found by [`registry::get`](crate::ops::registry::get)`("NAME[host:port]")`;
 //! the one breaker of [`new`](CircuitBreakerMiddleware::new) is listed by
@@ -284,7 +284,8 @@ impl CircuitBreakerMiddleware {
     /// One breaker per host, from `family` (its settings, and `max_keys` or
     /// `max_concurrent` if you like): each host's breaker is made on its
     /// first request and named `NAME[host:port]`. Classifies with
-    /// [`HttpClassifier`]. The family is registered ([`Family::register`]).
+    /// [`HttpClassifier`]. The family is registered
+    /// ([`registry::register`](crate::ops::registry::register)).
     ///
     /// ```
     /// use failfast_runtime::reqwest_middleware::{CircuitBreakerMiddleware, Host};

@@ -68,7 +68,7 @@
 //! With the `testing` feature, inside a scope of `testing::isolate`,
 //! [`get`], [`all`] and `families` show the scope's breakers and families
 //! in place of the declared ones they stand for, and list a breaker or
-//! family [`register`]ed (or `Family::register`ed) in a scope in that
+//! family [`register`]ed in a scope in that
 //! scope alone: two tests running in parallel, each building its service
 //! under the same names inside its own scope, each find, list and
 //! configure their own, and neither is listed outside its scope.
@@ -333,17 +333,62 @@ fn tell(watchers: &[Arc<Watcher>], breaker: &BreakerRef) {
 
 /// Registers a breaker, so [`get`] and [`all`] find it: one built at run
 /// time (`&Arc<Breaker>`, held weakly: once every `Arc` is dropped it
-/// disappears) or one in a `static` (`&'static Breaker`). Registering the
-/// same breaker twice has no effect. A keyed family's member is listed
-/// through its family ([`Family::register`](crate::Family::register)).
-pub fn register(breaker: impl Into<BreakerRef>) {
-    match breaker.into() {
-        BreakerRef::Shared(breaker) => register_shared(&breaker),
-        BreakerRef::Static(breaker) => register_static(breaker),
-        #[cfg(feature = "keyed")]
-        BreakerRef::Member(_) => {}
+/// disappears) or one in a `static` (`&'static Breaker`), or anything else
+/// that converts into a [`BreakerRef`]. With the `keyed` feature, a keyed
+/// family (`&Family<K>`, held weakly too), so that [`families`] and
+/// [`family`] find it and [`get`] its members by their names
+/// (`family[key]`); a family's member is listed through its family, never
+/// on its own. Registering the same breaker or family twice has no effect.
+///
+/// ```
+/// # #[cfg(feature = "keyed")] {
+/// use failfast_runtime::{registry, Breaker, Family};
+///
+/// let replicas: Family<String> =
+///     Family::builder(Breaker::builder().name("register::replica")).build()?;
+/// registry::register(&replicas);
+/// let _ = replicas.get("a:80").call(|| Ok::<_, ()>(()));
+/// assert!(registry::family("register::replica").is_some());
+/// assert!(registry::get("register::replica[a:80]").is_some());
+/// # }
+/// # Ok::<(), failfast_runtime::ConfigError>(())
+/// ```
+pub fn register(breaker: impl Registrable) {
+    breaker.register();
+}
+
+/// What [`register`] takes: breakers (through [`BreakerRef`]) and, with the
+/// `keyed` feature, keyed families. Sealed: implemented here only.
+mod sealed {
+    use super::*;
+
+    pub trait Registrable {
+        /// Adds it to the registry.
+        fn register(self);
+    }
+
+    impl<T: Into<BreakerRef>> Registrable for T {
+        fn register(self) {
+            match self.into() {
+                BreakerRef::Shared(breaker) => register_shared(&breaker),
+                BreakerRef::Static(breaker) => register_static(breaker),
+                #[cfg(feature = "keyed")]
+                BreakerRef::Member(_) => {}
+            }
+        }
+    }
+
+    #[cfg(feature = "keyed")]
+    impl<K> Registrable for &crate::policy::keyed::Family<K>
+    where
+        K: Clone + std::hash::Hash + Eq + Send + Sync + 'static,
+    {
+        fn register(self) {
+            crate::policy::keyed::Family::register(self);
+        }
     }
 }
+use sealed::Registrable;
 
 fn register_shared(breaker: &Arc<Breaker>) {
     if breaker.mark_registered() {
@@ -490,7 +535,7 @@ pub fn family(name: &str) -> Option<FamilyRef> {
 ///
 /// let replicas: Family<String> =
 ///     Family::builder(Breaker::builder().name("listing::replica").threshold(3)).build()?;
-/// replicas.register();
+/// registry::register(&replicas);
 /// let _ = replicas.get("a:80").call(|| Ok::<_, ()>(()));
 ///
 /// let row = registry::all()

@@ -85,8 +85,7 @@
 //!
 //! Breakers and families a test builds itself (`Breaker::builder`,
 //! `Family::builder`) are its own already; registered inside a scope
-//! ([`registry::register`](crate::registry::register),
-//! `Family::register`), they are listed in that scope alone. Two tests
+//! ([`registry::register`](crate::registry::register)), they are listed in that scope alone. Two tests
 //! running in parallel that each build their service, with the same names,
 //! inside their own scope find, list and configure their own by name
 //! (`registry::get`, `registry::families`, `configure::apply`), never the

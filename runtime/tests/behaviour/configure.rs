@@ -389,7 +389,7 @@ fn family(name: &'static str, threshold: u32) -> failfast_runtime::Family<String
             .max_keys(4)
             .build()
             .unwrap();
-    family.register();
+    registry::register(&family);
     family
 }
 

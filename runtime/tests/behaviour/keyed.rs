@@ -124,7 +124,7 @@ fn a_family_full_of_open_breakers_gives_new_keys_its_overflow_breaker() {
         (2, 2, 1)
     );
     // The registry's handle reports the same counts.
-    keys.register();
+    registry::register(&keys);
     let listed = registry::family("keyed.all-open").expect("registered");
     assert_eq!(
         (
@@ -190,8 +190,8 @@ fn tuple_and_integer_keys_are_looked_up_without_owning_them() {
 #[test]
 fn a_registered_family_is_one_entry_with_its_members() {
     let keys = family("keyed.registered", 8);
-    keys.register();
-    keys.register();
+    registry::register(&keys);
+    registry::register(&keys);
     trip(&keys, "db-1");
     let _ = keys.get("db-2");
     let found = registry::family("keyed.registered").expect("registered once");
@@ -229,8 +229,8 @@ fn a_registered_family_is_one_entry_with_its_members() {
 fn registering_a_family_keeps_those_registered_before() {
     let first = family("keyed.registered-first", 4);
     let second = family("keyed.registered-second", 4);
-    first.register();
-    second.register();
+    registry::register(&first);
+    registry::register(&second);
     for name in ["keyed.registered-first", "keyed.registered-second"] {
         assert!(registry::family(name).is_some(), "{name}");
     }
@@ -664,7 +664,7 @@ fn a_key_can_be_forced_open_before_its_first_call() {
         .max_keys(4)
         .build()
         .unwrap();
-    keys.register();
+    registry::register(&keys);
     assert!(
         registry::get("keyed.early[10.0.0.3]").is_none(),
         "no call yet"
@@ -694,7 +694,7 @@ fn a_family_is_reconfigured_for_its_members_now_and_later() {
     let keys: Family<String> = Family::builder(Breaker::builder().name("keyed.tuned").threshold(5))
         .build()
         .unwrap();
-    keys.register();
+    registry::register(&keys);
     let before = keys.get("a");
     let family = registry::family("keyed.tuned").unwrap();
     family
@@ -725,7 +725,7 @@ fn a_family_is_reconfigured_for_its_members_now_and_later() {
 #[test]
 fn a_member_tuned_by_name_is_not_evicted() {
     let keys = family("keyed.pinned", 2);
-    keys.register();
+    registry::register(&keys);
     registry::family("keyed.pinned")
         .unwrap()
         .member("special")
@@ -963,7 +963,7 @@ fn a_whole_family_is_forced_open_and_closed_as_one() {
     assert!(keys.get("d").call(|| Ok::<_, ()>(())).is_ok());
     assert_eq!(keys.get("d").snapshot().mode, Mode::Normal);
     // By the family's name, as a configuration file or an operator does.
-    keys.register();
+    registry::register(&keys);
     failfast_runtime::configure::apply(
         "keyed.family-mode",
         Breaker::builder().mode(Mode::ForcedOpen),
@@ -1337,7 +1337,7 @@ fn a_reconfiguration_racing_new_keys_never_deadlocks() {
 #[test]
 fn a_member_is_found_by_its_label_while_it_is_stored() {
     let keys = family("keyed.labels", 2);
-    keys.register();
+    registry::register(&keys);
     let a = keys.get("a");
     let star = keys.get("*");
     let found = |name: &str| match registry::get(name) {

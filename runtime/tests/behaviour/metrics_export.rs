@@ -619,7 +619,7 @@ fn export_reports_every_member_of_a_family_with_its_current_counts() {
             .max_keys(2)
             .build()
             .unwrap();
-    family.register();
+    registry::register(&family);
     metrics::with_local_recorder(&recorder, || {
         for _ in 0..5 {
             family.get("a").acquire().unwrap().record(Outcome::Success);
@@ -716,7 +716,7 @@ fn one_key_family(name: &'static str, register: bool) -> failfast_runtime::Famil
         .build()
         .unwrap();
     if register {
-        family.register();
+        registry::register(&family);
     }
     family
 }
@@ -838,7 +838,7 @@ fn a_members_settings_gauges_show_the_settings_in_force() {
     )
     .build()
     .unwrap();
-    family.register();
+    registry::register(&family);
     configure::apply(
         "metrics-settings",
         Breaker::builder()
@@ -912,7 +912,7 @@ fn the_time_limit_is_a_settings_gauge_that_follows_changes() {
         )
         .build()
         .unwrap();
-        family.register();
+        registry::register(&family);
         metrics::with_local_recorder(&recorder, || {
             let _ = family.get("a").call(|| Ok::<_, ()>(()));
             failfast_runtime::metrics::export();

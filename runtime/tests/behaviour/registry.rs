@@ -180,7 +180,7 @@ fn the_listing_holds_every_member_with_its_settings() {
             .max_keys(3)
             .build()
             .unwrap();
-    replicas.register();
+    registry::register(&replicas);
     // As a configuration file's section for the family would.
     configure::apply("listing.replicas", Breaker::builder().threshold(2)).unwrap();
     for key in ["a", "b"] {

@@ -97,7 +97,7 @@
 //! Breaker` (a `static`, or a leaked `Box`), one reference-count increment
 //! for an `Arc`. The layer registers its breaker when it is made
 //! ([`registry::register`](crate::ops::registry::register)),
-//! and a keyed layer its family ([`Family::register`](crate::Family::register)),
+//! and a keyed layer its family,
 //! so that [`registry::all`](crate::ops::registry::all) and
 //! [`registry::families`](crate::ops::registry::families) list them.
 //!

@@ -144,7 +144,8 @@ impl CircuitBreakerLayer {
     /// A layer guarding each request with the breaker of its key in
     /// `family`, found by `key` (a closure `Fn(&Req) -> K`, or
     /// [`ByAuthority`]); a key's breaker is made on its first request.
-    /// The family is registered ([`Family::register`]).
+    /// The family is registered
+    /// ([`registry::register`](crate::ops::registry::register)).
     ///
     /// ```
     /// use failfast_runtime::tower::CircuitBreakerLayer;

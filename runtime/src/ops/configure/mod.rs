@@ -248,11 +248,11 @@ use target::targets;
 ///
 /// ```
 /// # #[cfg(feature = "keyed")] {
-/// use failfast_runtime::{configure, Breaker, Family};
+/// use failfast_runtime::{configure, registry, Breaker, Family};
 ///
 /// let replicas: Family<String> =
 ///     Family::builder(Breaker::builder().name("replicas").threshold(5)).build()?;
-/// replicas.register();
+/// registry::register(&replicas);
 /// configure::apply("replicas", Breaker::builder().threshold(3))?;
 /// configure::apply("replicas[10.0.0.3]", Breaker::builder().threshold(1))?;
 /// assert_eq!(replicas.get("10.0.0.1").config().threshold(), 3);

@@ -448,9 +448,10 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
 
     /// Makes the family findable through [`registry::families`](crate::ops::registry::families),
     /// and its members through [`registry::get`](crate::ops::registry::get) by
-    /// their names (`family[key]`). Held weakly; registering twice has no
-    /// effect.
-    pub fn register(&self) {
+    /// their names (`family[key]`): what
+    /// [`registry::register`](crate::ops::registry::register) does with a
+    /// family. Held weakly; registering twice has no effect.
+    pub(crate) fn register(&self) {
         let listing: Arc<dyn Listing> = self.inner.clone();
         for observe in OBSERVERS {
             observe(Seen::Registered(&listing));
@@ -500,7 +501,7 @@ pub(crate) enum Seen<'a> {
     /// A member was evicted: its breaker, and whether its family is
     /// registered.
     Evicted(&'a Breaker, bool),
-    /// [`Family::register`] was called.
+    /// The family was registered ([`Family::register`]).
     Registered(&'a Arc<dyn Listing>),
     /// A declared family's slot built its first family.
     SlotBuilt(&'static Slot),
