@@ -77,7 +77,7 @@ fn a_grpc_function_counts_tonics_own_timeouts_and_not_other_cancellations() {
     assert_eq!(state("classify::timeouts"), State::Open);
 }
 
-#[circuit_breaker(threshold = 3, counts = failfast::classify::http_failure, name = "classify::http")]
+#[circuit_breaker(threshold = 3, counts = StatusCode::is_server_error, name = "classify::http")]
 fn fetch(status: StatusCode) -> Result<(), StatusCode> {
     Err(status)
 }

@@ -9,7 +9,8 @@
 //!
 //! Their rules are also predicates for the attribute's `counts = …`, so a
 //! function and a layer count the same answers as failures:
-//! [`http_failure`] for a function returning `Result<T, http::StatusCode>`,
+//! `http::StatusCode::is_server_error` (what [`HttpClassifier`] counts of
+//! a status) for a function returning `Result<T, http::StatusCode>`,
 //! `grpc_failure` (with the `tonic` feature) for one returning
 //! `Result<T, tonic::Status>`, where it is also the default when `counts`
 //! is not given.
@@ -37,7 +38,7 @@
 //! (`TimedOut`, `DEADLINE_EXCEEDED`, 504) is no refusal: the call waited on
 //! the dependency, and every breaker on the way counts it. An
 //! `http::StatusCode` has no room for a mark: a refusal converted to one
-//! is any 503 to [`http_failure`].
+//! is any 503 to `StatusCode::is_server_error`.
 
 use std::any::Any;
 
@@ -95,8 +96,18 @@ where
 /// | 429 and every other 4xx | neutral: the caller's fault, or a limit on the caller |
 /// | 1xx, 2xx, 3xx | success |
 ///
-/// The same rule is [`http_failure`], a predicate for the attribute's
-/// `counts`.
+/// On a bare status the rule is `http::StatusCode::is_server_error`: a
+/// predicate for the attribute's `counts` on a function whose error is a
+/// status (`#[circuit_breaker(counts = http::StatusCode::is_server_error)]`;
+/// for another error type, in a closure: `counts = |e: &reqwest::Error|
+/// e.status().is_some_and(|s| s.is_server_error())`), or the rule a permit
+/// is resolved with ([`Permit::resolve`](crate::Permit::resolve)). A status
+/// has no room to say that it is a refusal of a breaker further down (a
+/// `Result<T, StatusCode>` function's own refusal, passed up with `?`): it
+/// counts that 503 as any other. Stacked breakers that should not count
+/// each other's refusals pass an `http::Response` (which this classifier
+/// reads for the mark: see the [module docs](self)), a `tonic::Status`, or
+/// an error of their own with the [`Rejected`] in it.
 ///
 /// ```
 /// use failfast_runtime::classify::{Classify, HttpClassifier};
@@ -202,53 +213,13 @@ fn chain_has_rejected(error: &(dyn std::error::Error + 'static)) -> bool {
 
 #[inline]
 pub(crate) fn status_outcome(status: http::StatusCode) -> Outcome {
-    if http_failure(&status) {
+    if status.is_server_error() {
         Outcome::Failure
     } else if status.is_client_error() {
         Outcome::Neutral
     } else {
         Outcome::Success
     }
-}
-
-/// Whether [`HttpClassifier`] counts an answer of this status as a
-/// failure: a 5xx. Any 4xx, 429 included, is the caller's fault or a limit
-/// on the caller, not a sign of a sick server.
-///
-/// A status code has no room to say that it is a refusal of a breaker
-/// further down (a `Result<T, StatusCode>` function's own refusal, passed up
-/// with `?`): this counts that 503 as any other. Stacked breakers that
-/// should not count each other's refusals pass an `http::Response` (which
-/// [`HttpClassifier`] reads for the mark: see the [module docs](self)), a
-/// `tonic::Status`, or an error of their own with the [`Rejected`] in it.
-///
-/// A predicate for the attribute's `counts` on a function whose error is a
-/// status, `#[circuit_breaker(counts = failfast::classify::http_failure)]`
-/// (for another error type, call it in a closure: `counts = |e:
-/// &reqwest::Error| e.status().is_some_and(|s| http_failure(&s))`), or
-/// the rule a permit is resolved with
-/// ([`Permit::resolve`](crate::Permit::resolve)):
-///
-/// ```
-/// use failfast_runtime::{classify::http_failure, Breaker, State};
-/// use http::StatusCode;
-///
-/// let breaker = Breaker::builder().threshold(2).build()?;
-/// let call = |status| breaker.acquire().unwrap().resolve(&Err::<(), _>(status), http_failure);
-/// for status in [StatusCode::BAD_REQUEST, StatusCode::TOO_MANY_REQUESTS] {
-///     call(status);
-/// }
-/// assert_eq!(breaker.snapshot().consecutive_failures, 0, "the caller's fault");
-/// for _ in 0..2 {
-///     call(StatusCode::BAD_GATEWAY);
-/// }
-/// assert_eq!(breaker.state(), State::Open);
-/// # Ok::<(), failfast_runtime::ConfigError>(())
-/// ```
-#[must_use]
-#[inline]
-pub fn http_failure(status: &http::StatusCode) -> bool {
-    status.is_server_error()
 }
 
 /// A classifier for gRPC: the codes that say the server is sick or
@@ -524,7 +495,7 @@ mod tests {
             let response = http::Response::builder().status(status).body(()).unwrap();
             let outcome = HttpClassifier.classify(&Ok::<_, Infallible>(response));
             assert_eq!(
-                http_failure(&status),
+                status.is_server_error(),
                 outcome == Outcome::Failure,
                 "status {status}"
             );

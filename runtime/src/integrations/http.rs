@@ -14,7 +14,7 @@
 //! Extensions are not sent over the wire: a client of this server sees a
 //! plain 503 with `Retry-After`, and counts it. A `StatusCode` carries
 //! nothing but its number: a refusal converted to one is any 503, and
-//! `http_failure` counts it. A timeout (504) carries no mark: the call
+//! `StatusCode::is_server_error` counts it. A timeout (504) carries no mark: the call
 //! waited for the dependency in vain, which every breaker on the way counts.
 //!
 //! ```
@@ -48,7 +48,8 @@ pub(crate) fn retry_after_seconds(rejected: &Rejected) -> Option<u64> {
 }
 
 /// `503 Service Unavailable`. A status code has no room for the refusal:
-/// an outer breaker counting with `http_failure` counts it as any 503.
+/// an outer breaker counting with `StatusCode::is_server_error` counts it
+/// as any 503.
 impl From<Rejected> for StatusCode {
     fn from(_: Rejected) -> Self {
         StatusCode::SERVICE_UNAVAILABLE
