@@ -409,22 +409,6 @@ pub enum Error<E, T = Infallible> {
     CountedOk(T),
 }
 
-impl<E> Error<E> {
-    /// Converts into the protected code's error type, turning a rejection into
-    /// `E::from(rejected)` and a timeout into `E::from(timed_out)`.
-    pub fn into_inner(self) -> E
-    where
-        E: From<Rejected> + From<TimedOut>,
-    {
-        match self {
-            Error::Failed(e) => e,
-            Error::Rejected(r) => E::from(r),
-            Error::Timeout(t) => E::from(t),
-            Error::CountedOk(never) => match never {},
-        }
-    }
-}
-
 impl<E, T> From<TimedOut> for Error<E, T> {
     fn from(timed_out: TimedOut) -> Self {
         Error::Timeout(timed_out)
