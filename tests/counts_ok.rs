@@ -3,7 +3,7 @@
 //! fallback as `Error::CountedOk`, reaches the caller unchanged without
 //! one, reopens a half-open breaker, and is retried by `#[retry]` as the
 //! failure it is; an `Ok` not matched is a success. The same on a permit
-//! (`Permit::resolve_counting_ok`). A binary of its own: its breakers run
+//! (`Permit::record`). A binary of its own: its breakers run
 //! on one `ManualClock`, installed for the whole binary.
 
 use std::sync::LazyLock;
@@ -379,19 +379,19 @@ mod http_classifier {
     }
 }
 
-/// `Permit::resolve_counting_ok`: the same rule for code that holds a
-/// permit, on a breaker of its own clock.
+/// The same rule for code that holds a permit, recorded by hand, on a
+/// breaker of its own clock.
 mod permit {
     use super::*;
 
     fn call(breaker: &Breaker, status: u16) {
         let result = answer(status);
         let permit = breaker.acquire().expect("admitted");
-        permit.resolve_counting_ok(
-            &result,
-            |_| true,
-            |reply| matches!(reply, Reply::Unavailable { status } if *status >= 500),
-        );
+        permit.record(match &result {
+            Ok(Reply::Unavailable { status }) if *status >= 500 => failfast::Outcome::Failure,
+            Ok(_) => failfast::Outcome::Success,
+            Err(_) => failfast::Outcome::Failure,
+        });
     }
 
     #[test]

@@ -532,28 +532,34 @@ fn a_late_failure_reopens_within_its_generation_and_is_ignored_after() {
     }
 }
 
-/// `resolve_counting_ok`: a trial whose `Ok` the rule counts reopens at
-/// once, one it does not count closes, and an error is judged by `counts`
-/// as `resolve` judges it.
+/// A rule on `Ok` values (the attribute's `counts_ok`, recorded by hand):
+/// a trial whose `Ok` the rule counts reopens at once, one it does not
+/// count closes, and an error is judged by `counts` as `resolve` judges it.
 #[test]
 fn a_trials_counted_ok_reopens_and_an_uncounted_ok_closes() {
     let clock = ManualClock::new();
     let b = eligible(&clock, 1, 1);
     let unavailable = |status: &u16| *status >= 500;
-    trial(&b).resolve_counting_ok(&Ok::<u16, ()>(503), |_| true, unavailable);
+    let judged = |result: Result<u16, u16>, counts: fn(&u16) -> bool| match result {
+        Ok(status) if unavailable(&status) => Outcome::Failure,
+        Ok(_) => Outcome::Success,
+        Err(e) if counts(&e) => Outcome::Failure,
+        Err(_) => Outcome::Neutral,
+    };
+    trial(&b).record(judged(Ok(503), |_| true));
     assert_eq!(
         b.state(),
         State::Open,
         "a counted `Ok` of the trial reopens"
     );
     clock.advance(RECOVERY);
-    trial(&b).resolve_counting_ok(&Err::<u16, _>(400), |e| *e >= 500, unavailable);
+    trial(&b).record(judged(Err(400), |e| *e >= 500));
     assert_eq!(
         b.state(),
         State::HalfOpen,
         "a neutral error gives the trial back"
     );
-    trial(&b).resolve_counting_ok(&Ok::<u16, ()>(204), |_| true, unavailable);
+    trial(&b).record(judged(Ok(204), |_| true));
     assert_eq!(b.state(), State::Closed, "an `Ok` not counted closes");
     let seen = b.snapshot();
     assert_eq!((seen.failures, seen.neutral, seen.successes), (2, 1, 1));

@@ -49,17 +49,13 @@ impl<'a> Permit<'a> {
 
     /// Records `Ok` as a success and `Err(e)` as a failure if `counts(e)`, neutral
     /// otherwise.
-    #[inline]
-    pub fn resolve<T, E>(self, result: &Result<T, E>, counts: impl FnOnce(&E) -> bool) {
-        self.resolve_counting_ok(result, counts, |_| false);
-    }
-
-    /// Records as [`resolve`](Self::resolve) does, but an `Ok(value)` as a
-    /// failure when `counts_ok(value)`: the attribute's `counts_ok`, for code
-    /// that holds a permit. An HTTP client whose 503 is an `Ok(response)`:
+    ///
+    /// A rule on the `Ok` values as well (the attribute's `counts_ok`: an
+    /// HTTP client whose 503 is an `Ok(response)`) is an outcome to
+    /// [`record`](Self::record):
     ///
     /// ```
-    /// use failfast_runtime::{Breaker, State};
+    /// use failfast_runtime::{Breaker, Outcome, State};
     ///
     /// struct Response { status: u16 }
     ///
@@ -67,7 +63,11 @@ impl<'a> Permit<'a> {
     /// let call = |status| {
     ///     let result: Result<Response, std::io::Error> = Ok(Response { status });
     ///     let permit = breaker.acquire().unwrap();
-    ///     permit.resolve_counting_ok(&result, |_| true, |r| r.status >= 500);
+    ///     permit.record(match &result {
+    ///         Ok(response) if response.status >= 500 => Outcome::Failure,
+    ///         Ok(_) => Outcome::Success,
+    ///         Err(_) => Outcome::Failure,
+    ///     });
     /// };
     /// call(200);
     /// call(503);
@@ -81,14 +81,8 @@ impl<'a> Permit<'a> {
     /// included), record what a classifier says:
     /// `permit.record(HttpClassifier.classify(&result))` (feature `http`).
     #[inline]
-    pub fn resolve_counting_ok<T, E>(
-        self,
-        result: &Result<T, E>,
-        counts: impl FnOnce(&E) -> bool,
-        counts_ok: impl FnOnce(&T) -> bool,
-    ) {
+    pub fn resolve<T, E>(self, result: &Result<T, E>, counts: impl FnOnce(&E) -> bool) {
         let outcome = match result {
-            Ok(value) if counts_ok(value) => Outcome::Failure,
             Ok(_) => Outcome::Success,
             Err(e) if counts(e) => Outcome::Failure,
             Err(_) => Outcome::Neutral,
