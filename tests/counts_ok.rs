@@ -4,7 +4,10 @@
 //! one, reopens a half-open breaker, and is retried by `#[retry]` as the
 //! failure it is; an `Ok` not matched is a success. The same on a permit
 //! (`Permit::record`). A binary of its own: its breakers run
-//! on one `ManualClock`, installed for the whole binary.
+//! on one `ManualClock`, installed for the whole binary. One test advances
+//! it, by a minute, to take `counts_ok::async` through recovery; every
+//! other breaker here stays open for an hour, so that the tests running
+//! meanwhile still find their breakers open.
 
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -90,7 +93,7 @@ mod sync_with_a_fallback {
 
     #[circuit_breaker(
         threshold = 2,
-        recovery = "30s",
+        recovery = "1h",
         counts_ok = Reply::Unavailable { status: 500..=599 },
         fallback = cached,
         name = "counts_ok::sync"
@@ -169,7 +172,7 @@ mod without_a_fallback {
 
     #[circuit_breaker(
         threshold = 2,
-        recovery = "30s",
+        recovery = "1h",
         counts_ok = Reply::Unavailable { .. },
         name = "counts_ok::plain"
     )]
@@ -196,6 +199,7 @@ mod with_timeout {
 
     #[circuit_breaker(
         threshold = 5,
+        recovery = "1h",
         timeout = "1s",
         counts_ok = Reply::Unavailable { .. },
         fallback = |error| async move { Ok(given(&error)) },
@@ -232,6 +236,7 @@ mod under_retry {
     #[retry(attempts = 3, backoff = "1ns")]
     #[circuit_breaker(
         threshold = 10,
+        recovery = "1h",
         counts_ok = Reply::Unavailable { .. },
         name = "counts_ok::retried"
     )]
@@ -256,6 +261,7 @@ mod under_retry {
     #[retry(attempts = 3, backoff = "1ns")]
     #[circuit_breaker(
         threshold = 10,
+        recovery = "1h",
         counts_ok = Reply::Unavailable { .. },
         name = "counts_ok::retried_out"
     )]
@@ -278,7 +284,7 @@ mod under_retry {
     #[retry(attempts = 4, backoff = "1ns")]
     #[circuit_breaker(
         threshold = 2,
-        recovery = "30s",
+        recovery = "1h",
         counts_ok = Reply::Unavailable { .. },
         fallback = |error| Ok(given(&error)),
         name = "counts_ok::retried_fallback"
@@ -312,6 +318,7 @@ mod http_classifier {
 
     #[circuit_breaker(
         threshold = 2,
+        recovery = "1h",
         counts_ok = failfast::classify::HttpClassifier,
         name = "counts_ok::http"
     )]
@@ -340,7 +347,7 @@ mod http_classifier {
     }
 
     #[cfg(feature = "reqwest-middleware")]
-    #[circuit_breaker(threshold = 1, counts_ok = HttpClassifier, name = "counts_ok::reqwest")]
+    #[circuit_breaker(threshold = 1, recovery = "1h", counts_ok = HttpClassifier, name = "counts_ok::reqwest")]
     fn fetch(status: u16) -> Result<reqwest::Response, ApiError> {
         Ok(reqwest::Response::from(
             http::Response::builder()
@@ -369,7 +376,7 @@ mod http_classifier {
         let inner = Breaker::builder().threshold(1).build().unwrap();
         let _ = inner.call(|| Err::<(), _>("down"));
         let refused = http::Response::<String>::from(inner.acquire().unwrap_err());
-        #[circuit_breaker(threshold = 1, counts_ok = HttpClassifier, name = "counts_ok::stacked")]
+        #[circuit_breaker(threshold = 1, recovery = "1h", counts_ok = HttpClassifier, name = "counts_ok::stacked")]
         fn pass_on(response: http::Response<String>) -> Result<http::Response<String>, ApiError> {
             Ok(response)
         }
