@@ -162,6 +162,9 @@ struct PatchRepr {
     #[serde(default, deserialize_with = "span_option")]
     max_wait: Option<Duration>,
     mode: Option<Mode>,
+    /// A keyed family's own settings (its section only).
+    max_keys: Option<usize>,
+    max_ejection_percent: Option<u8>,
 }
 
 /// The serialized form: the attribute's keys, only those of the rules in use.

@@ -15,6 +15,8 @@ mod events;
 mod half_open;
 #[cfg(feature = "keyed")]
 mod keyed;
+#[cfg(feature = "keyed")]
+mod keyed_bounds;
 mod metrics_export;
 mod model;
 mod names;

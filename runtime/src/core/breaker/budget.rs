@@ -22,13 +22,17 @@ use std::sync::Arc;
 
 use super::Breaker;
 use crate::core::word::{Tag, Word};
-use crate::sync::{AtomicU32, AtomicU64, Mutex, MutexGuard, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 
 /// A family's ejection budget: at most `percent` % of its counted members
-/// (and at least one) ejected after a trip from Closed.
+/// (and at least one) ejected after a trip from Closed; at 100 %, no bound
+/// (the members are counted all the same, so that a lower percentage set
+/// at run time holds from its first trip).
 #[derive(Debug)]
 pub(crate) struct Budget {
-    percent: usize,
+    /// Changed under the lock only, so that a trip reads the percentage and
+    /// the counts of one moment; read without it by the family's listing.
+    percent: AtomicUsize,
     counts: Mutex<Counts>,
     /// Trips from Closed held back.
     spared: AtomicU64,
@@ -44,11 +48,11 @@ struct Counts {
 }
 
 impl Budget {
-    /// A budget of `percent` % (1 to 99; 100 is no budget at all), counting
+    /// A budget of `percent` % (1 to 100; 100 bounds nothing), counting
     /// no member yet.
     pub(crate) fn new(percent: u8) -> Arc<Self> {
         Arc::new(Self {
-            percent: usize::from(percent),
+            percent: AtomicUsize::new(usize::from(percent)),
             counts: Mutex::new(Counts {
                 members: 0,
                 ejected: 0,
@@ -62,6 +66,20 @@ impl Budget {
         self.spared.load(Ordering::Relaxed)
     }
 
+    /// The percentage in force.
+    pub(crate) fn percent(&self) -> u8 {
+        u8::try_from(self.percent.load(Ordering::Relaxed)).unwrap_or(u8::MAX)
+    }
+
+    /// Makes the budget `percent` % from the next trip on. Members ejected
+    /// now stay so whatever the new share: a lower one holds back trips
+    /// until enough of them have closed, a higher one lets more trip.
+    pub(crate) fn set_percent(&self, percent: u8) {
+        let counts = self.lock();
+        self.percent.store(usize::from(percent), Ordering::Relaxed);
+        drop(counts);
+    }
+
     fn lock(&self) -> MutexGuard<'_, Counts> {
         // Nothing under the lock panics: the counts are whole.
         self.counts
@@ -72,9 +90,10 @@ impl Budget {
 
 impl Counts {
     /// Whether one more member may be ejected: at most `percent` % of the
-    /// members (rounded down, and at least one) would be after it.
+    /// members (rounded down, and at least one) would be after it; always
+    /// at 100 %.
     fn has_room(&self, percent: usize) -> bool {
-        self.ejected < (self.members * percent / 100).max(1)
+        percent >= 100 || self.ejected < (self.members * percent / 100).max(1)
     }
 }
 
@@ -188,7 +207,7 @@ impl Breaker {
         };
         let budget = &held.ejection.budget;
         if held.ejection.place.load(Ordering::Relaxed) == LEFT
-            || held.counts.has_room(budget.percent)
+            || held.counts.has_room(budget.percent.load(Ordering::Relaxed))
         {
             return Ok(Some(held));
         }
@@ -372,6 +391,30 @@ mod tests {
         late.join_budget();
         late.join_budget();
         assert_eq!(counts(&budget), (4, 2), "counted as it is, once");
+    }
+
+    /// At 100 % nothing is held back, not even a breaker not counted when
+    /// every counted one is open; the members are counted all the same, so
+    /// a lower share set later holds from the next trip, and a higher one
+    /// makes room at once.
+    #[test]
+    fn the_share_changes_from_the_next_trip() {
+        let clock = ManualClock::new();
+        let (budget, members) = family(&clock, 4, 100);
+        for b in &members[..3] {
+            assert_eq!(fail(b), State::Open);
+        }
+        let asking = Breaker::builder().threshold(1).build().unwrap();
+        asking.ask_before_opening(Arc::clone(&budget));
+        assert_eq!(fail(&asking), State::Open, "100 %: no bound");
+        assert_eq!(counts(&budget), (4, 3));
+        budget.set_percent(50);
+        assert_eq!(budget.percent(), 50);
+        assert_eq!(fail(&members[3]), State::Closed, "three open, room for two");
+        assert!(members[..3].iter().all(|b| b.state() == State::Open));
+        budget.set_percent(100);
+        assert_eq!(fail(&members[3]), State::Open);
+        assert_eq!(budget.spared(), 1);
     }
 
     /// A breaker that asks but is not counted (a family's overflow breaker)

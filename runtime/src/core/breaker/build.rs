@@ -12,8 +12,13 @@ impl Builder {
     /// A [`ConfigError`] naming the setting when a value is out of range (zero
     /// counts or durations, rates outside (0, 1]) or settings contradict each other
     /// (`threshold` with `failure_rate`, a window without a rate rule, `slow_rate`
-    /// without `slow`).
+    /// without `slow`), or a keyed family's own setting
+    /// ([`max_keys`](Builder::max_keys), [`max_ejection_percent`](Builder::max_ejection_percent)).
     pub fn build(self) -> Result<Breaker, ConfigError> {
+        if let Some(key) = self.patch.family_key() {
+            let refused = ConfigError::new(key, crate::core::config::FAMILY_ONLY);
+            return Err(refused.of(self.given_name()));
+        }
         let mode = self.patch.mode;
         let (config, clock) = self.checked_with_clock()?;
         let breaker = Breaker::with_clock(config, clock);

@@ -131,6 +131,8 @@ impl Patch {
             max_concurrent,
             max_wait,
             mode: _,
+            max_keys,
+            max_ejection_percent,
         } = self;
         [
             (threshold.is_some(), Key::Threshold),
@@ -148,6 +150,8 @@ impl Patch {
             (timeout.is_some(), Key::Timeout),
             (max_concurrent.is_some(), Key::MaxConcurrent),
             (max_wait.is_some(), Key::MaxWait),
+            (max_keys.is_some(), Key::MaxKeys),
+            (max_ejection_percent.is_some(), Key::MaxEjectionPercent),
         ]
         .into_iter()
         .filter_map(|(set, key)| set.then_some(key))

@@ -449,6 +449,87 @@ impl Builder {
         self
     }
 
+    /// A keyed family's bound: at most `n` members are stored (the
+    /// attribute's `max_keys`, [`FamilyBuilder::max_keys`](crate::keyed::FamilyBuilder::max_keys),
+    /// default 1024; see [the family's docs](crate::keyed#bounded)). A
+    /// family's own setting, not its members': given to
+    /// [`Family::builder`](crate::Family::builder) it is the family's, and
+    /// it changes while the family runs by the family's name
+    /// ([`FamilyRef::reconfigure`](crate::registry::FamilyRef::reconfigure),
+    /// [`configure::apply`](crate::configure::apply) and
+    /// [`reload`](crate::configure::reload), a file's section,
+    /// `FAILFAST__<FAMILY>__MAX_KEYS`), checked whole with the rest of the
+    /// patch. A breaker refuses it: [`build`](Self::build),
+    /// [`Breaker::reconfigure`](crate::Breaker::reconfigure) and a key's
+    /// breaker by its name (`family[key]`).
+    ///
+    /// Raised, new keys are stored at once up to the new bound. Lowered
+    /// below the members stored, the family evicts down to it at once, the
+    /// members it picks as a new key's eviction picks them (least recently
+    /// used of a sample), as far as members may be evicted: one with a
+    /// call running through it (a lease), one open that callers keep
+    /// trying, or one changed by its own name stays, and is evicted when a
+    /// new key finds it evictable. Until the family is within the new bound
+    /// no new key is stored: each runs through the overflow breaker
+    /// `family[*]`, as in a family full of members it may not evict.
+    ///
+    /// ```
+    /// # #[cfg(feature = "keyed")] {
+    /// use failfast_runtime::{Breaker, Family};
+    ///
+    /// let hosts: Family<String> = Family::builder(Breaker::builder().name("hosts").max_keys(4)).build()?;
+    /// for host in ["a", "b", "c", "d"] {
+    ///     let _ = hosts.get(host).call(|| Ok::<_, ()>(()));
+    /// }
+    /// hosts.reconfigure(&Breaker::builder().max_keys(2))?;
+    /// assert_eq!((hosts.stats().stored, hosts.stats().evicted), (2, 2));
+    ///
+    /// let refused = Breaker::builder().name("one").max_keys(2).build();
+    /// assert_eq!(refused.unwrap_err().key(), "max_keys");
+    /// # }
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn max_keys(mut self, n: usize) -> Self {
+        self.patch.max_keys = Some(n);
+        self
+    }
+
+    /// A keyed family's ejection budget: at most `percent` % of its
+    /// stored members (rounded down, at least one) open at once after a
+    /// trip (the attribute's `max_ejection_percent`, where
+    /// [`FamilyBuilder::max_ejection_percent`](crate::keyed::FamilyBuilder::max_ejection_percent)
+    /// says what it does; from 1 to 100, 100 for none, the default). A
+    /// family's own setting, given and changed as [`max_keys`](Self::max_keys) is.
+    ///
+    /// Changed at run time, the new share holds from the next trip: lowered
+    /// while more members are open than it allows, those open stay open
+    /// until they recover (a failed trial reopens one as before) and no
+    /// member trips from Closed until fewer are open than the new share;
+    /// raised, more may trip from the next failure. Members are counted
+    /// whatever the share, 100 % included, so a share set later holds at
+    /// once.
+    ///
+    /// ```
+    /// # #[cfg(feature = "keyed")] {
+    /// use failfast_runtime::{Breaker, Family, State};
+    ///
+    /// let replicas: Family<String> =
+    ///     Family::builder(Breaker::builder().name("replicas::budget").threshold(1)).build()?;
+    /// let _ = replicas.get("a").call(|| Err::<(), _>("down"));
+    /// let _ = replicas.get("b").call(|| Ok::<_, ()>(()));
+    /// replicas.reconfigure(&Breaker::builder().max_ejection_percent(50))?;
+    /// // One of two may be open: `a` is.
+    /// let _ = replicas.get("b").call(|| Err::<(), _>("down"));
+    /// assert_eq!(replicas.get("b").state(), State::Closed);
+    /// assert_eq!(replicas.stats().max_ejection_percent, 50);
+    /// # }
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    pub fn max_ejection_percent(mut self, percent: u8) -> Self {
+        self.patch.max_ejection_percent = Some(percent);
+        self
+    }
+
     /// No rate verdict before the window holds this many calls (default 10, or
     /// the whole window when a count window holds fewer calls).
     pub fn min_calls(mut self, n: u32) -> Self {
@@ -533,6 +614,7 @@ impl Builder {
         if let Some((min, max)) = patch.max_concurrent {
             b = b.adaptive_concurrency(min, max);
         }
+        set!(max_keys, max_ejection_percent);
         match patch.window {
             Some(super::Window::Calls(n)) => b.window_calls(n),
             Some(super::Window::Time(t)) => b.window_time(Duration::from_nanos(t)),
@@ -563,7 +645,6 @@ impl Builder {
     }
 
     /// The name given, or the default.
-    #[cfg(feature = "keyed")]
     pub(crate) fn given_name(&self) -> &str {
         &self.config.name
     }

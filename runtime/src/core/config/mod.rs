@@ -58,7 +58,7 @@ mod patch;
 pub use builder::Builder;
 #[cfg(feature = "serde")]
 pub(crate) use patch::concurrency;
-pub(crate) use patch::{FIXED, Patch, set_from_text};
+pub(crate) use patch::{FAMILY_ONLY, FIXED, Patch, set_from_text};
 
 /// The sliding window of a rate rule.
 #[derive(Clone, Copy, Debug, PartialEq)]

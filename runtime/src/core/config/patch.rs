@@ -28,11 +28,43 @@ pub(crate) struct Patch {
     pub(crate) max_concurrent: Option<(u32, u32)>,
     pub(crate) max_wait: Option<Duration>,
     pub(crate) mode: Option<Mode>,
+    /// A keyed family's own settings, not its members': a breaker refuses
+    /// them ([`applied_to`](Self::applied_to)), a family takes them beside
+    /// its members' part ([`for_members`](Self::for_members)).
+    pub(crate) max_keys: Option<usize>,
+    pub(crate) max_ejection_percent: Option<u8>,
 }
 
+/// Why a breaker refuses a keyed family's own setting.
+pub(crate) const FAMILY_ONLY: &str =
+    "is a keyed family's setting, not a breaker's: change it by the family's name";
+
 impl Patch {
+    /// This patch without the keyed family's own settings: what a family
+    /// applies to its members.
+    #[must_use]
+    pub(crate) fn for_members(&self) -> Patch {
+        Patch {
+            max_keys: None,
+            max_ejection_percent: None,
+            ..self.clone()
+        }
+    }
+
+    /// The first of the keyed family's own settings this patch sets.
+    pub(crate) fn family_key(&self) -> Option<&'static str> {
+        match (self.max_keys, self.max_ejection_percent) {
+            (Some(_), _) => Some("max_keys"),
+            (None, Some(_)) => Some("max_ejection_percent"),
+            (None, None) => None,
+        }
+    }
+
     /// `config` with this patch applied, checked, or the first key at fault.
     pub(crate) fn applied_to(&self, config: &Config) -> Result<Config, (&'static str, String)> {
+        if let Some(key) = self.family_key() {
+            return Err((key, FAMILY_ONLY.to_owned()));
+        }
         let broken =
             |violation: failfast_rules::Violation| (violation.key().name(), violation.problem());
         let mut next = config.clone();
@@ -212,6 +244,12 @@ pub(crate) fn set_from_text(patch: &mut Patch, key: &str, text: &str) -> Result<
         "timeout" => patch.timeout = Some(parse_duration(text)?),
         "max_concurrent" => patch.max_concurrent = Some(concurrency(text)?),
         "max_wait" => patch.max_wait = Some(parse_duration(text)?),
+        "max_keys" => patch.max_keys = Some(number(text)?),
+        "max_ejection_percent" => {
+            // Out of a `u8`'s range, refused as out of 1 to 100.
+            let percent: u32 = number(text)?;
+            patch.max_ejection_percent = Some(u8::try_from(percent).unwrap_or(u8::MAX));
+        }
         "mode" => {
             patch.mode = Some(match text {
                 "normal" => Mode::Normal,
@@ -230,7 +268,8 @@ pub(crate) fn set_from_text(patch: &mut Patch, key: &str, text: &str) -> Result<
                 "is not a key that can change at run time; expected one of `threshold`, \
                  `failure_rate`, `min_calls`, `window`, `slow_rate`, `recovery`, `max_recovery`, \
                  `jitter`, `trial_calls`, `success_threshold`, `shed`, `shed_window`, `timeout`, \
-                 `max_concurrent`, `max_wait`, `mode`"
+                 `max_concurrent`, `max_wait`, `mode`, and for a keyed family `max_keys`, \
+                 `max_ejection_percent`"
                     .to_owned(),
             );
         }

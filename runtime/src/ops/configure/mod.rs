@@ -99,6 +99,14 @@
 //! `threshold` at the next failure, a new `recovery` at the next opening, a
 //! new `trial_calls` at the next half-open admission.
 //!
+//! A keyed family's own bounds change by its name, beside its members'
+//! settings: `max_keys` (lowered, the family evicts down to it as far as
+//! members may be evicted) and `max_ejection_percent` (lowered, the
+//! members open stay open until they recover, and none trips until fewer
+//! are open than the new share); see [`Builder::max_keys`](crate::Builder::max_keys)
+//! and [`Builder::max_ejection_percent`](crate::Builder::max_ejection_percent).
+//! A breaker, or a key's breaker by its name, refuses them.
+//!
 //! # Limits of the calls in flight
 //!
 //! A breaker declared with a time limit (`timeout`) can change it: a call

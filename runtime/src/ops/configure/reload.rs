@@ -170,9 +170,9 @@ fn reloaded(
             .into_iter()
             .filter(|f| f.name() == name)
         {
-            let next = patch.applied_to(&family.0.declared()).map_err(refused)?;
+            let (next, bounds) = family.declared_with(patch).map_err(refused)?;
             let origins = from_file(Origins::DECLARED);
-            found.push((Target::Family(family), next, origins, Mode::Normal));
+            found.push((Target::Family(family, bounds), next, origins, Mode::Normal));
         }
         return Ok(found);
     }

@@ -7,9 +7,10 @@ use super::*;
 pub(super) enum Target {
     /// A breaker: registered, or a family's member.
     Breaker(BreakerRef),
-    /// Every breaker of a keyed family, now and later.
+    /// Every breaker of a keyed family, now and later, and the family's
+    /// bounds a reload puts in force (those in force, for a patch).
     #[cfg(feature = "keyed")]
-    Family(registry::FamilyRef),
+    Family(registry::FamilyRef, crate::policy::keyed::Bounds),
 }
 
 impl Target {
@@ -17,7 +18,7 @@ impl Target {
         match self {
             Target::Breaker(breaker) => breaker.apply(patch, from),
             #[cfg(feature = "keyed")]
-            Target::Family(family) => family.apply(patch, from),
+            Target::Family(family, _) => family.apply(patch, from),
         }
     }
 
@@ -28,7 +29,7 @@ impl Target {
         match self {
             Target::Breaker(breaker) => breaker.replace(next, origins),
             #[cfg(feature = "keyed")]
-            Target::Family(family) => family.0.replace(&next, origins, keep),
+            Target::Family(family, bounds) => family.0.replace((&next, *bounds), origins, keep),
         }
     }
 
@@ -36,7 +37,7 @@ impl Target {
         match self {
             Target::Breaker(breaker) => breaker.mode(),
             #[cfg(feature = "keyed")]
-            Target::Family(family) => family.0.mode(),
+            Target::Family(family, _) => family.0.mode(),
         }
     }
 
@@ -44,7 +45,7 @@ impl Target {
         match self {
             Target::Breaker(breaker) => breaker.set_mode(mode),
             #[cfg(feature = "keyed")]
-            Target::Family(family) => family.0.set_mode(mode),
+            Target::Family(family, _) => family.0.set_mode(mode),
         }
     }
 }
@@ -55,20 +56,21 @@ impl Target {
 /// (`family[key]`). Every refusal, named `name`, when any.
 pub(super) fn targets(name: &str, patch: &Patch) -> Result<Vec<Target>, Vec<ConfigError>> {
     let mut errors: Vec<ConfigError> = Vec::new();
-    let mut check = |config: &Config| {
-        if let Err((key, reason)) = patch.applied_to(config) {
+    let mut refuse = |fits: Result<(), (&'static str, String)>| {
+        if let Err((key, reason)) = fits {
             let error = ConfigError::refused(name, key, reason);
             if !errors.contains(&error) {
                 errors.push(error);
             }
         }
     };
+    let fits = |patch: &Patch, config: &Config| patch.applied_to(config).map(drop);
     let mut found: Vec<Target> = Vec::new();
     for breaker in registry::registered()
         .into_iter()
         .filter(|b| b.name() == name)
     {
-        check(&breaker.config());
+        refuse(fits(patch, &breaker.config()));
         found.push(Target::Breaker(breaker));
     }
     #[cfg(feature = "keyed")]
@@ -76,17 +78,19 @@ pub(super) fn targets(name: &str, patch: &Patch) -> Result<Vec<Target>, Vec<Conf
         .into_iter()
         .filter(|f| f.name() == name)
     {
-        check(&family.config());
+        // The family's bounds and settings, then each member's (its part).
+        refuse(family.fits(patch));
         for member in family.members() {
-            check(&member.breaker().config());
+            refuse(fits(&patch.for_members(), &member.breaker().config()));
         }
-        found.push(Target::Family(family));
+        let in_force = family.bounds();
+        found.push(Target::Family(family, in_force));
     }
     #[cfg(feature = "keyed")]
     if found.is_empty() {
         match key_breaker(name, patch) {
             Some(Ok(member)) => {
-                check(&member.config());
+                refuse(fits(patch, &member.config()));
                 found.push(Target::Breaker(member));
             }
             Some(Err(error)) => errors.push(error),

@@ -7,27 +7,28 @@ use crate::core::config::Builder;
 use crate::core::error::ConfigError;
 use crate::policy::bulkhead::Limit;
 
-use super::settings::budget_of;
-use super::{DEFAULT_MAX_KEYS, Family};
+use super::{Bounds, DEFAULT_MAX_KEYS, Family};
+use crate::core::breaker::Budget;
 
 /// Builds a [`Family`]: the members' settings come from a breaker
-/// [`Builder`], whose name becomes the family's.
+/// [`Builder`], whose name becomes the family's, and so may the family's
+/// own ([`Builder::max_keys`], [`Builder::max_ejection_percent`], the
+/// same settings as this builder's setters of those names).
 #[derive(Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct FamilyBuilder<K> {
     breaker: Builder,
-    max_keys: usize,
     max_concurrent: Option<u32>,
     max_wait: Duration,
-    max_ejection_percent: u8,
     _key: std::marker::PhantomData<fn() -> K>,
 }
 
 impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     /// At most this many breakers are kept (default 1024);
     /// see the [module docs](crate::keyed) for what happens when the family is full.
+    /// It can change at run time: see [`Builder::max_keys`].
     pub fn max_keys(mut self, n: usize) -> Self {
-        self.max_keys = n;
+        self.breaker = self.breaker.max_keys(n);
         self
     }
 
@@ -76,7 +77,8 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     /// network, its credentials) or a shared dependency's, and opening
     /// every breaker would refuse all traffic; with a budget, the rest
     /// keep being called. `percent` is from 1 to 100; 100 (the default)
-    /// sets no budget.
+    /// sets no budget. It can change at run time: see
+    /// [`Builder::max_ejection_percent`].
     ///
     /// ```
     /// use failfast_runtime::{Breaker, Family, State};
@@ -101,7 +103,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
     pub fn max_ejection_percent(mut self, percent: u8) -> Self {
-        self.max_ejection_percent = percent;
+        self.breaker = self.breaker.max_ejection_percent(percent);
         self
     }
 
@@ -113,9 +115,9 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
     /// A [`ConfigError`] naming the setting that cannot work.
     pub fn build(self) -> Result<Family<K>, ConfigError> {
         let broken = |v| crate::core::config::broken(v).of(self.breaker.given_name());
-        failfast_rules::max_keys(self.max_keys).map_err(broken)?;
-        failfast_rules::max_ejection_percent(u32::from(self.max_ejection_percent))
-            .map_err(broken)?;
+        let bounds = DECLARED
+            .patched(&self.breaker.patch)
+            .map_err(|(key, reason)| ConfigError::new(key, reason).of(self.breaker.given_name()))?;
         if !self.max_wait.is_zero() {
             failfast_rules::max_wait(self.max_wait).map_err(broken)?;
             failfast_rules::max_wait_needs_max_concurrent(self.max_concurrent.is_some())
@@ -130,15 +132,18 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> FamilyBuilder<K> {
         Ok(Family::with_parts(
             config,
             clock,
-            self.max_keys,
+            bounds,
             Limit::of(self.max_concurrent, self.max_wait),
-            (
-                budget_of(self.max_ejection_percent),
-                self.max_ejection_percent,
-            ),
+            Budget::new(bounds.max_ejection_percent),
         ))
     }
 }
+
+/// A family's bounds unless set: 1024 keys, no ejection budget.
+const DECLARED: Bounds = Bounds {
+    max_keys: DEFAULT_MAX_KEYS,
+    max_ejection_percent: failfast_rules::MAX_EJECTION_PERCENT as u8,
+};
 
 impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
     /// A builder taking the members' settings (and the family's name) from
@@ -146,11 +151,8 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
     pub fn builder(breaker: Builder) -> FamilyBuilder<K> {
         FamilyBuilder {
             breaker,
-            max_keys: DEFAULT_MAX_KEYS,
             max_concurrent: None,
             max_wait: Duration::ZERO,
-            // No ejection budget.
-            max_ejection_percent: failfast_rules::MAX_EJECTION_PERCENT as u8,
             _key: std::marker::PhantomData,
         }
     }

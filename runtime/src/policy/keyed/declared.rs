@@ -18,10 +18,9 @@ use crate::policy::bulkhead::Limit;
 use super::key::name_with;
 use super::members::Member;
 use super::settings::{
-    Pending, Tuned, budget_of, no_pending, pending_member, reconfigure_each, replace_each,
-    set_mode_each,
+    Pending, Tuned, no_pending, pending_member, reconfigure_each, replace_each, set_mode_each,
 };
-use super::{Family, Listing, OBSERVERS, Seen};
+use super::{Bounds, Family, Listing, OBSERVERS, Seen};
 
 /// The family of a function with `key = …`, in a `static` in the function's
 /// body: built on the first call, when the key's type is known. Listed by
@@ -34,8 +33,9 @@ pub struct Slot {
     max_concurrent: Option<Limit>,
     max_ejection_percent: u8,
     /// The ejection budget of the first family, made on first use: the
-    /// members asked for by name before it get it too.
-    budget: std::sync::OnceLock<Option<Arc<Budget>>>,
+    /// members asked for by name before it get it too, and a percentage
+    /// changed before it holds for them.
+    budget: std::sync::OnceLock<Arc<Budget>>,
     /// The family of the key type the function was first called with.
     first: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
     /// That family, as the registry sees it; set under `early`'s lock.
@@ -99,11 +99,18 @@ impl Slot {
         self.early.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The first family's ejection budget, if it has one.
-    fn budget(&self) -> Option<&Arc<Budget>> {
+    /// The first family's ejection budget.
+    fn budget(&self) -> &Arc<Budget> {
         self.budget
-            .get_or_init(|| budget_of(self.max_ejection_percent))
-            .as_ref()
+            .get_or_init(|| Budget::new(self.max_ejection_percent))
+    }
+
+    /// The bounds the family is declared with.
+    fn bounds(&self) -> Bounds {
+        Bounds {
+            max_keys: self.max_keys,
+            max_ejection_percent: self.max_ejection_percent,
+        }
     }
 
     /// The first family: given what was asked before, listed through the
@@ -111,12 +118,15 @@ impl Slot {
     fn build_first<K: Clone + Hash + Eq + Send + Sync + 'static>(&'static self) -> Family<K> {
         let family = Family::from_config(
             self.config.clone(),
-            self.max_keys,
+            self.bounds(),
             self.max_concurrent,
-            (self.budget().cloned(), self.max_ejection_percent),
+            Arc::clone(self.budget()),
         );
         let mut early = self.early();
         let inner = &family.inner;
+        // The bounds changed before, in force (nothing stored to evict).
+        let bounds = early.tuned.bounds(self.bounds());
+        inner.bound(&mut inner.lock(), bounds);
         *inner.tuned.lock().unwrap_or_else(PoisonError::into_inner) =
             std::mem::take(&mut early.tuned);
         *inner.pending.lock().unwrap_or_else(PoisonError::into_inner) =
@@ -155,12 +165,9 @@ impl Slot {
         }
         let family: &'static Family<K> = Box::leak(Box::new(Family::from_config(
             self.config.clone(),
-            self.max_keys,
+            self.bounds(),
             self.max_concurrent,
-            (
-                budget_of(self.max_ejection_percent),
-                self.max_ejection_percent,
-            ),
+            Budget::new(self.max_ejection_percent),
         )));
         // Listed unless the registry says it lists the slot's families
         // another way (a test scope's, `testing::isolate`).
@@ -221,7 +228,8 @@ impl Listing for SlotView {
         };
         let early = &mut *early;
         let tuned = &early.tuned;
-        pending_member(&mut early.pending, label, slot.max_keys, || {
+        let max_keys = tuned.bounds(slot.bounds()).max_keys;
+        pending_member(&mut early.pending, label, max_keys, || {
             make.then(|| {
                 tuned.member(
                     &slot.config,
@@ -243,7 +251,12 @@ impl Listing for SlotView {
             Ok(early) => early,
             Err(built) => return built.reconfigure(patch, from),
         };
-        early.tuned.change(&self.0.config, patch, from)?;
+        let slot = self.0;
+        early
+            .tuned
+            .change((&slot.config, slot.bounds()), patch, from)?;
+        let bounds = early.tuned.bounds(slot.bounds());
+        slot.budget().set_percent(bounds.max_ejection_percent);
         reconfigure_each(early.pending.values(), patch, from)
     }
     fn origins(&self) -> Origins {
@@ -258,16 +271,17 @@ impl Listing for SlotView {
             Err(built) => built.config(),
         }
     }
-    fn declared(&self) -> Config {
-        self.0.config.clone()
+    fn declared(&self) -> (Config, Bounds) {
+        (self.0.config.clone(), self.0.bounds())
     }
-    fn replace(&self, next: &Config, origins: Origins, keep: &dyn Fn(&str) -> bool) {
+    fn replace(&self, next: (&Config, Bounds), origins: Origins, keep: &dyn Fn(&str) -> bool) {
         let mut early = match self.early() {
             Ok(early) => early,
             Err(built) => return built.replace(next, origins, keep),
         };
         early.tuned.replace(next, origins);
-        replace_each(early.pending.values(), next, origins, keep);
+        self.0.budget().set_percent(next.1.max_ejection_percent);
+        replace_each(early.pending.values(), next.0, origins, keep);
     }
     fn mode(&self) -> crate::core::breaker::Mode {
         match self.early() {
@@ -276,7 +290,10 @@ impl Listing for SlotView {
         }
     }
     fn max_keys(&self) -> usize {
-        self.0.max_keys
+        match self.early() {
+            Ok(early) => early.tuned.bounds(self.0.bounds()).max_keys,
+            Err(built) => built.max_keys(),
+        }
     }
     fn len(&self) -> usize {
         self.0.built.get().map_or(0, |b| b.len())
@@ -296,7 +313,10 @@ impl Listing for SlotView {
         }
     }
     fn max_ejection_percent(&self) -> u8 {
-        self.0.max_ejection_percent
+        match self.0.built.get() {
+            Some(built) => built.max_ejection_percent(),
+            None => self.0.budget().percent(),
+        }
     }
     fn turn(&self) -> usize {
         // The slot's own, before the first call and after: the registry

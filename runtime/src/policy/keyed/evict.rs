@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use super::key::OVERFLOW;
 use super::members::Member;
-use super::{Inner, OBSERVERS, Seen};
+use super::{Bounds, Inner, OBSERVERS, Seen};
 
 /// How many members a full family samples to pick the one a new key evicts.
 pub(crate) const SAMPLE: usize = 8;
@@ -148,6 +148,63 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         None
     }
 
+    /// Takes the member `old`, stored under `old_key` and just taken out of
+    /// its slot, out of the map, the labels and the budget (Open or
+    /// HalfOpen, it gives its place back), and keeps it among the retired
+    /// until its last lease is dropped.
+    pub(super) fn forget(&self, slots: &mut Slots<K>, old_key: &K, old: &Arc<Member>) {
+        self.map.remove_sync(old_key);
+        self.labels.remove_sync(self.label_of(old));
+        old.leave_budget();
+        slots.retired.push(Arc::clone(old));
+        self.counters.evicted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Evicts members, as a new key would, while more are stored than
+    /// `max_keys` (lowered since they were): as many as may be evicted
+    /// (see [`victim`](Self::victim)); those that may not stay until they
+    /// may, when a new key finds them. The members evicted, to report once
+    /// the insertion lock is let go. One load and a comparison while the
+    /// family is within its bound.
+    pub(super) fn shrink(&self, slots: &mut Slots<K>) -> Vec<Arc<Member>> {
+        let mut evicted = Vec::new();
+        while slots.stored.len() > self.max_keys.load(Ordering::Relaxed) {
+            let Some(victim) = self.retire_victim(slots) else {
+                break;
+            };
+            let (old_key, old) = slots.stored.swap_remove(victim);
+            self.forget(slots, &old_key, &old);
+            evicted.push(old);
+        }
+        evicted
+    }
+
+    /// Puts `bounds` in force, under the insertion lock: the budget's
+    /// percentage from the next trip, `max_keys` from the next insertion
+    /// (or [`shrink`](Self::shrink)).
+    pub(super) fn bound(&self, slots: &mut Slots<K>, bounds: Bounds) {
+        self.budget.set_percent(bounds.max_ejection_percent);
+        self.max_keys.store(bounds.max_keys, Ordering::Relaxed);
+        // A sweep that found the family full was for the bound before.
+        slots.full_until = 0;
+    }
+
+    /// [`shrink`](Self::shrink) at once, after a change of the bounds:
+    /// without the pause a sweep that found no member to evict takes.
+    pub(super) fn shrink_now(&self) -> Vec<Arc<Member>> {
+        let mut slots = self.lock();
+        slots.full_until = 0;
+        self.shrink(&mut slots)
+    }
+
+    /// Reports each of `evicted` (see [`evicted`](Self::evicted)), with
+    /// the insertion lock let go.
+    pub(super) fn report_evicted(&self, evicted: impl IntoIterator<Item = Arc<Member>>) {
+        for member in evicted {
+            self.evicted(&member);
+        }
+    }
+
     /// A member just evicted: with the `metrics` feature, its calls since
     /// its last report reach the counters of its name (see
     /// [`metrics`](crate::ops::metrics#keyed-families)), when the family is
@@ -167,7 +224,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         ::tracing::warn!(
             target: "failfast",
             family = %self.config.name,
-            max_keys = self.max_keys,
+            max_keys = self.max_keys.load(Ordering::Relaxed),
             "family `{}` is full of breakers it may not evict (open, half-open or in use): \
              new keys share its overflow breaker `{}[{OVERFLOW}]` until room frees up",
             self.config.name,

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
 use crate::core::breaker::{Origin, Origins};
-use crate::core::config::{Builder, Config};
+use crate::core::config::{Builder, Config, Patch};
 use crate::core::error::ConfigError;
 use crate::core::name::Name;
 
@@ -15,15 +15,20 @@ use super::evict::listed;
 use super::key::{OVERFLOW, label_in, name_with};
 use super::members::Member;
 use super::settings::pending_member;
-use super::{Inner, Listing};
+use super::{Bounds, Inner, Listing};
 
 /// What a keyed family counted so far, and its bound: read with
 /// [`FamilyRef::stats`], on a [`Family`](super::Family) or a registered family.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FamilyStats {
-    /// The most breakers the family keeps.
+    /// The most breakers the family keeps, as in force (declared, or
+    /// changed at run time: see [`FamilyRef::reconfigure`]).
     pub max_keys: usize,
+    /// The family's ejection budget in force
+    /// ([`max_ejection_percent`](super::FamilyBuilder::max_ejection_percent)),
+    /// 100 for none.
+    pub max_ejection_percent: u8,
     /// Breakers created and stored (each key once, unless it was evicted
     /// and came back).
     pub created: u64,
@@ -42,12 +47,16 @@ pub struct FamilyStats {
 
 impl FamilyStats {
     pub(crate) fn of(
-        max_keys: usize,
+        Bounds {
+            max_keys,
+            max_ejection_percent,
+        }: Bounds,
         stored: usize,
         [created, evicted, unstored, spared]: [u64; 4],
     ) -> Self {
         Self {
             max_keys,
+            max_ejection_percent,
             stored,
             created,
             evicted,
@@ -76,7 +85,7 @@ impl FamilyRef {
     /// What the family counted so far, and its bound.
     #[must_use]
     pub fn stats(&self) -> FamilyStats {
-        FamilyStats::of(self.0.max_keys(), self.0.len(), self.0.counts())
+        FamilyStats::of(self.bounds(), self.0.len(), self.0.counts())
     }
 
     /// The family's name; its members are named `name[key]`.
@@ -209,6 +218,33 @@ impl FamilyRef {
         self.apply(&settings.patch, Origin::RunTime)
     }
 
+    /// The family's bounds in force.
+    pub(crate) fn bounds(&self) -> Bounds {
+        Bounds {
+            max_keys: self.0.max_keys(),
+            max_ejection_percent: self.0.max_ejection_percent(),
+        }
+    }
+
+    /// Whether `patch` fits the family as it is now, its bounds and the
+    /// settings it gives its members (the members' own are not looked
+    /// at): the first key at fault.
+    pub(crate) fn fits(&self, patch: &Patch) -> Result<(), (&'static str, String)> {
+        self.bounds().patched(patch)?;
+        patch.for_members().applied_to(&self.config()).map(drop)
+    }
+
+    /// The family's declared settings and bounds with `patch` applied (a
+    /// reload's section), or the first key at fault.
+    pub(crate) fn declared_with(
+        &self,
+        patch: &Patch,
+    ) -> Result<(Config, Bounds), (&'static str, String)> {
+        let (config, bounds) = self.0.declared();
+        let bounds = bounds.patched(patch)?;
+        Ok((patch.for_members().applied_to(&config)?, bounds))
+    }
+
     /// [`reconfigure`](Self::reconfigure) with the settings a patch holds,
     /// coming `from` there: a patch of the mode alone puts the members in
     /// it without republishing their settings.
@@ -246,7 +282,8 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
             return self.overflow.get().cloned();
         }
         let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        pending_member(&mut pending, label, self.max_keys, || {
+        let max_keys = self.max_keys.load(Ordering::Relaxed);
+        pending_member(&mut pending, label, max_keys, || {
             make.then(|| self.member(name_with(&self.config.name, label), 0))
         })
     }
@@ -289,17 +326,17 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
     fn config(&self) -> Config {
         self.current_config()
     }
-    fn declared(&self) -> Config {
-        self.config.clone()
+    fn declared(&self) -> (Config, Bounds) {
+        (self.config.clone(), self.declared)
     }
-    fn replace(&self, next: &Config, origins: Origins, keep: &dyn Fn(&str) -> bool) {
+    fn replace(&self, next: (&Config, Bounds), origins: Origins, keep: &dyn Fn(&str) -> bool) {
         Inner::replace(self, next, origins, keep);
     }
     fn mode(&self) -> crate::core::breaker::Mode {
         Inner::mode(self)
     }
     fn max_keys(&self) -> usize {
-        self.max_keys
+        self.max_keys.load(Ordering::Relaxed)
     }
     fn len(&self) -> usize {
         self.lock().stored.len()
@@ -308,7 +345,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
         let c = &self.counters;
         let [created, evicted, unstored] =
             [&c.created, &c.evicted, &c.unstored].map(|n| n.load(Ordering::Relaxed));
-        let spared = self.budget.as_ref().map_or(0, |budget| budget.spared());
+        let spared = self.budget.spared();
         [created, evicted, unstored, spared]
     }
     fn mark_registered(&self) -> bool {
@@ -328,7 +365,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Listing for Inner<K> {
         }
     }
     fn max_ejection_percent(&self) -> u8 {
-        self.max_ejection_percent
+        self.budget.percent()
     }
     fn turn(&self) -> usize {
         self.turn.0.fetch_add(1, Ordering::Relaxed)

@@ -36,8 +36,11 @@
 //!
 //! # Bounded
 //!
-//! A family holds at most `max_keys` breakers (default 1024).
-//! When it is full, a new key takes the place of an *evictable* member:
+//! A family holds at most `max_keys` breakers (default 1024), a bound that
+//! can change while it runs ([`Builder::max_keys`](crate::Builder::max_keys):
+//! lowered, the family evicts down to it as below, as far as members may
+//! be evicted). When it is full, a new key takes the place of an
+//! *evictable* member:
 //!
 //! - no call runs through it: no [`Lease`] of it is out (the attribute's
 //!   calls, a tower layer's and the reqwest middleware's count as leases);
@@ -143,7 +146,7 @@ mod settings;
 use std::fmt;
 use std::hash::{BuildHasher as _, Hash};
 use std::ops::Deref;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::core::breaker::{Breaker, Budget};
@@ -161,6 +164,7 @@ pub use listing::{FamilyRef, FamilyStats};
 #[cfg(loom)]
 pub use members::Leases;
 pub use members::{Lease, Member};
+pub(crate) use settings::Bounds;
 use settings::{Pending, Tuned, no_pending};
 
 /// How many breakers a family holds unless told otherwise.
@@ -190,15 +194,19 @@ struct Inner<K> {
     /// The members' settings; each member's name is `name[key]`.
     config: Config,
     clock: Clock,
-    max_keys: usize,
+    /// The bounds the family was declared (or built) with.
+    declared: Bounds,
+    /// The most members stored, as in force (see [`Tuned`]); changed under
+    /// the insertion lock.
+    max_keys: AtomicUsize,
     max_concurrent: Option<Limit>,
-    /// The ejection budget ([`max_ejection_percent`](FamilyBuilder::max_ejection_percent)):
+    /// The ejection budget ([`max_ejection_percent`](FamilyBuilder::max_ejection_percent)),
+    /// with its percentage in force (100: no bound, which
+    /// [`FamilyRef::failover`] also applies to the replicas it is given):
     /// every member asks it before a trip from Closed, and the stored ones
-    /// are counted in it. `None` at 100 %.
-    budget: Option<Arc<Budget>>,
-    /// The budget's percentage (100: none), which [`FamilyRef::failover`]
-    /// applies to the replicas it is given.
-    max_ejection_percent: u8,
+    /// are counted in it, whatever the percentage, so that one set at run
+    /// time holds from its first trip.
+    budget: Arc<Budget>,
     /// Where [`FamilyRef::failover`]'s rotation starts next.
     turn: Turn,
     map: Map<K>,
@@ -277,48 +285,47 @@ impl<K> fmt::Debug for Family<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Family")
             .field("name", &self.inner.config.name)
-            .field("max_keys", &self.inner.max_keys)
+            .field("max_keys", &self.inner.max_keys.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
 }
 
 impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
-    /// A family of breakers with `config`, which was checked at compile time
-    /// by `#[circuit_breaker]`, and `budget` (see `settings::budget_of`). `max_keys`
-    /// must be at least 1.
+    /// A family of breakers with `config` and `bounds`, which were checked
+    /// at compile time by `#[circuit_breaker]`, and `budget` (of
+    /// `bounds.max_ejection_percent`). `max_keys` must be at least 1.
     #[doc(hidden)]
     #[must_use]
     pub(crate) fn from_config(
         config: Config,
-        max_keys: usize,
+        bounds: Bounds,
         max_concurrent: Option<Limit>,
-        (budget, max_ejection_percent): (Option<Arc<Budget>>, u8),
+        budget: Arc<Budget>,
     ) -> Self {
-        Self::with_parts(
-            config,
-            Clock::System,
-            max_keys.max(1),
-            max_concurrent,
-            (budget, max_ejection_percent),
-        )
+        let bounds = Bounds {
+            max_keys: bounds.max_keys.max(1),
+            ..bounds
+        };
+        Self::with_parts(config, Clock::System, bounds, max_concurrent, budget)
     }
 
     fn with_parts(
         config: Config,
         clock: Clock,
-        max_keys: usize,
+        bounds: Bounds,
         max_concurrent: Option<Limit>,
-        (budget, max_ejection_percent): (Option<Arc<Budget>>, u8),
+        budget: Arc<Budget>,
     ) -> Self {
+        let max_keys = bounds.max_keys;
         let map = scc::HashIndex::with_hasher(foldhash::fast::RandomState::default());
         let labels = scc::HashIndex::with_hasher(foldhash::fast::RandomState::default());
         let inner = Arc::new(Inner {
             config: Limit::declared_in(max_concurrent, config),
             clock,
-            max_keys,
+            declared: bounds,
+            max_keys: AtomicUsize::new(max_keys),
             max_concurrent,
             budget,
-            max_ejection_percent,
             turn: Turn::default(),
             map,
             labels,
@@ -398,13 +405,17 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         }
         drop(guard);
         inner.reclaim(&mut slots);
-        let room = if slots.stored.len() < inner.max_keys {
+        // Over a `max_keys` lowered since: down to it first, as far as
+        // members may be evicted.
+        let shrunk = inner.shrink(&mut slots);
+        let room = if slots.stored.len() < inner.max_keys.load(Ordering::Relaxed) {
             Room::Free
         } else {
             match inner.retire_victim(&mut slots) {
                 Some(victim) => Room::Evict(victim),
                 None => {
                     drop(slots);
+                    inner.report_evicted(shrunk);
                     inner.counters.unstored.fetch_add(1, Ordering::Relaxed);
                     return stored(inner.overflow());
                 }
@@ -420,12 +431,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
             }
             Room::Evict(victim) => {
                 let (old_key, old) = std::mem::replace(&mut slots.stored[victim], entry);
-                inner.map.remove_sync(&old_key);
-                inner.labels.remove_sync(inner.label_of(&old));
-                // Open or HalfOpen, it gives its place in the budget back.
-                old.leave_budget();
-                slots.retired.push(Arc::clone(&old));
-                inner.counters.evicted.fetch_add(1, Ordering::Relaxed);
+                inner.forget(&mut slots, &old_key, &old);
                 Some(old)
             }
         };
@@ -440,9 +446,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         inner.counters.created.fetch_add(1, Ordering::Relaxed);
         let held = stored(&member);
         drop(slots);
-        if let Some(evicted) = evicted {
-            inner.evicted(&evicted);
-        }
+        inner.report_evicted(shrunk.into_iter().chain(evicted));
         held
     }
 
@@ -534,17 +538,19 @@ pub(crate) trait Listing: Send + Sync {
     fn origins(&self) -> crate::core::breaker::Origins;
     /// The settings new members get now.
     fn config(&self) -> Config;
-    /// The settings the family was declared (or built) with.
-    fn declared(&self) -> Config;
+    /// The settings the family was declared (or built) with, and its
+    /// bounds.
+    fn declared(&self) -> (Config, Bounds);
     /// See `Inner::replace`.
     fn replace(
         &self,
-        next: &Config,
+        next: (&Config, Bounds),
         origins: crate::core::breaker::Origins,
         keep: &dyn Fn(&str) -> bool,
     );
     /// The mode new members start in.
     fn mode(&self) -> crate::core::breaker::Mode;
+    /// The most members stored, as in force.
     fn max_keys(&self) -> usize;
     /// Breakers stored now.
     fn len(&self) -> usize;
@@ -558,7 +564,7 @@ pub(crate) trait Listing: Send + Sync {
         self.labelled(label, false)
             .is_none_or(|member| member.breaker().admits_now())
     }
-    /// The ejection budget's percentage, 100 for none.
+    /// The ejection budget's percentage in force, 100 for none.
     fn max_ejection_percent(&self) -> u8;
     /// The next turn of [`FamilyRef::failover`]'s rotation.
     fn turn(&self) -> usize;

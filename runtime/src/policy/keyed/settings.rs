@@ -9,7 +9,8 @@ use std::sync::{Arc, PoisonError};
 
 use crate::core::breaker::{Breaker, Budget, Origin, Origins};
 use crate::core::clock::Clock;
-use crate::core::config::Config;
+use crate::core::config::{Config, Patch};
+use crate::core::error::ConfigError;
 use crate::core::name::Name;
 use crate::policy::bulkhead::Limit;
 use crate::sync::AtomicBool;
@@ -19,17 +20,40 @@ use super::evict::listed;
 use super::key::{Key, OVERFLOW};
 use super::members::{Leases, Member};
 
-/// The ejection budget of a family with `max_ejection_percent`: `None` at
-/// 100 % (or more), which sets none.
-pub(super) fn budget_of(max_ejection_percent: u8) -> Option<Arc<Budget>> {
-    (u32::from(max_ejection_percent) < failfast_rules::MAX_EJECTION_PERCENT)
-        .then(|| Budget::new(max_ejection_percent))
+/// A family's own settings, beside those of its members: how many members
+/// it keeps and its ejection budget. Both change at run time, with the
+/// members' settings, by the family's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    /// At most this many members are stored (`max_keys`).
+    pub(crate) max_keys: usize,
+    /// At most this share of them ejected, 100 for no bound
+    /// (`max_ejection_percent`).
+    pub(crate) max_ejection_percent: u8,
+}
+
+impl Bounds {
+    /// These bounds with those `patch` sets, each held to its rule; the
+    /// first key at fault.
+    pub(crate) fn patched(self, patch: &Patch) -> Result<Bounds, (&'static str, String)> {
+        let broken = |v: failfast_rules::Violation| (v.key().name(), v.problem());
+        let mut next = self;
+        if let Some(n) = patch.max_keys {
+            next.max_keys = failfast_rules::max_keys(n).map_err(broken)?;
+        }
+        if let Some(percent) = patch.max_ejection_percent {
+            failfast_rules::max_ejection_percent(u32::from(percent)).map_err(broken)?;
+            next.max_ejection_percent = percent;
+        }
+        Ok(next)
+    }
 }
 
 /// A family's settings as changed at run time.
 #[derive(Default)]
 pub(super) struct Tuned {
     config: Option<Config>,
+    bounds: Option<Bounds>,
     mode: Option<crate::core::breaker::Mode>,
     /// Where each of `config`'s settings came from.
     origins: Origins,
@@ -39,6 +63,7 @@ impl Tuned {
     pub(super) const fn new() -> Self {
         Self {
             config: None,
+            bounds: None,
             mode: None,
             origins: Origins::DECLARED,
         }
@@ -49,37 +74,46 @@ impl Tuned {
         self.config.clone().unwrap_or_else(|| declared.clone())
     }
 
+    /// The family's bounds, `declared` with the changes made since.
+    pub(super) fn bounds(&self, declared: Bounds) -> Bounds {
+        self.bounds.unwrap_or(declared)
+    }
+
     /// Where each setting members are made with came from.
     pub(super) fn origins(&self) -> Origins {
         self.origins
     }
 
-    /// Records `patch`, checked against the settings in force, as coming
-    /// `from` there.
+    /// Records `patch`, checked whole against the settings in force (the
+    /// members' and the family's bounds), as coming `from` there.
     pub(super) fn change(
         &mut self,
-        declared: &Config,
-        patch: &crate::core::config::Patch,
+        (declared, bounds): (&Config, Bounds),
+        patch: &Patch,
         from: Origin,
-    ) -> Result<(), crate::core::error::ConfigError> {
-        let next = patch
+    ) -> Result<(), ConfigError> {
+        let refused = |(key, reason)| ConfigError::refused(&declared.name, key, reason);
+        let bounds = self.bounds(bounds).patched(patch).map_err(refused)?;
+        let members = patch.for_members();
+        let next = members
             .applied_to(&self.config(declared))
-            .map_err(|(key, reason)| {
-                crate::core::error::ConfigError::refused(&declared.name, key, reason)
-            })?;
+            .map_err(refused)?;
         self.config = Some(next);
-        self.origins = self.origins.with(patch.keys(), from);
+        self.bounds = Some(bounds);
+        // The members' origins: the bounds are the family's, not theirs.
+        self.origins = self.origins.with(members.keys(), from);
         if let Some(mode) = patch.mode {
             self.mode = Some(mode);
         }
         Ok(())
     }
 
-    /// Replaces the changes made so far with `next`, the family's
-    /// declared settings with a section applied, coming from `origins`;
-    /// the mode stays.
-    pub(super) fn replace(&mut self, next: &Config, origins: Origins) {
+    /// Replaces the changes made so far with `next` and `bounds`, the
+    /// family's declared settings with a section applied, coming from
+    /// `origins`; the mode stays.
+    pub(super) fn replace(&mut self, (next, bounds): (&Config, Bounds), origins: Origins) {
         self.config = Some(next.clone());
+        self.bounds = Some(bounds);
         self.origins = origins;
     }
 
@@ -101,7 +135,7 @@ impl Tuned {
         declared: &Config,
         clock: &Clock,
         max_concurrent: Option<Limit>,
-        budget: Option<&Arc<Budget>>,
+        budget: &Arc<Budget>,
         name: String,
         stamp: u64,
     ) -> Member {
@@ -119,9 +153,7 @@ impl Tuned {
             // Told the limit in force now, and each change from now on.
             member.breaker.bound_by(Arc::clone(bulkhead) as _);
         }
-        if let Some(budget) = budget {
-            member.breaker.ask_before_opening(Arc::clone(budget));
-        }
+        member.breaker.ask_before_opening(Arc::clone(budget));
         if let Some(mode) = self.mode {
             member.breaker.set_mode(mode);
         }
@@ -129,13 +161,18 @@ impl Tuned {
     }
 }
 
-/// Applies `patch`, coming `from` there, to each of `members`; the first
-/// refusal, after the others changed.
+/// Applies the members' part of `patch` (all but the family's bounds),
+/// coming `from` there, to each of `members`; the first refusal, after the
+/// others changed. A patch of the bounds alone changes no member.
 pub(super) fn reconfigure_each<'m>(
     members: impl IntoIterator<Item = &'m Arc<Member>>,
-    patch: &crate::core::config::Patch,
+    patch: &Patch,
     from: Origin,
-) -> Result<(), crate::core::error::ConfigError> {
+) -> Result<(), ConfigError> {
+    let patch = &patch.for_members();
+    if *patch == Patch::default() {
+        return Ok(());
+    }
     let mut first = Ok(());
     for member in members {
         if let Err(refused) = member.breaker.apply(patch, from) {
@@ -225,7 +262,7 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
             &self.config,
             &self.clock,
             self.max_concurrent,
-            self.budget.as_ref(),
+            &self.budget,
             name,
             stamp,
         );
@@ -249,17 +286,13 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
 
     /// Changes the settings of every member, the overflow breaker's and
     /// those asked for by name included, and of every member made from now
-    /// on. Checked against the family's settings first: nothing changes
-    /// when they refuse it. A member whose own settings (changed by name)
-    /// refuse it keeps them; the first such refusal is returned, after the
-    /// rest were changed.
-    pub(super) fn reconfigure(
-        &self,
-        patch: &crate::core::config::Patch,
-        from: Origin,
-    ) -> Result<(), crate::core::error::ConfigError> {
+    /// on, and the family's bounds. Checked against the family's settings
+    /// first: nothing changes when they refuse it. A member whose own
+    /// settings (changed by name) refuse it keeps them; the first such
+    /// refusal is returned, after the rest were changed.
+    pub(super) fn reconfigure(&self, patch: &Patch, from: Origin) -> Result<(), ConfigError> {
         self.change_all(
-            |tuned| tuned.change(&self.config, patch, from),
+            |tuned| tuned.change((&self.config, self.declared), patch, from),
             |members| reconfigure_each(members, patch, from),
         )?
     }
@@ -269,17 +302,19 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
     /// name included).
     fn change_all<R>(
         &self,
-        change: impl FnOnce(&mut Tuned) -> Result<(), crate::core::error::ConfigError>,
+        change: impl FnOnce(&mut Tuned) -> Result<(), ConfigError>,
         each: impl FnOnce(&[Arc<Member>]) -> R,
-    ) -> Result<R, crate::core::error::ConfigError> {
+    ) -> Result<R, ConfigError> {
         // In the family's lock order (see `Inner::slots`): the members are
         // listed under all three locks, so a member made before the change
         // is listed (an insertion holds the insertion lock until its member
         // is stored) and one made after it gets the new settings.
-        let slots = self.lock();
+        let mut slots = self.lock();
         let pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         let mut tuned = self.tuned.lock().unwrap_or_else(PoisonError::into_inner);
         change(&mut tuned)?;
+        // The bounds in force at once, under the insertion lock.
+        self.bound(&mut slots, tuned.bounds(self.declared));
         let members: Vec<Arc<Member>> = listed(&slots, self.overflow.get())
             .chain(pending.values().cloned())
             .collect();
@@ -290,6 +325,12 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
         // insertions of keys already stored and lookups go on.
         let result = each(&members);
         drop(tuned);
+        // A lower `max_keys` evicts down to it now, as far as members may
+        // be evicted: once they have the new settings (a member whose own
+        // differ is kept), and with the settings' lock let go (which the
+        // eviction's check of them takes).
+        let evicted = self.shrink_now();
+        self.report_evicted(evicted);
         Ok(result)
     }
 
@@ -297,10 +338,15 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
     /// section applied) for every member made from now on and every member
     /// held now but those `keep` names (by `family[key]`), whatever was
     /// changed before, coming from `origins`.
-    pub(super) fn replace(&self, next: &Config, origins: Origins, keep: &dyn Fn(&str) -> bool) {
+    pub(super) fn replace(
+        &self,
+        (next, bounds): (&Config, Bounds),
+        origins: Origins,
+        keep: &dyn Fn(&str) -> bool,
+    ) {
         let _ = self.change_all(
             |tuned| {
-                tuned.replace(next, origins);
+                tuned.replace((next, bounds), origins);
                 Ok(())
             },
             |members| replace_each(members, next, origins, keep),
