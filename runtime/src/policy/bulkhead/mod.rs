@@ -827,7 +827,7 @@ mod tests {
         const LIMITS: [u32; 8] = [6, 2, 5, 1, 4, 3, 1, 3];
         for wait in [Duration::ZERO, Duration::from_secs(60)] {
             let bulkhead = Bulkhead::new(3).max_wait(wait);
-            let (inside, most) = (Count::new(0), Count::new(0));
+            let (inside, most, entered) = (Count::new(0), Count::new(0), Count::new(0));
             let done = AtomicBool::new(false);
             std::thread::scope(|scope| {
                 for _ in 0..4 {
@@ -838,17 +838,23 @@ mod tests {
                             };
                             let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
                             most.fetch_max(now, Ordering::SeqCst);
+                            entered.fetch_add(1, Ordering::Relaxed);
                             std::thread::yield_now();
                             inside.fetch_sub(1, Ordering::SeqCst);
                             drop(place);
                         }
                     });
                 }
-                for _ in 0..200 {
+                // 200 rounds of resizes at least, and on until the calls
+                // got in 200 times between them: a loaded machine may run
+                // every resize before a worker starts.
+                let mut rounds = 0;
+                while rounds < 200 || entered.load(Ordering::Relaxed) < 200 {
                     for limit in LIMITS {
                         bulkhead.resize(limit);
                         std::thread::yield_now();
                     }
+                    rounds += 1;
                 }
                 done.store(true, Ordering::SeqCst);
             });
