@@ -75,8 +75,9 @@ pub use policy::keyed;
 /// Atomics of the state machine: std's, or loom's when model checking
 /// (`RUSTFLAGS="--cfg loom"`).
 mod sync {
-    /// A keyed family member's lease counts (`policy::keyed::members`).
-    #[cfg(all(loom, feature = "keyed"))]
+    /// A keyed family member's lease counts (`policy::keyed::members`)
+    /// and its ejection budget's share (`core::breaker::budget`).
+    #[cfg(loom)]
     pub(crate) use loom::sync::atomic::AtomicUsize;
     #[cfg(loom)]
     pub(crate) use loom::sync::atomic::{
@@ -87,7 +88,7 @@ mod sync {
     /// Parking a thread that waits for a bulkhead's place.
     #[cfg(loom)]
     pub(crate) use loom::thread::{Thread, current as current_thread};
-    #[cfg(all(not(loom), feature = "keyed"))]
+    #[cfg(not(loom))]
     pub(crate) use std::sync::atomic::AtomicUsize;
     #[cfg(not(loom))]
     pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};

@@ -43,6 +43,7 @@ impl Patch {
     /// This patch without the keyed family's own settings: what a family
     /// applies to its members.
     #[must_use]
+    #[cfg_attr(not(feature = "keyed"), allow(dead_code))]
     pub(crate) fn for_members(&self) -> Patch {
         Patch {
             max_keys: None,
