@@ -129,8 +129,7 @@ fn fresh<R>(f: impl FnOnce(&str) -> R) -> R {
 }
 
 fn family(max_keys: usize) -> Family<String> {
-    Family::builder(Breaker::builder().name("bench.keyed"))
-        .max_keys(max_keys)
+    Family::builder(Breaker::builder().name("bench.keyed").max_keys(max_keys))
         .build()
         .unwrap()
 }

@@ -32,9 +32,9 @@ async fn instance(url: &str, name: &str, max_keys: usize) -> Instance {
         Breaker::builder()
             .name("upstream")
             .threshold(1)
-            .recovery(Duration::from_secs(30)),
+            .recovery(Duration::from_secs(30))
+            .max_keys(max_keys),
     )
-    .max_keys(max_keys)
     .build()
     .unwrap();
     fleet.attach_family(&hosts);

@@ -634,9 +634,9 @@ async fn a_host_is_not_evicted_while_its_body_streams() {
     let hosts = failfast::Family::builder(
         Breaker::builder()
             .name("reqwest-evict")
-            .clock(clock.clone()),
+            .clock(clock.clone())
+            .max_keys(1),
     )
-    .max_keys(1)
     .build()
     .unwrap();
     let middleware = CircuitBreakerMiddleware::per_host(hosts.clone());
@@ -719,9 +719,8 @@ async fn a_request_waits_for_its_hosts_place_up_to_max_wait() {
     })
     .await;
     let with_wait = |name: &'static str, wait: Duration| {
-        let hosts = Family::builder(Breaker::builder().name(name))
+        let hosts = Family::builder(Breaker::builder().name(name).max_wait(wait))
             .max_concurrent(1)
-            .max_wait(wait)
             .build()
             .unwrap();
         client(CircuitBreakerMiddleware::per_host(hosts))

@@ -62,7 +62,7 @@
 //! [`max_concurrent`](crate::FamilyBuilder::max_concurrent), each host's
 //! concurrency limit is applied too, and a request over it is refused the
 //! same way (after waiting its turn for up to the family's
-//! [`max_wait`](crate::FamilyBuilder::max_wait), as a future, if it has
+//! [`max_wait`](crate::Builder::max_wait), as a future, if it has
 //! one).
 //!
 //! # When the outcome is decided
@@ -291,8 +291,7 @@ impl CircuitBreakerMiddleware {
     /// use failfast_runtime::reqwest_middleware::{CircuitBreakerMiddleware, Host};
     /// use failfast_runtime::{Breaker, Family};
     ///
-    /// let hosts: Family<Host> = Family::builder(Breaker::builder().name("upstream"))
-    ///     .max_keys(16)
+    /// let hosts: Family<Host> = Family::builder(Breaker::builder().name("upstream").max_keys(16))
     ///     .max_concurrent(32)
     ///     .build()?;
     /// let middleware = CircuitBreakerMiddleware::per_host(hosts.clone());
@@ -567,11 +566,14 @@ mod tests {
     #[test]
     fn a_request_holds_its_hosts_breaker_only_while_it_runs() {
         let clock = crate::ManualClock::new();
-        let hosts: Family<Host> =
-            Family::builder(Breaker::builder().name("held").clock(clock.clone()))
-                .max_keys(1)
-                .build()
-                .unwrap();
+        let hosts: Family<Host> = Family::builder(
+            Breaker::builder()
+                .name("held")
+                .clock(clock.clone())
+                .max_keys(1),
+        )
+        .build()
+        .unwrap();
         let middleware = CircuitBreakerMiddleware::per_host(hosts.clone());
         let held = middleware.guard(&url("http://a:80/")).unwrap();
         let other = middleware.guard(&url("http://b:80/")).unwrap();

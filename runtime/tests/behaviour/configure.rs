@@ -384,11 +384,14 @@ fn a_patch_is_accepted_up_to_its_edges_and_refused_past_them() {
 /// A registered keyed family of `name` with `threshold`, `max_keys` 4.
 #[cfg(feature = "keyed")]
 fn family(name: &'static str, threshold: u32) -> failfast_runtime::Family<String> {
-    let family =
-        failfast_runtime::Family::builder(Breaker::builder().name(name).threshold(threshold))
-            .max_keys(4)
-            .build()
-            .unwrap();
+    let family = failfast_runtime::Family::builder(
+        Breaker::builder()
+            .name(name)
+            .threshold(threshold)
+            .max_keys(4),
+    )
+    .build()
+    .unwrap();
     registry::register(&family);
     family
 }

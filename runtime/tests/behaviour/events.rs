@@ -693,11 +693,14 @@ fn a_manual_control_reports_the_counts_it_cleared() {
 fn a_subscription_by_a_family_name_gets_its_members_and_its_overflow_breaker() {
     use failfast_runtime::Family;
     let clock = ManualClock::new();
-    let family: Family<String> =
-        Family::builder(builder(&clock).name("events-inventory").threshold(1))
-            .max_keys(1)
-            .build()
-            .unwrap();
+    let family: Family<String> = Family::builder(
+        builder(&clock)
+            .name("events-inventory")
+            .threshold(1)
+            .max_keys(1),
+    )
+    .build()
+    .unwrap();
     let listen = |name: &str| {
         let log = Log::default();
         let sink = log.clone();

@@ -8,10 +8,14 @@ use failfast_runtime::registry::FamilyRef;
 use failfast_runtime::{Breaker, Error, Family, ManualClock, Member, State, registry};
 
 fn family(name: &'static str, max_keys: usize) -> Family<String> {
-    Family::builder(Breaker::builder().name(name).threshold(2))
-        .max_keys(max_keys)
-        .build()
-        .unwrap()
+    Family::builder(
+        Breaker::builder()
+            .name(name)
+            .threshold(2)
+            .max_keys(max_keys),
+    )
+    .build()
+    .unwrap()
 }
 
 fn trip(family: &Family<String>, key: &str) {
@@ -87,9 +91,9 @@ fn a_family_full_of_open_breakers_gives_new_keys_its_overflow_breaker() {
             .name("keyed.all-open")
             .threshold(1)
             .recovery(Duration::from_secs(30))
-            .clock(clock.clone()),
+            .clock(clock.clone())
+            .max_keys(2),
     )
-    .max_keys(2)
     .build()
     .unwrap();
     for k in ["x", "y"] {
@@ -241,9 +245,7 @@ fn registering_a_family_keeps_those_registered_before() {
 
 #[test]
 fn max_keys_of_zero_is_refused() {
-    let refused = Family::<String>::builder(Breaker::builder())
-        .max_keys(0)
-        .build();
+    let refused = Family::<String>::builder(Breaker::builder().max_keys(0)).build();
     assert!(refused.unwrap_err().to_string().contains("max_keys"));
 }
 
@@ -267,9 +269,8 @@ fn a_wait_for_a_place_is_refused_beside_members_with_an_adaptive_limit() {
             .name("keyed.adaptive-wait")
             .adaptive_concurrency(2, 20)
     };
-    let refused = Family::<String>::builder(members())
+    let refused = Family::<String>::builder(members().max_wait(Duration::from_millis(50)))
         .max_concurrent(4)
-        .max_wait(Duration::from_millis(50))
         .build()
         .unwrap_err();
     let text = refused.to_string();
@@ -351,9 +352,9 @@ fn a_member_with_a_call_in_flight_is_never_evicted() {
         Breaker::builder()
             .name("keyed.in-flight")
             .threshold(1)
-            .recovery(Duration::from_secs(30)),
+            .recovery(Duration::from_secs(30))
+            .max_keys(1),
     )
-    .max_keys(1)
     .max_concurrent(1)
     .build()
     .unwrap();
@@ -432,9 +433,9 @@ fn a_lease_is_send_and_sync() {
             Breaker::builder()
                 .name("keyed.send-unstored")
                 .threshold(1)
-                .recovery(Duration::from_secs(3600)),
+                .recovery(Duration::from_secs(3600))
+                .max_keys(1),
         )
-        .max_keys(1)
         .build()
         .unwrap();
         let _ = all_open.get("a").call(|| Err::<(), _>("down"));
@@ -558,9 +559,9 @@ fn abandoned_open_members_never_leave_new_keys_unprotected() {
             .name("keyed.abandoned")
             .threshold(1)
             .recovery(Duration::from_millis(10))
-            .clock(clock.clone()),
+            .clock(clock.clone())
+            .max_keys(16),
     )
-    .max_keys(16)
     .build()
     .unwrap();
     for i in 0..20 {
@@ -601,9 +602,9 @@ fn keys_without_room_keep_the_concurrency_limit() {
         Breaker::builder()
             .name("keyed.overflow-limit")
             .threshold(1)
-            .recovery(Duration::from_secs(3600)),
+            .recovery(Duration::from_secs(3600))
+            .max_keys(2),
     )
-    .max_keys(2)
     .max_concurrent(1)
     .build()
     .unwrap();
@@ -660,8 +661,7 @@ fn two_keys_never_share_a_name() {
 /// the first call with that key is refused; its name is the key's.
 #[test]
 fn a_key_can_be_forced_open_before_its_first_call() {
-    let keys: Family<String> = Family::builder(Breaker::builder().name("keyed.early"))
-        .max_keys(4)
+    let keys: Family<String> = Family::builder(Breaker::builder().name("keyed.early").max_keys(4))
         .build()
         .unwrap();
     registry::register(&keys);
@@ -888,9 +888,9 @@ fn failover_offers_the_replicas_beyond_the_ejection_budget() {
     let budgeted: Family<String> = Family::builder(
         Breaker::builder()
             .name("keyed.failover-budget")
-            .threshold(1),
+            .threshold(1)
+            .max_ejection_percent(50),
     )
-    .max_ejection_percent(50)
     .build()
     .unwrap();
     let all = ["a", "b", "c", "d"];
@@ -1014,10 +1014,14 @@ fn a_lease_never_holds_an_evicted_member() {
 }
 
 fn budgeted(name: &'static str, percent: u8) -> Family<String> {
-    Family::builder(Breaker::builder().name(name).threshold(1))
-        .max_ejection_percent(percent)
-        .build()
-        .unwrap()
+    Family::builder(
+        Breaker::builder()
+            .name(name)
+            .threshold(1)
+            .max_ejection_percent(percent),
+    )
+    .build()
+    .unwrap()
 }
 
 /// The ejection budget holds back a trip from Closed once its share of the
@@ -1031,9 +1035,9 @@ fn the_ejection_budget_keeps_a_share_of_the_members_closed() {
             .name("keyed.budget")
             .threshold(1)
             .recovery(std::time::Duration::from_secs(1))
-            .clock(clock.clone()),
+            .clock(clock.clone())
+            .max_ejection_percent(40),
     )
-    .max_ejection_percent(40)
     .build()
     .unwrap();
     let all: Vec<String> = (0..5).map(|i| format!("r{i}")).collect();
@@ -1098,10 +1102,13 @@ fn an_ejection_budget_lets_at_least_one_member_open_and_is_checked() {
     assert_eq!(open_all(&budgeted("keyed.budget1", 1)), 1);
     assert_eq!(open_all(&budgeted("keyed.budget67", 67)), 2);
     for percent in [0, 101] {
-        let error = Family::<String>::builder(Breaker::builder().name("keyed.badbudget"))
-            .max_ejection_percent(percent)
-            .build()
-            .unwrap_err();
+        let error = Family::<String>::builder(
+            Breaker::builder()
+                .name("keyed.badbudget")
+                .max_ejection_percent(percent),
+        )
+        .build()
+        .unwrap_err();
         assert_eq!(error.key(), "max_ejection_percent", "{percent}");
     }
 }
@@ -1120,10 +1127,10 @@ fn the_budget_counts_members_stored_evicted_and_reconfigured() {
             .threshold(1)
             .recovery(Duration::from_secs(1))
             .trial_lease(Duration::from_secs(60))
-            .clock(clock.clone()),
+            .clock(clock.clone())
+            .max_keys(4)
+            .max_ejection_percent(25),
     )
-    .max_keys(4)
-    .max_ejection_percent(25)
     .build()
     .unwrap();
     let fail = |key: &str| {
@@ -1284,11 +1291,14 @@ fn pin(_n: usize) {}
 #[test]
 fn a_reconfiguration_racing_new_keys_never_deadlocks() {
     const ROUNDS: usize = 3_000;
-    let keys: Family<String> =
-        Family::builder(Breaker::builder().name("keyed.lock-order").threshold(5))
-            .max_keys(16)
-            .build()
-            .unwrap();
+    let keys: Family<String> = Family::builder(
+        Breaker::builder()
+            .name("keyed.lock-order")
+            .threshold(5)
+            .max_keys(16),
+    )
+    .build()
+    .unwrap();
     let (done, finished) = std::sync::mpsc::channel();
     let start = Arc::new(Barrier::new(3));
     let racers: [fn(&Family<String>, usize); 3] = [

@@ -21,9 +21,9 @@ fn family(name: &'static str, clock: &ManualClock, max_keys: usize) -> Family<St
             .name(name)
             .threshold(1)
             .recovery(RECOVERY)
-            .clock(clock.clone()),
+            .clock(clock.clone())
+            .max_keys(max_keys),
     )
-    .max_keys(max_keys)
     .build()
     .unwrap()
 }
@@ -258,7 +258,7 @@ fn a_lowered_budget_keeps_the_open_members_and_holds_back_new_trips() {
 fn bounds_are_checked_whole_and_belong_to_the_family() {
     let clock = ManualClock::new();
     let f = family("bounds::checked", &clock, 4);
-    f.register();
+    failfast_runtime::registry::register(&f);
     touch(&f, "a");
     let refused = f
         .reconfigure(&Breaker::builder().max_keys(2).threshold(0))
@@ -310,7 +310,7 @@ fn bounds_are_checked_whole_and_belong_to_the_family() {
 fn bounds_from_the_environment() {
     let clock = ManualClock::new();
     let f = family("bounds::env", &clock, 4);
-    f.register();
+    failfast_runtime::registry::register(&f);
     let refused = configure::from_env([
         ("FAILFAST__BOUNDS_ENV__MAX_KEYS", "16"),
         ("FAILFAST__BOUNDS_ENV__MAX_EJECTION_PERCENT", "150"),

@@ -614,11 +614,14 @@ fn export_reports_every_member_of_a_family_with_its_current_counts() {
     let s = recorder.snapshotter();
     let calls =
         |breaker: &'static str, outcome: &'static str| [("breaker", breaker), ("outcome", outcome)];
-    let family: Family<String> =
-        Family::builder(Breaker::builder().name("metrics-keyed").threshold(2))
-            .max_keys(2)
-            .build()
-            .unwrap();
+    let family: Family<String> = Family::builder(
+        Breaker::builder()
+            .name("metrics-keyed")
+            .threshold(2)
+            .max_keys(2),
+    )
+    .build()
+    .unwrap();
     registry::register(&family);
     metrics::with_local_recorder(&recorder, || {
         for _ in 0..5 {
@@ -711,8 +714,7 @@ fn export_reports_every_member_of_a_family_with_its_current_counts() {
 /// A family with room for one key, registered when `register`.
 #[cfg(feature = "keyed")]
 fn one_key_family(name: &'static str, register: bool) -> failfast_runtime::Family<String> {
-    let family = failfast_runtime::Family::builder(Breaker::builder().name(name))
-        .max_keys(1)
+    let family = failfast_runtime::Family::builder(Breaker::builder().name(name).max_keys(1))
         .build()
         .unwrap();
     if register {

@@ -175,11 +175,14 @@ fn a_declared_family_is_listed_with_its_counts() {
 fn the_listing_holds_every_member_with_its_settings() {
     use failfast_runtime::{Family, State, configure};
     let plain = named("listing.plain");
-    let replicas: Family<String> =
-        Family::builder(Breaker::builder().name("listing.replicas").threshold(5))
-            .max_keys(3)
-            .build()
-            .unwrap();
+    let replicas: Family<String> = Family::builder(
+        Breaker::builder()
+            .name("listing.replicas")
+            .threshold(5)
+            .max_keys(3),
+    )
+    .build()
+    .unwrap();
     registry::register(&replicas);
     // As a configuration file's section for the family would.
     configure::apply("listing.replicas", Breaker::builder().threshold(2)).unwrap();

@@ -384,6 +384,13 @@ impl Builder {
     /// waiting keeps the time it started with. Only a breaker declared with
     /// `max_wait` takes one (the others' calls do not wait); a breaker built
     /// by hand has no bulkhead, and [`build`](Self::build) refuses it.
+    /// Given to [`Family::builder`](crate::Family::builder) beside
+    /// [`FamilyBuilder::max_concurrent`](crate::keyed::FamilyBuilder::max_concurrent)
+    /// (and members without an adaptive limit), a call that finds every
+    /// place of its key taken waits in turn that long at most: the
+    /// attribute's calls and the reqwest middleware's requests wait; the
+    /// tower layer refuses at once all the same (a service's `call` does
+    /// not wait).
     ///
     /// ```
     /// use failfast_runtime::Breaker;
@@ -398,6 +405,16 @@ impl Builder {
         self.config = self.config.with_max_wait(d);
         self.patch.max_wait = Some(d);
         self
+    }
+
+    /// The wait given to [`max_wait`](Self::max_wait), taken out of the
+    /// settings (zero if none): a family's members wait in the bulkheads
+    /// the family makes them.
+    #[cfg(feature = "keyed")]
+    pub(crate) fn take_max_wait(&mut self) -> Duration {
+        self.written.max_wait = Setting::Unset;
+        self.config.max_wait = 0;
+        self.patch.max_wait.take().unwrap_or_default()
     }
 
     /// The fixed concurrency limit of a bulkhead in front of the breaker,
@@ -450,7 +467,7 @@ impl Builder {
     }
 
     /// A keyed family's bound: at most `n` members are stored (the
-    /// attribute's `max_keys`, [`FamilyBuilder::max_keys`](crate::keyed::FamilyBuilder::max_keys),
+    /// attribute's `max_keys`,
     /// default 1024; see [the family's docs](crate::keyed#bounded)). A
     /// family's own setting, not its members': given to
     /// [`Family::builder`](crate::Family::builder) it is the family's, and
@@ -494,13 +511,62 @@ impl Builder {
         self
     }
 
-    /// A keyed family's ejection budget: at most `percent` % of its
-    /// stored members (rounded down, at least one) open at once after a
-    /// trip (the attribute's `max_ejection_percent`, where
-    /// [`FamilyBuilder::max_ejection_percent`](crate::keyed::FamilyBuilder::max_ejection_percent)
-    /// says what it does; from 1 to 100, 100 for none, the default). A
-    /// family's own setting, given and changed as [`max_keys`](Self::max_keys) is.
+    /// An ejection budget, as Envoy's outlier detection has: a member
+    /// trips from Closed only if, after the trip, at most `percent` % of
+    /// the stored members (rounded down, and at least one) are Open or
+    /// HalfOpen. Of four replicas at 50 %, two may be open; of three at
+    /// 50 %, one (1.5, rounded down), not two. A failure that would trip a
+    /// member beyond the budget leaves it Closed, still counting (each
+    /// further failure asks again), and is counted by
+    /// [`FamilyStats::spared`](crate::keyed::FamilyStats::spared). The budget is read and the trip made as one
+    /// decision: members failing at the same moment never open more of the
+    /// family between them than it allows.
     ///
+    /// Only a trip from Closed asks. A failed trial reopens as usual (its
+    /// member is ejected already); a member forced open
+    /// ([`Breaker::set_mode`](crate::Breaker::set_mode)) or opened on a verdict reached elsewhere
+    /// ([`integration::open_remote`](crate::integration::open_remote)) is
+    /// not held back, and counts toward the budget while it is, as every
+    /// Open or HalfOpen stored member does. The overflow breaker asks too,
+    /// and is not counted.
+    ///
+    /// For a client failing over between replicas: when most of them
+    /// fail at once, the fault is more likely the client's own (its
+    /// network, its credentials) or a shared dependency's, and opening
+    /// every breaker would refuse all traffic; with a budget, the rest
+    /// keep being called. `percent` is from 1 to 100; 100 (the default)
+    /// sets no budget. The attribute's `max_ejection_percent`; a family's
+    /// own setting, given and changed as [`max_keys`](Self::max_keys) is.
+    ///
+    /// ```
+    /// # #[cfg(feature = "keyed")] {
+    /// use failfast_runtime::{Breaker, Family, State};
+    ///
+    /// let members = Breaker::builder()
+    ///     .name("replicas")
+    ///     .threshold(1)
+    ///     .max_ejection_percent(50);
+    /// let replicas: Family<String> = Family::builder(members)
+    ///     .build()?;
+    /// let all = ["a", "b", "c"];
+    /// for replica in all {
+    ///     let _ = replicas.get(replica).call(|| Ok::<_, ()>(()));
+    /// }
+    /// // Then every replica fails: the client's network is down.
+    /// for replica in all {
+    ///     let _ = replicas.get(replica).call(|| Err::<(), _>("connection refused"));
+    /// }
+    /// // 50 % of three is 1.5: one may be ejected. `b` and `c` stay Closed,
+    /// // still called.
+    /// assert_eq!(replicas.get("a").state(), State::Open);
+    /// assert_eq!(replicas.get("b").state(), State::Closed);
+    /// assert_eq!(replicas.failover(&all).copied().collect::<Vec<_>>(), ["b", "c"]);
+    /// assert_eq!(replicas.stats().spared, 2);
+    /// # }
+    /// # Ok::<(), failfast_runtime::ConfigError>(())
+    /// ```
+    ///
+
     /// Changed at run time, the new share holds from the next trip: lowered
     /// while more members are open than it allows, those open stay open
     /// until they recover (a failed trial reopens one as before) and no

@@ -152,8 +152,7 @@ impl CircuitBreakerLayer {
     /// use failfast_runtime::{Breaker, Family};
     ///
     /// // One breaker per tenant, named "search[TENANT]".
-    /// let tenants: Family<String> = Family::builder(Breaker::builder().name("search"))
-    ///     .max_keys(256)
+    /// let tenants: Family<String> = Family::builder(Breaker::builder().name("search").max_keys(256))
     ///     .build()?;
     /// let layer = CircuitBreakerLayer::per_key(tenants, |request: &http::Request<String>| {
     ///     let tenant = request.headers().get("x-tenant").and_then(|t| t.to_str().ok());

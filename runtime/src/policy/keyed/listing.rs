@@ -26,7 +26,7 @@ pub struct FamilyStats {
     /// changed at run time: see [`FamilyRef::reconfigure`]).
     pub max_keys: usize,
     /// The family's ejection budget in force
-    /// ([`max_ejection_percent`](super::FamilyBuilder::max_ejection_percent)),
+    /// ([`max_ejection_percent`](crate::Builder::max_ejection_percent)),
     /// 100 for none.
     pub max_ejection_percent: u8,
     /// Breakers created and stored (each key once, unless it was evicted
@@ -38,7 +38,7 @@ pub struct FamilyStats {
     /// ran through its overflow breaker `family[*]`.
     pub unstored: u64,
     /// Trips from Closed held back by the ejection budget
-    /// ([`max_ejection_percent`](super::FamilyBuilder::max_ejection_percent)).
+    /// ([`max_ejection_percent`](crate::Builder::max_ejection_percent)).
     pub spared: u64,
     /// Breakers stored now (the overflow breaker not counted): 0 before
     /// the first key, at most `max_keys`.
@@ -137,7 +137,7 @@ impl FamilyRef {
     /// once.
     ///
     /// **The ejection budget.** With
-    /// [`max_ejection_percent`](super::FamilyBuilder::max_ejection_percent),
+    /// [`max_ejection_percent`](crate::Builder::max_ejection_percent),
     /// at most that share of `labels` (rounded down, at least one) is left
     /// out; when more of them refuse calls (forced or remote opens are not
     /// held back by the budget, and the family's budget counts all its

@@ -200,7 +200,7 @@ struct Inner<K> {
     /// the insertion lock.
     max_keys: AtomicUsize,
     max_concurrent: Option<Limit>,
-    /// The ejection budget ([`max_ejection_percent`](FamilyBuilder::max_ejection_percent)),
+    /// The ejection budget ([`max_ejection_percent`](crate::Builder::max_ejection_percent)),
     /// with its percentage in force (100: no bound, which
     /// [`FamilyRef::failover`] also applies to the replicas it is given):
     /// every member asks it before a trip from Closed, and the stored ones
