@@ -333,28 +333,41 @@ fn from_env_applies_the_process_environment_and_counts_the_breakers() {
     assert_eq!(threshold(&b), 6);
 }
 
+/// A rate rule (`rule`) over a count window of 100 with `min_calls` of
+/// 10: patched down to a window of 10, `min_calls` takes at most 10 and the
+/// window at least 10.
+fn window_edges(rule: Builder) -> Breaker {
+    let rate = rule.window_calls(100).min_calls(10).build().unwrap();
+    rate.reconfigure(&Breaker::builder().window_calls(10))
+        .unwrap();
+    rate.reconfigure(&Breaker::builder().min_calls(10)).unwrap();
+    for (patch, key) in [
+        (Breaker::builder().min_calls(11), "min_calls"),
+        (Breaker::builder().window_calls(9), "window"),
+    ] {
+        let error = rate.reconfigure(&patch).unwrap_err();
+        assert_eq!(error.key(), key, "{error}");
+    }
+    rate
+}
+
+/// A rule of slow calls alone measures a rate over its window too: a
+/// patch's `min_calls` must fit a count window, as for the failure rate.
+#[test]
+fn a_slow_call_rule_refuses_more_min_calls_than_its_window_holds() {
+    window_edges(
+        Breaker::builder()
+            .slow(Duration::from_millis(100))
+            .slow_rate(0.5),
+    );
+}
+
 /// The edges of what a patch accepts: a count window as large as
 /// `min_calls` can trip, a rate of exactly 1 is a rate, and a rate of 0 or
 /// a rate for a breaker without that rule is refused.
 #[test]
 fn a_patch_is_accepted_up_to_its_edges_and_refused_past_them() {
-    let rate = Breaker::builder()
-        .failure_rate(0.5)
-        .window_calls(100)
-        .min_calls(10)
-        .build()
-        .unwrap();
-    rate.reconfigure(&Breaker::builder().window_calls(10))
-        .unwrap();
-    rate.reconfigure(&Breaker::builder().min_calls(10)).unwrap();
-    let error = rate
-        .reconfigure(&Breaker::builder().min_calls(11))
-        .unwrap_err();
-    assert_eq!(error.key(), "min_calls", "{error}");
-    let error = rate
-        .reconfigure(&Breaker::builder().window_calls(9))
-        .unwrap_err();
-    assert_eq!(error.key(), "window", "{error}");
+    let rate = window_edges(Breaker::builder().failure_rate(0.5));
     rate.reconfigure(&Breaker::builder().failure_rate(1.0))
         .unwrap();
     let error = rate
