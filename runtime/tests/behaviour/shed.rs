@@ -230,6 +230,41 @@ fn nothing_is_shed_before_min_calls_and_a_dead_dependency_still_gets_probes() {
     assert!((0.015..0.025).contains(&share), "{share} still tried");
 }
 
+/// Which of 1,000 calls to a dead dependency were tried, on a fresh
+/// breaker, after `testing::seed_shedding(seed)`.
+#[cfg(feature = "testing")]
+fn tried_after_seed(seed: u64) -> Vec<usize> {
+    failfast_runtime::testing::seed_shedding(seed);
+    let clock = ManualClock::new();
+    let b = graded("shed.seeded", 2.0, &clock);
+    let mut tried = Vec::new();
+    for i in 0..1_000 {
+        if !call(&b, true) {
+            tried.push(i);
+        }
+        clock.advance(Duration::from_millis(10));
+    }
+    tried
+}
+
+/// A seed gives the same refusals in every run, and each seed its own:
+/// no two of eight neighbouring seeds start the draws at the same state,
+/// and none leaves them unseeded (drawn from the process's random keys).
+#[cfg(feature = "testing")]
+#[test]
+fn each_seed_gives_its_own_refusals_and_the_same_ones_every_time() {
+    let runs: Vec<Vec<usize>> = (0..8).map(tried_after_seed).collect();
+    for (seed, run) in (0..8).zip(&runs) {
+        assert_eq!(&tried_after_seed(seed), run, "seed {seed} again");
+        assert!(run.len() < 900, "seed {seed}: {} tried", run.len());
+    }
+    for (i, a) in runs.iter().enumerate() {
+        for (j, b) in runs.iter().enumerate().skip(i + 1) {
+            assert_ne!(a, b, "seeds {i} and {j} tried the same calls");
+        }
+    }
+}
+
 #[test]
 fn failures_leave_the_window_and_shedding_stops_within_it_after_healing() {
     let clock = ManualClock::new();
