@@ -566,7 +566,6 @@ impl Builder {
     /// # Ok::<(), failfast_runtime::ConfigError>(())
     /// ```
     ///
-
     /// Changed at run time, the new share holds from the next trip: lowered
     /// while more members are open than it allows, those open stay open
     /// until they recover (a failed trial reopens one as before) and no
