@@ -122,9 +122,8 @@
 //! ```
 //! use failfast_runtime::{Breaker, Family, State};
 //!
-//! let hosts: Family<String> = Family::builder(Breaker::builder().name("upstream").threshold(2))
-//!     .max_keys(64)
-//!     .build()?;
+//! let members = Breaker::builder().name("upstream").threshold(2).max_keys(64);
+//! let hosts: Family<String> = Family::builder(members).build()?;
 //!
 //! for _ in 0..2 {
 //!     let _ = hosts.get("10.0.0.3").call(|| Err::<(), _>("connection refused"));
