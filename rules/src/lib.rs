@@ -42,7 +42,7 @@ mod settings;
 mod violation;
 
 pub use duration::{DurationError, parse_duration};
-pub use key::Key;
+pub use key::{Key, Place};
 pub use limits::*;
 pub use resolve::*;
 pub use settings::*;

@@ -53,6 +53,17 @@ impl<T: Copy> Setting<T> {
         !matches!(self, Setting::Unset)
     }
 
+    /// The value written as `U` when `f` gives one, else written with a
+    /// value known later.
+    #[must_use]
+    pub fn and_then<U>(self, f: impl FnOnce(T) -> Option<U>) -> Setting<U> {
+        match self {
+            Setting::Unset => Setting::Unset,
+            Setting::Set(value) => f(value).map_or(Setting::Later, Setting::Set),
+            Setting::Later => Setting::Later,
+        }
+    }
+
     /// The value written, when it is known.
     #[must_use]
     pub const fn value(&self) -> Option<T> {
@@ -87,59 +98,73 @@ pub enum Concurrency {
     },
 }
 
-/// The settings a user wrote, one [`Setting`] each: the attribute's keys,
-/// or the builder's setters.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Written {
-    /// `threshold`.
-    pub threshold: Setting<u32>,
-    /// `failure_rate`.
-    pub failure_rate: Setting<f64>,
-    /// `window`.
-    pub window: Setting<Window>,
-    /// `min_calls`.
-    pub min_calls: Setting<u32>,
-    /// `slow`.
-    pub slow: Setting<Duration>,
-    /// `slow_rate`.
-    pub slow_rate: Setting<f64>,
-    /// `shed`.
-    pub shed: Setting<f64>,
-    /// `shed_window`.
-    pub shed_window: Setting<Duration>,
-    /// `timeout`.
-    pub timeout: Setting<Duration>,
-    /// `max_concurrent`.
-    pub max_concurrent: Setting<Concurrency>,
-    /// `max_wait` (the attribute's only).
-    pub max_wait: Setting<Duration>,
-    /// `recovery` (the start of a growing one).
-    pub recovery: Setting<Duration>,
-    /// `max_recovery` (the attribute writes it as `recovery = "30s..10m"`).
-    pub max_recovery: Setting<Duration>,
-    /// `trial_lease`.
-    pub trial_lease: Setting<Duration>,
-}
+/// [`Written`], a field for each key of the table of the settings.
+macro_rules! written {
+    ({} $([$(#[$doc:meta])*] $variant:ident $name:ident ($ty:ty) $kind:tt $places:tt
+        $constant:tt $setter:tt)*) => {
+        /// The settings a user wrote, one [`Setting`] each: the attribute's
+        /// keys, or the builder's setters.
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct Written {
+            $($(#[$doc])* pub $name: Setting<$ty>,)*
+        }
 
-impl Written {
-    /// Nothing written: every default in force.
-    pub const NOTHING: Written = Written {
-        threshold: Setting::Unset,
-        failure_rate: Setting::Unset,
-        window: Setting::Unset,
-        min_calls: Setting::Unset,
-        slow: Setting::Unset,
-        slow_rate: Setting::Unset,
-        shed: Setting::Unset,
-        shed_window: Setting::Unset,
-        timeout: Setting::Unset,
-        max_concurrent: Setting::Unset,
-        max_wait: Setting::Unset,
-        recovery: Setting::Unset,
-        max_recovery: Setting::Unset,
-        trial_lease: Setting::Unset,
+        impl Written {
+            /// Nothing written: every default in force.
+            pub const NOTHING: Written = Written {
+                $($name: Setting::Unset,)*
+            };
+
+            /// Writes down `key` as `setting`, a value of the key's own
+            /// type ([`Value`]); a value of another type, which no key's
+            /// reader gives, is written as known later.
+            pub fn write(&mut self, key: Key, setting: Setting<Value>) {
+                match key {
+                    $(Key::$variant => self.$name = setting.and_then(FromValue::from_value),)*
+                }
+            }
+        }
     };
 }
+
+crate::settings_table!(written {});
+
+/// A value of a plain setting, whichever its type: what
+/// [`Written::write`] writes down.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    /// A count.
+    Count(u32),
+    /// A number: a share, a multiplier, a fraction.
+    Number(f64),
+    /// A duration.
+    Duration(Duration),
+}
+
+/// A setting's type, read from a [`Value`]: shaped settings never are one.
+trait FromValue: Sized {
+    fn from_value(_: Value) -> Option<Self> {
+        None
+    }
+}
+
+/// [`FromValue`] for the type a [`Value`] variant holds.
+macro_rules! from_value {
+    ($($variant:ident: $ty:ty),*) => {
+        $(impl FromValue for $ty {
+            fn from_value(value: Value) -> Option<$ty> {
+                match value {
+                    Value::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+        })*
+    };
+}
+
+from_value!(Count: u32, Number: f64, Duration: Duration);
+impl FromValue for Window {}
+impl FromValue for Concurrency {}
 
 impl Default for Written {
     fn default() -> Self {
@@ -424,6 +449,31 @@ mod tests {
     use super::*;
 
     const SECOND: Duration = Duration::from_secs(1);
+
+    /// `Written::write` writes a key's field: its value, or written with a
+    /// value known later when the value is not of its type.
+    #[test]
+    fn a_value_is_written_to_its_keys_field() {
+        let mut written = Written::NOTHING;
+        written.write(Key::Threshold, Setting::Set(Value::Count(3)));
+        written.write(Key::SlowRate, Setting::Set(Value::Number(0.5)));
+        written.write(Key::Timeout, Setting::Set(Value::Duration(SECOND)));
+        written.write(Key::MinCalls, Setting::Later);
+        written.write(Key::Slow, Setting::Set(Value::Count(3)));
+        written.write(Key::Window, Setting::Set(Value::Count(3)));
+        let expected = Written {
+            threshold: Setting::Set(3),
+            slow_rate: Setting::Set(0.5),
+            timeout: Setting::Set(SECOND),
+            min_calls: Setting::Later,
+            slow: Setting::Later,
+            window: Setting::Later,
+            ..Written::NOTHING
+        };
+        assert_eq!(written, expected);
+        written.write(Key::Threshold, Setting::Unset);
+        assert_eq!(written.threshold, Setting::Unset);
+    }
 
     fn keys(written: &Written) -> Vec<Key> {
         resolution(written)

@@ -14,6 +14,41 @@ use crate::limits::{
 };
 use crate::violation::{Rule, Violation};
 
+/// How the attribute reads a key's value, and which rule holds it.
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    /// A whole number, `threshold = 5`, held to [`count`].
+    Count,
+    /// A number, `failure_rate = 0.5`: its rule, and a value to show in
+    /// messages.
+    Number(fn(f64) -> Result<f64, Violation>, &'static str),
+    /// A duration, `slow = "2s"`, held to [`duration`].
+    Duration,
+    /// A value of a shape of its own, read its own way (`window` calls or
+    /// a time, `max_concurrent` fixed or a range, a growing `recovery`),
+    /// or a setting the attribute does not take.
+    Shaped,
+}
+
+/// [`Key::kind`], from the table of the settings.
+macro_rules! kinds {
+    ({} $($docs:tt $variant:ident $name:ident $ty:tt {$kind:expr} $places:tt $constant:tt
+        $setter:tt)*) => {
+        impl Key {
+            /// How the attribute reads the key's value, and which rule
+            /// holds it.
+            #[must_use]
+            pub const fn kind(self) -> Kind {
+                match self {
+                    $(Key::$variant => $kind,)*
+                }
+            }
+        }
+    };
+}
+
+crate::settings_table!(kinds {});
+
 /// The largest count `key` takes; `u32::MAX` for a key with no limit of
 /// its own.
 const fn largest(key: Key) -> u32 {
@@ -468,6 +503,51 @@ mod tests {
     use super::*;
 
     const SECOND: Duration = Duration::from_secs(1);
+
+    /// Each key's kind reads with its own rule: a number's rule refuses
+    /// in the key's name, a count and a duration by the key's name.
+    #[test]
+    fn each_kind_holds_the_value_to_the_keys_rule() {
+        let mut numbers = 0;
+        for &key in Key::ALL {
+            match key.kind() {
+                Kind::Number(rule, example) => {
+                    numbers += 1;
+                    assert_eq!(rule(f64::NAN).unwrap_err().key(), key);
+                    let example: f64 = example.parse().unwrap();
+                    assert_eq!(rule(example), Ok(example), "{key:?}");
+                }
+                Kind::Count => assert_eq!(count(key, 0).unwrap_err().key(), key),
+                Kind::Duration => {
+                    assert_eq!(duration(key, Duration::ZERO).unwrap_err().key(), key);
+                }
+                Kind::Shaped => {}
+            }
+        }
+        assert_eq!(numbers, 4);
+        assert!(matches!(Key::Shed.kind(), Kind::Number(_, "2")));
+        assert!(matches!(Key::Timeout.kind(), Kind::Duration));
+        assert!(matches!(Key::Window.kind(), Kind::Shaped));
+    }
+
+    /// A key that takes a constant is one the attribute takes, and its
+    /// constant is checked by the rule named as the key.
+    #[test]
+    fn a_key_taking_a_constant_is_the_attributes() {
+        let constants: Vec<Key> = Key::ALL
+            .iter()
+            .copied()
+            .filter(|key| key.constant().is_some())
+            .collect();
+        assert_eq!(constants.len(), 10);
+        for key in constants {
+            assert!(key.written_in(crate::Place::Attribute), "{key:?}");
+        }
+        assert_eq!(Key::Threshold.constant(), Some("a `u32`"));
+        assert_eq!(Key::Timeout.constant(), None);
+        assert!(!Key::Timeout.written_in(crate::Place::Declaration));
+        assert!(Key::Attempts.written_in(crate::Place::Retry));
+    }
 
     #[test]
     fn counts_run_from_one_to_their_largest() {

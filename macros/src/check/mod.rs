@@ -62,7 +62,7 @@ fn written(args: &Args) -> Written {
             Some(max) => Setting::Set(max),
             None => Setting::Unset,
         },
-        trial_lease: Setting::Unset,
+        ..Written::NOTHING
     }
 }
 

@@ -27,26 +27,25 @@ macro_rules! const_setters {
     };
 }
 
+// The settings of shapes of their own: a `window` of calls or of a time, a
+// fixed `max_concurrent`.
 const_setters! {
-    threshold: u32 => with_threshold;
-    recovery: Duration => with_recovery;
-    max_recovery: Duration => with_max_recovery;
-    jitter: f64 => with_jitter;
-    trial_calls: u32 => with_trial_calls;
-    success_threshold: u32 => with_success_threshold;
-    failure_rate: f64 => with_failure_rate;
     window_calls: u32 => with_window_calls;
     window_time: Duration => with_window_time;
-    min_calls: u32 => with_min_calls;
-    slow: Duration => with_slow;
-    slow_rate: f64 => with_slow_rate;
-    trial_lease: Duration => with_trial_lease;
-    shed: f64 => with_shed;
-    shed_window: Duration => with_shed_window;
-    timeout: Duration => with_timeout;
     bulkhead: u32 => with_bulkhead;
-    max_wait: Duration => with_max_wait;
 }
+
+/// The setter of each plain setting of `Config`, from the table of the
+/// settings (`failfast_rules::settings_table!`): named as its key, so that the
+/// attribute writes `.<key>(value)`.
+macro_rules! plain_setters {
+    ({} $($docs:tt $variant:ident $name:ident ($ty:ty) $kind:tt $places:tt $constant:tt
+        [$($setter:ident)?])*) => {
+        const_setters! { $($($name: $ty => $setter;)?)* }
+    };
+}
+
+failfast_rules::settings_table!(plain_setters {});
 
 impl ConstConfig {
     /// The defaults, named `name`.
