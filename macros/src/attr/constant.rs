@@ -18,21 +18,6 @@ use syn::{Expr, Lit, Token};
 
 use failfast_rules::Key;
 
-/// Keys whose value may be a constant: those that are settings of the
-/// breaker's `Config`, with their kind for messages.
-const KEYS: &[(&str, &str)] = &[
-    ("threshold", "a `u32`"),
-    ("failure_rate", "an `f64`"),
-    ("min_calls", "a `u32`"),
-    ("slow", "a `Duration`"),
-    ("slow_rate", "an `f64`"),
-    ("shed", "an `f64`"),
-    ("recovery", "a `Duration`"),
-    ("jitter", "an `f64`"),
-    ("trial_calls", "a `u32`"),
-    ("success_threshold", "a `u32`"),
-];
-
 /// A key's value given as an expression other than a literal.
 pub struct Const {
     /// Where the key was written.
@@ -46,14 +31,15 @@ pub struct Const {
 /// (any expression but a literal or a negated literal, which the key's own
 /// parser checks).
 pub(crate) fn is_const(input: ParseStream, key: &str) -> bool {
-    KEYS.iter().any(|(k, _)| *k == key)
-        && !input.peek(Lit)
-        && !(input.peek(Token![-]) && input.peek2(Lit))
+    kind(key).is_some() && !input.peek(Lit) && !(input.peek(Token![-]) && input.peek2(Lit))
 }
 
-/// The kind of constant `key` accepts, for messages: "a `u32`".
+/// The kind of constant `key` accepts, for messages: "a `u32`"; `None`
+/// for a key written as a literal only. Keys whose value may be a
+/// constant are settings of the breaker's `Config`, as the table of the
+/// settings says (`Key::constant`).
 pub(crate) fn kind(key: &str) -> Option<&'static str> {
-    KEYS.iter().find(|(k, _)| *k == key).map(|(_, kind)| *kind)
+    Key::from_name(key).and_then(Key::constant)
 }
 
 /// What else the key takes: a constant of its kind; or, for a key that takes
@@ -65,10 +51,14 @@ pub(crate) fn literal_only(key: &str, expr: &Expr) -> String {
     if matches!(expr, Expr::Lit(_)) {
         return String::new();
     }
+    let constants: Vec<String> = Key::ALL
+        .iter()
+        .filter(|key| key.constant().is_some())
+        .map(|key| format!("`{}`", key.name()))
+        .collect();
     format!(
         "; `{key}` is written as a literal (it shapes the code generated beside the breaker), \
-         while the breaker's settings (`threshold`, `failure_rate`, `min_calls`, `slow`, \
-         `slow_rate`, `shed`, `recovery`, `jitter`, `trial_calls`, `success_threshold`) also \
-         take a constant"
+         while the breaker's settings ({}) also take a constant",
+        constants.join(", ")
     )
 }

@@ -44,10 +44,7 @@ pub(crate) fn set<T>(
     value: T,
 ) -> syn::Result<()> {
     if slot.is_some() {
-        return Err(syn::Error::new(
-            key.span(),
-            format!("`{}` is set more than once", key.unraw()),
-        ));
+        return Err(set_twice(key));
     }
     *slot = Some(Arg {
         value,
@@ -55,6 +52,14 @@ pub(crate) fn set<T>(
         key: key.span(),
     });
     Ok(())
+}
+
+/// A key given a second time, reported at the key.
+pub(crate) fn set_twice(key: &Ident) -> syn::Error {
+    syn::Error::new(
+        key.span(),
+        format!("`{}` is set more than once", key.unraw()),
+    )
 }
 
 /// Parses `key = value, ...` with `parse_one` for each argument. Never fails

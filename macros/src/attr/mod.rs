@@ -11,6 +11,7 @@ pub(crate) mod matcher;
 pub(crate) mod retry;
 pub(crate) mod value;
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use proc_macro2::Span;
@@ -18,44 +19,37 @@ use syn::ext::IdentExt;
 use syn::parse::ParseStream;
 use syn::{Expr, ExprBlock, ExprClosure, ExprPath, Ident, LitStr, Path};
 
+use failfast_rules::{Key, Kind, Place, Value};
+
 pub use constant::Const;
 pub use grammar::Errors;
-use grammar::{parse_arguments, parse_key, set};
+use grammar::{parse_arguments, parse_key, set, set_twice};
 pub use matcher::Matcher;
 use value::{
-    concurrency, count, crate_path, duration, fallback, jitter, rate, recovery, registry_name,
-    reject_with, shared_breaker, shed,
+    concurrency, count, crate_path, duration, fallback, recovery, registry_name, reject_with,
+    shared_breaker,
 };
 
-/// Every key the attribute understands, in the order the docs list them.
-pub(crate) const KEYS: &[&str] = &[
-    "threshold",
-    "failure_rate",
-    "window",
-    "min_calls",
-    "slow",
-    "slow_rate",
-    "shed",
-    "shed_window",
-    "timeout",
-    "max_concurrent",
-    "max_wait",
-    "recovery",
-    "jitter",
-    "trial_calls",
-    "success_threshold",
-    "key",
-    "max_keys",
-    "max_ejection_percent",
-    "breaker",
-    "counts",
-    "ignores",
-    "counts_ok",
-    "fallback",
-    "reject_with",
-    "name",
-    "crate",
+/// The attribute's own keys, which shape the code generated beside the
+/// breaker rather than set it: each listed in messages before the setting
+/// named with it, or after every setting.
+const OWN_KEYS: &[(&str, Option<Key>)] = &[
+    ("key", Some(Key::MaxKeys)),
+    ("breaker", None),
+    ("counts", None),
+    ("ignores", None),
+    ("counts_ok", None),
+    ("fallback", None),
+    ("reject_with", None),
+    ("name", None),
+    ("crate", None),
 ];
+
+/// Every key the attribute understands, in the order the docs list them:
+/// the settings in the order of `failfast_rules::settings_table!`, and the
+/// attribute's own keys.
+pub(crate) static KEYS: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| keys_of(Place::Attribute, OWN_KEYS));
 
 /// The keys that configure a breaker itself: what `failfast::breaker!`
 /// declares, and what a function using a shared breaker (`breaker = NAME`)
@@ -63,25 +57,26 @@ pub(crate) const KEYS: &[&str] = &[
 /// which the breaker keeps; a fixed `max_concurrent = N` is a bulkhead of
 /// one function's calls, which a declaration refuses and a function using
 /// the breaker may set.
-pub(crate) const BREAKER_KEYS: &[&str] = &[
-    "threshold",
-    "failure_rate",
-    "window",
-    "min_calls",
-    "slow",
-    "slow_rate",
-    "shed",
-    "shed_window",
-    "max_concurrent",
-    "recovery",
-    "jitter",
-    "trial_calls",
-    "success_threshold",
-    "max_keys",
-    "max_ejection_percent",
-    "name",
-    "crate",
-];
+pub(crate) static BREAKER_KEYS: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| keys_of(Place::Declaration, &[("name", None), ("crate", None)]));
+
+/// The keys `place` takes, in the order messages list them: its settings
+/// in the table's order, and `own` keys, each before the setting named
+/// with it or after them all.
+fn keys_of(place: Place, own: &[(&'static str, Option<Key>)]) -> Vec<&'static str> {
+    let own_before = |at: Option<Key>| {
+        own.iter()
+            .filter(move |(_, before)| *before == at)
+            .map(|(name, _)| *name)
+    };
+    let mut keys = Vec::new();
+    for &key in Key::ALL.iter().filter(|key| key.written_in(place)) {
+        keys.extend(own_before(Some(key)));
+        keys.push(key.name());
+    }
+    keys.extend(own_before(None));
+    keys
+}
 
 /// A key's value and where it was written, so that checks between keys can
 /// point at the value.
@@ -125,25 +120,14 @@ pub struct Recovery {
 
 #[derive(Default)]
 pub struct Args {
-    pub threshold: Option<Arg<u32>>,
-    pub failure_rate: Option<Arg<f64>>,
+    /// The plain settings given a literal (a count, a number, a duration:
+    /// each key whose `failfast_rules::Kind` is not `Shaped`), in the
+    /// order they were written; see [`Args::setting`].
+    settings: Vec<(Key, Arg<Value>)>,
     pub window: Option<Arg<Window>>,
-    pub min_calls: Option<Arg<u32>>,
-    pub slow: Option<Arg<Duration>>,
-    pub slow_rate: Option<Arg<f64>>,
-    /// `shed = 2`: graded shedding's multiplier.
-    pub shed: Option<Arg<f64>>,
-    /// `shed_window = "10s"`: the time graded shedding measures over.
-    pub shed_window: Option<Arg<Duration>>,
-    pub timeout: Option<Arg<Duration>>,
     /// `max_concurrent = 8` or `max_concurrent = 2..=8`.
     pub max_concurrent: Option<Arg<Concurrency>>,
-    /// `max_wait = "50ms"`: how long a call waits for a place.
-    pub max_wait: Option<Arg<Duration>>,
     pub recovery: Option<Arg<Recovery>>,
-    pub jitter: Option<Arg<f64>>,
-    pub trial_calls: Option<Arg<u32>>,
-    pub success_threshold: Option<Arg<u32>>,
     pub counts: Option<Arg<Matcher>>,
     pub ignores: Option<Arg<Matcher>>,
     /// `counts_ok = …`: which `Ok` values count as failures (a pattern or a
@@ -153,9 +137,6 @@ pub struct Args {
     pub reject_with: Option<Arg<ExprPath>>,
     /// `key = expr`: one breaker per value of `expr`.
     pub key: Option<Arg<Expr>>,
-    pub max_keys: Option<Arg<u32>>,
-    /// `max_ejection_percent = N`: a keyed family's ejection budget.
-    pub max_ejection_percent: Option<Arg<u32>>,
     /// `breaker = PATH`: a breaker declared with `failfast::breaker!`.
     pub breaker: Option<Arg<Path>>,
     pub name: Option<Arg<LitStr>>,
@@ -174,7 +155,7 @@ impl Args {
     /// recorded in `errors` and parsing goes on with the next `key = value`.
     pub fn parse(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Args {
         let mut args = Args::default();
-        parse_arguments(tokens, errors, |input| args.parse_one(input, KEYS));
+        parse_arguments(tokens, errors, |input| args.parse_one(input, &KEYS));
         args
     }
 
@@ -197,7 +178,7 @@ impl Args {
                     ));
                 }
             }
-            args.parse_one(input, BREAKER_KEYS)
+            args.parse_one(input, &BREAKER_KEYS)
         });
         args
     }
@@ -209,10 +190,7 @@ impl Args {
         if constant::kind(&name).is_some()
             && self.written.iter().filter(|k| k.unraw() == name).count() > 1
         {
-            return Err(syn::Error::new(
-                key.span(),
-                format!("`{name}` is set more than once"),
-            ));
+            return Err(set_twice(&key));
         }
         if constant::is_const(input, &name) {
             let expr: Expr = input.parse()?;
@@ -224,9 +202,21 @@ impl Args {
             });
             return Ok(());
         }
+        let setting = Key::from_name(&name);
+        if let Some(setting) = setting.filter(|s| !matches!(s.kind(), Kind::Shaped)) {
+            let value = value::plain(input, setting)?;
+            if self.setting(setting).is_some() {
+                return Err(set_twice(&key));
+            }
+            let arg = Arg {
+                value,
+                span,
+                key: key.span(),
+            };
+            self.settings.push((setting, arg));
+            return Ok(());
+        }
         match name.as_str() {
-            "threshold" => set(&mut self.threshold, &key, span, count(input, &name)?),
-            "failure_rate" => set(&mut self.failure_rate, &key, span, rate(input, &name)?),
             "window" => {
                 let window = if input.peek(LitStr) {
                     Window::Time(duration(input, &name)?)
@@ -235,41 +225,58 @@ impl Args {
                 };
                 set(&mut self.window, &key, span, window)
             }
-            "min_calls" => set(&mut self.min_calls, &key, span, count(input, &name)?),
-            "slow" => set(&mut self.slow, &key, span, duration(input, &name)?),
-            "slow_rate" => set(&mut self.slow_rate, &key, span, rate(input, &name)?),
-            "shed" => set(&mut self.shed, &key, span, shed(input)?),
-            "shed_window" => set(&mut self.shed_window, &key, span, duration(input, &name)?),
-            "timeout" => set(&mut self.timeout, &key, span, duration(input, &name)?),
             "max_concurrent" => set(&mut self.max_concurrent, &key, span, concurrency(input)?),
-            "max_wait" => set(&mut self.max_wait, &key, span, duration(input, &name)?),
             "recovery" => set(&mut self.recovery, &key, span, recovery(input)?),
-            "jitter" => set(&mut self.jitter, &key, span, jitter(input)?),
-            "trial_calls" => set(&mut self.trial_calls, &key, span, count(input, &name)?),
-            "success_threshold" => set(
-                &mut self.success_threshold,
-                &key,
-                span,
-                count(input, &name)?,
-            ),
             "counts" => set(&mut self.counts, &key, span, input.call(Matcher::parse)?),
             "ignores" => set(&mut self.ignores, &key, span, input.call(Matcher::parse)?),
             "counts_ok" => set(&mut self.counts_ok, &key, span, input.call(Matcher::parse)?),
             "fallback" => set(&mut self.fallback, &key, span, fallback(input)?),
             "reject_with" => set(&mut self.reject_with, &key, span, reject_with(input)?),
             "key" => set(&mut self.key, &key, span, input.parse()?),
-            "max_keys" => set(&mut self.max_keys, &key, span, count(input, &name)?),
-            "max_ejection_percent" => set(
-                &mut self.max_ejection_percent,
-                &key,
-                span,
-                count(input, &name)?,
-            ),
             "breaker" => set(&mut self.breaker, &key, span, shared_breaker(input)?),
             "name" => set(&mut self.name, &key, span, registry_name(input)?),
             "crate" => set(&mut self.krate, &key, span, crate_path(input)?),
             _ => unreachable!("every entry of KEYS has a parser"),
         }
+    }
+
+    /// A plain setting given a literal: its value, and where it was
+    /// written.
+    pub(crate) fn setting(&self, key: Key) -> Option<&Arg<Value>> {
+        self.settings
+            .iter()
+            .find(|(setting, _)| *setting == key)
+            .map(|(_, arg)| arg)
+    }
+
+    /// The plain settings given a literal, in the order they were written.
+    pub(crate) fn settings(&self) -> impl Iterator<Item = (Key, &Arg<Value>)> {
+        self.settings.iter().map(|(key, arg)| (*key, arg))
+    }
+
+    /// A count given as a literal (`threshold = 5`).
+    pub(crate) fn count(&self, key: Key) -> Option<Arg<u32>> {
+        self.typed(key, |value| match value {
+            Value::Count(n) => Some(n),
+            _ => None,
+        })
+    }
+
+    /// A duration given as a literal (`timeout = "2s"`).
+    pub(crate) fn duration(&self, key: Key) -> Option<Arg<Duration>> {
+        self.typed(key, |value| match value {
+            Value::Duration(d) => Some(d),
+            _ => None,
+        })
+    }
+
+    fn typed<T>(&self, key: Key, of: fn(Value) -> Option<T>) -> Option<Arg<T>> {
+        let arg = self.setting(key)?;
+        Some(Arg {
+            value: of(arg.value)?,
+            span: arg.span,
+            key: arg.key,
+        })
     }
 
     /// `max_concurrent = N`: the places of the function's bulkhead (or of

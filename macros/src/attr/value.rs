@@ -13,7 +13,7 @@ use syn::{
     RangeLimits, Token, UnOp,
 };
 
-use failfast_rules::{self as rules, Key};
+use failfast_rules::{self as rules, Key, Kind, Value};
 
 use super::constant::literal_only;
 use super::{Concurrency, Fallback, Recovery};
@@ -164,26 +164,19 @@ pub(crate) fn number(input: ParseStream, key: &str, example: &str) -> syn::Resul
     Ok((if negative { -value } else { value }, expr))
 }
 
-/// A share of calls: `0 < rate <= 1` (`failure_rate`, `slow_rate`).
-pub(crate) fn rate(input: ParseStream, key: &str) -> syn::Result<f64> {
-    let (value, expr) = number(input, key, "0.5")?;
-    let rule = match rule_key(key) {
-        Key::SlowRate => rules::slow_rate,
-        _ => rules::failure_rate,
-    };
-    rule(value).map_err(|violation| syn::Error::new_spanned(&expr, violation))
-}
-
-/// Graded shedding's multiplier: `1 <= shed <= 10`.
-pub(crate) fn shed(input: ParseStream) -> syn::Result<f64> {
-    let (value, expr) = number(input, "shed", "2")?;
-    rules::shed(value).map_err(|violation| syn::Error::new_spanned(&expr, violation))
-}
-
-/// A fraction of the open time: `0 <= jitter < 1`.
-pub(crate) fn jitter(input: ParseStream) -> syn::Result<f64> {
-    let (value, expr) = number(input, "jitter", "0.2")?;
-    rules::jitter(value).map_err(|violation| syn::Error::new_spanned(&expr, violation))
+/// A plain setting's value, read as its kind says (a count, a number, a
+/// duration) and held to its rule.
+pub(crate) fn plain(input: ParseStream, key: Key) -> syn::Result<Value> {
+    let name = key.name();
+    Ok(match key.kind() {
+        Kind::Count => Value::Count(count(input, name)?),
+        Kind::Number(rule, example) => {
+            let (value, expr) = number(input, name, example)?;
+            Value::Number(rule(value).map_err(|v| syn::Error::new_spanned(&expr, v))?)
+        }
+        Kind::Duration => Value::Duration(duration(input, name)?),
+        Kind::Shaped => unreachable!("`{name}` is read by a parser of its own"),
+    })
 }
 
 fn duration_lit(input: ParseStream, key: &str) -> syn::Result<LitStr> {

@@ -12,7 +12,7 @@ use proc_macro2::Span;
 use syn::Ident;
 use syn::ext::IdentExt;
 
-use failfast_rules::{self as rules, Key, Resolution, Resolved, Setting, Violation, Written};
+use failfast_rules::{self as rules, Key, Kind, Resolution, Resolved, Setting, Violation, Written};
 
 use crate::attr::{Arg, Args, BREAKER_KEYS, Errors};
 
@@ -41,19 +41,16 @@ fn written(args: &Args) -> Written {
             (None, None) => Setting::Unset,
         }
     }
+    let mut written = Written::NOTHING;
+    for &key in Key::ALL {
+        if !matches!(key.kind(), Kind::Shaped) {
+            written.write(key, setting(args, key.name(), args.setting(key)));
+        }
+    }
     let recovery = args.recovery.as_ref();
     Written {
-        threshold: setting(args, "threshold", args.threshold.as_ref()),
-        failure_rate: setting(args, "failure_rate", args.failure_rate.as_ref()),
         window: setting(args, "window", args.window.as_ref()),
-        min_calls: setting(args, "min_calls", args.min_calls.as_ref()),
-        slow: setting(args, "slow", args.slow.as_ref()),
-        slow_rate: setting(args, "slow_rate", args.slow_rate.as_ref()),
-        shed: setting(args, "shed", args.shed.as_ref()),
-        shed_window: setting(args, "shed_window", args.shed_window.as_ref()),
-        timeout: setting(args, "timeout", args.timeout.as_ref()),
         max_concurrent: setting(args, "max_concurrent", args.max_concurrent.as_ref()),
-        max_wait: setting(args, "max_wait", args.max_wait.as_ref()),
         recovery: match recovery {
             Some(recovery) => Setting::Set(recovery.value.start),
             None => setting::<std::time::Duration>(args, "recovery", None),
@@ -62,7 +59,7 @@ fn written(args: &Args) -> Written {
             Some(max) => Setting::Set(max),
             None => Setting::Unset,
         },
-        ..Written::NOTHING
+        ..written
     }
 }
 
@@ -144,10 +141,10 @@ fn reported(args: &Args, violation: Violation) -> syn::Error {
                 .map_or_else(Span::call_site, Ident::span),
             _ => at_key(),
         },
-        Key::Threshold => args.threshold.as_ref().map_or_else(at_key, |a| a.span),
-        Key::MinCalls => args.min_calls.as_ref().map_or_else(at_key, |a| a.span),
-        Key::Slow => args.slow.as_ref().map_or_else(at_key, |a| a.span),
-        Key::ShedWindow => match (&args.shed_window, &args.timeout) {
+        Key::Threshold | Key::MinCalls | Key::Slow => {
+            args.setting(key).map_or_else(at_key, |a| a.span)
+        }
+        Key::ShedWindow => match (args.setting(key), args.duration(Key::Timeout)) {
             (Some(window), _) => window.span,
             // The default window, shorter than `timeout`: at `timeout`'s
             // value, with the default and the fix.

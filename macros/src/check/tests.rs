@@ -6,8 +6,8 @@ use std::time::Duration;
 use crate::attr::grammar::suggest;
 use failfast_rules::{DEFAULT_WINDOW_CALLS, Key};
 
-use crate::attr::{Args, Concurrency, Errors, Fallback, KEYS, Window};
-use failfast_rules::{FailureRule, Resolved};
+use crate::attr::{Args, BREAKER_KEYS, Concurrency, Errors, Fallback, KEYS, Window};
+use failfast_rules::{FailureRule, Place, Resolved, Value};
 
 /// The arguments of `#[circuit_breaker]`, parsed and checked.
 fn parse_checked(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Args {
@@ -38,15 +38,45 @@ fn every_key_parses() {
         &mut errors,
     );
     assert!(errors.into_result().is_none());
-    assert_eq!(args.failure_rate.unwrap().value, 0.5);
-    assert!(matches!(args.window.unwrap().value, Window::Time(d) if d == Duration::from_secs(60)));
-    assert_eq!(args.slow_rate.unwrap().value, 1.0);
-    let recovery = args.recovery.unwrap().value;
+    let value = |key| args.setting(key).map(|arg| arg.value);
+    assert_eq!(value(Key::FailureRate), Some(Value::Number(0.5)));
+    assert!(
+        matches!(args.window.as_ref().unwrap().value, Window::Time(d) if d == Duration::from_secs(60))
+    );
+    assert_eq!(value(Key::SlowRate), Some(Value::Number(1.0)));
+    assert_eq!(value(Key::Jitter), Some(Value::Number(0.2)));
+    assert_eq!(value(Key::MinCalls), Some(Value::Count(20)));
+    assert_eq!(
+        value(Key::Slow),
+        Some(Value::Duration(Duration::from_secs(2)))
+    );
+    let recovery = &args.recovery.as_ref().unwrap().value;
     assert_eq!(recovery.start, Duration::from_secs(30));
     assert_eq!(recovery.max, Some(Duration::from_secs(600)));
-    assert_eq!(args.trial_calls.unwrap().value, 3);
-    assert_eq!(args.timeout.unwrap().value, Duration::from_secs(3));
-    assert_eq!(args.max_concurrent.unwrap().value, Concurrency::Fixed(8));
+    assert_eq!(value(Key::TrialCalls), Some(Value::Count(3)));
+    assert_eq!(value(Key::SuccessThreshold), Some(Value::Count(2)));
+    assert_eq!(
+        args.duration(Key::Timeout).map(|arg| arg.value),
+        Some(Duration::from_secs(3))
+    );
+    assert_eq!(args.count(Key::Timeout).map(|arg| arg.value), None);
+    assert_eq!(
+        args.settings().map(|(key, _)| key).collect::<Vec<_>>(),
+        [
+            Key::FailureRate,
+            Key::MinCalls,
+            Key::Slow,
+            Key::SlowRate,
+            Key::Timeout,
+            Key::Jitter,
+            Key::TrialCalls,
+            Key::SuccessThreshold
+        ]
+    );
+    assert_eq!(
+        args.max_concurrent.as_ref().unwrap().value,
+        Concurrency::Fixed(8)
+    );
 }
 
 #[test]
@@ -247,8 +277,8 @@ fn shed_is_a_multiplier_over_a_time_no_shorter_than_timeout() {
         [24]
     );
     assert_eq!(columns_of(r#"shed = 2, timeout = "30s""#), [20]);
-    assert_eq!(suggest("shd", KEYS), Some("shed"));
-    assert_eq!(suggest("sheds", KEYS), Some("shed"));
+    assert_eq!(suggest("shd", &KEYS), Some("shed"));
+    assert_eq!(suggest("sheds", &KEYS), Some("shed"));
     // A breaker's setting: declared with it, not beside `breaker = …`.
     assert_eq!(errors_of("breaker = PAYMENTS, shed = 2").len(), 1);
 }
@@ -290,15 +320,53 @@ fn duplicates_are_reported_for_every_key() {
 
 #[test]
 fn suggestions_only_for_near_misses() {
-    assert_eq!(suggest("treshold", KEYS), Some("threshold"));
-    assert_eq!(suggest("ignore", KEYS), Some("ignores"));
-    assert_eq!(suggest("retries", KEYS), None);
+    assert_eq!(suggest("treshold", &KEYS), Some("threshold"));
+    assert_eq!(suggest("ignore", &KEYS), Some("ignores"));
+    assert_eq!(suggest("retries", &KEYS), None);
     // Edits at the start, in the middle and at the end, up to two.
-    assert_eq!(suggest("hreshold", KEYS), Some("threshold"));
-    assert_eq!(suggest("xxthreshold", KEYS), Some("threshold"));
-    assert_eq!(suggest("xxxthreshold", KEYS), None);
-    assert_eq!(suggest("thresholdxx", KEYS), Some("threshold"));
-    assert_eq!(suggest("fallbak", KEYS), Some("fallback"));
+    assert_eq!(suggest("hreshold", &KEYS), Some("threshold"));
+    assert_eq!(suggest("xxthreshold", &KEYS), Some("threshold"));
+    assert_eq!(suggest("xxxthreshold", &KEYS), None);
+    assert_eq!(suggest("thresholdxx", &KEYS), Some("threshold"));
+    assert_eq!(suggest("fallbak", &KEYS), Some("fallback"));
+}
+
+/// The attribute's keys are the settings the table gives it, in the
+/// table's order, with `key` just before `max_keys` and the attribute's
+/// own keys after them; a declaration's, the settings it takes.
+#[test]
+fn the_keys_are_the_tables_in_its_order_and_the_attributes_own() {
+    let settings = |place| -> Vec<&str> {
+        Key::ALL
+            .iter()
+            .filter(|key| key.written_in(place))
+            .map(|key| key.name())
+            .collect()
+    };
+    let of_the_table = |keys: &[&'static str]| -> Vec<&'static str> {
+        keys.iter()
+            .copied()
+            .filter(|key| Key::from_name(key).is_some())
+            .collect()
+    };
+    assert_eq!(of_the_table(&KEYS), settings(Place::Attribute));
+    assert_eq!(of_the_table(&BREAKER_KEYS), settings(Place::Declaration));
+    let at = |name| KEYS.iter().position(|key| *key == name).unwrap();
+    assert_eq!(at("key") + 1, at("max_keys"));
+    let own = [
+        "breaker",
+        "counts",
+        "ignores",
+        "counts_ok",
+        "fallback",
+        "reject_with",
+        "name",
+        "crate",
+    ];
+    assert_eq!(KEYS[KEYS.len() - own.len()..], own);
+    assert_eq!(KEYS.len(), settings(Place::Attribute).len() + own.len() + 1);
+    assert_eq!(BREAKER_KEYS[BREAKER_KEYS.len() - 2..], ["name", "crate"]);
+    assert!(!BREAKER_KEYS.contains(&"timeout") && !BREAKER_KEYS.contains(&"key"));
 }
 
 #[test]
@@ -445,7 +513,7 @@ fn a_growing_recovery_needs_both_ends_in_order() {
     let mut errors = Errors::default();
     let args = parse_checked("recovery = \"30s..30s\"".parse().unwrap(), &mut errors);
     assert!(errors.into_result().is_none());
-    let recovery = args.recovery.unwrap().value;
+    let recovery = &args.recovery.as_ref().unwrap().value;
     assert_eq!(
         (recovery.start, recovery.max),
         (Duration::from_secs(30), Some(Duration::from_secs(30)))
@@ -768,7 +836,7 @@ fn constants_keep_their_setting_and_the_order_they_were_written_in() {
     );
     let settings: Vec<Key> = args.consts.iter().map(|c| c.setting).collect();
     assert_eq!(settings, [Key::Recovery, Key::Threshold, Key::FailureRate]);
-    assert!(args.recovery.is_none() && args.threshold.is_none());
+    assert!(args.recovery.is_none() && args.setting(Key::Threshold).is_none());
     assert!(matches!(
         args.window.map(|w| w.value),
         Some(Window::Calls(20))
@@ -803,12 +871,12 @@ fn a_value_is_reported_at_the_value_and_a_key_is_known_by_where_it_was_written()
         &mut errors,
     );
     assert!(errors.into_result().is_none());
-    let timeout = args.timeout.unwrap();
+    let timeout = args.duration(Key::Timeout).unwrap();
     assert_eq!(
         (timeout.key.start().column, timeout.span.start().column),
         (0, 10)
     );
-    let max_wait = args.max_wait.unwrap();
+    let max_wait = args.duration(Key::MaxWait).unwrap();
     assert_eq!(max_wait.key.start().column, 36);
     assert_eq!(args.key.unwrap().key.start().column, 55);
 }

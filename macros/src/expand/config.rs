@@ -17,7 +17,7 @@ use proc_macro2::TokenStream;
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use failfast_rules::{FailureRule, Key};
+use failfast_rules::{FailureRule, Key, Value};
 
 use crate::attr::Window;
 use crate::check::Breaker;
@@ -32,7 +32,6 @@ pub(crate) fn config(
 ) -> TokenStream {
     let args = &breaker.args;
     let int = proc_macro2::Literal::u32_unsuffixed;
-    let float = proc_macro2::Literal::f64_unsuffixed;
 
     let name = match &args.name {
         Some(name) => name.value.to_token_stream(),
@@ -48,24 +47,6 @@ pub(crate) fn config(
             chain.extend(quote!(.max_recovery(#max)));
         }
     }
-    if let Some(jitter) = &args.jitter {
-        let jitter = float(jitter.value);
-        chain.extend(quote!(.jitter(#jitter)));
-    }
-    if let Some(trials) = &args.trial_calls {
-        let n = int(trials.value);
-        chain.extend(quote!(.trial_calls(#n)));
-    }
-    if let Some(successes) = &args.success_threshold {
-        let n = int(successes.value);
-        chain.extend(quote!(.success_threshold(#n)));
-    }
-    // The time limit is the breaker's setting, which can change at run
-    // time; the call reads it from the breaker (`__private::timeout`).
-    if let Some(timeout) = &args.timeout {
-        let d = duration(timeout.value);
-        chain.extend(quote!(.timeout(#d)));
-    }
     // `max_concurrent = MIN..=MAX`: the breaker keeps the limit itself.
     if let Some((min, max)) = args.adaptive_concurrency() {
         let (min, max) = (int(min), int(max));
@@ -77,43 +58,38 @@ pub(crate) fn config(
     if let (Some(n), None) = (args.bulkhead(), &args.key) {
         let n = int(n);
         chain.extend(quote!(.bulkhead(#n)));
-        if let Some(wait) = &args.max_wait {
+        if let Some(wait) = args.duration(Key::MaxWait) {
             let d = duration(wait.value);
             chain.extend(quote!(.max_wait(#d)));
         }
     }
+    chain.extend(literals(breaker));
     chain.extend(setters(breaker, private));
     quote!(#chain.into_config())
 }
 
-/// The setters of the rules that trip the breaker (the consecutive rule, or
-/// a failure or slow-call rate over a window) and of graded shedding,
-/// literal values only.
+/// What the rules that trip the breaker need beyond the values written:
+/// the default rule or none, the window, the `min_calls` a small window
+/// implies, failures counted within the window.
 fn trip_rules(breaker: &Breaker) -> TokenStream {
     let int = proc_macro2::Literal::u32_unsuffixed;
-    let float = proc_macro2::Literal::f64_unsuffixed;
     let (args, rules) = (&breaker.args, &breaker.rules);
     let mut chain = TokenStream::new();
-    match (&args.threshold, &args.failure_rate) {
-        (Some(threshold), _) => {
-            let n = int(threshold.value);
-            chain.extend(quote!(.threshold(#n)));
-        }
+    let written = |key| args.setting(key).is_some();
+    match (written(Key::Threshold), written(Key::FailureRate)) {
+        // A literal `threshold` is set by `literals`.
+        (true, _) => {}
         // Graded shedding alone has no trip rule of its own (a constant
         // `threshold` or `failure_rate` is set after, by `setters`).
-        (None, None) if rules.failures == FailureRule::Off => {
+        (false, false) if rules.failures == FailureRule::Off => {
             chain.extend(quote!(.without_threshold()));
         }
         // The consecutive-failure rule is the default rule.
-        (None, None) => {
+        (false, false) => {
             let n = int(failfast_rules::DEFAULT_THRESHOLD);
             chain.extend(quote!(.threshold(#n)));
         }
-        (None, Some(_)) => {}
-    }
-    if let Some(rate) = &args.failure_rate {
-        let rate = float(rate.value);
-        chain.extend(quote!(.failure_rate(#rate)));
+        (false, true) => {}
     }
     match args.window.as_ref().map(|w| &w.value) {
         Some(Window::Calls(n)) => {
@@ -126,33 +102,10 @@ fn trip_rules(breaker: &Breaker) -> TokenStream {
         }
         None => {}
     }
-    match (&args.min_calls, rules.implied_min_calls) {
-        (Some(min_calls), _) => {
-            let n = int(min_calls.value);
-            chain.extend(quote!(.min_calls(#n)));
-        }
-        (None, Some(n)) => {
-            let n = int(n);
-            chain.extend(quote!(.min_calls(#n)));
-        }
-        (None, None) => {}
-    }
-    if let Some(slow) = &args.slow {
-        let d = duration(slow.value);
-        chain.extend(quote!(.slow(#d)));
-    }
-    if let Some(rate) = &args.slow_rate {
-        let rate = float(rate.value);
-        chain.extend(quote!(.slow_rate(#rate)));
-    }
-    if let Some(shed) = &args.shed {
-        let k = float(shed.value);
-        chain.extend(quote!(.shed(#k)));
-    }
-    // Graded shedding measures over `shed_window`, 10 s unless written.
-    if let Some(window) = &args.shed_window {
-        let d = duration(window.value);
-        chain.extend(quote!(.shed_window(#d)));
+    // A `min_calls` a small count window implies, when none is written.
+    if let (false, Some(n)) = (written(Key::MinCalls), rules.implied_min_calls) {
+        let n = int(n);
+        chain.extend(quote!(.min_calls(#n)));
     }
     // `threshold` with `window` (literal or constant): failures within it.
     if rules.failures == FailureRule::WithinWindow {
@@ -160,6 +113,27 @@ fn trip_rules(breaker: &Breaker) -> TokenStream {
     }
     chain
 }
+/// The setter calls of the plain settings given a literal, each
+/// `.<key>(literal)`: the settings of the breaker's `Config`
+/// (`Key::in_config`), but `max_wait`, which is the bulkhead's, set with
+/// it.
+fn literals(breaker: &Breaker) -> TokenStream {
+    breaker
+        .args
+        .settings()
+        .filter(|(key, _)| key.in_config() && *key != Key::MaxWait)
+        .map(|(key, arg)| {
+            let setter = format_ident!("{}", key.name());
+            let value = match arg.value {
+                Value::Count(n) => proc_macro2::Literal::u32_unsuffixed(n).into_token_stream(),
+                Value::Number(x) => proc_macro2::Literal::f64_unsuffixed(x).into_token_stream(),
+                Value::Duration(d) => duration(d),
+            };
+            quote!(.#setter(#value))
+        })
+        .collect()
+}
+
 /// The setter calls of every constant value, checked by const evaluation;
 /// they come last in the `Config` chain, after any default they replace.
 fn setters(breaker: &Breaker, private: &TokenStream) -> TokenStream {
@@ -175,7 +149,7 @@ fn setters(breaker: &Breaker, private: &TokenStream) -> TokenStream {
             let check = format_ident!("{}", name, span = span);
             let mut value = quote_spanned!(span=> #consts::#check(#expr));
             if c.setting == Key::Slow {
-                if let Some(timeout) = &args.timeout {
+                if let Some(timeout) = args.duration(Key::Timeout) {
                     let timeout = respan(duration(timeout.value), span);
                     value = quote_spanned!(span=> #consts::slow_under_timeout(#value, #timeout));
                 }

@@ -19,6 +19,7 @@ use crate::attr::declaration::Declaration;
 use crate::attr::{Args, Errors};
 use crate::check;
 use crate::tokens::{allow, runtime};
+use failfast_rules::Key;
 
 pub fn breaker(input: TokenStream) -> TokenStream {
     let declaration = match syn::parse2::<Declaration>(input) {
@@ -40,12 +41,11 @@ pub fn breaker(input: TokenStream) -> TokenStream {
             let name = ident.unraw().to_string();
             let default_name = quote!(::core::concat!(::core::module_path!(), "::", #name));
             let config = config(&checked, default_name, &private);
-            match &args.max_keys {
+            match args.count(Key::MaxKeys) {
                 Some(max_keys) => {
                     let max_keys = proc_macro2::Literal::usize_unsuffixed(max_keys.value as usize);
                     let budget = proc_macro2::Literal::u32_unsuffixed(
-                        args.max_ejection_percent
-                            .as_ref()
+                        args.count(Key::MaxEjectionPercent)
                             .map_or(failfast_rules::MAX_EJECTION_PERCENT, |n| n.value),
                     );
                     let declared = super::declare::family_registration(

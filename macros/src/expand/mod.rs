@@ -585,7 +585,7 @@ impl Plan<'_> {
     /// feature is reported.
     fn await_body(&self, future: TokenStream) -> TokenStream {
         let private = self.private;
-        match &self.args.timeout {
+        match self.args.duration(failfast_rules::Key::Timeout) {
             None => quote!(#private::body(__failfast_permit, #future).await),
             Some(timeout) => {
                 let limit = duration(timeout.value);

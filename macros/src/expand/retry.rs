@@ -515,6 +515,7 @@ fn argument_kind(func: &ItemFn, name: &syn::Ident) -> Option<Kind> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use failfast_rules::Key;
     use syn::Item;
 
     /// The messages of the `compile_error!`s, and the function after them.
@@ -563,7 +564,10 @@ mod tests {
         assert!(errors.into_result().is_none());
         assert!(func.attrs.is_empty());
         assert!(breaker.checked.report_to_retry);
-        assert_eq!(breaker.checked.args.threshold.map(|t| t.value), Some(2));
+        assert_eq!(
+            breaker.checked.args.count(Key::Threshold).map(|t| t.value),
+            Some(2)
+        );
         assert!(breaker.checked.args.fallback.is_some());
         let path = &breaker.path;
         assert_eq!(quote!(#path).to_string(), "failfast :: circuit_breaker");

@@ -30,7 +30,7 @@ use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, Path};
 
-use failfast_rules::{DEFAULT_MAX_KEYS, MAX_EJECTION_PERCENT};
+use failfast_rules::{DEFAULT_MAX_KEYS, Key, MAX_EJECTION_PERCENT};
 
 use super::config::config;
 use crate::check::Breaker as Checked;
@@ -83,14 +83,15 @@ impl<'a> Source<'a> {
             breaker,
             private,
             allow,
-            max_keys: args.max_keys.as_ref().map_or(DEFAULT_MAX_KEYS, |n| n.value),
+            max_keys: args
+                .count(Key::MaxKeys)
+                .map_or(DEFAULT_MAX_KEYS, |n| n.value),
             max_ejection_percent: args
-                .max_ejection_percent
-                .as_ref()
+                .count(Key::MaxEjectionPercent)
                 .map_or(MAX_EJECTION_PERCENT, |n| n.value),
             // An adaptive limit is the breaker's own: no bulkhead.
             max_concurrent: args.bulkhead(),
-            max_wait: args.max_wait.as_ref().map(|d| (d.value, d.key)),
+            max_wait: args.duration(Key::MaxWait).map(|d| (d.value, d.key)),
             is_async,
             key_span: args
                 .key
