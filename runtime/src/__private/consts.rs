@@ -6,10 +6,48 @@
 //! same rules as for a literal (`failfast_rules`), applied by const
 //! evaluation of the breaker's `static`, so a value that cannot work is a
 //! compile error naming the key.
+//!
+//! Every key that takes a constant has its check from the table of the
+//! settings (`failfast_rules::settings_table!`), `KEY(value)` holding the
+//! value to `failfast_rules::KEY`. The checks written out below take the
+//! place of the table's for their keys (an item shadows a glob import), so
+//! that the notes of a failed evaluation show one line of this file and no
+//! macro; the compile-error suite pins them.
 
 use std::time::Duration;
 
 use failfast_rules::{self as rules, Violation};
+
+#[allow(
+    unused_imports,
+    reason = "used by the keys whose check is not written out below, none today"
+)]
+pub use from_the_table::*;
+
+/// The check of each key that takes a constant, from the table.
+#[allow(
+    dead_code,
+    reason = "each check written out below takes the place of the table's"
+)]
+mod from_the_table {
+    use super::{checked, rules};
+    use std::time::Duration;
+
+    macro_rules! checks {
+        ({} $($docs:tt $variant:ident $name:ident ($ty:ty) $kind:tt $places:tt
+            [$($constant:literal)?] $setter:tt)*) => {
+            $($(
+                #[doc = concat!("`", stringify!($name), " = CONST`, ", $constant, ".")]
+                #[must_use]
+                pub const fn $name(value: $ty) -> $ty {
+                    checked(rules::$name(value))
+                }
+            )?)*
+        };
+    }
+
+    failfast_rules::settings_table!(checks {});
+}
 
 /// The value the rule gave back; a value that breaks it panics (a compile
 /// error under const evaluation) with the attribute's message.
@@ -115,6 +153,39 @@ mod tests {
     fn the_largest_values_in_the_messages_are_the_runtimes() {
         assert_eq!(MAX_THRESHOLD, 16_777_215);
         assert_eq!(MAX_TRIALS, 255);
+    }
+
+    /// The table's checks, which a key whose check is not written out
+    /// gets, hold each value to the same rule.
+    #[test]
+    fn the_tables_checks_are_the_rules() {
+        use super::from_the_table as table;
+        assert_eq!(table::threshold(MAX_THRESHOLD), MAX_THRESHOLD);
+        assert_eq!(
+            table::recovery(Duration::from_secs(1)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(table::shed(2.0), 2.0);
+        let message = |f: fn()| {
+            let e = std::panic::catch_unwind(f).unwrap_err();
+            e.downcast_ref::<String>().cloned().unwrap_or_default()
+        };
+        let zero = message(|| {
+            let _ = table::threshold(0);
+        });
+        assert!(zero.starts_with("`threshold` must be at least 1"), "{zero}");
+        assert!(
+            message(|| {
+                let _ = table::jitter(1.0);
+            })
+            .starts_with("`jitter` is a fraction")
+        );
+        assert!(
+            message(|| {
+                let _ = table::success_threshold(MAX_TRIALS + 1);
+            })
+            .contains("largest value is 255")
+        );
     }
 
     #[test]
