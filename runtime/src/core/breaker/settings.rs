@@ -133,97 +133,11 @@ impl Breaker {
     /// does. Leaves the mode alone.
     pub(crate) fn replace(&self, next: Config, origins: Origins) {
         let replaced: Result<(), ConfigError> = self.publish_settings(
-            |current| Ok((!same(current, &next)).then_some(next)),
+            |current| Ok((*current != next).then_some(next)),
             |_| origins,
         );
         debug_assert!(replaced.is_ok(), "a replacement is never refused");
     }
-}
-
-/// The same settings: what a [`Snapshot`](crate::Snapshot), which holds
-/// them, is compared by.
-impl PartialEq for Config {
-    fn eq(&self, other: &Config) -> bool {
-        same(self, other)
-    }
-}
-
-/// Whether `a` and `b` hold the same settings.
-fn same(a: &Config, b: &Config) -> bool {
-    let Config {
-        name,
-        threshold,
-        recovery,
-        max_recovery,
-        jitter,
-        trial_calls,
-        success_threshold,
-        failure_rate,
-        window,
-        min_calls,
-        slow,
-        slow_rate,
-        lease,
-        within,
-        shed,
-        shed_window,
-        adaptive,
-        bulkhead,
-        max_wait,
-        timeout,
-        guarded,
-        timed,
-    } = a;
-    *name == b.name
-        && (
-            *threshold,
-            *recovery,
-            *max_recovery,
-            *trial_calls,
-            *success_threshold,
-        ) == (
-            b.threshold,
-            b.recovery,
-            b.max_recovery,
-            b.trial_calls,
-            b.success_threshold,
-        )
-        && (
-            jitter.to_bits(),
-            failure_rate.to_bits(),
-            slow_rate.to_bits(),
-            shed.to_bits(),
-        ) == (
-            b.jitter.to_bits(),
-            b.failure_rate.to_bits(),
-            b.slow_rate.to_bits(),
-            b.shed.to_bits(),
-        )
-        && (
-            *window,
-            *min_calls,
-            *slow,
-            *lease,
-            *within,
-            *shed_window,
-            *adaptive,
-            (*bulkhead, *max_wait),
-            *timeout,
-            *guarded,
-            *timed,
-        ) == (
-            b.window,
-            b.min_calls,
-            b.slow,
-            b.lease,
-            b.within,
-            b.shed_window,
-            b.adaptive,
-            (b.bulkhead, b.max_wait),
-            b.timeout,
-            b.guarded,
-            b.timed,
-        )
 }
 
 impl Breaker {
