@@ -34,22 +34,29 @@ macro_rules! settings_table {
     ($($callback:ident)::+ { $($args:tt)* }) => {
         $crate::settings_table! { @rows [$($callback)::+] { $($args)* }
         /// `threshold`: consecutive counted failures that trip the breaker.
-        Threshold threshold: u32, Kind::Count, [Attribute Declaration], constant "a `u32`", config with_threshold;
+        Threshold threshold: u32, Kind::Count, [Attribute Declaration],
+            constant "a `u32`", config with_threshold;
         /// `failure_rate`: the share of failed calls that trips the breaker.
-        FailureRate failure_rate: f64, Kind::Number(failure_rate, "0.5"), [Attribute Declaration], constant "an `f64`", config with_failure_rate;
+        FailureRate failure_rate: f64, Kind::Number(failure_rate, "0.5"), [Attribute Declaration],
+            constant "an `f64`", config with_failure_rate;
         /// `window`: the calls, or the time, a rate is measured over.
         Window window: Window, Kind::Shaped, [Attribute Declaration];
         /// `min_calls`: calls the window must hold before a rate can trip.
-        MinCalls min_calls: u32, Kind::Count, [Attribute Declaration], constant "a `u32`", config with_min_calls;
+        MinCalls min_calls: u32, Kind::Count, [Attribute Declaration],
+            constant "a `u32`", config with_min_calls;
         /// `slow`: the duration above which a call is slow.
-        Slow slow: Duration, Kind::Duration, [Attribute Declaration], constant "a `Duration`", config with_slow;
+        Slow slow: Duration, Kind::Duration, [Attribute Declaration],
+            constant "a `Duration`", config with_slow;
         /// `slow_rate`: the share of slow calls that trips the breaker.
-        SlowRate slow_rate: f64, Kind::Number(slow_rate, "0.5"), [Attribute Declaration], constant "an `f64`", config with_slow_rate;
+        SlowRate slow_rate: f64, Kind::Number(slow_rate, "0.5"), [Attribute Declaration],
+            constant "an `f64`", config with_slow_rate;
         /// `shed`: graded shedding's multiplier `k`: calls are refused with
         /// chance `1 − k × accepted / sent`.
-        Shed shed: f64, Kind::Number(shed, "2"), [Attribute Declaration], constant "an `f64`", config with_shed;
+        Shed shed: f64, Kind::Number(shed, "2"), [Attribute Declaration],
+            constant "an `f64`", config with_shed;
         /// `shed_window`: the time graded shedding measures over.
-        ShedWindow shed_window: Duration, Kind::Duration, [Attribute Declaration], config with_shed_window;
+        ShedWindow shed_window: Duration, Kind::Duration, [Attribute Declaration],
+            config with_shed_window;
         /// `timeout`: the time limit of an async call.
         Timeout timeout: Duration, Kind::Duration, [Attribute], config with_timeout;
         /// `max_concurrent`: calls admitted at once.
@@ -57,15 +64,19 @@ macro_rules! settings_table {
         /// `max_wait`: how long a call waits for a place under `max_concurrent`.
         MaxWait max_wait: Duration, Kind::Duration, [Attribute], config with_max_wait;
         /// `recovery`: the open time before a trial.
-        Recovery recovery: Duration, Kind::Shaped, [Attribute Declaration], constant "a `Duration`", config with_recovery;
+        Recovery recovery: Duration, Kind::Shaped, [Attribute Declaration],
+            constant "a `Duration`", config with_recovery;
         /// `max_recovery`: the cap of a growing open time.
         MaxRecovery max_recovery: Duration, Kind::Shaped, [], config with_max_recovery;
         /// `jitter`: the random spread of each open period.
-        Jitter jitter: f64, Kind::Number(jitter, "0.2"), [Attribute Declaration], constant "an `f64`", config with_jitter;
+        Jitter jitter: f64, Kind::Number(jitter, "0.2"), [Attribute Declaration],
+            constant "an `f64`", config with_jitter;
         /// `trial_calls`: trial calls admitted at once in half-open.
-        TrialCalls trial_calls: u32, Kind::Count, [Attribute Declaration], constant "a `u32`", config with_trial_calls;
+        TrialCalls trial_calls: u32, Kind::Count, [Attribute Declaration],
+            constant "a `u32`", config with_trial_calls;
         /// `success_threshold`: successful trials needed to close.
-        SuccessThreshold success_threshold: u32, Kind::Count, [Attribute Declaration], constant "a `u32`", config with_success_threshold;
+        SuccessThreshold success_threshold: u32, Kind::Count, [Attribute Declaration],
+            constant "a `u32`", config with_success_threshold;
         /// `trial_lease`: how long a trial permit may stay unresolved.
         TrialLease trial_lease: Duration, Kind::Duration, [], config with_trial_lease;
         /// `max_keys`: the most breakers a keyed family holds.
@@ -85,7 +96,10 @@ macro_rules! settings_table {
     )*) => {
         $($callback)*! {
             $args
-            $([$(#[$doc])*] $variant $name ($ty) {$kind} [$($place)*] [$($constant)?] [$($setter)?])*
+            $(
+                [$(#[$doc])*] $variant $name ($ty) {$kind} [$($place)*]
+                [$($constant)?] [$($setter)?]
+            )*
         }
     };
 }
@@ -156,7 +170,8 @@ macro_rules! keys {
     };
     // `sentence!`: the key's match, each arm one `&'static str`.
     ({ $key:expr, $rest:literal }
-        $($docs:tt $variant:ident $name:ident $ty:tt $kind:tt $places:tt $constant:tt $setter:tt)*) => {
+        $($docs:tt $variant:ident $name:ident $ty:tt $kind:tt $places:tt $constant:tt
+            $setter:tt)*) => {
         match $key {
             $(Key::$variant => concat!("`", stringify!($name), "`", $rest),)*
         }
