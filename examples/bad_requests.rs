@@ -14,7 +14,7 @@
 //! cargo run --example bad_requests
 //! ```
 //!
-//! `tests/examples_bad_requests.rs` runs this scenario and checks its outcome.
+//! `tests/calls/examples_bad_requests.rs` runs this scenario and checks its outcome.
 
 pub mod common;
 

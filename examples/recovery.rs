@@ -15,7 +15,7 @@
 //! cargo run --example recovery -- --hang-ms 500
 //! ```
 //!
-//! `tests/examples_recovery.rs` runs this scenario and checks its outcome.
+//! `tests/calls/examples_recovery.rs` runs this scenario and checks its outcome.
 
 pub mod common;
 

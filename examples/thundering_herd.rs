@@ -18,7 +18,7 @@
 //! cargo run --example thundering_herd -- --hang-ms 1000
 //! ```
 //!
-//! `tests/examples_herd.rs` runs this scenario and checks its outcome.
+//! `tests/calls/examples_herd.rs` runs this scenario and checks its outcome.
 
 pub mod common;
 

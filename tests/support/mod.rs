@@ -42,3 +42,13 @@ impl From<Rejected> for Down {
 pub fn outcome(fail: bool) -> Result<(), Down> {
     if fail { Err(Down::Failed) } else { Ok(()) }
 }
+
+/// `configure::reload` remembers what the previous reload named, process-wide,
+/// and sets back to declared whatever the next one no longer names: the tests
+/// of one binary that reload take turns.
+#[allow(dead_code)]
+pub fn reload_turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -1,14 +1,14 @@
 //! Generated code must not trip lints in the user's crate.
 //!
 //! The inner attribute below denies every warning, `clippy::all` and
-//! `clippy::pedantic` for this whole test crate, which uses every key and
+//! `clippy::pedantic` for this whole module, which uses every key and
 //! every function shape of `#[circuit_breaker]` and of `#[retry]` (module
 //! `retried`). `cargo test` proves the
 //! expansion is warning-free for rustc; `cargo clippy --all-targets -- -D
 //! warnings` (run by CI) proves it for clippy, because clippy lints this file
 //! like any user crate. A lint firing in generated code fails CI here first.
 //! Besides the default set, the strict rustc lints that users commonly deny
-//! are denied too. `tests/lint_guard.rs` covers every body shape under every
+//! are denied too. `tests/calls/lint_guard.rs` covers every body shape under every
 //! key combination with `clippy::nursery` denied as well.
 #![deny(warnings, clippy::all, clippy::pedantic)]
 #![deny(

@@ -443,6 +443,7 @@ struct File {
 /// section goes.
 #[test]
 fn a_limit_from_a_file_goes_back_to_the_declared_one_when_its_section_goes() {
+    let _turn = crate::support::reload_turn();
     let gate = Gate::default();
     // Called first: the bulkhead is attached and told each change.
     assert_eq!(gate.admitted(2, reloaded), 1);

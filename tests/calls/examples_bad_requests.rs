@@ -3,7 +3,7 @@
 //! matches only dependency errors, and the next good call succeeds.
 
 #[allow(dead_code)]
-#[path = "../examples/bad_requests.rs"]
+#[path = "../../examples/bad_requests.rs"]
 mod scenario;
 
 use failfast::State;

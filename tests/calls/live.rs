@@ -216,9 +216,12 @@ async fn a_timeout_from_a_file_goes_back_to_the_declared_one_when_its_section_go
         "#,
     )
     .unwrap();
-    configure::reload(file.failfast).unwrap();
-    assert_eq!(timeout_of("live::reloaded").as_deref(), Some("250ms"));
-    configure::reload(BTreeMap::new()).unwrap();
+    {
+        let _turn = crate::support::reload_turn();
+        configure::reload(file.failfast).unwrap();
+        assert_eq!(timeout_of("live::reloaded").as_deref(), Some("250ms"));
+        configure::reload(BTreeMap::new()).unwrap();
+    }
     assert_eq!(timeout_of("live::reloaded").as_deref(), Some("10s"));
     assert_eq!(
         registry::get("live::reloaded")

@@ -9,8 +9,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-mod support;
-use support::{Down, outcome};
+use crate::support::{Down, outcome};
 
 use failfast::{Breaker, Snapshot, State, circuit_breaker, registry, testing};
 

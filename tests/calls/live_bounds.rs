@@ -44,6 +44,7 @@ fn file(text: &str) -> BTreeMap<String, Builder> {
 
 #[test]
 fn a_declared_family_s_bounds_change_before_and_after_its_first_call() {
+    let _turn = crate::support::reload_turn();
     assert_eq!(bounds(hosts().stats()), (4, 50), "as declared");
     // Before the first call: held until the family is built.
     configure::reload(file(

@@ -5,7 +5,7 @@
 //! and for tokio tasks.
 
 #[allow(dead_code)]
-#[path = "../examples/thundering_herd.rs"]
+#[path = "../../examples/thundering_herd.rs"]
 mod scenario;
 
 use std::time::Duration;

@@ -5,8 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-mod support;
-use support::Down;
+use crate::support::Down;
 
 use failfast::configure::{self, from_env};
 use failfast::{Breaker, Builder, Mode, State, circuit_breaker, events, registry};

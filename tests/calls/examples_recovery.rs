@@ -4,7 +4,7 @@
 //! trial, reaches the service, succeeds, and closes the breaker.
 
 #[allow(dead_code)]
-#[path = "../examples/recovery.rs"]
+#[path = "../../examples/recovery.rs"]
 mod scenario;
 
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! replicas' breakers stay closed and serve every call sent to them.
 
 #[allow(dead_code)]
-#[path = "../examples/per_host.rs"]
+#[path = "../../examples/per_host.rs"]
 mod scenario;
 
 use failfast::State;

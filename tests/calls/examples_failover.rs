@@ -5,7 +5,7 @@
 //! the fallback.
 
 #[allow(dead_code)]
-#[path = "../examples/failover.rs"]
+#[path = "../../examples/failover.rs"]
 mod scenario;
 
 #[tokio::test]
