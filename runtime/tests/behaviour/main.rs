@@ -4,7 +4,11 @@
 //! (`hook`), a counting allocator (`reconfigure_memory`), a test clock for
 //! the whole process (`testing_kit`), no other event listener in the
 //! process (`delivery`), events delivered on the test's own threads
-//! (`tracing`), the model checker (`loom`) and the long runs (`stress`).
+//! (`tracing`), the document `configure::reload` remembers for the process
+//! (`reload`), no metrics recorder in the process (`durations_unrecorded`),
+//! the model checker (`loom`) and the long runs, under a panic hook of their
+//! own (`stress`). The listing (`listing`) is the one module here that
+//! reloads.
 
 mod adaptive;
 mod backoff;
@@ -17,6 +21,8 @@ mod half_open;
 mod keyed;
 #[cfg(feature = "keyed")]
 mod keyed_bounds;
+#[cfg(all(feature = "keyed", feature = "serde", feature = "testing"))]
+mod listing;
 mod metrics_export;
 mod model;
 mod names;

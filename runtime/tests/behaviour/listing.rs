@@ -3,7 +3,6 @@
 //! (`Snapshot::settings`, `Snapshot::origins`); and breakers and families
 //! built at run time under one name by tests running in parallel, each
 //! test's own inside `testing::isolate`.
-#![cfg(all(feature = "keyed", feature = "serde", feature = "testing"))]
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier};
