@@ -293,6 +293,36 @@ fn failures_leave_the_window_and_shedding_stops_within_it_after_healing() {
     }
 }
 
+/// A window that holds refusals alone, no call sent, is no news about the
+/// dependency: the chance stands, and the next call goes through as a
+/// probe (an empty window, by contrast, stops shedding: nothing was
+/// refused). Here the last period before a silence held one call, refused;
+/// after the silence the window reaches back to it.
+#[test]
+fn after_a_window_of_refusals_alone_the_chance_stands_and_a_probe_goes() {
+    #[cfg(feature = "testing")]
+    failfast_runtime::testing::seed_shedding(7);
+    let clock = ManualClock::new();
+    let b = graded("shed.refusals-only", 2.0, &clock);
+    let tick = Duration::from_millis(10);
+    for _ in 0..3_000 {
+        call(&b, true);
+        clock.advance(tick);
+    }
+    // One call a period until one is refused.
+    loop {
+        clock.advance(PERIOD);
+        if call(&b, true) {
+            break;
+        }
+    }
+    let before = b.snapshot().shedding;
+    assert!(before > 0.97, "{:?}", b.snapshot());
+    clock.advance(Duration::from_secs(60));
+    assert!(!call(&b, false), "the probe");
+    assert_eq!(b.snapshot().shedding, before, "{:?}", b.snapshot());
+}
+
 /// The window holds the successes of its last 10 s even when nothing
 /// failed then (the calls mark each period as it begins): after 100 s of
 /// health at 100 calls/s, a dependency that fails every call is shed only
