@@ -265,16 +265,22 @@ fn each_seed_gives_its_own_refusals_and_the_same_ones_every_time() {
     }
 }
 
+/// A graded breaker (k = 2) after 30 s of a dependency that fails every
+/// call, at 100 calls per second.
+fn shedding_a_dead_dependency(name: &'static str, clock: &ManualClock) -> Breaker {
+    let b = graded(name, 2.0, clock);
+    for _ in 0..3_000 {
+        call(&b, true);
+        clock.advance(Duration::from_millis(10));
+    }
+    b
+}
+
 #[test]
 fn failures_leave_the_window_and_shedding_stops_within_it_after_healing() {
     let clock = ManualClock::new();
-    let b = graded("shed.healing", 2.0, &clock);
-    // 100 calls per second; the dependency fails every call for 30 s.
+    let b = shedding_a_dead_dependency("shed.healing", &clock);
     let tick = Duration::from_millis(10);
-    for _ in 0..3_000 {
-        call(&b, true);
-        clock.advance(tick);
-    }
     assert!(b.snapshot().shedding > 0.97, "{:?}", b.snapshot());
     // Healed: shedding stops within the 10 s window.
     let mut healed_for = Duration::ZERO;
@@ -303,12 +309,7 @@ fn after_a_window_of_refusals_alone_the_chance_stands_and_a_probe_goes() {
     #[cfg(feature = "testing")]
     failfast_runtime::testing::seed_shedding(7);
     let clock = ManualClock::new();
-    let b = graded("shed.refusals-only", 2.0, &clock);
-    let tick = Duration::from_millis(10);
-    for _ in 0..3_000 {
-        call(&b, true);
-        clock.advance(tick);
-    }
+    let b = shedding_a_dead_dependency("shed.refusals-only", &clock);
     // One call a period until one is refused.
     loop {
         clock.advance(PERIOD);
