@@ -25,6 +25,17 @@ fn trip(family: &Family<String>, key: &str) {
     assert_eq!(family.get(key).state(), State::Open, "{key}");
 }
 
+/// A family's `Debug` names it and gives its bound, as a log line or a
+/// failed assertion shows it.
+#[test]
+fn a_family_debugs_as_its_name_and_bound() {
+    let hosts = family("keyed.debugged", 16);
+    assert_eq!(
+        format!("{hosts:?}"),
+        r#"Family { name: "keyed.debugged", max_keys: 16, .. }"#
+    );
+}
+
 #[test]
 fn one_sick_host_opens_only_its_own_breaker() {
     let hosts = family("keyed.hosts", 16);
