@@ -36,6 +36,23 @@ fn a_family_debugs_as_its_name_and_bound() {
     );
 }
 
+/// A change of a family's mode together with another setting takes both
+/// (only a change of the mode alone is set on the members the short way,
+/// without republishing their settings).
+#[test]
+fn a_family_s_mode_changed_with_another_setting_takes_both() {
+    let hosts = family("keyed.mode-and-threshold", 16);
+    hosts
+        .reconfigure(&Breaker::builder().mode(Mode::ObserveOnly).threshold(5))
+        .unwrap();
+    assert_eq!(hosts.config().threshold(), 5);
+    let member = hosts.get("a").snapshot();
+    assert_eq!(
+        (member.mode, member.settings.threshold()),
+        (Mode::ObserveOnly, 5)
+    );
+}
+
 #[test]
 fn one_sick_host_opens_only_its_own_breaker() {
     let hosts = family("keyed.hosts", 16);
