@@ -659,6 +659,27 @@ mod tests {
     use crate::core::breaker::Breaker;
     use failfast_rules::MAX_WINDOW_CALLS;
 
+    /// Two settings are the same when every setting is: what a replaced
+    /// configuration and a `Snapshot` are compared by. One setting
+    /// changed, whichever, makes them differ.
+    #[test]
+    fn settings_are_the_same_when_every_setting_is() {
+        let base = Config::new("equal").with_jitter(0.25);
+        assert_eq!(base, base.clone());
+        assert_eq!(base, Config::new("equal").with_jitter(0.25));
+        let changed = [
+            Config::new("other").with_jitter(0.25),
+            base.clone().with_threshold(3),
+            base.clone().with_jitter(0.5),
+            base.clone().with_failure_rate(0.5),
+            base.clone().with_window_calls(7),
+            base.clone().with_timeout(Duration::from_secs(1)),
+        ];
+        for other in &changed {
+            assert_ne!(&base, other);
+        }
+    }
+
     #[test]
     fn failures_within_a_window_fingerprint_apart_from_consecutive_ones() {
         let consecutive = Breaker::builder().threshold(5).checked().unwrap();
