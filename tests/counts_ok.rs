@@ -373,7 +373,11 @@ mod http_classifier {
     #[test]
     fn a_refusal_further_down_is_neutral() {
         clock();
-        let inner = Breaker::builder().threshold(1).build().unwrap();
+        let inner = Breaker::builder()
+            .threshold(1)
+            .recovery(Duration::from_secs(3600))
+            .build()
+            .unwrap();
         let _ = inner.call(|| Err::<(), _>("down"));
         let refused = http::Response::<String>::from(inner.acquire().unwrap_err());
         #[circuit_breaker(threshold = 1, recovery = "1h", counts_ok = HttpClassifier, name = "counts_ok::stacked")]
@@ -429,7 +433,11 @@ mod permit {
     /// `resolve` is the same with no `Ok` counted.
     #[test]
     fn resolve_counts_no_ok() {
-        let breaker = Breaker::builder().threshold(1).build().unwrap();
+        let breaker = Breaker::builder()
+            .threshold(1)
+            .recovery(Duration::from_secs(3600))
+            .build()
+            .unwrap();
         breaker.acquire().unwrap().resolve(&answer(503), |_| true);
         assert_eq!(breaker.state(), State::Closed);
         breaker.acquire().unwrap().resolve(&answer(0), |_| true);
