@@ -138,6 +138,21 @@ fn scopes_nest_and_calls_in_them_never_reach_the_program_s_breaker() {
     assert_eq!(snapshot("isolate::lookup").calls, 0);
 }
 
+/// In a scope, a declared breaker found by name before its first call
+/// there is already the scope's: forced open by name, it refuses the
+/// scope's next call, and the program's breaker stays as it was.
+#[test]
+fn a_breaker_found_by_name_before_its_first_call_is_the_scope_s() {
+    {
+        let _scope = testing::isolate();
+        registry::get("isolate::lookup")
+            .unwrap()
+            .set_mode(failfast::Mode::ForcedOpen);
+        assert!(matches!(lookup(false), Err(Down::Refused(_))));
+    }
+    assert_eq!(state("isolate::lookup"), State::Closed);
+}
+
 /// Runs `one` and `two` at the same time, each on a thread of its own, as
 /// two tests of one binary run; a panic in either fails the test.
 fn at_once(one: impl FnOnce() + Send, two: impl FnOnce() + Send) {
