@@ -153,6 +153,27 @@ fn a_breaker_found_by_name_before_its_first_call_is_the_scope_s() {
     assert_eq!(state("isolate::lookup"), State::Closed);
 }
 
+/// In a scope, a breaker built in code and kept in a `static` is not one the
+/// scope stands in for: found by name there, it is the program's own, and
+/// forcing it open by name opens the program's breaker.
+#[test]
+fn a_static_built_in_code_found_by_name_in_a_scope_is_the_program_s() {
+    static BUILT: std::sync::LazyLock<Breaker> = std::sync::LazyLock::new(|| {
+        Breaker::builder()
+            .name("isolate::built_in_code")
+            .build()
+            .unwrap()
+    });
+    registry::register(&*BUILT);
+    {
+        let _scope = testing::isolate();
+        let found = registry::get("isolate::built_in_code").unwrap();
+        assert!(std::ptr::eq(&*found, &*BUILT), "the scope stood in for it");
+        found.set_mode(failfast::Mode::ForcedOpen);
+    }
+    assert!(BUILT.acquire().is_err(), "the program's breaker was not forced open");
+}
+
 /// Runs `one` and `two` at the same time, each on a thread of its own, as
 /// two tests of one binary run; a panic in either fails the test.
 fn at_once(one: impl FnOnce() + Send, two: impl FnOnce() + Send) {
