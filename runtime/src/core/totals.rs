@@ -418,6 +418,31 @@ mod tests {
         assert!(code <= slots());
     }
 
+    /// Threads running at once count on lines of their own: there are at
+    /// least 8 owned slots, so of 8 threads alive together several own one
+    /// (all of them but those other tests of this binary hold at the time;
+    /// "several" keeps the test to what no neighbour can take away).
+    #[test]
+    fn threads_alive_at_once_each_own_a_slot() {
+        let _one_at_a_time = SLOTS_TEST.lock().unwrap_or_else(PoisonError::into_inner);
+        assert!(slots() >= 8, "{}", slots());
+        let together = std::sync::Barrier::new(8);
+        let codes: Vec<u32> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| {
+                    s.spawn(|| {
+                        let code = assign();
+                        together.wait();
+                        code
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let owned = codes.iter().filter(|&&c| c & SHARED == 0).count();
+        assert!(owned >= 2, "{codes:?}");
+    }
+
     /// Owned slots stop at `slots()`: later threads get shared codes, and the
     /// counter handing them out does not creep on.
     #[test]
