@@ -171,7 +171,10 @@ fn a_static_built_in_code_found_by_name_in_a_scope_is_the_program_s() {
         assert!(std::ptr::eq(&*found, &*BUILT), "the scope stood in for it");
         found.set_mode(failfast::Mode::ForcedOpen);
     }
-    assert!(BUILT.acquire().is_err(), "the program's breaker was not forced open");
+    assert!(
+        BUILT.acquire().is_err(),
+        "the program's breaker was not forced open"
+    );
 }
 
 /// Runs `one` and `two` at the same time, each on a thread of its own, as

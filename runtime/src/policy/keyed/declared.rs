@@ -68,6 +68,11 @@ struct Early {
 
 impl Slot {
     /// A slot for a family with these settings, checked at compile time.
+    ///
+    /// # Panics
+    ///
+    /// If `max_keys` is 0 (in a `static`, at compile time): the attribute
+    /// and `breaker!` never write it.
     #[must_use]
     pub const fn new(
         config: Config,
@@ -76,6 +81,7 @@ impl Slot {
         max_wait: Duration,
         max_ejection_percent: u8,
     ) -> Self {
+        assert!(max_keys >= 1, "a keyed family keeps at least 1 key");
         let max_concurrent = Limit::of(max_concurrent, max_wait);
         Self {
             config: Limit::declared_in(max_concurrent, config),
@@ -377,5 +383,28 @@ mod tests {
         }
         assert_eq!(fail(&other.get(&0_u64)), State::Open);
         assert_eq!(other.stats().spared, 0);
+    }
+
+    /// A slot shows its family's name and key bound, as a family does.
+    #[test]
+    fn a_slot_shows_its_name_and_max_keys() {
+        let config = crate::Breaker::builder()
+            .name("declared.debug")
+            .checked()
+            .unwrap();
+        let slot = Slot::new(config, 16, None, Duration::ZERO, 100);
+        let shown = format!("{slot:?}");
+        assert!(shown.starts_with("Slot {"), "{shown}");
+        assert!(shown.contains("declared.debug"), "{shown}");
+        assert!(shown.contains("max_keys: 16"), "{shown}");
+    }
+
+    /// A slot keeps at least one key: 0, which the attribute never writes,
+    /// is refused where the slot is made.
+    #[test]
+    #[should_panic(expected = "at least 1 key")]
+    fn a_slot_for_no_keys_is_refused() {
+        let config = crate::Breaker::builder().checked().unwrap();
+        let _ = Slot::new(config, 0, None, Duration::ZERO, 100);
     }
 }

@@ -246,26 +246,13 @@ impl FamilyRef {
     }
 
     /// [`reconfigure`](Self::reconfigure) with the settings a patch holds,
-    /// coming `from` there: a patch of the mode alone puts the members in
-    /// it without republishing their settings.
+    /// coming `from` there.
     pub(crate) fn apply(
         &self,
         patch: &crate::core::config::Patch,
         from: Origin,
     ) -> Result<(), ConfigError> {
-        match patch.mode {
-            Some(mode)
-                if *patch
-                    == (crate::core::config::Patch {
-                        mode: Some(mode),
-                        ..Default::default()
-                    }) =>
-            {
-                self.0.set_mode(mode);
-                Ok(())
-            }
-            _ => self.0.reconfigure(patch, from),
-        }
+        self.0.reconfigure(patch, from)
     }
 }
 

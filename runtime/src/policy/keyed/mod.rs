@@ -291,9 +291,9 @@ impl<K> fmt::Debug for Family<K> {
 
 impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
     /// A family of breakers with `config` and `bounds`, which were checked
-    /// at compile time by `#[circuit_breaker]`, and `budget` (of
-    /// `bounds.max_ejection_percent`). `max_keys` must be at least 1.
-    #[doc(hidden)]
+    /// at compile time by `#[circuit_breaker]` (`Slot::new` holds
+    /// `max_keys` to at least 1), and `budget` (of
+    /// `bounds.max_ejection_percent`).
     #[must_use]
     pub(crate) fn from_config(
         config: Config,
@@ -301,10 +301,6 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Family<K> {
         max_concurrent: Option<Limit>,
         budget: Arc<Budget>,
     ) -> Self {
-        let bounds = Bounds {
-            max_keys: bounds.max_keys.max(1),
-            ..bounds
-        };
         Self::with_parts(config, Clock::System, bounds, max_concurrent, budget)
     }
 
