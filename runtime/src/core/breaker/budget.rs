@@ -250,6 +250,7 @@ impl Breaker {
 #[cfg(loom)]
 impl Breaker {
     #[doc(hidden)]
+    #[cfg_attr(test, mutants::skip)] // loom-only: the loom models test it
     pub fn share_ejection_budget(breakers: &[&Breaker], percent: u8) {
         let budget = Budget::new(percent);
         for breaker in breakers {

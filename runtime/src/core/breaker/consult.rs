@@ -103,7 +103,8 @@ pub(crate) const fn fresh_payload(config: &Config) -> u32 {
         as u32
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
     use std::time::Duration;

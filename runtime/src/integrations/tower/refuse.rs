@@ -185,7 +185,8 @@ impl<Res, E: Into<BoxError>> OnRejected<Res, E> for RefuseWithStatus {
     }
 }
 
-#[cfg(all(test, feature = "tonic"))]
+#[cfg(test)]
+#[cfg(feature = "tonic")]
 mod tests {
     use std::convert::Infallible;
 

@@ -349,7 +349,8 @@ impl Bulkhead {
 
     /// A place, waiting for one up to `max_wait` as a future; `None` once
     /// that time is up. Without `max_wait`, [`try_enter`](Self::try_enter).
-    #[cfg(all(test, feature = "tokio"))]
+    #[cfg(test)]
+    #[cfg(feature = "tokio")]
     pub(crate) async fn enter_waiting_async(&self) -> Option<BulkheadPermit<'_>> {
         self.enter_waiting_async_with(None).await
     }
@@ -449,7 +450,8 @@ impl Drop for BulkheadPermit<'_> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
 

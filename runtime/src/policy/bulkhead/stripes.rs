@@ -15,6 +15,7 @@ pub(super) struct Stripe(pub(super) AtomicU32);
 /// loom cannot see the `OnceLock` publish them, and the model is about the
 /// places moving between the counters.
 #[cfg(loom)]
+#[cfg_attr(test, mutants::skip)] // loom-only: the loom models test it
 pub(super) fn loom_stripes(max: u32) -> std::sync::OnceLock<Box<[Stripe]>> {
     let stripes = std::sync::OnceLock::new();
     if max > 1 {
@@ -127,6 +128,7 @@ fn this_thread_stripe(n: usize) -> usize {
 /// model thread's number (its id's `Debug` form is the one part of it that
 /// is the same in every execution of the model).
 #[cfg(loom)]
+#[cfg_attr(test, mutants::skip)] // loom-only: the loom models test it
 fn this_thread_stripe(n: usize) -> usize {
     let id = format!("{:?}", loom::thread::current().id());
     let number: usize = id
