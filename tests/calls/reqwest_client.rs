@@ -232,6 +232,54 @@ async fn a_request_dropped_in_flight_is_neutral_and_gives_its_trial_back() {
     assert_eq!(breaker.state(), State::Closed);
 }
 
+/// A request dropped in flight after running longer than `slow` is a slow
+/// call: a trial abandoned so late fails, and the breaker opens again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trial_dropped_in_flight_after_slow_is_slow_and_opens_the_breaker_again() {
+    let app = Router::new()
+        .route("/fail", get(|| async { StatusCode::SERVICE_UNAVAILABLE }))
+        .route("/hang", get(std::future::pending::<StatusCode>));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let clock = ManualClock::new();
+    let middleware = CircuitBreakerMiddleware::per_host(family(
+        Breaker::builder()
+            .name("reqwest-dropped-slow")
+            .threshold(1)
+            .recovery(Duration::from_secs(30))
+            .slow(Duration::from_secs(1))
+            .clock(clock.clone()),
+    ));
+    let client = client(middleware.clone());
+
+    let answer = client.get(format!("{base}/fail")).send().await.unwrap();
+    assert_eq!(answer.status(), 503);
+    let breaker = middleware.breaker_for(&base.parse().unwrap()).unwrap();
+    assert_eq!(breaker.state(), State::Open);
+    clock.advance(Duration::from_secs(30));
+
+    // The trial hangs for 2 s of the breaker's clock; then the caller gives
+    // up on it and drops the request.
+    let hung = client.get(format!("{base}/hang")).send();
+    let two_seconds_pass = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        clock.advance(Duration::from_secs(2));
+        std::future::pending::<()>().await;
+    };
+    tokio::select! {
+        answered = hung => panic!("the upstream never answers /hang: {answered:?}"),
+        () = two_seconds_pass => unreachable!(),
+        () = tokio::time::sleep(Duration::from_millis(300)) => {}
+    }
+    let s = breaker.snapshot();
+    assert_eq!(
+        (s.state, s.trials_in_flight, s.slow, s.neutral),
+        (State::Open, 0, 1, 1),
+        "dropped after 2 s with slow = 1 s: a slow trial, which fails"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hosts_and_the_single_breaker_are_registered_when_the_middleware_is_made() {
     let middleware = per_host("reqwest-registered", 3);
