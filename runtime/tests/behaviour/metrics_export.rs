@@ -928,6 +928,39 @@ fn the_time_limit_is_a_settings_gauge_that_follows_changes() {
     }
 }
 
+/// A breaker with a slow-call rule shows it as two gauges, the duration
+/// past which a call is slow and the share of slow calls that trips it;
+/// one without such a rule has neither series.
+#[test]
+fn a_slow_call_rule_is_two_settings_gauges_and_no_rule_is_none() {
+    let _alone = alone();
+    let recorder = DebuggingRecorder::new();
+    let s = recorder.snapshotter();
+    let (ruled, unruled) = ("metrics-slow", "metrics-slow-none");
+    metrics::with_local_recorder(&recorder, || {
+        let b = Arc::new(
+            Breaker::builder()
+                .name(ruled)
+                .slow(Duration::from_millis(2500))
+                .slow_rate(0.25)
+                .build()
+                .unwrap(),
+        );
+        registry::register(&b);
+        let _none = registered(unruled);
+        let r = read(&s);
+        let (at, none) = ([("breaker", ruled)], [("breaker", unruled)]);
+        assert_eq!(r.gauge("failfast_slow_call_duration_seconds", &at), 2.5);
+        assert_eq!(r.gauge("failfast_slow_rate_threshold", &at), 0.25);
+        for gauge in [
+            "failfast_slow_call_duration_seconds",
+            "failfast_slow_rate_threshold",
+        ] {
+            assert!(r.value(gauge, &none).is_none(), "{gauge}");
+        }
+    });
+}
+
 /// The durations `failfast_call_duration_seconds` holds for `breaker` and
 /// `outcome` since the last reading, in seconds.
 fn durations(r: &Reading, breaker: &str, outcome: &str) -> Vec<f64> {
