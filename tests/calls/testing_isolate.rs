@@ -46,6 +46,11 @@ async fn refund(fail: bool) -> Result<(), Down> {
     outcome(fail)
 }
 
+#[circuit_breaker(threshold = 2, recovery = "1h", name = "isolate::wrapped")]
+fn wrapped(fail: bool) -> Result<(), Down> {
+    outcome(fail)
+}
+
 fn state(name: &str) -> State {
     registry::get(name).unwrap().state()
 }
@@ -175,6 +180,24 @@ fn a_static_built_in_code_found_by_name_in_a_scope_is_the_program_s() {
         BUILT.acquire().is_err(),
         "the program's breaker was not forced open"
     );
+}
+
+/// A closure `wrap` hands to another thread runs in the scope, and the
+/// thread leaves the scope when it returns: that thread's later calls are
+/// the program's.
+#[test]
+fn a_thread_leaves_the_scope_when_its_wrapped_closure_returns() {
+    let scope = testing::isolate();
+    let in_scope = scope.wrap(|| wrapped(false));
+    std::thread::spawn(move || {
+        assert_eq!(in_scope(), Ok(()));
+        assert_eq!(wrapped(false), Ok(()));
+    })
+    .join()
+    .unwrap();
+    assert_eq!(snapshot("isolate::wrapped").calls, 1, "the scope's");
+    drop(scope);
+    assert_eq!(snapshot("isolate::wrapped").calls, 1, "the program's");
 }
 
 /// Runs `one` and `two` at the same time, each on a thread of its own, as
