@@ -1020,6 +1020,41 @@ fn call_durations_land_under_their_outcome() {
     });
 }
 
+/// Under graded shedding, which times a call of each period for itself
+/// (the one that finds the period new), every call's duration still lands in the histogram and every
+/// outcome in the totals, that call's included.
+#[test]
+fn with_graded_shedding_every_call_has_its_duration() {
+    let _alone = alone();
+    let recorder = DebuggingRecorder::new();
+    let s = recorder.snapshotter();
+    let clock = ManualClock::new();
+    let name = "metrics-durations-shed";
+    metrics::with_local_recorder(&recorder, || {
+        let b = Arc::new(
+            Breaker::builder()
+                .name(name)
+                .shed(2.0)
+                .clock(clock.clone())
+                .build()
+                .unwrap(),
+        );
+        registry::register(&b);
+        // One call in 16 on a thread looks for a new period: 32 calls,
+        // each in a period of its own, have shedding time two.
+        for _ in 0..32 {
+            let permit = b.acquire().unwrap();
+            clock.advance(Duration::from_millis(250));
+            permit.record(Outcome::Success);
+            // The next call is in a period of its own.
+            clock.advance(Duration::from_secs(1));
+        }
+        let r = read(&s);
+        assert_eq!(durations(&r, name, "success"), [0.25; 32]);
+        assert_eq!(b.snapshot().successes, 32);
+    });
+}
+
 /// A breaker that times its calls anyway (the slow-call rule) reports the
 /// same durations; a call cut off at its time limit is a `timeout`.
 #[cfg(feature = "tokio")]

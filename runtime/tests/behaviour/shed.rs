@@ -621,3 +621,37 @@ fn a_dead_dependency_gets_only_the_probes() {
         );
     }
 }
+
+/// Beside a slow-call rule, which times every call on the precise clock,
+/// the calls graded shedding times too (the first of each period) are
+/// counted like the others: every success and failure is in the totals,
+/// and a period's slow call is slow.
+#[test]
+fn with_a_slow_call_rule_every_call_shedding_times_is_counted() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .name("shed.slow-rule")
+        .shed(2.0)
+        .slow(Duration::from_secs(1))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    for i in 0..40_u32 {
+        let permit = b.acquire().expect("nothing to shed: a failure in 4");
+        if i % 10 == 9 {
+            clock.advance(Duration::from_secs(2));
+        }
+        permit.record(if i % 4 == 3 {
+            Outcome::Failure
+        } else {
+            Outcome::Success
+        });
+        clock.advance(PERIOD / 4);
+    }
+    let s = b.snapshot();
+    assert_eq!(
+        (s.calls, s.successes, s.failures, s.slow),
+        (40, 30, 10, 4),
+        "{s:?}"
+    );
+}
