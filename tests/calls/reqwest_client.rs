@@ -190,8 +190,18 @@ async fn a_connection_refused_is_a_failure() {
     assert!(rejected(&error).is_some());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_request_dropped_in_flight_is_neutral_and_gives_its_trial_back() {
+/// A client whose breaker for a loopback server (`/fail` answers 503,
+/// `/hang` never answers, `/ok` 200) has `breaker`'s settings with
+/// threshold 1 and 30 s of recovery on `clock`, was opened by one 503, and
+/// is due its trial: the server's base URL, the client and the breaker.
+async fn at_the_trial(
+    breaker: Builder,
+    clock: &ManualClock,
+) -> (
+    String,
+    ClientWithMiddleware,
+    impl std::ops::Deref<Target = Breaker>,
+) {
     let app = Router::new()
         .route("/fail", get(|| async { StatusCode::SERVICE_UNAVAILABLE }))
         .route("/hang", get(std::future::pending::<StatusCode>))
@@ -199,21 +209,26 @@ async fn a_request_dropped_in_flight_is_neutral_and_gives_its_trial_back() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    let clock = ManualClock::new();
     let middleware = CircuitBreakerMiddleware::per_host(family(
-        Breaker::builder()
-            .name("reqwest-dropped")
+        breaker
             .threshold(1)
             .recovery(Duration::from_secs(30))
             .clock(clock.clone()),
     ));
     let client = client(middleware.clone());
-
     let answer = client.get(format!("{base}/fail")).send().await.unwrap();
     assert_eq!(answer.status(), 503);
     let breaker = middleware.breaker_for(&base.parse().unwrap()).unwrap();
     assert_eq!(breaker.state(), State::Open);
     clock.advance(Duration::from_secs(30));
+    (base, client, breaker)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_dropped_in_flight_is_neutral_and_gives_its_trial_back() {
+    let clock = ManualClock::new();
+    let (base, client, breaker) =
+        at_the_trial(Breaker::builder().name("reqwest-dropped"), &clock).await;
 
     // The trial hangs; the caller gives up on it and drops the request.
     let hung = client.get(format!("{base}/hang")).send();
@@ -236,28 +251,11 @@ async fn a_request_dropped_in_flight_is_neutral_and_gives_its_trial_back() {
 /// call: a trial abandoned so late fails, and the breaker opens again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trial_dropped_in_flight_after_slow_is_slow_and_opens_the_breaker_again() {
-    let app = Router::new()
-        .route("/fail", get(|| async { StatusCode::SERVICE_UNAVAILABLE }))
-        .route("/hang", get(std::future::pending::<StatusCode>));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
     let clock = ManualClock::new();
-    let middleware = CircuitBreakerMiddleware::per_host(family(
-        Breaker::builder()
-            .name("reqwest-dropped-slow")
-            .threshold(1)
-            .recovery(Duration::from_secs(30))
-            .slow(Duration::from_secs(1))
-            .clock(clock.clone()),
-    ));
-    let client = client(middleware.clone());
-
-    let answer = client.get(format!("{base}/fail")).send().await.unwrap();
-    assert_eq!(answer.status(), 503);
-    let breaker = middleware.breaker_for(&base.parse().unwrap()).unwrap();
-    assert_eq!(breaker.state(), State::Open);
-    clock.advance(Duration::from_secs(30));
+    let slow = Breaker::builder()
+        .name("reqwest-dropped-slow")
+        .slow(Duration::from_secs(1));
+    let (base, client, breaker) = at_the_trial(slow, &clock).await;
 
     // The trial hangs for 2 s of the breaker's clock; then the caller gives
     // up on it and drops the request.
