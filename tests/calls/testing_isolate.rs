@@ -200,6 +200,13 @@ fn a_thread_leaves_the_scope_when_its_wrapped_closure_returns() {
     assert_eq!(snapshot("isolate::wrapped").calls, 1, "the program's");
 }
 
+/// A scope shows as a scope, without the breakers it holds.
+#[test]
+fn a_scope_debugs_as_a_scope() {
+    let scope = testing::isolate();
+    assert_eq!(format!("{scope:?}"), "Scope { .. }");
+}
+
 /// Runs `one` and `two` at the same time, each on a thread of its own, as
 /// two tests of one binary run; a panic in either fails the test.
 fn at_once(one: impl FnOnce() + Send, two: impl FnOnce() + Send) {

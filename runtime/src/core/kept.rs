@@ -237,6 +237,14 @@ mod tests {
         n.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// A read shows as the value it reads.
+    #[test]
+    fn a_read_debugs_as_its_value() {
+        let kept = Kept::new();
+        kept.publisher().publish(vec![7_u8, 8]);
+        assert_eq!(format!("{:?}", kept.get().unwrap()), "[7, 8]");
+    }
+
     /// A replaced value is freed at once when nobody reads it, and when
     /// the last guard reading it drops otherwise; the latest stays.
     #[test]
