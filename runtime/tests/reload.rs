@@ -290,6 +290,36 @@ fn a_family_and_its_keys_go_back_to_declared() {
     assert_eq!(a.config().threshold(), 5);
 }
 
+/// A section for one member sets what it writes from the file, and the
+/// member keeps where the rest of its family's settings came from: a
+/// threshold changed at run time for the whole family stays a run-time
+/// one.
+#[test]
+fn a_members_section_keeps_the_origins_of_its_familys_settings() {
+    use failfast_runtime::Family;
+    use failfast_runtime::configure::Origin;
+    let _turn = turn();
+    let family: Family<String> =
+        Family::builder(Breaker::builder().name("reload::origins").threshold(5))
+            .build()
+            .unwrap();
+    registry::register(&family);
+    let a = family.get("a");
+    configure::apply("reload::origins", Breaker::builder().threshold(3)).unwrap();
+    configure::reload(document([(
+        "reload::origins[a]",
+        Breaker::builder().recovery(Duration::from_secs(9)),
+    )]))
+    .unwrap();
+    let s = a.snapshot();
+    assert_eq!(
+        (s.settings.threshold(), s.settings.recovery()),
+        (3, Duration::from_secs(9))
+    );
+    assert_eq!(s.origins.get("threshold"), Some(&Origin::RunTime), "{s:?}");
+    assert_eq!(s.origins.get("recovery"), Some(&Origin::File), "{s:?}");
+}
+
 /// Calls on two threads while the settings go from one document to the
 /// other and back: every call counted, and every reading one document's
 /// (threshold n with recovery n seconds).
