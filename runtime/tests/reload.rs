@@ -294,6 +294,7 @@ fn a_family_and_its_keys_go_back_to_declared() {
 /// member keeps where the rest of its family's settings came from: a
 /// threshold changed at run time for the whole family stays a run-time
 /// one.
+#[cfg(feature = "keyed")]
 #[test]
 fn a_members_section_keeps_the_origins_of_its_familys_settings() {
     use failfast_runtime::Family;
