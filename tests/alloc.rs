@@ -171,6 +171,19 @@ mod builder {
             .unwrap()
     }
 
+    /// Fails calls until `b` opens. A rule that never trips fails the test
+    /// instead of hanging it: a rate of 50% trips within 100 failures over a
+    /// window of 100 calls, and within about 1,430 over the 10 s window
+    /// that the successes 7 ms apart filled.
+    fn fail_until_open(b: &Breaker) {
+        let mut calls = 0;
+        while b.state() == State::Closed {
+            let _ = b.call(down);
+            calls += 1;
+            assert!(calls < 10_000, "the rate rule never tripped");
+        }
+    }
+
     #[test]
     fn closed_success_consecutive() {
         let b = consecutive(5, &ManualClock::new());
@@ -257,9 +270,7 @@ mod builder {
         });
         assert_eq!(b.state(), State::Closed);
         per_call("trip, reject, trial, close; count window", || {
-            while b.state() == State::Closed {
-                let _ = b.call(down);
-            }
+            fail_until_open(&b);
             assert!(matches!(b.call(ok), Err(failfast::Error::Rejected(_))));
             clock.advance(Duration::from_secs(1));
             assert!(b.call(ok).is_ok());
@@ -276,9 +287,7 @@ mod builder {
             assert!(b.call(ok).is_ok());
         });
         per_call("trip, reject, trial, close; time window", || {
-            while b.state() == State::Closed {
-                let _ = b.call(down);
-            }
+            fail_until_open(&b);
             assert!(matches!(b.call(ok), Err(failfast::Error::Rejected(_))));
             clock.advance(Duration::from_secs(1));
             assert!(b.call(ok).is_ok());

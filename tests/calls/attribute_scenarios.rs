@@ -156,10 +156,7 @@ fn thundering_herd_of_threads_sends_one_trial() {
 
     check().unwrap_err();
     assert_eq!(state("herd_threads"), State::Open);
-    let breaker = registry::get("herd_threads").unwrap();
-    while breaker.state() != State::HalfOpen {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    until_half_open("herd_threads");
     let start = Arc::new(Barrier::new(10));
     let herd: Vec<_> = (0..10)
         .map(|_| {
@@ -177,7 +174,7 @@ fn thundering_herd_of_threads_sends_one_trial() {
     }
     assert_eq!(REACHED.load(SeqCst), 1);
     assert_eq!(REJECTED.load(SeqCst), 9);
-    assert_eq!(breaker.state(), State::Open);
+    assert_eq!(state("herd_threads"), State::Open);
 }
 
 #[test]
@@ -206,8 +203,9 @@ fn thundering_herd_of_tasks_sends_one_trial() {
         .unwrap();
     rt.block_on(async {
         check().await.unwrap_err();
-        let breaker = registry::get("herd_tasks").unwrap();
-        while breaker.state() != State::HalfOpen {
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while state("herd_tasks") != State::HalfOpen {
+            assert!(Instant::now() < give_up, "`herd_tasks` never left Open");
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         let start = Arc::new(tokio::sync::Barrier::new(10));

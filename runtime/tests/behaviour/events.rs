@@ -830,8 +830,11 @@ fn a_shedding_breaker_that_trips_and_closes_says_shedding_stopped_after_closing(
     }
     assert_eq!(log.one().reason, TransitionReason::SheddingStarted);
     // Failures until the threshold trips (refusals in between).
+    let mut calls = 0;
     while b.state() == State::Closed {
         let _ = b.acquire().map(|p| p.record(Outcome::Failure));
+        calls += 1;
+        assert!(calls < 10_000, "the threshold never tripped");
     }
     let t = log.one();
     assert_eq!(
