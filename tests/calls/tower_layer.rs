@@ -432,6 +432,38 @@ fn a_panic_in_the_inner_call_is_a_failure() {
     assert_eq!(breaker.state(), State::Open);
 }
 
+/// A response future debugs as where its call is: admitted and in flight,
+/// finished, or refused.
+#[test]
+fn a_response_future_debugs_as_its_calls_state() {
+    let clock = ManualClock::new();
+    let breaker = breaker("tower-debug", 1, &clock);
+    let mut service = CircuitBreakerLayer::new(breaker.clone()).layer(service_fn(|()| {
+        std::future::ready(Ok::<_, Infallible>(Response::new(String::new())))
+    }));
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(service.poll_ready(&mut cx).is_ready());
+    let mut admitted = std::pin::pin!(service.call(()));
+    assert_eq!(
+        format!("{admitted:?}"),
+        r#"ResponseFuture { state: "admitted", .. }"#
+    );
+    assert!(poll_once(admitted.as_mut()).is_ready());
+    assert_eq!(
+        format!("{admitted:?}"),
+        r#"ResponseFuture { state: "finished", .. }"#
+    );
+
+    let _ = breaker.call(|| Err::<(), _>("down"));
+    assert_eq!(breaker.state(), State::Open);
+    assert!(service.poll_ready(&mut cx).is_ready());
+    let refused = service.call(());
+    assert_eq!(
+        format!("{refused:?}"),
+        r#"ResponseFuture { state: "refused", .. }"#
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn by_authority_only_the_sick_hosts_breaker_opens_and_recovers_alone() {
     let clock = ManualClock::new();

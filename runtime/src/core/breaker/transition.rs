@@ -788,3 +788,17 @@ impl Breaker {
         self.events.published.store(to.period(), Ordering::Release);
     }
 }
+
+#[cfg(test)]
+#[cfg(not(loom))]
+mod tests {
+    use super::Exported;
+
+    #[test]
+    fn exported_debugs_as_whether_anything_is_kept() {
+        let exported = Exported::new();
+        assert_eq!(format!("{exported:?}"), "Exported");
+        exported.get_or_init(|| 7_u32);
+        assert_eq!(format!("{exported:?}"), "Exported(..)");
+    }
+}
