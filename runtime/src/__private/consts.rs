@@ -197,6 +197,8 @@ mod tests {
         assert_eq!(recovery(Duration::from_secs(1)), Duration::from_secs(1));
         assert_eq!(min_calls_within(10, 10), 10);
         assert_eq!(min_calls_within(3, 10), 3);
+        assert_eq!(threshold_within(10, 10), 10);
+        assert_eq!(threshold_within(3, 10), 3);
         assert_eq!(jitter(0.25), 0.25);
         assert_eq!(jitter(0.999), 0.999);
         assert_eq!(slow_rate(0.01), 0.01);
@@ -216,6 +218,9 @@ mod tests {
         }));
         assert!(refused(|| {
             let _ = min_calls_within(11, 10);
+        }));
+        assert!(refused(|| {
+            let _ = threshold_within(11, 10);
         }));
         assert!(refused(|| {
             let _ = failure_rate(0.0);

@@ -801,6 +801,23 @@ mod tests {
         }
     }
 
+    /// `validate` alone (what `TryFrom<Config>` runs; the builder and a
+    /// patch check a written threshold before it) leaves a threshold out
+    /// only beside graded shedding, and holds one there to its rule too.
+    #[test]
+    fn validate_lets_only_shedding_go_without_a_threshold() {
+        let key = |config: Config| config.validate().err().map(|e| e.static_key());
+        let shedding = Breaker::builder().threshold(5).shed(2.0).checked().unwrap();
+        assert_eq!(key(shedding.clone().with_threshold(0)), None);
+        assert_eq!(
+            key(shedding.with_threshold(MAX_THRESHOLD + 1)),
+            Some("threshold")
+        );
+        let plain = Breaker::builder().threshold(5).checked().unwrap();
+        assert_eq!(key(plain.clone().with_threshold(0)), Some("threshold"));
+        assert_eq!(key(plain.with_threshold(MAX_THRESHOLD)), None);
+    }
+
     /// The builder and a run-time patch hold each value to its rule in
     /// `failfast_rules`, as the attribute does with a literal and const
     /// evaluation with a constant: at every edge, a value is accepted
