@@ -192,6 +192,8 @@ mod tests {
     fn values_that_fit_pass_through_unchanged() {
         assert_eq!(threshold(MAX_THRESHOLD), MAX_THRESHOLD);
         assert_eq!(trial_calls(3), 3);
+        assert_eq!(success_threshold(3), 3);
+        assert_eq!(shed(2.5), 2.5);
         assert_eq!(failure_rate(1.0), 1.0);
         assert_eq!(jitter(0.0), 0.0);
         assert_eq!(recovery(Duration::from_secs(1)), Duration::from_secs(1));
@@ -221,6 +223,12 @@ mod tests {
         }));
         assert!(refused(|| {
             let _ = threshold_within(11, 10);
+        }));
+        assert!(refused(|| {
+            let _ = success_threshold(0);
+        }));
+        assert!(refused(|| {
+            let _ = shed(0.5);
         }));
         assert!(refused(|| {
             let _ = failure_rate(0.0);
