@@ -287,6 +287,32 @@ mod with_tokio {
         }
     }
 
+    failfast::breaker!(static QUOTES = threshold = 5, recovery = "30s", name = "keyed.quotes");
+
+    #[circuit_breaker(
+        breaker = QUOTES,
+        timeout = "50ms",
+        fallback = |error| async move {
+            match error {
+                failfast::Error::Timeout(_) => Ok(0),
+                _ => Err(CallError::Down),
+            }
+        }
+    )]
+    async fn quote(takes: Duration) -> Result<u32, CallError> {
+        tokio::time::sleep(takes).await;
+        Ok(7)
+    }
+
+    /// A function's own `timeout` next to a shared breaker that has none is
+    /// the limit in force: a call within it answers, one past it times out.
+    #[tokio::test(start_paused = true)]
+    async fn a_functions_own_timeout_holds_beside_a_shared_breaker_without_one() {
+        assert!(matches!(quote(Duration::from_millis(10)).await, Ok(7)));
+        assert!(matches!(quote(Duration::from_secs(1)).await, Ok(0)));
+        assert_eq!(QUOTES.snapshot().timeouts, 1);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn timeout_fallback_and_max_concurrent_hold_per_key() {
         let sick = Replica {

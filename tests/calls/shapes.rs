@@ -327,6 +327,39 @@ mod classify {
         assert!(rejected.downcast_ref::<Rejected>().is_some(), "{rejected}");
     }
 
+    impl From<Rejected> for Request {
+        fn from(rejected: Rejected) -> Self {
+            Request {
+                source: Some(Box::new(rejected)),
+            }
+        }
+    }
+
+    #[circuit_breaker(threshold = 2, recovery = "60s", counts = DependencyDown, name = "shapes::by_type_concrete")]
+    fn by_type_concrete(error: Option<Request>) -> Result<(), Request> {
+        error.map_or(Ok(()), Err)
+    }
+
+    /// The same search from an error of a concrete type (not boxed), whose
+    /// own `source()` starts the chain.
+    #[test]
+    fn counts_by_type_looks_along_the_source_chain_of_a_concrete_error() {
+        // Not in the chain: neutral, however often.
+        for _ in 0..5 {
+            assert!(by_type_concrete(Some(Request { source: None })).is_err());
+        }
+        assert_eq!(state("shapes::by_type_concrete"), State::Closed);
+        for _ in 0..2 {
+            let wrapped = Request {
+                source: Some(Box::new(DependencyDown)),
+            };
+            assert!(by_type_concrete(Some(wrapped)).is_err());
+        }
+        assert_eq!(state("shapes::by_type_concrete"), State::Open);
+        let refused = by_type_concrete(None).unwrap_err();
+        assert!(refused.source().unwrap().is::<Rejected>());
+    }
+
     fn is_down(error: &ApiError) -> bool {
         *error == ApiError::Down
     }
