@@ -655,3 +655,38 @@ fn with_a_slow_call_rule_every_call_shedding_times_is_counted() {
         "{s:?}"
     );
 }
+
+/// A call a full bulkhead refuses after the breaker admitted it is taken
+/// back out of the calls started: it never ends, and had it stayed
+/// started, it would count as sent and still running once the patience
+/// passed, and raise the chance.
+#[test]
+fn calls_a_full_bulkhead_refuses_are_not_left_running() {
+    use failfast_runtime::__private::Bulkhead;
+
+    let clock = ManualClock::new();
+    let b = graded("shed.bulkhead", 2.0, &clock);
+    let bulkhead = Bulkhead::new(1);
+    let mut held = b.acquire().unwrap();
+    let place = bulkhead.enter(&b, &mut held).unwrap();
+    for _ in 0..300 {
+        let mut refused = b.acquire().unwrap();
+        let rejected = bulkhead.enter(&b, &mut refused).unwrap_err();
+        assert_eq!(rejected.reason(), Reason::ConcurrencyLimit);
+    }
+    drop(place);
+    held.record(Outcome::Success);
+    assert_eq!(b.snapshot().rejected, 300);
+    // Periods go by with successes, which mark them, and the patience
+    // (the longest success, 0 here) passes: nothing is shed, where 300
+    // calls left running past it would count as sent and not accepted.
+    for _ in 0..4 {
+        clock.advance(PERIOD);
+        for _ in 0..16 {
+            assert!(!call(&b, false));
+        }
+    }
+    // 65 successes and a failure: (66 − 2 × 65) / 66 < 0.
+    assert!(!call(&b, true));
+    assert_eq!(b.snapshot().shedding, 0.0);
+}
