@@ -68,6 +68,36 @@ fn force_open_before_any_traffic_refuses_the_first_call() {
     assert_eq!(FORCED_RAN.load(Ordering::SeqCst), 1);
 }
 
+static FORCED_FAMILY_RAN: AtomicU32 = AtomicU32::new(0);
+
+#[circuit_breaker(key = tenant, name = "declared::forced_family")]
+fn forced_family(tenant: u32) -> Result<u32, Down> {
+    FORCED_FAMILY_RAN.fetch_add(1, Ordering::SeqCst);
+    Ok(tenant)
+}
+
+/// A keyed function's family, forced open by a reload before its first
+/// call, refuses that call, and lets calls through again once the section
+/// is dropped.
+#[test]
+fn a_family_forced_open_by_a_reload_before_any_traffic_refuses_the_first_call() {
+    use failfast::{Breaker, configure};
+    use std::collections::BTreeMap;
+
+    let _turn = crate::support::reload_turn();
+    let section = Breaker::builder().mode(Mode::ForcedOpen);
+    configure::reload(BTreeMap::from([(
+        "declared::forced_family".to_owned(),
+        section,
+    )]))
+    .unwrap();
+    assert_eq!(forced_family(7), Err(Down::Refused(State::Open)));
+    assert_eq!(FORCED_FAMILY_RAN.load(Ordering::SeqCst), 0, "never ran");
+    configure::reload(BTreeMap::new()).unwrap();
+    assert_eq!(forced_family(7), Ok(7));
+    assert_eq!(FORCED_FAMILY_RAN.load(Ordering::SeqCst), 1);
+}
+
 mod methods {
     use super::*;
 

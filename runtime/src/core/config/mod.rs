@@ -801,6 +801,19 @@ mod tests {
         }
     }
 
+    /// A shedding window is kept in whole milliseconds in a `u32`: rounded
+    /// up, and one past 49 days clamped to the longest, not wrapped.
+    #[test]
+    fn a_shed_window_is_rounded_up_to_a_millisecond_and_clamped_at_49_days() {
+        let base = Breaker::builder().threshold(5).checked().unwrap();
+        let window = |d: Duration| base.clone().with_shed_window(d).shed_window();
+        assert_eq!(window(Duration::from_nanos(1)), 1_000_000);
+        assert_eq!(window(Duration::from_millis(1500)), 1_500_000_000);
+        let longest = u64::from(u32::MAX) * 1_000_000;
+        assert_eq!(window(Duration::from_millis(u64::from(u32::MAX))), longest);
+        assert_eq!(window(Duration::from_secs(60 * 86_400)), longest);
+    }
+
     /// `validate` alone (what `TryFrom<Config>` runs; the builder and a
     /// patch check a written threshold before it) leaves a threshold out
     /// only beside graded shedding, and holds one there to its rule too.
