@@ -760,12 +760,16 @@ async fn by_authority_keeps_one_breaker_per_host_however_it_is_spelled() {
     call("http://example.com:8080/", None).await.unwrap();
     call("http://[::1]:80/", None).await.unwrap();
     call("http://[::1]/", None).await.unwrap();
+    // An IPv6 address without a port: its colons are not a port's.
+    call("http://[::ABCD]/", None).await.unwrap();
+    call("http://[::abcd]:80/", None).await.unwrap();
     let mut names = names(&hosts);
     names.sort();
     assert_eq!(
         names,
         [
             "tower-spellings[[::1]]",
+            "tower-spellings[[::abcd]]",
             "tower-spellings[example.com:8080]",
             "tower-spellings[example.com]",
         ],

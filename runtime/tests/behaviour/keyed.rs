@@ -219,6 +219,55 @@ fn tuple_and_integer_keys_are_looked_up_without_owning_them() {
     assert_eq!(shards.stats().created + ports.stats().created, 2);
 }
 
+/// A key type of one's own whose values all hash alike: only `matches`
+/// tells them apart in the family's map.
+#[derive(Clone, PartialEq, Eq, Debug)]
+struct Colliding(u8);
+
+impl std::hash::Hash for Colliding {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
+}
+
+impl failfast_runtime::Key for Colliding {
+    type Owned = Colliding;
+    fn to_key(&self) -> Colliding {
+        self.clone()
+    }
+    fn matches(&self, owned: &Colliding) -> bool {
+        self == owned
+    }
+    fn label(&self, out: &mut String) {
+        out.push_str(&self.0.to_string());
+    }
+}
+
+/// Keys whose hashes collide are told apart by `Key::matches`, looked up
+/// by value, by reference and inside a tuple: each gets its own breaker.
+#[test]
+fn keys_whose_hashes_collide_still_get_a_breaker_each() {
+    let family: Family<Colliding> = Family::builder(Breaker::builder().name("keyed.colliding"))
+        .build()
+        .unwrap();
+    let one = family.get(&Colliding(1));
+    // `&Colliding` is a key too (`impl Key for &T`): the same lookup.
+    let two = family.get(&&Colliding(2));
+    assert!(!Arc::ptr_eq(&one, &two));
+    assert_eq!(two.name(), "keyed.colliding[2]");
+    assert!(Arc::ptr_eq(&family.get(&&Colliding(1)), &one));
+    assert!(Arc::ptr_eq(&family.get(&Colliding(2)), &two));
+    assert_eq!(family.stats().created, 2);
+
+    let pairs: Family<(Colliding, u16)> =
+        Family::builder(Breaker::builder().name("keyed.colliding_pairs"))
+            .build()
+            .unwrap();
+    let a = pairs.get(&(&Colliding(1), 7u16));
+    let b = pairs.get(&(&Colliding(2), 7u16));
+    assert!(!Arc::ptr_eq(&a, &b));
+    assert_eq!(b.name(), "keyed.colliding_pairs[2, 7]");
+    assert!(Arc::ptr_eq(&pairs.get(&(Colliding(1), 7u16)), &a));
+}
+
 #[test]
 fn a_registered_family_is_one_entry_with_its_members() {
     let keys = family("keyed.registered", 8);

@@ -454,6 +454,8 @@ impl Drop for BulkheadPermit<'_> {
 #[cfg(not(loom))]
 mod tests {
     use super::*;
+    use crate::core::breaker::{Mode, Outcome};
+    use crate::core::clock::ManualClock;
 
     #[test]
     fn a_full_bulkhead_refuses_and_a_dropped_slot_makes_room() {
@@ -927,5 +929,186 @@ mod tests {
         bulkhead.leave();
         assert_eq!(bulkhead.running(), 0);
         assert!(bulkhead.try_enter().is_some());
+    }
+
+    /// A call that waited in line for a place counts as started again once
+    /// it starts (`Breaker::readmit`): graded shedding counts it as sent
+    /// and not accepted while it runs past the patience (the longest
+    /// success, 10 ms). 64 calls wait for places held by calls that then
+    /// end neutral, start, and hang; sixteen successes a period follow.
+    /// Once the patience has passed, the window holds the hanging calls
+    /// (less the calls ended since its latest mark old enough, as the rule
+    /// estimates them) sent and not accepted, and some calls are shed;
+    /// without the waited calls counted, nothing would be.
+    #[test]
+    fn calls_that_waited_for_a_place_count_as_running_once_they_start() {
+        use std::sync::atomic::{AtomicBool, AtomicUsize};
+
+        /// Lets the hanging calls end when dropped, a failed assertion
+        /// included.
+        struct Release<'a>(&'a AtomicBool);
+        impl Drop for Release<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+
+        const WAITERS: u32 = 64;
+        let clock = ManualClock::new();
+        let breaker = Breaker::builder()
+            .name("bulkhead.readmitted")
+            .shed(2.0)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let bulkhead = Bulkhead::new(WAITERS).max_wait(Duration::from_secs(60));
+        let mut held: Vec<_> = (0..WAITERS).map(|_| breaker.acquire().unwrap()).collect();
+        let places: Vec<_> = held
+            .iter_mut()
+            .map(|permit| bulkhead.enter(&breaker, permit).unwrap())
+            .collect();
+        let started = AtomicUsize::new(0);
+        let released = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let _release = Release(&released);
+            for _ in 0..WAITERS {
+                scope.spawn(|| {
+                    let mut permit = breaker.acquire().unwrap();
+                    let place = bulkhead.enter(&breaker, &mut permit).unwrap();
+                    started.fetch_add(1, Ordering::Relaxed);
+                    while !released.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    drop(place);
+                    permit.record(Outcome::Success);
+                });
+            }
+            eventually(|| waiting(&bulkhead) == WAITERS);
+            drop(places);
+            for permit in held.drain(..) {
+                permit.record(Outcome::Neutral);
+            }
+            eventually(|| started.load(Ordering::Relaxed) == WAITERS as usize);
+            let mut shed = 0;
+            for _ in 0..4 {
+                clock.advance(Duration::from_millis(500));
+                for _ in 0..16 {
+                    match breaker.acquire() {
+                        Ok(permit) => {
+                            clock.advance(Duration::from_millis(10));
+                            permit.record(Outcome::Success);
+                        }
+                        Err(_) => shed += 1,
+                    }
+                }
+            }
+            assert!(shed > 0, "{:?}", breaker.snapshot());
+        });
+    }
+
+    /// A breaker with graded shedding (`k` = 1, no `min_calls` to reach)
+    /// that has learnt a patience of 10 ms and opened on three failures,
+    /// at the end of its recovery: its next call is a half-open trial.
+    fn tripped_with_a_patience(clock: &ManualClock) -> Breaker {
+        let breaker = Breaker::builder()
+            .name("bulkhead.trial")
+            .shed(1.0)
+            .min_calls(1)
+            .threshold(3)
+            .recovery(Duration::from_secs(1))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        // The sixteenth call marks the period and is timed: 10 ms.
+        for _ in 0..16 {
+            let permit = breaker.acquire().unwrap();
+            clock.advance(Duration::from_millis(10));
+            permit.record(Outcome::Success);
+        }
+        // Admitted before the first fails: then the chance is above 0.
+        let failing: Vec<_> = (0..3).map(|_| breaker.acquire().unwrap()).collect();
+        for permit in failing {
+            permit.record(Outcome::Failure);
+        }
+        assert_eq!(breaker.state(), State::Open);
+        clock.advance(Duration::from_secs(1));
+        breaker
+    }
+
+    /// After a reset (the window begun afresh): a call that hangs, 16
+    /// successes, a period later a failure (which marks the period), and
+    /// a period after that a second failure, of a call admitted before
+    /// that mark. The window then holds 16 successes and 2 failures, and
+    /// the hanging call still running past the patience: the chance,
+    /// 1 − 16 / 19, is what the breaker sheds now.
+    fn chance_with_one_call_hanging(breaker: &Breaker, clock: &ManualClock) -> f64 {
+        let hanging = breaker.acquire().unwrap();
+        let failing = breaker.acquire().unwrap();
+        for _ in 0..16 {
+            breaker.acquire().unwrap().record(Outcome::Success);
+        }
+        clock.advance(Duration::from_millis(500));
+        breaker.acquire().unwrap().record(Outcome::Failure);
+        clock.advance(Duration::from_millis(600));
+        failing.record(Outcome::Failure);
+        let shedding = breaker.snapshot().shedding;
+        hanging.record(Outcome::Success);
+        shedding
+    }
+
+    /// The chance `chance_with_one_call_hanging` expects, as the snapshot
+    /// gives it (to nine decimals).
+    const ONE_HANGING: f64 = 3.0 / 19.0;
+
+    /// A half-open trial refused by a full bulkhead after a reset closed
+    /// the breaker is not taken out of the calls graded shedding counts as
+    /// started: shedding never counted it in (`Breaker::withdraw`). Taken
+    /// out, it would hide the hanging call.
+    #[test]
+    fn a_trial_refused_after_a_reset_is_not_withdrawn_from_the_window() {
+        let clock = ManualClock::new();
+        let breaker = tripped_with_a_patience(&clock);
+        let mut trial = breaker.acquire().unwrap();
+        assert_eq!(breaker.state(), State::HalfOpen);
+        breaker.set_mode(Mode::Normal);
+        assert!(Bulkhead::new(0).enter(&breaker, &mut trial).is_err());
+        let chance = chance_with_one_call_hanging(&breaker, &clock);
+        assert!((chance - ONE_HANGING).abs() < 1e-6, "{chance}");
+    }
+
+    /// A half-open trial that waited in line for a place, and got it after
+    /// a reset closed the breaker, is not counted as started when it
+    /// starts: shedding never counted it in (`Breaker::readmit`). Counted,
+    /// it would be a second call running past the patience (and never
+    /// seen to end: a reset leaves a call in flight uncounted).
+    #[test]
+    fn a_trial_that_waited_across_a_reset_is_not_readmitted_to_the_window() {
+        use std::sync::atomic::AtomicBool;
+
+        let clock = ManualClock::new();
+        let breaker = tripped_with_a_patience(&clock);
+        let bulkhead = Bulkhead::new(1).max_wait(Duration::from_secs(60));
+        let held = bulkhead.try_enter().unwrap();
+        let (started, done) = (AtomicBool::new(false), AtomicBool::new(false));
+        std::thread::scope(|scope| {
+            let trial = scope.spawn(|| {
+                let mut trial = breaker.acquire().unwrap();
+                assert_eq!(breaker.state(), State::HalfOpen);
+                let place = bulkhead.enter(&breaker, &mut trial).unwrap();
+                started.store(true, Ordering::Relaxed);
+                while !done.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                drop(place);
+                trial.record(Outcome::Success);
+            });
+            eventually(|| waiting(&bulkhead) == 1 || trial.is_finished());
+            breaker.set_mode(Mode::Normal);
+            drop(held);
+            eventually(|| started.load(Ordering::Relaxed) || trial.is_finished());
+            let chance = chance_with_one_call_hanging(&breaker, &clock);
+            done.store(true, Ordering::Relaxed);
+            assert!((chance - ONE_HANGING).abs() < 1e-6, "{chance}");
+        });
     }
 }
