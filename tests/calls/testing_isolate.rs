@@ -24,6 +24,14 @@ fn replica(replica: &str, fail: bool) -> Result<(), Down> {
     outcome(fail)
 }
 
+/// A generic function whose key type is its type parameter's: one family
+/// per key type.
+#[circuit_breaker(key = id, threshold = 1, recovery = "1h", name = "isolate::generic")]
+fn generic<K: failfast::Key>(id: K) -> Result<(), Down> {
+    let _ = id;
+    outcome(false)
+}
+
 /// Tells `inside` once it runs, then waits for `until`.
 #[circuit_breaker(max_concurrent = 1, name = "isolate::held")]
 fn held(inside: &Sender<()>, until: &Receiver<()>) -> Result<(), Down> {
@@ -363,4 +371,28 @@ async fn tokio_two_binds_its_tasks_on_a_multi_thread_runtime() {
         "the program's, outside the scope"
     );
     TOKIO.meet();
+}
+
+/// In a scope, a generic keyed function's family of a second key type is
+/// listed beside its first, as it is outside one; once the scope is over,
+/// neither is: the program's declared family is, without members.
+#[test]
+fn a_scope_lists_a_generic_functions_family_of_each_key_type() {
+    let generic_families = || {
+        registry::families()
+            .into_iter()
+            .filter(|f| f.name() == "isolate::generic")
+            .map(|f| f.members().len())
+            .collect::<Vec<_>>()
+    };
+    {
+        let _scope = testing::isolate();
+        assert_eq!(generic(7u32), Ok(()));
+        assert_eq!(generic("seven"), Ok(()));
+        assert_eq!(generic("eight"), Ok(()));
+        let mut members = generic_families();
+        members.sort_unstable();
+        assert_eq!(members, [1, 2]);
+    }
+    assert_eq!(generic_families(), [0]);
 }

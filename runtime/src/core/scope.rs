@@ -122,17 +122,6 @@ pub(crate) fn listed(shared: &'static Breaker) -> Option<&'static Breaker> {
     in_scope(|own| own.listed(shared)).flatten()
 }
 
-/// Whether `item` is a scope's, on this thread.
-#[cfg(feature = "keyed")]
-pub(crate) fn owns<T: Any>(item: &T) -> bool {
-    in_scope(|own| {
-        own.lock()
-            .iter()
-            .any(|(&(ty, _), &s)| ty == TypeId::of::<T>() && std::ptr::addr_eq(s, item))
-    })
-    .unwrap_or(false)
-}
-
 /// The id of the innermost scope entered on this thread, if any: the
 /// registry lists a breaker or family registered in a scope in that scope
 /// alone.

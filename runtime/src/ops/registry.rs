@@ -449,10 +449,6 @@ static LIST_FAMILIES: fn(crate::policy::keyed::Seen<'_>) = |seen| {
     match seen {
         Seen::Registered(listing) => register_family(listing),
         Seen::SlotBuilt(slot) => register_slot(slot),
-        // A scope's family (`testing::isolate`) is listed through its scope.
-        #[cfg(feature = "testing")]
-        Seen::OtherFamily(slot, _) if crate::core::scope::owns(slot) => {}
-        Seen::OtherFamily(_, listing) => register_family(listing),
         Seen::Evicted(..) => {}
     }
 };

@@ -175,11 +175,10 @@ impl Slot {
             self.max_concurrent,
             Budget::new(self.max_ejection_percent),
         )));
-        // Listed unless the registry says it lists the slot's families
-        // another way (a test scope's, `testing::isolate`).
+        // Listed on its own, as a family registered in code is.
         let listing: Arc<dyn Listing> = family.inner.clone();
         for observe in OBSERVERS {
-            observe(Seen::OtherFamily(self, &listing));
+            observe(Seen::Registered(&listing));
         }
         others.push(family);
         family

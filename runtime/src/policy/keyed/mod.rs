@@ -493,19 +493,19 @@ impl<K: Clone + Hash + Eq + Send + Sync + 'static> Inner<K> {
 
 /// What a family tells the layers above it (the registry, metrics), which
 /// the linker gathers (`linkme`): this module names none of them.
-// What a variant carries is read by the observers the features bring
-// (`metrics`, `testing`).
-#[cfg_attr(not(all(feature = "metrics", feature = "testing")), allow(dead_code))]
+// What an eviction carries is read by the observer `metrics` brings.
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
 pub(crate) enum Seen<'a> {
     /// A member was evicted: its breaker, and whether its family is
     /// registered.
     Evicted(&'a Breaker, bool),
-    /// The family was registered ([`Family::register`]).
+    /// A family is to be listed: registered ([`Family::register`]), or
+    /// built by a declared family's slot for another key type than its
+    /// first (in a test scope, `testing::isolate`, the scope's slot: the
+    /// registry lists it in that scope alone).
     Registered(&'a Arc<dyn Listing>),
     /// A declared family's slot built its first family.
     SlotBuilt(&'static Slot),
-    /// A declared family's slot built a family for another key type.
-    OtherFamily(&'static Slot, &'a Arc<dyn Listing>),
 }
 
 /// Told what a family does that the layers above it keep track of.
