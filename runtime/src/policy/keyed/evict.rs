@@ -259,3 +259,45 @@ pub(super) fn listed<'s, K>(
         .chain(overflow)
         .map(Arc::clone)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slots(seed: u64) -> Slots<u8> {
+        Slots {
+            stored: Vec::new(),
+            retired: Vec::new(),
+            hand: 0,
+            random: seed,
+            full_until: 0,
+            reclaim_at: RECLAIM_FLOOR,
+        }
+    }
+
+    /// The sampled slots are drawn by Marsaglia's xorshift64 (shifts 13,
+    /// 7, 17): from the seed of his paper ("Xorshift RNGs", 2003), its
+    /// published first outputs; and from any seed, draws spread over the
+    /// slots (a generator stuck at zero lands on one slot for good).
+    #[test]
+    fn the_draws_are_xorshift64s_and_spread_over_the_slots() {
+        let mut paper = slots(88_172_645_463_325_252);
+        let drawn: Vec<u64> = (0..3).map(|_| paper.next_random()).collect();
+        assert_eq!(
+            drawn,
+            [
+                8_748_534_153_485_358_512,
+                3_040_900_993_826_735_515,
+                3_453_997_556_048_239_312
+            ]
+        );
+        for seed in [1, 0x9E37_79B9_7F4A_7C15, u64::MAX] {
+            let mut slots = slots(seed);
+            let mut hits = [0_u32; 64];
+            for _ in 0..64 * 64 {
+                hits[(slots.next_random() % 64) as usize] += 1;
+            }
+            assert!(hits.iter().all(|&h| h > 0), "seed {seed}: {hits:?}");
+        }
+    }
+}

@@ -555,10 +555,7 @@ pub(crate) trait Listing: Send + Sync {
     fn mark_registered(&self) -> bool;
     /// Whether a call to the key labelled `label` would be let through now:
     /// no member yet, or its breaker admits one (see `Breaker::admits_now`).
-    fn admits(&self, label: &str) -> bool {
-        self.labelled(label, false)
-            .is_none_or(|member| member.breaker().admits_now())
-    }
+    fn admits(&self, label: &str) -> bool;
     /// The ejection budget's percentage in force, 100 for none.
     fn max_ejection_percent(&self) -> u8;
     /// The next turn of [`FamilyRef::failover`]'s rotation.
