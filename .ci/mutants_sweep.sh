@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The sweep of the whole runtime by mutation (docs/mutants.md): runs its 80
+# round-robin shards one after another, from the first without a result,
+# at idle priority, in a clone of its own that it mutates in place. Each
+# shard runs with the tests of the commit named in $OUT/TESTS (the
+# reference's own by default), and only if that commit's list of mutants
+# is the reference's, mutant for mutant: the runtime's code is the same.
+#
+#     .ci/mutants_sweep.sh [OUT]        # OUT: ~/mutants-sweep by default
+#     touch OUT/STOP                    # no new shard after the one running
+#     .ci/mutants_summary.py [OUT]      # the rows of docs/mutants.md's table
+#
+# OUT/shard-K holds a shard's log, its exit code, the commit of its tests
+# (COMMIT) and cargo-mutants' output (mutants.out). A shard stopped before
+# its end (no exit file) starts again from its beginning.
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${1:-$HOME/mutants-sweep}
+REF=${SWEEP_REF:-81df894}
+SHARDS=80
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+tree=$OUT/tree
+export CARGO_TARGET_DIR=$OUT/target STRESS_SHORT_SECS=1
+
+if [ ! -d "$tree/.git" ]; then
+    git clone -q "$repo" "$tree" || exit 8
+fi
+cd "$tree" || exit 8
+git fetch -q "$repo" || exit 8
+if [ ! -s "$OUT/reference.list" ]; then
+    git checkout -q --detach "$REF" || exit 8
+    cargo mutants -p failfast-runtime --list > "$OUT/reference.list" || exit 8
+fi
+[ -s "$OUT/TESTS" ] || git rev-parse "$REF" > "$OUT/TESTS"
+
+for k in $(seq 0 $((SHARDS - 1))); do
+    [ -f "$OUT/shard-$k/exit" ] && continue
+    if [ -f "$OUT/STOP" ]; then echo "$(date -u +%T) $OUT/STOP: shard $k not started"; exit 0; fi
+    tests=$(cat "$OUT/TESTS")
+    git checkout -q -- . && git fetch -q "$repo" && git checkout -q --detach "$tests" || exit 8
+    cargo mutants -p failfast-runtime --list > "$OUT/list-now" 2>/dev/null
+    if ! cmp -s "$OUT/list-now" "$OUT/reference.list"; then
+        echo "$(date -u +%T) the mutants of $tests are not those of $REF"
+        exit 9
+    fi
+    rm -rf "$OUT/shard-$k" && mkdir -p "$OUT/shard-$k"
+    echo "$tests" > "$OUT/shard-$k/COMMIT"
+    # The unmutated run checks the tests pass and sets the timeout: once
+    # for each commit of tests.
+    baseline=()
+    if [ "$(cat "$OUT/BASELINE_OK" 2>/dev/null)" = "$tests" ]; then
+        baseline=(--baseline=skip --timeout 140)
+    fi
+    echo "$(date -u +%T) shard $k/$SHARDS with the tests of $tests ${baseline[*]}"
+    nice -n 19 cargo mutants -p failfast-runtime --in-place \
+        --shard "$k/$SHARDS" --sharding round-robin "${baseline[@]}" -o "$OUT/shard-$k" \
+        -- -- --test-threads 4 --skip the_first_readings_agree_with_the_later_ones \
+        > "$OUT/shard-$k/log" 2>&1
+    rc=$?
+    echo $rc > "$OUT/shard-$k/exit"
+    echo "$(date -u +%T) shard $k exit $rc"
+    # 0: all caught; 2: some missed; 3: some timed out. Else stop.
+    case $rc in 0 | 2 | 3) echo "$tests" > "$OUT/BASELINE_OK" ;; *) exit $rc ;; esac
+done
