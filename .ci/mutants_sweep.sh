@@ -7,6 +7,7 @@
 # is the reference's, mutant for mutant: the runtime's code is the same.
 #
 #     .ci/mutants_sweep.sh [OUT]        # OUT: ~/mutants-sweep by default
+#     SWEEP_FROM=K .ci/mutants_sweep.sh # from shard K (those before are recorded)
 #     touch OUT/STOP                    # no new shard after the one running
 #     .ci/mutants_summary.py [OUT]      # the rows of docs/mutants.md's table
 #
@@ -34,7 +35,7 @@ if [ ! -s "$OUT/reference.list" ]; then
 fi
 [ -s "$OUT/TESTS" ] || git rev-parse "$REF" > "$OUT/TESTS"
 
-for k in $(seq 0 $((SHARDS - 1))); do
+for k in $(seq "${SWEEP_FROM:-0}" $((SHARDS - 1))); do
     [ -f "$OUT/shard-$k/exit" ] && continue
     if [ -f "$OUT/STOP" ]; then echo "$(date -u +%T) $OUT/STOP: shard $k not started"; exit 0; fi
     tests=$(cat "$OUT/TESTS")
