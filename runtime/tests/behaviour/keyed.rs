@@ -873,6 +873,19 @@ fn failover_skips_the_replicas_that_would_refuse() {
     // A replica forced open by name before its first call is skipped too.
     handle.member("later").unwrap().set_mode(Mode::ForcedOpen);
     assert_eq!(offered(&replicas, &["later", "new"]), ["new"]);
+    // Observe-only and forced closed let every call through, whatever the
+    // state: offered, open or not.
+    let watched = replicas.get("watched");
+    watched.set_mode(Mode::ObserveOnly);
+    let _ = watched.call(|| Err::<(), _>("down"));
+    assert_eq!(watched.state(), State::Open);
+    let kept = replicas.get("kept");
+    let _ = kept.call(|| Err::<(), _>("down"));
+    kept.set_mode(Mode::ForcedClosed);
+    assert_eq!(
+        offered(&replicas, &["watched", "kept"]),
+        ["kept", "watched"]
+    );
 }
 
 /// Each pick takes the next turn, and one more for each sick replica it
