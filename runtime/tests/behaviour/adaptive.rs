@@ -293,6 +293,40 @@ fn after_an_outage_one_call_a_second_brings_it_back_to_its_most_within_30_s() {
     assert!(b.acquire().is_err(), "and no more than 64");
 }
 
+/// A queue's cut counts every place taken as the window closes, the
+/// closing call's own included (it has given its place back by then).
+/// Baseline 10 ms; then 16 calls at once (every place) take 21 ms, twice:
+/// the second window closes at the first call of the second 16, with 16
+/// places taken and 9 samples of 21 ms in 21 ms. The need by Little's law
+/// is 16 × 10 / 21 = 7.6 places, and with half again (a clean window was
+/// seen this period) 11.4: the limit falls to 11. Without the closing
+/// call, 15 × 10 / 21 × 1.5 = 10.7.
+#[test]
+fn a_queues_cut_counts_the_closing_calls_place() {
+    let clock = ManualClock::new();
+    let b = adaptive_on(&clock, "adaptive.closing_place", 1, 16);
+    // Twenty windows of eight calls one at a time: the baseline, learnt.
+    for _ in 0..160 {
+        timed(&b, &clock, TEN_MS, Outcome::Success);
+    }
+    assert_eq!(limit(&b), 16);
+    let latency = Duration::from_millis(21);
+    // The first window over the baseline may be noise: the limit stays.
+    let first: Vec<_> = (0..16).map(|_| b.acquire().unwrap()).collect();
+    clock.advance(latency);
+    for permit in first {
+        permit.record(Outcome::Success);
+    }
+    assert_eq!(limit(&b), 16);
+    let mut second: Vec<_> = (0..16).map(|_| b.acquire().unwrap()).collect();
+    clock.advance(latency);
+    second.pop().unwrap().record(Outcome::Success);
+    assert_eq!(limit(&b), 11);
+    for permit in second {
+        permit.record(Outcome::Success);
+    }
+}
+
 /// A dependency of `workers` workers, each call `service` long once a
 /// worker is free, first come first served, called every `every` for
 /// `secs` seconds through `b` on `clock`: what came of it.
