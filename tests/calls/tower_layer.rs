@@ -763,11 +763,14 @@ async fn by_authority_keeps_one_breaker_per_host_however_it_is_spelled() {
     // An IPv6 address without a port: its colons are not a port's.
     call("http://[::ABCD]/", None).await.unwrap();
     call("http://[::abcd]:80/", None).await.unwrap();
+    // A host that is a lone dot keeps it: an empty name is no host.
+    call("/g", Some(".")).await.unwrap();
     let mut names = names(&hosts);
     names.sort();
     assert_eq!(
         names,
         [
+            "tower-spellings[.]",
             "tower-spellings[[::1]]",
             "tower-spellings[[::abcd]]",
             "tower-spellings[example.com:8080]",
