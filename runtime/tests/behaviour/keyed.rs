@@ -888,6 +888,33 @@ fn failover_skips_the_replicas_that_would_refuse() {
     );
 }
 
+/// A half-open replica is offered while it has a trial slot free, though
+/// another trial's lease runs, and no longer once every slot is taken.
+#[test]
+fn failover_offers_a_half_open_replica_while_a_trial_slot_is_free() {
+    let clock = ManualClock::new();
+    let replicas: Family<String> = Family::builder(
+        Breaker::builder()
+            .name("keyed.failover-trials")
+            .threshold(1)
+            .recovery(Duration::from_secs(10))
+            .trial_calls(2)
+            .clock(clock.clone()),
+    )
+    .build()
+    .unwrap();
+    let b = replicas.get("b");
+    let _ = b.call(|| Err::<(), _>("down"));
+    clock.advance(Duration::from_secs(10));
+    let first = b.acquire().expect("a first trial");
+    assert_eq!(b.state(), State::HalfOpen);
+    assert_eq!(offered(&replicas, &["b"]), ["b"], "a trial slot is free");
+    let second = b.acquire().expect("a second trial");
+    assert!(offered(&replicas, &["b"]).is_empty(), "both slots taken");
+    first.record(failfast_runtime::Outcome::Success);
+    second.record(failfast_runtime::Outcome::Success);
+}
+
 /// Each pick takes the next turn, and one more for each sick replica it
 /// lands on: the replicas that take calls are each first in turn, equally
 /// often, the one after a sick replica no more often than the others.
