@@ -327,6 +327,36 @@ fn a_queues_cut_counts_the_closing_calls_place() {
     }
 }
 
+/// The baseline learns from windows of several calls at once, as long as
+/// no call was refused in them: calls four at a time, 10 ms each, settle
+/// it at 10 ms; then sixteen at a time taking 30 ms are a queue, and the
+/// limit is cut. (Were those windows not learnt, the baseline would stay
+/// too young to tell a queue, and the limit would stay at its most.)
+#[test]
+fn the_baseline_learns_from_windows_of_several_calls_at_once() {
+    let clock = ManualClock::new();
+    let b = adaptive_on(&clock, "adaptive.learns_together", 1, 16);
+    let round = |calls: usize, latency: Duration| {
+        let held: Vec<_> = (0..calls).filter_map(|_| b.acquire().ok()).collect();
+        clock.advance(latency);
+        for permit in held {
+            permit.record(Outcome::Success);
+        }
+    };
+    for _ in 0..80 {
+        round(4, TEN_MS);
+    }
+    assert_eq!(limit(&b), 16, "no queue at 10 ms");
+    for _ in 0..6 {
+        round(16, Duration::from_millis(30));
+    }
+    assert!(
+        limit(&b) < 16,
+        "a queue of 30 ms left the limit at {}",
+        limit(&b)
+    );
+}
+
 /// A dependency of `workers` workers, each call `service` long once a
 /// worker is free, first come first served, called every `every` for
 /// `secs` seconds through `b` on `clock`: what came of it.
