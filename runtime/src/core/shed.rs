@@ -660,6 +660,10 @@ mod tests {
         assert_eq!(shed.base(p(42)), at(70), "none from 8 to 22");
         assert_eq!(shed.base(p(50)), at(300), "30 is the latest up to 30");
         shed.clear(p(31), at(310));
+        assert!(
+            shed.marked_at(31) && !shed.marked_at(32),
+            "the period cleared at is the latest marked: its calls are timed in its mark"
+        );
         assert_eq!(shed.base(p(31)), at(310));
         assert_eq!(shed.base(p(45)), at(310));
         assert!(!shed.roll(p(31), || at(0)));
