@@ -422,26 +422,42 @@ mod tests {
     /// Threads running at once count on lines of their own: there are at
     /// least 8 owned slots, so of 8 threads alive together several own one
     /// (all of them but those other tests of this binary hold at the time;
-    /// "several" keeps the test to what no neighbour can take away).
+    /// "several" keeps the test to what no neighbour can take away), and
+    /// the slot index each is given (`thread_slot`, a bulkhead's stripe)
+    /// is its own.
     #[test]
     fn threads_alive_at_once_each_own_a_slot() {
         let _one_at_a_time = SLOTS_TEST.lock().unwrap_or_else(PoisonError::into_inner);
         assert!(slots() >= 8, "{}", slots());
         let together = std::sync::Barrier::new(8);
-        let codes: Vec<u32> = std::thread::scope(|s| {
+        let codes: Vec<(u32, usize)> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..8)
                 .map(|_| {
                     s.spawn(|| {
-                        let code = assign();
+                        let code = thread_code();
                         together.wait();
-                        code
+                        (code, thread_slot())
                     })
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
-        let owned = codes.iter().filter(|&&c| c & SHARED == 0).count();
-        assert!(owned >= 2, "{codes:?}");
+        let mut owned: Vec<usize> = codes
+            .iter()
+            .filter(|&&(code, _)| code & SHARED == 0)
+            .map(|&(_, slot)| slot)
+            .collect();
+        assert!(owned.len() >= 2, "{codes:?}");
+        owned.sort_unstable();
+        owned.dedup();
+        assert_eq!(
+            owned.len(),
+            codes.iter().filter(|c| c.0 & SHARED == 0).count(),
+            "{codes:?}"
+        );
+        for (code, slot) in codes {
+            assert_eq!(slot, shard_index(code), "{code:#x}");
+        }
     }
 
     /// Owned slots stop at `slots()`: later threads get shared codes, and the
