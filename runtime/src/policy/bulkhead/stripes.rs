@@ -138,3 +138,37 @@ fn this_thread_stripe(n: usize) -> usize {
         .expect("loom's ThreadId(N)");
     number & (n - 1)
 }
+
+#[cfg(test)]
+#[cfg(not(loom))]
+mod tests {
+    use super::*;
+
+    /// Threads alive at once put their places back on stripes of their
+    /// own, not all on one: four threads at once find at least two
+    /// stripes among a bulkhead's (each owned thread slot is a different
+    /// stripe; a thread on a shared slot may share one).
+    #[test]
+    fn threads_alive_at_once_find_stripes_of_their_own() {
+        let n = make_stripes(u32::MAX).len();
+        assert!(n >= 8, "{n} stripes");
+        let together = std::sync::Barrier::new(4);
+        let mut stripes: Vec<usize> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        together.wait();
+                        let stripe = this_thread_stripe(n);
+                        together.wait();
+                        stripe
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(stripes.iter().all(|&k| k < n), "{stripes:?}");
+        stripes.sort_unstable();
+        stripes.dedup();
+        assert!(stripes.len() >= 2, "{stripes:?}");
+    }
+}
