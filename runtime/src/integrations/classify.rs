@@ -538,6 +538,11 @@ mod tests {
             Outcome::Neutral
         );
         assert_eq!(status(tonic::Status::not_found("gone")), Outcome::Neutral);
+        // An error whose code is `OK` (as in a response's `grpc-status: 0`).
+        assert_eq!(
+            status(tonic::Status::new(tonic::Code::Ok, "")),
+            Outcome::Success
+        );
 
         let boxed = |s: tonic::Status| {
             let error: BoxError = Box::new(s);
