@@ -21,6 +21,22 @@ static SEEN: Mutex<Option<HashMap<String, Vec<Seen>>>> = Mutex::new(None);
 static HOLD: AtomicBool = AtomicBool::new(false);
 /// Set by the hook once it holds one.
 static HELD: AtomicBool = AtomicBool::new(false);
+/// The tests that hold transitions run one at a time.
+static HOLDING: Mutex<()> = Mutex::new(());
+
+/// Holds the next transition of `hook-holds` in the hook until the guard
+/// is dropped (or 5 s pass).
+fn hold() -> impl Drop {
+    struct Release;
+    impl Drop for Release {
+        fn drop(&mut self) {
+            HOLD.store(false, Ordering::SeqCst);
+        }
+    }
+    HELD.store(false, Ordering::SeqCst);
+    HOLD.store(true, Ordering::SeqCst);
+    Release
+}
 
 fn record(change: &Change<'_>) {
     let name = change.breaker.name().to_owned();
@@ -143,6 +159,8 @@ fn a_panicking_hook_leaves_the_breaker_and_its_caller_alone() {
 #[test]
 fn a_limit_event_waits_for_the_transition_before_it_to_be_queued() {
     installed();
+    let _one_at_a_time = HOLDING.lock().unwrap_or_else(PoisonError::into_inner);
+    HELD.store(false, Ordering::SeqCst);
     let b = Arc::new(
         Breaker::builder()
             .name("hook-holds")
@@ -189,4 +207,70 @@ fn a_limit_event_waits_for_the_transition_before_it_to_be_queued() {
         // found the breaker's events out of step, and was not queued.
         assert_eq!(delivered, [Manual], "waited: {waited}");
     }
+}
+
+/// A limit's lowering whose thread gave up waiting (past 100 ms) for the
+/// transition before it to be queued is not told by the windows that close
+/// while the limit stays lowered: only the guard's next change tells it,
+/// if it holds then (`TransitionReason::SheddingStarted`'s docs), and
+/// windows whose calls keep the limit where it is are no change.
+#[test]
+fn a_limit_lowering_overtaken_by_a_transition_is_not_told_by_the_windows_after_it() {
+    installed();
+    let _one_at_a_time = HOLDING.lock().unwrap_or_else(PoisonError::into_inner);
+    let clock = ManualClock::new();
+    let b = Arc::new(
+        Breaker::builder()
+            .name("hook-holds")
+            .adaptive_concurrency(2, 10)
+            .threshold(1000)
+            .clock(clock.clone())
+            .build()
+            .unwrap(),
+    );
+    let delivered = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&delivered);
+    let _listening = failfast_runtime::events::subscribe(&*b, move |t| {
+        sink.lock().unwrap().push(t.reason);
+    });
+    let held = hold();
+    let observing = {
+        let b = Arc::clone(&b);
+        std::thread::spawn(move || b.set_mode(Mode::ObserveOnly))
+    };
+    while !HELD.load(Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    // The transition is held until this thread lets it go, after the
+    // lowering's thread has given up waiting for it.
+    let lowering = {
+        let b = Arc::clone(&b);
+        std::thread::spawn(move || {
+            b.acquire()
+                .unwrap()
+                .record(failfast_runtime::Outcome::Failure);
+            failfast_runtime::__private::thread_turns()
+        })
+    };
+    let (_, waited, gave_up) = lowering.join().unwrap();
+    drop(held);
+    observing.join().unwrap();
+    assert_eq!((waited, gave_up), (1, 1));
+    let limit = || b.snapshot().concurrency_limit.unwrap();
+    assert_eq!(limit(), 9);
+    use failfast_runtime::events::TransitionReason::Manual;
+    assert_eq!(
+        *delivered.lock().unwrap(),
+        [Manual],
+        "the lowering was not queued"
+    );
+    // Windows of calls at 5 ms, one at a time: each closes with the limit
+    // still below its most (it grows back over 20 s).
+    for _ in 0..64 {
+        let permit = b.acquire().unwrap();
+        clock.advance(Duration::from_millis(5));
+        permit.record(failfast_runtime::Outcome::Success);
+    }
+    assert_eq!(limit(), 9);
+    assert_eq!(*delivered.lock().unwrap(), [Manual]);
 }
