@@ -1,15 +1,20 @@
 //! The process-wide transition hook: every transition of every breaker, in
 //! order per breaker across threads, with its cause; remote opens marked as
 //! such; a panicking hook leaves the breaker and its caller alone; a second
-//! hook is refused.
+//! hook is refused. A transition held in the hook orders the adaptive
+//! limit's events: one made behind it waits for it, and one that gave up
+//! waiting is not told by the windows after it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use failfast_runtime::events::Subscription;
+use failfast_runtime::events::TransitionReason::{self, LimitLowered, Manual};
 use failfast_runtime::integration::{self, Cause, Change};
-use failfast_runtime::{Breaker, ManualClock, Mode, State};
+use failfast_runtime::{Breaker, ManualClock, Mode, Outcome, State};
 
 type Seen = (State, State, Mode, Cause);
 
@@ -23,20 +28,6 @@ static HOLD: AtomicBool = AtomicBool::new(false);
 static HELD: AtomicBool = AtomicBool::new(false);
 /// The tests that hold transitions run one at a time.
 static HOLDING: Mutex<()> = Mutex::new(());
-
-/// Holds the next transition of `hook-holds` in the hook until the guard
-/// is dropped (or 5 s pass).
-fn hold() -> impl Drop {
-    struct Release;
-    impl Drop for Release {
-        fn drop(&mut self) {
-            HOLD.store(false, Ordering::SeqCst);
-        }
-    }
-    HELD.store(false, Ordering::SeqCst);
-    HOLD.store(true, Ordering::SeqCst);
-    Release
-}
 
 fn record(change: &Change<'_>) {
     let name = change.breaker.name().to_owned();
@@ -152,6 +143,59 @@ fn a_panicking_hook_leaves_the_breaker_and_its_caller_alone() {
     assert_eq!(b.state(), State::Closed);
 }
 
+/// An adaptive breaker named `hook-holds` (on `clock`, if given), and the
+/// reasons of the events delivered to a listener of it, while the
+/// listener lasts.
+fn held_breaker(
+    clock: Option<&ManualClock>,
+) -> (
+    Arc<Breaker>,
+    Arc<Mutex<Vec<TransitionReason>>>,
+    Subscription,
+) {
+    let mut builder = Breaker::builder();
+    builder = builder
+        .name("hook-holds")
+        .adaptive_concurrency(2, 10)
+        .threshold(1000);
+    if let Some(clock) = clock {
+        builder = builder.clock(clock.clone());
+    }
+    let b = Arc::new(builder.build().unwrap());
+    let delivered = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&delivered);
+    let listening = failfast_runtime::events::subscribe(&*b, move |t| {
+        sink.lock().unwrap().push(t.reason);
+    });
+    (b, delivered, listening)
+}
+
+/// Changes `b`'s mode to observe-only on a thread of its own, held in the
+/// hook after its compare-and-swap (until `HOLD` is cleared, or 5 s);
+/// then, in the new period, a failure on another thread lowers the limit,
+/// and its event waits for the change to be queued. The two threads: the
+/// second answers its `thread_turns`.
+fn lower_behind_a_held_change(b: &Arc<Breaker>) -> (JoinHandle<()>, JoinHandle<(u64, u64, u64)>) {
+    HELD.store(false, Ordering::SeqCst);
+    HOLD.store(true, Ordering::SeqCst);
+    // A change of mode (not a reset, which would restore the limit).
+    let observing = {
+        let b = Arc::clone(b);
+        std::thread::spawn(move || b.set_mode(Mode::ObserveOnly))
+    };
+    while !HELD.load(Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    let lowering = {
+        let b = Arc::clone(b);
+        std::thread::spawn(move || {
+            b.acquire().unwrap().record(Outcome::Failure);
+            failfast_runtime::__private::thread_turns()
+        })
+    };
+    (observing, lowering)
+}
+
 /// An event of the adaptive limit made while the transition before it is
 /// still on its way to the queue (its thread held here, in the hook, after
 /// its compare-and-swap) waits for that transition to be queued, and
@@ -160,46 +204,13 @@ fn a_panicking_hook_leaves_the_breaker_and_its_caller_alone() {
 fn a_limit_event_waits_for_the_transition_before_it_to_be_queued() {
     installed();
     let _one_at_a_time = HOLDING.lock().unwrap_or_else(PoisonError::into_inner);
-    HELD.store(false, Ordering::SeqCst);
-    let b = Arc::new(
-        Breaker::builder()
-            .name("hook-holds")
-            .adaptive_concurrency(2, 10)
-            .threshold(1000)
-            .build()
-            .unwrap(),
-    );
-    let delivered = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&delivered);
-    let _listening = failfast_runtime::events::subscribe(&*b, move |t| {
-        sink.lock().unwrap().push(t.reason);
-    });
-    HOLD.store(true, Ordering::SeqCst);
-    // A change of mode (not a reset, which would restore the limit).
-    let observing = {
-        let b = Arc::clone(&b);
-        std::thread::spawn(move || b.set_mode(Mode::ObserveOnly))
-    };
-    while !HELD.load(Ordering::SeqCst) {
-        std::thread::yield_now();
-    }
-    // The change has taken effect and is held before its queueing: this
-    // failure lowers the limit in the new period, and its event waits.
-    let lowering = {
-        let b = Arc::clone(&b);
-        std::thread::spawn(move || {
-            b.acquire()
-                .unwrap()
-                .record(failfast_runtime::Outcome::Failure);
-            failfast_runtime::__private::thread_turns()
-        })
-    };
+    let (b, delivered, _listening) = held_breaker(None);
+    let (observing, lowering) = lower_behind_a_held_change(&b);
     std::thread::sleep(Duration::from_millis(30));
     HOLD.store(false, Ordering::SeqCst);
     observing.join().unwrap();
     let (_, waited, gave_up) = lowering.join().unwrap();
     let delivered = delivered.lock().unwrap().clone();
-    use failfast_runtime::events::TransitionReason::{LimitLowered, Manual};
     if gave_up == 0 {
         assert_eq!(delivered, [Manual, LimitLowered], "waited: {waited}");
     } else {
@@ -219,46 +230,16 @@ fn a_limit_lowering_overtaken_by_a_transition_is_not_told_by_the_windows_after_i
     installed();
     let _one_at_a_time = HOLDING.lock().unwrap_or_else(PoisonError::into_inner);
     let clock = ManualClock::new();
-    let b = Arc::new(
-        Breaker::builder()
-            .name("hook-holds")
-            .adaptive_concurrency(2, 10)
-            .threshold(1000)
-            .clock(clock.clone())
-            .build()
-            .unwrap(),
-    );
-    let delivered = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&delivered);
-    let _listening = failfast_runtime::events::subscribe(&*b, move |t| {
-        sink.lock().unwrap().push(t.reason);
-    });
-    let held = hold();
-    let observing = {
-        let b = Arc::clone(&b);
-        std::thread::spawn(move || b.set_mode(Mode::ObserveOnly))
-    };
-    while !HELD.load(Ordering::SeqCst) {
-        std::thread::yield_now();
-    }
-    // The transition is held until this thread lets it go, after the
-    // lowering's thread has given up waiting for it.
-    let lowering = {
-        let b = Arc::clone(&b);
-        std::thread::spawn(move || {
-            b.acquire()
-                .unwrap()
-                .record(failfast_runtime::Outcome::Failure);
-            failfast_runtime::__private::thread_turns()
-        })
-    };
+    let (b, delivered, _listening) = held_breaker(Some(&clock));
+    let (observing, lowering) = lower_behind_a_held_change(&b);
+    // The change is held until the lowering's thread has given up waiting
+    // for it.
     let (_, waited, gave_up) = lowering.join().unwrap();
-    drop(held);
+    HOLD.store(false, Ordering::SeqCst);
     observing.join().unwrap();
     assert_eq!((waited, gave_up), (1, 1));
     let limit = || b.snapshot().concurrency_limit.unwrap();
     assert_eq!(limit(), 9);
-    use failfast_runtime::events::TransitionReason::Manual;
     assert_eq!(
         *delivered.lock().unwrap(),
         [Manual],
@@ -269,7 +250,7 @@ fn a_limit_lowering_overtaken_by_a_transition_is_not_told_by_the_windows_after_i
     for _ in 0..64 {
         let permit = b.acquire().unwrap();
         clock.advance(Duration::from_millis(5));
-        permit.record(failfast_runtime::Outcome::Success);
+        permit.record(Outcome::Success);
     }
     assert_eq!(limit(), 9);
     assert_eq!(*delivered.lock().unwrap(), [Manual]);
