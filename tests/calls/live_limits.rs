@@ -360,6 +360,14 @@ fn an_adaptive_range_changes_while_calls_run() {
         .reconfigure(&Breaker::builder().adaptive_concurrency(1, 3))
         .unwrap();
     assert_eq!(limit_now(), Some(3));
+    // Failures cut it to the new range's least, and no further.
+    for _ in 0..10 {
+        breaker
+            .acquire()
+            .unwrap()
+            .record(failfast::Outcome::Failure);
+    }
+    assert_eq!(limit_now(), Some(1));
 }
 
 /// Waits until released, for `host`.
