@@ -928,6 +928,35 @@ fn the_time_limit_is_a_settings_gauge_that_follows_changes() {
     }
 }
 
+/// A registered breaker reconfigured under a recorder that came after its
+/// registration (an exporter installed late) gets every series there, as
+/// at a registration: its state, its calls, its transitions and its new
+/// settings.
+#[test]
+fn a_reconfigured_breaker_gets_every_series_from_a_recorder_that_came_later() {
+    let _alone = alone();
+    let name = "metrics-late-recorder";
+    let b = registered(name);
+    b.acquire().unwrap().record(Outcome::Failure);
+    let recorder = DebuggingRecorder::new();
+    let s = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        b.reconfigure(&Breaker::builder().threshold(5)).unwrap();
+    });
+    let r = read(&s);
+    assert_eq!(r.gauge("failfast_threshold", &[("breaker", name)]), 5.0);
+    assert_eq!(r.gauge("failfast_state", &[("breaker", name)]), 0.0);
+    let calls = |outcome| {
+        r.counter(
+            "failfast_calls_total",
+            &[("breaker", name), ("outcome", outcome)],
+        )
+    };
+    assert_eq!((calls("failure"), calls("success")), (1, 0));
+    let opened = [("breaker", name), ("from", "closed"), ("to", "open")];
+    assert_eq!(r.counter("failfast_transitions_total", &opened), 0);
+}
+
 /// A breaker with a slow-call rule shows it as two gauges, the duration
 /// past which a call is slow and the share of slow calls that trips it;
 /// one without such a rule has neither series.

@@ -694,6 +694,38 @@ mod tests {
         assert_eq!(bulkhead.running(), 0);
     }
 
+    /// A waiting future polled again with another waker (moved to
+    /// another task) is woken through the latest one when a place is
+    /// handed to it, not through the one it was first polled with.
+    #[cfg(feature = "tokio")]
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_waiting_future_is_woken_through_its_latest_waker() {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicUsize;
+        struct Count(AtomicUsize);
+        impl std::task::Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let (first, latest) = (
+            Arc::new(Count(AtomicUsize::new(0))),
+            Arc::new(Count(AtomicUsize::new(0))),
+        );
+        let bulkhead = Bulkhead::new(1).max_wait(Duration::from_secs(60));
+        let held = bulkhead.try_enter().unwrap();
+        let mut waiting = Box::pin(bulkhead.enter_waiting_async());
+        for count in [&first, &latest] {
+            let waker = std::task::Waker::from(Arc::clone(count));
+            let mut cx = std::task::Context::from_waker(&waker);
+            assert!(waiting.as_mut().poll(&mut cx).is_pending());
+        }
+        drop(held);
+        let woken = |count: &Count| count.0.load(Ordering::SeqCst);
+        assert_eq!((woken(&first), woken(&latest)), (0, 1));
+        assert!(waiting.await.is_some(), "handed the place");
+    }
+
     #[test]
     fn a_call_out_of_time_leaves_the_line_and_loses_no_place() {
         let bulkhead = Bulkhead::new(1).max_wait(Duration::from_millis(20));
