@@ -111,6 +111,54 @@ fn eviction_never_forgets_an_open_breaker() {
     assert_eq!(keys.stats().created, 101);
 }
 
+/// An open breaker left alone may be forgotten once its open time has
+/// ended and the trial lease has passed after it: not before, however
+/// long ago it opened counts from.
+#[test]
+fn an_open_breaker_is_forgotten_only_a_lease_after_its_open_time_ends() {
+    let clock = ManualClock::new();
+    let keys: Family<String> = Family::builder(
+        Breaker::builder()
+            .name("keyed.open-forgotten")
+            .threshold(1)
+            .recovery(Duration::from_secs(30))
+            .trial_lease(Duration::from_secs(60))
+            .clock(clock.clone())
+            .max_keys(2),
+    )
+    .build()
+    .unwrap();
+    let _ = keys.get("sick").call(|| Err::<(), _>("down"));
+    let sick = keys.get("sick");
+    assert_eq!(sick.state(), State::Open);
+    // Open until 30 s: still kept 75 s in, 45 s after, each new key
+    // evicting the one before it.
+    clock.advance(Duration::from_secs(75));
+    for i in 0..4 {
+        let _ = keys.get(&format!("healthy-{i}"));
+    }
+    assert!(
+        Arc::ptr_eq(&sick, &keys.get("sick")),
+        "kept within its lease"
+    );
+    assert_eq!(keys.stats().evicted, 3);
+    // 91 s in, a lease after its open time ended: two new keys find room,
+    // the open breaker's too.
+    clock.advance(Duration::from_secs(16));
+    for k in ["healthy-4", "healthy-5"] {
+        let _ = keys.get(k);
+    }
+    let mut names: Vec<String> = keys.members().iter().map(|m| m.name().to_owned()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "keyed.open-forgotten[healthy-4]",
+            "keyed.open-forgotten[healthy-5]"
+        ]
+    );
+}
+
 #[test]
 fn a_family_full_of_open_breakers_gives_new_keys_its_overflow_breaker() {
     let clock = ManualClock::new();
