@@ -25,6 +25,24 @@ fn trip(family: &Family<String>, key: &str) {
     assert_eq!(family.get(key).state(), State::Open, "{key}");
 }
 
+/// A family of `settings` on `clock`.
+fn on_clock(clock: &ManualClock, settings: failfast_runtime::Builder) -> Family<String> {
+    Family::builder(settings.clock(clock.clone()))
+        .build()
+        .unwrap()
+}
+
+/// Settings named `name` that open at the first failure for `recovery`,
+/// with a trial lease of 60 s, for `max_keys` keys.
+fn leased(name: &'static str, recovery: Duration, max_keys: usize) -> failfast_runtime::Builder {
+    Breaker::builder()
+        .name(name)
+        .threshold(1)
+        .recovery(recovery)
+        .trial_lease(Duration::from_secs(60))
+        .max_keys(max_keys)
+}
+
 /// A family's `Debug` names it and gives its bound, as a log line or a
 /// failed assertion shows it.
 #[test]
@@ -117,17 +135,10 @@ fn eviction_never_forgets_an_open_breaker() {
 #[test]
 fn an_open_breaker_is_forgotten_only_a_lease_after_its_open_time_ends() {
     let clock = ManualClock::new();
-    let keys: Family<String> = Family::builder(
-        Breaker::builder()
-            .name("keyed.open-forgotten")
-            .threshold(1)
-            .recovery(Duration::from_secs(30))
-            .trial_lease(Duration::from_secs(60))
-            .clock(clock.clone())
-            .max_keys(2),
-    )
-    .build()
-    .unwrap();
+    let keys = on_clock(
+        &clock,
+        leased("keyed.open-forgotten", Duration::from_secs(30), 2),
+    );
     let _ = keys.get("sick").call(|| Err::<(), _>("down"));
     let sick = keys.get("sick");
     assert_eq!(sick.state(), State::Open);
@@ -1286,18 +1297,10 @@ fn an_ejection_budget_lets_at_least_one_member_open_and_is_checked() {
 #[test]
 fn the_budget_counts_members_stored_evicted_and_reconfigured() {
     let clock = ManualClock::new();
-    let keys: Family<String> = Family::builder(
-        Breaker::builder()
-            .name("keyed.budget.kept")
-            .threshold(1)
-            .recovery(Duration::from_secs(1))
-            .trial_lease(Duration::from_secs(60))
-            .clock(clock.clone())
-            .max_keys(4)
-            .max_ejection_percent(25),
-    )
-    .build()
-    .unwrap();
+    let keys = on_clock(
+        &clock,
+        leased("keyed.budget.kept", Duration::from_secs(1), 4).max_ejection_percent(25),
+    );
     let fail = |key: &str| {
         let _ = keys.get(key).call(|| Err::<(), _>("down"));
         keys.get(key).state()
