@@ -173,16 +173,14 @@ fn an_open_breaker_is_forgotten_only_a_lease_after_its_open_time_ends() {
 #[test]
 fn a_family_full_of_open_breakers_gives_new_keys_its_overflow_breaker() {
     let clock = ManualClock::new();
-    let keys: Family<String> = Family::builder(
+    let keys = on_clock(
+        &clock,
         Breaker::builder()
             .name("keyed.all-open")
             .threshold(1)
             .recovery(Duration::from_secs(30))
-            .clock(clock.clone())
             .max_keys(2),
-    )
-    .build()
-    .unwrap();
+    );
     for k in ["x", "y"] {
         let _ = keys.get(k).call(|| Err::<(), _>("down"));
         assert_eq!(keys.get(k).state(), State::Open);
@@ -952,16 +950,14 @@ fn failover_skips_the_replicas_that_would_refuse() {
 #[test]
 fn failover_offers_a_half_open_replica_while_a_trial_slot_is_free() {
     let clock = ManualClock::new();
-    let replicas: Family<String> = Family::builder(
+    let replicas = on_clock(
+        &clock,
         Breaker::builder()
             .name("keyed.failover-trials")
             .threshold(1)
             .recovery(Duration::from_secs(10))
-            .trial_calls(2)
-            .clock(clock.clone()),
-    )
-    .build()
-    .unwrap();
+            .trial_calls(2),
+    );
     let b = replicas.get("b");
     let _ = b.call(|| Err::<(), _>("down"));
     clock.advance(Duration::from_secs(10));
