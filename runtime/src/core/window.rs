@@ -929,6 +929,31 @@ mod tests {
         );
     }
 
+    /// `flip` counts only the changes it made: a bit it found set and a
+    /// clear took meanwhile is not counted off twice. Two threads: one sets
+    /// and clears a bit by `flip`, the other clears the word as
+    /// `CountWindow::clear` does; once both are done the count is the bits'.
+    #[test]
+    fn flip_does_not_count_off_a_bit_a_clear_took() {
+        let (bits, count) = (AtomicU64::new(0), AtomicU32::new(0));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 0..400_000_u32 {
+                    flip(&bits, 1 << 5, i % 2 == 0, &count);
+                }
+            });
+            s.spawn(|| {
+                for _ in 0..400_000 {
+                    let cleared = bits.swap(0, Relaxed).count_ones();
+                    if cleared != 0 {
+                        count.fetch_sub(cleared, Relaxed);
+                    }
+                }
+            });
+        });
+        assert_eq!(count.load(Relaxed), bits.load(Relaxed).count_ones());
+    }
+
     #[test]
     fn time_window_counts_past_u32() {
         let w = Timed::new(3_600_000_000_000); // an hour

@@ -747,6 +747,59 @@ mod tests {
         }
     }
 
+    /// With `tracing`, a duplicate name that is kept is a WARN event of
+    /// target `failfast` carrying the message.
+    #[cfg(feature = "tracing")]
+    #[test]
+    fn a_kept_duplicate_is_a_tracing_warning() {
+        use tracing_subscriber::layer::{Context, Layer, SubscriberExt as _};
+
+        struct Warnings(Arc<Mutex<Vec<String>>>);
+        struct Message<'a>(&'a mut String);
+        impl tracing::field::Visit for Message<'_> {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    *self.0 = format!("{value:?}");
+                }
+            }
+        }
+        impl<S: tracing::Subscriber> Layer<S> for Warnings {
+            fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+                let meta = event.metadata();
+                if *meta.level() == tracing::Level::WARN && meta.target() == "failfast" {
+                    let mut message = String::new();
+                    event.record(&mut Message(&mut message));
+                    self.0.lock().unwrap().push(message);
+                }
+            }
+        }
+
+        static FIRST: Breaker =
+            Breaker::from_config(crate::__private::ConstConfig::new("dup-traced").into_config());
+        static AGAIN: Breaker =
+            Breaker::from_config(crate::__private::ConstConfig::new("dup-traced").into_config());
+        static TWO_CRATES: [Declared; 2] = [
+            Declared {
+                breaker: &FIRST,
+                at: "one/src/lib.rs:1",
+                module: "one",
+            },
+            Declared {
+                breaker: &AGAIN,
+                at: "two/src/lib.rs:2",
+                module: "two",
+            },
+        ];
+        let warnings = Arc::new(Mutex::new(Vec::new()));
+        let subscriber = tracing_subscriber::registry().with(Warnings(Arc::clone(&warnings)));
+        tracing::subscriber::with_default(subscriber, || Registry::with(&TWO_CRATES, true));
+        let warnings = warnings.lock().unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        for part in ["`one`", "`two`", "`dup-traced`", "lib.rs:1", "lib.rs:2"] {
+            assert!(warnings[0].contains(part), "{warnings:?}");
+        }
+    }
+
     /// One crate's duplicate: loud in a debug build, kept and reported in a
     /// release build.
     #[test]

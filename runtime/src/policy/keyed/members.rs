@@ -330,3 +330,37 @@ impl fmt::Debug for Lease<'_> {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::super::Family;
+
+    /// A lease of a stored key takes no lock: it is given while another
+    /// thread holds the family's insertion lock (as an insertion that is
+    /// evicting does).
+    #[test]
+    fn a_stored_keys_lease_does_not_wait_for_the_insertion_lock() {
+        let family: Family<String> = Family::builder(
+            crate::Breaker::builder()
+                .name("members.lockfree")
+                .max_keys(4),
+        )
+        .build()
+        .unwrap();
+        drop(family.lease("a"));
+        let held = family.inner.lock();
+        let (leased, given) = mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let lease = family.lease("a");
+                leased.send(lease.name().to_owned()).unwrap();
+            });
+            let name = given.recv_timeout(Duration::from_secs(30));
+            drop(held);
+            assert_eq!(name.as_deref(), Ok("members.lockfree[a]"));
+        });
+    }
+}
