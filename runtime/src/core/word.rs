@@ -550,6 +550,16 @@ mod tests {
         assert!(admitted.word().within_reach(counter));
         assert!(admitted.word().within_reach(counter + GEN_MASK));
         assert!(!admitted.word().within_reach(counter + GEN_MASK + 1));
+
+        // Generation 2^36 - 2, the counter read after transitions took it
+        // past 2^36: the generation is the one below the counter, of epoch
+        // 0, not the one as far above it.
+        let generation = GEN_MASK - 1;
+        let counter = GEN_MASK + 4;
+        let late = Admitted::new(Word::closed(Mode::Normal, generation, 3)).with_epoch(counter);
+        assert!(late.word().within_reach(counter));
+        assert!(late.word().within_reach(generation + GEN_MASK));
+        assert!(!late.word().within_reach(generation + GEN_MASK + 1));
     }
 
     /// A permit's `Debug` shows its two words as the `u64`s they were.
