@@ -222,26 +222,28 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::convert::Infallible;
+    use std::fmt::Debug;
 
     use super::super::CircuitBreakerLayer;
     use crate::Breaker;
     use tower::{Layer, Service};
 
-    /// The layer is ready when the service it wraps is: a concurrency limit
-    /// inside it holds a second caller back until the first is answered.
-    #[tokio::test]
-    async fn readiness_is_the_inner_services() {
+    /// Asserts that `service`, a layer over a concurrency limit of one
+    /// around a service answering each request (made by `request`) with its
+    /// number, is ready when the limit is: it holds a second caller back
+    /// until the first is answered.
+    pub(in crate::integrations::tower) async fn ready_when_a_limit_of_one_is<S, Req>(
+        service: S,
+        request: impl Fn(u32) -> Req,
+    ) where
+        S: Service<Req, Response = http::Response<u32>> + Clone,
+        S::Error: Debug,
+    {
         use std::task::{Context, Waker};
-        use tower::limit::ConcurrencyLimit;
-        use tower::{ServiceExt, service_fn};
+        use tower::ServiceExt;
 
-        let breaker = Breaker::builder().name("tower-ready").build().unwrap();
-        let service = CircuitBreakerLayer::new(breaker).layer(ConcurrencyLimit::new(
-            service_fn(|n: u32| async move { Ok::<_, Infallible>(http::Response::new(n)) }),
-            1,
-        ));
         let mut first = service.clone();
         let mut second = service;
         first.ready().await.unwrap();
@@ -250,8 +252,22 @@ mod tests {
             second.poll_ready(&mut cx).is_pending(),
             "the limit is taken"
         );
-        assert_eq!(first.call(7).await.unwrap().into_body(), 7);
+        assert_eq!(first.call(request(7)).await.unwrap().into_body(), 7);
         second.ready().await.unwrap();
-        assert_eq!(second.call(8).await.unwrap().into_body(), 8);
+        assert_eq!(second.call(request(8)).await.unwrap().into_body(), 8);
+    }
+
+    /// The layer is ready when the service it wraps is.
+    #[tokio::test]
+    async fn readiness_is_the_inner_services() {
+        use tower::limit::ConcurrencyLimit;
+        use tower::service_fn;
+
+        let breaker = Breaker::builder().name("tower-ready").build().unwrap();
+        let service = CircuitBreakerLayer::new(breaker).layer(ConcurrencyLimit::new(
+            service_fn(|n: u32| async move { Ok::<_, Infallible>(http::Response::new(n)) }),
+            1,
+        ));
+        ready_when_a_limit_of_one_is(service, |n| n).await;
     }
 }

@@ -276,4 +276,28 @@ mod tests {
             assert_eq!(place.bulkhead().unwrap().running(), 0, "call {call}");
         }
     }
+
+    /// A keyed layer is ready when the service it wraps is, as the layer of
+    /// one breaker is.
+    #[tokio::test]
+    async fn readiness_is_the_inner_services() {
+        use tower::limit::ConcurrencyLimit;
+        use tower::service_fn;
+
+        let hosts: crate::Family<String> =
+            crate::Family::builder(Breaker::builder().name("tower-keyed-ready"))
+                .build()
+                .unwrap();
+        let service =
+            CircuitBreakerLayer::per_key(hosts, ByAuthority).layer(ConcurrencyLimit::new(
+                service_fn(|request: http::Request<u32>| async move {
+                    Ok::<_, Infallible>(http::Response::new(*request.body()))
+                }),
+                1,
+            ));
+        super::super::layer::tests::ready_when_a_limit_of_one_is(service, |n| {
+            http::Request::get("http://db-1/").body(n).unwrap()
+        })
+        .await;
+    }
 }
