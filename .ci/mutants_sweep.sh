@@ -11,6 +11,11 @@
 #     touch OUT/STOP                    # no new shard after the one running
 #     .ci/mutants_summary.py [OUT]      # the rows of docs/mutants.md's table
 #
+# Then the files whose mutants changed since the reference are swept again
+# whole, on the commit named in $OUT/AGAIN_AT (main's head when that phase
+# starts, by default), into OUT/again; without the skip of the clock test,
+# which the reference's runtime needed (docs/mutants.md, *Method*).
+#
 # OUT/shard-K holds a shard's log, its exit code, the commit of its tests
 # (COMMIT) and cargo-mutants' output (mutants.out). A shard stopped before
 # its end (no exit file) starts again from its beginning.
@@ -64,3 +69,25 @@ for k in $(seq "${SWEEP_FROM:-0}" $((SHARDS - 1))); do
     # 0: all caught; 2: some missed; 3: some timed out. Else stop.
     case $rc in 0 | 2 | 3) echo "$tests" > "$OUT/BASELINE_OK" ;; *) exit $rc ;; esac
 done
+
+[ -f "$OUT/again/exit" ] && exit 0
+if [ -f "$OUT/STOP" ]; then echo "$(date -u +%T) $OUT/STOP: the files changed since $REF not started"; exit 0; fi
+git checkout -q -- . && git fetch -q "$repo" || exit 8
+[ -s "$OUT/AGAIN_AT" ] || git -C "$repo" rev-parse HEAD > "$OUT/AGAIN_AT"
+again=$(cat "$OUT/AGAIN_AT")
+git checkout -q --detach "$again" || exit 8
+# The files whose mutants differ from the reference's (a test added to a
+# file's test module changes none).
+cargo mutants -p failfast-runtime --list > "$OUT/list-again" 2>/dev/null || exit 8
+files=()
+for f in $(diff "$OUT/reference.list" "$OUT/list-again" | sed -n 's/^[<>] \([^:]*\):.*/\1/p' | sort -u); do
+    [ -f "$f" ] && files+=(--file "$f")
+done
+rm -rf "$OUT/again" && mkdir -p "$OUT/again"
+echo "$again" > "$OUT/again/COMMIT"
+echo "$(date -u +%T) the files changed since $REF, on $again: ${files[*]}"
+nice -n 19 cargo mutants -p failfast-runtime --in-place "${files[@]}" -o "$OUT/again" \
+    -- -- --test-threads 4 > "$OUT/again/log" 2>&1
+rc=$?
+echo $rc > "$OUT/again/exit"
+echo "$(date -u +%T) the files changed since $REF: exit $rc"
