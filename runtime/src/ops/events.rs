@@ -87,7 +87,11 @@
 //!   recorder or of the [`hook`](crate::integration#the-transition-hook) are caught (`catch_unwind`), each
 //!   on its own: the panic is reported by the panic hook as usual, the other
 //!   listeners still get the event, delivery goes on, and the breaker and the
-//!   calling thread carry on as if nothing happened.
+//!   calling thread carry on as if nothing happened. (Not a panic whose
+//!   payload panics as it is dropped, twice over: that one unwinds into
+//!   the call that made the transition, and the listeners after the one
+//!   that panicked miss the event at hand. The breaker's state stands, and
+//!   its next transition delivers again, with any event queued meanwhile.)
 //! - A listener may call into breakers, subscribe and unsubscribe; a
 //!   transition it causes is queued and delivered after the event at hand.
 //!

@@ -386,6 +386,52 @@ fn setting_the_mode_a_breaker_already_has_is_no_transition() {
     assert_eq!((t.from, t.to), (State::Open, State::Closed));
 }
 
+/// A panic payload whose drop panics with another such payload: it gets
+/// out of a `catch_unwind` whose result is dropped, and then out of the
+/// next one around it.
+struct Bomb(u32);
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        if self.0 == 0 {
+            panic!("the last payload's drop");
+        }
+        std::panic::panic_any(Bomb(self.0 - 1));
+    }
+}
+
+/// Even a panic that gets out of delivery (a listener's panic payload
+/// whose drop panics, twice over) leaves delivery to the breaker's next
+/// transition: that thread's turn at delivering ends as it unwinds.
+#[test]
+fn a_panic_out_of_delivery_leaves_the_next_transition_delivered() {
+    let clock = ManualClock::new();
+    let b = builder(&clock).threshold(1).build().unwrap();
+    let first = Arc::new(AtomicU64::new(0));
+    let seen = Arc::clone(&first);
+    let _bomb = failfast_runtime::events::subscribe(&b, move |_| {
+        if seen.fetch_add(1, Ordering::Relaxed) == 0 {
+            std::panic::panic_any(Bomb(1));
+        }
+    });
+    let log = Log::default();
+    let _log = log.listen(&b);
+    let tripped = std::panic::catch_unwind(|| b.call(|| Err::<(), _>("down")));
+    assert!(tripped.is_err(), "the panic got out of delivery");
+    assert_eq!(b.state(), State::Open);
+    clock.advance(RECOVERY);
+    assert!(b.call(|| Ok::<_, ()>(())).is_ok(), "the trial runs");
+    let reasons: Vec<_> = log.take().iter().map(|t| t.reason).collect();
+    assert_eq!(
+        reasons,
+        [
+            TransitionReason::RecoveryElapsed,
+            TransitionReason::TrialsSucceeded
+        ]
+    );
+    assert_eq!(first.load(Ordering::Relaxed), 3);
+}
+
 #[test]
 fn a_panicking_listener_leaves_the_breaker_and_other_listeners_working() {
     let clock = ManualClock::new();
@@ -935,6 +981,34 @@ fn an_adaptive_limit_leaving_and_regaining_its_most_places_are_events() {
     let _ = log.take();
     b.set_mode(Mode::Normal);
     assert_eq!(log.one().reason, TransitionReason::Manual);
+}
+
+/// An adaptive range changed at run time is an event when it moves the
+/// limit to or from the most places: a lowered limit the new most reaches
+/// is restored; one still below it, or a limit at the most that stays at
+/// the new most, says nothing.
+#[test]
+fn a_range_changed_at_run_time_restores_a_limit_it_brings_to_its_most() {
+    let clock = ManualClock::new();
+    let (b, log, _s) = listened(builder(&clock).adaptive_concurrency(2, 10).threshold(1000));
+    let range = |least, most| {
+        b.reconfigure(&Breaker::builder().adaptive_concurrency(least, most))
+            .unwrap();
+    };
+    fail(&b);
+    fail(&b);
+    fail(&b);
+    assert_eq!(log.one().reason, TransitionReason::LimitLowered);
+    assert_eq!(b.snapshot().concurrency_limit, Some(7));
+    range(2, 8);
+    assert!(log.take().is_empty(), "at 7 of 8: still lowered");
+    range(2, 6);
+    let t = log.one();
+    assert_eq!(t.reason, TransitionReason::LimitRestored);
+    assert_eq!(t.counts.concurrency_limit, 6);
+    range(2, 4);
+    assert!(log.take().is_empty(), "at the most, and at the new most");
+    assert_eq!(b.snapshot().concurrency_limit, Some(4));
 }
 
 #[test]
