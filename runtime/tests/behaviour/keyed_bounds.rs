@@ -326,3 +326,36 @@ fn bounds_from_the_environment() {
     let stats = f.stats();
     assert_eq!((stats.max_keys, stats.max_ejection_percent), (16, 30));
 }
+
+/// A family's part of the variables is checked against the family as it
+/// is before any variable applies, also with no member yet to check it
+/// against: a `min_calls` its members' window cannot hold refuses the lot,
+/// and the breaker named beside it keeps its threshold.
+#[test]
+fn a_family_with_no_member_yet_is_checked_before_any_variable_applies() {
+    let f: Family<String> = Family::builder(
+        Breaker::builder()
+            .name("bounds::rated")
+            .failure_rate(0.5)
+            .window_calls(20),
+    )
+    .build()
+    .unwrap();
+    failfast_runtime::registry::register(&f);
+    let beside = std::sync::Arc::new(
+        Breaker::builder()
+            .name("bounds::beside")
+            .threshold(5)
+            .build()
+            .unwrap(),
+    );
+    failfast_runtime::registry::register(&beside);
+    let refused = configure::from_env([
+        ("FAILFAST__BOUNDS_BESIDE__THRESHOLD", "3"),
+        ("FAILFAST__BOUNDS_RATED__MIN_CALLS", "50"),
+    ])
+    .unwrap_err();
+    assert_eq!(refused[0].key(), "min_calls");
+    assert_eq!(beside.config().threshold(), 5, "nothing applied");
+    assert!(f.members().is_empty());
+}
