@@ -763,6 +763,21 @@ mod tests {
         assert_eq!(DRAWS.with(Cell::get), 0x6E78_9E6A_A1B9_65F5);
     }
 
+    /// A thread nobody seeded starts from a state of its own: eight fresh
+    /// threads draw eight different sequences (the standard library's
+    /// random keys over each thread's address, never the same state).
+    #[test]
+    fn unseeded_threads_draw_sequences_of_their_own() {
+        let sequences: std::collections::HashSet<Vec<u32>> = (0..8)
+            .map(|_| {
+                std::thread::spawn(|| (0..4).map(|_| draw()).collect::<Vec<_>>())
+                    .join()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(sequences.len(), 8, "{sequences:?}");
+    }
+
     #[test]
     fn draws_are_spread_evenly() {
         let mut below = [0u32; 4];
