@@ -118,12 +118,16 @@ fn a_lowered_max_keys_evicts_down_to_it_as_far_as_members_may_be() {
         );
         assert_eq!(f.stats().unstored, 1);
 
-        // The call through k1 ends; past the pause a full family takes
-        // before sweeping again, the next new key evicts it.
+        // The call through k1 ends; within the pause a full family takes
+        // before sweeping again, a new key finds no room and k1 stays;
+        // past it, the next new key evicts it.
         end_k1.send(()).unwrap();
         let mut calls = calls.into_iter();
         calls.nth(1).unwrap().join().unwrap();
-        clock.advance(Duration::from_secs(1));
+        clock.advance(Duration::from_millis(999));
+        assert_eq!(f.get("paused").name(), "bounds::lowered[*]");
+        assert_eq!(stored(&f).len(), 2, "not swept within the pause");
+        clock.advance(Duration::from_millis(1));
         assert_eq!(
             f.get("newer").name(),
             "bounds::lowered[*]",

@@ -680,6 +680,34 @@ mod tests {
         }
     }
 
+    /// A fingerprint is stable across processes, platforms and releases
+    /// (instances of a fleet, of mixed versions, compare theirs): these
+    /// settings hash to the numbers they hashed to when this test was
+    /// written, among them a setting that is added only when set (graded
+    /// shedding's own window).
+    #[test]
+    fn fingerprints_are_the_numbers_they_were() {
+        let second = Duration::from_secs(1);
+        let fingerprints = [
+            Breaker::builder(),
+            Breaker::builder().failure_rate(0.5).window_calls(50),
+            Breaker::builder().shed(2.0),
+            Breaker::builder().shed(2.0).shed_window(10 * second),
+            Breaker::builder().slow(second).timeout(2 * second),
+        ]
+        .map(|builder| builder.checked().unwrap().fingerprint());
+        assert_eq!(
+            fingerprints,
+            [
+                14_004_745_945_460_312_066,
+                12_961_900_089_375_035_289,
+                4_278_064_031_397_783_055,
+                2_267_540_467_492_850_702,
+                6_564_256_301_782_633_423
+            ]
+        );
+    }
+
     #[test]
     fn failures_within_a_window_fingerprint_apart_from_consecutive_ones() {
         let consecutive = Breaker::builder().threshold(5).checked().unwrap();
