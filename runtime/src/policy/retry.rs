@@ -409,6 +409,13 @@ mod tests {
         (retry, clock)
     }
 
+    /// Makes `n` calls (each counted in the budget, none retried).
+    fn make_calls(retry: &Retry, n: u64) {
+        for _ in 0..n {
+            let _ = retry.begin();
+        }
+    }
+
     #[test]
     fn backoff_bounds_beyond_u64_nanoseconds_saturate() {
         // 584 years and a bit: more nanoseconds than a u64 holds.
@@ -459,9 +466,7 @@ mod tests {
     #[test]
     fn the_budget_allows_a_share_of_the_calls_plus_a_floor() {
         let (retry, _) = policy(2);
-        for _ in 0..100 {
-            let _ = retry.begin();
-        }
+        make_calls(&retry, 100);
         let mut granted = 0;
         for _ in 0..100 {
             if retry.begin().next_delay().is_some() {
@@ -478,9 +483,7 @@ mod tests {
     #[test]
     fn the_budget_counts_every_second_of_its_window() {
         let (retry, clock) = policy(2);
-        for _ in 0..100 {
-            let _ = retry.begin();
-        }
+        make_calls(&retry, 100);
         clock.advance(Duration::from_secs(1));
         let mut granted = 0;
         for _ in 0..5 {
@@ -527,9 +530,7 @@ mod tests {
         std::thread::scope(|s| {
             for _ in 0..threads {
                 s.spawn(|| {
-                    for _ in 0..calls {
-                        let _ = retry.begin();
-                    }
+                    make_calls(&retry, calls);
                     counting.fetch_sub(1, Ordering::Relaxed);
                 });
             }
@@ -551,9 +552,7 @@ mod tests {
     #[test]
     fn a_decision_behind_a_racing_one_dates_nothing() {
         let (retry, _) = policy(2);
-        for _ in 0..10 {
-            let _ = retry.begin();
-        }
+        make_calls(&retry, 10);
         let epoch = retry.epoch();
         retry.date_calls_counted(epoch, 10);
         retry.date_calls_counted(epoch, 4);
@@ -562,15 +561,35 @@ mod tests {
         assert_eq!(retry.window(), (CALLS_MAX, 0), "saturated, not wrapped");
     }
 
+    /// A decision that read the clock a second before a racing decision
+    /// dated the calls (the two straddled the turn of a second) finds the
+    /// last dating's second ahead of its own, outside its window: it drops
+    /// the calls counted in between (the strict side) and dates the next
+    /// ones from its own second, without touching any slot.
+    #[test]
+    fn a_decision_a_second_behind_a_racing_dating_drops_the_calls_between() {
+        let (retry, clock) = policy(2);
+        clock.advance(Duration::from_secs(6));
+        make_calls(&retry, 10);
+        retry.date_calls_counted(6, 10);
+        make_calls(&retry, 4);
+        retry.date_calls_counted(5, 14);
+        make_calls(&retry, 3);
+        clock.advance(Duration::from_secs(8));
+        // At 14 s: the 10 calls dated 0 s have left the window, the 4 were
+        // dropped, the 3 made since were dated 5 s, by the late decision.
+        assert_eq!(retry.window(), (3, 0));
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(retry.window(), (0, 0));
+    }
+
     /// Threads racing for the last tokens never take one too many: the
     /// token is taken by a compare-and-swap that rechecks the budget.
     #[test]
     fn racing_threads_never_overspend_the_budget() {
         let (retry, _) = policy(u32::MAX);
         let retry = retry.budget(0.5);
-        for _ in 0..1000 {
-            let _ = retry.begin();
-        }
+        make_calls(&retry, 1000);
         let granted = std::sync::atomic::AtomicU64::new(0);
         std::thread::scope(|s| {
             for _ in 0..8 {
@@ -592,9 +611,7 @@ mod tests {
     #[test]
     fn the_window_slides() {
         let (retry, clock) = policy(2);
-        for _ in 0..100 {
-            let _ = retry.begin();
-        }
+        make_calls(&retry, 100);
         while retry.begin().next_delay().is_some() {}
         let (_, spent) = retry.window();
         clock.advance(Duration::from_secs(5));
@@ -617,9 +634,7 @@ mod tests {
         let (retry, clock) = policy(2);
         clock.advance(Duration::from_secs(3));
         assert_eq!(retry.window(), (0, 0)); // starts a count at 3 s
-        for _ in 0..50 {
-            let _ = retry.begin();
-        }
+        make_calls(&retry, 50);
         clock.advance(Duration::from_secs(4));
         // Made between 3 s and 7 s, dated 3 s: still in the window at 12 s,
         // gone at 13 s.
