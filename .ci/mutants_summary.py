@@ -1,16 +1,33 @@
 #!/usr/bin/env python3
 """The finished shards of the sweep (`.ci/mutants_sweep.sh`) as rows of
 docs/mutants.md's table, each followed by its missed and timed-out
-mutants; then the shards together.
+mutants; then the shards together, and the two runs after the last shard:
+the files changed since the reference, swept again (OUT/again), and the
+survivors run again with the tests of the day (OUT/survivors), with the
+score of those tests over the whole runtime.
 
-    .ci/mutants_summary.py [OUT]      # OUT: ~/mutants-sweep by default
+    .ci/mutants_summary.py [OUT]                  # OUT: ~/mutants-sweep by default
+    .ci/mutants_summary.py OUT --survivors LIST   # the survivors, by their names in LIST
+
+With `--survivors`, prints the name each survivor of the finished shards
+has in LIST (`cargo mutants --list` of the commit they are to run on):
+its own, or else the one mutant of LIST with the same file and change
+(lines move when code above them changes). A survivor with no such
+mutant (its code was removed, or the change is not unique in its file) is
+written to stderr. A shard whose output is gone (the first shards' ran
+on another machine) gives its survivors from its section of
+docs/mutants.md, matched to the reference's list by shard; their number
+must be the one in the shard's row.
 """
 import glob
 import math
 import os
+import re
 import sys
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.expanduser("~/mutants-sweep")
+SHARDS = 80
+DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "mutants.md")
 
 
 def lines(path):
@@ -29,11 +46,85 @@ def wilson(k, n, z=1.96):
     return c - h, c + h
 
 
+def from_docs(k, reference):
+    """Shard k's survivors as docs/mutants.md records them."""
+    docs = open(DOCS).read()
+    sweep = docs[docs.index("### From the sweep (81df894)") :]
+    sweep = sweep[: sweep.index("### Run ahead of their shards")]
+    row = re.search(rf"^\| {k}/80 \|(?:[^|]*\|){{3}} *(\d+) *\|", docs, re.M)
+    if not row:
+        sys.exit(f"shard {k}: no output and no row in docs/mutants.md")
+    section = re.search(rf"^Shard {k}/80[^\n]*:\n(.*?)(?=^Shard \d+/80|\Z)", sweep, re.M | re.S)
+    names = []
+    for change, path, line in re.findall(
+        r"^- `([^`]+)`\s*\(`([^`]+?):(\d+)[`,]", section.group(1) if section else "", re.M
+    ):
+        change = re.sub(r"\s*\n\s*", " ", change)
+        names += [
+            name
+            for i, name in enumerate(reference)
+            if i % SHARDS == k
+            and name.startswith(f"runtime/src/{path}:{line}:")
+            and name.endswith(f": {change}")
+        ]
+    if len(names) != int(row.group(1)):
+        sys.exit(f"shard {k}: {len(names)} survivors in docs/mutants.md, {row.group(1)} in its row")
+    return names
+
+
+def survivors():
+    """The names, in the reference's list, of every finished shard's survivors."""
+    reference = lines(f"{OUT}/reference.list")
+    names = []
+    for k in range(SHARDS):
+        out = f"{OUT}/shard-{k}/mutants.out"
+        if os.path.isdir(out):
+            names += lines(f"{out}/missed.txt") if os.path.exists(f"{OUT}/shard-{k}/exit") else []
+        elif os.path.exists(f"{OUT}/shard-{k}/exit"):
+            names += from_docs(k, reference)
+    return names
+
+
+def renamed(names, today):
+    """Each name's name in `today`, or None: its own, or the one with its file and change."""
+    known = set(today)
+    by_change = {}
+    for name in today:
+        path, _, _, change = name.split(":", 3)
+        by_change.setdefault((path, change), []).append(name)
+    for name in names:
+        path, _, _, change = name.split(":", 3)
+        same = by_change.get((path, change), [])
+        yield name, name if name in known else (same[0] if len(same) == 1 else None)
+
+
+if "--survivors" in sys.argv:
+    today = lines(sys.argv[sys.argv.index("--survivors") + 1])
+    for name, now in renamed(survivors(), today):
+        if now:
+            print(now)
+        else:
+            print(f"not in the list today: {name}", file=sys.stderr)
+    sys.exit(0)
+
+
 total = [0, 0, 0]  # detected, viable, unviable
-for k in range(80):
+for k in range(SHARDS):
     shard = f"{OUT}/shard-{k}"
     out = f"{shard}/mutants.out"
-    if not (os.path.isdir(out) and os.path.exists(f"{shard}/exit")):
+    if not os.path.exists(f"{shard}/exit"):
+        continue
+    if not os.path.isdir(out):
+        # Gone: the row docs/mutants.md records.
+        row = re.search(rf"^\| {k}/80 \|.*\| *(\d+) *\| [0-9.]+% \((\d+) of (\d+)\) \|$", open(DOCS).read(), re.M)
+        if not row:
+            sys.exit(f"shard {k}: no output and no row in docs/mutants.md")
+        print(row.group(0), "(recorded)")
+        for m in from_docs(k, lines(f"{OUT}/reference.list")):
+            print("    missed:", m)
+        total[0] += int(row.group(2))
+        total[1] += int(row.group(3))
+        total[2] += int(row.group(1))
         continue
     caught, timeout, missed, unviable = (
         lines(f"{out}/{n}.txt") for n in ("caught", "timeout", "missed", "unviable")
@@ -49,7 +140,7 @@ for k in range(80):
     share = 100.0 * detected / viable if viable else 0.0
     by_stop = f" ({stopped} by the 60 s stop)" if stopped else ""
     print(
-        f"| {k}/80 | 81df894 (tests of {commit}) | {len(caught)}{by_stop} | {len(timeout)} "
+        f"| {k}/{SHARDS} | 81df894 (tests of {commit}) | {len(caught)}{by_stop} | {len(timeout)} "
         f"| {len(missed)} | {len(unviable)} | {share:.1f}% ({detected} of {viable}) |"
     )
     for m in missed:
@@ -66,4 +157,44 @@ if total[1]:
         f"together: {total[0]} of {total[1]} viable detected, "
         f"{100.0 * total[0] / total[1]:.1f}% (95% Wilson {100 * low:.1f}% to {100 * high:.1f}%); "
         f"{total[2]} unviable"
+    )
+
+
+def outcomes(out):
+    return [lines(f"{out}/{n}.txt") for n in ("caught", "timeout", "missed", "unviable")]
+
+
+again = f"{OUT}/again"
+if os.path.exists(f"{again}/exit"):
+    caught, timeout, missed, unviable = outcomes(f"{again}/mutants.out")
+    viable = len(caught) + len(timeout) + len(missed)
+    commit = open(f"{again}/COMMIT").read().strip()[:7]
+    print(
+        f"the files changed since the reference, on {commit}: {len(caught) + len(timeout)} "
+        f"of {viable} viable detected ({len(timeout)} timed out), {len(unviable)} unviable"
+    )
+    for m in missed:
+        print("    missed:", m)
+
+again = f"{OUT}/survivors"
+if os.path.exists(f"{again}/exit") and total[1]:
+    caught, timeout, missed, _ = outcomes(f"{again}/mutants.out")
+    commit = open(f"{again}/COMMIT").read().strip()[:7]
+    names = set(lines(f"{again}/names"))
+    # Only the survivors count: the run also takes field deletions its
+    # name filter lets through (cargo-mutants #632).
+    caught = [m for m in caught + timeout if m in names]
+    missed = [m for m in missed if m in names]
+    gone = len(survivors()) - len(names)
+    print(
+        f"the {len(names)} survivors found in {commit}'s list, on its tests: {len(caught)} "
+        f"detected, {len(missed)} missed; {gone} not in the list"
+    )
+    for m in missed:
+        print("    missed:", m)
+    low, high = wilson(total[0] + len(caught), total[1])
+    print(
+        f"the whole runtime with {commit}'s tests: {total[0] + len(caught)} of {total[1]} viable "
+        f"detected, {100.0 * (total[0] + len(caught)) / total[1]:.1f}% "
+        f"(95% Wilson {100 * low:.1f}% to {100 * high:.1f}%)"
     )

@@ -11,10 +11,12 @@
 #     touch OUT/STOP                    # no new shard after the one running
 #     .ci/mutants_summary.py [OUT]      # the rows of docs/mutants.md's table
 #
-# Then the files whose mutants changed since the reference are swept again
-# whole, on the commit named in $OUT/AGAIN_AT (main's head when that phase
-# starts, by default), into OUT/again; without the skip of the clock test,
-# which the reference's runtime needed (docs/mutants.md, *Method*).
+# Then, on the commit named in $OUT/AGAIN_AT (main's head when that phase
+# starts, by default), without the skip of the clock test, which the
+# reference's runtime needed (docs/mutants.md, *Method*): the files whose
+# mutants changed since the reference are swept again whole, into
+# OUT/again; and every survivor of the shards is run again, into
+# OUT/survivors.
 #
 # OUT/shard-K holds a shard's log, its exit code, the commit of its tests
 # (COMMIT) and cargo-mutants' output (mutants.out). A shard stopped before
@@ -70,24 +72,52 @@ for k in $(seq "${SWEEP_FROM:-0}" $((SHARDS - 1))); do
     case $rc in 0 | 2 | 3) echo "$tests" > "$OUT/BASELINE_OK" ;; *) exit $rc ;; esac
 done
 
-[ -f "$OUT/again/exit" ] && exit 0
-if [ -f "$OUT/STOP" ]; then echo "$(date -u +%T) $OUT/STOP: the files changed since $REF not started"; exit 0; fi
 git checkout -q -- . && git fetch -q "$repo" || exit 8
 [ -s "$OUT/AGAIN_AT" ] || git -C "$repo" rev-parse HEAD > "$OUT/AGAIN_AT"
 again=$(cat "$OUT/AGAIN_AT")
 git checkout -q --detach "$again" || exit 8
-# The files whose mutants differ from the reference's (a test added to a
-# file's test module changes none).
 cargo mutants -p failfast-runtime --list > "$OUT/list-again" 2>/dev/null || exit 8
-files=()
-for f in $(diff "$OUT/reference.list" "$OUT/list-again" | sed -n 's/^[<>] \([^:]*\):.*/\1/p' | sort -u); do
-    [ -f "$f" ] && files+=(--file "$f")
-done
-rm -rf "$OUT/again" && mkdir -p "$OUT/again"
-echo "$again" > "$OUT/again/COMMIT"
-echo "$(date -u +%T) the files changed since $REF, on $again: ${files[*]}"
-nice -n 19 cargo mutants -p failfast-runtime --in-place "${files[@]}" -o "$OUT/again" \
-    -- -- --test-threads 4 > "$OUT/again/log" 2>&1
+
+if [ ! -f "$OUT/again/exit" ]; then
+    if [ -f "$OUT/STOP" ]; then echo "$(date -u +%T) $OUT/STOP: the files changed since $REF not started"; exit 0; fi
+    # The files whose mutants differ from the reference's (a test added to a
+    # file's test module changes none).
+    files=()
+    for f in $(diff "$OUT/reference.list" "$OUT/list-again" | sed -n 's/^[<>] \([^:]*\):.*/\1/p' | sort -u); do
+        [ -f "$f" ] && files+=(--file "$f")
+    done
+    rm -rf "$OUT/again" && mkdir -p "$OUT/again"
+    echo "$again" > "$OUT/again/COMMIT"
+    echo "$(date -u +%T) the files changed since $REF, on $again: ${files[*]}"
+    nice -n 19 cargo mutants -p failfast-runtime --in-place "${files[@]}" -o "$OUT/again" \
+        -- -- --test-threads 4 > "$OUT/again/log" 2>&1
+    rc=$?
+    echo $rc > "$OUT/again/exit"
+    echo "$(date -u +%T) the files changed since $REF: exit $rc"
+    case $rc in 0 | 2 | 3) ;; *) exit $rc ;; esac
+    git checkout -q -- .
+fi
+
+# Last, every survivor of the shards, by its name in the list of the day,
+# with the tests of the day: the shards' score plus the survivors those
+# tests catch is their score over the whole runtime. A name filter per
+# survivor, and the files they are in (cargo-mutants 27.1 lets every
+# struct-field deletion of the files through the name filter, #632: the
+# summary counts only the survivors).
+[ -f "$OUT/survivors/exit" ] && exit 0
+if [ -f "$OUT/STOP" ]; then echo "$(date -u +%T) $OUT/STOP: the survivors not started"; exit 0; fi
+rm -rf "$OUT/survivors" && mkdir -p "$OUT/survivors"
+echo "$again" > "$OUT/survivors/COMMIT"
+python3 "$repo/.ci/mutants_summary.py" "$OUT" --survivors "$OUT/list-again" \
+    > "$OUT/survivors/names" 2> "$OUT/survivors/gone" || exit 8
+filters=()
+while read -r name; do
+    filters+=(--re "^$(printf '%s' "$name" | sed 's/[][\\.^$*+?(){}|]/\\&/g')\$")
+done < "$OUT/survivors/names"
+for f in $(cut -d: -f1 "$OUT/survivors/names" | sort -u); do filters+=(--file "$f"); done
+echo "$(date -u +%T) the $(wc -l < "$OUT/survivors/names") survivors on $again"
+nice -n 19 cargo mutants -p failfast-runtime --in-place "${filters[@]}" -o "$OUT/survivors" \
+    --baseline=skip --timeout 140 -- -- --test-threads 4 > "$OUT/survivors/log" 2>&1
 rc=$?
-echo $rc > "$OUT/again/exit"
-echo "$(date -u +%T) the files changed since $REF: exit $rc"
+echo $rc > "$OUT/survivors/exit"
+echo "$(date -u +%T) the survivors: exit $rc"
