@@ -122,13 +122,17 @@ fn remote_opens_reach_the_hook_as_remote() {
     let clock = ManualClock::new();
     let b = breaker("hook-remote", &clock);
     let open = integration::open_remote(&b, Duration::from_secs(5), None).expect("applied");
-    integration::release_remote(&b, open, Duration::ZERO);
+    let released = integration::release_remote(&b, open, Duration::ZERO);
+    assert!(released.is_some(), "the open it imposed is released");
     let causes: Vec<_> = seen("hook-remote").iter().map(|s| (s.1, s.3)).collect();
     assert_eq!(causes[0], (State::Open, Cause::Remote));
     assert!(
         causes.iter().all(|(_, c)| *c == Cause::Remote),
         "{causes:?}"
     );
+    // Released at once: a trial goes through without the clock moving.
+    assert_eq!(b.call(|| Ok::<_, &str>(7)).ok(), Some(7));
+    assert_eq!(b.state(), State::Closed);
 }
 
 #[test]
