@@ -152,12 +152,39 @@ mod tests {
         b.acquire().unwrap().record(crate::Outcome::Success);
         b.set_mode(crate::Mode::Normal);
         assert!(consults(&b), "after a manual close");
+        for mode in [crate::Mode::ObserveOnly, crate::Mode::ForcedOpen] {
+            b.set_mode(mode);
+            b.set_mode(crate::Mode::Normal);
+            assert!(consults(&b), "back to normal from {mode:?}");
+        }
         b.reconfigure(&crate::Breaker::builder().window_calls(10))
             .unwrap();
         assert!(!consults(&b), "a fresh count window, empty");
         b.reconfigure(&crate::Breaker::builder().window_time(Duration::from_secs(5)))
             .unwrap();
         assert!(consults(&b), "a fresh time window");
+    }
+
+    /// Back to normal from a forced open, a failure rate over a time window
+    /// counts the successes again: 5 failures in 15 calls stay under a
+    /// rate of one half.
+    #[test]
+    fn a_time_window_counts_successes_after_a_forced_open() {
+        let b = Breaker::builder()
+            .failure_rate(0.5)
+            .min_calls(4)
+            .window_time(Duration::from_secs(10))
+            .build()
+            .unwrap();
+        b.set_mode(crate::Mode::ForcedOpen);
+        b.set_mode(crate::Mode::Normal);
+        for outcome in [crate::Outcome::Success; 10]
+            .into_iter()
+            .chain([crate::Outcome::Failure; 5])
+        {
+            b.acquire().unwrap().record(outcome);
+        }
+        assert_eq!(b.state(), crate::State::Closed, "{:?}", b.snapshot());
     }
 
     /// Only a Closed word says whether to consult: a reshape while the
