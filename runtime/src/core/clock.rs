@@ -417,9 +417,10 @@ mod coarse {
     }
 }
 
-/// No coarse clock: the precise clock stands in for it.
-#[cfg(not(all(target_os = "linux", not(loom))))]
-mod coarse {
+/// No coarse clock: the precise clock stands in for it. Built on Linux
+/// too, where its tests run.
+#[cfg_attr(all(target_os = "linux", not(loom)), allow(dead_code))]
+mod precise {
     pub(super) fn resolution() -> Option<u64> {
         None
     }
@@ -435,6 +436,9 @@ mod coarse {
         false
     }
 }
+
+#[cfg(not(all(target_os = "linux", not(loom))))]
+use precise as coarse;
 
 /// The clock the `testing` module put in place of the system's for the
 /// rest of the test binary (`testing::install_clock`,
@@ -563,6 +567,20 @@ mod tests {
             resolution.saturating_mul(8) >= step,
             "moved by {step} ns, resolution {resolution} ns"
         );
+    }
+
+    /// Where there is no coarse clock, the precise one stands in: no
+    /// resolution, its readings, and never short of a deadline, so that
+    /// every deadline check reads it.
+    #[test]
+    fn without_a_coarse_clock_the_precise_one_stands_in() {
+        assert_eq!(precise::resolution(), None);
+        std::thread::sleep(Duration::from_millis(1));
+        let before = system_now();
+        let read = precise::now();
+        let after = system_now();
+        assert!(before <= read && read <= after, "{before} {read} {after}");
+        assert!(!precise::short_of(u64::MAX));
     }
 
     /// A manual clock has no coarse reading of its own: windows read its time.
