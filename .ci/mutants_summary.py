@@ -85,22 +85,29 @@ def survivors():
     return names
 
 
-def renamed(names, today):
-    """Each name's name in `today`, or None: its own, or the one with its file and change."""
+def renamed(names, reference, today):
+    """Each name's name in `today`, or None: its own, or else the one with
+    its file and change, when that pair is unique in both lists."""
     known = set(today)
-    by_change = {}
-    for name in today:
-        path, _, _, change = name.split(":", 3)
-        by_change.setdefault((path, change), []).append(name)
+
+    def by_change(names):
+        found = {}
+        for name in names:
+            path, _, _, change = name.split(":", 3)
+            found.setdefault((path, change), []).append(name)
+        return found
+
+    before, now = by_change(reference), by_change(today)
     for name in names:
         path, _, _, change = name.split(":", 3)
-        same = by_change.get((path, change), [])
-        yield name, name if name in known else (same[0] if len(same) == 1 else None)
+        same = now.get((path, change), [])
+        unique = len(same) == 1 and len(before.get((path, change), [])) == 1
+        yield name, name if name in known else (same[0] if unique else None)
 
 
 if "--survivors" in sys.argv:
     today = lines(sys.argv[sys.argv.index("--survivors") + 1])
-    for name, now in renamed(survivors(), today):
+    for name, now in renamed(survivors(), lines(f"{OUT}/reference.list"), today):
         if now:
             print(now)
         else:
