@@ -47,6 +47,19 @@ fn eligible_on(clock: &ManualClock, trial_calls: u32, success_threshold: u32) ->
     Arc::new(b)
 }
 
+/// A closed breaker that trips at `threshold` failures, on a clock that
+/// stands still.
+fn closed(threshold: u32) -> Arc<Breaker> {
+    Arc::new(
+        Breaker::builder()
+            .threshold(threshold)
+            .recovery(RECOVERY)
+            .clock(ManualClock::new())
+            .build()
+            .unwrap(),
+    )
+}
+
 /// One call through `b`, if it is admitted, ending with `outcome`.
 fn call(b: &Breaker, outcome: Outcome) {
     if let Ok(permit) = b.acquire() {
@@ -110,15 +123,7 @@ fn trial_success_racing_a_new_caller_never_admits_two_at_once() {
 #[test]
 fn concurrent_failures_trip_once_and_publish_the_deadline() {
     model(|| {
-        let clock = ManualClock::new();
-        let b = Arc::new(
-            Breaker::builder()
-                .threshold(2)
-                .recovery(RECOVERY)
-                .clock(clock)
-                .build()
-                .unwrap(),
-        );
+        let b = closed(2);
         let handles: Vec<_> = (0..2)
             .map(|_| {
                 let b = b.clone();
@@ -139,15 +144,7 @@ fn concurrent_failures_trip_once_and_publish_the_deadline() {
 #[test]
 fn a_call_admitted_before_the_trip_cannot_close_the_breaker() {
     model(|| {
-        let clock = ManualClock::new();
-        let b = Arc::new(
-            Breaker::builder()
-                .threshold(1)
-                .recovery(RECOVERY)
-                .clock(clock)
-                .build()
-                .unwrap(),
-        );
+        let b = closed(1);
         let early = b.acquire().unwrap();
         let b2 = b.clone();
         let tripper = thread::spawn(move || {
@@ -238,6 +235,28 @@ fn reset_racing_a_failed_trial_never_wedges() {
             .expect("usable again")
             .record(failfast_runtime::Outcome::Success);
         assert_eq!(b.state(), State::Closed);
+    });
+}
+
+/// A reset of a closed breaker racing the failure that trips it: closed
+/// (the reset last, or the trip seen by the reset, which then closes it),
+/// or open until its own deadline (the trip last); never an open word
+/// whose deadline the reset's clearing of the counts wrote over.
+#[test]
+fn a_reset_racing_a_trip_leaves_it_closed_or_open_until_its_deadline() {
+    model(|| {
+        let b = closed(1);
+        let permit = b.acquire().expect("closed");
+        let b2 = b.clone();
+        let resetter = thread::spawn(move || b2.set_mode(Mode::Normal));
+        permit.record(Outcome::Failure);
+        resetter.join().unwrap();
+        let s = b.snapshot();
+        match s.state {
+            State::Closed => {}
+            State::Open => assert_eq!(s.retry_after, Some(RECOVERY)),
+            State::HalfOpen => panic!("neither a trip nor a reset makes it half-open"),
+        }
     });
 }
 

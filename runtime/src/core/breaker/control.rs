@@ -88,3 +88,62 @@ impl Breaker {
         }
     }
 }
+
+#[cfg(test)]
+#[cfg(not(loom))]
+mod tests {
+    use std::sync::atomic::AtomicU32;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::{ManualClock, Outcome};
+
+    /// A reset of a closed breaker racing the failure that trips it, on
+    /// two threads started together, round after round: the breaker ends
+    /// closed, or open until its own deadline, never open with a deadline
+    /// the reset's clearing of the counts wrote over. (The loom model
+    /// `a_reset_racing_a_trip_leaves_it_closed_or_open_until_its_deadline`
+    /// explores every interleaving of one round.)
+    #[test]
+    fn a_reset_racing_a_trip_leaves_the_deadline_alone() {
+        const ROUNDS: u32 = 20_000;
+        let recovery = Duration::from_secs(1);
+        let b = Breaker::builder()
+            .threshold(1)
+            .recovery(recovery)
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        let (go, done) = (AtomicU32::new(0), AtomicU32::new(0));
+        let mut overwritten = Vec::new();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for round in 1..=ROUNDS {
+                    while go.load(Ordering::Acquire) != round {
+                        std::hint::spin_loop();
+                    }
+                    b.set_mode(Mode::Normal);
+                    done.store(round, Ordering::Release);
+                }
+            });
+            for round in 1..=ROUNDS {
+                let permit = b.acquire().expect("closed at the start of a round");
+                go.store(round, Ordering::Release);
+                permit.record(Outcome::Failure);
+                while done.load(Ordering::Acquire) != round {
+                    std::hint::spin_loop();
+                }
+                let s = b.snapshot();
+                if s.state == State::Open && s.retry_after != Some(recovery) {
+                    overwritten.push((round, s.retry_after));
+                }
+                b.set_mode(Mode::Normal);
+            }
+        });
+        assert!(
+            overwritten.is_empty(),
+            "{} rounds: {overwritten:?}",
+            overwritten.len()
+        );
+    }
+}
