@@ -537,6 +537,17 @@ mod tests {
         reqwest::Url::parse(text).unwrap()
     }
 
+    /// A host key displays as it appears in its breaker's name.
+    #[test]
+    fn a_host_displays_as_in_its_breakers_name() {
+        let url = url("https://API.Example.com.:443/v1/items");
+        let host = HostRef::of(&url).unwrap();
+        let mut label = String::new();
+        host.label(&mut label);
+        assert_eq!(host.to_key().to_string(), "api.example.com:443");
+        assert_eq!(host.to_key().to_string(), label);
+    }
+
     /// Requests to one host find the breaker its first request made, whatever
     /// their path; another port is another host.
     #[test]
