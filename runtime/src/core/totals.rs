@@ -460,6 +460,34 @@ mod tests {
         }
     }
 
+    /// Threads that share a slot (more of them alive than there are owned
+    /// slots) count every call they admit: on a shared slot the count is
+    /// an atomic add, where a thread on a slot of its own stores.
+    #[test]
+    fn calls_admitted_on_shared_slots_are_all_counted() {
+        const CALLS: u64 = 500_000;
+        let _one_at_a_time = SLOTS_TEST.lock().unwrap_or_else(PoisonError::into_inner);
+        let threads = (slots() + 4 * SHARED_SHARDS) as usize;
+        let totals = Totals::new();
+        let together = std::sync::Barrier::new(threads);
+        let shared = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    if thread_code() & SHARED != 0 {
+                        shared.fetch_add(1, Ordering::Relaxed);
+                    }
+                    together.wait();
+                    for _ in 0..CALLS {
+                        totals.admit();
+                    }
+                });
+            }
+        });
+        assert!(shared.into_inner() >= 2 * SHARED_SHARDS as usize);
+        assert_eq!(totals.sums().counts[ADMITTED], threads as u64 * CALLS);
+    }
+
     /// Owned slots stop at `slots()`: later threads get shared codes, and the
     /// counter handing them out does not creep on.
     #[test]
