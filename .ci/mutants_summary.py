@@ -46,6 +46,15 @@ def wilson(k, n, z=1.96):
     return c - h, c + h
 
 
+def row(k):
+    """Shard k's row in docs/mutants.md's table of the sweep, if it has one."""
+    return re.search(
+        rf"^\| {k}/80 \| 81df894.*\| *(\d+) *\| [0-9.]+% \((\d+) of (\d+)\) \|$",
+        open(DOCS).read(),
+        re.M,
+    )
+
+
 def from_docs(k, reference):
     """Shard k's survivors as docs/mutants.md records them."""
     docs = open(DOCS).read()
@@ -57,7 +66,7 @@ def from_docs(k, reference):
     section = re.search(rf"^Shard {k}/80[^\n]*:\n(.*?)(?=^Shard \d+/80|\Z)", sweep, re.M | re.S)
     names = []
     for change, path, line in re.findall(
-        r"^- `([^`]+)`\s*\(`([^`]+?):(\d+)[`,]", section.group(1) if section else "", re.M
+        r"(?:^- | and\n  )`([^`]+)`\s*\(`([^`]+?):(\d+)[`,]", section.group(1) if section else "", re.M
     ):
         change = re.sub(r"\s*\n\s*", " ", change)
         names += [
@@ -80,7 +89,7 @@ def survivors():
         out = f"{OUT}/shard-{k}/mutants.out"
         if os.path.isdir(out):
             names += lines(f"{out}/missed.txt") if os.path.exists(f"{OUT}/shard-{k}/exit") else []
-        elif os.path.exists(f"{OUT}/shard-{k}/exit"):
+        elif row(k):
             names += from_docs(k, reference)
     return names
 
@@ -119,19 +128,19 @@ total = [0, 0, 0]  # detected, viable, unviable
 for k in range(SHARDS):
     shard = f"{OUT}/shard-{k}"
     out = f"{shard}/mutants.out"
-    if not os.path.exists(f"{shard}/exit"):
-        continue
     if not os.path.isdir(out):
-        # Gone: the row docs/mutants.md records.
-        row = re.search(rf"^\| {k}/80 \|.*\| *(\d+) *\| [0-9.]+% \((\d+) of (\d+)\) \|$", open(DOCS).read(), re.M)
-        if not row:
-            sys.exit(f"shard {k}: no output and no row in docs/mutants.md")
-        print(row.group(0), "(recorded)")
+        # Gone (or run on another machine): the row docs/mutants.md records.
+        recorded = row(k)
+        if not recorded:
+            continue
+        print(recorded.group(0), "(recorded)")
         for m in from_docs(k, lines(f"{OUT}/reference.list")):
             print("    missed:", m)
-        total[0] += int(row.group(2))
-        total[1] += int(row.group(3))
-        total[2] += int(row.group(1))
+        total[0] += int(recorded.group(2))
+        total[1] += int(recorded.group(3))
+        total[2] += int(recorded.group(1))
+        continue
+    if not os.path.exists(f"{shard}/exit"):
         continue
     caught, timeout, missed, unviable = (
         lines(f"{out}/{n}.txt") for n in ("caught", "timeout", "missed", "unviable")
