@@ -185,11 +185,15 @@ fn calls_an_observe_only_breaker_would_have_refused_give_back_no_place() {
         .unwrap();
     b.set_mode(Mode::ObserveOnly);
     b.acquire().unwrap().record(Outcome::Failure);
-    // Open, observe-only: let through, holding no place, giving none back.
+    // Open, observe-only: let through, holding no place, giving none back,
+    // whether the call ends or a full bulkhead refuses it.
     for _ in 0..3 {
         b.acquire().unwrap().record(Outcome::Success);
     }
-    assert_eq!(b.snapshot().would_reject, 3);
+    let mut observed = b.acquire().unwrap();
+    assert!(Bulkhead::new(0).enter(&b, &mut observed).is_err());
+    drop(observed);
+    assert_eq!(b.snapshot().would_reject, 4);
     b.set_mode(Mode::Normal);
     let held = b.acquire().expect("the one place is free");
     assert!(b.acquire().is_err(), "and there is only one");
