@@ -548,6 +548,16 @@ mod tests {
         assert_eq!(host.to_key().to_string(), label);
     }
 
+    /// The dot that ends a name is dropped, unless the name is that dot
+    /// alone: no host's key is empty.
+    #[test]
+    fn a_host_of_a_dot_alone_keeps_it() {
+        for (text, key) in [("http://./a", ".:80"), ("http://a.:8080/", "a:8080")] {
+            let url = url(text);
+            assert_eq!(HostRef::of(&url).unwrap().to_key().to_string(), key);
+        }
+    }
+
     /// Requests to one host find the breaker its first request made, whatever
     /// their path; another port is another host.
     #[test]

@@ -300,4 +300,37 @@ mod tests {
             assert!(hits.iter().all(|&h| h > 0), "seed {seed}: {hits:?}");
         }
     }
+
+    /// When none of the sampled members may be evicted, the hand sweeps on
+    /// from the slot after the last one it evicted, not from the first.
+    #[test]
+    fn the_hand_sweeps_on_from_where_it_stopped() {
+        let family: super::super::Family<u8> = super::super::Family::builder(
+            crate::Breaker::builder().name("evict.hand").max_keys(16),
+        )
+        .build()
+        .unwrap();
+        for key in 0..16_u8 {
+            let member = family.get(&key);
+            if key != 3 && key != 12 {
+                member.set_mode(crate::Mode::ForcedOpen);
+            }
+        }
+        // A seed whose next two samples miss the two evictable slots, 3
+        // and 12, which the hand alone then finds.
+        let seed = (1..)
+            .find(|&seed| {
+                let mut draws = slots(seed);
+                (0..2 * SAMPLE).all(|_| ![3, 12].contains(&(draws.next_random() % 16)))
+            })
+            .unwrap();
+        family.inner.lock().random = seed;
+        let stored = || -> Vec<u8> { family.inner.lock().stored.iter().map(|(k, _)| *k).collect() };
+        family.get(&16_u8);
+        assert_eq!(stored()[3], 16, "slot 3 evicted first");
+        family.get(&17_u8);
+        let stored = stored();
+        assert_eq!(stored[12], 17, "then slot 12, after the hand: {stored:?}");
+        assert_eq!(stored[3], 16, "{stored:?}");
+    }
 }
