@@ -1,9 +1,10 @@
 //! The process-wide transition hook: every transition of every breaker, in
 //! order per breaker across threads, with its cause; remote opens marked as
 //! such; a panicking hook leaves the breaker and its caller alone; a second
-//! hook is refused. A transition held in the hook orders the adaptive
-//! limit's events: one made behind it waits for it, and one that gave up
-//! waiting is not told by the windows after it.
+//! hook is refused. A transition held in the hook orders the events after
+//! it: the adaptive limit's (one made behind it waits for it, and one that
+//! gave up waiting is not told by the windows after it) and the next
+//! transition's, after a remote open that moved the deadline.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,10 +22,10 @@ type Seen = (State, State, Mode, Cause);
 /// What the hook saw, by breaker name.
 static SEEN: Mutex<Option<HashMap<String, Vec<Seen>>>> = Mutex::new(None);
 
-/// While set, the hook holds the transitions of `hook-holds` (between
-/// their compare-and-swap and their queueing), up to 5 s.
+/// While set, the hook holds the first transition of `hook-holds` it sees
+/// (between its compare-and-swap and its queueing), up to 5 s.
 static HOLD: AtomicBool = AtomicBool::new(false);
-/// Set by the hook once it holds one.
+/// Set by the hook once it holds one: the transitions after it pass.
 static HELD: AtomicBool = AtomicBool::new(false);
 /// The tests that hold transitions run one at a time.
 static HOLDING: Mutex<()> = Mutex::new(());
@@ -32,8 +33,7 @@ static HOLDING: Mutex<()> = Mutex::new(());
 fn record(change: &Change<'_>) {
     let name = change.breaker.name().to_owned();
     assert!(name != "hook-panics", "a hook that panics");
-    if name == "hook-holds" && HOLD.load(Ordering::SeqCst) {
-        HELD.store(true, Ordering::SeqCst);
+    if name == "hook-holds" && HOLD.load(Ordering::SeqCst) && !HELD.swap(true, Ordering::SeqCst) {
         let began = Instant::now();
         while HOLD.load(Ordering::SeqCst) && began.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(1));
@@ -258,4 +258,71 @@ fn a_limit_lowering_overtaken_by_a_transition_is_not_told_by_the_windows_after_i
     }
     assert_eq!(limit(), 9);
     assert_eq!(*delivered.lock().unwrap(), [Manual]);
+}
+
+/// A remote open that moves an open breaker's deadline, however little, is
+/// a transition from one open period to another: the transition after it,
+/// made while it is still on its way to the queue (held here), waits for
+/// it to be queued, and its event follows.
+#[test]
+fn a_transition_after_a_remote_extension_waits_for_it_to_be_queued() {
+    installed();
+    let _one_at_a_time = HOLDING.lock().unwrap_or_else(PoisonError::into_inner);
+    let clock = ManualClock::new();
+    let b = Arc::new(
+        Breaker::builder()
+            .name("hook-holds")
+            .threshold(1)
+            .recovery(Duration::from_secs(10))
+            .clock(clock.clone())
+            .build()
+            .unwrap(),
+    );
+    let delivered = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&delivered);
+    let _listening = failfast_runtime::events::subscribe(&*b, move |t| {
+        sink.lock().unwrap().push(t.reason);
+    });
+    let _ = b.call(|| Err::<(), _>("down"));
+    HELD.store(false, Ordering::SeqCst);
+    HOLD.store(true, Ordering::SeqCst);
+    // The deadline a nanosecond later.
+    let extending = {
+        let b = Arc::clone(&b);
+        std::thread::spawn(move || {
+            let remaining = Duration::from_secs(10) + Duration::from_nanos(1);
+            integration::open_remote(&b, remaining, None).is_some()
+        })
+    };
+    while !HELD.load(Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    let resetting = {
+        let b = Arc::clone(&b);
+        std::thread::spawn(move || {
+            b.set_mode(Mode::Normal);
+            failfast_runtime::__private::thread_turns()
+        })
+    };
+    // Released once the reset has made its change (and is on its way to
+    // wait for its turn).
+    while b.state() != State::Closed {
+        std::thread::yield_now();
+    }
+    std::thread::sleep(Duration::from_millis(30));
+    HOLD.store(false, Ordering::SeqCst);
+    assert!(extending.join().unwrap(), "the deadline moved");
+    let (_, waited, gave_up) = resetting.join().unwrap();
+    assert_eq!(waited, 1, "the reset waited for the extension");
+    let delivered = delivered.lock().unwrap().clone();
+    if gave_up == 0 {
+        assert_eq!(
+            delivered,
+            [
+                TransitionReason::ThresholdReached,
+                TransitionReason::Remote,
+                Manual
+            ]
+        );
+    }
 }
