@@ -376,6 +376,14 @@ fn the_series_are_described_once_per_recorder() {
     let other = Recording::leaked();
     metrics::with_local_recorder(other, failfast_runtime::metrics::export);
     assert_eq!(other.described.load(Ordering::Relaxed), DESCRIPTIONS);
+    // The first one is still known (the last eight are): not described
+    // again when it comes back.
+    metrics::with_local_recorder(recording, failfast_runtime::metrics::export);
+    assert_eq!(
+        recording.described.load(Ordering::Relaxed),
+        DESCRIPTIONS,
+        "described again after another"
+    );
 }
 
 /// Three threads export in a loop while two others make calls (and
