@@ -1,6 +1,7 @@
 //! Feature `tracing`: one event per transition, target `failfast`, at WARN
 //! into Open, DEBUG into HalfOpen, INFO back to Closed, with the transition's
-//! fields; nothing per call. A subscriber that panics stops neither the
+//! fields; nothing per call; one WARN when a family becomes full of
+//! breakers it may not evict. A subscriber that panics stops neither the
 //! caller nor the delivery of events.
 #![cfg(feature = "tracing")]
 
@@ -34,14 +35,14 @@ impl Visit for Fields {
     }
 }
 
-/// Whether `event` is about one of this file's breakers (all named
+/// Whether `event` is about one of this file's breakers or families (all named
 /// `tracing-…`): the tests of other files share the process and may have
 /// their transitions delivered on a thread of this file's.
 fn ours(event: &Event<'_>) -> Option<BTreeMap<String, String>> {
     let mut fields = Fields(BTreeMap::new());
     event.record(&mut fields);
-    let breaker = fields.0.get("breaker")?;
-    breaker.starts_with("tracing-").then_some(fields.0)
+    let name = fields.0.get("breaker").or_else(|| fields.0.get("family"))?;
+    name.starts_with("tracing-").then_some(fields.0)
 }
 
 impl<S: Subscriber> Layer<S> for Capture {
@@ -309,5 +310,47 @@ fn a_panicking_subscriber_stops_neither_the_caller_nor_the_listeners() {
         emitted.load(Ordering::Relaxed),
         30,
         "the subscriber got every one too"
+    );
+}
+
+/// A family full of breakers it may not evict says so once, at WARN, when
+/// it becomes full; not again while it stays full, though each new key
+/// after the pause looks for room again.
+#[cfg(feature = "keyed")]
+#[test]
+fn a_full_family_says_so_once() {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    let clock = ManualClock::new();
+    let family: failfast_runtime::Family<u32> = failfast_runtime::Family::builder(
+        Breaker::builder()
+            .name("tracing-full")
+            .max_keys(1)
+            .clock(clock.clone()),
+    )
+    .build()
+    .unwrap();
+    tracing::subscriber::with_default(subscriber, || {
+        // Under manual control: not evictable.
+        family.get(&1_u32).set_mode(Mode::ForcedOpen);
+        for key in 2..5_u32 {
+            assert_eq!(family.get(&key).name(), "tracing-full[*]");
+            clock.advance(Duration::from_secs(2));
+        }
+    });
+    let full: Vec<_> = capture
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, _, fields)| fields.contains_key("family"))
+        .cloned()
+        .collect();
+    assert_eq!(full.len(), 1, "{full:?}");
+    let (level, target, fields) = &full[0];
+    assert_eq!((*level, target.as_str()), (Level::WARN, "failfast"));
+    assert_eq!(
+        (fields["family"].as_str(), fields["max_keys"].as_str()),
+        ("tracing-full", "1")
     );
 }

@@ -558,6 +558,23 @@ mod tests {
         }
     }
 
+    /// Many hosts, each with its breaker: a lookup is told apart from the
+    /// other hosts stored beside it in the map, not only by its hash.
+    #[test]
+    fn each_of_many_hosts_finds_its_own_breaker() {
+        let hosts: Family<Host> = Family::builder(Breaker::builder().name("many").max_keys(512))
+            .build()
+            .unwrap();
+        let middleware = CircuitBreakerMiddleware::per_host(hosts.clone());
+        let name = |i: u32| format!("h{i}.example:{}", 1000 + i % 7);
+        for i in 0..512 {
+            let url = url(&format!("http://{}/", name(i)));
+            let breaker = middleware.breaker_for(&url).unwrap();
+            assert_eq!(breaker.name(), format!("many[{}]", name(i)));
+        }
+        assert_eq!(hosts.stats().created, 512);
+    }
+
     /// Requests to one host find the breaker its first request made, whatever
     /// their path; another port is another host.
     #[test]

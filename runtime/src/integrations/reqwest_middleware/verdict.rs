@@ -247,6 +247,19 @@ mod tests {
         ))
     }
 
+    /// The watched body ends where the wrapped one does: a caller that asks
+    /// before reading (a proxy passing the body on) reads it all.
+    #[test]
+    fn the_watched_body_ends_where_the_wrapped_one_does() {
+        let clock = ManualClock::new();
+        let breaker = breaker("verdict-end-stream", &clock);
+        let mut body = watched(breaker, 2, Then::End);
+        body.body.sized = true;
+        assert!(!body.is_end_stream(), "two frames to come");
+        assert_eq!(read(&mut body).unwrap(), 2);
+        assert!(body.is_end_stream());
+    }
+
     /// Nothing is recorded while the body is read; its end is a success,
     /// timed to the end: slow, when the body took longer than `slow`.
     #[test]
