@@ -607,6 +607,25 @@ pub(crate) fn remove_watcher(id: u64) {
 mod tests {
     use super::*;
 
+    /// Entries of dropped families are swept as families register: the
+    /// list does not keep one for every family ever registered.
+    #[cfg(feature = "keyed")]
+    #[test]
+    fn entries_of_dropped_families_are_swept() {
+        for i in 0..200 {
+            let family: crate::Family<u32> =
+                crate::Family::builder(Breaker::builder().name(format!("swept-{i}")))
+                    .build()
+                    .unwrap();
+            family.register();
+        }
+        let listed = with_registry(|r| r.families.len());
+        assert!(
+            listed < 100,
+            "{listed} entries for at most a few live families"
+        );
+    }
+
     /// Entries of dropped breakers are swept as registrations go on, so the
     /// list stays within twice the live breakers (plus a small floor).
     /// Breakers registered before the watch and after it, from racing

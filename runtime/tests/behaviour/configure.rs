@@ -620,3 +620,17 @@ fn every_refusal_reads_as_a_sentence() {
         "`NOWHERE` (from `FAILFAST__NOWHERE__THRESHOLD`) matches no registered breaker or family"
     );
 }
+
+/// `min_calls` bounds a count window only under a rate rule, which it
+/// applies to: the window of failures counted within it shrinks below
+/// `min_calls`' default freely.
+#[test]
+fn a_count_window_without_a_rate_rule_shrinks_below_min_calls() {
+    let b = Breaker::builder()
+        .name("configure.window_no_rate")
+        .threshold(3)
+        .window_calls(20)
+        .build()
+        .unwrap();
+    b.reconfigure(&Breaker::builder().window_calls(5)).unwrap();
+}
