@@ -51,6 +51,9 @@ impl Breaker {
     /// use failfast_runtime::{Breaker, Error, State};
     /// use std::time::Duration;
     ///
+    /// # #[cfg(not(feature = "tokio"))]
+    /// # fn main() {}
+    /// # #[cfg(feature = "tokio")]
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), failfast_runtime::ConfigError> {
     /// let breaker = Breaker::builder()
