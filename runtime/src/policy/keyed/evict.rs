@@ -262,6 +262,7 @@ pub(super) fn listed<'s, K>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::Family;
     use super::*;
 
     fn slots(seed: u64) -> Slots<u8> {
@@ -305,11 +306,10 @@ mod tests {
     /// from the slot after the last one it evicted, not from the first.
     #[test]
     fn the_hand_sweeps_on_from_where_it_stopped() {
-        let family: super::super::Family<u8> = super::super::Family::builder(
-            crate::Breaker::builder().name("evict.hand").max_keys(16),
-        )
-        .build()
-        .unwrap();
+        let family: Family<u8> =
+            Family::builder(crate::Breaker::builder().name("evict.hand").max_keys(16))
+                .build()
+                .unwrap();
         for key in 0..16_u8 {
             let member = family.get(&key);
             if key != 3 && key != 12 {
