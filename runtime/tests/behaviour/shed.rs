@@ -677,16 +677,81 @@ fn calls_a_full_bulkhead_refuses_are_not_left_running() {
     drop(place);
     held.record(Outcome::Success);
     assert_eq!(b.snapshot().rejected, 300);
-    // Periods go by with successes, which mark them, and the patience
-    // (the longest success, 0 here) passes: nothing is shed, where 300
-    // calls left running past it would count as sent and not accepted.
-    for _ in 0..4 {
+    held_back_by_timed_successes(&b, &clock, 300);
+}
+
+/// Three periods go by with 16 successes each that take 1 ms: the calls
+/// that mark the periods are timed, so the patience is 1 ms, and a call
+/// started before them has outlived it. Nothing is shed, and 48 successes
+/// and a failure leave the chance at 0 ((49 − 2 × 48) / 49 < 0), where
+/// `left` calls (100 or more) started before and left running would count
+/// as sent and not accepted and outweigh the successes.
+fn held_back_by_timed_successes(b: &Breaker, clock: &ManualClock, left: u32) {
+    for _ in 0..3 {
         clock.advance(PERIOD);
         for _ in 0..16 {
-            assert!(!call(&b, false));
+            let permit = b
+                .acquire()
+                .unwrap_or_else(|e| panic!("{e}: {left} left running?"));
+            clock.advance(Duration::from_millis(1));
+            permit.record(Outcome::Success);
         }
     }
-    // 65 successes and a failure: (66 − 2 × 65) / 66 < 0.
-    assert!(!call(&b, true));
+    assert!(!call(b, true));
     assert_eq!(b.snapshot().shedding, 0.0);
+}
+
+/// A call that waits in a bulkhead's line (`max_wait`) is taken out of the
+/// calls started while it waits, and counts once, from when its wait ends:
+/// refused when its time in line is up, or given a place another call gave
+/// back, it is not left running to count as sent and not accepted once the
+/// patience has passed. (The calls here end neutral, which is no evidence,
+/// so that either kind left running would outweigh the successes that
+/// follow.)
+#[test]
+fn calls_that_wait_in_a_bulkheads_line_start_once() {
+    use failfast_runtime::__private::Bulkhead;
+
+    let clock = ManualClock::new();
+    let b = graded("shed.line", 2.0, &clock);
+    // Refused once their time in line is up.
+    let short = Bulkhead::new(1).max_wait(Duration::from_millis(1));
+    let mut held = b.acquire().unwrap();
+    let place = short.enter(&b, &mut held).unwrap();
+    for _ in 0..100 {
+        let mut refused = b.acquire().unwrap();
+        let rejected = short.enter(&b, &mut refused).unwrap_err();
+        assert_eq!(rejected.reason(), Reason::ConcurrencyLimit);
+    }
+    drop(place);
+    held.record(Outcome::Neutral);
+    // Given a place after waiting for it: each waiter finds the place taken
+    // (unless it is slower to start than the holder is to give it back, and
+    // then it counts once all the same).
+    let long = Bulkhead::new(1).max_wait(Duration::from_secs(60));
+    for _ in 0..10 {
+        let mut held = b.acquire().unwrap();
+        let place = long.enter(&b, &mut held).unwrap();
+        std::thread::scope(|s| {
+            let waiters: Vec<_> = (0..10)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut permit = b.acquire().unwrap();
+                        let place = long.enter(&b, &mut permit).unwrap();
+                        drop(place);
+                        permit.record(Outcome::Neutral);
+                    })
+                })
+                .collect();
+            std::thread::sleep(Duration::from_millis(20));
+            drop(place);
+            held.record(Outcome::Neutral);
+            for waiter in waiters {
+                waiter.join().unwrap();
+            }
+        });
+    }
+    let s = b.snapshot();
+    assert_eq!((s.rejected, s.neutral, s.successes), (100, 111, 0), "{s:?}");
+    held_back_by_timed_successes(&b, &clock, 100);
 }
