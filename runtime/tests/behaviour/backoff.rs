@@ -84,6 +84,19 @@ fn without_max_recovery_every_open_lasts_recovery() {
     assert_eq!(wait_out(&b, &clock), SEC);
 }
 
+/// Without jitter an open period is `recovery` to the nanosecond, however
+/// long: past 2^53 ns (104 days) a period is no longer whole in an `f64`,
+/// and one worked out through the jitter's arithmetic would be 1 ns short.
+#[test]
+fn without_jitter_a_long_recovery_is_kept_to_the_nanosecond() {
+    let clock = ManualClock::new();
+    let recovery = Duration::from_nanos((1 << 53) + 1);
+    let b = builder(&clock).recovery(recovery).build().unwrap();
+    fail(&b);
+    assert_eq!(failed_round(&b, &clock), recovery);
+    assert_eq!(healed_round(&b, &clock), recovery);
+}
+
 #[test]
 fn open_time_doubles_on_consecutive_failed_trials_up_to_max_recovery() {
     let clock = ManualClock::new();
