@@ -379,8 +379,11 @@ fn registering_a_family_keeps_those_registered_before() {
 
 #[test]
 fn max_keys_of_zero_is_refused() {
-    let refused = Family::<String>::builder(Breaker::builder().max_keys(0)).build();
-    assert!(refused.unwrap_err().to_string().contains("max_keys"));
+    let refused = Family::<String>::builder(Breaker::builder().name("keyed.none").max_keys(0))
+        .build()
+        .unwrap_err();
+    assert!(refused.to_string().contains("max_keys"));
+    assert_eq!(refused.name(), "keyed.none");
 }
 
 #[test]
