@@ -163,8 +163,7 @@ impl crate::core::bound::Bound for Bulkhead {
         if max != 0 {
             self.resize(max);
         }
-        if self.lined && !wait.is_zero() {
-            self.set_max_wait(wait);
-        }
+        // Without a line it changes nothing (see `set_max_wait`).
+        self.set_max_wait(wait);
     }
 }
