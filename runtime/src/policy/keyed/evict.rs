@@ -333,4 +333,24 @@ mod tests {
         assert_eq!(stored[12], 17, "then slot 12, after the hand: {stored:?}");
         assert_eq!(stored[3], 16, "{stored:?}");
     }
+
+    /// Evicted members are let go in one sweep once the list of them has
+    /// reached its floor (then twice what the last sweep kept), not looked
+    /// over at each insertion: an insertion costs O(1) amortised.
+    #[test]
+    fn evicted_members_are_let_go_once_their_list_has_grown() {
+        let family: Family<u32> =
+            Family::builder(crate::Breaker::builder().name("evict.reclaim").max_keys(1))
+                .build()
+                .unwrap();
+        let retired = || family.inner.lock().retired.len();
+        // Each new key evicts the one before it, unleased.
+        for key in 0..=RECLAIM_FLOOR as u32 {
+            drop(family.get(&key));
+            assert_eq!(retired(), key as usize, "after key {key}");
+        }
+        // The insertion that finds the floor reached sweeps them all.
+        drop(family.get(&(RECLAIM_FLOOR as u32 + 1)));
+        assert_eq!(retired(), 1);
+    }
 }
