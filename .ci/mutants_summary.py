@@ -3,8 +3,9 @@
 docs/mutants.md's table, each followed by its missed and timed-out
 mutants; then the shards together, and the two runs after the last shard:
 the files changed since the reference, swept again (OUT/again), and the
-survivors run again with the tests of the day (OUT/survivors), with the
-score of those tests over the whole runtime.
+survivors run again with the tests of the day (OUT/survivors), each in
+parts (OUT/again/part-J), with the score of those tests over the whole
+runtime once every part has run.
 
     .ci/mutants_summary.py [OUT]                  # OUT: ~/mutants-sweep by default
     .ci/mutants_summary.py OUT --survivors LIST   # the survivors, by their names in LIST
@@ -184,25 +185,38 @@ if total[1]:
     )
 
 
-def outcomes(out):
-    return [lines(f"{out}/{n}.txt") for n in ("caught", "timeout", "missed", "unviable")]
+def outcomes(run):
+    """The outcomes of a run in parts (OUT/again, OUT/survivors), over the
+    parts that finished, and how many parts there are and have finished."""
+    parts = int(open(f"{run}/PARTS").read())
+    done = [j for j in range(parts) if os.path.exists(f"{run}/part-{j}/exit")]
+    found = [[], [], [], []]
+    for j in done:
+        for i, n in enumerate(("caught", "timeout", "missed", "unviable")):
+            found[i] += lines(f"{run}/part-{j}/mutants.out/{n}.txt")
+    return found, len(done), parts
+
+
+def progress(done, parts):
+    return "" if done == parts else f" ({done} of its {parts} parts so far)"
 
 
 again = f"{OUT}/again"
-if os.path.exists(f"{again}/exit"):
-    caught, timeout, missed, unviable = outcomes(f"{again}/mutants.out")
+if os.path.exists(f"{again}/PARTS"):
+    (caught, timeout, missed, unviable), done, parts = outcomes(again)
     viable = len(caught) + len(timeout) + len(missed)
     commit = open(f"{again}/COMMIT").read().strip()[:7]
     print(
-        f"the files changed since the reference, on {commit}: {len(caught) + len(timeout)} "
-        f"of {viable} viable detected ({len(timeout)} timed out), {len(unviable)} unviable"
+        f"the files changed since the reference, on {commit}{progress(done, parts)}: "
+        f"{len(caught) + len(timeout)} of {viable} viable detected ({len(timeout)} timed out), "
+        f"{len(unviable)} unviable"
     )
     for m in missed:
         print("    missed:", m)
 
 again = f"{OUT}/survivors"
-if os.path.exists(f"{again}/exit") and total[1]:
-    caught, timeout, missed, _ = outcomes(f"{again}/mutants.out")
+if os.path.exists(f"{again}/PARTS") and total[1]:
+    (caught, timeout, missed, _), done, parts = outcomes(again)
     commit = open(f"{again}/COMMIT").read().strip()[:7]
     names = set(lines(f"{again}/names"))
     # Only the survivors count: the run also takes field deletions its
@@ -211,14 +225,15 @@ if os.path.exists(f"{again}/exit") and total[1]:
     missed = [m for m in missed if m in names]
     gone = len(survivors()) - len(names)
     print(
-        f"the {len(names)} survivors found in {commit}'s list, on its tests: {len(caught)} "
-        f"detected, {len(missed)} missed; {gone} not in the list"
+        f"the {len(names)} survivors found in {commit}'s list, on its tests{progress(done, parts)}: "
+        f"{len(caught)} detected, {len(missed)} missed; {gone} not in the list"
     )
     for m in missed:
         print("    missed:", m)
-    low, high = wilson(total[0] + len(caught), total[1])
-    print(
-        f"the whole runtime with {commit}'s tests: {total[0] + len(caught)} of {total[1]} viable "
-        f"detected, {100.0 * (total[0] + len(caught)) / total[1]:.1f}% "
-        f"(95% Wilson {100 * low:.1f}% to {100 * high:.1f}%)"
-    )
+    if done == parts:
+        low, high = wilson(total[0] + len(caught), total[1])
+        print(
+            f"the whole runtime with {commit}'s tests: {total[0] + len(caught)} of {total[1]} "
+            f"viable detected, {100.0 * (total[0] + len(caught)) / total[1]:.1f}% "
+            f"(95% Wilson {100 * low:.1f}% to {100 * high:.1f}%)"
+        )

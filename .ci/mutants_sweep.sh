@@ -16,7 +16,9 @@
 # reference's runtime needed (docs/mutants.md, *Method*): the files whose
 # mutants changed since the reference are swept again whole, into
 # OUT/again; and every survivor of the shards is run again, into
-# OUT/survivors.
+# OUT/survivors. Both go in parts (OUT/again/part-J; SWEEP_PARTS of them,
+# 8 by default) that, like the shards, start again from the first
+# without an exit file.
 #
 # OUT/shard-K holds a shard's log, its exit code, the commit of its tests
 # (COMMIT) and cargo-mutants' output (mutants.out). A shard stopped before
@@ -78,25 +80,48 @@ again=$(cat "$OUT/AGAIN_AT")
 git checkout -q --detach "$again" || exit 8
 cargo mutants -p failfast-runtime --list > "$OUT/list-again" 2>/dev/null || exit 8
 
-if [ ! -f "$OUT/again/exit" ]; then
-    if [ -f "$OUT/STOP" ]; then echo "$(date -u +%T) $OUT/STOP: the files changed since $REF not started"; exit 0; fi
-    # The files whose mutants differ from the reference's (a test added to a
-    # file's test module changes none).
-    files=()
-    for f in $(diff "$OUT/reference.list" "$OUT/list-again" | sed -n 's/^[<>] \([^:]*\):.*/\1/p' | sort -u); do
-        [ -f "$f" ] && files+=(--file "$f")
-    done
-    rm -rf "$OUT/again" && mkdir -p "$OUT/again"
-    echo "$again" > "$OUT/again/COMMIT"
-    echo "$(date -u +%T) the files changed since $REF, on $again: ${files[*]}"
-    nice -n 19 cargo mutants -p failfast-runtime --in-place "${files[@]}" -o "$OUT/again" \
-        -- -- --test-threads 4 > "$OUT/again/log" 2>&1
+# Both runs go in parts (SWEEP_PARTS, 8 by default), each with its exit
+# file like a shard's: a run stopped in the middle starts again at the
+# part it was in.
+PARTS=${SWEEP_PARTS:-8}
+
+# part DIR J ARGS...: part J of the run whose outputs go in DIR, with the
+# unmutated run until one part of DIR has passed it (or DIR/BASELINE_OK says ok).
+part() {
+    local dir=$1 j=$2 rc
+    shift 2
+    [ -f "$dir/part-$j/exit" ] && return 0
+    if [ -f "$OUT/STOP" ]; then echo "$(date -u +%T) $OUT/STOP: $dir part $j not started"; exit 0; fi
+    local skip=()
+    if [ "$(cat "$dir/BASELINE_OK" 2>/dev/null)" = ok ]; then
+        skip=(--baseline=skip --timeout 140)
+    fi
+    rm -rf "$dir/part-$j" && mkdir -p "$dir/part-$j"
+    echo "$(date -u +%T) $dir part $j/$PARTS ${skip[*]}"
+    nice -n 19 cargo mutants -p failfast-runtime --in-place "$@" "${skip[@]}" \
+        --shard "$j/$PARTS" --sharding round-robin -o "$dir/part-$j" \
+        -- -- --test-threads 4 > "$dir/part-$j/log" 2>&1
     rc=$?
-    echo $rc > "$OUT/again/exit"
-    echo "$(date -u +%T) the files changed since $REF: exit $rc"
-    case $rc in 0 | 2 | 3) ;; *) exit $rc ;; esac
     git checkout -q -- .
+    echo $rc > "$dir/part-$j/exit"
+    echo "$(date -u +%T) $dir part $j exit $rc"
+    case $rc in 0 | 2 | 3) echo ok > "$dir/BASELINE_OK" ;; *) exit $rc ;; esac
+}
+
+# The files whose mutants differ from the reference's (a test added to a
+# file's test module changes none), swept again whole.
+if [ ! -s "$OUT/again/files" ]; then
+    mkdir -p "$OUT/again"
+    echo "$again" > "$OUT/again/COMMIT"
+    diff "$OUT/reference.list" "$OUT/list-again" | sed -n 's/^[<>] \([^:]*\):.*/\1/p' | sort -u |
+        while read -r f; do [ -f "$f" ] && echo "$f"; done > "$OUT/again/files"
+    echo "$(date -u +%T) the files changed since $REF, on $again: $(tr '\n' ' ' < "$OUT/again/files")"
 fi
+files=()
+while read -r f; do files+=(--file "$f"); done < "$OUT/again/files"
+[ -s "$OUT/again/PARTS" ] || echo "$PARTS" > "$OUT/again/PARTS"
+PARTS=$(cat "$OUT/again/PARTS")
+for j in $(seq 0 $((PARTS - 1))); do part "$OUT/again" "$j" "${files[@]}"; done
 
 # Last, every survivor of the shards, by its name in the list of the day,
 # with the tests of the day: the shards' score plus the survivors those
@@ -104,20 +129,20 @@ fi
 # survivor, and the files they are in (cargo-mutants 27.1 lets every
 # struct-field deletion of the files through the name filter, #632: the
 # summary counts only the survivors).
-[ -f "$OUT/survivors/exit" ] && exit 0
-if [ -f "$OUT/STOP" ]; then echo "$(date -u +%T) $OUT/STOP: the survivors not started"; exit 0; fi
-rm -rf "$OUT/survivors" && mkdir -p "$OUT/survivors"
-echo "$again" > "$OUT/survivors/COMMIT"
-python3 "$repo/.ci/mutants_summary.py" "$OUT" --survivors "$OUT/list-again" \
-    > "$OUT/survivors/names" 2> "$OUT/survivors/gone" || exit 8
+if [ ! -s "$OUT/survivors/names" ]; then
+    mkdir -p "$OUT/survivors"
+    echo "$again" > "$OUT/survivors/COMMIT"
+    python3 "$repo/.ci/mutants_summary.py" "$OUT" --survivors "$OUT/list-again" \
+        > "$OUT/survivors/names" 2> "$OUT/survivors/gone" || exit 8
+    echo "$(date -u +%T) the $(wc -l < "$OUT/survivors/names") survivors on $again"
+fi
 filters=()
 while read -r name; do
     filters+=(--re "^$(printf '%s' "$name" | sed 's/[][\\.^$*+?(){}|]/\\&/g')\$")
 done < "$OUT/survivors/names"
 for f in $(cut -d: -f1 "$OUT/survivors/names" | sort -u); do filters+=(--file "$f"); done
-echo "$(date -u +%T) the $(wc -l < "$OUT/survivors/names") survivors on $again"
-nice -n 19 cargo mutants -p failfast-runtime --in-place "${filters[@]}" -o "$OUT/survivors" \
-    --baseline=skip --timeout 140 -- -- --test-threads 4 > "$OUT/survivors/log" 2>&1
-rc=$?
-echo $rc > "$OUT/survivors/exit"
-echo "$(date -u +%T) the survivors: exit $rc"
+echo ok > "$OUT/survivors/BASELINE_OK"
+[ -s "$OUT/survivors/PARTS" ] || echo "${SWEEP_PARTS:-8}" > "$OUT/survivors/PARTS"
+PARTS=$(cat "$OUT/survivors/PARTS")
+for j in $(seq 0 $((PARTS - 1))); do part "$OUT/survivors" "$j" "${filters[@]}"; done
+echo "$(date -u +%T) the sweep is done: .ci/mutants_summary.py $OUT"

@@ -98,6 +98,58 @@ fn a_family_forced_open_by_a_reload_before_any_traffic_refuses_the_first_call() 
     assert_eq!(FORCED_FAMILY_RAN.load(Ordering::SeqCst), 1);
 }
 
+#[circuit_breaker(key = tenant, threshold = 5, name = "declared::origins")]
+fn origins_family(tenant: u32) -> Result<u32, Down> {
+    Ok(tenant)
+}
+
+/// A reloaded file with a section for a keyed function's family and one
+/// for a key: the key's breaker names the file as the origin of both the
+/// setting its own section writes and the one it takes from its family's
+/// section, before the family's first call and after it.
+#[test]
+fn a_keys_section_keeps_the_origins_of_its_declared_familys_settings() {
+    use failfast::configure::{self, Origin};
+    use failfast::{Breaker, Config};
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    let _turn = crate::support::reload_turn();
+    let reload = |threshold: u32, key: u32, recovery: u64| {
+        configure::reload(BTreeMap::from([
+            (
+                "declared::origins".to_owned(),
+                Breaker::builder().threshold(threshold),
+            ),
+            (
+                format!("declared::origins[{key}]"),
+                Breaker::builder().recovery(Duration::from_secs(recovery)),
+            ),
+        ]))
+        .unwrap();
+        let member = registry::get(&format!("declared::origins[{key}]")).expect("made");
+        let snapshot = member.snapshot();
+        let settings: &Config = &snapshot.settings;
+        assert_eq!(
+            (settings.threshold(), settings.recovery()),
+            (threshold, Duration::from_secs(recovery))
+        );
+        for setting in ["threshold", "recovery"] {
+            assert_eq!(
+                snapshot.origins.get(setting),
+                Some(&Origin::File),
+                "{setting} of [{key}]: {snapshot:?}"
+            );
+        }
+    };
+    // Before the first call: the family's settings are its declaration's.
+    reload(3, 7, 9);
+    assert_eq!(origins_family(7), Ok(7));
+    // The family built by its first call.
+    reload(4, 8, 11);
+    configure::reload(BTreeMap::new()).unwrap();
+}
+
 mod methods {
     use super::*;
 
