@@ -110,6 +110,28 @@ fn the_least_recently_used_closed_breaker_is_evicted() {
     assert_eq!(keys.stats().evicted, 1);
 }
 
+/// A key used after its insertion, and then a newer key inserted: the
+/// newer key was used last, so the older one goes when a third comes.
+/// (Use is recorded at insertion granularity: the key used and the key
+/// inserted after are a step apart, not on the same step.)
+#[test]
+fn a_key_inserted_after_another_was_used_is_the_more_recent() {
+    let keys = family("keyed.fresh-lru", 2);
+    let _ = keys.get("x");
+    let _ = keys.get("a");
+    let _ = keys.get("a");
+    // "x" goes: "b" takes its slot, before "a"'s.
+    let _ = keys.get("b");
+    let _ = keys.get("c");
+    let names: Vec<String> = keys.members().iter().map(|m| m.name().to_owned()).collect();
+    assert_eq!(
+        names,
+        ["keyed.fresh-lru[b]", "keyed.fresh-lru[c]"],
+        "\"a\" was used last before \"b\" came"
+    );
+    assert_eq!(keys.stats().evicted, 2);
+}
+
 #[test]
 fn eviction_never_forgets_an_open_breaker() {
     let keys = family("keyed.open-kept", 4);
