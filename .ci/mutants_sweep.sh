@@ -13,10 +13,10 @@
 #
 # Then, on the commit named in $OUT/AGAIN_AT (main's head when that phase
 # starts, by default), without the skip of the clock test, which the
-# reference's runtime needed (docs/mutants.md, *Method*): the files whose
+# reference's runtime needed (docs/mutants.md, *Method*): every survivor
+# of the shards is run again, into OUT/survivors; then the files whose
 # mutants changed since the reference are swept again whole, into
-# OUT/again; and every survivor of the shards is run again, into
-# OUT/survivors. Both go in parts (OUT/again/part-J; SWEEP_PARTS of them,
+# OUT/again. Both go in parts (OUT/survivors/part-J; SWEEP_PARTS of them,
 # 8 by default) that, like the shards, start again from the first
 # without an exit file.
 #
@@ -82,50 +82,45 @@ cargo mutants -p failfast-runtime --list > "$OUT/list-again" 2>/dev/null || exit
 
 # Both runs go in parts (SWEEP_PARTS, 8 by default), each with its exit
 # file like a shard's: a run stopped in the middle starts again at the
-# part it was in.
+# part it was in. The survivors go first: theirs is the score.
 PARTS=${SWEEP_PARTS:-8}
 
 # part DIR J ARGS...: part J of the run whose outputs go in DIR, with the
-# unmutated run until one part of DIR has passed it (or DIR/BASELINE_OK says ok).
+# unmutated run until a part has passed it on this commit.
 part() {
     local dir=$1 j=$2 rc
     shift 2
     [ -f "$dir/part-$j/exit" ] && return 0
     if [ -f "$OUT/STOP" ]; then echo "$(date -u +%T) $OUT/STOP: $dir part $j not started"; exit 0; fi
     local skip=()
-    if [ "$(cat "$dir/BASELINE_OK" 2>/dev/null)" = ok ]; then
+    if [ "$(cat "$OUT/BASELINE_AGAIN" 2>/dev/null)" = "$again" ]; then
         skip=(--baseline=skip --timeout 140)
     fi
+    local parts
+    parts=$(cat "$dir/PARTS")
     rm -rf "$dir/part-$j" && mkdir -p "$dir/part-$j"
-    echo "$(date -u +%T) $dir part $j/$PARTS ${skip[*]}"
+    echo "$(date -u +%T) $dir part $j/$parts ${skip[*]}"
     nice -n 19 cargo mutants -p failfast-runtime --in-place "$@" "${skip[@]}" \
-        --shard "$j/$PARTS" --sharding round-robin -o "$dir/part-$j" \
+        --shard "$j/$parts" --sharding round-robin -o "$dir/part-$j" \
         -- -- --test-threads 4 > "$dir/part-$j/log" 2>&1
     rc=$?
     git checkout -q -- .
     echo $rc > "$dir/part-$j/exit"
     echo "$(date -u +%T) $dir part $j exit $rc"
-    case $rc in 0 | 2 | 3) echo ok > "$dir/BASELINE_OK" ;; *) exit $rc ;; esac
+    case $rc in 0 | 2 | 3) echo "$again" > "$OUT/BASELINE_AGAIN" ;; *) exit $rc ;; esac
 }
 
-# The files whose mutants differ from the reference's (a test added to a
-# file's test module changes none), swept again whole.
-if [ ! -s "$OUT/again/files" ]; then
-    mkdir -p "$OUT/again"
-    echo "$again" > "$OUT/again/COMMIT"
-    diff "$OUT/reference.list" "$OUT/list-again" | sed -n 's/^[<>] \([^:]*\):.*/\1/p' | sort -u |
-        while read -r f; do [ -f "$f" ] && echo "$f"; done > "$OUT/again/files"
-    echo "$(date -u +%T) the files changed since $REF, on $again: $(tr '\n' ' ' < "$OUT/again/files")"
-fi
-files=()
-while read -r f; do files+=(--file "$f"); done < "$OUT/again/files"
-[ -s "$OUT/again/PARTS" ] || echo "$PARTS" > "$OUT/again/PARTS"
-PARTS=$(cat "$OUT/again/PARTS")
-for j in $(seq 0 $((PARTS - 1))); do part "$OUT/again" "$j" "${files[@]}"; done
+# run DIR ARGS...: every part of the run in DIR.
+run() {
+    local dir=$1 j
+    shift
+    [ -s "$dir/PARTS" ] || echo "$PARTS" > "$dir/PARTS"
+    for j in $(seq 0 $(($(cat "$dir/PARTS") - 1))); do part "$dir" "$j" "$@"; done
+}
 
-# Last, every survivor of the shards, by its name in the list of the day,
-# with the tests of the day: the shards' score plus the survivors those
-# tests catch is their score over the whole runtime. A name filter per
+# Every survivor of the shards, by its name in the list of the day, with
+# the tests of the day: the shards' score plus the survivors those tests
+# catch is their score over the whole runtime. A name filter per
 # survivor, and the files they are in (cargo-mutants 27.1 lets every
 # struct-field deletion of the files through the name filter, #632: the
 # summary counts only the survivors).
@@ -141,8 +136,18 @@ while read -r name; do
     filters+=(--re "^$(printf '%s' "$name" | sed 's/[][\\.^$*+?(){}|]/\\&/g')\$")
 done < "$OUT/survivors/names"
 for f in $(cut -d: -f1 "$OUT/survivors/names" | sort -u); do filters+=(--file "$f"); done
-echo ok > "$OUT/survivors/BASELINE_OK"
-[ -s "$OUT/survivors/PARTS" ] || echo "${SWEEP_PARTS:-8}" > "$OUT/survivors/PARTS"
-PARTS=$(cat "$OUT/survivors/PARTS")
-for j in $(seq 0 $((PARTS - 1))); do part "$OUT/survivors" "$j" "${filters[@]}"; done
+run "$OUT/survivors" "${filters[@]}"
+
+# The files whose mutants differ from the reference's (a test added to a
+# file's test module changes none), swept again whole.
+if [ ! -s "$OUT/again/files" ]; then
+    mkdir -p "$OUT/again"
+    echo "$again" > "$OUT/again/COMMIT"
+    diff "$OUT/reference.list" "$OUT/list-again" | sed -n 's/^[<>] \([^:]*\):.*/\1/p' | sort -u |
+        while read -r f; do [ -f "$f" ] && echo "$f"; done > "$OUT/again/files"
+    echo "$(date -u +%T) the files changed since $REF, on $again: $(tr '\n' ' ' < "$OUT/again/files")"
+fi
+files=()
+while read -r f; do files+=(--file "$f"); done < "$OUT/again/files"
+run "$OUT/again" "${files[@]}"
 echo "$(date -u +%T) the sweep is done: .ci/mutants_summary.py $OUT"
