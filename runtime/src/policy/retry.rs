@@ -453,6 +453,21 @@ mod tests {
         );
     }
 
+    /// Callers that fail together retry apart: each thread's draws start
+    /// from a seed of its own, so the first delays of threads started
+    /// together differ (a fixed first seed would send them back in step).
+    #[test]
+    fn the_first_jittered_delays_of_new_threads_differ() {
+        let retry = Retry::new(3)
+            .backoff(Duration::from_millis(100), Duration::from_secs(1))
+            .jitter(0.5);
+        let firsts: Vec<Duration> = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..8).map(|_| s.spawn(|| retry.delay(1))).collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        assert!(firsts.iter().any(|d| *d != firsts[0]), "{firsts:?}");
+    }
+
     #[test]
     fn attempts_are_counted_to_the_limit() {
         let (retry, _) = policy(3);

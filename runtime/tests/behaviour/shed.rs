@@ -322,6 +322,37 @@ fn after_a_window_of_refusals_alone_the_chance_stands_and_a_probe_goes() {
     assert_eq!(b.snapshot().shedding, before, "{:?}", b.snapshot());
 }
 
+/// Neutral answers are no evidence about failure, but they are answers,
+/// unlike refusals: once the failures have left the window, a window of
+/// neutral answers and refusals has no call sent, and shedding stops
+/// within it (a window of refusals alone keeps its chance, above).
+#[test]
+fn a_window_of_neutral_answers_and_refusals_stops_shedding() {
+    let clock = ManualClock::new();
+    let b = shedding_a_dead_dependency("shed.neutral-answers", &clock);
+    assert!(b.snapshot().shedding > 0.97, "{:?}", b.snapshot());
+    let tick = Duration::from_millis(10);
+    let (mut answered_for, mut refused) = (Duration::ZERO, 0);
+    while b.snapshot().shedding > 0.0 {
+        match b.acquire() {
+            Ok(permit) => permit.record(Outcome::Neutral),
+            Err(_) => refused += 1,
+        }
+        clock.advance(tick);
+        answered_for += tick;
+        assert!(
+            answered_for <= Duration::from_secs(10) + PERIOD,
+            "{:?}",
+            b.snapshot()
+        );
+    }
+    assert!(refused > 100, "{refused} refused meanwhile");
+    for _ in 0..100 {
+        b.acquire().unwrap().record(Outcome::Neutral);
+        clock.advance(tick);
+    }
+}
+
 /// The window holds the successes of its last 10 s even when nothing
 /// failed then (the calls mark each period as it begins): after 100 s of
 /// health at 100 calls/s, a dependency that fails every call is shed only
