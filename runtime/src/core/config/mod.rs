@@ -680,6 +680,23 @@ mod tests {
         }
     }
 
+    /// A bulkhead's wait is kept to the microsecond, rounded up, and at
+    /// most `u32::MAX` µs (71 minutes): a longer one is that, never what
+    /// is left of it past 2^32 µs.
+    #[test]
+    fn a_wait_is_kept_to_the_microsecond_and_71_minutes_at_most() {
+        let wait = |d: Duration| Config::new("wait").with_max_wait(d).max_wait();
+        let most = Duration::from_micros(u64::from(u32::MAX));
+        assert_eq!(wait(Duration::from_nanos(1)), Duration::from_micros(1));
+        assert_eq!(wait(Duration::from_nanos(2_001)), Duration::from_micros(3));
+        assert_eq!(wait(most), most);
+        for longer in [1, 5, 1 << 32] {
+            let d = most + Duration::from_micros(longer);
+            assert_eq!(wait(d), most, "{d:?}");
+        }
+        assert_eq!(wait(Duration::from_secs(2 * 3_600)), most);
+    }
+
     /// A fingerprint is stable across processes, platforms and releases
     /// (instances of a fleet, of mixed versions, compare theirs): these
     /// settings hash to the numbers they hashed to when this test was

@@ -334,15 +334,19 @@ mod tests {
         assert_eq!(stored[3], 16, "{stored:?}");
     }
 
+    /// A family of one key: each new key evicts the one before it.
+    fn one_key(name: &'static str) -> Family<u32> {
+        Family::builder(crate::Breaker::builder().name(name).max_keys(1))
+            .build()
+            .unwrap()
+    }
+
     /// Evicted members are let go in one sweep once the list of them has
     /// reached its floor (then twice what the last sweep kept), not looked
     /// over at each insertion: an insertion costs O(1) amortised.
     #[test]
     fn evicted_members_are_let_go_once_their_list_has_grown() {
-        let family: Family<u32> =
-            Family::builder(crate::Breaker::builder().name("evict.reclaim").max_keys(1))
-                .build()
-                .unwrap();
+        let family = one_key("evict.reclaim");
         let retired = || family.inner.lock().retired.len();
         // Each new key evicts the one before it, unleased.
         for key in 0..=RECLAIM_FLOOR as u32 {
@@ -351,6 +355,39 @@ mod tests {
         }
         // The insertion that finds the floor reached sweeps them all.
         drop(family.get(&(RECLAIM_FLOOR as u32 + 1)));
+        assert_eq!(retired(), 1);
+    }
+
+    /// A sweep keeps the evicted members a lease is still being taken of
+    /// (it counts itself before it reads that the member is evicted, and
+    /// then lets go), and the next sweep waits until the list has doubled
+    /// from what it kept, so that members held longer are not looked over
+    /// at every insertion.
+    #[test]
+    fn a_sweep_keeps_members_still_leased_and_the_next_waits_for_twice_as_many() {
+        let family = one_key("evict.held");
+        let retired = || family.inner.lock().retired.len();
+        let floor = RECLAIM_FLOOR as u32;
+        for key in 0..=floor {
+            drop(family.get(&key));
+        }
+        // Ten of the sixteen evicted have a lease counted, as a `take`
+        // that has not yet read the mark has.
+        let held: Vec<Arc<Member>> = family.inner.lock().retired[..10].to_vec();
+        for member in &held {
+            member.leases.count(0);
+        }
+        drop(family.get(&(floor + 1)));
+        assert_eq!(retired(), 11, "the ten kept, and the key just evicted");
+        // The next sweep comes at 20, twice the ten kept, not at the floor.
+        for (key, len) in (floor + 2..).zip(12..=20) {
+            drop(family.get(&key));
+            assert_eq!(retired(), len, "after key {key}");
+        }
+        for member in &held {
+            member.leases.release(0);
+        }
+        drop(family.get(&(floor + 11)));
         assert_eq!(retired(), 1);
     }
 }
