@@ -150,6 +150,51 @@ fn a_keys_section_keeps_the_origins_of_its_declared_familys_settings() {
     configure::reload(BTreeMap::new()).unwrap();
 }
 
+#[circuit_breaker(key = tenant, max_keys = 2, name = "declared::early")]
+fn early_family(tenant: u32) -> Result<u32, Down> {
+    Ok(tenant)
+}
+
+/// Before a keyed function's first call its keys may be tuned by name
+/// (`name[key]`), as many as `max_keys`, and their first calls adopt the
+/// breakers made for them; its overflow breaker may not be, nor a key
+/// past `max_keys`: each refusal says why.
+#[test]
+fn keys_tuned_before_the_first_call_are_at_most_max_keys_and_never_the_overflow() {
+    use failfast::{Breaker, configure};
+
+    let _turn = crate::support::reload_turn();
+    let tune = |key: &str, threshold: u32| {
+        configure::apply(
+            &format!("declared::early[{key}]"),
+            Breaker::builder().threshold(threshold),
+        )
+    };
+    let refused = tune("*", 3).unwrap_err();
+    assert_eq!(refused.key(), "name");
+    assert!(
+        refused.to_string().contains("overflow breaker"),
+        "{refused}"
+    );
+    tune("1", 3).unwrap();
+    tune("2", 4).unwrap();
+    let refused = tune("3", 7).unwrap_err();
+    assert_eq!(refused.key(), "name");
+    assert!(
+        refused.to_string().contains("2 keys already wait"),
+        "{refused}"
+    );
+    // A key made before is found again, however many wait.
+    tune("1", 6).unwrap();
+    assert_eq!(early_family(1), Ok(1));
+    assert_eq!(early_family(3), Ok(3));
+    let threshold = |key: u32| {
+        registry::get(&format!("declared::early[{key}]")).map(|member| member.config().threshold())
+    };
+    assert_eq!(threshold(1), Some(6), "adopted by its first call");
+    assert_eq!(threshold(3), Some(5), "the family's default, not 7");
+}
+
 mod methods {
     use super::*;
 
