@@ -118,6 +118,40 @@ fn a_call_in_flight_counts_once_it_has_outlived_what_the_dependency_takes() {
     }
 }
 
+/// Only the call that marks a period is timed for the patience, one a
+/// period at most (every 16th call on a thread looks for a new period):
+/// the 16th call here marks the period and takes 1 ms; the 32nd, in the
+/// same period, finds it marked, and the 5 s it takes teach nothing. So
+/// calls left hanging count as sent once they have outlived 1 ms (and a
+/// period), and shedding starts well before they have run 5 s.
+#[test]
+fn only_the_call_that_marks_a_period_is_timed() {
+    let clock = ManualClock::new();
+    let b = graded("shed.one-timed", 2.0, &clock);
+    clock.advance(PERIOD);
+    let mut permits: Vec<_> = (0..32).map(|_| b.acquire().unwrap()).collect();
+    let late = permits.pop().unwrap();
+    let marking = permits.remove(15);
+    for permit in permits {
+        permit.record(Outcome::Success);
+    }
+    clock.advance(Duration::from_millis(1));
+    marking.record(Outcome::Success);
+    clock.advance(Duration::from_secs(5));
+    late.record(Outcome::Success);
+    let tick = Duration::from_millis(10);
+    let (mut hanging, mut hung_for) = (Vec::new(), Duration::ZERO);
+    while b.snapshot().shedding == 0.0 {
+        if let Ok(permit) = b.acquire() {
+            hanging.push(permit);
+        }
+        clock.advance(tick);
+        hung_for += tick;
+        assert!(hung_for < Duration::from_secs(3), "{:?}", b.snapshot());
+    }
+    println!("shedding began {hung_for:?} into the hang");
+}
+
 /// The same hang, and the hanging calls never end: once they are older
 /// than the window they are out of it, and shedding stops within a window
 /// of the heal all the same.
