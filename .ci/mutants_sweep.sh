@@ -75,6 +75,11 @@ for k in $(seq "${SWEEP_FROM:-0}" $((SHARDS - 1))); do
 done
 
 git checkout -q -- . && git fetch -q "$repo" || exit 8
+# The commit of the day is taken when these runs start, not before a STOP.
+if [ -f "$OUT/STOP" ] && [ ! -s "$OUT/AGAIN_AT" ]; then
+    echo "$(date -u +%T) $OUT/STOP: the runs on the code of the day not started"
+    exit 0
+fi
 [ -s "$OUT/AGAIN_AT" ] || git -C "$repo" rev-parse HEAD > "$OUT/AGAIN_AT"
 again=$(cat "$OUT/AGAIN_AT")
 git checkout -q --detach "$again" || exit 8
