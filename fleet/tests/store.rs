@@ -9,9 +9,19 @@ use failfast_fleet::{
 };
 use redis::AsyncCommands;
 use std::time::Duration;
-use support::{RedisServer, raw, transport};
+use support::{RedisServer, raw};
 
 const FP: u64 = 7;
+
+/// A transport for `instance` whose commands have 1 s each: these tests
+/// check what the store keeps, not how long it takes (`faults.rs` does),
+/// and a loaded test machine can take longer than the default 100 ms to
+/// answer the first commands of a server just started.
+fn transport(url: &str, instance: &str) -> RedisTransport {
+    let mut cfg = support::config(url, instance);
+    cfg.command_timeout = Duration::from_secs(1);
+    RedisTransport::new(&cfg).unwrap()
+}
 
 async fn all_keys(url: &str) -> Vec<String> {
     let mut c = raw(url).await;
