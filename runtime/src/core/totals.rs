@@ -488,6 +488,25 @@ mod tests {
         assert_eq!(totals.sums().counts[ADMITTED], threads as u64 * CALLS);
     }
 
+    /// A thread's first call on a breaker's totals takes the slow way (the
+    /// shards are made then), and is counted there on the thread's own
+    /// slot as on a shared one. The thread here is given slot 0 by hand:
+    /// in a process whose other threads hold every owned slot, as the test
+    /// binary's may, `assign` would give it a shared one.
+    #[test]
+    fn the_first_call_on_a_threads_own_slot_is_counted() {
+        std::thread::spawn(|| {
+            SLOT.set(1);
+            let totals = Totals::new();
+            assert_eq!(totals.admit(), 1, "the slow way");
+            assert_eq!(totals.admit(), 2, "the fast way");
+            assert_eq!(SLOT.get(), 1, "still slot 0");
+            assert_eq!(totals.sums().counts[ADMITTED], 2);
+        })
+        .join()
+        .unwrap();
+    }
+
     /// Owned slots stop at `slots()`: later threads get shared codes, and the
     /// counter handing them out does not creep on.
     #[test]
