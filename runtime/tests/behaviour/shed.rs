@@ -29,6 +29,30 @@ fn call(breaker: &Breaker, fails: bool) -> bool {
     }
 }
 
+/// Makes one call each 10 ms (`call_one`) until shedding stops; how long
+/// that took, which must not pass `limit`.
+fn until_shedding_stops(
+    b: &Breaker,
+    clock: &ManualClock,
+    limit: Duration,
+    mut call_one: impl FnMut(),
+) -> Duration {
+    let tick = Duration::from_millis(10);
+    let mut took = Duration::ZERO;
+    while b.snapshot().shedding > 0.0 {
+        call_one();
+        clock.advance(tick);
+        took += tick;
+        assert!(
+            took <= limit,
+            "still shedding {took:?} in, at {:?}: {:?}",
+            clock.now(),
+            b.snapshot()
+        );
+    }
+    took
+}
+
 /// `(sent − k × accepted) / sent`, at least 0, at most what leaves the
 /// probes: one call per period (20 a window) from 400 requests on, and
 /// in proportion fewer below.
@@ -109,13 +133,9 @@ fn a_call_in_flight_counts_once_it_has_outlived_what_the_dependency_takes() {
     for permit in hanging {
         permit.record(Outcome::Success);
     }
-    let mut healed_for = Duration::ZERO;
-    while b.snapshot().shedding > 0.0 {
+    until_shedding_stops(&b, &clock, PERIOD, || {
         call(&b, false);
-        clock.advance(tick);
-        healed_for += tick;
-        assert!(healed_for <= PERIOD, "{:?}", b.snapshot());
-    }
+    });
 }
 
 /// Only the call that marks a period is timed for the patience, one a
@@ -173,17 +193,10 @@ fn calls_that_never_end_leave_the_window() {
         clock.advance(tick);
     }
     assert!(b.snapshot().shedding > 0.9, "{:?}", b.snapshot());
-    let mut healed_for = Duration::ZERO;
-    while b.snapshot().shedding > 0.0 {
-        call(&b, false);
-        clock.advance(tick);
-        healed_for += tick;
-        assert!(
-            healed_for <= Duration::from_millis(10_500) + PERIOD,
-            "{:?}",
-            b.snapshot()
-        );
-    }
+    let healed_for =
+        until_shedding_stops(&b, &clock, Duration::from_millis(10_500) + PERIOD, || {
+            call(&b, false);
+        });
     println!("shedding stopped {healed_for:?} after the heal");
     assert_eq!(b.snapshot().failures, 0);
     drop(hanging);
@@ -315,13 +328,9 @@ fn failures_leave_the_window_and_shedding_stops_within_it_after_healing() {
     let tick = Duration::from_millis(10);
     assert!(b.snapshot().shedding > 0.97, "{:?}", b.snapshot());
     // Healed: shedding stops within the 10 s window.
-    let mut healed_for = Duration::ZERO;
-    while b.snapshot().shedding > 0.0 {
+    let healed_for = until_shedding_stops(&b, &clock, Duration::from_secs(10), || {
         call(&b, false);
-        clock.advance(tick);
-        healed_for += tick;
-        assert!(healed_for <= Duration::from_secs(10), "{:?}", b.snapshot());
-    }
+    });
     println!("shedding stopped {healed_for:?} after healing");
     assert!(healed_for >= PERIOD, "not before a period: {healed_for:?}");
     // And stays stopped: every call goes through.
@@ -365,25 +374,17 @@ fn a_window_of_neutral_answers_and_refusals_stops_shedding() {
     let clock = ManualClock::new();
     let b = shedding_a_dead_dependency("shed.neutral-answers", &clock);
     assert!(b.snapshot().shedding > 0.97, "{:?}", b.snapshot());
-    let tick = Duration::from_millis(10);
-    let (mut answered_for, mut refused) = (Duration::ZERO, 0);
-    while b.snapshot().shedding > 0.0 {
+    let mut refused = 0;
+    until_shedding_stops(&b, &clock, Duration::from_secs(10) + PERIOD, || {
         match b.acquire() {
             Ok(permit) => permit.record(Outcome::Neutral),
             Err(_) => refused += 1,
         }
-        clock.advance(tick);
-        answered_for += tick;
-        assert!(
-            answered_for <= Duration::from_secs(10) + PERIOD,
-            "{:?}",
-            b.snapshot()
-        );
-    }
+    });
     assert!(refused > 100, "{refused} refused meanwhile");
     for _ in 0..100 {
         b.acquire().unwrap().record(Outcome::Neutral);
-        clock.advance(tick);
+        clock.advance(Duration::from_millis(10));
     }
 }
 
@@ -635,17 +636,9 @@ fn a_window_changed_at_run_time_at_any_uptime_sheds_and_heals_in_its_own_time() 
         run(false, Duration::from_secs(5));
         run(true, Duration::from_secs(30).max(window));
         assert!(b.snapshot().shedding > 0.5, "{secs} s at {:?}", clock.now());
-        let mut healed_for = Duration::ZERO;
-        while b.snapshot().shedding > 0.0 {
+        until_shedding_stops(&b, &clock, window + window / 20 + tick, || {
             call(&b, false);
-            clock.advance(tick);
-            healed_for += tick;
-            assert!(
-                healed_for <= window + window / 20 + tick,
-                "window {secs} s at {:?}: still shedding {healed_for:?} after the heal",
-                clock.now()
-            );
-        }
+        });
         uptime = uptime * 3 + Duration::from_secs(1_000_000);
     }
 }
