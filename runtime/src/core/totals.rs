@@ -507,6 +507,23 @@ mod tests {
         .unwrap();
     }
 
+    /// On a shared slot every call takes the slow way, and returns the
+    /// count of that slot's admitted calls, as `admit` says: the count
+    /// graded shedding paces its look for a new period by. The thread here
+    /// is given the first shared slot by hand.
+    #[test]
+    fn calls_on_a_shared_slot_return_that_slots_count() {
+        std::thread::spawn(|| {
+            SLOT.set(SHARED | (slots() + 1));
+            let totals = Totals::new();
+            let counts: Vec<u64> = (0..3).map(|_| totals.admit()).collect();
+            assert_eq!(counts, [1, 2, 3]);
+            assert_eq!(totals.sums().counts[ADMITTED], 3);
+        })
+        .join()
+        .unwrap();
+    }
+
     /// Owned slots stop at `slots()`: later threads get shared codes, and the
     /// counter handing them out does not creep on.
     #[test]
