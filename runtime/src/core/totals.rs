@@ -495,13 +495,21 @@ mod tests {
     /// binary's may, `assign` would give it a shared one.
     #[test]
     fn the_first_call_on_a_threads_own_slot_is_counted() {
-        std::thread::spawn(|| {
-            SLOT.set(1);
+        on_a_thread_with_slot(1, || {
             let totals = Totals::new();
             assert_eq!(totals.admit(), 1, "the slow way");
             assert_eq!(totals.admit(), 2, "the fast way");
             assert_eq!(SLOT.get(), 1, "still slot 0");
             assert_eq!(totals.sums().counts[ADMITTED], 2);
+        });
+    }
+
+    /// Runs `test` on a new thread whose slot code is `code`, given by
+    /// hand (no slot is taken from, or given back to, the free list).
+    fn on_a_thread_with_slot(code: u32, test: impl FnOnce() + Send + 'static) {
+        std::thread::spawn(move || {
+            SLOT.set(code);
+            test();
         })
         .join()
         .unwrap();
@@ -513,15 +521,12 @@ mod tests {
     /// is given the first shared slot by hand.
     #[test]
     fn calls_on_a_shared_slot_return_that_slots_count() {
-        std::thread::spawn(|| {
-            SLOT.set(SHARED | (slots() + 1));
+        on_a_thread_with_slot(SHARED | (slots() + 1), || {
             let totals = Totals::new();
             let counts: Vec<u64> = (0..3).map(|_| totals.admit()).collect();
             assert_eq!(counts, [1, 2, 3]);
             assert_eq!(totals.sums().counts[ADMITTED], 3);
-        })
-        .join()
-        .unwrap();
+        });
     }
 
     /// Owned slots stop at `slots()`: later threads get shared codes, and the
